@@ -1,0 +1,148 @@
+/**
+ * Strict CBOR decoding for tokens and App Attest objects (token-format.md section 3).
+ *
+ * Invariants of what `decodeStrictCbor` returns:
+ * - the input is exactly one well-formed item: no trailing bytes, no truncation;
+ * - no indefinite-length items, no tags (so nothing decodes to Date, Set, records...), no break codes;
+ * - no map holds the same key twice (compared by decoded value, so non-shortest encodings of one
+ *   key are duplicates too), so a decoy second `authData` can never be picked;
+ * - containers nest at most `maxDepth` levels (the top-level item is level 1);
+ * - text strings are valid UTF-8;
+ * - maps decode to `Map`, byte strings to `Uint8Array`.
+ * Non-shortest (but definite) encodings are accepted: cbor-x itself writes 16-bit map sizes.
+ *
+ * cbor-x does the decoding; the pre-scan below only walks item heads to enforce what cbor-x
+ * tolerates (it keeps the last duplicate key and decodes tags).
+ */
+import { Decoder } from 'cbor-x';
+
+export class CborError extends Error {
+  override readonly name = 'CborError';
+}
+
+export interface StrictCborOptions {
+  maxDepth: number;
+  maxBytes: number;
+}
+
+const decoder = new Decoder({ mapsAsObjects: false, useRecords: false, bundleStrings: false } as never);
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Decodes one CBOR item under the invariants above; throws `CborError` otherwise. */
+export function decodeStrictCbor(bytes: Uint8Array, options: StrictCborOptions): unknown {
+  if (bytes.length === 0) throw new CborError('empty input');
+  if (bytes.length > options.maxBytes) throw new CborError(`larger than ${options.maxBytes} bytes`);
+  const end = scanItem(bytes, 0, 1, options.maxDepth);
+  if (end !== bytes.length) throw new CborError(`${bytes.length - end} trailing bytes after the item`);
+  let value: unknown;
+  try {
+    value = decoder.decode(bytes);
+  } catch (err) {
+    throw new CborError(`undecodable: ${(err as Error).message}`);
+  }
+  return normalize(value);
+}
+
+function normalize(value: unknown): unknown {
+  // cbor-x returns Buffer for byte strings on Node; callers want plain Uint8Array semantics.
+  if (Buffer.isBuffer(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (value instanceof Map) {
+    const out = new Map<unknown, unknown>();
+    for (const [k, v] of value) out.set(normalize(k), normalize(v));
+    return out;
+  }
+  if (Array.isArray(value)) return value.map(normalize);
+  return value;
+}
+
+interface Head {
+  major: number;
+  /** argument (length, count or value); -1 for simple values/floats carried inline */
+  arg: number;
+  next: number;
+}
+
+function readHead(b: Uint8Array, pos: number): Head {
+  if (pos >= b.length) throw new CborError('truncated item');
+  const initial = b[pos]!;
+  const major = initial >> 5;
+  const info = initial & 0x1f;
+  let p = pos + 1;
+  if (info < 24) return { major, arg: info, next: p };
+  if (info === 31) throw new CborError('indefinite-length item or break code');
+  if (info > 27) throw new CborError(`reserved additional information ${info}`);
+  const size = 1 << (info - 24); // 1, 2, 4, 8
+  if (p + size > b.length) throw new CborError('truncated item head');
+  let arg = 0;
+  for (let i = 0; i < size; i++) arg = arg * 256 + b[p + i]!;
+  p += size;
+  return { major, arg, next: p };
+}
+
+function scanItem(b: Uint8Array, pos: number, depth: number, maxDepth: number): number {
+  const { major, arg, next } = readHead(b, pos);
+  switch (major) {
+    case 0:
+    case 1:
+      return next;
+    case 2:
+    case 3: {
+      if (arg > b.length - next) throw new CborError('string longer than the input');
+      const end = next + arg;
+      if (major === 3) {
+        try {
+          utf8.decode(b.subarray(next, end));
+        } catch {
+          throw new CborError('text string is not valid UTF-8');
+        }
+      }
+      return end;
+    }
+    case 4: {
+      if (depth > maxDepth) throw new CborError(`nested deeper than ${maxDepth} levels`);
+      if (arg > b.length - next) throw new CborError('array longer than the input');
+      let p = next;
+      for (let i = 0; i < arg; i++) p = scanItem(b, p, depth + 1, maxDepth);
+      return p;
+    }
+    case 5: {
+      if (depth > maxDepth) throw new CborError(`nested deeper than ${maxDepth} levels`);
+      if (arg > (b.length - next) / 2) throw new CborError('map longer than the input');
+      let p = next;
+      const seen = new Set<string>();
+      for (let i = 0; i < arg; i++) {
+        const keyStart = p;
+        p = scanItem(b, p, depth + 1, maxDepth);
+        const key = keyIdentity(b.subarray(keyStart, p));
+        if (seen.has(key)) throw new CborError('duplicate map key');
+        seen.add(key);
+        p = scanItem(b, p, depth + 1, maxDepth);
+      }
+      return p;
+    }
+    case 6:
+      throw new CborError('tags are not allowed');
+    default:
+      // major 7: simple values and floats; the head already consumed their bytes
+      return next;
+  }
+}
+
+/** A key's identity by decoded value, so `"a"` in two encodings counts as the same key. */
+function keyIdentity(encoded: Uint8Array): string {
+  const v: unknown = decoder.decode(encoded);
+  if (typeof v === 'string') return `s:${v}`;
+  if (typeof v === 'number' || typeof v === 'bigint') return `n:${String(v)}`;
+  if (v instanceof Uint8Array) return `b:${Buffer.from(v).toString('hex')}`;
+  return `x:${Buffer.from(encoded).toString('hex')}`;
+}
+
+// ---- typed access to decoded maps ----
+
+export function isMap(v: unknown): v is Map<unknown, unknown> {
+  return v instanceof Map;
+}
+
+export function isBytes(v: unknown): v is Uint8Array {
+  return v instanceof Uint8Array;
+}

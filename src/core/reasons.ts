@@ -1,0 +1,48 @@
+/** Every rejection reason of token-format.md section 6 and the platform sections: a closed union. */
+export const REJECT_REASONS = [
+  'token_malformed',
+  'token_version_unsupported',
+  'service_unsupported',
+  'session_unknown',
+  'session_consumed',
+  'session_expired',
+  'nonce_mismatch',
+  'gms_package_not_allowed',
+  'gms_decrypt_failed',
+  'gms_signature_invalid',
+  'gms_payload_malformed',
+  'gms_nonce_mismatch',
+  'gms_package_mismatch',
+  'gms_app_not_recognized',
+  'gms_certificate_mismatch',
+  'gms_integrity_insufficient',
+  'gms_token_stale',
+  'apple_attestation_malformed',
+  'apple_chain_invalid',
+  'apple_nonce_mismatch',
+  'apple_key_id_mismatch',
+  'apple_app_not_allowed',
+  'apple_counter_invalid',
+  'apple_environment_not_allowed',
+  'apple_assertion_malformed',
+  'apple_signature_invalid',
+  'apple_counter_replay',
+  'apple_key_registered',
+  'apple_key_unknown',
+] as const;
+
+export type RejectReason = (typeof REJECT_REASONS)[number];
+
+/**
+ * An expected rejection. Thrown inside core checks and turned into `{ ok: false }` by the
+ * top-level verifier only; anything else that is thrown is a fault (HTTP 500).
+ */
+export class Rejection extends Error {
+  override readonly name = 'Rejection';
+  constructor(
+    readonly reason: RejectReason,
+    readonly detail: string,
+  ) {
+    super(`${reason}: ${detail}`);
+  }
+}

@@ -1,0 +1,132 @@
+import type { RejectReason } from './reasons.js';
+
+export type Service = 'gms' | 'apple';
+
+export interface GoogleTokenDetails {
+  packageName: string;
+  deviceIntegrityVerdicts: string[];
+  timestampMillis: number;
+}
+
+export interface AppleTokenDetails {
+  /** base64 (standard, padded) of the 32-byte key id */
+  keyIdentifier: string;
+  appId: string;
+  environment: AppleEnvironment;
+  assertionCounter: number;
+}
+
+export type AppleEnvironment = 'Development' | 'Production';
+
+export type PlatformDetails =
+  | { service: 'gms'; googleTokenDetails: GoogleTokenDetails }
+  | { service: 'apple'; appleTokenDetails: AppleTokenDetails };
+
+export type CheckStatus = 'pass' | 'fail' | 'skip';
+
+/** One step of a verification, as `verify-file` prints it. `id` is stable (documented in the README). */
+export interface CheckRecord {
+  id: string;
+  status: CheckStatus;
+  detail: string;
+  reason?: RejectReason;
+}
+
+/** Facts a verifier learned on its way, for logs and for `verify-file` hints. Never secrets. */
+export interface VerifyFacts {
+  service?: Service;
+  keyId?: string; // base64
+  packageName?: string;
+  appId?: string;
+  environment?: AppleEnvironment;
+  shape?: 'registration' | 'assertion' | 'attestation+assertion';
+}
+
+export type VerifyOutcome =
+  | { ok: true; details: PlatformDetails; checks: CheckRecord[]; facts: VerifyFacts }
+  | { ok: false; reason: RejectReason; detail: string; checks: CheckRecord[]; facts: VerifyFacts };
+
+/**
+ * Records the steps of a verification. Verifiers call `plan` once they know their path, `pass`
+ * after each check; a failing check throws `Rejection(reason, detail)` with `check` set via `fail`.
+ */
+export interface Trace {
+  /** the ordered check ids this path will run; unreached ones are reported as skipped */
+  plan(ids: readonly string[]): void;
+  pass(id: string, detail: string): void;
+  skip(id: string, detail: string): void;
+  /** names the check that is about to fail; the Rejection thrown next is attributed to it */
+  current(id: string): void;
+  facts: VerifyFacts;
+}
+
+// ---- ports (implemented by src/db, or by in-memory stores in verify-file and tests) ----
+
+export type AppleEnvPolicy = 'production' | 'development' | 'any';
+
+export interface AppleAppPolicy {
+  /** `TEAMID.bundle.id` */
+  appId: string;
+  env: AppleEnvPolicy;
+}
+
+export type MinVerdict = 'MEETS_BASIC_INTEGRITY' | 'MEETS_DEVICE_INTEGRITY' | 'MEETS_STRONG_INTEGRITY';
+
+export interface AndroidKeyPair {
+  /** stable id of the pair (for `allowlist` listing / retiring), e.g. a fingerprint */
+  id: string;
+  /** 32 raw bytes, AES-256 key wrapping key */
+  decryptionKey: Uint8Array;
+  /** DER SubjectPublicKeyInfo of an EC P-256 key */
+  verificationKey: Uint8Array;
+}
+
+export interface AndroidPackagePolicy {
+  packageName: string;
+  keys: readonly AndroidKeyPair[];
+  /** SHA-256 digests of allowed signing certificates, raw 32 bytes each; empty = not checked */
+  certificateDigests: readonly Uint8Array[];
+  minVerdict: MinVerdict;
+  allowUnrecognized: boolean;
+  maxAgeSeconds: number;
+}
+
+export interface AllowlistReader {
+  appleApp(appId: string): Promise<AppleAppPolicy | null>;
+  appleApps(): Promise<readonly AppleAppPolicy[]>;
+  androidPackage(packageName: string): Promise<AndroidPackagePolicy | null>;
+  androidPackages(): Promise<readonly AndroidPackagePolicy[]>;
+}
+
+export interface AppleKeyRecord {
+  keyId: Uint8Array; // 32 bytes
+  publicKey: Uint8Array; // DER SPKI, EC P-256
+  appId: string;
+  environment: AppleEnvironment;
+  counter: number;
+}
+
+export interface AppleKeyStore {
+  find(keyId: Uint8Array): Promise<AppleKeyRecord | null>;
+  /** INSERT ... ON CONFLICT DO NOTHING: false when the key was already registered */
+  register(record: AppleKeyRecord): Promise<boolean>;
+  /** UPDATE ... WHERE counter < $new RETURNING: false when the stored counter is not lower */
+  raiseCounter(keyId: Uint8Array, counter: number): Promise<boolean>;
+}
+
+/** What a platform verifier gets besides its evidence map. */
+export interface PlatformContext {
+  /** the final nonce (already checked equal to the token's `nonce` when one was expected) */
+  nonce: Uint8Array;
+  now: Date;
+  /** verify-file only: replaces SHA-256(nonce) as App Attest clientDataHash */
+  clientDataHash?: Uint8Array;
+  trace: Trace;
+}
+
+/** One verifier per platform, behind this interface; chosen by `device.service` from a table. */
+export interface PlatformVerifier {
+  readonly service: Service;
+  /** `evidence` is the decoded CBOR value under the token's `gms` / `apple` key (a Map, or undefined) */
+  verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails>;
+}

@@ -1,0 +1,135 @@
+import { timingSafeEqual } from 'node:crypto';
+import { CborError, decodeStrictCbor, isBytes, isMap } from './cbor.js';
+import { Rejection } from './reasons.js';
+import { TraceRecorder } from './trace.js';
+import type { PlatformVerifier, Service, VerifyOutcome } from './types.js';
+
+export const TOKEN_MAX_BYTES = 64 * 1024;
+export const TOKEN_MAX_DEPTH = 8;
+export const TOKEN_NONCE_MIN = 16;
+export const TOKEN_NONCE_MAX = 512;
+const TELEMETRY_MAX_BYTES = 64;
+
+export interface VerifyInput {
+  /** the token's CBOR bytes */
+  token: Uint8Array;
+  /** the final nonce rebuilt by the caller; `null` = not checked (verify-file without a nonce flag) */
+  expectedNonce: Uint8Array | null;
+  /** verify-file only: replaces SHA-256(finalNonce) as App Attest clientDataHash */
+  clientDataHash?: Uint8Array;
+}
+
+export type PlatformVerifiers = Partial<Record<Service, PlatformVerifier>>;
+
+export interface VerifyDeps {
+  now: () => Date;
+  verifiers: PlatformVerifiers;
+}
+
+/** The envelope of a format-1 token (token-format.md section 3), with the platform evidence left raw. */
+export interface TokenEnvelope {
+  version: 1;
+  nonce: Uint8Array;
+  service: string;
+  device: { model?: string; os?: string; sdk?: string };
+  evidence: unknown;
+}
+
+/** The ordered envelope checks, before the platform's own. */
+export const ENVELOPE_CHECKS = ['token.decode', 'token.version', 'token.service', 'token.nonce'] as const;
+
+/**
+ * Verifies one token end to end: envelope, nonce, then the platform verifier of `device.service`.
+ * Expected rejections come back as `{ ok: false, reason }`; faults (a store that is down) throw.
+ * The server and `verify-file` both call this, so their verdicts cannot differ.
+ */
+export async function verifyToken(input: VerifyInput, deps: VerifyDeps): Promise<VerifyOutcome> {
+  const trace = new TraceRecorder();
+  trace.plan(ENVELOPE_CHECKS);
+  try {
+    const envelope = parseEnvelope(input.token, trace);
+
+    trace.current('token.service');
+    const verifier = deps.verifiers[envelope.service as Service];
+    if (!verifier || !Object.hasOwn(deps.verifiers, envelope.service)) {
+      throw new Rejection('service_unsupported', `device.service "${truncate(envelope.service)}" has no verifier`);
+    }
+    trace.facts.service = verifier.service;
+    if (!isMap(envelope.evidence)) {
+      throw new Rejection('token_malformed', `the "${verifier.service}" evidence map is missing`);
+    }
+    trace.pass('token.service', `device.service is "${verifier.service}"`);
+
+    trace.current('token.nonce');
+    if (input.expectedNonce === null) {
+      trace.skip('token.nonce', 'no expected nonce was given: the token nonce was not checked');
+    } else {
+      if (!bytesEqual(envelope.nonce, input.expectedNonce)) {
+        throw new Rejection('nonce_mismatch', `token nonce (${envelope.nonce.length} bytes) differs from the final nonce (${input.expectedNonce.length} bytes)`);
+      }
+      trace.pass('token.nonce', `token nonce equals the final nonce (${envelope.nonce.length} bytes)`);
+    }
+
+    const details = await verifier.verify(envelope.evidence, {
+      nonce: envelope.nonce,
+      now: deps.now(),
+      ...(input.clientDataHash ? { clientDataHash: input.clientDataHash } : {}),
+      trace,
+    });
+    return { ok: true, details, checks: trace.finish(), facts: trace.facts };
+  } catch (err) {
+    if (!(err instanceof Rejection)) throw err;
+    return { ok: false, reason: err.reason, detail: err.detail, checks: trace.finish(err), facts: trace.facts };
+  }
+}
+
+/** Decodes and validates the token envelope; throws `Rejection` (token_malformed / token_version_unsupported). */
+export function parseEnvelope(token: Uint8Array, trace?: TraceRecorder): TokenEnvelope {
+  trace?.current('token.decode');
+  let root: unknown;
+  try {
+    root = decodeStrictCbor(token, { maxBytes: TOKEN_MAX_BYTES, maxDepth: TOKEN_MAX_DEPTH });
+  } catch (err) {
+    if (err instanceof CborError) throw new Rejection('token_malformed', `CBOR: ${err.message}`);
+    throw err;
+  }
+  if (!isMap(root)) throw new Rejection('token_malformed', 'the top level is not a CBOR map');
+  for (const key of root.keys()) {
+    if (typeof key !== 'string') throw new Rejection('token_malformed', 'the top-level map has a key that is not text');
+  }
+  const nonce = root.get('nonce');
+  if (!isBytes(nonce) || nonce.length < TOKEN_NONCE_MIN || nonce.length > TOKEN_NONCE_MAX) {
+    throw new Rejection('token_malformed', `"nonce" must be a byte string of ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes`);
+  }
+  const device = root.get('device');
+  if (!isMap(device)) throw new Rejection('token_malformed', '"device" must be a map');
+  const service = device.get('service');
+  if (typeof service !== 'string') throw new Rejection('token_malformed', '"device.service" must be text');
+  const telemetry: TokenEnvelope['device'] = {};
+  for (const field of ['model', 'os', 'sdk'] as const) {
+    const value = device.get(field);
+    if (value === undefined) continue;
+    if (typeof value !== 'string' || Buffer.byteLength(value) > TELEMETRY_MAX_BYTES) {
+      throw new Rejection('token_malformed', `"device.${field}" must be text of at most ${TELEMETRY_MAX_BYTES} bytes`);
+    }
+    telemetry[field] = value;
+  }
+  const version = root.get('v');
+  if (typeof version !== 'number' || !Number.isInteger(version) || version < 0) {
+    throw new Rejection('token_malformed', '"v" must be an unsigned integer');
+  }
+  trace?.pass('token.decode', `strict CBOR map, ${token.length} bytes`);
+  trace?.current('token.version');
+  if (version !== 1) throw new Rejection('token_version_unsupported', `format version ${version} is not supported (only 1)`);
+  trace?.pass('token.version', 'format version 1');
+  return { version: 1, nonce, service, device: telemetry, evidence: root.get(service) };
+}
+
+/** Constant-time byte comparison; lengths are not secret. */
+export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+function truncate(s: string): string {
+  return s.length > 32 ? `${s.slice(0, 32)}…` : s;
+}
