@@ -1,0 +1,72 @@
+import { sql } from 'drizzle-orm';
+import { rowsOf, type Database } from './client.js';
+
+export interface ApiKeyRow {
+  id: string;
+  name: string;
+  hash: string;
+  createdAt: Date;
+  lastUsedAt: Date | null;
+  expiresAt: Date | null;
+  revokedAt: Date | null;
+}
+
+interface RawRow {
+  id: string;
+  name: string;
+  hash: string;
+  created_at: Date | string;
+  last_used_at: Date | string | null;
+  expires_at: Date | string | null;
+  revoked_at: Date | string | null;
+}
+
+const date = (v: Date | string | null) => (v === null ? null : new Date(v));
+const toRow = (r: RawRow): ApiKeyRow => ({
+  id: r.id,
+  name: r.name,
+  hash: r.hash,
+  createdAt: new Date(r.created_at),
+  lastUsedAt: date(r.last_used_at),
+  expiresAt: date(r.expires_at),
+  revokedAt: date(r.revoked_at),
+});
+
+/** API keys: only the argon2id hash of a key is ever stored. */
+export function createApiKeyRepository(db: Database) {
+  return {
+    async insert(input: { id: string; name: string; hash: string; expiresInSeconds: number | null }): Promise<ApiKeyRow> {
+      const rows = rowsOf<RawRow>(
+        await db.execute(sql`
+          insert into api_keys (id, name, hash, expires_at)
+          values (${input.id}, ${input.name}, ${input.hash},
+                  ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
+          returning *`),
+      );
+      return toRow(rows[0]!);
+    },
+
+    async find(id: string): Promise<ApiKeyRow | null> {
+      const rows = rowsOf<RawRow>(await db.execute(sql`select * from api_keys where id = ${id}`));
+      return rows[0] ? toRow(rows[0]) : null;
+    },
+
+    async list(): Promise<ApiKeyRow[]> {
+      return rowsOf<RawRow>(await db.execute(sql`select * from api_keys order by created_at, id`)).map(toRow);
+    },
+
+    /** false when there is no such key or it was already revoked */
+    async revoke(id: string): Promise<boolean> {
+      const rows = rowsOf<{ id: string }>(
+        await db.execute(sql`update api_keys set revoked_at = now() where id = ${id} and revoked_at is null returning id`),
+      );
+      return rows.length === 1;
+    },
+
+    async touch(id: string): Promise<void> {
+      await db.execute(sql`update api_keys set last_used_at = now() where id = ${id}`);
+    },
+  };
+}
+
+export type ApiKeyRepository = ReturnType<typeof createApiKeyRepository>;

@@ -1,0 +1,74 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'drizzle-orm';
+import { readMigrationFiles } from 'drizzle-orm/migrator';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import { drizzle } from 'drizzle-orm/postgres-js';
+import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
+import type { PgliteDatabase } from 'drizzle-orm/pglite';
+import postgres from 'postgres';
+import { rowsOf, type Database, type DatabaseHandle } from './client.js';
+
+/** Shipped next to the code (src/db and dist/db both sit two levels below the package root). */
+export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
+
+// any constant works; it only has to be the same for every instance of attest
+const MIGRATION_LOCK_ID = 0x61747465; // 'atte'
+
+export interface MigrationStatus {
+  name: string;
+  createdAt: number;
+  applied: boolean;
+}
+
+/**
+ * Applies pending migrations. On PostgreSQL it holds an advisory lock on its own connection for
+ * the whole run, so instances that start together migrate one after the other.
+ */
+export async function runMigrations(handle: DatabaseHandle): Promise<{ applied: number }> {
+  const before = await migrationStatus(handle.db);
+  const pending = before.filter((m) => !m.applied).length;
+  if (pending === 0) return { applied: 0 };
+  if (handle.kind === 'embedded') {
+    await migratePglite(handle.db as unknown as PgliteDatabase<Record<string, never>>, { migrationsFolder: MIGRATIONS_FOLDER });
+    return { applied: pending };
+  }
+  // the advisory lock belongs to a session: take it and migrate on one dedicated connection
+  const client = postgres(handle.url!, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  try {
+    await client`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
+    const locked = drizzle(client);
+    const stillPending = (await migrationStatus(locked as unknown as Database)).filter((m) => !m.applied).length;
+    if (stillPending > 0) await migratePostgres(locked, { migrationsFolder: MIGRATIONS_FOLDER });
+    return { applied: stillPending };
+  } finally {
+    await client.end({ timeout: 5 }); // ending the session releases the lock
+  }
+}
+
+/** Every shipped migration with whether the database has it. */
+export async function migrationStatus(db: Database): Promise<MigrationStatus[]> {
+  const files = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });
+  const journal = shippedMigrationNames();
+  let appliedAt = new Set<number>();
+  const exists = rowsOf<{ present: boolean }>(
+    await db.execute(sql`select to_regclass('drizzle.__drizzle_migrations') is not null as present`),
+  );
+  if (exists[0]?.present) {
+    const rows = rowsOf<{ created_at: string | number }>(await db.execute(sql`select created_at from drizzle.__drizzle_migrations`));
+    appliedAt = new Set(rows.map((r) => Number(r.created_at)));
+  }
+  const last = Math.max(0, ...appliedAt);
+  return files.map((f, i) => ({
+    name: journal[i] ?? `migration ${i}`,
+    createdAt: f.folderMillis,
+    // drizzle applies everything newer than the last applied one
+    applied: appliedAt.has(f.folderMillis) || f.folderMillis <= last,
+  }));
+}
+
+function shippedMigrationNames(): string[] {
+  // readMigrationFiles does not return the tags; the journal next to the SQL files has them
+  const journal = JSON.parse(readFileSync(`${MIGRATIONS_FOLDER}/meta/_journal.json`, 'utf8')) as { entries: { tag: string }[] };
+  return journal.entries.map((e) => e.tag);
+}

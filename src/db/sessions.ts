@@ -1,0 +1,75 @@
+import { sql } from 'drizzle-orm';
+import { rowsOf, type Database } from './client.js';
+
+export type ConsumeResult =
+  | { ok: true; serverNonce: Uint8Array }
+  | { ok: false; reason: 'session_unknown' | 'session_consumed' | 'session_expired' };
+
+/** Attestation sessions: created by init, consumed exactly once by verify. */
+export function createSessionRepository(db: Database) {
+  return {
+    /** Stores a new session; expiry is computed by the database clock. */
+    async create(input: { reference: string; apiKeyId: string; serverNonce: Uint8Array; ttlSeconds: number }): Promise<{ expiresAt: Date }> {
+      const rows = rowsOf<{ expires_at: Date | string }>(
+        await db.execute(sql`
+          insert into attestation_sessions (reference, api_key_id, server_nonce, expires_at)
+          values (${input.reference}, ${input.apiKeyId}, ${Buffer.from(input.serverNonce)}, now() + make_interval(secs => ${input.ttlSeconds}))
+          returning expires_at`),
+      );
+      return { expiresAt: new Date(rows[0]!.expires_at) };
+    },
+
+    /**
+     * Consumes the session in one statement: whatever the outcome of the verification that
+     * follows, it can never be used again. A session of another API key is reported unknown and
+     * left untouched. Concurrent calls: exactly one gets `ok`.
+     */
+    async consume(reference: string, apiKeyId: string): Promise<ConsumeResult> {
+      const rows = rowsOf<{ found: number; server_nonce: Uint8Array | null; expired: boolean | null }>(
+        await db.execute(sql`
+          with target as (
+            select reference from attestation_sessions where reference = ${reference} and api_key_id = ${apiKeyId}
+          ), consumed as (
+            update attestation_sessions s set consumed_at = now()
+            from target where s.reference = target.reference and s.consumed_at is null
+            returning s.server_nonce, s.expires_at <= now() as expired
+          )
+          select (select count(*) from target)::int as found, consumed.server_nonce, consumed.expired
+          from (select 1) as one left join consumed on true`),
+      );
+      const row = rows[0];
+      if (!row || row.found === 0) return { ok: false, reason: 'session_unknown' };
+      if (row.server_nonce === null) return { ok: false, reason: 'session_consumed' };
+      if (row.expired) return { ok: false, reason: 'session_expired' };
+      return { ok: true, serverNonce: new Uint8Array(row.server_nonce) };
+    },
+
+    /** Deletes sessions expired or consumed more than `olderThanSeconds` ago; returns how many. */
+    async prune(olderThanSeconds: number): Promise<number> {
+      const rows = rowsOf<{ n: number }>(
+        await db.execute(sql`
+          with gone as (
+            delete from attestation_sessions
+            where expires_at < now() - make_interval(secs => ${olderThanSeconds})
+               or consumed_at < now() - make_interval(secs => ${olderThanSeconds})
+            returning 1
+          ) select count(*)::int as n from gone`),
+      );
+      return rows[0]?.n ?? 0;
+    },
+
+    /** Counts by state, for metrics. */
+    async counts(): Promise<{ active: number; consumed: number; expired: number }> {
+      const rows = rowsOf<{ active: number; consumed: number; expired: number }>(
+        await db.execute(sql`
+          select count(*) filter (where consumed_at is null and expires_at > now())::int as active,
+                 count(*) filter (where consumed_at is not null)::int as consumed,
+                 count(*) filter (where consumed_at is null and expires_at <= now())::int as expired
+          from attestation_sessions`),
+      );
+      return rows[0] ?? { active: 0, consumed: 0, expired: 0 };
+    },
+  };
+}
+
+export type SessionRepository = ReturnType<typeof createSessionRepository>;
