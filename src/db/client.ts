@@ -40,6 +40,8 @@ export class DatabaseBusyError extends Error {
   override readonly name = 'DatabaseBusyError';
 }
 
+// PGlite wants a folder of its own: the lock and socket sit beside it
+const PG_DIR = 'pgdata';
 const LOCK_FILE = 'attest.lock';
 const SOCKET_FILE = 'attest.sock';
 
@@ -68,7 +70,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   let pglite: PGlite | undefined;
   let server: PGLiteSocketServer | undefined;
   try {
-    pglite = await PGlite.create({ dataDir });
+    pglite = await PGlite.create({ dataDir: join(dataDir, PG_DIR) });
     if (options.role === 'server') {
       const socketPath = join(dataDir, SOCKET_FILE);
       rmSync(socketPath, { force: true });

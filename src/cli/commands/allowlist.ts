@@ -1,0 +1,189 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { formatCertificateDigest, parseCertificateDigest } from '../../core/google/certificateDigest.js';
+import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
+import type { AppleEnvPolicy, MinVerdict } from '../../core/types.js';
+import { createAllowlistRepository } from '../../db/allowlist.js';
+import { withDatabase } from '../context.js';
+import { usageError } from '../errors.js';
+import { printJson, printTable } from '../output.js';
+
+/** `TEAMID.bundle.id`: a 10-character team ID, a dot, a bundle ID. */
+export const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
+/** An Android application ID: at least two dot-separated segments, each starting with a letter. */
+export const ANDROID_PACKAGE = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
+
+const VERDICTS: Record<string, MinVerdict> = {
+  basic: 'MEETS_BASIC_INTEGRITY',
+  device: 'MEETS_DEVICE_INTEGRITY',
+  strong: 'MEETS_STRONG_INTEGRITY',
+};
+
+/** A short public fingerprint of a key pair: never the key material itself. */
+export function keyPairId(decryptionKey: Uint8Array, verificationKey: Uint8Array): string {
+  return createHash('sha256').update(decryptionKey).update(verificationKey).digest('hex').slice(0, 16);
+}
+
+export function allowlistCommand(): Command {
+  const allowlist = new Command('allowlist').description('apps and packages whose tokens are accepted');
+  const add = allowlist.command('add').description('allow an iOS app or an Android package');
+
+  add.command('apple')
+    .description('allow an App Attest app ID')
+    .argument('<app-id>', 'TEAMID.bundle.id, e.g. ABCDE12345.com.example.app')
+    .addOption(new Option('--env <env>', 'App Attest environment(s) accepted').choices(['production', 'development', 'any']).default('production'))
+    .option('--json', 'print the result as JSON')
+    .addHelpText('after', '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any')
+    .action(async (appId: string, opts: { env: AppleEnvPolicy; json?: boolean }) => {
+      if (!APPLE_APP_ID.test(appId)) throw usageError(`"${appId}" is not an app ID: expected TEAMID.bundle.id with a 10-character uppercase team ID`);
+      await withDatabase(async (handle) => {
+        const result = await createAllowlistRepository(handle.db).addApple(appId, opts.env);
+        if (opts.json) printJson({ kind: 'apple', appId, env: opts.env, result });
+        else process.stdout.write(`${result} apple ${appId} (env ${opts.env})\n`);
+      });
+    });
+
+  add.command('android')
+    .description('allow an Android package with its Play Integrity keys; on an existing package, adds a key pair (rotation)')
+    .argument('<package>', 'application ID, e.g. com.example.app')
+    .option('--decryption-key <b64>', 'AES-256 decryption key from the Play Console (base64)')
+    .option('--decryption-key-file <path>', 'read the decryption key from a file instead')
+    .option('--verification-key <b64>', 'EC P-256 verification key from the Play Console (base64 DER SPKI)')
+    .option('--verification-key-file <path>', 'read the verification key from a file instead')
+    .option('--cert-digest <digest>', 'SHA-256 of an allowed signing certificate (hex or base64); repeatable', collect, [])
+    .addOption(new Option('--min-verdict <verdict>', 'minimum device integrity (default device)').choices(['basic', 'device', 'strong']))
+    .option('--allow-unrecognized', 'also accept UNRECOGNIZED_VERSION app verdicts')
+    .option('--max-age <seconds>', 'oldest accepted token age in seconds (default 600)')
+    .option('--json', 'print the result as JSON')
+    .addHelpText('after', `
+Examples:
+  $ attest allowlist add android com.example.bank \\
+      --decryption-key-file dec.txt --verification-key-file ver.txt \\
+      --cert-digest 6A:6A:14:74:... --min-verdict strong --max-age 300
+  # rotation: add the new pair, then retire the old one
+  $ attest allowlist add android com.example.bank --decryption-key NEW... --verification-key NEW...
+  $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`)
+    .action(async (pkg: string, opts: AndroidOptions) => {
+      if (!ANDROID_PACKAGE.test(pkg)) throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
+      const decryption = keyText(opts.decryptionKey, opts.decryptionKeyFile, '--decryption-key');
+      const verification = keyText(opts.verificationKey, opts.verificationKeyFile, '--verification-key');
+      let decryptionKey: Uint8Array;
+      let verificationKey: Uint8Array;
+      try {
+        decryptionKey = parseDecryptionKey(decryption);
+        verificationKey = parseVerificationKey(verification);
+      } catch (err) {
+        throw usageError(`${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption)`);
+      }
+      const digests = opts.certDigest.map((d) => {
+        const bytes = parseCertificateDigest(d);
+        if (!bytes) throw usageError(`--cert-digest "${d}" is not a SHA-256 digest in hex or base64`);
+        return bytes;
+      });
+      let maxAgeSeconds: number | undefined;
+      if (opts.maxAge !== undefined) {
+        maxAgeSeconds = Number(opts.maxAge);
+        if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 1 || maxAgeSeconds > 86_400) throw usageError('--max-age must be 1 to 86400 seconds');
+      }
+      const id = keyPairId(decryptionKey, verificationKey);
+      await withDatabase(async (handle) => {
+        const result = await createAllowlistRepository(handle.db).addAndroid(
+          pkg,
+          { id, decryptionKey, verificationKey },
+          {
+            ...(digests.length ? { certificateDigests: digests } : {}),
+            ...(opts.minVerdict ? { minVerdict: VERDICTS[opts.minVerdict]! } : {}),
+            ...(opts.allowUnrecognized ? { allowUnrecognized: true } : {}),
+            ...(maxAgeSeconds !== undefined ? { maxAgeSeconds } : {}),
+          },
+        );
+        if (opts.json) printJson({ kind: 'android', packageName: pkg, keyId: id, ...result });
+        else process.stdout.write(`${result.package} android ${pkg}; key pair ${id} ${result.pair === 'added' ? 'added' : 'was already there'}\n`);
+      });
+    });
+
+  allowlist.command('list')
+    .description('list allowed apps and packages (key fingerprints only, never key material)')
+    .option('--json', 'print the list as JSON')
+    .addHelpText('after', '\nExample:\n  $ attest allowlist list --json')
+    .action(async (opts: { json?: boolean }) => {
+      await withDatabase(async (handle) => {
+        const repo = createAllowlistRepository(handle.db);
+        const [apple, android] = await Promise.all([repo.listApple(), repo.listAndroid()]);
+        const androidView = android.map((p) => ({
+          packageName: p.packageName,
+          minVerdict: p.minVerdict,
+          allowUnrecognized: p.allowUnrecognized,
+          maxAgeSeconds: p.maxAgeSeconds,
+          certificateDigests: p.certificateDigests.map(formatCertificateDigest),
+          keyPairs: p.keys.map((k) => k.id),
+        }));
+        if (opts.json) {
+          printJson({ apple, android: androidView });
+          return;
+        }
+        printTable(['KIND', 'ID', 'POLICY', 'KEY PAIRS'], [
+          ...apple.map((a) => ['apple', a.appId, `env ${a.env}`, '-']),
+          ...androidView.map((p) => [
+            'android',
+            p.packageName,
+            `min ${p.minVerdict.replace('MEETS_', '').replace('_INTEGRITY', '').toLowerCase()}, max-age ${p.maxAgeSeconds}s` +
+              `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}`,
+            p.keyPairs.join(' ') || '(none: no token can pass)',
+          ]),
+        ]);
+      });
+    });
+
+  allowlist.command('remove')
+    .description('remove an app or package; with --key-id, retire one key pair of a package')
+    .argument('<kind>', 'apple or android')
+    .argument('<id>', 'app ID or package name')
+    .option('--key-id <id>', 'android: retire only this key pair (see "attest allowlist list")')
+    .option('--json', 'print the result as JSON')
+    .addHelpText('after', '\nExamples:\n  $ attest allowlist remove apple ABCDE12345.com.example.bank\n  $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980')
+    .action(async (kind: string, id: string, opts: { keyId?: string; json?: boolean }) => {
+      if (kind !== 'apple' && kind !== 'android') throw usageError(`kind must be "apple" or "android", got "${kind}"`);
+      if (kind === 'apple' && opts.keyId) throw usageError('--key-id applies to android packages only');
+      await withDatabase(async (handle) => {
+        const repo = createAllowlistRepository(handle.db);
+        const removed = kind === 'apple' ? await repo.removeApple(id) : await repo.removeAndroid(id, opts.keyId);
+        const what = opts.keyId ? `key pair ${opts.keyId} of ${id}` : `${kind} ${id}`;
+        if (!removed) throw usageError(`${what} is not on the allowlist; see "attest allowlist list"`);
+        if (opts.json) printJson({ kind, id, ...(opts.keyId ? { keyId: opts.keyId } : {}), removed: true });
+        else process.stdout.write(`removed ${what}; running instances stop accepting it within 5 seconds\n`);
+      });
+    });
+
+  return allowlist;
+}
+
+interface AndroidOptions {
+  decryptionKey?: string;
+  decryptionKeyFile?: string;
+  verificationKey?: string;
+  verificationKeyFile?: string;
+  certDigest: string[];
+  minVerdict?: string;
+  allowUnrecognized?: boolean;
+  maxAge?: string;
+  json?: boolean;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+function keyText(inline: string | undefined, file: string | undefined, flag: string): string {
+  if (inline !== undefined && file !== undefined) throw usageError(`give ${flag} or ${flag}-file, not both`);
+  if (file !== undefined) {
+    try {
+      return readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      throw usageError(`${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+  }
+  if (inline === undefined) throw usageError(`${flag} (or ${flag}-file) is required`);
+  return inline.trim();
+}

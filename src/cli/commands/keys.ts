@@ -1,0 +1,70 @@
+import { Command } from 'commander';
+import { generateApiKey, hashApiKey } from '../../core/apiKeys.js';
+import { createApiKeyRepository } from '../../db/apiKeys.js';
+import { config, withDatabase } from '../context.js';
+import { parseDuration } from '../duration.js';
+import { usageError } from '../errors.js';
+import { printJson, printTable, when } from '../output.js';
+
+export function keysCommand(): Command {
+  const keys = new Command('keys').description('API keys of relying parties');
+
+  keys.command('create')
+    .description('issue an API key; it is printed once and only its hash is stored')
+    .requiredOption('--name <name>', 'who the key is for (shown in lists and logs)')
+    .option('--expires-in <duration>', 'lifetime such as 90d, 12h, 2w (default: no expiry)')
+    .option('--json', 'print {"id","name","key","createdAt","expiresAt"}')
+    .addHelpText('after', '\nExamples:\n  $ attest keys create --name "mobile banking" --expires-in 90d\n  $ attest keys create --name ci --json | jq -r .key')
+    .action(async (opts: { name: string; expiresIn?: string; json?: boolean }) => {
+      const name = opts.name.trim();
+      if (!name || name.length > 100) throw usageError('--name must be 1 to 100 characters');
+      const expiresIn = opts.expiresIn === undefined ? null : parseDuration(opts.expiresIn);
+      if (expiresIn === null && opts.expiresIn !== undefined) throw usageError(`--expires-in takes a duration such as 90d or 12h, got "${opts.expiresIn}"`);
+      const { id, key } = generateApiKey(config().apiKeyPrefix);
+      const hash = await hashApiKey(key);
+      await withDatabase(async (handle) => {
+        const row = await createApiKeyRepository(handle.db).insert({ id, name, hash, expiresInSeconds: expiresIn });
+        if (opts.json) {
+          printJson({ id: row.id, name: row.name, key, createdAt: row.createdAt.toISOString(), expiresAt: row.expiresAt?.toISOString() ?? null });
+        } else {
+          process.stdout.write(`created API key ${row.id} (${row.name}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n`);
+        }
+      });
+    });
+
+  keys.command('list')
+    .description('list API keys (never the key or its hash)')
+    .option('--json', 'print the list as JSON')
+    .addHelpText('after', '\nExample:\n  $ attest keys list')
+    .action(async (opts: { json?: boolean }) => {
+      await withDatabase(async (handle) => {
+        const rows = await createApiKeyRepository(handle.db).list();
+        const now = Date.now();
+        const state = (r: (typeof rows)[number]) => (r.revokedAt ? 'revoked' : r.expiresAt && r.expiresAt.getTime() <= now ? 'expired' : 'active');
+        if (opts.json) {
+          printJson(rows.map((r) => ({ id: r.id, name: r.name, state: state(r), createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, expiresAt: r.expiresAt, revokedAt: r.revokedAt })));
+        } else {
+          printTable(['ID', 'NAME', 'STATE', 'CREATED', 'LAST USED', 'EXPIRES', 'REVOKED'],
+            rows.map((r) => [r.id, r.name, state(r), when(r.createdAt), when(r.lastUsedAt), when(r.expiresAt), when(r.revokedAt)]));
+        }
+      });
+    });
+
+  keys.command('revoke')
+    .description('revoke an API key; every running instance refuses it within 5 seconds')
+    .argument('<id>', 'the key id, as shown by "attest keys list"')
+    .option('--json', 'print the result as JSON')
+    .addHelpText('after', '\nExample:\n  $ attest keys revoke 0h3k5x9q2m7c1b4n')
+    .action(async (id: string, opts: { json?: boolean }) => {
+      await withDatabase(async (handle) => {
+        const repo = createApiKeyRepository(handle.db);
+        const existing = await repo.find(id);
+        if (!existing) throw usageError(`no API key with id "${id}"; see "attest keys list"`);
+        const revoked = await repo.revoke(id);
+        if (opts.json) printJson({ id, revoked: true, alreadyRevoked: !revoked });
+        else process.stdout.write(revoked ? `revoked ${id} (${existing.name})\n` : `${id} was already revoked\n`);
+      });
+    });
+
+  return keys;
+}

@@ -1,0 +1,18 @@
+/** Exit codes of product.md: 0 success, 1 negative answer, 2 bad usage/input, 3 runtime failure. */
+export const EXIT = { ok: 0, negative: 1, usage: 2, runtime: 3 } as const;
+
+/** An error the CLI reports as one line on stderr, with its exit code. */
+export class CliError extends Error {
+  override readonly name = 'CliError';
+  constructor(
+    message: string,
+    readonly exitCode: number = EXIT.usage,
+  ) {
+    super(message);
+  }
+}
+
+/** Bad usage or bad input (exit 2). */
+export const usageError = (message: string) => new CliError(message, EXIT.usage);
+/** A runtime failure such as an unreachable database (exit 3). */
+export const runtimeError = (message: string) => new CliError(message, EXIT.runtime);

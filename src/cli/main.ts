@@ -1,0 +1,52 @@
+import { Command, CommanderError } from 'commander';
+import { allowlistCommand } from './commands/allowlist.js';
+import { dbCommand } from './commands/db.js';
+import { keysCommand } from './commands/keys.js';
+import { serveCommand } from './commands/serve.js';
+import { CliError, EXIT } from './errors.js';
+
+/** The `attest` program with every subcommand. */
+export function buildProgram(): Command {
+  const program = new Command('attest')
+    .description('verify Apple App Attest and Google Play Integrity tokens for relying parties')
+    .version(process.env.npm_package_version ?? '0.1.0')
+    .showHelpAfterError('(run with --help for usage)')
+    .addHelpText('after', `
+Examples:
+  $ attest serve                                   start the API on the embedded database
+  $ attest keys create --name "mobile banking"     issue an API key for a relying party
+  $ attest allowlist add apple ABCDE12345.com.example.bank
+  $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected`);
+  for (const command of [serveCommand(), dbCommand(), keysCommand(), allowlistCommand()]) program.addCommand(command);
+  program.exitOverride();
+  for (const command of allCommands(program)) command.exitOverride();
+  return program;
+}
+
+function allCommands(command: Command): Command[] {
+  return command.commands.flatMap((c) => [c, ...allCommands(c)]);
+}
+
+/** Runs the CLI: one error funnel that prints one line and sets the exit code. */
+export async function main(argv: string[]): Promise<number> {
+  // `attest keys list | head`: a closed pipe is not an error
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(EXIT.ok);
+    throw err;
+  });
+  try {
+    await buildProgram().parseAsync(argv);
+    return process.exitCode === undefined ? EXIT.ok : Number(process.exitCode);
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // commander already printed its message (help, version, or a usage error)
+      return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
+    }
+    if (err instanceof CliError) {
+      process.stderr.write(`attest: ${err.message}\n`);
+      return err.exitCode;
+    }
+    process.stderr.write(`attest: unexpected failure: ${(err as Error)?.message ?? String(err)}\n`);
+    return EXIT.runtime;
+  }
+}

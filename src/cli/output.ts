@@ -1,0 +1,16 @@
+/** Prints a value as JSON (one document) on stdout. */
+export function printJson(value: unknown): void {
+  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+/** Prints rows as an aligned text table with a header. */
+export function printTable(headers: string[], rows: string[][]): void {
+  const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  process.stdout.write(`${[line(headers), ...rows.map(line)].join('\n')}\n`);
+}
+
+/** A date for tables: ISO to the second, or a dash. */
+export function when(date: Date | null | undefined): string {
+  return date ? `${date.toISOString().slice(0, 19)}Z` : '-';
+}

@@ -1,0 +1,169 @@
+import { createHmac, randomBytes } from 'node:crypto';
+import { parseApiKey, verifyApiKeyHash } from '../core/apiKeys.js';
+
+export interface ApiKeyLookup {
+  find(id: string): Promise<{ id: string; hash: string; expiresAt: Date | null; revokedAt: Date | null } | null>;
+  touch(id: string): Promise<void>;
+}
+
+export type AuthResult =
+  | { ok: true; keyId: string }
+  | { ok: false; status: 401 | 403 | 503; why: 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'mismatch' | 'busy'; keyId?: string };
+
+export interface AuthenticatorOptions {
+  lookup: ApiKeyLookup;
+  now?: () => number;
+  /** how long a verified key is trusted before its row is read again (revocation delay) */
+  revalidateMs?: number;
+  /** argon2 verifications running at once; more wait in a bounded queue */
+  maxConcurrentHashes?: number;
+  maxQueuedHashes?: number;
+  /** how long a failed key is answered 403 without hashing again */
+  failureTtlMs?: number;
+  maxEntries?: number;
+  /** how often last_used_at is written per key */
+  touchIntervalMs?: number;
+  onTouchError?: (err: unknown) => void;
+}
+
+interface Verified {
+  id: string;
+  hash: string;
+  expiresAt: number | null;
+  checkedAt: number;
+}
+
+/**
+ * Checks `X-Api-Key` values. argon2 runs once per key per process: a verified key is cached under
+ * an HMAC of the presented value (a process-local secret, so the cache holds no usable key) and
+ * its row re-read every `revalidateMs`, so revocation and expiry still apply within that time.
+ * Failed values are remembered, and argon2 work is bounded, so junk keys cannot exhaust the CPU.
+ */
+export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
+  const now = options.now ?? Date.now;
+  const revalidateMs = options.revalidateMs ?? 5000;
+  const failureTtlMs = options.failureTtlMs ?? 60_000;
+  const maxEntries = options.maxEntries ?? 10_000;
+  const touchIntervalMs = options.touchIntervalMs ?? 60_000;
+  const cacheSecret = randomBytes(32);
+  const verified = new Map<string, Verified>();
+  const failures = new Map<string, number>();
+  const inflight = new Map<string, Promise<AuthResult>>();
+  const touched = new Map<string, number>();
+  const limiter = createLimiter(options.maxConcurrentHashes ?? 2, options.maxQueuedHashes ?? 64);
+
+  const fingerprint = (presented: string) => createHmac('sha256', cacheSecret).update(presented).digest('base64url');
+
+  function remember<V>(map: Map<string, V>, key: string, value: V) {
+    map.delete(key);
+    map.set(key, value);
+    if (map.size > maxEntries) map.delete(map.keys().next().value as string);
+  }
+
+  function touch(id: string) {
+    const last = touched.get(id) ?? 0;
+    if (now() - last < touchIntervalMs) return;
+    remember(touched, id, now());
+    options.lookup.touch(id).catch((err) => options.onTouchError?.(err));
+  }
+
+  function liveness(row: { expiresAt: Date | null; revokedAt: Date | null }): AuthResult | null {
+    if (row.revokedAt) return { ok: false, status: 403, why: 'revoked' };
+    if (row.expiresAt && row.expiresAt.getTime() <= now()) return { ok: false, status: 403, why: 'expired' };
+    return null;
+  }
+
+  async function verifyFresh(presented: string, id: string, fp: string): Promise<AuthResult> {
+    const row = await options.lookup.find(id);
+    if (!row) {
+      remember(failures, fp, now());
+      return { ok: false, status: 403, why: 'unknown' };
+    }
+    const dead = liveness(row);
+    if (dead) {
+      remember(failures, fp, now());
+      return { ...dead, keyId: id };
+    }
+    const matches = await limiter.run(() => verifyApiKeyHash(row.hash, presented));
+    if (matches === undefined) return { ok: false, status: 503, why: 'busy', keyId: id };
+    if (!matches) {
+      remember(failures, fp, now());
+      return { ok: false, status: 403, why: 'mismatch', keyId: id };
+    }
+    remember(verified, fp, { id, hash: row.hash, expiresAt: row.expiresAt?.getTime() ?? null, checkedAt: now() });
+    return { ok: true, keyId: id };
+  }
+
+  return {
+    /** Authenticates one request's header value (undefined when the header is absent). */
+    async authenticate(presented: string | undefined): Promise<AuthResult> {
+      if (presented === undefined || presented.trim() === '') return { ok: false, status: 401, why: 'missing' };
+      const parsed = parseApiKey(presented);
+      if (!parsed) return { ok: false, status: 403, why: 'malformed' };
+      const fp = fingerprint(presented);
+
+      const hit = verified.get(fp);
+      if (hit) {
+        if (hit.expiresAt !== null && hit.expiresAt <= now()) {
+          verified.delete(fp);
+          return { ok: false, status: 403, why: 'expired', keyId: hit.id };
+        }
+        if (now() - hit.checkedAt < revalidateMs) {
+          touch(hit.id);
+          return { ok: true, keyId: hit.id };
+        }
+        // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
+        const row = await options.lookup.find(hit.id);
+        const dead = row ? liveness(row) : { ok: false as const, status: 403 as const, why: 'unknown' as const };
+        if (dead || !row || row.hash !== hit.hash) {
+          verified.delete(fp);
+          return { ...(dead ?? { ok: false, status: 403, why: 'unknown' }), keyId: hit.id } as AuthResult;
+        }
+        hit.checkedAt = now();
+        hit.expiresAt = row.expiresAt?.getTime() ?? null;
+        touch(hit.id);
+        return { ok: true, keyId: hit.id };
+      }
+
+      const failedAt = failures.get(fp);
+      if (failedAt !== undefined && now() - failedAt < failureTtlMs) return { ok: false, status: 403, why: 'mismatch', keyId: parsed.id };
+
+      // concurrent first requests with one key share one argon2 run
+      let pending = inflight.get(fp);
+      if (!pending) {
+        pending = verifyFresh(presented, parsed.id, fp).finally(() => inflight.delete(fp));
+        inflight.set(fp, pending);
+      }
+      const result = await pending;
+      if (result.ok) touch(result.keyId);
+      return result;
+    },
+
+    /** Drops cached verifications of a key (the revoking process calls it at once). */
+    invalidate(keyId: string) {
+      for (const [fp, v] of verified) if (v.id === keyId) verified.delete(fp);
+    },
+  };
+}
+
+export type ApiKeyAuthenticator = ReturnType<typeof createApiKeyAuthenticator>;
+
+/** Runs at most `concurrency` tasks at once with at most `queue` waiting; `undefined` when full. */
+function createLimiter(concurrency: number, queue: number) {
+  let running = 0;
+  const waiting: (() => void)[] = [];
+  return {
+    async run<T>(task: () => Promise<T>): Promise<T | undefined> {
+      if (running < concurrency) running++;
+      else if (waiting.length >= queue) return undefined;
+      else await new Promise<void>((resolve) => waiting.push(resolve)); // the finisher hands its slot over
+      try {
+        return await task();
+      } finally {
+        const next = waiting.shift();
+        if (next) next();
+        else running--;
+      }
+    },
+  };
+}

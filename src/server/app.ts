@@ -1,0 +1,252 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Hono, type Context } from 'hono';
+import { bodyLimit } from 'hono/body-limit';
+import type { Logger } from 'pino';
+import { encodeBase64 } from '../core/base64.js';
+import type { RejectReason } from '../core/reasons.js';
+import type { VerifyOutcome } from '../core/types.js';
+import type { VerifyInput } from '../core/verify.js';
+import type { ConsumeResult } from '../db/sessions.js';
+import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
+import type { Metrics } from './metrics.js';
+import { OPENAPI_DOCUMENT } from './openapi.js';
+import { finalNonce, parseVerifyRequest } from './verifyRequest.js';
+
+export const STATUS_OK = 0;
+export const STATUS_INTERNAL_ERROR = 268505088;
+export const STATUS_INVALID_REQUEST = 268505089;
+export const BODY_LIMIT_BYTES = 64 * 1024;
+
+export interface AppDeps {
+  logger: Logger;
+  auth: Pick<ApiKeyAuthenticator, 'authenticate'>;
+  sessions: {
+    create(input: { reference: string; apiKeyId: string; serverNonce: Uint8Array; ttlSeconds: number }): Promise<{ expiresAt: Date }>;
+    consume(reference: string, apiKeyId: string): Promise<ConsumeResult>;
+  };
+  /** the core verification, bound to its trust roots, allowlist and key store */
+  verify(input: VerifyInput): Promise<VerifyOutcome>;
+  metrics: Metrics;
+  /** database reachable and migrations applied */
+  ready(): Promise<boolean>;
+  sessionTtlSeconds: number;
+  /** a request that has not finished by then answers 500 (the driver itself never times out) */
+  requestDeadlineMs?: number;
+}
+
+/** Fields of the one log line a request writes; handlers fill them in. */
+interface RequestLog {
+  requestId: string;
+  method: string;
+  route: string;
+  apiKeyId?: string;
+  approach?: 'session' | 'sessionless';
+  service?: string;
+  isValid?: boolean;
+  reason?: string;
+  detail?: string;
+  keyId?: string;
+  packageName?: string;
+  appId?: string;
+  auth?: string;
+  err?: { type: string; code?: string; message: string };
+}
+
+type Env = { Variables: { log: RequestLog; keyId: string } };
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const ROUTES: Record<string, string[]> = {
+  '/api/v1/attestation/init': ['POST'],
+  '/api/v1/attestation/verify': ['POST'],
+  '/healthz': ['GET', 'HEAD'],
+  '/readyz': ['GET', 'HEAD'],
+  '/metrics': ['GET'],
+  '/openapi.json': ['GET'],
+};
+
+class DeadlineExceeded extends Error {
+  override readonly name = 'DeadlineExceeded';
+}
+
+/** The HTTP API: the interface document plus product.md's extra behaviour. No module state. */
+export function createApp(deps: AppDeps): Hono<Env> {
+  const app = new Hono<Env>();
+  const deadlineMs = deps.requestDeadlineMs ?? 5000;
+
+  // request id, timing and the single log line
+  app.use('*', async (c, next) => {
+    const started = performance.now();
+    const given = c.req.header('x-request-id');
+    const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
+    const path = c.req.path;
+    const log: RequestLog = { requestId, method: c.req.method, route: path in ROUTES ? path : 'unmatched' };
+    c.set('log', log);
+    try {
+      await next();
+    } finally {
+      c.res.headers.set('X-Request-Id', requestId);
+      const durationMs = Math.round((performance.now() - started) * 100) / 100;
+      deps.metrics.observeRequest(log.route, c.req.method, c.res.status, durationMs / 1000);
+      const level = c.res.status >= 500 ? 'error' : 'info';
+      deps.logger[level]({ ...log, status: c.res.status, durationMs }, 'request');
+    }
+  });
+
+  app.onError((err, c) => {
+    const log = c.get('log');
+    if (log) log.err = describeFault(err);
+    return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
+  });
+
+  // a bounded answer even when the database hangs
+  app.use('/api/*', async (_c, next) => {
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new DeadlineExceeded(`no answer within ${deadlineMs} ms`)), deadlineMs);
+    });
+    try {
+      await Promise.race([next(), deadline]);
+    } finally {
+      clearTimeout(timer);
+    }
+  });
+
+  // the key is checked before anything else under /api/, unknown paths included
+  app.use('/api/*', async (c, next) => {
+    const result = await deps.auth.authenticate(c.req.header('x-api-key'));
+    const log = c.get('log');
+    if (!result.ok) {
+      log.auth = result.why;
+      if (result.keyId) log.apiKeyId = result.keyId;
+      if (result.status === 503) {
+        c.header('Retry-After', '1');
+        return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Busy, retry shortly');
+      }
+      return c.body(null, result.status);
+    }
+    log.apiKeyId = result.keyId;
+    c.set('keyId', result.keyId);
+    await next();
+  });
+
+  app.post('/api/v1/attestation/init', async (c) => {
+    const serverNonce = randomBytes(32);
+    const reference = `ses_${randomBytes(24).toString('base64url')}`;
+    const { expiresAt } = await deps.sessions.create({
+      reference,
+      apiKeyId: c.get('keyId'),
+      serverNonce,
+      ttlSeconds: deps.sessionTtlSeconds,
+    });
+    deps.metrics.sessionCreated();
+    return c.json({ sessionReference: reference, serverNonce: encodeBase64(serverNonce), expiresAtUtc: expiresAt.toISOString(), statusCode: STATUS_OK });
+  });
+
+  app.post(
+    '/api/v1/attestation/verify',
+    bodyLimit({
+      maxSize: BODY_LIMIT_BYTES,
+      onError: (c) => errorBody(c, 413, STATUS_INVALID_REQUEST, `Request body larger than ${BODY_LIMIT_BYTES} bytes`),
+    }),
+    async (c) => {
+      const log = c.get('log');
+      if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) {
+        return errorBody(c, 400, STATUS_INVALID_REQUEST, 'Content-Type must be application/json');
+      }
+      let json: unknown;
+      try {
+        json = await c.req.json();
+      } catch {
+        return errorBody(c, 400, STATUS_INVALID_REQUEST, 'The body is not valid JSON');
+      }
+      const parsed = parseVerifyRequest(json);
+      if (!parsed.ok) return errorBody(c, 400, STATUS_INVALID_REQUEST, parsed.message);
+      const request = parsed.request;
+      log.approach = request.approach;
+
+      let nonce: Uint8Array;
+      if (request.approach === 'session') {
+        const consumed = await deps.sessions.consume(request.sessionReference, c.get('keyId'));
+        if (!consumed.ok) return rejected(c, consumed.reason, sessionDetail[consumed.reason]);
+        nonce = finalNonce(consumed.serverNonce, request.deviceNonce);
+      } else {
+        nonce = request.expectedNonce;
+      }
+
+      const outcome = await deps.verify({ token: request.token, expectedNonce: nonce });
+      Object.assign(log, pickFacts(outcome.facts));
+      if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
+      log.isValid = true;
+      deps.metrics.observeVerify(outcome.details.service, true, 'none');
+      const { service, ...details } = outcome.details;
+      return c.json({ isValid: true, statusCode: STATUS_OK, ...details });
+    },
+  );
+
+  app.get('/healthz', (c) => c.json({ status: 'ok' }));
+  app.get('/readyz', async (c) => {
+    const ready = await Promise.race([
+      deps.ready().catch(() => false),
+      new Promise<boolean>((resolve) => setTimeout(resolve, deadlineMs, false).unref()),
+    ]);
+    return c.json({ status: ready ? 'ready' : 'not ready' }, ready ? 200 : 503);
+  });
+  app.get('/metrics', async (c) => {
+    const text = await deps.metrics.registry.metrics();
+    return c.text(text, 200, { 'Content-Type': deps.metrics.registry.contentType });
+  });
+  app.get('/openapi.json', (c) => c.json(OPENAPI_DOCUMENT));
+
+  app.notFound((c) => {
+    const allowed = ROUTES[c.req.path];
+    if (allowed) {
+      c.header('Allow', allowed.join(', '));
+      return errorBody(c, 405, STATUS_INVALID_REQUEST, 'Method not allowed');
+    }
+    return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
+  });
+
+  function rejected(c: Context<Env>, reason: RejectReason, detail: string) {
+    const log = c.get('log');
+    log.isValid = false;
+    log.reason = reason;
+    log.detail = detail;
+    deps.metrics.observeVerify(log.service ?? 'unknown', false, reason);
+    return c.json({ isValid: false, statusCode: STATUS_OK });
+  }
+
+  return app;
+}
+
+const sessionDetail: Record<'session_unknown' | 'session_consumed' | 'session_expired', string> = {
+  session_unknown: 'no session with this reference for this API key',
+  session_consumed: 'the session was already used',
+  session_expired: 'the session expired before verify',
+};
+
+function errorBody(c: Context, status: 400 | 404 | 405 | 413 | 500 | 503, statusCode: number, errorMessage: string) {
+  return c.json({ statusCode, errorMessage }, status);
+}
+
+function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
+  const out: Partial<RequestLog> = {};
+  if (facts.service) out.service = facts.service;
+  if (facts.keyId) out.keyId = facts.keyId;
+  if (facts.packageName) out.packageName = facts.packageName;
+  if (facts.appId) out.appId = facts.appId;
+  return out;
+}
+
+/**
+ * What a fault may say in the log. drizzle's messages embed the query parameters (session
+ * references, keys), so only the driver's own error code and message are kept.
+ */
+export function describeFault(err: unknown): { type: string; code?: string; message: string } {
+  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  const cause = e?.cause;
+  if (cause && typeof cause === 'object') {
+    return { type: e.name ?? 'Error', ...(cause.code ? { code: String(cause.code) } : {}), message: String(cause.message ?? '').slice(0, 300) };
+  }
+  const message = String(e?.message ?? err);
+  return { type: e?.name ?? 'Error', message: /failed query|params:/i.test(message) ? 'database query failed' : message.slice(0, 300) };
+}

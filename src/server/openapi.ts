@@ -1,0 +1,128 @@
+/** OpenAPI 3.1 description of both operations and every response (served at /openapi.json). */
+const errorBody = {
+  type: 'object',
+  required: ['statusCode', 'errorMessage'],
+  properties: {
+    statusCode: { type: 'integer', description: '268505088 internal error, 268505089 invalid request' },
+    errorMessage: { type: 'string' },
+  },
+} as const;
+
+const base64 = { type: 'string', contentEncoding: 'base64' } as const;
+const err = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+
+export const OPENAPI_DOCUMENT = {
+  openapi: '3.1.0',
+  info: {
+    title: 'attest',
+    version: '1',
+    description:
+      'Verifies Apple App Attest and Google Play Integrity attestation tokens. Grant the protected operation only on HTTP 200 with isValid true; a rejection never says why (the reason is in the server log).',
+  },
+  servers: [{ url: '/' }],
+  security: [{ apiKey: [] }],
+  components: {
+    securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } },
+    schemas: {
+      Error: errorBody,
+      GoogleTokenDetails: {
+        type: 'object',
+        required: ['packageName', 'deviceIntegrityVerdicts', 'timestampMillis'],
+        properties: {
+          packageName: { type: 'string' },
+          deviceIntegrityVerdicts: { type: 'array', items: { type: 'string' } },
+          timestampMillis: { type: 'integer', format: 'int64' },
+        },
+      },
+      AppleTokenDetails: {
+        type: 'object',
+        required: ['keyIdentifier', 'appId', 'environment', 'assertionCounter'],
+        properties: {
+          keyIdentifier: base64,
+          appId: { type: 'string', description: '<TEAMID>.<bundle id>' },
+          environment: { enum: ['Development', 'Production'] },
+          assertionCounter: { type: 'integer', minimum: 0 },
+        },
+      },
+    },
+  },
+  paths: {
+    '/api/v1/attestation/init': {
+      post: {
+        operationId: 'init',
+        summary: 'Create a session and its server nonce (session approach)',
+        responses: {
+          '200': {
+            description: 'Session created',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['sessionReference', 'serverNonce', 'expiresAtUtc', 'statusCode'],
+                  properties: {
+                    sessionReference: { type: 'string' },
+                    serverNonce: { ...base64, description: '32 bytes' },
+                    expiresAtUtc: { type: 'string', format: 'date-time' },
+                    statusCode: { const: 0 },
+                  },
+                },
+              },
+            },
+          },
+          '401': { description: 'X-Api-Key missing or empty' },
+          '403': { description: 'Key invalid, unknown, revoked or expired' },
+          '500': err('Unexpected failure (statusCode 268505088)'),
+          '503': err('Too many new API keys being checked at once; retry (statusCode 268505088)'),
+        },
+      },
+    },
+    '/api/v1/attestation/verify': {
+      post: {
+        operationId: 'verify',
+        summary: 'Verify an attestation token',
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['attestationToken'],
+                properties: {
+                  attestationToken: { ...base64, description: 'the token CBOR, base64 or base64url' },
+                  sessionReference: { type: 'string', description: 'session approach; exclusive with expectedNonce' },
+                  deviceNonce: { ...base64, description: 'session approach only, 1 to 128 bytes' },
+                  expectedNonce: { ...base64, description: 'sessionless approach: the final nonce, 16 to 512 bytes' },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': {
+            description: 'Verified: isValid true with the platform details, or rejected: isValid false',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['isValid', 'statusCode'],
+                  properties: {
+                    isValid: { type: 'boolean' },
+                    statusCode: { const: 0 },
+                    googleTokenDetails: { $ref: '#/components/schemas/GoogleTokenDetails' },
+                    appleTokenDetails: { $ref: '#/components/schemas/AppleTokenDetails' },
+                  },
+                },
+              },
+            },
+          },
+          '400': err('Malformed request (statusCode 268505089)'),
+          '401': { description: 'X-Api-Key missing or empty' },
+          '403': { description: 'Key invalid, unknown, revoked or expired' },
+          '413': err('Body over 64 KiB (statusCode 268505089)'),
+          '500': err('Unexpected failure (statusCode 268505088)'),
+          '503': err('Too many new API keys being checked at once; retry (statusCode 268505088)'),
+        },
+      },
+    },
+  },
+} as const;
