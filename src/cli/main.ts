@@ -3,6 +3,7 @@ import { allowlistCommand } from './commands/allowlist.js';
 import { dbCommand } from './commands/db.js';
 import { keysCommand } from './commands/keys.js';
 import { serveCommand } from './commands/serve.js';
+import { verifyFileCommand } from './commands/verifyFile.js';
 import { CliError, EXIT } from './errors.js';
 
 /** The `attest` program with every subcommand. */
@@ -17,7 +18,7 @@ Examples:
   $ attest keys create --name "mobile banking"     issue an API key for a relying party
   $ attest allowlist add apple ABCDE12345.com.example.bank
   $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected`);
-  for (const command of [serveCommand(), dbCommand(), keysCommand(), allowlistCommand()]) program.addCommand(command);
+  for (const command of [serveCommand(), dbCommand(), keysCommand(), allowlistCommand(), verifyFileCommand()]) program.addCommand(command);
   program.exitOverride();
   for (const command of allCommands(program)) command.exitOverride();
   return program;

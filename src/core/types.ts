@@ -40,6 +40,8 @@ export interface VerifyFacts {
   appId?: string;
   environment?: AppleEnvironment;
   shape?: 'registration' | 'assertion' | 'attestation+assertion';
+  /** gms: when the integrity token says it was issued (ISO 8601) */
+  issuedAt?: string;
 }
 
 export type VerifyOutcome =

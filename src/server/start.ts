@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import { verifyToken } from '../core/verify.js';
 import { buildVerifiers, loadAppleRoots } from '../core/verifiers.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../db/allowlist.js';
@@ -30,8 +30,12 @@ export const PROPAGATION_MS = 5000;
  * Used by `attest serve` and by the tests that need a real socket.
  */
 export async function startServer(config: Config, logger: Logger, options: { migrate: boolean }): Promise<RunningServer> {
-  const appleRootsPem = config.appleRootCaPath ? readFileSync(config.appleRootCaPath, 'utf8') : undefined;
-  const appleRoots = loadAppleRoots(appleRootsPem);
+  let appleRoots;
+  try {
+    appleRoots = loadAppleRoots(config.appleRootCaPath ? readFileSync(config.appleRootCaPath, 'utf8') : undefined);
+  } catch (err) {
+    throw new ConfigError(`ATTEST_APPLE_ROOT_CA (${config.appleRootCaPath}): ${(err as Error).message}`);
+  }
   if (config.appleRootCaPath) {
     logger.warn({ path: config.appleRootCaPath, roots: appleRoots.length }, 'ATTEST_APPLE_ROOT_CA is set: App Attest trusts these roots instead of the built-in Apple root');
   }

@@ -1,4 +1,5 @@
 import { Command, Option } from 'commander';
+import { ConfigError } from '../../config.js';
 import { DatabaseBusyError } from '../../db/client.js';
 import { createLogger } from '../../server/logger.js';
 import { startServer } from '../../server/start.js';
@@ -26,7 +27,7 @@ Examples:
         if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
         const e = err as NodeJS.ErrnoException;
         if (e.code === 'EADDRINUSE') throw runtimeError(`port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`);
-        if (e.code === 'ENOENT' && cfg.appleRootCaPath) throw usageError(`ATTEST_APPLE_ROOT_CA: cannot read ${cfg.appleRootCaPath}`);
+        if (err instanceof ConfigError) throw usageError(`${err.message}; fix it and run again`);
         throw runtimeError(`cannot start: ${e.message}`);
       }
       process.stderr.write(`attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`);

@@ -1,0 +1,232 @@
+/**
+ * Hints for `verify-file`: after a rejection, re-run the verification with the alternative that a
+ * common integration mistake would produce, and name the mistake only when that re-run gets
+ * further. Nothing here guesses; every hint is backed by a verification that progressed.
+ */
+import { createHash, X509Certificate } from 'node:crypto';
+import { encodeBase64, encodeBase64Url } from './base64.js';
+import { isBytes, isMap } from './cbor.js';
+import { environmentFromAaguid } from './apple/appleEnvironment.js';
+import { inspectAttestation } from './apple/inspectAttestation.js';
+import { findDecryptingPackage } from './google/findDecryptingPackage.js';
+import { createMemoryAllowlist } from './memoryStores.js';
+import type { AllowlistReader, AppleAppPolicy, VerifyOutcome } from './types.js';
+import { bytesEqual, parseEnvelope, type VerifyInput } from './verify.js';
+
+export interface Hint {
+  /** stable code (documented in the README) */
+  code:
+    | 'nonce_base64_text'
+    | 'nonce_hashed_by_device'
+    | 'device_nonce_missing'
+    | 'device_nonce_not_used'
+    | 'raw_nonce_as_client_data_hash'
+    | 'environment_not_allowed'
+    | 'team_id_mismatch'
+    | 'app_not_allowlisted'
+    | 'other_package_keys'
+    | 'token_age'
+    | 'leaf_expired';
+  message: string;
+}
+
+export interface ExplainContext {
+  input: VerifyInput;
+  at: Date;
+  /** the session parts, when the nonce was given as --server-nonce/--device-nonce */
+  serverNonce?: Uint8Array;
+  deviceNonce?: Uint8Array;
+  allowlist: AllowlistReader;
+  /** runs the same verification read-only, optionally with another allowlist or instant */
+  run(input: VerifyInput, options?: { allowlist?: AllowlistReader; at?: Date }): Promise<VerifyOutcome>;
+}
+
+type Rejected = Extract<VerifyOutcome, { ok: false }>;
+
+const sha256 = (b: Uint8Array) => new Uint8Array(createHash('sha256').update(b).digest());
+const utf8 = (s: string) => new Uint8Array(Buffer.from(s, 'utf8'));
+
+/** Hints for a rejection, each confirmed by a re-run that got past the failing check. */
+export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise<Hint[]> {
+  const hints: Hint[] = [];
+  const progressed = (retry: VerifyOutcome) => retry.ok || failedAt(retry) > failedAt(outcome);
+  const tryWith = async (input: Partial<VerifyInput>, options?: { allowlist?: AllowlistReader; at?: Date }) =>
+    progressed(await ctx.run({ ...ctx.input, ...input }, options));
+
+  let envelope: ReturnType<typeof parseEnvelope> | null = null;
+  try {
+    envelope = parseEnvelope(ctx.input.token);
+  } catch {
+    return hints; // nothing to re-try on a token that does not parse
+  }
+  const tokenNonce = envelope.nonce;
+
+  switch (outcome.reason) {
+    case 'nonce_mismatch': {
+      const expected = ctx.input.expectedNonce;
+      if (!expected) break;
+      for (const text of [encodeBase64(expected), encodeBase64Url(expected)]) {
+        if (await tryWith({ expectedNonce: utf8(text) })) {
+          hints.push({ code: 'nonce_base64_text', message: 'the token nonce is the base64 text of the final nonce: the device must decode the base64 it receives and use the bytes' });
+          break;
+        }
+      }
+      if (await tryWith({ expectedNonce: sha256(expected) })) {
+        hints.push({ code: 'nonce_hashed_by_device', message: 'the token nonce is SHA-256 of the final nonce: the device must put the final nonce itself in the token (only App Attest hashes it, as clientDataHash)' });
+      }
+      if (ctx.serverNonce && ctx.deviceNonce && (await tryWith({ expectedNonce: ctx.serverNonce }))) {
+        hints.push({ code: 'device_nonce_not_used', message: 'the token was made over the server nonce alone: the device did not append the device nonce that was passed to verify' });
+      }
+      if (ctx.serverNonce && !ctx.deviceNonce && tokenNonce.length > ctx.serverNonce.length && bytesEqual(tokenNonce.subarray(0, ctx.serverNonce.length), ctx.serverNonce)) {
+        if (await tryWith({ expectedNonce: tokenNonce })) {
+          hints.push({
+            code: 'device_nonce_missing',
+            message: `the token nonce is the server nonce followed by ${tokenNonce.length - ctx.serverNonce.length} more bytes: the device used a device nonce that was not passed to verify (deviceNonce / --device-nonce)`,
+          });
+        }
+      }
+      break;
+    }
+
+    case 'apple_nonce_mismatch':
+    case 'apple_signature_invalid': {
+      if (await tryWith({ clientDataHash: tokenNonce })) {
+        hints.push({ code: 'raw_nonce_as_client_data_hash', message: 'the device passed the raw nonce as clientDataHash: it must pass SHA-256(nonce)' });
+        break;
+      }
+      const text = utf8(encodeBase64(tokenNonce));
+      if ((await tryWith({ clientDataHash: sha256(text) })) || (await tryWith({ clientDataHash: text }))) {
+        hints.push({ code: 'nonce_base64_text', message: 'the device hashed the base64 text of the nonce: it must decode the base64 and hash the bytes, clientDataHash = SHA-256(nonce)' });
+      }
+      break;
+    }
+
+    case 'apple_environment_not_allowed': {
+      const { appId, environment } = outcome.facts;
+      if (!appId || !environment) break;
+      const apps = await ctx.allowlist.appleApps();
+      const widened = apps.map((a): AppleAppPolicy => (a.appId === appId ? { appId, env: 'any' } : a));
+      const policy = apps.find((a) => a.appId === appId)?.env ?? 'none';
+      if (await tryWith({}, { allowlist: withApple(ctx.allowlist, widened) })) {
+        hints.push({
+          code: 'environment_not_allowed',
+          message: `the key is a ${environment} App Attest key but ${appId} allows ${policy} only: a ${environment === 'Development' ? 'debug build (App Attest development entitlement)' : 'production build'} against this policy; fix the build's entitlement or "attest allowlist add apple ${appId} --env any"`,
+        });
+      }
+      break;
+    }
+
+    case 'apple_app_not_allowed': {
+      const claimed = attestedAppId(envelope.evidence);
+      if (!claimed) {
+        if (outcome.facts.appId) {
+          hints.push({ code: 'app_not_allowlisted', message: `the key was registered for ${outcome.facts.appId}, which is no longer allowlisted (or not in this environment)` });
+        }
+        break;
+      }
+      const apps = await ctx.allowlist.appleApps();
+      const env = environmentOf(envelope.evidence);
+      if (!(await tryWith({}, { allowlist: withApple(ctx.allowlist, [...apps, { appId: claimed, env: 'any' }]) }))) break;
+      const bundle = claimed.slice(claimed.indexOf('.') + 1);
+      const sameBundle = apps.find((a) => a.appId.slice(a.appId.indexOf('.') + 1) === bundle);
+      hints.push(
+        sameBundle
+          ? { code: 'team_id_mismatch', message: `the attestation is for ${claimed}, but the allowlist has ${sameBundle.appId}: same bundle ID, different team ID` }
+          : { code: 'app_not_allowlisted', message: `the attestation is for ${claimed}${env ? ` (${env})` : ''}, which is not on the allowlist` },
+      );
+      break;
+    }
+
+    case 'apple_chain_invalid': {
+      const attestation = isMap(envelope.evidence) ? envelope.evidence.get('attestation') : undefined;
+      if (!isBytes(attestation)) break;
+      let validity;
+      try {
+        validity = inspectAttestation(attestation).leafValidity;
+      } catch {
+        break;
+      }
+      if (!validity) break;
+      const { notBefore, notAfter } = validity;
+      if (ctx.at >= notBefore && ctx.at <= notAfter) break;
+      const inside = new Date((notBefore.getTime() + notAfter.getTime()) / 2);
+      if (await tryWith({}, { at: inside })) {
+        hints.push({
+          code: 'leaf_expired',
+          message: `the leaf certificate is valid from ${iso(notBefore)} to ${iso(notAfter)}, and the chain verifies inside that period: the attestation ${ctx.at > notAfter ? 'is old (verify attestations as they arrive)' : 'is dated after the verification instant (clock?)'}; re-run with --at ${iso(inside)} to check the rest`,
+        });
+      }
+      break;
+    }
+
+    case 'gms_decrypt_failed': {
+      const evidence = envelope.evidence;
+      if (!isMap(evidence)) break;
+      const token = evidence.get('integrityToken');
+      const claimed = evidence.get('packageName');
+      if (typeof token !== 'string') break;
+      const others = (await ctx.allowlist.androidPackages()).filter((p) => p.packageName !== claimed);
+      const owner = await findDecryptingPackage(token, others);
+      if (owner) {
+        hints.push({ code: 'other_package_keys', message: `the integrity token was encrypted with the keys of ${owner}, not of ${String(claimed)}: the app requested it under another Cloud project / package` });
+      }
+      break;
+    }
+
+    case 'gms_token_stale': {
+      const issued = outcome.facts.issuedAt ? new Date(outcome.facts.issuedAt) : null;
+      if (!issued || Number.isNaN(issued.getTime())) break;
+      if (await tryWith({}, { at: issued })) {
+        const seconds = Math.round((ctx.at.getTime() - issued.getTime()) / 1000);
+        hints.push({
+          code: 'token_age',
+          message: `the token was issued at ${iso(issued)}, ${Math.abs(seconds)} s ${seconds >= 0 ? 'before' : 'after'} the verification instant ${iso(ctx.at)}, and passes at its issue time: ${seconds >= 0 ? 'it is old (a replay, or a slow round trip)' : 'a clock is off'}; re-run with --at to check the rest`,
+        });
+      }
+      break;
+    }
+
+    default:
+      break;
+  }
+  return hints;
+}
+
+function failedAt(outcome: VerifyOutcome): number {
+  return outcome.ok ? Number.POSITIVE_INFINITY : outcome.checks.findIndex((c) => c.status === 'fail');
+}
+
+function withApple(base: AllowlistReader, apple: AppleAppPolicy[]): AllowlistReader {
+  const override = createMemoryAllowlist({ apple });
+  return { ...base, appleApp: override.appleApp, appleApps: override.appleApps };
+}
+
+/** The app ID Apple writes in clear into the leaf (extension 1.2.840.113635.100.8.5); hint-only. */
+function attestedAppId(evidence: unknown): string | null {
+  if (!isMap(evidence)) return null;
+  const attestation = evidence.get('attestation');
+  if (!isBytes(attestation)) return null;
+  try {
+    const leaf = new X509Certificate(inspectAttestation(attestation).x5c[0]!);
+    const text = leaf.raw.toString('latin1');
+    // the value is confirmed by re-running the verification with it, never trusted as such
+    return /([A-Z0-9]{10}\.[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)/.exec(text)?.[1] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+function environmentOf(evidence: unknown): string | null {
+  if (!isMap(evidence)) return null;
+  const attestation = evidence.get('attestation');
+  if (!isBytes(attestation)) return null;
+  try {
+    return environmentFromAaguid(inspectAttestation(attestation).authData.aaguid);
+  } catch {
+    return null;
+  }
+}
+
+function iso(d: Date): string {
+  return d.toISOString().replace('.000Z', 'Z');
+}
