@@ -46,6 +46,8 @@ export function decodeStrictCbor(bytes: Uint8Array, options: StrictCborOptions):
 function normalize(value: unknown): unknown {
   // cbor-x returns Buffer for byte strings on Node; callers want plain Uint8Array semantics.
   if (Buffer.isBuffer(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  // cbor-x gives bigint for any 8-byte head, even `1`: a value must not depend on its (accepted) encoding
+  if (typeof value === 'bigint' && value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(value);
   if (value instanceof Map) {
     const out = new Map<unknown, unknown>();
     for (const [k, v] of value) out.set(normalize(k), normalize(v));
@@ -145,4 +147,28 @@ export function isMap(v: unknown): v is Map<unknown, unknown> {
 
 export function isBytes(v: unknown): v is Uint8Array {
   return v instanceof Uint8Array;
+}
+
+/**
+ * Decodes the one strict CBOR item at the start of `bytes` (same invariants as
+ * `decodeStrictCbor`, except that bytes may follow it) and says how many bytes it took.
+ * For formats that put CBOR items back to back, like App Attest `authData` (COSE key, then
+ * an optional extensions map): the caller decides what may follow.
+ * @param bytes input whose first item is decoded
+ * @param options depth and size limits (`maxBytes` bounds the whole input)
+ */
+export function decodeStrictCborPrefix(
+  bytes: Uint8Array,
+  options: StrictCborOptions,
+): { value: unknown; length: number } {
+  if (bytes.length === 0) throw new CborError('empty input');
+  if (bytes.length > options.maxBytes) throw new CborError(`larger than ${options.maxBytes} bytes`);
+  const end = scanItem(bytes, 0, 1, options.maxDepth);
+  let value: unknown;
+  try {
+    value = decoder.decode(bytes.subarray(0, end));
+  } catch (err) {
+    throw new CborError(`undecodable: ${(err as Error).message}`);
+  }
+  return { value: normalize(value), length: end };
 }

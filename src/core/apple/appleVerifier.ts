@@ -1,0 +1,204 @@
+/**
+ * The App Attest platform verifier: reads the `apple` evidence map, picks one of the three token
+ * shapes of token-format.md section 5 from what the token carries and whether its key is
+ * registered, runs the attestation and/or assertion checks, and records the outcome in the key
+ * store with its compare-and-set operations (so two racing requests cannot both win).
+ */
+import { createHash, createPublicKey, type KeyObject, type X509Certificate } from 'node:crypto';
+import { encodeBase64 } from '../base64.js';
+import { isBytes, isMap } from '../cbor.js';
+import { Rejection } from '../reasons.js';
+import type {
+  AllowlistReader,
+  AppleKeyRecord,
+  AppleKeyStore,
+  AppleTokenDetails,
+  PlatformContext,
+  PlatformDetails,
+  PlatformVerifier,
+  VerifyFacts,
+} from '../types.js';
+import { createCertificateChainVerifier } from './certificateChain.js';
+import { LruCache } from './lruCache.js';
+import { ASSERTION_CHECKS, verifyAssertion } from './verifyAssertion.js';
+import { ATTESTATION_CHECKS, verifyAttestation } from './verifyAttestation.js';
+
+export type AppleTokenShape = NonNullable<VerifyFacts['shape']>;
+
+/** The ordered check ids of each shape (stable: `verify-file` prints them, the README lists them). */
+export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly string[]>> = {
+  registration: ['apple.shape', ...ATTESTATION_CHECKS, 'apple.register'],
+  assertion: ['apple.shape', ...ASSERTION_CHECKS],
+  'attestation+assertion': ['apple.shape', ...ATTESTATION_CHECKS, ...ASSERTION_CHECKS, 'apple.register'],
+};
+
+const KEY_ID_LENGTH = 32;
+
+export interface AppleVerifierDeps {
+  /** trust roots for attestation chains: `defaultAppleRoots()` unless a deployment replaces them */
+  roots: readonly X509Certificate[];
+  allowlist: AllowlistReader;
+  keys: AppleKeyStore;
+  /** parsed public keys kept per key id; default 10 000 */
+  keyCacheSize?: number;
+  /** verified intermediate certificates kept; default 64 */
+  intermediateCacheSize?: number;
+}
+
+/** The `apple` evidence map of a token, checked for shape only. */
+export interface AppleEvidence {
+  keyId: Uint8Array;
+  attestation: Uint8Array | null;
+  assertion: Uint8Array | null;
+}
+
+/**
+ * Reads the `apple` map of a token. Throws `Rejection('token_malformed')` when `keyId` is not a
+ * 32-byte byte string, `attestation` / `assertion` are not byte strings, or both are absent.
+ * @param evidence the decoded value under the token's `apple` key
+ */
+export function readAppleEvidence(evidence: unknown): AppleEvidence {
+  if (!isMap(evidence)) throw new Rejection('token_malformed', 'the "apple" evidence is not a map');
+  const keyId = evidence.get('keyId');
+  if (!isBytes(keyId) || keyId.length !== KEY_ID_LENGTH) {
+    throw new Rejection('token_malformed', `"apple.keyId" must be a byte string of ${KEY_ID_LENGTH} bytes`);
+  }
+  const attestation = evidence.get('attestation');
+  if (attestation !== undefined && !isBytes(attestation)) throw new Rejection('token_malformed', '"apple.attestation" must be a byte string');
+  const assertion = evidence.get('assertion');
+  if (assertion !== undefined && !isBytes(assertion)) throw new Rejection('token_malformed', '"apple.assertion" must be a byte string');
+  if (attestation === undefined && assertion === undefined) {
+    throw new Rejection('token_malformed', '"apple" carries neither an attestation nor an assertion');
+  }
+  return { keyId, attestation: attestation ?? null, assertion: assertion ?? null };
+}
+
+/**
+ * Builds the App Attest verifier. Options are validated here, once (at least one CA root).
+ * @param deps trust roots, allowlist, key store and cache sizes
+ */
+export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
+  const chain = createCertificateChainVerifier(deps.roots, { intermediateCacheSize: deps.intermediateCacheSize });
+  const { allowlist, keys } = deps;
+  // Creating a KeyObject from DER costs about three signature checks; an assertion should cost one.
+  const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(deps.keyCacheSize ?? 10_000);
+
+  function publicKeyOf(record: AppleKeyRecord): KeyObject {
+    const cacheKey = Buffer.from(record.keyId).toString('hex');
+    const cached = publicKeys.get(cacheKey);
+    // the stored bytes are compared so a key replaced in the store is never served from memory
+    if (cached && cached.spki.equals(record.publicKey)) return cached.key;
+    const spki = Buffer.from(record.publicKey);
+    let key: KeyObject;
+    try {
+      key = createPublicKey({ key: spki, format: 'der', type: 'spki' });
+    } catch (err) {
+      // stored by this service after verification: unreadable means damaged storage, a fault
+      throw new Error(`stored App Attest public key of ${encodeBase64(record.keyId)} is unreadable: ${(err as Error).message}`);
+    }
+    publicKeys.set(cacheKey, { spki, key });
+    return key;
+  }
+
+  function remember(keyId: Uint8Array, spki: Uint8Array, key: KeyObject): void {
+    publicKeys.set(Buffer.from(keyId).toString('hex'), { spki: Buffer.from(spki), key });
+  }
+
+  async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
+    const { trace } = ctx;
+
+    trace.current('apple.shape');
+    const { keyId, attestation, assertion } = readAppleEvidence(evidence);
+    trace.facts.keyId = encodeBase64(keyId);
+    const record = await keys.find(keyId);
+    // Apple's last assertion step (the challenge in the client data is the one the server issued)
+    // holds by construction: the device signs over SHA-256 of the final nonce the service rebuilt.
+    const clientDataHash = ctx.clientDataHash ?? createHash('sha256').update(ctx.nonce).digest();
+
+    if (record) {
+      // An attestation sent along with an assertion for a registered key is ignored.
+      if (!assertion) throw new Rejection('apple_key_registered', 'an attestation for a key that is already registered');
+      begin(ctx, 'assertion');
+      trace.facts.appId = record.appId;
+      trace.facts.environment = record.environment;
+      const { counter } = await verifyAssertion(
+        {
+          assertion,
+          clientDataHash,
+          key: { publicKey: publicKeyOf(record), appId: record.appId, environment: record.environment, counter: record.counter },
+        },
+        { allowlist, trace, raiseCounter: (n) => keys.raiseCounter(keyId, n) },
+      );
+      return details({ keyId, appId: record.appId, environment: record.environment, counter });
+    }
+
+    if (!attestation) throw new Rejection('apple_key_unknown', 'an assertion for a key that is not registered, with no attestation');
+    const shape = assertion ? 'attestation+assertion' : 'registration';
+    begin(ctx, shape);
+
+    // Registration checks the nonce extension; with an assertion, the attestation is the one made
+    // at key creation, and the assertion's signature over this request's nonce is the freshness.
+    const attested = await verifyAttestation(
+      { attestation, keyId, clientDataHash: assertion ? null : clientDataHash, now: ctx.now },
+      { chain, allowlist, trace },
+    );
+
+    let counter = 0;
+    if (assertion) {
+      const asserted = await verifyAssertion(
+        {
+          assertion,
+          clientDataHash,
+          // counter 0: "greater than 0 on the first assertion", so at least 1
+          key: { publicKey: attested.publicKeyObject, appId: attested.appId, environment: attested.environment, counter: 0 },
+        },
+        { allowlist, trace },
+      );
+      counter = asserted.counter;
+    }
+
+    trace.current('apple.register');
+    const registered = await keys.register({
+      keyId,
+      publicKey: attested.publicKey,
+      appId: attested.appId,
+      environment: attested.environment,
+      counter,
+    });
+    if (!registered) throw new Rejection('apple_key_registered', 'another request registered this key first');
+    remember(keyId, attested.publicKey, attested.publicKeyObject);
+    trace.pass('apple.register', `key registered for "${attested.appId}" (${attested.environment}) with counter ${counter}`);
+    return details({ keyId, appId: attested.appId, environment: attested.environment, counter });
+  }
+
+  return { service: 'apple', verify };
+}
+
+function begin(ctx: PlatformContext, shape: AppleTokenShape): void {
+  ctx.trace.facts.shape = shape;
+  ctx.trace.plan(APPLE_CHECKS[shape]);
+  ctx.trace.pass('apple.shape', describeShape(shape));
+}
+
+function describeShape(shape: AppleTokenShape): string {
+  switch (shape) {
+    case 'registration':
+      return 'registration: an attestation for a key not yet registered';
+    case 'assertion':
+      return 'assertion for a registered key';
+    case 'attestation+assertion':
+      return 'attestation plus assertion for a key not yet registered';
+  }
+}
+
+function details(fields: { keyId: Uint8Array; appId: string; environment: AppleTokenDetails['environment']; counter: number }): PlatformDetails {
+  return {
+    service: 'apple',
+    appleTokenDetails: {
+      keyIdentifier: encodeBase64(fields.keyId),
+      appId: fields.appId,
+      environment: fields.environment,
+      assertionCounter: fields.counter,
+    },
+  };
+}

@@ -1,0 +1,196 @@
+/**
+ * App Attest attestation verification: Apple's "Validating apps that connect to your server",
+ * steps 1 to 9, grouped into the seven checks of token-format.md section 5. The step comments
+ * below use Apple's numbering so the code can be held against Apple's page.
+ */
+import type { KeyObject, X509Certificate } from 'node:crypto';
+import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
+import { Rejection } from '../reasons.js';
+import type { AllowlistReader, AppleAppPolicy, AppleEnvironment, Trace } from '../types.js';
+import { appAttestKeyId } from './appAttestKeyId.js';
+import { environmentAllowed, environmentFromAaguid } from './appleEnvironment.js';
+import { appIdHash } from './appIdHash.js';
+import { type AttestationAuthenticatorData, parseAuthenticatorData } from './authenticatorData.js';
+import type { CertificateChainVerifier } from './certificateChain.js';
+import { appAttestNonce, nonceExtensionValue, readNonceExtensionValue } from './nonceExtension.js';
+import { silentTrace } from './silentTrace.js';
+
+export const APPLE_ATTESTATION_FORMAT = 'apple-appattest';
+
+/** Check ids of an attestation, in order (stable: `verify-file` prints them, the README lists them). */
+export const ATTESTATION_CHECKS = [
+  'apple.attestation.format',
+  'apple.attestation.chain',
+  'apple.attestation.nonce',
+  'apple.attestation.keyId',
+  'apple.attestation.appId',
+  'apple.attestation.counter',
+  'apple.attestation.environment',
+] as const;
+
+// An attestation object nests three levels (map, attStmt, x5c); Apple's are about 5 KiB.
+const ATTESTATION_CBOR_LIMITS = { maxDepth: 8, maxBytes: 64 * 1024 };
+
+/** A structurally valid App Attest attestation object (nothing verified yet). */
+export interface AttestationObject {
+  /** certificates, leaf first, as DER */
+  x5c: Uint8Array[];
+  /** Apple's receipt for later fraud checks, when present */
+  receipt: Uint8Array | null;
+  authData: AttestationAuthenticatorData;
+}
+
+/**
+ * Decodes an attestation object strictly (check 1). Throws `Rejection('apple_attestation_malformed')`.
+ * @param bytes the attestation object from `attestKey`
+ */
+export function parseAttestationObject(bytes: Uint8Array): AttestationObject {
+  let root: unknown;
+  try {
+    root = decodeStrictCbor(bytes, ATTESTATION_CBOR_LIMITS);
+  } catch (err) {
+    if (err instanceof CborError) throw malformed(`CBOR: ${err.message}`);
+    throw err;
+  }
+  if (!isMap(root)) throw malformed('not a CBOR map');
+  const fmt = root.get('fmt');
+  if (fmt !== APPLE_ATTESTATION_FORMAT) {
+    throw malformed(typeof fmt === 'string' ? `fmt is "${fmt.slice(0, 32)}", not "${APPLE_ATTESTATION_FORMAT}"` : 'fmt is missing');
+  }
+  const attStmt = root.get('attStmt');
+  if (!isMap(attStmt)) throw malformed('attStmt is missing or not a map');
+  const x5c = attStmt.get('x5c');
+  if (!Array.isArray(x5c) || x5c.length === 0 || !x5c.every(isBytes)) {
+    throw malformed('attStmt.x5c is missing or not a list of certificates');
+  }
+  const receipt = attStmt.get('receipt');
+  if (receipt !== undefined && !isBytes(receipt)) throw malformed('attStmt.receipt is not a byte string');
+  const authData = root.get('authData');
+  if (!isBytes(authData)) throw malformed('authData is missing or not a byte string');
+  return { x5c, receipt: receipt ?? null, authData: parseAuthenticatorData(authData, 'attestation') };
+}
+
+export interface AttestationInput {
+  /** the attestation object from `attestKey` */
+  attestation: Uint8Array;
+  /** the key id the token names (32 bytes) */
+  keyId: Uint8Array;
+  /**
+   * the bytes the device appended to authData for the nonce: SHA-256(final nonce) from this
+   * service's SDKs, any length from other integrations; `null` skips the nonce check (an
+   * attestation sent with an assertion was made at key creation, not for this request)
+   */
+  clientDataHash: Uint8Array | null;
+  /** the verification instant (certificate validity) */
+  now: Date;
+}
+
+export interface AttestationDeps {
+  chain: CertificateChainVerifier;
+  allowlist: AllowlistReader;
+  trace?: Trace;
+}
+
+/** What a verified attestation establishes about its key. */
+export interface VerifiedAttestation {
+  keyId: Uint8Array;
+  /** the attested public key as DER SubjectPublicKeyInfo (what the key store keeps) */
+  publicKey: Uint8Array;
+  publicKeyObject: KeyObject;
+  appId: string;
+  environment: AppleEnvironment;
+  authData: AttestationAuthenticatorData;
+  leaf: X509Certificate;
+}
+
+/**
+ * Runs the seven attestation checks in order; the first failure throws its `Rejection`.
+ * @param input the attestation, key id, clientDataHash and instant
+ * @param deps chain verifier (trust roots), allowlist, and the trace to record steps in
+ */
+export async function verifyAttestation(input: AttestationInput, deps: AttestationDeps): Promise<VerifiedAttestation> {
+  const trace = deps.trace ?? silentTrace();
+
+  // Attestation step (format): the object decodes strictly, fmt apple-appattest, x5c and authData present
+  trace.current('apple.attestation.format');
+  const attestation = parseAttestationObject(input.attestation);
+  const { authData } = attestation;
+  trace.pass('apple.attestation.format', `strict CBOR, fmt "${APPLE_ATTESTATION_FORMAT}", ${attestation.x5c.length} certificates, authData ${authData.bytes.length} bytes`);
+
+  // Attestation step 1: x5c chains to a configured root, every certificate valid at `now`
+  trace.current('apple.attestation.chain');
+  const leaf = deps.chain.verify(attestation.x5c, input.now);
+  trace.pass('apple.attestation.chain', `leaf, intermediate and configured root verified and valid at ${input.now.toISOString()}`);
+
+  // Attestation steps 2-4: nonce = SHA-256(authData || clientDataHash) is in the leaf's extension
+  if (input.clientDataHash === null) {
+    trace.skip('apple.attestation.nonce', 'not checked: this attestation was made at key creation; the assertion carries the freshness');
+  } else {
+    trace.current('apple.attestation.nonce');
+    const actual = readNonceExtensionValue(attestation.x5c[0]!);
+    if (!actual) throw new Rejection('apple_nonce_mismatch', 'the leaf certificate has no App Attest nonce extension');
+    const expected = nonceExtensionValue(appAttestNonce(authData.bytes, input.clientDataHash));
+    if (!actual.equals(expected)) {
+      throw new Rejection('apple_nonce_mismatch', `the leaf's nonce is not SHA-256(authData || clientDataHash) for this ${input.clientDataHash.length}-byte clientDataHash`);
+    }
+    trace.pass('apple.attestation.nonce', `the leaf's nonce equals SHA-256(authData || clientDataHash), clientDataHash ${input.clientDataHash.length} bytes`);
+  }
+
+  // Attestation step 5: SHA-256 of the leaf's public key (uncompressed point) is the key id
+  // Attestation step 9: credentialId is the key id too
+  trace.current('apple.attestation.keyId');
+  const publicKeyObject = leaf.publicKey;
+  const leafKeyId = appAttestKeyId(publicKeyObject);
+  if (!leafKeyId) throw new Rejection('apple_key_id_mismatch', 'the leaf key is not an EC P-256 key');
+  if (!leafKeyId.equals(input.keyId)) throw new Rejection('apple_key_id_mismatch', "the token's keyId is not the hash of the leaf certificate's key");
+  if (!Buffer.from(authData.credentialId).equals(input.keyId)) {
+    throw new Rejection('apple_key_id_mismatch', `authData credentialId (${authData.credentialId.length} bytes) differs from keyId`);
+  }
+  trace.pass('apple.attestation.keyId', 'keyId is SHA-256 of the leaf key and equals credentialId');
+
+  // Attestation step 6: rpIdHash is SHA-256 of an allowlisted App ID
+  trace.current('apple.attestation.appId');
+  const app = await findAppByRpIdHash(deps.allowlist, authData.rpIdHash);
+  if (!app) throw new Rejection('apple_app_not_allowed', 'rpIdHash matches no allowlisted App ID');
+  trace.facts.appId = app.appId;
+  trace.pass('apple.attestation.appId', `rpIdHash is SHA-256 of allowlisted "${app.appId}"`);
+
+  // Attestation step 7: a new key has never signed, so its counter is 0
+  trace.current('apple.attestation.counter');
+  if (authData.counter !== 0) throw new Rejection('apple_counter_invalid', `signCount is ${authData.counter}, not 0`);
+  trace.pass('apple.attestation.counter', 'signCount is 0');
+
+  // Attestation step 8: aaguid names the environment, which the App ID must allow
+  trace.current('apple.attestation.environment');
+  const environment = environmentFromAaguid(authData.aaguid);
+  if (!environment) throw new Rejection('apple_environment_not_allowed', 'aaguid is neither "appattestdevelop" nor "appattest" + 7 zero bytes');
+  trace.facts.environment = environment;
+  if (!environmentAllowed(app.env, environment)) {
+    throw new Rejection('apple_environment_not_allowed', `"${app.appId}" is allowlisted for ${app.env} keys; this key is ${environment}`);
+  }
+  trace.pass('apple.attestation.environment', `${environment} key; "${app.appId}" allows ${app.env}`);
+
+  return {
+    keyId: input.keyId,
+    publicKey: new Uint8Array(publicKeyObject.export({ type: 'spki', format: 'der' })),
+    publicKeyObject,
+    appId: app.appId,
+    environment,
+    authData,
+    leaf,
+  };
+}
+
+/**
+ * The allowlisted app whose App ID hashes to `rpIdHash`, or `null`.
+ * @param allowlist where the Apple apps are listed
+ * @param rpIdHash the 32 bytes at the start of authData
+ */
+export async function findAppByRpIdHash(allowlist: AllowlistReader, rpIdHash: Uint8Array): Promise<AppleAppPolicy | null> {
+  const apps = await allowlist.appleApps();
+  return apps.find((app) => appIdHash(app.appId).equals(rpIdHash)) ?? null;
+}
+
+function malformed(detail: string): Rejection {
+  return new Rejection('apple_attestation_malformed', detail);
+}
