@@ -1,0 +1,83 @@
+import { createHash } from 'node:crypto';
+import type { webcrypto } from 'node:crypto';
+import type { AndroidKeyPair } from '../types.js';
+import { importDecryptionKey, importVerificationKey } from './keyMaterial.js';
+
+/** One allowlisted key pair, imported for jose. A key that would not import is `null`. */
+export interface ImportedKeyPair {
+  id: string;
+  decryptionKey: webcrypto.CryptoKey | null;
+  verificationKey: webcrypto.CryptoKey | null;
+}
+
+/** Entries kept by default: far more than the key pairs of any real allowlist. */
+export const DEFAULT_KEY_CACHE_SIZE = 256;
+
+/**
+ * Imported key pairs, kept so that a request costs no key import (WebCrypto `importKey` is
+ * several times the price of the AES-KW unwrap itself). Least recently used entries go first
+ * once `maxEntries` is reached, so an allowlist that churns cannot grow it without bound.
+ *
+ * The cache key is a SHA-256 over the pair id and both keys' bytes, not the bytes themselves: a
+ * pair that is re-added with other material under the same id is imported afresh, a removed pair
+ * simply stops being asked for, and no secret sits in the map as a string.
+ */
+export class KeyCache {
+  private readonly entries = new Map<string, Promise<ImportedKeyPair>>();
+
+  /** @param maxEntries the bound (at least 1) */
+  constructor(readonly maxEntries: number = DEFAULT_KEY_CACHE_SIZE) {
+    if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError('maxEntries must be a positive integer');
+  }
+
+  /** Number of cached pairs (tests and the benchmark). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * The imported form of `pair`, importing it on first use.
+   * @param pair an allowlisted key pair
+   */
+  get(pair: AndroidKeyPair): Promise<ImportedKeyPair> {
+    const key = cacheKey(pair);
+    const hit = this.entries.get(key);
+    if (hit) {
+      // re-insert: Map keeps insertion order, so the first entry is the least recently used
+      this.entries.delete(key);
+      this.entries.set(key, hit);
+      return hit;
+    }
+    const imported = importKeyPair(pair);
+    this.entries.set(key, imported);
+    if (this.entries.size > this.maxEntries) {
+      const oldest = this.entries.keys().next().value;
+      if (oldest !== undefined) this.entries.delete(oldest);
+    }
+    return imported;
+  }
+}
+
+/**
+ * Imports both keys of a pair. Never rejects: a key that does not import (bad material in the
+ * store) becomes `null`, so that pair simply opens nothing and the package's other pairs still work.
+ * @param pair an allowlisted key pair
+ */
+export async function importKeyPair(pair: AndroidKeyPair): Promise<ImportedKeyPair> {
+  const [decryptionKey, verificationKey] = await Promise.all([
+    importDecryptionKey(pair.decryptionKey).catch(() => null),
+    importVerificationKey(pair.verificationKey).catch(() => null),
+  ]);
+  return { id: pair.id, decryptionKey, verificationKey };
+}
+
+function cacheKey(pair: AndroidKeyPair): string {
+  const hash = createHash('sha256');
+  for (const part of [Buffer.from(pair.id, 'utf8'), pair.decryptionKey, pair.verificationKey]) {
+    // length-prefixed, so no two different pairs concatenate to the same input
+    const length = Buffer.alloc(4);
+    length.writeUInt32BE(part.length);
+    hash.update(length).update(part);
+  }
+  return hash.digest('base64');
+}
