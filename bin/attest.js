@@ -1,5 +1,7 @@
 #!/usr/bin/env node
 // Runs the compiled CLI (npm install builds it through the `prepare` script).
-import { main } from '../dist/cli/main.js';
+// React (the `attest logs` viewer) is several times slower in its development mode.
+process.env.NODE_ENV ??= 'production';
+const { main } = await import('../dist/cli/main.js');
 
 process.exitCode = await main(process.argv);

@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
 import { dbCommand } from './commands/db.js';
 import { keysCommand } from './commands/keys.js';
+import { logsCommand } from './commands/logs.js';
 import { serveCommand } from './commands/serve.js';
 import { verifyFileCommand } from './commands/verifyFile.js';
 import { CliError, EXIT } from './errors.js';
@@ -11,17 +12,25 @@ export function buildProgram(): Command {
   const program = new Command('attest')
     .description('verify Apple App Attest and Google Play Integrity tokens for relying parties')
     .version(process.env.npm_package_version ?? '0.1.0')
-    .showHelpAfterError('(run with --help for usage)')
     .addHelpText('after', `
 Examples:
   $ attest serve                                   start the API on the embedded database
   $ attest keys create --name "mobile banking"     issue an API key for a relying party
   $ attest allowlist add apple ABCDE12345.com.example.bank
   $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected`);
-  for (const command of [serveCommand(), dbCommand(), keysCommand(), allowlistCommand(), verifyFileCommand()]) program.addCommand(command);
-  program.exitOverride();
-  for (const command of allCommands(program)) command.exitOverride();
+  for (const command of [serveCommand(), dbCommand(), keysCommand(), allowlistCommand(), verifyFileCommand(), logsCommand()]) program.addCommand(command);
+  for (const command of [program, ...allCommands(program)]) {
+    command.exitOverride();
+    // usage errors are one line, like every other error, and say where the usage is
+    command.configureOutput({
+      outputError: (str, write) => write(`attest: ${str.trim().replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')} (run "${commandPath(command)} --help" for usage)\n`),
+    });
+  }
   return program;
+}
+
+function commandPath(command: Command): string {
+  return command.parent ? `${commandPath(command.parent)} ${command.name()}` : command.name();
 }
 
 function allCommands(command: Command): Command[] {
@@ -33,7 +42,8 @@ export async function main(argv: string[]): Promise<number> {
   // `attest keys list | head`: a closed pipe is not an error
   process.stdout.on('error', (err: NodeJS.ErrnoException) => {
     if (err.code === 'EPIPE') process.exit(EXIT.ok);
-    throw err;
+    process.stderr.write(`attest: cannot write the output (${err.code ?? err.message})\n`);
+    process.exit(EXIT.runtime);
   });
   try {
     await buildProgram().parseAsync(argv);
@@ -44,10 +54,20 @@ export async function main(argv: string[]): Promise<number> {
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (err instanceof CliError) {
-      process.stderr.write(`attest: ${err.message}\n`);
+      process.stderr.write(`attest: ${err.message.replace(/\s+/g, ' ').trim()}\n`);
       return err.exitCode;
     }
-    process.stderr.write(`attest: unexpected failure: ${(err as Error)?.message ?? String(err)}\n`);
+    process.stderr.write(`attest: unexpected failure: ${faultText(err)}\n`);
     return EXIT.runtime;
   }
+}
+
+/**
+ * One line about an unexpected error. drizzle's messages carry the whole query and its parameters
+ * (key hashes, Play Integrity key material), so the driver's own message (the cause) is shown.
+ */
+function faultText(err: unknown): string {
+  const e = err as { message?: unknown; cause?: { message?: unknown } } | null | undefined;
+  const text = String(e?.cause?.message ?? e?.message ?? err);
+  return text.replace(/\s+/g, ' ').trim().slice(0, 500);
 }

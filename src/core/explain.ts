@@ -118,13 +118,25 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
 
     case 'apple_app_not_allowed': {
       const claimed = attestedAppId(envelope.evidence);
+      const apps = await ctx.allowlist.appleApps();
       if (!claimed) {
-        if (outcome.facts.appId) {
-          hints.push({ code: 'app_not_allowlisted', message: `the key was registered for ${outcome.facts.appId}, which is no longer allowlisted (or not in this environment)` });
-        }
+        // an assertion for a registered key: confirmed only when the key's app, allowed in either
+        // environment, gets past the check (an assertion whose rpIdHash is another app's does not)
+        const { appId, environment } = outcome.facts;
+        if (!appId) break;
+        const listed = apps.find((a) => a.appId === appId);
+        const widened = [...apps.filter((a) => a.appId !== appId), { appId, env: 'any' as const }];
+        if (!(await tryWith({}, { allowlist: withApple(ctx.allowlist, widened) }))) break;
+        hints.push(
+          listed
+            ? {
+                code: 'environment_not_allowed',
+                message: `the key is a ${environment ?? '?'} App Attest key registered for ${appId}, which now allows ${listed.env} keys only; fix the build's entitlement or "attest allowlist add apple ${appId} --env any"`,
+              }
+            : { code: 'app_not_allowlisted', message: `the key was registered for ${appId}, which is no longer on the allowlist` },
+        );
         break;
       }
-      const apps = await ctx.allowlist.appleApps();
       const env = environmentOf(envelope.evidence);
       if (!(await tryWith({}, { allowlist: withApple(ctx.allowlist, [...apps, { appId: claimed, env: 'any' }]) }))) break;
       const bundle = claimed.slice(claimed.indexOf('.') + 1);
@@ -210,7 +222,8 @@ function attestedAppId(evidence: unknown): string | null {
     const leaf = new X509Certificate(inspectAttestation(attestation).x5c[0]!);
     const text = leaf.raw.toString('latin1');
     // the value is confirmed by re-running the verification with it, never trusted as such
-    return /([A-Z0-9]{10}\.[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+)/.exec(text)?.[1] ?? null;
+    // `_` too: Apple's own sample app ID is 0352187391.com.apple.example_app_attest
+    return /([A-Z0-9]{10}\.[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)+)/.exec(text)?.[1] ?? null;
   } catch {
     return null;
   }

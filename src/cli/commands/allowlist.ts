@@ -9,8 +9,11 @@ import { withDatabase } from '../context.js';
 import { usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 
-/** `TEAMID.bundle.id`: a 10-character team ID, a dot, a bundle ID. */
-export const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*$/;
+/**
+ * `TEAMID.bundle.id`: a 10-character team ID, a dot, a bundle ID. `_` is allowed in the bundle
+ * part: Apple's own sample attestations (0352187391.com.apple.example_app_attest) carry one.
+ */
+export const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 /** An Android application ID: at least two dot-separated segments, each starting with a letter. */
 export const ANDROID_PACKAGE = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
 

@@ -55,7 +55,7 @@ Uses the allowlist and registered keys of the configured database, read-only, un
 
 Examples:
   $ attest verify-file token.b64 --server-nonce q4T...= --device-nonce AAEC
-  $ attest verify-file capture.cbor --at 2021-01-23T12:13:33Z --app-id 16MURL8TA57.de.example.app \\
+  $ attest verify-file capture.cbor --at 2021-01-23T12:13:33Z --app-id 6MURL8TA57.de.example.app \\
       --client-data-hash SGVsbG8=
   $ attest verify-file play.cbor --nonce ... --package com.example.app \\
       --decryption-key ... --verification-key ... --json`)
@@ -126,9 +126,14 @@ function nonces(opts: Options): { expectedNonce: Uint8Array | null; serverNonce?
   return { expectedNonce, serverNonce, ...(deviceNonce ? { deviceNonce } : {}) };
 }
 
+/** ISO 8601 date and time with its offset: without one, JavaScript would read the machine's local time. */
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})$/i;
+
 function instant(text: string): Date {
   const d = new Date(text);
-  if (!/^\d{4}-\d{2}-\d{2}T/.test(text) || Number.isNaN(d.getTime())) throw usageError(`--at takes an ISO 8601 time such as 2021-01-23T12:13:33Z, got "${text}"`);
+  if (!ISO_INSTANT.test(text) || Number.isNaN(d.getTime())) {
+    throw usageError(`--at takes an ISO 8601 time with its offset, such as 2021-01-23T12:13:33Z, got "${text}"`);
+  }
   return d;
 }
 
@@ -158,8 +163,8 @@ function offlineAllowlist(opts: Options): AllowlistReader {
 function offlineKeys(opts: Options, token: Uint8Array): AppleKeyStore {
   if (opts.appleKey === undefined) return createMemoryAppleKeyStore([], { readOnly: true });
   if (opts.appId.length !== 1) throw usageError('--apple-key needs exactly one --app-id: the app the key was registered for');
-  const counter = Number(opts.counter);
-  if (!Number.isInteger(counter) || counter < 0 || counter > 0xffffffff) throw usageError('--counter must be 0 to 4294967295');
+  const counter = /^\d{1,10}$/.test(opts.counter ?? '') ? Number(opts.counter) : Number.NaN;
+  if (!(counter >= 0 && counter <= 0xffffffff)) throw usageError('--counter must be 0 to 4294967295');
   let pem = opts.appleKey;
   if (!pem.includes('-----BEGIN')) {
     try {
