@@ -97,6 +97,15 @@ export function parseEnvelope(token: Uint8Array, trace?: TraceRecorder): TokenEn
   for (const key of root.keys()) {
     if (typeof key !== 'string') throw new Rejection('token_malformed', 'the top-level map has a key that is not text');
   }
+  // the version first: another version may lay out everything else differently
+  const version = root.get('v');
+  const isUint = (typeof version === 'number' && Number.isInteger(version) && version >= 0) || (typeof version === 'bigint' && version >= 0n);
+  if (!isUint) throw new Rejection('token_malformed', '"v" must be an unsigned integer');
+  if (version !== 1) {
+    trace?.pass('token.decode', `strict CBOR map, ${token.length} bytes`);
+    trace?.current('token.version');
+    throw new Rejection('token_version_unsupported', `format version ${String(version)} is not supported (only 1)`);
+  }
   const nonce = root.get('nonce');
   if (!isBytes(nonce) || nonce.length < TOKEN_NONCE_MIN || nonce.length > TOKEN_NONCE_MAX) {
     throw new Rejection('token_malformed', `"nonce" must be a byte string of ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes`);
@@ -114,13 +123,7 @@ export function parseEnvelope(token: Uint8Array, trace?: TraceRecorder): TokenEn
     }
     telemetry[field] = value;
   }
-  const version = root.get('v');
-  if (typeof version !== 'number' || !Number.isInteger(version) || version < 0) {
-    throw new Rejection('token_malformed', '"v" must be an unsigned integer');
-  }
   trace?.pass('token.decode', `strict CBOR map, ${token.length} bytes`);
-  trace?.current('token.version');
-  if (version !== 1) throw new Rejection('token_version_unsupported', `format version ${version} is not supported (only 1)`);
   trace?.pass('token.version', 'format version 1');
   return { version: 1, nonce, service, device: telemetry, evidence: root.get(service) };
 }

@@ -19,6 +19,11 @@ export interface DatabaseHandle {
   where: string;
   /** PostgreSQL only: the connection URL (secret: never print it), for single-connection work */
   url?: string;
+  /**
+   * PostgreSQL only: replaces the pool with a new one. postgres-js never times a query out, so a
+   * pool whose connections lost their peer without a reset (a silent partition) waits forever.
+   */
+  recycle?(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -121,20 +126,34 @@ export async function openMemoryDatabase(): Promise<DatabaseHandle & { pglite: P
 }
 
 function openPostgres(url: string, max: number, server: boolean): DatabaseHandle {
-  const client = postgres(url, {
-    max,
-    connect_timeout: 5,
-    idle_timeout: 60,
-    max_lifetime: 30 * 60,
-    onnotice: () => {},
-    // a statement that hangs must not hold a connection beyond the request deadline
-    connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
-  });
+  const connect = () =>
+    postgres(url, {
+      max,
+      connect_timeout: 5,
+      idle_timeout: 60,
+      max_lifetime: 30 * 60,
+      // notice a peer that vanished without a reset sooner than the 60 s default
+      keep_alive: 10,
+      onnotice: () => {},
+      // a statement that hangs must not hold a connection beyond the request deadline
+      connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
+    });
+  let client = connect();
+  let current = drizzlePostgres(client, { schema });
+  // repositories keep this object; `recycle` swaps what it forwards to
+  const db = new Proxy({} as typeof current, { get: (_, key) => Reflect.get(current, key, current) });
   return {
-    db: drizzlePostgres(client, { schema }) as unknown as Database,
+    db: db as unknown as Database,
     kind: 'postgres',
     where: redactUrl(url),
     url,
+    async recycle() {
+      const stale = client;
+      client = connect();
+      current = drizzlePostgres(client, { schema });
+      // timeout 0: sockets whose peer vanished would never answer a graceful end
+      await stale.end({ timeout: 0 }).catch(() => {});
+    },
     close: () => client.end({ timeout: 5 }),
   };
 }

@@ -7,7 +7,7 @@ import { drizzle } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import postgres from 'postgres';
-import { rowsOf, type Database, type DatabaseHandle } from './client.js';
+import { DatabaseBusyError, rowsOf, type Database, type DatabaseHandle } from './client.js';
 
 /** Shipped next to the code (src/db and dist/db both sit two levels below the package root). */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
@@ -29,6 +29,13 @@ export async function runMigrations(handle: DatabaseHandle): Promise<{ applied: 
   const before = await migrationStatus(handle.db);
   const pending = before.filter((m) => !m.applied).length;
   if (pending === 0) return { applied: 0 };
+  if (handle.kind === 'embedded-shared') {
+    // the socket has no URL of its own, and a migration transaction there would interleave with
+    // the running server's own statements: only the process that owns the directory may migrate
+    throw new DatabaseBusyError(
+      `${pending} migration(s) are pending but a running "attest serve" holds ${handle.where}: stop it, then run "attest db migrate" (or start the new "attest serve", which migrates first)`,
+    );
+  }
   if (handle.kind === 'embedded') {
     await migratePglite(handle.db as unknown as PgliteDatabase<Record<string, never>>, { migrationsFolder: MIGRATIONS_FOLDER });
     return { applied: pending };

@@ -47,7 +47,8 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const touchIntervalMs = options.touchIntervalMs ?? 60_000;
   const cacheSecret = randomBytes(32);
   const verified = new Map<string, Verified>();
-  const failures = new Map<string, number>();
+  // when a value failed, and why (the log of a repeated attempt must name the real cause)
+  const failures = new Map<string, { at: number; why: 'unknown' | 'revoked' | 'expired' | 'mismatch' }>();
   const inflight = new Map<string, Promise<AuthResult>>();
   const touched = new Map<string, number>();
   const limiter = createLimiter(options.maxConcurrentHashes ?? 2, options.maxQueuedHashes ?? 64);
@@ -67,7 +68,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     options.lookup.touch(id).catch((err) => options.onTouchError?.(err));
   }
 
-  function liveness(row: { expiresAt: Date | null; revokedAt: Date | null }): AuthResult | null {
+  function liveness(row: { expiresAt: Date | null; revokedAt: Date | null }): { ok: false; status: 403; why: 'revoked' | 'expired' } | null {
     if (row.revokedAt) return { ok: false, status: 403, why: 'revoked' };
     if (row.expiresAt && row.expiresAt.getTime() <= now()) return { ok: false, status: 403, why: 'expired' };
     return null;
@@ -76,18 +77,18 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   async function verifyFresh(presented: string, id: string, fp: string): Promise<AuthResult> {
     const row = await options.lookup.find(id);
     if (!row) {
-      remember(failures, fp, now());
+      remember(failures, fp, { at: now(), why: 'unknown' });
       return { ok: false, status: 403, why: 'unknown' };
     }
     const dead = liveness(row);
     if (dead) {
-      remember(failures, fp, now());
+      remember(failures, fp, { at: now(), why: dead.why });
       return { ...dead, keyId: id };
     }
     const matches = await limiter.run(() => verifyApiKeyHash(row.hash, presented));
     if (matches === undefined) return { ok: false, status: 503, why: 'busy', keyId: id };
     if (!matches) {
-      remember(failures, fp, now());
+      remember(failures, fp, { at: now(), why: 'mismatch' });
       return { ok: false, status: 403, why: 'mismatch', keyId: id };
     }
     remember(verified, fp, { id, hash: row.hash, expiresAt: row.expiresAt?.getTime() ?? null, checkedAt: now() });
@@ -125,8 +126,8 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         return { ok: true, keyId: hit.id };
       }
 
-      const failedAt = failures.get(fp);
-      if (failedAt !== undefined && now() - failedAt < failureTtlMs) return { ok: false, status: 403, why: 'mismatch', keyId: parsed.id };
+      const failed = failures.get(fp);
+      if (failed !== undefined && now() - failed.at < failureTtlMs) return { ok: false, status: 403, why: failed.why, keyId: parsed.id };
 
       // concurrent first requests with one key share one argon2 run
       let pending = inflight.get(fp);

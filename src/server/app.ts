@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import { encodeBase64 } from '../core/base64.js';
 import type { RejectReason } from '../core/reasons.js';
 import type { VerifyOutcome } from '../core/types.js';
-import type { VerifyInput } from '../core/verify.js';
+import { parseEnvelope, type VerifyInput } from '../core/verify.js';
 import type { ConsumeResult } from '../db/sessions.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import type { Metrics } from './metrics.js';
@@ -32,6 +32,8 @@ export interface AppDeps {
   sessionTtlSeconds: number;
   /** a request that has not finished by then answers 500 (the driver itself never times out) */
   requestDeadlineMs?: number;
+  /** told each time a request ran out of time waiting on the backend (the pool watchdog) */
+  onBackendTimeout?: () => void;
 }
 
 /** Fields of the one log line a request writes; handlers fill them in. */
@@ -52,7 +54,8 @@ interface RequestLog {
   err?: { type: string; code?: string; message: string };
 }
 
-type Env = { Variables: { log: RequestLog; keyId: string } };
+type Budget = <T>(work: Promise<T>) => Promise<T>;
+type Env = { Variables: { log: RequestLog; keyId: string; backend: Budget } };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ROUTES: Record<string, string[]> = {
@@ -66,6 +69,25 @@ const ROUTES: Record<string, string[]> = {
 
 class DeadlineExceeded extends Error {
   override readonly name = 'DeadlineExceeded';
+}
+
+/** Races each backend call against what is left of `ms` for the request; time in between is free. */
+function createBudget(ms: number): Budget {
+  let used = 0;
+  return async (work) => {
+    const started = performance.now();
+    let timer: NodeJS.Timeout | undefined;
+    const remaining = ms - used;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new DeadlineExceeded(`no answer from the backend within ${ms} ms`)), Math.max(0, remaining));
+    });
+    try {
+      return await Promise.race([work, deadline]);
+    } finally {
+      clearTimeout(timer);
+      used += performance.now() - started;
+    }
+  };
 }
 
 /** The HTTP API: the interface document plus product.md's extra behaviour. No module state. */
@@ -95,25 +117,20 @@ export function createApp(deps: AppDeps): Hono<Env> {
   app.onError((err, c) => {
     const log = c.get('log');
     if (log) log.err = describeFault(err);
+    if (err instanceof DeadlineExceeded) deps.onBackendTimeout?.();
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
-  // a bounded answer even when the database hangs
-  app.use('/api/*', async (_c, next) => {
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DeadlineExceeded(`no answer within ${deadlineMs} ms`)), deadlineMs);
-    });
-    try {
-      await Promise.race([next(), deadline]);
-    } finally {
-      clearTimeout(timer);
-    }
+  // a bounded answer even when the database hangs: the time spent waiting on the backend (not on
+  // a slow client's body, which Node's own request timeout bounds) is capped per request
+  app.use('/api/*', async (c, next) => {
+    c.set('backend', createBudget(deadlineMs));
+    await next();
   });
 
   // the key is checked before anything else under /api/, unknown paths included
   app.use('/api/*', async (c, next) => {
-    const result = await deps.auth.authenticate(c.req.header('x-api-key'));
+    const result = await c.get('backend')(deps.auth.authenticate(c.req.header('x-api-key')));
     const log = c.get('log');
     if (!result.ok) {
       log.auth = result.why;
@@ -132,12 +149,9 @@ export function createApp(deps: AppDeps): Hono<Env> {
   app.post('/api/v1/attestation/init', async (c) => {
     const serverNonce = randomBytes(32);
     const reference = `ses_${randomBytes(24).toString('base64url')}`;
-    const { expiresAt } = await deps.sessions.create({
-      reference,
-      apiKeyId: c.get('keyId'),
-      serverNonce,
-      ttlSeconds: deps.sessionTtlSeconds,
-    });
+    const { expiresAt } = await c.get('backend')(
+      deps.sessions.create({ reference, apiKeyId: c.get('keyId'), serverNonce, ttlSeconds: deps.sessionTtlSeconds }),
+    );
     deps.metrics.sessionCreated();
     return c.json({ sessionReference: reference, serverNonce: encodeBase64(serverNonce), expiresAtUtc: expiresAt.toISOString(), statusCode: STATUS_OK });
   });
@@ -166,14 +180,17 @@ export function createApp(deps: AppDeps): Hono<Env> {
 
       let nonce: Uint8Array;
       if (request.approach === 'session') {
-        const consumed = await deps.sessions.consume(request.sessionReference, c.get('keyId'));
-        if (!consumed.ok) return rejected(c, consumed.reason, sessionDetail[consumed.reason]);
+        const consumed = await c.get('backend')(deps.sessions.consume(request.sessionReference, c.get('keyId')));
+        if (!consumed.ok) {
+          log.service = peekService(request.token);
+          return rejected(c, consumed.reason, sessionDetail[consumed.reason]);
+        }
         nonce = finalNonce(consumed.serverNonce, request.deviceNonce);
       } else {
         nonce = request.expectedNonce;
       }
 
-      const outcome = await deps.verify({ token: request.token, expectedNonce: nonce });
+      const outcome = await c.get('backend')(deps.verify({ token: request.token, expectedNonce: nonce }));
       Object.assign(log, pickFacts(outcome.facts));
       if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
       log.isValid = true;
@@ -224,8 +241,21 @@ const sessionDetail: Record<'session_unknown' | 'session_consumed' | 'session_ex
   session_expired: 'the session expired before verify',
 };
 
-function errorBody(c: Context, status: 400 | 404 | 405 | 413 | 500 | 503, statusCode: number, errorMessage: string) {
+function errorBody(c: Context<Env>, status: 400 | 404 | 405 | 413 | 500 | 503, statusCode: number, errorMessage: string) {
+  // the message names a rule of the request, never a secret: it is what `attest logs` shows for a 4xx
+  const log = c.get('log');
+  if (log && status < 500) log.detail = errorMessage;
   return c.json({ statusCode, errorMessage }, status);
+}
+
+/** The token's platform for logs and metrics when the session fails before verification. */
+function peekService(token: Uint8Array): string | undefined {
+  try {
+    const { service } = parseEnvelope(token);
+    return service === 'apple' || service === 'gms' ? service : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {

@@ -1,21 +1,26 @@
 import pino, { type Logger } from 'pino';
 
+/** The pino options of the service log (exported so tests log exactly as the service does). */
+export function loggerOptions(level: string): pino.LoggerOptions {
+  return {
+    level,
+    base: { pid: process.pid },
+    timestamp: pino.stdTimeFunctions.isoTime,
+    // belt and braces: none of these is ever logged on purpose
+    redact: { paths: ['apiKey', 'key', 'token', 'attestationToken', 'sessionReference', 'headers["x-api-key"]'], censor: '[redacted]' },
+    // `err` fields are already described by describeFault(); pino's default serializer would turn
+    // their `type` (DeadlineExceeded, DrizzleQueryError...) into "Object"
+    serializers: { err: (e: unknown) => (e instanceof Error ? pino.stdSerializers.err(e) : e) },
+  };
+}
+
 /** pino NDJSON to stdout, and also to `file` when set (what `attest logs` reads). */
 export function createLogger(options: { level: string; file?: string | undefined; stdout?: boolean }): Logger & { reopen(): void } {
   const streams: pino.StreamEntry[] = [];
   if (options.stdout !== false) streams.push({ stream: pino.destination({ dest: 1, sync: false }), level: options.level as pino.Level });
   const file = options.file ? pino.destination({ dest: options.file, append: true, mkdir: true, sync: false }) : undefined;
   if (file) streams.push({ stream: file, level: options.level as pino.Level });
-  const logger = pino(
-    {
-      level: options.level,
-      base: { pid: process.pid },
-      timestamp: pino.stdTimeFunctions.isoTime,
-      // belt and braces: none of these is ever logged on purpose
-      redact: { paths: ['apiKey', 'key', 'token', 'attestationToken', 'sessionReference', 'headers["x-api-key"]'], censor: '[redacted]' },
-    },
-    pino.multistream(streams),
-  );
+  const logger = pino(loggerOptions(options.level), pino.multistream(streams));
   // after a rename-style rotation, SIGHUP makes the file stream write to the new file
   return Object.assign(logger, { reopen: () => file?.reopen() });
 }

@@ -1,5 +1,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
+/** How long a scrape waits for the session counts (the gauge keeps its last values after that). */
+const SESSION_COUNTS_TIMEOUT_MS = 1000;
+
 /** Prometheus metrics of one app instance (own registry: no global state). */
 export function createMetrics(options: { sessionCounts?: () => Promise<{ active: number; consumed: number; expired: number }> } = {}) {
   const registry = new Registry();
@@ -32,7 +35,11 @@ export function createMetrics(options: { sessionCounts?: () => Promise<{ active:
       labelNames: ['state'] as const,
       registers: [registry],
       async collect() {
-        const counts = await read().catch(() => null);
+        // a hanging database must not hang the scrape: the request counters matter most then
+        const counts = await Promise.race([
+          read().catch(() => null),
+          new Promise<null>((resolve) => setTimeout(resolve, SESSION_COUNTS_TIMEOUT_MS, null).unref()),
+        ]);
         if (!counts) return;
         for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
       },

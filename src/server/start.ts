@@ -10,6 +10,7 @@ import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { migrationStatus, runMigrations } from '../db/migrate.js';
+import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createApp, describeFault } from './app.js';
@@ -73,16 +74,18 @@ export async function startServer(config: Config, logger: Logger, options: { mig
     metrics,
     ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
     sessionTtlSeconds: config.sessionTtlSeconds,
+    onBackendTimeout: createPoolWatchdog(database, {
+      onRecycle: () => logger.warn('the database answers on a new connection while the pool hangs: replacing the pool'),
+    }),
   });
 
+  // slow clients must not hold sockets: whole request within 10 s, headers within 5 s. Node checks
+  // those limits only every connectionsCheckingInterval (30 s by default): check every second.
+  const serverOptions = { requestTimeout: 10_000, headersTimeout: 5_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
   const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host }, () => resolve(s as Server));
+    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host, serverOptions }, () => resolve(s as Server));
     (s as Server).once('error', reject);
   });
-  // slow clients must not hold sockets: whole request within 10 s, headers within 5 s
-  server.requestTimeout = 10_000;
-  server.headersTimeout = 5_000;
-  server.keepAliveTimeout = 5_000;
   server.maxHeadersCount = 100;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;

@@ -43,6 +43,8 @@ export function parseVerifyRequest(json: unknown): { ok: true; request: VerifyRe
     if (sessionReference.length === 0 || sessionReference.length > SESSION_REFERENCE_MAX) {
       return fail(`sessionReference must be 1 to ${SESSION_REFERENCE_MAX} characters`);
     }
+    // PostgreSQL text cannot hold NUL: the lookup would fail as a database error (HTTP 500)
+    if (sessionReference.includes('\u0000')) return fail('sessionReference must not contain NUL characters');
     let device: Uint8Array | null = null;
     if (deviceNonce !== undefined && deviceNonce !== null) {
       device = decodeBase64(deviceNonce);

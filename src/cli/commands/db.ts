@@ -1,9 +1,10 @@
 import { Command } from 'commander';
+import { DatabaseBusyError } from '../../db/client.js';
 import { migrationStatus, runMigrations } from '../../db/migrate.js';
 import { createSessionRepository } from '../../db/sessions.js';
 import { withDatabase } from '../context.js';
 import { parseDuration } from '../duration.js';
-import { usageError } from '../errors.js';
+import { runtimeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 
 export function dbCommand(): Command {
@@ -15,7 +16,13 @@ export function dbCommand(): Command {
     .addHelpText('after', '\nExample:\n  $ DATABASE_URL=postgres://attest@db/attest attest db migrate')
     .action(async (opts: { json?: boolean }) => {
       await withDatabase(async (handle) => {
-        const { applied } = await runMigrations(handle);
+        let applied: number;
+        try {
+          ({ applied } = await runMigrations(handle));
+        } catch (err) {
+          if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
+          throw err;
+        }
         if (opts.json) printJson({ applied });
         else process.stdout.write(applied ? `applied ${applied} migration(s) to ${handle.where}\n` : `${handle.where} is up to date\n`);
       }, { requireMigrated: false });

@@ -1,0 +1,56 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DatabaseBusyError, openDatabase, redactUrl } from '../../src/db/client.js';
+
+describe('openDatabase: the embedded data dir lock', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'attest-lock-'));
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  const dirWithLock = (name: string, content: string) => {
+    const dir = join(root, name);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'attest.lock'), content);
+    return dir;
+  };
+
+  it('a half-written lock counts as held, for the CLI and for a server', async () => {
+    const dir = dirWithLock('half', '{"pi');
+    await expect(openDatabase({ dataDir: dir, role: 'cli' })).rejects.toBeInstanceOf(DatabaseBusyError);
+    await expect(openDatabase({ dataDir: dir, role: 'server' })).rejects.toBeInstanceOf(DatabaseBusyError);
+    expect(existsSync(join(dir, 'attest.lock'))).toBe(true);
+  });
+
+  it('a live holder without a socket (another CLI command) makes the CLI wait, with a message', async () => {
+    const dir = dirWithLock('busy', JSON.stringify({ pid: process.pid }));
+    const err = await openDatabase({ dataDir: dir, role: 'cli' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DatabaseBusyError);
+    expect((err as Error).message).toMatch(new RegExp(`in use by process ${process.pid}.*wait for it to finish`));
+  });
+
+  it('a lock left by a dead process is taken over, and released on close', async () => {
+    const dead = spawnSync(process.execPath, ['-e', '']).pid;
+    const dir = dirWithLock('stale', JSON.stringify({ pid: dead, socket: { path: '/nonexistent.sock' } }));
+    const handle = await openDatabase({ dataDir: dir, role: 'cli' });
+    try {
+      expect(handle.kind).toBe('embedded');
+      expect(JSON.parse(readFileSync(join(dir, 'attest.lock'), 'utf8'))).toEqual({ pid: process.pid });
+    } finally {
+      await handle.close();
+    }
+    expect(existsSync(join(dir, 'attest.lock'))).toBe(false);
+  });
+});
+
+describe('redactUrl', () => {
+  it('hides the password and survives garbage', () => {
+    expect(redactUrl('postgres://attest:s3cret@db:5432/attest')).toBe('postgres://attest:***@db:5432/attest');
+    expect(redactUrl('postgres://db/attest')).toBe('postgres://db/attest');
+    expect(redactUrl('::::')).not.toContain(':::');
+  });
+});

@@ -1,0 +1,123 @@
+/**
+ * The service wired as `startServer` wires it (real repositories, real argon2 keys, the real
+ * authenticator), minus the socket: tests drive it with `app.request(...)`. The log goes to an
+ * array (one parsed object per line, plus the raw text) and the clock is injectable.
+ */
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
+import type { VerifyInput } from '../../src/core/verify.js';
+import type { VerifyOutcome } from '../../src/core/types.js';
+import type { DatabaseHandle } from '../../src/db/client.js';
+import { createApiKeyRepository } from '../../src/db/apiKeys.js';
+import { migrationStatus } from '../../src/db/migrate.js';
+import { createSessionRepository } from '../../src/db/sessions.js';
+import { createApiKeyAuthenticator, type AuthenticatorOptions } from '../../src/server/apiKeyAuthenticator.js';
+import { createApp, type AppDeps } from '../../src/server/app.js';
+import { loggerOptions } from '../../src/server/logger.js';
+import { createMetrics } from '../../src/server/metrics.js';
+import { fakeVerify } from './tokens.js';
+
+export interface LogCapture {
+  lines: Record<string, unknown>[];
+  raw: string[];
+  /** the request lines only (msg "request") */
+  requests(): Record<string, unknown>[];
+  last(): Record<string, unknown>;
+  clear(): void;
+}
+
+/** The service's pino options minus redaction (the app itself must not log secrets), into arrays. */
+export function captureLogger(level = 'info') {
+  const capture: LogCapture = {
+    lines: [],
+    raw: [],
+    requests: () => capture.lines.filter((l) => l.msg === 'request'),
+    last: () => capture.requests().at(-1)!,
+    clear: () => {
+      capture.lines.length = 0;
+      capture.raw.length = 0;
+    },
+  };
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      for (const line of String(chunk).split('\n').filter(Boolean)) {
+        capture.raw.push(line);
+        capture.lines.push(JSON.parse(line) as Record<string, unknown>);
+      }
+      done();
+    },
+  });
+  const { redact: _belt, ...options } = loggerOptions(level);
+  const logger = pino(options, pino.multistream([{ stream, level: level as pino.Level }]));
+  // multistream writes synchronously to a Writable: the line is there when the response is
+  return { logger, capture };
+}
+
+/** Issues an API key straight into the database (what `attest keys create` does). */
+export async function issueKey(db: DatabaseHandle, options: { name?: string; expiresInSeconds?: number | null; prefix?: string; secretWith?: RegExp } = {}) {
+  let generated = generateApiKey(options.prefix ?? 'attest');
+  // some tests want a secret with `_` or `-` in it
+  while (options.secretWith && !options.secretWith.test(generated.key.slice(generated.key.indexOf('_') + 17))) generated = generateApiKey(options.prefix ?? 'attest');
+  const row = await createApiKeyRepository(db.db).insert({
+    id: generated.id,
+    name: options.name ?? 'test',
+    hash: await hashApiKey(generated.key),
+    expiresInSeconds: options.expiresInSeconds ?? null,
+  });
+  return { id: row.id, key: generated.key };
+}
+
+export interface ServiceOptions {
+  verify?: (input: VerifyInput) => Promise<VerifyOutcome>;
+  sessionTtlSeconds?: number;
+  requestDeadlineMs?: number;
+  auth?: Partial<AuthenticatorOptions>;
+  ready?: () => Promise<boolean>;
+  sessions?: AppDeps['sessions'];
+  onBackendTimeout?: () => void;
+}
+
+/** The app over `db` with the fake apple verifier (unless `verify` is given). */
+export function createTestService(db: DatabaseHandle, options: ServiceOptions = {}) {
+  const { logger, capture } = captureLogger();
+  const sessions = createSessionRepository(db.db);
+  const auth = createApiKeyAuthenticator({ lookup: createApiKeyRepository(db.db), ...options.auth });
+  const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
+  const app = createApp({
+    logger,
+    auth,
+    sessions: options.sessions ?? sessions,
+    verify: options.verify ?? fakeVerify(),
+    metrics,
+    ready: options.ready ?? (async () => (await migrationStatus(db.db)).every((m) => m.applied)),
+    sessionTtlSeconds: options.sessionTtlSeconds ?? 300,
+    ...(options.requestDeadlineMs ? { requestDeadlineMs: options.requestDeadlineMs } : {}),
+    ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
+  });
+  return { app, auth, logs: capture, sessions, metrics };
+}
+
+const BASE = 'http://attest.test';
+
+/** POST init with a key. */
+export async function init(app: { request: (url: string, init?: RequestInit) => Response | Promise<Response> }, key: string | undefined) {
+  const res = await app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { ...(key !== undefined ? { 'X-Api-Key': key } : {}), Accept: 'application/json' } });
+  return { res, body: (await res.json()) as { sessionReference: string; serverNonce: string; expiresAtUtc: string; statusCode: number } };
+}
+
+/** POST verify with a JSON body (an object is stringified; a string is sent as is). */
+export function verify(
+  app: { request: (url: string, init?: RequestInit) => Response | Promise<Response> },
+  key: string | undefined,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  return app.request(`${BASE}/api/v1/attestation/verify`, {
+    method: 'POST',
+    headers: { ...(key !== undefined ? { 'X-Api-Key': key } : {}), 'Content-Type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+}
+
+export { BASE };
