@@ -1,9 +1,7 @@
 // App Attest end to end: HTTP app + real verifiers + real key store, on PGlite and PostgreSQL.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildVerifiers } from '../../src/core/verifiers.js';
-import { verifyToken } from '../../src/core/verify.js';
-import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import {
   createAssertion,
@@ -16,7 +14,7 @@ import {
   type TestCa,
 } from '../support/appleFactory.js';
 import { backends, postgresBackend, type TestDatabase } from '../support/databases.js';
-import { createTestService, init, issueKey, verify } from '../support/service.js';
+import { createPlatformService, init, issueKey, verify } from '../support/service.js';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
@@ -25,12 +23,7 @@ beforeAll(async () => {
   ca = await createTestCa();
 });
 
-function appleService(db: TestDatabase) {
-  // ttl 0: allowlist edits in a test apply to the next request
-  const allowlist = createCachedAllowlist(createAllowlistRepository(db.db), { ttlMs: 0 });
-  const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(db.db), appleRoots: ca.roots });
-  return createTestService(db, { verify: (input) => verifyToken(input, { now: () => TEST_NOW, verifiers }) });
-}
+const appleService = (db: TestDatabase) => createPlatformService(db, { now: TEST_NOW, appleRoots: ca.roots });
 
 describe.each(backends())('App Attest over HTTP on $name', (backend) => {
   let db: TestDatabase;

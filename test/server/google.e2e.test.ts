@@ -3,10 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
-import { buildVerifiers } from '../../src/core/verifiers.js';
-import { verifyToken } from '../../src/core/verify.js';
-import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
-import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { encodeCbor } from '../support/appleFactory.js';
 import { backends, type TestDatabase } from '../support/databases.js';
 import {
@@ -18,7 +15,7 @@ import {
   type GoogleTestKeys,
   type MintOptions,
 } from '../support/googleFactory.js';
-import { createTestService, init, issueKey, verify } from '../support/service.js';
+import { createPlatformService, init, issueKey, verify } from '../support/service.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
@@ -52,7 +49,7 @@ beforeAll(async () => {
 describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
   let db: TestDatabase;
   let key: string;
-  let service: ReturnType<typeof createTestService>;
+  let service: ReturnType<typeof createPlatformService>;
 
   beforeAll(async () => {
     db = await backend.open();
@@ -64,10 +61,7 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
     await db.reset();
     key = (await issueKey(db)).key;
     await createAllowlistRepository(db.db).addAndroid(TEST_PACKAGE, keyPairOf(pair1), { certificateDigests: [TEST_CERT_DIGEST] });
-    // ttl 0: allowlist edits in a test apply to the next request
-    const allowlist = createCachedAllowlist(createAllowlistRepository(db.db), { ttlMs: 0 });
-    const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(db.db), appleRoots: defaultAppleRoots() });
-    service = createTestService(db, { verify: (input) => verifyToken(input, { now: () => NOW, verifiers }) });
+    service = createPlatformService(db, { now: NOW, appleRoots: defaultAppleRoots() });
   });
 
   type Mint = Partial<Omit<MintOptions, 'nonce'>>;

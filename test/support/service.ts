@@ -3,10 +3,14 @@
  * authenticator), minus the socket: tests drive it with `app.request(...)`. The log goes to an
  * array (one parsed object per line, plus the raw text) and the clock is injectable.
  */
+import type { X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
-import type { VerifyInput } from '../../src/core/verify.js';
+import { buildVerifiers } from '../../src/core/verifiers.js';
+import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
+import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
+import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import type { VerifyOutcome } from '../../src/core/types.js';
 import type { DatabaseHandle } from '../../src/db/client.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
@@ -121,3 +125,13 @@ export function verify(
 }
 
 export { BASE };
+
+/**
+ * The app with the real platform verifiers over `db` (as `startServer` wires them), at a fixed
+ * instant. The allowlist is re-read on every request so edits in a test apply at once.
+ */
+export function createPlatformService(db: DatabaseHandle, options: { now: Date; appleRoots: readonly X509Certificate[] }) {
+  const allowlist = createCachedAllowlist(createAllowlistRepository(db.db), { ttlMs: 0 });
+  const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(db.db), appleRoots: options.appleRoots });
+  return createTestService(db, { verify: (input) => verifyToken(input, { now: () => options.now, verifiers }) });
+}
