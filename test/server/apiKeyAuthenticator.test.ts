@@ -196,7 +196,7 @@ describe('createApiKeyAuthenticator', () => {
     await new Promise((r) => setTimeout(r, 20));
     const started = performance.now();
     expect(await auth.authenticate(known.key)).toMatchObject({ ok: true });
-    expect(performance.now() - started).toBeLessThan(200); // argon2 is blocked until release(): any bound proves it
+    expect(performance.now() - started).toBeLessThan(1000); // argon2 is blocked until release(): any bound proves it
     release();
     await Promise.all(pending);
   });

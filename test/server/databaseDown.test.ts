@@ -38,7 +38,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       const i = await timed(() => service.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key.key } }));
       expect(i.status).toBe(500); // the key lookup itself fails
       expect(i.body).toEqual({ statusCode: STATUS_INTERNAL_ERROR, errorMessage: expect.any(String) });
-      expect(i.ms).toBeLessThan(DEADLINE + 500);
+      expect(i.ms).toBeLessThan(DEADLINE + 1500);
       expect(service.logs.last()).toMatchObject({ status: 500, level: 50 });
       // no key at all needs no database: still 401
       const noKey = await verify(service.app, undefined, { attestationToken: '' });
@@ -94,14 +94,14 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
         expect(r.body).toMatchObject({ statusCode: STATUS_INTERNAL_ERROR });
         expect(r.body?.isValid).toBeUndefined();
         expect(r.ms).toBeGreaterThanOrEqual(DEADLINE - 50);
-        expect(r.ms).toBeLessThan(DEADLINE + 1000);
+        expect(r.ms).toBeLessThan(DEADLINE + 2000);
       }
       expect(service.logs.requests().filter((l) => l.status === 500).every((l) => (l.err as { type?: string })?.type === 'DeadlineExceeded')).toBe(true);
       // validation never waits for the database and is never 268505088
       const bad = await timed(() => verify(service.app, key.key, { attestationToken: '!', sessionReference: 'x' }));
       expect(bad.status).toBe(400);
       expect(bad.body).toMatchObject({ statusCode: STATUS_INVALID_REQUEST });
-      expect(bad.ms).toBeLessThan(500);
+      expect(bad.ms).toBeLessThan(1500);
       // readyz answers (503) within the deadline too
       const ready = await timed(() => service.app.request(`${BASE}/readyz`));
       expect(ready.status).toBe(503);
@@ -110,7 +110,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       const metrics = await service.app.request(`${BASE}/metrics`);
       expect(metrics.status).toBe(200);
       expect(await metrics.text()).toMatch(/attest_http_requests_total\{route="\/api\/v1\/attestation\/init",method="POST",status="500"\}/);
-      expect(performance.now() - metricsStarted).toBeLessThan(DEADLINE + 1000);
+      expect(performance.now() - metricsStarted).toBeLessThan(DEADLINE + 2000);
 
       proxy.setMode('forward');
       // recovery without a restart: the held queries finish, new ones go through
@@ -142,7 +142,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       const r = await pending;
       expect(r.status).toBe(500);
       expect(r.body).toMatchObject({ statusCode: STATUS_INTERNAL_ERROR });
-      expect(r.ms).toBeLessThan(DEADLINE + 500);
+      expect(r.ms).toBeLessThan(DEADLINE + 1500);
       await expect.poll(async () => (await service.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key.key } })).status, { timeout: 8000, interval: 200 }).toBe(200);
       const s = await session();
       expect(await (await goodVerify(s)).json()).toMatchObject({ isValid: true });

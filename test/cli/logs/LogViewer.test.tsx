@@ -34,7 +34,7 @@ function setup(options: { width?: number; height?: number; lines?: string[]; lim
   const frame = () => ui.lastFrame() ?? '';
   /** Waits (with a deadline) until the frame shows `text`. */
   const shows = (text: string | RegExp) =>
-    vi.waitFor(() => expect(frame()).toMatch(typeof text === 'string' ? new RegExp(escape(text)) : text), { timeout: 2000, interval: 5 });
+    vi.waitFor(() => expect(frame()).toMatch(typeof text === 'string' ? new RegExp(escape(text)) : text), { timeout: 10_000, interval: 5 });
   /** The line of the frame that holds the selection mark. */
   const selected = () => frame().split('\n').find((l) => l.startsWith('›')) ?? '';
   return { store, ui, frame, shows, selected, onQuit, press: (s: string) => ui.stdin.write(s) };
@@ -124,7 +124,7 @@ describe('LogViewer', () => {
     for (const ch of 'keyid-o') press(ch); // q, k, j... are text while searching
     await shows('2 shown'); // r1 and r4 carry KEYID-ONE: the search ignores case
     press(KEYS.enter);
-    await vi.waitFor(() => expect(frame()).not.toContain('search:'), { timeout: 2000, interval: 5 });
+    await vi.waitFor(() => expect(frame()).not.toContain('search:'), { timeout: 10_000, interval: 5 });
     expect(frame()).toMatch(/\/ "keyid-o"/); // the search stays
     expect(frame()).toMatch(/›.*21:00:04\.000/);
   });
@@ -147,7 +147,7 @@ describe('LogViewer', () => {
     await shows(/requestId +r2/);
     expect(frame()).toMatch(/packageName +com\.example/);
     press(KEYS.escape);
-    await vi.waitFor(() => expect(frame()).not.toContain('─ record'), { timeout: 2000, interval: 5 });
+    await vi.waitFor(() => expect(frame()).not.toContain('─ record'), { timeout: 10_000, interval: 5 });
     press(KEYS.tab);
     await shows('─ record 3 of 7');
   });
@@ -199,9 +199,9 @@ describe('LogViewer', () => {
     const ui = render(<LogViewer store={empty} width={80} height={20} initialFilter={{ ...NO_FILTER, rejectionsOnly: true }} />);
     expect(ui.lastFrame()).toContain('reading…');
     empty.setStatus({ phase: 'following' });
-    await vi.waitFor(() => expect(ui.lastFrame()).toContain('waiting for log lines'), { timeout: 2000, interval: 5 });
+    await vi.waitFor(() => expect(ui.lastFrame()).toContain('waiting for log lines'), { timeout: 10_000, interval: 5 });
     empty.append([requestLine()]);
-    await vi.waitFor(() => expect(ui.lastFrame()).toContain('no line matches the filters · c clears them'), { timeout: 2000, interval: 5 });
+    await vi.waitFor(() => expect(ui.lastFrame()).toContain('no line matches the filters · c clears them'), { timeout: 10_000, interval: 5 });
   });
 
   it('does not let log content drive the terminal', () => {
@@ -215,6 +215,6 @@ describe('LogViewer', () => {
   it('quits on q', async () => {
     const { press, onQuit } = setup();
     press('q');
-    await vi.waitFor(() => expect(onQuit).toHaveBeenCalledTimes(1), { timeout: 2000, interval: 5 });
+    await vi.waitFor(() => expect(onQuit).toHaveBeenCalledTimes(1), { timeout: 10_000, interval: 5 });
   });
 });

@@ -29,7 +29,7 @@ function follow(path: string, options: { tailBytes?: number; chunkBytes?: number
     lines,
     events,
     /** Waits, with a deadline, until the reader has delivered `n` lines. */
-    until: (n: number) => vi.waitFor(() => expect(lines.length).toBeGreaterThanOrEqual(n), { timeout: 3000, interval: 5 }),
+    until: (n: number) => vi.waitFor(() => expect(lines.length).toBeGreaterThanOrEqual(n), { timeout: 10_000, interval: 5 }),
     stop: async () => {
       controller.abort();
       await done;
@@ -107,7 +107,7 @@ describe('readLogFile, following', () => {
     await f.until(2);
     copyFileSync(path, `${path}.1`);
     truncateSync(path, 0);
-    await vi.waitFor(() => expect(f.events).toContain('truncated'), { timeout: 3000, interval: 5 });
+    await vi.waitFor(() => expect(f.events).toContain('truncated'), { timeout: 10_000, interval: 5 });
     appendFileSync(path, 'after 1\n');
     await f.until(3);
     await f.stop();
@@ -151,7 +151,7 @@ describe('readLogFile, following', () => {
     writeFileSync(path, 'a\n');
     const f = follow(path, { pollMs: 60_000 });
     await f.until(1);
-    await vi.waitFor(() => expect(f.events).toContain('caught-up'), { timeout: 3000, interval: 5 });
+    await vi.waitFor(() => expect(f.events).toContain('caught-up'), { timeout: 10_000, interval: 5 });
     appendFileSync(path, 'b\n');
     await f.until(2); // within the 3 s deadline: only the watch can have woken it
     writeFileSync(join(dir, 'other.log'), 'x\n'); // another file's changes are ignored, not read
@@ -165,10 +165,10 @@ describe('readLogFile, following', () => {
     const path = join(dir, 'app.log');
     writeFileSync(path, '');
     const f = follow(path, { pollMs: 60_000 });
-    await vi.waitFor(() => expect(f.events).toContain('caught-up'), { timeout: 3000, interval: 5 });
+    await vi.waitFor(() => expect(f.events).toContain('caught-up'), { timeout: 10_000, interval: 5 });
     const started = Date.now();
     await f.stop();
-    expect(Date.now() - started).toBeLessThan(500);
+    expect(Date.now() - started).toBeLessThan(3000); // not the 60 s poll
   });
 });
 

@@ -73,7 +73,8 @@ describe('attest logs', () => {
     const keyboard = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => undefined, ref: () => undefined, unref: () => undefined });
     const io = fakeIo({ input: LOG, stdout: out.stream, keyboard: keyboard as unknown as NodeJS.ReadStream });
     const done = run([], io);
-    await vi.waitFor(() => expect(out.text()).toContain('apple_counter_replay'), { timeout: 3000, interval: 10 });
+    // the first ink render loads React: generous under a loaded CI machine
+    await vi.waitFor(() => expect(out.text()).toContain('apple_counter_replay'), { timeout: 15_000, interval: 10 });
     expect(out.text()).toContain('\u001b[?1049h'); // the alternate screen
     expect(out.text()).toContain('attest logs');
     keyboard.write('q');
