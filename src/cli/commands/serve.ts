@@ -33,15 +33,21 @@ Examples:
       process.stderr.write(`attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`);
       const running = server;
       await new Promise<void>((resolve) => {
+        let stopping = false;
         const stop = () => {
+          // SIGINT and SIGTERM often come together (npx forwards one, the terminal sends the other)
+          if (stopping) return;
+          stopping = true;
           logger.info('shutting down');
+          // a shutdown that hangs (a database that never answers) must still end the process
+          setTimeout(() => process.exit(1), 10_000).unref();
           running.close().finally(() => {
             logger.flush();
             resolve();
           });
         };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
         process.on('SIGHUP', () => logger.reopen());
       });
     });
