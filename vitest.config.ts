@@ -6,6 +6,8 @@ export default defineConfig({
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // ink draws only its last frame when it believes it runs in CI: the viewer tests need a terminal's behaviour
+    env: { CI: 'false' },
     benchmark: { include: ['bench/**/*.bench.ts'] },
   },
 });
