@@ -11,6 +11,10 @@ export interface Config {
   apiKeyPrefix: string;
   logLevel: string;
   logFile: string | undefined;
+  /** seconds a database connection may take to be ready (default 10) */
+  dbConnectTimeoutSeconds?: number;
+  /** where the embedded database's private socket folder goes (XDG_RUNTIME_DIR; else the OS temporary folder) */
+  socketDir?: string | undefined;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -34,6 +38,8 @@ const env = z.object({
     .default('attest'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ATTEST_LOG_FILE: z.string().min(1).optional(),
+  ATTEST_DB_CONNECT_TIMEOUT: z.coerce.number().int('must be whole seconds').min(1).max(600).default(10),
+  XDG_RUNTIME_DIR: z.string().min(1).optional(),
 });
 
 /**
@@ -58,6 +64,8 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     apiKeyPrefix: e.ATTEST_API_KEY_PREFIX,
     logLevel: e.LOG_LEVEL,
     logFile: e.ATTEST_LOG_FILE,
+    dbConnectTimeoutSeconds: e.ATTEST_DB_CONNECT_TIMEOUT,
+    socketDir: e.XDG_RUNTIME_DIR,
   };
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;

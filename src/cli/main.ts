@@ -5,6 +5,7 @@ import { keysCommand } from './commands/keys.js';
 import { logsCommand } from './commands/logs.js';
 import { serveCommand } from './commands/serve.js';
 import { verifyFileCommand } from './commands/verifyFile.js';
+import { cleanDatabaseError } from '../db/errors.js';
 import { CliError, EXIT } from './errors.js';
 
 /** The `attest` program with every subcommand. */
@@ -64,10 +65,8 @@ export async function main(argv: string[]): Promise<number> {
 
 /**
  * One line about an unexpected error. drizzle's messages carry the whole query and its parameters
- * (key hashes, Play Integrity key material), so the driver's own message (the cause) is shown.
+ * (key hashes, Play Integrity key material), so only the driver's own cause is shown.
  */
 function faultText(err: unknown): string {
-  const e = err as { message?: unknown; cause?: { message?: unknown } } | null | undefined;
-  const text = String(e?.cause?.message ?? e?.message ?? err);
-  return text.replace(/\s+/g, ' ').trim().slice(0, 500);
+  return cleanDatabaseError(err).slice(0, 500);
 }

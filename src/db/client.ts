@@ -1,5 +1,6 @@
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmdirSync, rmSync, statSync, writeSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -17,6 +18,8 @@ export interface DatabaseHandle {
   kind: 'postgres' | 'embedded' | 'embedded-shared';
   /** where it is, for messages (never a password) */
   where: string;
+  /** seconds a new connection may take before it fails (ATTEST_DB_CONNECT_TIMEOUT) */
+  connectTimeoutSeconds: number;
   /** PostgreSQL only: the connection URL (secret: never print it), for single-connection work */
   url?: string;
   /**
@@ -38,33 +41,65 @@ export interface OpenOptions {
   role: 'server' | 'cli';
   /** pool size for PostgreSQL */
   poolSize?: number;
+  /** seconds a connection may take to be ready (default 10) */
+  connectTimeoutSeconds?: number;
+  /** false: refuse, rather than create, an embedded database that does not exist yet (default true) */
+  create?: boolean;
+  /** where the server's private socket folder goes (default: the OS temporary folder) */
+  socketDir?: string | undefined;
+  /** told what takes time while it happens (creating the embedded database) */
+  onProgress?: (message: string) => void;
 }
+
+export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
 
 /** The embedded database is held by another live process that does not share it. */
 export class DatabaseBusyError extends Error {
   override readonly name = 'DatabaseBusyError';
 }
 
+/** The data dir is not private to this user, or the socket cannot be made private: nothing was opened. */
+export class DataDirUnsafeError extends Error {
+  override readonly name = 'DataDirUnsafeError';
+}
+
+/** There is no embedded database where one was expected, and the caller may not create one. */
+export class DatabaseMissingError extends Error {
+  override readonly name = 'DatabaseMissingError';
+}
+
 // PGlite wants a folder of its own: the lock and socket sit beside it
 const PG_DIR = 'pgdata';
 const LOCK_FILE = 'attest.lock';
 const SOCKET_FILE = 'attest.sock';
+// sun_path holds 108 bytes on Linux, 104 on macOS
+const MAX_SOCKET_PATH = 100;
 
 interface LockInfo {
   pid: number;
-  /** unix socket path or host:port of the sharing server, once it listens */
-  socket?: { path: string } | { host: string; port: number };
+  /** unix socket of the sharing server, once it listens (in a private folder of its own) */
+  socket?: { path: string };
 }
 
 /** Opens the configured database (see OpenOptions.role for how the embedded one is shared). */
 export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle> {
-  if (options.url) return openPostgres(options.url, options.poolSize ?? 10, options.role === 'server');
+  const connectTimeoutSeconds = options.connectTimeoutSeconds ?? DEFAULT_CONNECT_TIMEOUT_SECONDS;
+  if (options.url) return openPostgres(options.url, options.poolSize ?? 10, options.role === 'server', connectTimeoutSeconds);
   const dataDir = resolve(options.dataDir);
+  const pgDir = join(dataDir, PG_DIR);
+  if (existsSync(dataDir)) assertPrivate(dataDir);
+  const exists = existsSync(join(pgDir, 'PG_VERSION'));
+  if (!exists && options.create === false) {
+    throw new DatabaseMissingError(
+      `no attest database in ${dataDir} (the folder ATTEST_DATA_DIR names, default ./.attest): run this where that folder is, set ATTEST_DATA_DIR to it, or create one with "attest db migrate"`,
+    );
+  }
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  assertPrivate(dataDir);
   const lockPath = join(dataDir, LOCK_FILE);
   const holder = readLiveLock(lockPath);
   if (holder) {
-    if (options.role === 'cli' && holder.socket) return openShared(holder.socket, dataDir);
+    if (options.role === 'cli' && holder.socket) return openShared(holder.socket, dataDir, connectTimeoutSeconds);
     throw new DatabaseBusyError(
       `the embedded database in ${dataDir} is in use by process ${holder.pid}` +
         (holder.socket ? '' : ' (another attest command); wait for it to finish') +
@@ -74,43 +109,79 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   acquireLock(lockPath);
   let pglite: PGlite | undefined;
   let server: PGLiteSocketServer | undefined;
+  let socketPath: string | undefined;
   try {
-    pglite = await PGlite.create({ dataDir: join(dataDir, PG_DIR) });
+    if (!exists) options.onProgress?.(`creating the embedded database in ${options.dataDir}…`);
+    pglite = await PGlite.create({ dataDir: pgDir });
     if (options.role === 'server') {
-      const socketPath = join(dataDir, SOCKET_FILE);
-      rmSync(socketPath, { force: true });
-      // unix socket paths are limited to ~107 bytes; a long data dir falls back to loopback TCP
-      const useUnix = Buffer.byteLength(socketPath) < 100;
-      server = new PGLiteSocketServer({
-        db: pglite,
-        ...(useUnix ? { path: socketPath } : { host: '127.0.0.1', port: 0 }),
-        maxConnections: 8,
-      });
+      // never TCP: pglite-socket lets in anyone who connects, so the door must be a file only
+      // this user can reach: a socket in a 0700 folder of its own (short, unlike some data dirs)
+      socketPath = join(privateSocketDir(options.socketDir), SOCKET_FILE);
+      server = new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: 8 });
       await server.start();
-      const socket: LockInfo['socket'] = useUnix
-        ? { path: socketPath }
-        : { host: '127.0.0.1', port: Number(server.getServerConn().split(':').pop()) };
-      writeFileSync(lockPath, JSON.stringify({ pid: process.pid, socket } satisfies LockInfo));
+      chmodSync(socketPath, 0o600);
+      writeFileSync(lockPath, JSON.stringify({ pid: process.pid, socket: { path: socketPath } } satisfies LockInfo));
     }
   } catch (err) {
     await server?.stop().catch(() => {});
     await pglite?.close().catch(() => {});
+    if (socketPath) removeSocket(socketPath);
     rmSync(lockPath, { force: true });
     throw err;
   }
   const db = drizzlePglite(pglite, { schema }) as unknown as Database;
   const opened = pglite;
+  const openedSocket = socketPath;
   return {
     db,
     kind: 'embedded',
     where: dataDir,
+    connectTimeoutSeconds,
     async close() {
       await server?.stop().catch(() => {});
       await opened.close();
+      if (openedSocket) removeSocket(openedSocket);
       rmSync(lockPath, { force: true });
-      rmSync(join(dataDir, SOCKET_FILE), { force: true });
     },
   };
+}
+
+/** Refuses a data dir that another user owns or may write to: they could swap the lock or the data. */
+function assertPrivate(dataDir: string): void {
+  const uid = process.getuid?.();
+  if (uid === undefined) return; // Windows: no POSIX owners or modes
+  const st = statSync(dataDir);
+  if (st.uid !== uid) {
+    throw new DataDirUnsafeError(`the data dir ${dataDir} belongs to user ${st.uid}, not to you (${uid}): use a folder of your own (ATTEST_DATA_DIR)`);
+  }
+  if ((st.mode & 0o022) !== 0) {
+    const mode = (st.mode & 0o777).toString(8).padStart(3, '0');
+    throw new DataDirUnsafeError(`the data dir ${dataDir} is writable by other users (mode ${mode}): run "chmod go-w ${dataDir}" (or chmod 700)`);
+  }
+}
+
+/** A new 0700 folder, short enough for a socket path, under the first base that fits. */
+function privateSocketDir(preferred: string | undefined): string {
+  const bases = [preferred, tmpdir(), '/tmp'].filter((b): b is string => !!b);
+  // mkdtemp appends 6 characters to the prefix
+  const fits = (base: string) => Buffer.byteLength(join(base, 'attest-XXXXXX', SOCKET_FILE)) < MAX_SOCKET_PATH;
+  const base = bases.find((b) => fits(b) && existsSync(b));
+  if (!base) throw new DataDirUnsafeError(`no folder for the database socket has a path short enough (tried ${bases.join(', ')}): set XDG_RUNTIME_DIR or TMPDIR to a short path`);
+  // mkdtemp creates the folder 0700 and fails rather than reuse one that exists
+  return mkdtempSync(join(base, 'attest-'));
+}
+
+/** Removes the socket and its private folder (only when empty, and only ours by name). */
+function removeSocket(socketPath: string): void {
+  rmSync(socketPath, { force: true });
+  const dir = dirname(socketPath);
+  if (basename(dir).startsWith('attest-')) {
+    try {
+      rmdirSync(dir);
+    } catch {
+      // not empty or gone: leave it
+    }
+  }
 }
 
 /** An in-memory PGlite: tests only. */
@@ -121,15 +192,16 @@ export async function openMemoryDatabase(): Promise<DatabaseHandle & { pglite: P
     pglite,
     kind: 'embedded',
     where: 'memory',
+    connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
     close: () => pglite.close(),
   };
 }
 
-function openPostgres(url: string, max: number, server: boolean): DatabaseHandle {
+function openPostgres(url: string, max: number, server: boolean, connectTimeoutSeconds: number): DatabaseHandle {
   const connect = () =>
     postgres(url, {
       max,
-      connect_timeout: 5,
+      connect_timeout: connectTimeoutSeconds,
       idle_timeout: 60,
       max_lifetime: 30 * 60,
       // notice a peer that vanished without a reset sooner than the 60 s default
@@ -147,6 +219,7 @@ function openPostgres(url: string, max: number, server: boolean): DatabaseHandle
     kind: 'postgres',
     where: redactUrl(url),
     url,
+    connectTimeoutSeconds,
     async recycle() {
       const stale = client;
       client = connect();
@@ -158,19 +231,20 @@ function openPostgres(url: string, max: number, server: boolean): DatabaseHandle
   };
 }
 
-function openShared(socket: NonNullable<LockInfo['socket']>, dataDir: string): DatabaseHandle {
+function openShared(socket: NonNullable<LockInfo['socket']>, dataDir: string, connectTimeoutSeconds: number): DatabaseHandle {
   const client = postgres({
-    ...('path' in socket ? { path: socket.path } : { host: socket.host, port: socket.port }),
+    path: socket.path,
     username: 'postgres',
     database: 'postgres',
     max: 1,
-    connect_timeout: 5,
+    connect_timeout: connectTimeoutSeconds,
     onnotice: () => {},
   });
   return {
     db: drizzlePostgres(client, { schema }) as unknown as Database,
     kind: 'embedded-shared',
     where: `${dataDir} (through the running server)`,
+    connectTimeoutSeconds,
     close: () => client.end({ timeout: 5 }),
   };
 }
@@ -185,8 +259,12 @@ function readLiveLock(lockPath: string): LockInfo | null {
     return { pid: 0 };
   }
   if (!Number.isInteger(info.pid) || info.pid <= 0) return { pid: 0 };
-  if (info.pid === process.pid || isAlive(info.pid)) return info;
-  rmSync(lockPath, { force: true }); // stale: its process died without cleaning up
+  // a lock from before sockets were private (host and port) is not a door to use
+  const socket = typeof info.socket?.path === 'string' ? { path: info.socket.path } : undefined;
+  if (info.pid === process.pid || isAlive(info.pid)) return { pid: info.pid, ...(socket ? { socket } : {}) };
+  // stale: its process died without cleaning up
+  if (socket) removeSocket(socket.path);
+  rmSync(lockPath, { force: true });
   return null;
 }
 

@@ -25,7 +25,8 @@ export interface MigrationStatus {
  * Applies pending migrations. On PostgreSQL it holds an advisory lock on its own connection for
  * the whole run, so instances that start together migrate one after the other.
  */
-export async function runMigrations(handle: DatabaseHandle): Promise<{ applied: number }> {
+export async function runMigrations(handle: DatabaseHandle, options: { onProgress?: (message: string) => void } = {}): Promise<{ applied: number }> {
+  const announce = (n: number) => options.onProgress?.(`applying ${n} migration${n === 1 ? '' : 's'}…`);
   const before = await migrationStatus(handle.db);
   const pending = before.filter((m) => !m.applied).length;
   if (pending === 0) return { applied: 0 };
@@ -37,15 +38,17 @@ export async function runMigrations(handle: DatabaseHandle): Promise<{ applied: 
     );
   }
   if (handle.kind === 'embedded') {
+    announce(pending);
     await migratePglite(handle.db as unknown as PgliteDatabase<Record<string, never>>, { migrationsFolder: MIGRATIONS_FOLDER });
     return { applied: pending };
   }
   // the advisory lock belongs to a session: take it and migrate on one dedicated connection
-  const client = postgres(handle.url!, { max: 1, onnotice: () => {}, connect_timeout: 5 });
+  const client = postgres(handle.url!, { max: 1, onnotice: () => {}, connect_timeout: handle.connectTimeoutSeconds });
   try {
     await client`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
     const locked = drizzle(client);
     const stillPending = (await migrationStatus(locked as unknown as Database)).filter((m) => !m.applied).length;
+    if (stillPending > 0) announce(stillPending);
     if (stillPending > 0) await migratePostgres(locked, { migrationsFolder: MIGRATIONS_FOLDER });
     return { applied: stillPending };
   } finally {

@@ -9,6 +9,7 @@ import { createAllowlistRepository, createCachedAllowlist } from '../db/allowlis
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
+import { isConnectionError, unavailable } from '../db/errors.js';
 import { migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createSessionRepository } from '../db/sessions.js';
@@ -30,7 +31,11 @@ export const PROPAGATION_MS = 5000;
  * Opens the database, migrates (unless told not to), wires the app and listens.
  * Used by `attest serve` and by the tests that need a real socket.
  */
-export async function startServer(config: Config, logger: Logger, options: { migrate: boolean }): Promise<RunningServer> {
+export async function startServer(
+  config: Config,
+  logger: Logger,
+  options: { migrate: boolean; onProgress?: (message: string) => void },
+): Promise<RunningServer> {
   let appleRoots;
   try {
     appleRoots = loadAppleRoots(config.appleRootCaPath ? readFileSync(config.appleRootCaPath, 'utf8') : undefined);
@@ -41,19 +46,40 @@ export async function startServer(config: Config, logger: Logger, options: { mig
     logger.warn({ path: config.appleRootCaPath, roots: appleRoots.length }, 'ATTEST_APPLE_ROOT_CA is set: App Attest trusts these roots instead of the built-in Apple root');
   }
 
-  const database = await openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, role: 'server' });
+  const database = await openDatabase({
+    url: config.databaseUrl,
+    dataDir: config.dataDir,
+    role: 'server',
+    connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
+    socketDir: config.socketDir,
+    ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+  });
+  // whatever fails from here on, the database (its lock and socket) is released before the error
   try {
-    if (options.migrate) {
-      const { applied } = await runMigrations(database);
-      if (applied > 0) logger.info({ applied }, 'migrations applied');
-    }
-    const pending = (await migrationStatus(database.db)).filter((m) => !m.applied);
-    if (pending.length > 0) {
-      throw new Error(`the database lacks ${pending.length} migration(s): run "attest db migrate" or start without --no-migrate`);
-    }
+    return await serveOn(database, appleRoots, config, logger, options);
   } catch (err) {
-    await database.close();
+    await database.close().catch(() => {});
+    if (isConnectionError(err)) {
+      throw unavailable(database.where, err, { connectTimeoutSeconds: database.connectTimeoutSeconds, embedded: database.kind !== 'postgres' });
+    }
     throw err;
+  }
+}
+
+async function serveOn(
+  database: DatabaseHandle,
+  appleRoots: ReturnType<typeof loadAppleRoots>,
+  config: Config,
+  logger: Logger,
+  options: { migrate: boolean; onProgress?: (message: string) => void },
+): Promise<RunningServer> {
+  if (options.migrate) {
+    const { applied } = await runMigrations(database, options.onProgress ? { onProgress: options.onProgress } : {});
+    if (applied > 0) logger.info({ applied }, 'migrations applied');
+  }
+  const pending = (await migrationStatus(database.db)).filter((m) => !m.applied);
+  if (pending.length > 0) {
+    throw new Error(`the database lacks ${pending.length} migration(s): run "attest db migrate" or start without --no-migrate`);
   }
 
   const sessions = createSessionRepository(database.db);
@@ -89,8 +115,9 @@ export async function startServer(config: Config, logger: Logger, options: { mig
   server.maxHeadersCount = 100;
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
-  const shownHost = config.host === '0.0.0.0' || config.host === '::' ? '127.0.0.1' : config.host;
-  const url = `http://${shownHost.includes(':') ? `[${shownHost}]` : shownHost}:${port}`;
+  // the address really bound (0.0.0.0 when that is what listens), not a guess at a reachable one
+  const boundHost = typeof address === 'object' && address ? address.address : config.host;
+  const url = `http://${boundHost.includes(':') ? `[${boundHost}]` : boundHost}:${port}`;
   logger.info({ url, database: database.kind, where: database.where }, 'listening');
 
   return {

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { openDatabase } from '../../src/db/client.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { postgresBackend } from '../support/databases.js';
@@ -136,7 +137,18 @@ describe('attest CLI in-process on the embedded database', () => {
     delete process.env.ATTEST_DATA_DIR;
   });
 
+  it('before the database exists: commands other than db migrate refuse to create one', async () => {
+    for (const args of [['db', 'status'], ['keys', 'list']]) {
+      const run = await runCli(...args);
+      expect(run.code).toBe(3);
+      expect(run.stdout).toBe('');
+      expect(oneLine(run)).toMatch(/^attest: no attest database in .*data \(the folder ATTEST_DATA_DIR names/);
+    }
+    expect(existsSync(process.env.ATTEST_DATA_DIR!)).toBe(false);
+  });
+
   it('before any migration: status says not applied, other commands exit 3 and say to migrate', async () => {
+    await (await openDatabase({ dataDir: process.env.ATTEST_DATA_DIR!, role: 'cli' })).close();
     const status = await runCli('db', 'status', '--json');
     expect(status.code).toBe(0);
     expect((JSON.parse(status.stdout) as { applied: boolean }[]).every((m) => !m.applied)).toBe(true);
@@ -144,7 +156,7 @@ describe('attest CLI in-process on the embedded database', () => {
     expect(list.code).toBe(3);
     expect(list.stdout).toBe('');
     expect(oneLine(list)).toMatch(/run "attest db migrate"/);
-  });
+  }, 120_000); // creating the embedded database takes a while on a busy machine
 
   describe('with the data dir opened directly', () => {
     it('db migrate on the embedded database', async () => {

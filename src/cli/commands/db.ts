@@ -18,14 +18,14 @@ export function dbCommand(): Command {
       await withDatabase(async (handle) => {
         let applied: number;
         try {
-          ({ applied } = await runMigrations(handle));
+          ({ applied } = await runMigrations(handle, { onProgress: (message) => process.stderr.write(`${message}\n`) }));
         } catch (err) {
           if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
           throw err;
         }
         if (opts.json) printJson({ applied });
         else process.stdout.write(applied ? `applied ${applied} migration(s) to ${handle.where}\n` : `${handle.where} is up to date\n`);
-      }, { requireMigrated: false });
+      }, { requireMigrated: false, create: true, onProgress: (message) => process.stderr.write(`${message}\n`) });
     });
 
   db.command('status')

@@ -1,8 +1,8 @@
 import { Command, Option } from 'commander';
 import { ConfigError } from '../../config.js';
-import { DatabaseBusyError } from '../../db/client.js';
-import { createLogger } from '../../server/logger.js';
-import { startServer } from '../../server/start.js';
+import { DataDirUnsafeError, DatabaseBusyError } from '../../db/client.js';
+import { DatabaseUnavailableError } from '../../db/errors.js';
+import type { RunningServer } from '../../server/start.js';
 import { config } from '../context.js';
 import { runtimeError, usageError } from '../errors.js';
 
@@ -18,13 +18,17 @@ Examples:
   $ DATABASE_URL=postgres://attest@db/attest attest serve --port 9000 --no-migrate`)
     .action(async (opts: { port?: number; host?: string; migrate: boolean }) => {
       const cfg = config({ port: opts.port, host: opts.host });
+      // the HTTP stack loads only for the command that serves
+      const [{ createLogger }, { startServer }] = await Promise.all([import('../../server/logger.js'), import('../../server/start.js')]);
       const logger = createLogger({ level: cfg.logLevel, file: cfg.logFile });
-      let server;
+      let server: RunningServer;
       try {
-        server = await startServer(cfg, logger, { migrate: opts.migrate });
+        server = await startServer(cfg, logger, { migrate: opts.migrate, onProgress: (message) => process.stderr.write(`${message}\n`) });
       } catch (err) {
         logger.flush();
-        if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
+        // everything was released; should a library still hold a handle, the process ends anyway
+        setTimeout(() => process.exit(3), 1000).unref();
+        if (err instanceof DatabaseBusyError || err instanceof DataDirUnsafeError || err instanceof DatabaseUnavailableError) throw runtimeError(err.message);
         const e = err as NodeJS.ErrnoException;
         if (e.code === 'EADDRINUSE') throw runtimeError(`port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`);
         if (err instanceof ConfigError) throw usageError(`${err.message}; fix it and run again`);

@@ -1,0 +1,111 @@
+/**
+ * What went wrong with a database, in words a user can act on. The one home for that wording:
+ * every command (serve, db, keys, allowlist, verify-file) reports database failures through it.
+ */
+
+/** The database cannot be reached or refused us; the message is the whole line to print. */
+export class DatabaseUnavailableError extends Error {
+  override readonly name = 'DatabaseUnavailableError';
+}
+
+// errors of the connection itself (not of a statement): what the driver and node report
+const NETWORK_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ECONNRESET',
+  'EPIPE',
+  'ENOENT',
+  'EACCES',
+  'CONNECT_TIMEOUT',
+  'CONNECTION_CLOSED',
+  'CONNECTION_ENDED',
+  'CONNECTION_DESTROYED',
+]);
+// PostgreSQL SQLSTATEs that mean "you may not connect", not "this statement failed"
+const CONNECT_STATES = new Set(['3D000', '28000', '28P01', '57P03', '53300', '08001', '08004', '08006']);
+
+interface Fault {
+  code?: unknown;
+  message?: unknown;
+  hostname?: unknown;
+  address?: unknown;
+  cause?: unknown;
+  errors?: unknown;
+}
+
+/** The driver's own error inside drizzle's wrapper (whose message carries the query and its parameters). */
+function innermost(err: unknown): Fault {
+  let e = (err ?? {}) as Fault;
+  for (let depth = 0; depth < 5; depth++) {
+    if (e.cause && typeof e.cause === 'object') e = e.cause as Fault;
+    // node's happy-eyeballs connect reports every address it tried
+    else if (Array.isArray(e.errors) && e.errors.length > 0 && !e.code) e = e.errors[0] as Fault;
+    else break;
+  }
+  return e;
+}
+
+/** True when `err` says the database could not be reached or would not let us in. */
+export function isConnectionError(err: unknown): boolean {
+  const code = String(innermost(err).code ?? '');
+  return NETWORK_CODES.has(code) || CONNECT_STATES.has(code) || code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS');
+}
+
+/**
+ * The cause of a database failure in a few words (refused, unknown host, database does not exist,
+ * authentication failed, TLS required, no answer), never a query or its parameters.
+ */
+export function cleanDatabaseError(err: unknown, options: { connectTimeoutSeconds?: number } = {}): string {
+  const e = innermost(err);
+  const code = String(e.code ?? '');
+  const message = String(e.message ?? err).replace(/\s+/g, ' ').trim();
+  switch (code) {
+    case 'ECONNREFUSED':
+      return 'connection refused';
+    case 'ENOTFOUND':
+    case 'EAI_AGAIN':
+      return `unknown host${e.hostname ? ` "${String(e.hostname)}"` : ''}`;
+    case 'CONNECT_TIMEOUT':
+      return `no answer within ${options.connectTimeoutSeconds ? `${options.connectTimeoutSeconds} s` : 'the connect timeout'} (ATTEST_DB_CONNECT_TIMEOUT)`;
+    case 'ETIMEDOUT':
+      return 'the connection timed out';
+    case 'EHOSTUNREACH':
+    case 'ENETUNREACH':
+      return 'host unreachable';
+    case 'ECONNRESET':
+    case 'EPIPE':
+    case 'CONNECTION_CLOSED':
+    case 'CONNECTION_ENDED':
+    case 'CONNECTION_DESTROYED':
+      return 'the server closed the connection';
+    case 'ENOENT':
+      return 'the socket is gone';
+    case 'EACCES':
+      return 'permission denied on the socket';
+    case '3D000':
+      return message; // `database "x" does not exist`
+    case '28P01':
+      return `authentication failed (${message})`;
+    case '28000':
+      // pg_hba.conf rejects: "no encryption" means only TLS connections are accepted
+      if (/no encryption/i.test(message)) return 'TLS required: the server accepts only encrypted connections (add ?sslmode=require to DATABASE_URL)';
+      return `authentication failed (${message})`;
+    case '57P03':
+      return 'the database is starting up or shutting down';
+    case '53300':
+      return 'too many connections';
+  }
+  if (code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS')) return `TLS failed (${message})`;
+  return message.slice(0, 300);
+}
+
+/** The one line for a database that cannot be used, naming where it is and the cause. */
+export function unavailable(where: string, err: unknown, options: { connectTimeoutSeconds?: number; embedded?: boolean } = {}): DatabaseUnavailableError {
+  const cause = cleanDatabaseError(err, options);
+  if (options.embedded) return new DatabaseUnavailableError(`cannot use the embedded database in ${where}: ${cause}`);
+  return new DatabaseUnavailableError(`cannot reach the database at ${where}: ${cause}; check DATABASE_URL and that the server runs`);
+}
