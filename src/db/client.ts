@@ -8,6 +8,7 @@ import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import postgres from 'postgres';
 import * as schema from './schema.js';
+import { createFromTemplate } from './template.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
 export type Database = PgDatabase<any, typeof schema>;
@@ -111,7 +112,11 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   let server: PGLiteSocketServer | undefined;
   let socketPath: string | undefined;
   try {
-    if (!exists) options.onProgress?.(`creating the embedded database in ${options.dataDir}…`);
+    if (!exists) {
+      options.onProgress?.(`creating the embedded database in ${options.dataDir}…`);
+      // a folder without PG_VERSION is left to PGlite, as before: never delete what is there
+      if (!existsSync(pgDir)) createFromTemplate(pgDir);
+    }
     pglite = await PGlite.create({ dataDir: pgDir });
     if (options.role === 'server') {
       // never TCP: pglite-socket lets in anyone who connects, so the door must be a file only

@@ -1,0 +1,60 @@
+/**
+ * A freshly initialised PGlite data directory, made once at build time and copied on a first
+ * start: PGlite's initdb costs seconds of CPU, a copy a fraction of one. Migrations are not in
+ * it: they stay the migrator's business, so a template from an older build is still correct.
+ */
+import { cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PGlite } from '@electric-sql/pglite';
+
+// next to the compiled code (dist/db); running from src there is none and initdb runs
+const TEMPLATE_DIR = fileURLToPath(new URL('./pgdata-template', import.meta.url));
+const MARKER = `${TEMPLATE_DIR}.json`;
+
+/** The installed PGlite's version: a template from another version may not be readable by it. */
+function pgliteVersion(): string {
+  const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
+  return (JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+function usableTemplate(): boolean {
+  try {
+    const marker = JSON.parse(readFileSync(MARKER, 'utf8')) as { pglite?: string };
+    return marker.pglite === pgliteVersion() && existsSync(join(TEMPLATE_DIR, 'PG_VERSION'));
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Creates the PGlite directory `pgDir` (which must not exist) from the template when there is a
+ * usable one; returns false when there is none (PGlite then initialises it itself). The copy goes
+ * to a temporary name first, so an interrupted copy never looks like a database.
+ */
+export function createFromTemplate(pgDir: string): boolean {
+  if (!usableTemplate()) return false;
+  const partial = `${pgDir}.partial-${process.pid}`;
+  rmSync(partial, { recursive: true, force: true });
+  try {
+    cpSync(TEMPLATE_DIR, partial, { recursive: true });
+    renameSync(partial, pgDir);
+    return true;
+  } catch {
+    rmSync(partial, { recursive: true, force: true });
+    return false;
+  }
+}
+
+/** Builds the template next to this module (run by `npm run build`). */
+export async function buildTemplate(): Promise<string> {
+  const partial = `${TEMPLATE_DIR}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  const pglite = await PGlite.create({ dataDir: partial });
+  await pglite.close();
+  rmSync(TEMPLATE_DIR, { recursive: true, force: true });
+  renameSync(partial, TEMPLATE_DIR);
+  writeFileSync(MARKER, JSON.stringify({ pglite: pgliteVersion() }));
+  return TEMPLATE_DIR;
+}
