@@ -5,3 +5,5 @@ process.env.NODE_ENV ??= 'production';
 const { main } = await import('../dist/cli/main.js');
 
 process.exitCode = await main(process.argv);
+// a failed command released what it opened; should a library still hold a handle, end anyway
+if (process.exitCode !== 0) setTimeout(() => process.exit(), 1000).unref();

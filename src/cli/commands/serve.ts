@@ -26,8 +26,6 @@ Examples:
         server = await startServer(cfg, logger, { migrate: opts.migrate, onProgress: (message) => process.stderr.write(`${message}\n`) });
       } catch (err) {
         logger.flush();
-        // everything was released; should a library still hold a handle, the process ends anyway
-        setTimeout(() => process.exit(3), 1000).unref();
         if (err instanceof DatabaseBusyError || err instanceof DataDirUnsafeError || err instanceof DatabaseUnavailableError) throw runtimeError(err.message);
         const e = err as NodeJS.ErrnoException;
         if (e.code === 'EADDRINUSE') throw runtimeError(`port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`);
