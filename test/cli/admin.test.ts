@@ -33,7 +33,8 @@ const playKeys = () => ({
   verification: generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
 });
 
-describe('the audit trail through the CLI', () => {
+// several commands per test, each opening the database through the server's socket
+describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
   let dir: string;
   let server: RunningServer;
   /** events recorded since the test started */
@@ -50,7 +51,7 @@ describe('the audit trail through the CLI', () => {
     process.env.ATTEST_DATA_DIR = join(dir, 'data');
     const { logger } = captureLogger();
     server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, { migrate: true });
-  });
+  }, 120_000);
   afterAll(async () => {
     await server?.close();
     rmSync(dir, { recursive: true, force: true });
@@ -58,7 +59,7 @@ describe('the audit trail through the CLI', () => {
   });
   beforeEach(async () => {
     fromId = Math.max(0, ...(JSON.parse((await runCli('audit', 'list', '--json')).stdout) as EventJson[]).map((e) => e.id));
-  });
+  }, 120_000);
 
   it('the actor is --actor (before or after the command), else ATTEST_ACTOR, else user@host', async () => {
     expect((await runCli('--actor', 'bob', 'keys', 'create', '--name', 'a')).code).toBe(0);
@@ -203,12 +204,12 @@ describe('the audit trail through the CLI', () => {
 
 describe('the confirmation prompt', () => {
   /** streams that claim to be a terminal, as process.stdin/stderr do on one */
-  function fakeTerminal(): PromptIo & { written: () => string } {
+  function fakeTerminal() {
     const input = Object.assign(new PassThrough(), { isTTY: true });
     const output = Object.assign(new PassThrough(), { isTTY: true });
     let text = '';
     output.on('data', (d) => (text += String(d)));
-    return { input, output, written: () => text };
+    return { input, output, written: () => text } satisfies PromptIo & { written: () => string };
   }
 
   const answered = async (answer: string | null) => {

@@ -17,7 +17,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
 
   beforeAll(async () => {
     handle = await backend.open();
-  });
+  }, 120_000);
   afterAll(async () => {
     await handle?.close();
   });
