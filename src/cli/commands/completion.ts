@@ -27,7 +27,7 @@ Examples:
 
 function flatten(command: Command, prefix = ''): Node[] {
   const path = prefix ? `${prefix} ${command.name()}` : command.name();
-  const visible = command.commands.filter((c) => !(c as unknown as { _hidden?: boolean })._hidden);
+  const visible = command.commands;
   const options: Node['options'] = [
     ...command.options.filter((o) => !o.hidden).map(optionOf),
     // commander adds --help outside `options`
