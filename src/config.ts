@@ -15,12 +15,17 @@ export interface Config {
   dbConnectTimeoutSeconds?: number;
   /** where the embedded database's private socket folder goes (XDG_RUNTIME_DIR; else the OS temporary folder) */
   socketDir?: string | undefined;
+  /** who makes administrative changes (the audit trail); unset: the OS user@host */
+  actor?: string | undefined;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
+
+/** An actor name: 1 to 100 characters, no control characters (it is printed in tables and logs). */
+export const ACTOR = /^[^\p{Cc}]{1,100}$/u;
 
 const env = z.object({
   DATABASE_URL: z
@@ -40,7 +45,27 @@ const env = z.object({
   ATTEST_LOG_FILE: z.string().min(1).optional(),
   ATTEST_DB_CONNECT_TIMEOUT: z.coerce.number().int('must be whole seconds').min(1).max(600).default(10),
   XDG_RUNTIME_DIR: z.string().min(1).optional(),
+  ATTEST_ACTOR: z.string().regex(ACTOR, 'bad actor').optional(),
 });
+
+/** What each variable takes, for the error message: the validator's own words name types, not values. */
+const WANTED: Record<keyof z.infer<typeof env>, string> = {
+  DATABASE_URL: 'must be a postgres:// or postgresql:// URL',
+  ATTEST_DATA_DIR: 'must be the path of a folder',
+  PORT: 'must be a port number from 0 to 65535',
+  HOST: 'must be a host name or IP address to listen on',
+  ATTEST_SESSION_TTL_SECONDS: 'must be a whole number of seconds from 1 to 86400',
+  ATTEST_APPLE_ROOT_CA: 'must be the path of a PEM file',
+  ATTEST_API_KEY_PREFIX: 'must be 1 to 16 lowercase letters or digits, starting with a letter',
+  LOG_LEVEL: 'must be one of fatal, error, warn, info, debug, trace, silent',
+  ATTEST_LOG_FILE: 'must be the path of a file',
+  ATTEST_ACTOR: 'must be 1 to 100 characters with no control characters',
+  ATTEST_DB_CONNECT_TIMEOUT: 'must be a whole number of seconds from 1 to 600',
+  XDG_RUNTIME_DIR: 'must be the path of a folder',
+};
+
+/** Values never repeated in a message: a database URL may hold a password. */
+const SECRET_VALUES = new Set(['DATABASE_URL']);
 
 /**
  * Reads the configuration: flags win over environment variables, which win over defaults.
@@ -50,8 +75,10 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
   const present = Object.fromEntries(Object.entries(environment).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = env.safeParse(present);
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new ConfigError(`environment variable ${String(issue.path[0])} ${issue.message}`);
+    const name = String(parsed.error.issues[0]!.path[0]) as keyof typeof WANTED;
+    const value = String(present[name]);
+    const got = SECRET_VALUES.has(name) ? '' : `, got "${value.length > 40 ? `${value.slice(0, 40)}...` : value}"`;
+    throw new ConfigError(`environment variable ${name} ${WANTED[name] ?? 'is not valid'}${got}`);
   }
   const e = parsed.data;
   const config: Config = {
@@ -66,6 +93,7 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     logFile: e.ATTEST_LOG_FILE,
     dbConnectTimeoutSeconds: e.ATTEST_DB_CONNECT_TIMEOUT,
     socketDir: e.XDG_RUNTIME_DIR,
+    actor: e.ATTEST_ACTOR,
   };
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;

@@ -1,7 +1,12 @@
-import { ConfigError, loadConfig, type Config } from '../config.js';
+import { hostname, userInfo } from 'node:os';
+import type { Command } from 'commander';
+import pino from 'pino';
 import { DataDirUnsafeError, DatabaseBusyError, DatabaseMissingError, openDatabase, type DatabaseHandle } from '../db/client.js';
 import { DatabaseUnavailableError, isConnectionError, unavailable } from '../db/errors.js';
+import { ACTOR, ConfigError, loadConfig, type Config } from '../config.js';
+import type { AuditEvent, Auditor } from '../db/audit.js';
 import { migrationStatus } from '../db/migrate.js';
+import { loggerOptions } from '../server/logger.js';
 import { runtimeError, usageError } from './errors.js';
 
 /** The configuration, with a bad value reported as a usage error. */
@@ -62,4 +67,39 @@ export async function withDatabase<T>(
   } finally {
     await handle.close().catch(() => {});
   }
+}
+
+
+/**
+ * Who makes the administrative changes of this run, resolved once: `--actor`, else ATTEST_ACTOR,
+ * else the OS user@host. Each recorded change becomes one pino line on stderr (stdout is the
+ * command's output), and in ATTEST_LOG_FILE too when set, where `attest serve` logs.
+ */
+export function auditorFor(command: Command): Auditor {
+  const cfg = config();
+  const flag = (command.optsWithGlobals() as { actor?: string }).actor;
+  if (flag !== undefined && !ACTOR.test(flag)) throw usageError('--actor must be 1 to 100 characters with no control characters');
+  const actor = flag ?? cfg.actor ?? osActor();
+  return { actor, log: (event) => logChange(cfg, event) };
+}
+
+function osActor(): string {
+  let user: string;
+  try {
+    user = userInfo().username;
+  } catch {
+    // a container user without a passwd entry
+    user = `uid${process.getuid?.() ?? '?'}`;
+  }
+  return `${user}@${hostname()}`;
+}
+
+function logChange(cfg: Config, event: AuditEvent): void {
+  const streams: pino.StreamEntry[] = [{ stream: { write: (line: string) => process.stderr.write(line) } }];
+  // sync: the CLI exits right after, and an asynchronous write could be lost
+  const file = cfg.logFile ? pino.destination({ dest: cfg.logFile, append: true, mkdir: true, sync: true }) : undefined;
+  if (file) streams.push({ stream: file });
+  const logger = pino(loggerOptions(cfg.logLevel), pino.multistream(streams));
+  logger.info({ audit: { ...event, at: event.at.toISOString() } }, `${event.action} ${event.target} by ${event.actor}`);
+  file?.end();
 }

@@ -16,3 +16,5 @@ export class CliError extends Error {
 export const usageError = (message: string) => new CliError(message, EXIT.usage);
 /** A runtime failure such as an unreachable database (exit 3). */
 export const runtimeError = (message: string) => new CliError(message, EXIT.runtime);
+/** The operation's negative answer, such as nothing to revoke or a declined confirmation (exit 1). */
+export const negativeError = (message: string) => new CliError(message, EXIT.negative);

@@ -1,5 +1,7 @@
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
+import { auditCommand } from './commands/audit.js';
+import { completionCommand } from './commands/completion.js';
 import { dbCommand } from './commands/db.js';
 import { keysCommand } from './commands/keys.js';
 import { logsCommand } from './commands/logs.js';
@@ -13,13 +15,26 @@ export function buildProgram(): Command {
   const program = new Command('attest')
     .description('verify Apple App Attest and Google Play Integrity tokens for relying parties')
     .version(process.env.npm_package_version ?? '0.1.0')
+    .option('--actor <name>', 'who makes administrative changes, for the audit trail (default: ATTEST_ACTOR, else user@host)')
     .addHelpText('after', `
 Examples:
   $ attest serve                                   start the API on the embedded database
   $ attest keys create --name "mobile banking"     issue an API key for a relying party
   $ attest allowlist add apple ABCDE12345.com.example.bank
-  $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected`);
-  for (const command of [serveCommand(), dbCommand(), keysCommand(), allowlistCommand(), verifyFileCommand(), logsCommand()]) program.addCommand(command);
+  $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected
+  $ attest --actor alice keys revoke 0h3k5x9q2m7c1b4n   recorded in "attest audit list"`);
+  for (const command of [
+    serveCommand(),
+    dbCommand(),
+    keysCommand(),
+    allowlistCommand(),
+    auditCommand(),
+    verifyFileCommand(),
+    logsCommand(),
+    completionCommand(() => program),
+  ]) {
+    program.addCommand(command);
+  }
   for (const command of [program, ...allCommands(program)]) {
     command.exitOverride();
     // usage errors are one line, like every other error, and say where the usage is

@@ -1,5 +1,6 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy, AppleEnvPolicy, MinVerdict } from '../core/types.js';
+import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
 
 export interface AndroidPolicyInput {
@@ -33,18 +34,40 @@ interface PairRow {
 /** The allowlist: App Attest app IDs and Play Integrity packages with their keys and policy. */
 export function createAllowlistRepository(db: Database) {
   return {
-    async addApple(appId: string, env: AppleEnvPolicy): Promise<'added' | 'updated'> {
-      const rows = rowsOf<{ inserted: boolean }>(
+    /**
+     * Adds an app, or on an existing one sets `env` when given (else keeps the stored one).
+     * With an auditor, the same statement records `allowlist.add` or `allowlist.update` (no
+     * event when nothing changed).
+     */
+    async addApple(appId: string, env: AppleEnvPolicy | undefined, auditor?: Auditor): Promise<{ result: 'added' | 'updated'; env: AppleEnvPolicy }> {
+      const given = env ?? null;
+      const rows = rowsOf<{ inserted: boolean; env: string; audit: unknown }>(
         await db.execute(sql`
-          insert into apple_apps (app_id, env) values (${appId}, ${env})
-          on conflict (app_id) do update set env = excluded.env
-          returning (xmax = 0) as inserted`),
+          with b as (select env from apple_apps where app_id = ${appId}),
+          u as (
+            insert into apple_apps (app_id, env) values (${appId}, coalesce(${given}::text, 'production'))
+            on conflict (app_id) do update set env = coalesce(${given}::text, apple_apps.env)
+            returning env, (xmax = 0) as inserted
+          )${auditCte(auditor, (actor) => sql`
+            select ${actor}, case when u.inserted then 'allowlist.add' else 'allowlist.update' end, ${`apple:${appId}`},
+                   (select jsonb_build_object('env', b.env) from b), jsonb_build_object('env', u.env)
+            from u where u.inserted or u.env is distinct from (select env from b)`)}
+          select u.inserted, u.env, ${auditColumn(auditor)} as audit from u`),
       );
-      return rows[0]?.inserted ? 'added' : 'updated';
+      logAudit(auditor, rows[0]!.audit);
+      return { result: rows[0]!.inserted ? 'added' : 'updated', env: rows[0]!.env as AppleEnvPolicy };
     },
 
-    async removeApple(appId: string): Promise<boolean> {
-      return rowsOf(await db.execute(sql`delete from apple_apps where app_id = ${appId} returning app_id`)).length === 1;
+    /** With an auditor, the same statement records `allowlist.remove`. */
+    async removeApple(appId: string, auditor?: Auditor): Promise<boolean> {
+      const rows = rowsOf<{ audit: unknown }>(
+        await db.execute(sql`
+          with d as (delete from apple_apps where app_id = ${appId} returning app_id, env)${auditCte(auditor, (actor) => sql`
+            select ${actor}, 'allowlist.remove', ${`apple:${appId}`}, jsonb_build_object('env', d.env), null::jsonb from d`)}
+          select ${auditColumn(auditor)} as audit from d`),
+      );
+      if (rows.length === 1) logAudit(auditor, rows[0]!.audit);
+      return rows.length === 1;
     },
 
     async listApple(): Promise<AppleAppPolicy[]> {
@@ -57,12 +80,20 @@ export function createAllowlistRepository(db: Database) {
      * replace the stored ones, those not given stay. One statement, so a package never exists
      * half-written.
      */
-    async addAndroid(packageName: string, pair: AndroidKeyPairInput, policy: AndroidPolicyInput): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' }> {
+    async addAndroid(
+      packageName: string,
+      pair: AndroidKeyPairInput,
+      policy: AndroidPolicyInput,
+      auditor?: Auditor,
+    ): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex')).join(',');
-      const rows = rowsOf<{ package_inserted: boolean; pair_added: boolean }>(
+      const target = `android:${packageName}`;
+      const rows = rowsOf<{ package_inserted: boolean; pair_added: boolean; audit: unknown }>(
         await db.execute(sql`
-          with pkg as (
+          with ${pairsBefore(packageName)},
+          b as (select ${androidSummary(sql`p`, sql`pairs.ids`)} as summary from android_packages p, pairs where p.package_name = ${packageName}),
+          pkg as (
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds)
             values (${packageName},
                     ${digests !== undefined ? sql`string_to_array(${digests}, ',')` : sql`'{}'::text[]`},
@@ -74,24 +105,51 @@ export function createAllowlistRepository(db: Database) {
               min_verdict = ${policy.minVerdict ? sql`excluded.min_verdict` : sql`android_packages.min_verdict`},
               allow_unrecognized = ${policy.allowUnrecognized !== undefined ? sql`excluded.allow_unrecognized` : sql`android_packages.allow_unrecognized`},
               max_age_seconds = ${policy.maxAgeSeconds !== undefined ? sql`excluded.max_age_seconds` : sql`android_packages.max_age_seconds`}
-            returning package_name, (xmax = 0) as inserted
+            returning *, (xmax = 0) as inserted
           ), pair as (
             insert into android_key_pairs (package_name, id, decryption_key, verification_key)
             select package_name, ${pair.id}, ${Buffer.from(pair.decryptionKey)}, ${Buffer.from(pair.verificationKey)} from pkg
             on conflict (package_name, id) do nothing
             returning id
-          )
-          select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added`),
+          ), a as (
+            select pkg.inserted, (select summary from b) as before,
+                   ${androidSummary(sql`pkg`, sql`pairs.ids || (case when exists (select 1 from pair) then jsonb_build_array(${pair.id}::text) else '[]'::jsonb end)`)} as after
+            from pkg, pairs
+          )${auditCte(auditor, (actor) => sql`
+            select ${actor},
+                   case when a.inserted then 'allowlist.add' when exists (select 1 from pair) then 'allowlist.key.add' else 'allowlist.update' end,
+                   ${target}, a.before, a.after
+            from a where a.inserted or a.before is distinct from a.after`)}
+          select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added, ${auditColumn(auditor)} as audit`),
       );
+      logAudit(auditor, rows[0]?.audit);
       return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: rows[0]?.pair_added ? 'added' : 'exists' };
     },
 
-    /** Removes a whole package (with its keys), or with `pairId` retires one key pair of it. */
-    async removeAndroid(packageName: string, pairId?: string): Promise<boolean> {
-      const result = pairId
-        ? await db.execute(sql`delete from android_key_pairs where package_name = ${packageName} and id = ${pairId} returning id`)
-        : await db.execute(sql`delete from android_packages where package_name = ${packageName} returning package_name`);
-      return rowsOf(result).length === 1;
+    /**
+     * Removes a whole package (with its keys), or with `pairId` retires one key pair of it. With an
+     * auditor, the same statement records `allowlist.remove` or `allowlist.key.remove`.
+     */
+    async removeAndroid(packageName: string, pairId?: string, auditor?: Auditor): Promise<boolean> {
+      const target = `android:${packageName}`;
+      const rows = rowsOf<{ audit: unknown }>(
+        await db.execute(
+          pairId
+            ? sql`
+              with ${pairsBefore(packageName)},
+              d as (delete from android_key_pairs where package_name = ${packageName} and id = ${pairId} returning id)${auditCte(auditor, (actor) => sql`
+                select ${actor}, 'allowlist.key.remove', ${target}, jsonb_build_object('keyPairs', pairs.ids), jsonb_build_object('keyPairs', pairs.ids - d.id)
+                from d, pairs`)}
+              select ${auditColumn(auditor)} as audit from d`
+            : sql`
+              with ${pairsBefore(packageName)},
+              d as (delete from android_packages where package_name = ${packageName} returning *)${auditCte(auditor, (actor) => sql`
+                select ${actor}, 'allowlist.remove', ${target}, ${androidSummary(sql`d`, sql`pairs.ids`)}, null::jsonb from d, pairs`)}
+              select ${auditColumn(auditor)} as audit from d`,
+        ),
+      );
+      if (rows.length === 1) logAudit(auditor, rows[0]!.audit);
+      return rows.length === 1;
     },
 
     async listAndroid(): Promise<AndroidPackagePolicy[]> {
@@ -116,6 +174,17 @@ export function createAllowlistRepository(db: Database) {
 }
 
 export type AllowlistRepository = ReturnType<typeof createAllowlistRepository>;
+
+/** `pairs(ids)`: the key pair fingerprints of a package as the statement starts, as a jsonb array. */
+function pairsBefore(packageName: string): SQL {
+  return sql`pairs as (select coalesce(jsonb_agg(id order by created_at, id), '[]'::jsonb) as ids from android_key_pairs where package_name = ${packageName})`;
+}
+
+/** The audit summary of a package row: its policy and key pair fingerprints (never key material). */
+function androidSummary(row: SQL, pairIds: SQL): SQL {
+  return sql`jsonb_build_object('minVerdict', ${row}.min_verdict, 'allowUnrecognized', ${row}.allow_unrecognized,
+    'maxAgeSeconds', ${row}.max_age_seconds, 'certificateDigests', to_jsonb(${row}.certificate_digests), 'keyPairs', ${pairIds})`;
+}
 
 /** text[] of hex digests; a driver that does not parse arrays hands over the literal `{a,b}`. */
 function parseDigests(value: string[] | string | null): Uint8Array[] {

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
 
 export interface ApiKeyRow {
@@ -35,14 +36,20 @@ const toRow = (r: RawRow): ApiKeyRow => ({
 /** API keys: only the argon2id hash of a key is ever stored. */
 export function createApiKeyRepository(db: Database) {
   return {
-    async insert(input: { id: string; name: string; hash: string; expiresInSeconds: number | null }): Promise<ApiKeyRow> {
-      const rows = rowsOf<RawRow>(
+    /** With an auditor, the same statement records `keys.create`. */
+    async insert(input: { id: string; name: string; hash: string; expiresInSeconds: number | null }, auditor?: Auditor): Promise<ApiKeyRow> {
+      const rows = rowsOf<RawRow & { audit: unknown }>(
         await db.execute(sql`
-          insert into api_keys (id, name, hash, expires_at)
-          values (${input.id}, ${input.name}, ${input.hash},
-                  ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
-          returning *`),
+          with k as (
+            insert into api_keys (id, name, hash, expires_at)
+            values (${input.id}, ${input.name}, ${input.hash},
+                    ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
+            returning *
+          )${auditCte(auditor, (actor) => sql`
+            select ${actor}, 'keys.create', k.id, null::jsonb, jsonb_build_object('name', k.name, 'expiresAt', k.expires_at) from k`)}
+          select k.*, ${auditColumn(auditor)} as audit from k`),
       );
+      logAudit(auditor, rows[0]!.audit);
       return toRow(rows[0]!);
     },
 
@@ -55,11 +62,18 @@ export function createApiKeyRepository(db: Database) {
       return rowsOf<RawRow>(await db.execute(sql`select * from api_keys order by created_at, id`)).map(toRow);
     },
 
-    /** false when there is no such key or it was already revoked */
-    async revoke(id: string): Promise<boolean> {
-      const rows = rowsOf<{ id: string }>(
-        await db.execute(sql`update api_keys set revoked_at = now() where id = ${id} and revoked_at is null returning id`),
+    /** false when there is no such key or it was already revoked; with an auditor, the same statement records `keys.revoke`. */
+    async revoke(id: string, auditor?: Auditor): Promise<boolean> {
+      const rows = rowsOf<{ id: string; audit: unknown }>(
+        await db.execute(sql`
+          with r as (
+            update api_keys set revoked_at = now() where id = ${id} and revoked_at is null returning id, name, revoked_at
+          )${auditCte(auditor, (actor) => sql`
+            select ${actor}, 'keys.revoke', r.id, jsonb_build_object('name', r.name, 'revokedAt', null),
+                   jsonb_build_object('name', r.name, 'revokedAt', r.revoked_at) from r`)}
+          select r.id, ${auditColumn(auditor)} as audit from r`),
       );
+      if (rows.length === 1) logAudit(auditor, rows[0]!.audit);
       return rows.length === 1;
     },
 

@@ -5,6 +5,7 @@ import {
   customType,
   index,
   integer,
+  jsonb,
   pgTable,
   primaryKey,
   text,
@@ -91,3 +92,23 @@ export const appleKeys = pgTable('apple_keys', {
   createdAt: createdAt(),
   lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
 });
+
+/**
+ * Administrative changes, append-only: the application only inserts, and a trigger created by the
+ * migration refuses UPDATE, DELETE and TRUNCATE. Summaries hold fingerprints, never key material.
+ */
+export const auditEvents = pgTable(
+  'audit_events',
+  {
+    id: bigint('id', { mode: 'number' }).primaryKey().generatedAlwaysAsIdentity(),
+    /** the database clock, so events of several hosts order correctly */
+    at: timestamp('at', { withTimezone: true }).notNull().defaultNow(),
+    actor: text('actor').notNull(),
+    /** `keys.create`, `allowlist.remove`...: see docs/audit.md */
+    action: text('action').notNull(),
+    target: text('target').notNull(),
+    before: jsonb('before'),
+    after: jsonb('after'),
+  },
+  (t) => [index('audit_events_at_idx').on(t.at), index('audit_events_action_idx').on(t.action)],
+);

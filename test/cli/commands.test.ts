@@ -43,10 +43,12 @@ function commandSuite(where: () => string) {
   it('keys create --json prints the documented shape, once', async () => {
     const run = await runCli('keys', 'create', '--name', 'mobile banking', '--json');
     expect(run.code).toBe(0);
-    expect(run.stderr).toBe('');
+    // stderr: the change's one log line, which never holds the key
+    expect(JSON.parse(oneLine(run))).toMatchObject({ level: 30, audit: { action: 'keys.create', after: { name: 'mobile banking' } } });
     const created = JSON.parse(run.stdout) as KeyJson;
     expect(Object.keys(created).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'key', 'name']);
     expect(created.key).toMatch(KEY);
+    expect(run.stderr).not.toContain(created.key.slice(-43));
     expect(created.key.slice(7, 23)).toBe(created.id);
     expect(created.name).toBe('mobile banking');
     expect(created.expiresAt).toBeNull();
@@ -72,10 +74,10 @@ function commandSuite(where: () => string) {
     expect(Object.keys(row).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'revokedAt', 'state']);
     expect(row).toMatchObject({ name: 'to revoke', state: 'active', revokedAt: null, lastUsedAt: null });
 
-    const revoke = await runCli('keys', 'revoke', created.id, '--json');
+    const revoke = await runCli('keys', 'revoke', created.id, '--yes', '--json');
     expect(revoke.code).toBe(0);
     expect(JSON.parse(revoke.stdout)).toEqual({ id: created.id, revoked: true, alreadyRevoked: false });
-    const twice = await runCli('keys', 'revoke', created.id, '--json');
+    const twice = await runCli('keys', 'revoke', created.id, '--yes', '--json');
     expect(twice.code).toBe(0);
     expect(JSON.parse(twice.stdout)).toEqual({ id: created.id, revoked: true, alreadyRevoked: true });
     const after = JSON.parse((await runCli('keys', 'list', '--json')).stdout) as Record<string, unknown>[];
@@ -85,8 +87,8 @@ function commandSuite(where: () => string) {
     expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/);
     expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+revoked`));
 
-    const unknown = await runCli('keys', 'revoke', 'nosuchkey0000000');
-    expect(unknown.code).toBe(2);
+    const unknown = await runCli('keys', 'revoke', 'nosuchkey0000000', '--yes');
+    expect(unknown.code).toBe(1);
     expect(oneLine(unknown)).toMatch(/^attest: no API key with id "nosuchkey0000000"/);
   });
 
@@ -106,11 +108,11 @@ function commandSuite(where: () => string) {
     const table = await runCli('allowlist', 'list');
     expect(table.stdout).toMatch(/apple\s+ABCDE12345\.com\.example\.bank\s+env any/);
 
-    const remove = await runCli('allowlist', 'remove', 'apple', 'ZZZZZ99999.org.beta-app', '--json');
+    const remove = await runCli('allowlist', 'remove', 'apple', 'ZZZZZ99999.org.beta-app', '--yes', '--json');
     expect(remove.code).toBe(0);
     expect(JSON.parse(remove.stdout)).toEqual({ kind: 'apple', id: 'ZZZZZ99999.org.beta-app', removed: true });
-    const again = await runCli('allowlist', 'remove', 'apple', 'ZZZZZ99999.org.beta-app');
-    expect(again.code).toBe(2);
+    const again = await runCli('allowlist', 'remove', 'apple', 'ZZZZZ99999.org.beta-app', '--yes');
+    expect(again.code).toBe(1);
     expect(oneLine(again)).toMatch(/not on the allowlist/);
     const after = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as { apple: { appId: string }[] };
     expect(after.apple.map((a) => a.appId)).toEqual(['ABCDE12345.com.example.bank']);
@@ -243,7 +245,7 @@ describe('attest CLI: bad usage and bad input exit 2 with one line on stderr', (
     try {
       const run = await runCli('keys', 'list');
       expect(run.code).toBe(2);
-      expect(oneLine(run)).toMatch(/ATTEST_SESSION_TTL_SECONDS/);
+      expect(oneLine(run)).toBe('attest: environment variable ATTEST_SESSION_TTL_SECONDS must be a whole number of seconds from 1 to 86400, got "forever"; fix it and run again');
     } finally {
       delete process.env.ATTEST_SESSION_TTL_SECONDS;
     }

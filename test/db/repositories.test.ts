@@ -109,9 +109,13 @@ describe.each(backends())('repositories on $name', (backend) => {
 
     it('adds, updates and removes apple apps', async () => {
       const repo = createAllowlistRepository(handle.db);
-      expect(await repo.addApple('T.a', 'production')).toBe('added');
-      expect(await repo.addApple('T.a', 'any')).toBe('updated');
+      expect(await repo.addApple('T.a', 'production')).toEqual({ result: 'added', env: 'production' });
+      expect(await repo.addApple('T.a', 'any')).toEqual({ result: 'updated', env: 'any' });
+      // without an env, an existing app keeps its own
+      expect(await repo.addApple('T.a', undefined)).toEqual({ result: 'updated', env: 'any' });
       expect(await repo.listApple()).toEqual([{ appId: 'T.a', env: 'any' }]);
+      expect(await repo.addApple('T.b', undefined)).toEqual({ result: 'added', env: 'production' });
+      expect(await repo.removeApple('T.b')).toBe(true);
       expect(await repo.removeApple('T.a')).toBe(true);
       expect(await repo.removeApple('T.a')).toBe(false);
     });

@@ -2,11 +2,12 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { formatCertificateDigest, parseCertificateDigest } from '../../core/google/certificateDigest.js';
-import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
+import { parsePlayKeys } from '../../core/google/keyMaterial.js';
 import type { AppleEnvPolicy, MinVerdict } from '../../core/types.js';
 import { createAllowlistRepository } from '../../db/allowlist.js';
-import { withDatabase } from '../context.js';
-import { usageError } from '../errors.js';
+import { confirm, requireConfirmation } from '../confirm.js';
+import { auditorFor, withDatabase } from '../context.js';
+import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 
 /**
@@ -29,21 +30,38 @@ export function keyPairId(decryptionKey: Uint8Array, verificationKey: Uint8Array
 }
 
 export function allowlistCommand(): Command {
-  const allowlist = new Command('allowlist').description('apps and packages whose tokens are accepted');
-  const add = allowlist.command('add').description('allow an iOS app or an Android package');
+  const allowlist = new Command('allowlist')
+    .description('apps and packages whose tokens are accepted')
+    .addHelpText('after', `
+Examples:
+  $ attest allowlist add apple ABCDE12345.com.example.bank
+  $ attest allowlist add android com.example.bank --decryption-key-file dec.txt --verification-key-file ver.txt
+  $ attest allowlist list
+  $ attest allowlist remove apple ABCDE12345.com.example.bank`);
+  const add = allowlist
+    .command('add')
+    .description('allow an iOS app or an Android package')
+    .addHelpText('after', `
+Examples:
+  $ attest allowlist add apple ABCDE12345.com.example.bank --env any
+  $ attest allowlist add android com.example.bank --decryption-key-file dec.txt --verification-key-file ver.txt`);
 
   add.command('apple')
     .description('allow an App Attest app ID')
     .argument('<app-id>', 'TEAMID.bundle.id, e.g. ABCDE12345.com.example.app')
-    .addOption(new Option('--env <env>', 'App Attest environment(s) accepted').choices(['production', 'development', 'any']).default('production'))
+    .addOption(
+      new Option('--env <env>', 'App Attest environment(s) accepted (default: production for a new app; an existing app keeps its own)')
+        .choices(['production', 'development', 'any']),
+    )
     .option('--json', 'print the result as JSON')
     .addHelpText('after', '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any')
-    .action(async (appId: string, opts: { env: AppleEnvPolicy; json?: boolean }) => {
+    .action(async (appId: string, opts: { env?: AppleEnvPolicy; json?: boolean }, command: Command) => {
       if (!APPLE_APP_ID.test(appId)) throw usageError(`"${appId}" is not an app ID: expected TEAMID.bundle.id with a 10-character uppercase team ID`);
+      const auditor = auditorFor(command);
       await withDatabase(async (handle) => {
-        const result = await createAllowlistRepository(handle.db).addApple(appId, opts.env);
-        if (opts.json) printJson({ kind: 'apple', appId, env: opts.env, result });
-        else process.stdout.write(`${result} apple ${appId} (env ${opts.env})\n`);
+        const { result, env } = await createAllowlistRepository(handle.db).addApple(appId, opts.env, auditor);
+        if (opts.json) printJson({ kind: 'apple', appId, env, result });
+        else process.stdout.write(`${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''})\n`);
       });
     });
 
@@ -67,15 +85,14 @@ Examples:
   # rotation: add the new pair, then retire the old one
   $ attest allowlist add android com.example.bank --decryption-key NEW... --verification-key NEW...
   $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`)
-    .action(async (pkg: string, opts: AndroidOptions) => {
+    .action(async (pkg: string, opts: AndroidOptions, command: Command) => {
       if (!ANDROID_PACKAGE.test(pkg)) throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
       const decryption = keyText(opts.decryptionKey, opts.decryptionKeyFile, '--decryption-key');
       const verification = keyText(opts.verificationKey, opts.verificationKeyFile, '--verification-key');
       let decryptionKey: Uint8Array;
       let verificationKey: Uint8Array;
       try {
-        decryptionKey = parseDecryptionKey(decryption);
-        verificationKey = parseVerificationKey(verification);
+        ({ decryptionKey, verificationKey } = parsePlayKeys(decryption, verification));
       } catch (err) {
         throw usageError(`${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption)`);
       }
@@ -90,6 +107,7 @@ Examples:
         if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 1 || maxAgeSeconds > 86_400) throw usageError('--max-age must be 1 to 86400 seconds');
       }
       const id = keyPairId(decryptionKey, verificationKey);
+      const auditor = auditorFor(command);
       await withDatabase(async (handle) => {
         const result = await createAllowlistRepository(handle.db).addAndroid(
           pkg,
@@ -100,6 +118,7 @@ Examples:
             ...(opts.allowUnrecognized ? { allowUnrecognized: true } : {}),
             ...(maxAgeSeconds !== undefined ? { maxAgeSeconds } : {}),
           },
+          auditor,
         );
         if (opts.json) printJson({ kind: 'android', packageName: pkg, keyId: id, ...result });
         else process.stdout.write(`${result.package} android ${pkg}; key pair ${id} ${result.pair === 'added' ? 'added' : 'was already there'}\n`);
@@ -140,20 +159,46 @@ Examples:
     });
 
   allowlist.command('remove')
-    .description('remove an app or package; with --key-id, retire one key pair of a package')
+    .description('remove an app or package; with --key-id, retire one key pair of a package. Asks first on a terminal')
     .argument('<kind>', 'apple or android')
     .argument('<id>', 'app ID or package name')
     .option('--key-id <id>', 'android: retire only this key pair (see "attest allowlist list")')
+    .option('--yes', 'do not ask (needed without a terminal)')
     .option('--json', 'print the result as JSON')
-    .addHelpText('after', '\nExamples:\n  $ attest allowlist remove apple ABCDE12345.com.example.bank\n  $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980')
-    .action(async (kind: string, id: string, opts: { keyId?: string; json?: boolean }) => {
+    .addHelpText('after', `
+Examples:
+  $ attest allowlist remove apple ABCDE12345.com.example.bank
+  $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980
+  $ attest allowlist remove android com.example.bank --yes --json   # from a script`)
+    .action(async (kind: string, id: string, opts: { keyId?: string; yes?: boolean; json?: boolean }, command: Command) => {
       if (kind !== 'apple' && kind !== 'android') throw usageError(`kind must be "apple" or "android", got "${kind}"`);
       if (kind === 'apple' && opts.keyId) throw usageError('--key-id applies to android packages only');
+      requireConfirmation('allowlist remove', opts.yes);
+      const auditor = auditorFor(command);
       await withDatabase(async (handle) => {
         const repo = createAllowlistRepository(handle.db);
-        const removed = kind === 'apple' ? await repo.removeApple(id) : await repo.removeAndroid(id, opts.keyId);
         const what = opts.keyId ? `key pair ${opts.keyId} of ${id}` : `${kind} ${id}`;
-        if (!removed) throw usageError(`${what} is not on the allowlist; see "attest allowlist list"`);
+        const missing = () => negativeError(`${what} is not on the allowlist; see "attest allowlist list"`);
+        if (kind === 'apple') {
+          const app = (await repo.listApple()).find((a) => a.appId === id);
+          if (!app) throw missing();
+          await confirm([`This removes apple ${id} (env ${app.env}): its tokens are rejected within 5 seconds.`], opts.yes);
+        } else {
+          const pkg = (await repo.listAndroid()).find((p) => p.packageName === id);
+          const pairs = pkg?.keys.map((k) => k.id) ?? [];
+          if (!pkg || (opts.keyId && !pairs.includes(opts.keyId))) throw missing();
+          await confirm(
+            !opts.keyId
+              ? [`This removes android ${id} with its policy and ${pairs.length} key pair(s): its tokens are rejected within 5 seconds.`]
+              : pairs.length === 1
+                ? [`This retires key pair ${opts.keyId}, the last one of ${id}: after it no token of ${id} can pass until a new pair is added.`]
+                : [`This retires key pair ${opts.keyId} of ${id}; ${pairs.filter((p) => p !== opts.keyId).join(', ')} stay(s). Tokens still encrypted with it are rejected within 5 seconds.`],
+            opts.yes,
+          );
+        }
+        const removed = kind === 'apple' ? await repo.removeApple(id, auditor) : await repo.removeAndroid(id, opts.keyId, auditor);
+        // removed by someone else while we asked
+        if (!removed) throw missing();
         if (opts.json) printJson({ kind, id, ...(opts.keyId ? { keyId: opts.keyId } : {}), removed: true });
         else process.stdout.write(`removed ${what}; running instances stop accepting it within 5 seconds\n`);
       });

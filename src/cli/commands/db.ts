@@ -3,12 +3,14 @@ import { DatabaseBusyError } from '../../db/client.js';
 import { migrationStatus, runMigrations } from '../../db/migrate.js';
 import { createSessionRepository } from '../../db/sessions.js';
 import { withDatabase } from '../context.js';
-import { parseDuration } from '../duration.js';
+import { durationProblem, parseDuration } from '../duration.js';
 import { runtimeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 
 export function dbCommand(): Command {
-  const db = new Command('db').description('database migrations and housekeeping');
+  const db = new Command('db')
+    .description('database migrations and housekeeping')
+    .addHelpText('after', '\nExamples:\n  $ attest db migrate\n  $ attest db status --json\n  $ attest db prune --older-than 24h');
 
   db.command('migrate')
     .description('apply pending migrations (safe when several instances run it at once)')
@@ -41,13 +43,13 @@ export function dbCommand(): Command {
     });
 
   db.command('prune')
-    .description('delete sessions that expired or were consumed more than --older-than ago')
+    .description('delete sessions that expired or were consumed more than --older-than ago (never audit events)')
     .option('--older-than <duration>', 'age such as 30m, 1h, 7d', '1h')
     .option('--json', 'print the result as JSON')
     .addHelpText('after', '\nExample (from cron):\n  $ attest db prune --older-than 24h')
     .action(async (opts: { olderThan: string; json?: boolean }) => {
       const seconds = parseDuration(opts.olderThan);
-      if (seconds === null) throw usageError(`--older-than takes a duration such as 30m, 1h or 7d, got "${opts.olderThan}"`);
+      if (seconds === null) throw usageError(durationProblem('--older-than', opts.olderThan));
       await withDatabase(async (handle) => {
         const deleted = await createSessionRepository(handle.db).prune(seconds);
         if (opts.json) printJson({ deleted });

@@ -13,12 +13,41 @@ export const DECRYPTION_KEY_BYTES = 32;
  * @throws Error with a message for the operator when the text is not such a key
  */
 export function parseDecryptionKey(b64: string): Uint8Array {
+  if (isPem(b64)) throw new Error(`the decryption key is a PEM block; the Play Console shows it as one line of base64 (${DECRYPTION_KEY_BYTES} bytes)`);
   const bytes = decodeBase64(b64.trim());
   if (bytes === null) throw new Error('the decryption key is not valid base64');
   if (bytes.length !== DECRYPTION_KEY_BYTES) {
+    if (isPublicKey(bytes)) {
+      throw new Error('the decryption key is a public key, the verification key by its look: the two keys seem swapped');
+    }
     throw new Error(`the decryption key must be ${DECRYPTION_KEY_BYTES} bytes (AES-256), got ${bytes.length}`);
   }
   return bytes;
+}
+
+/**
+ * Parses both Play Integrity keys, naming the common mix-ups: PEM text instead of the Console's
+ * base64, and the two keys given swapped.
+ * @throws Error with a message for the operator
+ */
+export function parsePlayKeys(decryptionB64: string, verificationB64: string): { decryptionKey: Uint8Array; verificationKey: Uint8Array } {
+  const dec = isPem(decryptionB64) ? null : decodeBase64(decryptionB64.trim());
+  const ver = isPem(verificationB64) ? null : decodeBase64(verificationB64.trim());
+  if (dec && ver && ver.length === DECRYPTION_KEY_BYTES && isPublicKey(dec)) {
+    throw new Error('the decryption and verification keys are swapped: the decryption key is the 32-byte one');
+  }
+  return { decryptionKey: parseDecryptionKey(decryptionB64), verificationKey: parseVerificationKey(verificationB64) };
+}
+
+const isPem = (text: string) => text.includes('-----BEGIN');
+
+function isPublicKey(der: Uint8Array): boolean {
+  try {
+    createPublicKey({ key: Buffer.from(der), format: 'der', type: 'spki' });
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -30,8 +59,14 @@ export function parseDecryptionKey(b64: string): Uint8Array {
  * @throws Error with a message for the operator when the text is not such a key
  */
 export function parseVerificationKey(b64: string): Uint8Array {
+  if (isPem(b64)) {
+    throw new Error('the verification key is a PEM block; give the base64 the Play Console shows (the PEM body without its -----BEGIN/-----END lines, on one line)');
+  }
   const der = decodeBase64(b64.trim());
   if (der === null) throw new Error('the verification key is not valid base64');
+  if (der.length === DECRYPTION_KEY_BYTES) {
+    throw new Error(`the verification key is ${DECRYPTION_KEY_BYTES} bytes, the size of the decryption key: the two keys seem swapped`);
+  }
   let key;
   try {
     key = createPublicKey({ key: Buffer.from(der), format: 'der', type: 'spki' });

@@ -1,6 +1,6 @@
 import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { parseDecryptionKey, parseVerificationKey } from '../../../src/core/google/keyMaterial.js';
+import { parseDecryptionKey, parsePlayKeys, parseVerificationKey } from '../../../src/core/google/keyMaterial.js';
 
 const spki = (key: KeyObject) => key.export({ format: 'der', type: 'spki' });
 const ecSpki = (namedCurve: string) => spki(generateKeyPairSync('ec', { namedCurve }).publicKey);
@@ -59,5 +59,27 @@ describe('parseVerificationKey', () => {
 
   it('refuses text that is not base64', () => {
     expect(() => parseVerificationKey('MFkw EwYH')).toThrow(Error);
+  });
+});
+
+describe('parsePlayKeys: the usual mix-ups are named', () => {
+  const dec = randomBytes(32).toString('base64');
+  const ver = ecSpki('P-256').toString('base64');
+  const pem = `-----BEGIN PUBLIC KEY-----\n${ver.match(/.{1,64}/g)!.join('\n')}\n-----END PUBLIC KEY-----\n`;
+
+  it('reads the pair', () => {
+    const keys = parsePlayKeys(dec, ver);
+    expect(keys.decryptionKey).toEqual(new Uint8Array(Buffer.from(dec, 'base64')));
+    expect(keys.verificationKey).toEqual(new Uint8Array(Buffer.from(ver, 'base64')));
+  });
+
+  it.each([
+    ['swapped keys', ver, dec, /swapped/],
+    ['a public key as the decryption key', ver, ver, /decryption key is a public key.*swapped/],
+    ['a 32-byte verification key', dec, dec, /verification key is 32 bytes.*swapped/],
+    ['a PEM verification key', dec, pem, /verification key is a PEM block/],
+    ['a PEM decryption key', pem, ver, /decryption key is a PEM block/],
+  ])('%s', (_, d, v, message) => {
+    expect(() => parsePlayKeys(d, v)).toThrow(message);
   });
 });

@@ -1,0 +1,278 @@
+/**
+ * Issue 11's administrative behaviours through the built binary: usage errors and helps as an
+ * operator meets them, completion scripts run by bash, and destructive commands on a real
+ * pseudo-terminal (util-linux `script`) against a running `attest serve`.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const BIN = join(ROOT, 'bin', 'attest.js');
+const HAS_SCRIPT = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
+
+function newest(dir: string): number {
+  let max = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    max = Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return max;
+}
+
+/** builds dist/ unless it is newer than src/ */
+function buildOnce() {
+  const built = join(ROOT, 'dist', 'cli', 'main.js');
+  if (existsSync(built) && statSync(built).mtimeMs >= newest(join(ROOT, 'src'))) return;
+  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' });
+  if (!existsSync(built)) throw new Error('the build did not produce dist/cli/main.js');
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+let env: NodeJS.ProcessEnv;
+
+function run(command: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Result> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { env: { ...env, ...extraEnv }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdin.end();
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const attest = (args: string[], extraEnv: NodeJS.ProcessEnv = {}) => run(process.execPath, [BIN, ...args], extraEnv);
+
+/** the one line an error prints */
+function oneLine(result: Result): string {
+  const lines = result.stderr.split('\n').filter(Boolean);
+  expect(lines, result.stderr).toHaveLength(1);
+  return lines[0]!;
+}
+
+const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/**
+ * Runs attest on a pseudo-terminal and answers its question once it is asked.
+ * @returns everything the terminal showed, and the exit code
+ */
+function onTerminal(args: string[], answer: string): Promise<{ code: number | null; screen: string }> {
+  return new Promise((resolve) => {
+    const command = [process.execPath, BIN, ...args].map(shellQuote).join(' ');
+    const child = spawn('script', ['-qec', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let screen = '';
+    let answered = false;
+    child.stdout.on('data', (d) => {
+      screen += d;
+      if (!answered && screen.includes('Proceed? [y/N]')) {
+        answered = true;
+        child.stdin.write(`${answer}\n`);
+      }
+    });
+    child.stderr.on('data', (d) => (screen += d));
+    child.on('close', (code) => {
+      child.stdin.destroy();
+      resolve({ code, screen });
+    });
+  });
+}
+
+function serve(): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    let stderr = '';
+    child.stderr!.on('data', (d) => {
+      stderr += d;
+      if (/attest listening on http/.test(stderr)) resolve({ child, exited });
+    });
+    void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+  });
+}
+
+const playKeys = () => ({
+  decryption: randomBytes(32).toString('base64'),
+  verification: generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+});
+
+let dir: string;
+beforeAll(() => {
+  buildOnce();
+  dir = mkdtempSync(join(tmpdir(), 'attest-admin-bin-'));
+  env = { PATH: process.env.PATH, HOME: process.env.HOME, ATTEST_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'warn', ATTEST_ACTOR: 'ops-test' };
+}, 120_000);
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+// each process starts in seconds on a loaded machine, and some tests run several
+describe('sharp edges, before any database is opened', { timeout: 120_000 }, () => {
+  it('an unknown option is reported as such, not as a missing required one', async () => {
+    const result = await attest(['keys', 'create', '--nme', 'x']);
+    expect(result.code).toBe(2);
+    expect(oneLine(result)).toMatch(/^attest: unknown option '--nme' \(Did you mean --name\?\)/);
+    const missing = await attest(['keys', 'create']);
+    expect(missing.code).toBe(2);
+    expect(oneLine(missing)).toMatch(/^attest: required option '--name <name>' not specified/);
+  });
+
+  it('a duration needs its unit', async () => {
+    const result = await attest(['keys', 'create', '--name', 'x', '--expires-in', '90']);
+    expect(result.code).toBe(2);
+    expect(oneLine(result)).toBe('attest: --expires-in 90 has no unit: write 90s, 90m, 90h, 90d or 90w');
+  });
+
+  it('a bad environment variable says what is wanted (and never repeats a database URL)', async () => {
+    const port = await attest(['keys', 'list'], { PORT: 'http' });
+    expect(port.code).toBe(2);
+    expect(oneLine(port)).toBe('attest: environment variable PORT must be a port number from 0 to 65535, got "http"; fix it and run again');
+    const url = await attest(['keys', 'list'], { DATABASE_URL: 'mysql://attest:s3cret@db/attest' });
+    expect(url.code).toBe(2);
+    expect(oneLine(url)).toBe('attest: environment variable DATABASE_URL must be a postgres:// or postgresql:// URL; fix it and run again');
+  });
+
+  it('a PEM key and swapped keys are named as such', async () => {
+    const keys = playKeys();
+    const pem = `-----BEGIN PUBLIC KEY-----\n${keys.verification}\n-----END PUBLIC KEY-----\n`;
+    const pemFile = join(dir, 'ver.pem');
+    writeFileSync(pemFile, pem);
+    const add = (...args: string[]) => attest(['allowlist', 'add', 'android', 'com.example.app', ...args]);
+    for (const result of [
+      await add('--decryption-key', keys.decryption, '--verification-key', pem),
+      await add('--decryption-key', keys.decryption, '--verification-key-file', pemFile),
+    ]) {
+      expect(result.code).toBe(2);
+      expect(oneLine(result)).toMatch(/^attest: the verification key is a PEM block; give the base64 the Play Console shows/);
+    }
+    const swapped = await add('--decryption-key', keys.verification, '--verification-key', keys.decryption);
+    expect(swapped.code).toBe(2);
+    expect(oneLine(swapped)).toMatch(/^attest: the decryption and verification keys are swapped/);
+    const twoPublic = await add('--decryption-key', keys.verification, '--verification-key', keys.verification);
+    expect(oneLine(twoPublic)).toMatch(/^attest: the decryption key is a public key, the verification key by its look/);
+  });
+
+  it('keys revoke never prints a secret it was given', async () => {
+    const secret = randomBytes(32).toString('base64url').slice(0, 43);
+    const whole = await attest(['keys', 'revoke', `attest_0h3k5x9q2m7c1b4n${secret}`, '--yes']);
+    expect(whole.code).toBe(2);
+    expect(oneLine(whole)).toMatch(/^attest: that is a whole API key, not its id; its id is 0h3k5x9q2m7c1b4n/);
+    expect(whole.stderr + whole.stdout).not.toContain(secret);
+    const other = await attest(['keys', 'revoke', `my-${secret}`, '--yes']);
+    expect(other.code).toBe(2);
+    expect(other.stderr + other.stdout).not.toContain(secret);
+  });
+
+  it.each([['db'], ['keys'], ['allowlist'], ['allowlist', 'add'], ['allowlist', 'remove'], ['audit']].map((a) => [a.join(' '), a] as const))('attest %s --help has examples', async (_, args) => {
+    const result = await attest([...args, '--help']);
+    expect(result.code).toBe(0);
+    expect(result.stdout).toMatch(/\nExamples:\n {2}\$ attest /);
+  });
+});
+
+describe('attest completion', { timeout: 120_000 }, () => {
+  let script: string;
+  beforeAll(async () => {
+    const result = await attest(['completion', 'bash']);
+    expect(result.code).toBe(0);
+    script = join(dir, 'attest.bash');
+    writeFileSync(script, result.stdout);
+  }, 120_000);
+
+  /** what bash offers after `words` (the last one is being typed) */
+  async function complete(...words: string[]): Promise<string[]> {
+    const line = ['attest', ...words];
+    const program = `source ${shellQuote(script)}; COMP_WORDS=(${line.map(shellQuote).join(' ')}); COMP_CWORD=${line.length - 1}; _attest_complete; printf '%s\\n' "\${COMPREPLY[@]}"`;
+    const result = await run('bash', ['--norc', '-c', program]);
+    expect(result.stderr).toBe('');
+    return result.stdout.split('\n').filter(Boolean).sort();
+  }
+
+  it('bash completes commands, subcommands, options and choices from the command tree', async () => {
+    expect(await complete('')).toEqual(expect.arrayContaining(['allowlist', 'audit', 'completion', 'db', 'keys', 'serve', '--actor']));
+    expect(await complete('k')).toEqual(['keys']);
+    expect(await complete('keys', '')).toEqual(['--actor', '--help', 'create', 'list', 'revoke']);
+    expect(await complete('keys', 'revoke', 'abc', '--')).toEqual(['--actor', '--help', '--json', '--yes']);
+    expect(await complete('allowlist', 'add', 'apple', 'ABCDE12345.com.x', '--env', '')).toEqual(['any', 'development', 'production']);
+    expect(await complete('--actor', 'bob', 'allowlist', 'remove', 'android', 'com.x', '--k')).toEqual(['--key-id']);
+    expect(await complete('completion', '')).toEqual(['--actor', '--help', 'bash', 'fish', 'zsh']);
+  });
+
+  it('zsh and fish get scripts of their own; another shell is a usage error', async () => {
+    const zsh = await attest(['completion', 'zsh']);
+    expect(zsh.code).toBe(0);
+    expect(zsh.stdout).toMatch(/^#compdef attest\n/);
+    expect(zsh.stdout).toContain('complete -o default -F _attest_complete attest');
+    const fish = await attest(['completion', 'fish']);
+    expect(fish.code).toBe(0);
+    expect(fish.stdout).toContain(`complete -c attest -n 'test (__attest_path) = "attest keys"' -a 'revoke'`);
+    expect(fish.stdout).toContain(`complete -c attest -n 'test (__attest_path) = "attest allowlist add apple"' -l env -x -a 'production development any'`);
+    const tcsh = await attest(['completion', 'tcsh']);
+    expect(tcsh.code).toBe(2);
+    expect(oneLine(tcsh)).toMatch(/^attest: .*tcsh.*bash, zsh, fish/);
+  });
+});
+
+describe('destructive commands against a running serve', { timeout: 120_000 }, () => {
+  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  beforeAll(async () => {
+    server = await serve();
+  }, 120_000);
+  afterAll(async () => {
+    if (server && server.child.exitCode === null) {
+      server.child.kill('SIGTERM');
+      await server.exited;
+    }
+  });
+
+  const state = async (id: string) => ((JSON.parse((await attest(['keys', 'list', '--json'])).stdout) as { id: string; state: string }[]).find((k) => k.id === id))?.state;
+
+  it('keys revoke: without a terminal it needs --yes; on a terminal it shows the key and asks', async () => {
+    const created = JSON.parse((await attest(['keys', 'create', '--name', 'payments', '--json'])).stdout) as { id: string };
+    const piped = await attest(['keys', 'revoke', created.id]);
+    expect(piped.code).toBe(2);
+    expect(oneLine(piped)).toBe('attest: keys revoke changes what running instances accept and asks first; without a terminal to ask on, add --yes');
+    expect(await state(created.id)).toBe('active');
+
+    if (!HAS_SCRIPT) return;
+    const declined = await onTerminal(['keys', 'revoke', created.id], 'n');
+    expect(declined.code).toBe(1);
+    expect(declined.screen).toContain(`This revokes API key ${created.id} (payments)`);
+    expect(declined.screen).toContain('attest: nothing changed (not confirmed)');
+    expect(await state(created.id)).toBe('active');
+
+    const confirmed = await onTerminal(['keys', 'revoke', created.id], 'y');
+    expect(confirmed.code).toBe(0);
+    expect(confirmed.screen).toContain(`revoked ${created.id} (payments)`);
+    expect(await state(created.id)).toBe('revoked');
+  });
+
+  it('revoking what does not exist is exit 1 with one line', async () => {
+    const result = await attest(['keys', 'revoke', 'zzzzzzzzzzzzzzzz', '--yes']);
+    expect(result.code).toBe(1);
+    expect(oneLine(result)).toBe('attest: no API key with id "zzzzzzzzzzzzzzzz"; see "attest keys list"');
+  });
+
+  it.skipIf(!HAS_SCRIPT)('retiring a package’s last key pair says that no token can pass after it', async () => {
+    const keys = playKeys();
+    const added = await attest(['allowlist', 'add', 'android', 'com.example.last', '--decryption-key', keys.decryption, '--verification-key', keys.verification, '--json']);
+    const { keyId } = JSON.parse(added.stdout) as { keyId: string };
+    const asked = await onTerminal(['allowlist', 'remove', 'android', 'com.example.last', '--key-id', keyId], 'yes');
+    expect(asked.code).toBe(0);
+    expect(asked.screen).toContain(`This retires key pair ${keyId}, the last one of com.example.last: after it no token of com.example.last can pass`);
+    const trail = JSON.parse((await attest(['audit', 'list', '--action', 'allowlist', '--json'])).stdout) as { actor: string; action: string; after: { keyPairs: string[] } }[];
+    expect(trail.map((e) => [e.actor, e.action, e.after.keyPairs])).toEqual([
+      ['ops-test', 'allowlist.add', [keyId]],
+      ['ops-test', 'allowlist.key.remove', []],
+    ]);
+  });
+});
