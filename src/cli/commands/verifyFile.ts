@@ -74,6 +74,10 @@ Examples:
   $ attest verify-file play.cbor --nonce ... --package com.example.app \\
       --decryption-key-file dec.key --verification-key-file ver.key --json`)
     .action(async (tokenPath: string, opts: Options) => {
+      if (opts.package === undefined) {
+        const stray = (['decryptionKey', 'verificationKey', 'decryptionKeyFile', 'verificationKeyFile'] as const).find((k) => opts[k] !== undefined);
+        if (stray) throw usageError(`--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --package`);
+      }
       let token: Uint8Array;
       try {
         token = await readTokenInput(tokenPath);
@@ -262,7 +266,6 @@ function keyFlag(opts: Options, name: 'decryptionKey' | 'verificationKey', flag:
   const inline = opts[name];
   const file = opts[`${name}File`];
   if (inline !== undefined && file !== undefined) throw usageError(`give ${flag} or ${flag}-file, not both`);
-  if ((inline !== undefined || file !== undefined) && opts.package === undefined) throw usageError(`${flag}${file !== undefined ? '-file' : ''} needs --package`);
   if (file === undefined) return inline;
   try {
     const info = readFileSync(file, 'utf8');
