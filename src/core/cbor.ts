@@ -150,14 +150,22 @@ function scanItem(b: Uint8Array, pos: number, depth: number, maxDepth: number, b
     case 6:
       throw new CborError(`tags are not allowed (tag ${arg} at offset ${pos})`);
     default:
-      // major 7: simple values and floats; the head already consumed their bytes
+      // major 7: false, true, null, undefined and floats; the head already consumed their bytes.
+      // Other simple values are unassigned, and cbor-x reads 0-19 as references to "packed values"
+      // and throws a plain Error on them (a map key 0xe0 once made verify answer 500).
+      if (arg < 20 || (arg >= 24 && (b[pos]! & 0x1f) === 24)) throw new CborError(`simple value ${arg} at offset ${pos} is not allowed`);
       return next;
   }
 }
 
 /** A key's identity by decoded value, so `"a"` in two encodings counts as the same key. */
 function keyIdentity(encoded: Uint8Array): string {
-  const v: unknown = decoder.decode(encoded);
+  let v: unknown;
+  try {
+    v = decoder.decode(encoded);
+  } catch (err) {
+    throw new CborError(`undecodable map key: ${(err as Error).message}`);
+  }
   if (typeof v === 'string') return `s:${v}`;
   if (typeof v === 'number' || typeof v === 'bigint') return `n:${String(v)}`;
   if (v instanceof Uint8Array) return `b:${Buffer.from(v).toString('hex')}`;

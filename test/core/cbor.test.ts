@@ -208,4 +208,12 @@ describe('decodeStrictCbor', () => {
     rejects(Uint8Array.of(0x5f, 0xff), /indefinite-length byte string at offset 0/);
     rejects(tmap({ a: tag(1, uint(0)) }), /tag 1 at offset 3/);
   });
+
+  it('refuses unassigned simple values, as keys too, with a CborError (fuzzing found a plain Error, a 500)', () => {
+    rejects(Uint8Array.of(0xa1, 0xe0, 0x01), /simple value 0 at offset 1/);
+    rejects(Uint8Array.of(0xa1, 0x01, 0xf3), /simple value 19/);
+    rejects(Uint8Array.of(0xa1, 0xf8, 0x20, 0x01), /simple value 32/);
+    rejects(Uint8Array.of(0xf8, 0xff), /simple value 255/);
+    for (const ok of [0xf4, 0xf5, 0xf6, 0xf7]) expect(() => decode(Uint8Array.of(0xa1, 0x61, 0x61, ok))).not.toThrow();
+  });
 });
