@@ -24,6 +24,10 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 VOLUME /data
 EXPOSE 8080
-HEALTHCHECK --interval=30s --timeout=3s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
+# Liveness, not readiness: GET /healthz answers 200 while the process serves HTTP, so "unhealthy"
+# means restart it. GET /readyz (database reachable, migrations applied; else 503) is readiness:
+# route traffic by it (Kubernetes readinessProbe, load balancer checks), never restart on it, as a
+# database outage would otherwise restart every instance at once. See docs/staff-tools.md.
+HEALTHCHECK --interval=30s --timeout=3s --start-period=20s CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||8080)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
 ENTRYPOINT ["node", "/app/bin/attest.js"]
 CMD ["serve"]

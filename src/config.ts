@@ -98,3 +98,12 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;
 }
+
+/**
+ * Whether to colour terminal output: only on a terminal, and never when NO_COLOR is set to
+ * anything but the empty string (no-color.org).
+ * @param isTTY - the output stream is a terminal
+ */
+export function colorWanted(isTTY: boolean | undefined, environment: NodeJS.ProcessEnv = process.env): boolean {
+  return isTTY === true && (environment.NO_COLOR ?? '') === '';
+}

@@ -26,7 +26,8 @@ export interface Hint {
     | 'app_not_allowlisted'
     | 'other_package_keys'
     | 'token_age'
-    | 'leaf_expired';
+    | 'leaf_expired'
+    | 'counter_replay';
   message: string;
 }
 
@@ -195,6 +196,21 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
           message: `the token was issued at ${iso(issued)}, ${Math.abs(seconds)} s ${seconds >= 0 ? 'before' : 'after'} the verification instant ${iso(ctx.at)}, and passes at its issue time: ${seconds >= 0 ? 'it is old (a replay, or a slow round trip)' : 'a clock is off'}; re-run with --at to check the rest`,
         });
       }
+      break;
+    }
+
+    case 'apple_counter_replay': {
+      // not an integration mistake to confirm by a re-run: what the two counters say, for the analyst
+      const { counter, storedCounter, keyId } = outcome.facts;
+      if (counter === undefined || storedCounter === undefined) break;
+      const look = `list this key's requests with: attest logs LOG --json | jq 'select(.keyId == "${keyId ?? 'KEY_ID'}")'`;
+      const message =
+        counter === 0 && storedCounter === 0
+          ? 'the assertion counter is 0: App Attest counts assertions from 1, so this is not an assertion the device made with this key after its attestation (a forged or test assertion)'
+          : counter === storedCounter
+            ? `the assertion's counter ${counter} is the one already accepted for this key: usually a replayed request (the same assertion sent again by an attacker, or re-sent by a client retry); ${look}`
+            : `the assertion's counter ${counter} is below the ${storedCounter} already accepted for this key: an older assertion replayed, or a cloned key (a second device or an emulator using a copy of the key, so two counters interleave); ${look}`;
+      hints.push({ code: 'counter_replay', message });
       break;
     }
 

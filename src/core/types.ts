@@ -42,6 +42,9 @@ export interface VerifyFacts {
   shape?: 'registration' | 'assertion' | 'attestation+assertion';
   /** gms: when the integrity token says it was issued (ISO 8601) */
   issuedAt?: string;
+  /** apple assertion: its counter, and the counter stored for the key */
+  counter?: number;
+  storedCounter?: number;
 }
 
 export type VerifyOutcome =

@@ -128,7 +128,9 @@ describe('real App Attest captures', () => {
         facts: { shape: 'assertion' },
         details: { appleTokenDetails: { keyIdentifier: capture.keyId, appId: capture.appId, assertionCounter: assertion.expectedCounter } },
       });
-      expectRejected(await verifyFile([path, '--counter', String(assertion.expectedCounter), ...flags]), 'apple_counter_replay');
+      const replay = await verifyFile([path, '--counter', String(assertion.expectedCounter), ...flags]);
+      expectRejected(replay, 'apple_counter_replay', ['counter_replay']);
+      expect(replay.json!.hints[0]!.message).toMatch(/replayed request/);
     },
   );
 
@@ -434,9 +436,6 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
     const nonce = b64(randomBytes(32));
     it.each([
-      ['an unreadable file', () => [join(files.dir, 'missing.cbor')], /cannot read .*missing\.cbor \(ENOENT\)/],
-      ['a file that is neither CBOR nor base64', () => [files.file('this is not a token!\n')], /is neither a CBOR token nor base64 text/],
-      ['an empty file', () => [files.file('')], /is neither a CBOR token nor base64 text/],
       ['--nonce with --server-nonce', () => [token, '--nonce', nonce, '--server-nonce', nonce], /not both/],
       ['--device-nonce alone', () => [token, '--device-nonce', nonce], /--device-nonce needs --server-nonce/],
       ['a bad --at', () => [token, '--at', 'yesterday'], /--at takes an ISO 8601 time/],
@@ -447,7 +446,15 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       ['--apple-key without --app-id', () => [token, '--apple-key', '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----'], /--apple-key needs exactly one --app-id/],
       ['--apple-key that is no key', () => [token, '--app-id', TEST_APP_ID, '--apple-key', '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----'], /not a PEM public key/],
       ['--counter out of range', () => [token, '--app-id', TEST_APP_ID, '--apple-key', '-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----', '--counter', '-1'], /--counter must be/],
-      ['--package without keys', () => [token, '--package', TEST_PACKAGE], /--package needs --decryption-key and --verification-key/],
+      ['--package without keys', () => [token, '--package', TEST_PACKAGE], /--package needs --decryption-key-file and --verification-key-file/],
+      ['a key both inline and as a file', () => [token, '--package', TEST_PACKAGE, '--decryption-key', 'AAAA', '--decryption-key-file', token, '--verification-key', 'AAAA'], /not both/],
+      ['a key file that cannot be read', () => [token, '--package', TEST_PACKAGE, '--decryption-key-file', join(files.dir, 'nope'), '--verification-key', 'AAAA'], /--decryption-key-file: cannot read .*ENOENT/],
+      ['a key file without --package', () => [token, '--app-id', TEST_APP_ID, '--verification-key-file', token], /--verification-key-file needs --package/],
+      ['--nonce shorter than 16 bytes', () => [token, '--nonce', b64(randomBytes(15))], /--nonce must be 16 to 512 bytes.*got 15/],
+      ['--nonce longer than 512 bytes', () => [token, '--nonce', b64(randomBytes(513))], /--nonce must be 16 to 512 bytes.*got 513/],
+      ['--device-nonce longer than 128 bytes', () => [token, '--server-nonce', nonce, '--device-nonce', b64(randomBytes(129))], /--device-nonce must be 1 to 128 bytes/],
+      ['--env without --apple-key', () => [token, '--app-id', TEST_APP_ID, '--env', 'development'], /--env needs --apple-key/],
+      ['--env that is no environment', () => [token, '--app-id', TEST_APP_ID, '--env', 'staging'], /invalid|Allowed choices/],
       ['--package with a short decryption key', () => [token, '--package', TEST_PACKAGE, '--decryption-key', 'AAAA', '--verification-key', 'AAAA'], /./],
       ['an --app-id that is not TEAMID.bundle.id', () => [token, '--app-id', 'com.example.app'], /--app-id "com.example.app" is not TEAMID.bundle.id/],
       ['an unknown flag', () => [token, '--nonse', nonce], /unknown option/],
@@ -573,7 +580,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       cases.push(
         { name: 'registration of a new key (session nonce)', ...registrationWithSession, flags: ['--server-nonce', b64(sessionNonce)], expect: { valid: true, counter: 0 } },
         { name: 'assertion with counter 6 over stored 5', ...withNonce(assertion(k1, 6)), expect: { valid: true, counter: 6 } },
-        { name: 'assertion with counter 5 over stored 5', ...withNonce(assertion(k1, 5)), expect: { valid: false, reason: 'apple_counter_replay', hints: [] } },
+        { name: 'assertion with counter 5 over stored 5', ...withNonce(assertion(k1, 5)), expect: { valid: false, reason: 'apple_counter_replay', hints: ['counter_replay'] } },
         { name: 'registration of a registered key', ...withNonce(await attestation(k1, 'Production')), expect: { valid: false, reason: 'apple_key_registered', hints: [] } },
         {
           name: 'a Development attestation, app allowed for production',

@@ -1,6 +1,6 @@
 import { Encoder } from 'cbor-x';
 import { describe, expect, it } from 'vitest';
-import { CborError, decodeStrictCbor, isBytes, isMap } from '../../src/core/cbor.js';
+import { CborError, decodeStrictCbor, decodeStrictCborPrefix, isBytes, isMap, MAX_ITEMS } from '../../src/core/cbor.js';
 import { arr, bstr, cat, FLOAT16_ONE, head, map, rawTstr, tag, tmap, tstr, uint, type Bytes } from '../support/cborBytes.js';
 
 const LIMITS = { maxBytes: 64 * 1024, maxDepth: 8 };
@@ -182,5 +182,38 @@ describe('decodeStrictCbor', () => {
 
   it('decodes floats as numbers (typed checks are the envelope parser’s job)', () => {
     expect(decode(FLOAT16_ONE)).toBe(1);
+  });
+
+  describe('the item cap (any 64 KiB input decodes in a few ms: bench/cborPrescan.bench.ts)', () => {
+    const emptyMaps = (n: number) => cat(head(4, n), new Uint8Array(n).fill(0xa0));
+    it(`refuses more than ${MAX_ITEMS} items, counted before cbor-x decodes anything`, () => {
+      // 48 KiB of empty maps cost 110-200 ms a request before the cap
+      rejects(tmap({ v: uint(1), x: emptyMaps(48 * 1024) }), /items/);
+      rejects(emptyMaps(MAX_ITEMS), /more than 1024 items/); // the array itself is an item
+      rejects(tmap({ x: arr(Array.from({ length: 600 }, () => tmap({}))) , y: arr(Array.from({ length: 600 }, () => uint(1))) }), /more than 1024 items/);
+      rejects(map(Array.from({ length: 600 }, (_, i) => [uint(i), uint(0)] as [Bytes, Bytes])), /items allowed/);
+      expect(() => decodeStrictCborPrefix(emptyMaps(2000), LIMITS)).toThrow(/items/);
+    });
+    it('accepts up to the cap, and a lower cap when asked', () => {
+      expect((decode(emptyMaps(MAX_ITEMS - 1)) as unknown[]).length).toBe(MAX_ITEMS - 1);
+      expect(() => decodeStrictCbor(emptyMaps(10), { ...LIMITS, maxItems: 10 })).toThrow(/more than 10 items/);
+      expect(decodeStrictCbor(emptyMaps(9), { ...LIMITS, maxItems: 10 })).toHaveLength(9);
+    });
+  });
+
+  it('says in words what is wrong, with the offset', () => {
+    rejects(Uint8Array.of(0xbd, 1, 2), /byte 0xbd at offset 0 starts no CBOR item .*reserved.*not CBOR/);
+    rejects(Uint8Array.of(0xa1, 0x62, 0x61), /text string at offset 1 claims 2 bytes, more than the 1 left: truncated/);
+    rejects(cat(Uint8Array.of(0xa1), tstr('a')), /ends where an item should start \(offset 3\): truncated/);
+    rejects(Uint8Array.of(0x5f, 0xff), /indefinite-length byte string at offset 0/);
+    rejects(tmap({ a: tag(1, uint(0)) }), /tag 1 at offset 3/);
+  });
+
+  it('refuses unassigned simple values, as keys too, with a CborError (fuzzing found a plain Error, a 500)', () => {
+    rejects(Uint8Array.of(0xa1, 0xe0, 0x01), /simple value 0 at offset 1/);
+    rejects(Uint8Array.of(0xa1, 0x01, 0xf3), /simple value 19/);
+    rejects(Uint8Array.of(0xa1, 0xf8, 0x20, 0x01), /simple value 32/);
+    rejects(Uint8Array.of(0xf8, 0xff), /simple value 255/);
+    for (const ok of [0xf4, 0xf5, 0xf6, 0xf7]) expect(() => decode(Uint8Array.of(0xa1, 0x61, 0x61, ok))).not.toThrow();
   });
 });

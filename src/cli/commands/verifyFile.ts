@@ -1,6 +1,7 @@
 import { createPublicKey, createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Command } from 'commander';
+import { open } from 'node:fs/promises';
+import { Command, Option } from 'commander';
 import { defaultAppleRoots } from '../../core/apple/trustRoots.js';
 import { decodeBase64 } from '../../core/base64.js';
 import { isBytes, isMap } from '../../core/cbor.js';
@@ -10,12 +11,14 @@ import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyM
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
 import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, VerifyOutcome } from '../../core/types.js';
 import { buildVerifiers, loadAppleRoots } from '../../core/verifiers.js';
-import { parseEnvelope, verifyToken, type VerifyInput } from '../../core/verify.js';
+import { parseEnvelope, TOKEN_NONCE_MAX, TOKEN_NONCE_MIN, verifyToken, type VerifyInput } from '../../core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../db/allowlist.js';
 import { createAppleKeyRepository } from '../../db/appleKeys.js';
+import { colorWanted } from '../../config.js';
 import { config, withDatabase } from '../context.js';
-import { EXIT, usageError } from '../errors.js';
+import { CliError, EXIT, usageError } from '../errors.js';
 import { printJson } from '../output.js';
+import { paint, safeText } from '../terminalText.js';
 import { APPLE_APP_ID } from './allowlist.js';
 
 interface Options {
@@ -28,10 +31,18 @@ interface Options {
   package?: string;
   decryptionKey?: string;
   verificationKey?: string;
+  decryptionKeyFile?: string;
+  verificationKeyFile?: string;
   appleKey?: string;
   counter?: string;
+  env?: 'production' | 'development';
   json?: boolean;
 }
+
+/** The most verify-file reads: base64 text of a 64 KiB token, with room for line breaks. */
+export const INPUT_MAX_BYTES = 128 * 1024;
+/** The service's deviceNonce rule. */
+const DEVICE_NONCE_MAX = 128;
 
 export function verifyFileCommand(): Command {
   return new Command('verify-file')
@@ -44,10 +55,13 @@ export function verifyFileCommand(): Command {
     .option('--client-data-hash <b64>', 'App Attest: use these bytes instead of SHA-256(final nonce)')
     .option('--app-id <id>', 'no database: allow this App Attest app ID (either environment); repeatable', (v: string, p: string[]) => [...p, v], [])
     .option('--package <name>', 'no database: allow this Android package, with --decryption-key and --verification-key')
-    .option('--decryption-key <b64>', 'with --package: its AES-256 decryption key')
-    .option('--verification-key <b64>', 'with --package: its EC P-256 verification key')
+    .option('--decryption-key-file <path>', 'with --package: a file holding its AES-256 decryption key (base64)')
+    .option('--verification-key-file <path>', 'with --package: a file holding its EC P-256 verification key (base64)')
+    .option('--decryption-key <b64>', 'the key itself (visible to other users in ps: prefer --decryption-key-file)')
+    .option('--verification-key <b64>', 'the key itself (prefer --verification-key-file)')
     .option('--apple-key <pem>', 'no database: a registered App Attest public key (PEM file or text), with --app-id')
     .option('--counter <n>', 'with --apple-key: the stored assertion counter', '0')
+    .addOption(new Option('--env <env>', 'with --apple-key: the environment the key was registered in').choices(['production', 'development']))
     .option('--json', 'print a JSON document (documented in the README)')
     .addHelpText('after', `
 Uses the allowlist and registered keys of the configured database, read-only, unless --app-id,
@@ -58,9 +72,20 @@ Examples:
   $ attest verify-file capture.cbor --at 2021-01-23T12:13:33Z --app-id 6MURL8TA57.de.example.app \\
       --client-data-hash SGVsbG8=
   $ attest verify-file play.cbor --nonce ... --package com.example.app \\
-      --decryption-key ... --verification-key ... --json`)
+      --decryption-key-file dec.key --verification-key-file ver.key --json`)
     .action(async (tokenPath: string, opts: Options) => {
-      const token = readToken(tokenPath);
+      if (opts.package === undefined) {
+        const stray = (['decryptionKey', 'verificationKey', 'decryptionKeyFile', 'verificationKeyFile'] as const).find((k) => opts[k] !== undefined);
+        if (stray) throw usageError(`--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --package`);
+      }
+      let token: Uint8Array;
+      try {
+        token = await readTokenInput(tokenPath);
+      } catch (err) {
+        // scripts reading --json get a document for an unreadable input too (exit 2 as well)
+        if (opts.json === true && err instanceof CliError) printJson({ valid: false, error: 'input_unreadable', detail: err.message });
+        throw err;
+      }
       const { expectedNonce, serverNonce, deviceNonce } = nonces(opts);
       const at = opts.at === undefined ? new Date() : instant(opts.at);
       const clientDataHash = opts.clientDataHash === undefined ? undefined : bytesFlag(opts.clientDataHash, '--client-data-hash');
@@ -92,19 +117,81 @@ Examples:
     });
 }
 
-function readToken(path: string): Uint8Array {
-  let raw: Buffer;
+/**
+ * Reads the token to check, in every input form verify-file knows: a file or stdin (`-`) holding
+ * the token's CBOR bytes, or its base64 text. Input over {@link INPUT_MAX_BYTES} is refused
+ * before it is read (a 100 MB file once took 670 MB of memory). New input forms go here.
+ * @param path - the TOKEN argument
+ * @throws CliError (exit 2) saying in words what the input is when it is not a token
+ */
+export async function readTokenInput(path: string): Promise<Uint8Array> {
+  const raw = await readBounded(path);
+  if (raw.length === 0) throw usageError(`${path} is empty: give a file holding the token as CBOR or base64`);
+  // a CBOR map starts with major type 5; base64 text never does (it is ASCII)
+  if (raw[0]! >> 5 === 5) return new Uint8Array(raw);
+  const text = raw.toString('latin1').replace(/\s+/g, '');
+  const bytes = decodeBase64(text);
+  if (!bytes) throw usageError(`${path} is neither a CBOR token nor base64 text: ${describeInput(raw)}`);
+  return bytes;
+}
+
+async function readBounded(path: string): Promise<Buffer> {
+  const tooLarge = (what: string) =>
+    usageError(`${path} is ${what}, more than verify-file reads (${INPUT_MAX_BYTES / 1024} KiB; a token is at most 64 KiB): is it the token?`);
+  if (path === '-') {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    for await (const chunk of process.stdin) {
+      chunks.push(chunk as Buffer);
+      size += (chunk as Buffer).length;
+      if (size > INPUT_MAX_BYTES) {
+        process.stdin.destroy();
+        throw tooLarge('over that');
+      }
+    }
+    return Buffer.concat(chunks, size);
+  }
+  let file;
   try {
-    raw = readFileSync(path === '-' ? 0 : path);
+    file = await open(path, 'r');
   } catch (err) {
     throw usageError(`cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}): give a file holding the token as CBOR or base64`);
   }
-  // a CBOR map starts with major type 5; base64 text never does (it is ASCII)
-  if (raw.length > 0 && raw[0]! >> 5 === 5) return new Uint8Array(raw);
-  const text = raw.toString('latin1').replace(/\s+/g, '');
-  const bytes = decodeBase64(text);
-  if (!bytes) throw usageError(`${path} is neither a CBOR token nor base64 text`);
-  return bytes;
+  try {
+    const info = await file.stat();
+    if (info.isDirectory()) throw usageError(`${path} is a directory: give the file holding the token`);
+    if (info.size > INPUT_MAX_BYTES) throw tooLarge(`${info.size} bytes`);
+    // at most one byte past the limit, whatever the file claims (a device, a growing file)
+    const buffer = Buffer.alloc(INPUT_MAX_BYTES + 1);
+    let size = 0;
+    for (;;) {
+      const { bytesRead } = await file.read(buffer, size, buffer.length - size, null);
+      if (bytesRead === 0) break;
+      size += bytesRead;
+      if (size > INPUT_MAX_BYTES) throw tooLarge('over that');
+    }
+    return buffer.subarray(0, size);
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw usageError(`cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}): give a file holding the token as CBOR or base64`);
+  } finally {
+    await file.close();
+  }
+}
+
+const MAJOR_TYPES = ['an unsigned integer', 'a negative integer', 'a byte string', 'a text string', 'an array', 'a map', 'a tag', 'a simple value or float'];
+
+/** What an input that is not a token looks like, in words. */
+function describeInput(raw: Buffer): string {
+  const isText = raw.every((b) => b === 0x09 || b === 0x0a || b === 0x0d || (b >= 0x20 && b < 0x7f));
+  if (!isText) {
+    return `binary data whose first byte 0x${raw[0]!.toString(16).padStart(2, '0')} starts ${MAJOR_TYPES[raw[0]! >> 5]} in CBOR, and a token is a CBOR map (first byte 0xa0 to 0xbb)`;
+  }
+  const text = raw.toString('latin1').trim();
+  if (text.startsWith('{')) return 'it looks like JSON; give the token itself (the attestationToken value), not the request body';
+  const stray = /[^A-Za-z0-9+/_=\s-]/.exec(text);
+  if (stray) return `text with "${safeText(stray[0])}" at character ${stray.index + 1}; base64 uses only A-Z a-z 0-9 + / (or - _) and = at the end`;
+  return 'text that is not well-formed base64 (its length or padding is wrong)';
 }
 
 function bytesFlag(value: string, flag: string): Uint8Array {
@@ -118,10 +205,20 @@ function nonces(opts: Options): { expectedNonce: Uint8Array | null; serverNonce?
     throw usageError('give --nonce (sessionless) or --server-nonce [--device-nonce] (session), not both');
   }
   if (opts.deviceNonce !== undefined && opts.serverNonce === undefined) throw usageError('--device-nonce needs --server-nonce');
-  if (opts.nonce !== undefined) return { expectedNonce: bytesFlag(opts.nonce, '--nonce') };
+  if (opts.nonce !== undefined) {
+    const nonce = bytesFlag(opts.nonce, '--nonce');
+    // the service's expectedNonce rule: a shorter or longer one is a malformed request there
+    if (nonce.length < TOKEN_NONCE_MIN || nonce.length > TOKEN_NONCE_MAX) {
+      throw usageError(`--nonce must be ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes, as the service requires of expectedNonce; got ${nonce.length}`);
+    }
+    return { expectedNonce: nonce };
+  }
   if (opts.serverNonce === undefined) return { expectedNonce: null };
   const serverNonce = bytesFlag(opts.serverNonce, '--server-nonce');
   const deviceNonce = opts.deviceNonce === undefined ? undefined : bytesFlag(opts.deviceNonce, '--device-nonce');
+  if (deviceNonce && deviceNonce.length > DEVICE_NONCE_MAX) {
+    throw usageError(`--device-nonce must be 1 to ${DEVICE_NONCE_MAX} bytes, as the service requires of deviceNonce; got ${deviceNonce.length}`);
+  }
   const expectedNonce = deviceNonce ? new Uint8Array(Buffer.concat([serverNonce, deviceNonce])) : serverNonce;
   return { expectedNonce, serverNonce, ...(deviceNonce ? { deviceNonce } : {}) };
 }
@@ -141,10 +238,14 @@ function offlineAllowlist(opts: Options): AllowlistReader {
   for (const id of opts.appId) if (!APPLE_APP_ID.test(id)) throw usageError(`--app-id "${id}" is not TEAMID.bundle.id`);
   const android = [];
   if (opts.package !== undefined) {
-    if (opts.decryptionKey === undefined || opts.verificationKey === undefined) throw usageError('--package needs --decryption-key and --verification-key');
+    const decryption = keyFlag(opts, 'decryptionKey', '--decryption-key');
+    const verification = keyFlag(opts, 'verificationKey', '--verification-key');
+    if (decryption === undefined || verification === undefined) {
+      throw usageError('--package needs --decryption-key-file and --verification-key-file (or --decryption-key and --verification-key)');
+    }
     try {
-      const decryptionKey = parseDecryptionKey(opts.decryptionKey);
-      const verificationKey = parseVerificationKey(opts.verificationKey);
+      const decryptionKey = parseDecryptionKey(decryption);
+      const verificationKey = parseVerificationKey(verification);
       android.push({
         packageName: opts.package,
         keys: [{ id: 'cli', decryptionKey, verificationKey }],
@@ -160,8 +261,27 @@ function offlineAllowlist(opts: Options): AllowlistReader {
   return createMemoryAllowlist({ apple: opts.appId.map((appId) => ({ appId, env: 'any' as const })), android });
 }
 
+/** A key given as itself or, kept out of `ps`, as a file holding it. */
+function keyFlag(opts: Options, name: 'decryptionKey' | 'verificationKey', flag: string): string | undefined {
+  const inline = opts[name];
+  const file = opts[`${name}File`];
+  if (inline !== undefined && file !== undefined) throw usageError(`give ${flag} or ${flag}-file, not both`);
+  if (file === undefined) return inline;
+  try {
+    const info = readFileSync(file, 'utf8');
+    if (info.length > 4096) throw usageError(`${flag}-file ${file} is too large for a key`);
+    return info.trim();
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    throw usageError(`${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+}
+
 function offlineKeys(opts: Options, token: Uint8Array): AppleKeyStore {
-  if (opts.appleKey === undefined) return createMemoryAppleKeyStore([], { readOnly: true });
+  if (opts.appleKey === undefined) {
+    if (opts.env !== undefined) throw usageError('--env needs --apple-key: it is the environment of that registered key');
+    return createMemoryAppleKeyStore([], { readOnly: true });
+  }
   if (opts.appId.length !== 1) throw usageError('--apple-key needs exactly one --app-id: the app the key was registered for');
   const counter = /^\d{1,10}$/.test(opts.counter ?? '') ? Number(opts.counter) : Number.NaN;
   if (!(counter >= 0 && counter <= 0xffffffff)) throw usageError('--counter must be 0 to 4294967295');
@@ -191,7 +311,7 @@ function offlineKeys(opts: Options, token: Uint8Array): AppleKeyStore {
     keyId: keyId ?? new Uint8Array(createHash('sha256').update(publicKey).digest()),
     publicKey,
     appId: opts.appId[0]!,
-    environment: 'Production',
+    environment: opts.env === 'development' ? 'Development' : 'Production',
     counter,
   };
   return createMemoryAppleKeyStore([record], { readOnly: true });
@@ -230,24 +350,28 @@ function report(
     });
     return;
   }
+  // Token-controlled text (device.service, packageName, fmt, details) is in facts, details and
+  // hints: every line is escaped whole, then coloured, so nothing from the token reaches the terminal raw.
+  const p = paint(colorWanted(process.stdout.isTTY));
   const out: string[] = [];
+  const line = (text: string) => out.push(safeText(text));
   const f = outcome.facts;
-  out.push(`token: service ${f.service ?? '?'}${f.shape ? `, ${f.shape}` : ''}${f.appId ? `, app ${f.appId}` : ''}${f.packageName ? `, package ${f.packageName}` : ''}${f.keyId ? `, key ${f.keyId}` : ''}`);
-  out.push(`verified at ${ctx.at.toISOString()} against ${ctx.offline ? 'the flags given' : 'the configured database (read-only)'}`);
-  if (!ctx.nonceChecked) out.push('nonce: NOT CHECKED (no --nonce or --server-nonce given)');
+  line(`token: service ${f.service ?? '?'}${f.shape ? `, ${f.shape}` : ''}${f.appId ? `, app ${f.appId}` : ''}${f.packageName ? `, package ${f.packageName}` : ''}${f.keyId ? `, key ${f.keyId}` : ''}`);
+  line(`verified at ${ctx.at.toISOString()} against ${ctx.offline ? 'the flags given' : 'the configured database (read-only)'}`);
+  if (!ctx.nonceChecked) out.push(p.yellow('nonce: NOT CHECKED (no --nonce or --server-nonce given)'));
   out.push('');
-  const mark = { pass: 'pass', fail: 'FAIL', skip: 'skip' } as const;
+  const mark = { pass: p.green('pass'), fail: p.red(p.bold('FAIL')), skip: p.dim('skip') } as const;
   for (const c of checks) {
-    out.push(`  [${mark[c.status]}] ${c.title}`);
-    out.push(`         ${c.id}: ${c.detail}${c.reason ? ` (${c.reason})` : ''}`);
+    out.push(`  [${mark[c.status]}] ${safeText(c.title)}`);
+    line(`         ${c.id}: ${c.detail}${c.reason ? ` (${c.reason})` : ''}`);
   }
   out.push('');
   if (outcome.ok) {
     const { service, ...details } = outcome.details;
-    out.push(`VALID (${service}): ${JSON.stringify(details)}`);
+    out.push(`${p.green(p.bold('VALID'))}${safeText(` (${service}): ${JSON.stringify(details)}`)}`);
   } else {
-    out.push(`REJECTED: ${outcome.reason}: ${outcome.detail}`);
-    for (const h of hints) out.push(`  hint (${h.code}): ${h.message}`);
+    out.push(`${p.red(p.bold('REJECTED'))}${safeText(`: ${outcome.reason}: ${outcome.detail}`)}`);
+    for (const h of hints) line(`  hint (${h.code}): ${h.message}`);
     if (hints.length === 0) out.push('  no common integration mistake explains it');
   }
   process.stdout.write(`${out.join('\n')}\n`);

@@ -1,3 +1,4 @@
+import { paint, safeText, type Paint } from '../terminalText.js';
 import { deviceIdOf, isRequest, levelLabel, messageLine, type LogEntry, type LogRecord } from './logRecord.js';
 
 /** The longest reason code (`apple_environment_not_allowed`): plain lines pad to it so columns line up. */
@@ -8,13 +9,10 @@ const DEVICE_WIDTH = 44;
 const ROUTE_WIDTH = 26;
 
 /**
- * Replaces control characters, so a crafted log line cannot move the cursor or recolour the
- * terminal, and keeps text to one line (a tab becomes a space).
- * @param text - text from the log
+ * The one escaping function of terminal output ({@link safeText}), under the viewer's old name:
+ * a crafted log line cannot move the cursor, recolour the terminal or reorder text.
  */
-export const clean = (text: string): string =>
-  // eslint-disable-next-line no-control-regex
-  text.replace(/[\u0000-\u001f\u007f-\u009f]/g, (c) => (c === '\t' ? ' ' : '·'));
+export const clean = safeText;
 
 /**
  * Cuts or pads text to exactly `width` columns; a cut ends in '…'.
@@ -64,30 +62,45 @@ export const formatCount = (n: number): string => n.toLocaleString('en-US');
 
 /**
  * The plain-output line of an entry: for a request
- * `time status route service valid|invalid reason keyId|packageName requestId`, absent fields as
- * `-` so every request line has the same number of whitespace-separated fields (`awk`-friendly);
- * for another JSON line `time LEVEL message k=v…`; a line that is not JSON, as it was written.
+ * `time status route service valid|invalid reason keyId|packageName requestId ["detail"]`,
+ * absent fields as `-` so every request line starts with the same eight whitespace-separated
+ * fields (`awk`-friendly); a request refused before verification shows its API key cause
+ * (`auth:revoked`) as the reason; the free-text `detail` comes last, as a JSON string. Another
+ * JSON line is `time LEVEL message k=v…`; a line that is not JSON is printed as written, escaped.
+ * With several files, `instance` (the line's hostname, else its file) comes first.
  * @param entry - the line
+ * @param options.instance - print the instance column
+ * @param options.paint - colours for the verdict
  */
-export function formatPlainLine(entry: LogEntry): string {
+export function formatPlainLine(entry: LogEntry, options: { instance?: boolean; paint?: Paint } = {}): string {
   const r = entry.record;
-  if (r === undefined) return entry.raw;
+  const prefix = options.instance === true ? `${safeText(instanceOf(entry)).padEnd(12)} ` : '';
+  if (r === undefined) return prefix + safeText(entry.raw);
   // Control characters decoded from JSON escapes ("\u001b[2J" in a field) must not reach a terminal.
-  return clean(recordLine(r));
+  return prefix + recordLine(r, options.paint ?? paint(false));
 }
 
-function recordLine(r: LogRecord): string {
+/** The server instance a line came from: its pino `hostname`, else the file it was read from. */
+export function instanceOf(entry: LogEntry): string {
+  const host = entry.record?.fields.hostname;
+  return typeof host === 'string' && host !== '' ? host : (entry.source ?? '-');
+}
+
+function recordLine(r: LogRecord, p: Paint): string {
   const time = r.timeMs === undefined ? '-' : new Date(r.timeMs).toISOString();
-  if (!isRequest(r)) return `${time} ${levelLabel(r.level).toUpperCase().padEnd(5)} ${messageLine(r)}`;
+  if (!isRequest(r)) return safeText(`${time} ${levelLabel(r.level).toUpperCase().padEnd(5)} ${messageLine(r)}`);
   const valid = r.isValid === undefined ? '-' : r.isValid ? 'valid' : 'invalid';
+  const why = r.reason ?? (r.auth !== undefined ? `auth:${r.auth}` : '-');
+  const colour = r.isValid === true ? p.green : r.isValid === false ? p.red : (s: string) => s;
   return [
     time,
     (r.status === undefined ? '-' : String(r.status)).padEnd(3),
-    (r.route ?? '-').padEnd(ROUTE_WIDTH),
-    (r.service ?? '-').padEnd(5),
-    valid.padEnd(7),
-    (r.reason ?? '-').padEnd(REASON_WIDTH),
-    (deviceIdOf(r) ?? '-').padEnd(DEVICE_WIDTH),
-    r.requestId ?? '-',
+    safeText(r.route ?? '-').padEnd(ROUTE_WIDTH),
+    safeText(r.service ?? '-').padEnd(5),
+    colour(valid.padEnd(7)),
+    safeText(why).padEnd(REASON_WIDTH),
+    safeText(deviceIdOf(r) ?? '-').padEnd(DEVICE_WIDTH),
+    safeText(r.requestId ?? '-'),
+    ...(r.detail !== undefined ? [safeText(JSON.stringify(r.detail))] : r.errorMessage !== undefined ? [safeText(JSON.stringify(r.errorMessage))] : []),
   ].join(' ');
 }

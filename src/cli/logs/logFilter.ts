@@ -15,6 +15,12 @@ export interface LogFilter {
   readonly apiKeyId?: string;
   /** Case-insensitive text that must occur in the line as written; '' matches everything. */
   readonly search: string;
+  /** Only lines timed at or after this instant (epoch ms). */
+  readonly since?: number;
+  /** Only lines timed at or before this instant (epoch ms). */
+  readonly until?: number;
+  /** Only responses with a status in this range (`403`: 403 to 403, `4xx`: 400 to 499). */
+  readonly status?: { readonly min: number; readonly max: number };
 }
 
 /** The filter that lets every line through. */
@@ -26,6 +32,9 @@ export const isFiltering = (f: LogFilter): boolean =>
   f.reason !== undefined ||
   f.service !== undefined ||
   f.apiKeyId !== undefined ||
+  f.since !== undefined ||
+  f.until !== undefined ||
+  f.status !== undefined ||
   f.search !== '';
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -42,7 +51,10 @@ export function compileFilter(filter: LogFilter): (entry: LogEntry) => boolean {
     filter.rejectionsOnly ||
     filter.reason !== undefined ||
     filter.service !== undefined ||
-    filter.apiKeyId !== undefined;
+    filter.apiKeyId !== undefined ||
+    filter.since !== undefined ||
+    filter.until !== undefined ||
+    filter.status !== undefined;
   return (entry) => {
     const r = entry.record;
     if (needsRecord) {
@@ -51,6 +63,9 @@ export function compileFilter(filter: LogFilter): (entry: LogEntry) => boolean {
       if (filter.reason !== undefined && r.reason !== filter.reason) return false;
       if (filter.service !== undefined && r.service !== filter.service) return false;
       if (filter.apiKeyId !== undefined && r.apiKeyId !== filter.apiKeyId) return false;
+      if (filter.since !== undefined && !(r.timeMs !== undefined && r.timeMs >= filter.since)) return false;
+      if (filter.until !== undefined && !(r.timeMs !== undefined && r.timeMs <= filter.until)) return false;
+      if (filter.status !== undefined && !(r.status !== undefined && r.status >= filter.status.min && r.status <= filter.status.max)) return false;
     }
     return search === undefined || search.test(entry.raw);
   };

@@ -203,11 +203,13 @@ class Wake {
  * @param stream - the input
  * @param sink - receives the lines
  * @param signal - stops reading
+ * @param onCaughtUp - called each time everything sent so far has been read (the stream may go on)
  */
 export async function readLogStream(
-  stream: NodeJS.ReadableStream & { destroy?: () => void },
+  stream: NodeJS.ReadableStream & { destroy?: () => void; readableLength?: number },
   sink: LineSink,
   signal?: AbortSignal,
+  onCaughtUp?: () => void,
 ): Promise<void> {
   const splitter = new LineSplitter();
   const stop = () => stream.destroy?.();
@@ -217,6 +219,8 @@ export async function readLogStream(
       if (signal?.aborted === true) return;
       const lines = splitter.push(typeof chunk === 'string' ? Buffer.from(chunk) : chunk);
       if (lines.length > 0) await sink(lines);
+      // Nothing more buffered: what the writer has sent so far is shown, even if it never ends the stream.
+      if (stream.readableLength === 0) onCaughtUp?.();
     }
     const last = splitter.flush();
     if (last.length > 0) await sink(last);

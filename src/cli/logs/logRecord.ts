@@ -42,6 +42,8 @@ export interface LogEntry {
   readonly seq: number;
   readonly raw: string;
   readonly record?: LogRecord;
+  /** The file the line was read from, when several are merged. */
+  readonly source?: string;
 }
 
 const LEVEL_NUMBERS: Readonly<Record<string, number>> = {

@@ -116,6 +116,18 @@ export class LogStore {
   }
 
   /**
+   * Adds lines already parsed and tagged with their file (several files merged), as `append`.
+   * @param lines - lines, oldest first
+   */
+  appendSourced(lines: readonly Omit<LogEntry, 'seq'>[]): void {
+    if (lines.length === 0) return;
+    const from = Math.max(0, lines.length - this.limit);
+    this.nextSeq += from;
+    for (let i = from; i < lines.length; i++) this.push({ seq: this.nextSeq++, ...(lines[i] as Omit<LogEntry, 'seq'>) });
+    this.changed();
+  }
+
+  /**
    * Updates the reader status.
    * @param patch - the fields that changed
    */

@@ -2,6 +2,8 @@ import { compileFilter, type LogFilter } from './logFilter.js';
 import { formatPlainLine } from './formatLog.js';
 import { parseLogLine, type LogEntry } from './logRecord.js';
 import type { LineSink } from './logReader.js';
+import type { SourcedLine, SourcedSink } from './mergeFiles.js';
+import type { Paint } from '../terminalText.js';
 
 /** Options of {@link PlainPrinter}. */
 export interface PlainOptions {
@@ -10,6 +12,10 @@ export interface PlainOptions {
   readonly json: boolean;
   /** Of the lines present before the first catch-up, print only the last `tail` matching ones. */
   readonly tail?: number;
+  /** Several files are merged: print each line's instance first. */
+  readonly instance?: boolean;
+  /** Colours for the verdict (a terminal without NO_COLOR). */
+  readonly paint?: Paint;
 }
 
 /**
@@ -47,16 +53,19 @@ export class PlainPrinter {
   }
 
   /** The sink to give the reader. */
-  readonly sink: LineSink = async (lines) => {
+  readonly sink: LineSink = (lines) => this.take(lines.map((raw) => ({ raw, record: parseLogLine(raw) })));
+
+  /** The sink for lines already parsed and tagged with their file (several files merged). */
+  readonly take: SourcedSink = async (lines: SourcedLine[]) => {
     if (this.closedByReader || this.failure !== undefined) return;
     const out: string[] = [];
-    for (const raw of lines) {
-      const entry: LogEntry = { seq: this.seq++, raw, record: parseLogLine(raw) };
+    for (const line of lines) {
+      const entry: LogEntry = { seq: this.seq++, ...line };
       if (!this.matches(entry)) continue;
       if (this.options.json) {
-        if (entry.record !== undefined) out.push(raw);
+        if (entry.record !== undefined) out.push(entry.raw);
       } else {
-        out.push(formatPlainLine(entry));
+        out.push(formatPlainLine(entry, { instance: this.options.instance, paint: this.options.paint }));
       }
     }
     if (this.held !== undefined) {

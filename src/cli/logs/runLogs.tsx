@@ -2,17 +2,22 @@ import { openSync } from 'node:fs';
 import { basename } from 'node:path';
 import { ReadStream } from 'node:tty';
 import { render } from 'ink';
+import { colorWanted } from '../../config.js';
 import { runtimeError, usageError } from '../errors.js';
+import { paint } from '../terminalText.js';
 import type { LogFilter } from './logFilter.js';
 import { readLogFile, readLogStream, type LineSink, type ReaderEvent } from './logReader.js';
 import { DEFAULT_LIMIT, LogStore } from './logStore.js';
 import { LogViewer } from './LogViewer.js';
+import { readMergedFiles, type SourcedSink } from './mergeFiles.js';
 import { PlainPrinter } from './plainOutput.js';
 
 /** What `attest logs` was asked to do, validated by the command. */
 export interface LogsOptions {
-  /** The log file; absent: stdin. */
+  /** The log file; absent: stdin (or `files`). */
   readonly file?: string;
+  /** Several log files, merged by time (never followed). */
+  readonly files?: readonly string[];
   readonly follow: boolean;
   /** NDJSON of the matching lines instead of the viewer or human lines. */
   readonly json: boolean;
@@ -44,20 +49,27 @@ function openDevTty(): NodeJS.ReadStream | undefined {
 export const processIo = (): LogsIo => ({ stdin: process.stdin, stdout: process.stdout, openKeyboard: openDevTty });
 
 /**
- * Reads the log into `sink`: the file (following it if asked) or stdin.
+ * Reads the log into `sink`: the file (following it if asked), several files merged by time
+ * (into `sourced`), or stdin.
+ * @param onStdinCaughtUp - viewer only: stdin has no more data buffered for now (it may go on)
  * @returns a promise that resolves at the end of input, or when `signal` aborts while following
  */
 function readSource(
   options: LogsOptions,
   io: LogsIo,
   sink: LineSink,
+  sourced: SourcedSink,
   signal: AbortSignal,
   onEvent: (e: ReaderEvent) => void,
   tailBytes?: number,
+  onStdinCaughtUp?: () => void,
 ): Promise<void> {
+  if (options.files !== undefined) {
+    return readMergedFiles(options.files, sourced, signal).then(() => onEvent({ type: 'caught-up' }));
+  }
   if (options.file === undefined) {
     // stdin cannot be rotated or re-read: it is read to its end, which is following it anyway.
-    return readLogStream(io.stdin, sink, signal).then(() => onEvent({ type: 'caught-up' }));
+    return readLogStream(io.stdin, sink, signal, onStdinCaughtUp).then(() => onEvent({ type: 'caught-up' }));
   }
   return readLogFile(options.file, sink, {
     follow: options.follow,
@@ -75,11 +87,19 @@ function readSource(
  */
 export async function runPlain(options: LogsOptions, io: LogsIo): Promise<void> {
   const stop = new AbortController();
-  const printer = new PlainPrinter(io.stdout, { filter: options.filter, json: options.json, tail: options.limit }, () =>
-    stop.abort(),
+  const printer = new PlainPrinter(
+    io.stdout,
+    {
+      filter: options.filter,
+      json: options.json,
+      tail: options.limit,
+      instance: options.files !== undefined,
+      paint: paint(colorWanted(io.stdout.isTTY)),
+    },
+    () => stop.abort(),
   );
   let catchingUp: Promise<void> = Promise.resolve();
-  await readSource(options, io, printer.sink, stop.signal, (e) => {
+  await readSource(options, io, printer.sink, printer.take, stop.signal, (e) => {
     if (e.type === 'caught-up') catchingUp = catchingUp.then(() => printer.caughtUp());
   });
   await catchingUp;
@@ -92,7 +112,8 @@ export async function runPlain(options: LogsOptions, io: LogsIo): Promise<void> 
  */
 export async function runViewer(options: LogsOptions, io: LogsIo, keyboard: NodeJS.ReadStream): Promise<void> {
   const limit = options.limit ?? DEFAULT_LIMIT;
-  const store = new LogStore(limit, options.file === undefined ? 'stdin' : basename(options.file));
+  const name = options.files !== undefined ? `${options.files.length} files` : options.file === undefined ? 'stdin' : basename(options.file);
+  const store = new LogStore(limit, name);
   const stop = new AbortController();
   // Only the last `limit` lines are kept, so a huge file is read from near its end: 4 KiB a line
   // is several times a pino request line, so the window holds `limit` lines in practice.
@@ -124,7 +145,9 @@ export async function runViewer(options: LogsOptions, io: LogsIo, keyboard: Node
       exitOnCtrlC: true,
       patchConsole: false,
     });
-    const reading = readSource(options, io, (lines) => store.append(lines), stop.signal, onEvent, tailBytes).catch(
+    // stdin shows what has arrived as soon as it has (a `tail -f` upstream never ends it); done at its end
+    const live = () => store.setStatus({ phase: 'following', error: undefined });
+    const reading = readSource(options, io, (lines) => store.append(lines), (lines) => store.appendSourced(lines), stop.signal, onEvent, tailBytes, live).catch(
       (e: unknown) => store.setStatus({ phase: 'error', error: e instanceof Error ? e.message : String(e) }),
     );
     try {
@@ -147,17 +170,18 @@ export async function runViewer(options: LogsOptions, io: LogsIo, keyboard: Node
  * output falls back to plain lines. `--json` always prints NDJSON.
  */
 export async function runLogs(options: LogsOptions, io: LogsIo = processIo()): Promise<void> {
-  if (options.file === undefined && io.stdin.isTTY === true) {
+  if (options.file === undefined && options.files === undefined && io.stdin.isTTY === true) {
     throw usageError('no log to read: pass a FILE (the ATTEST_LOG_FILE of the server) or pipe the log on stdin');
   }
   if (options.json || io.stdout.isTTY !== true) return runPlain(options, io);
-  const keyboard = options.file !== undefined && io.stdin.isTTY === true ? io.stdin : io.openKeyboard();
+  const fromFiles = options.file !== undefined || options.files !== undefined;
+  const keyboard = fromFiles && io.stdin.isTTY === true ? io.stdin : io.openKeyboard();
   if (keyboard === undefined) return runPlain(options, io);
   try {
     await runViewer(options, io, keyboard);
   } finally {
     if (keyboard !== io.stdin) keyboard.destroy();
     // The log on stdin may not have ended (a `tail -f` upstream); stop reading it so the process can exit.
-    if (options.file === undefined) io.stdin.destroy();
+    if (!fromFiles) io.stdin.destroy();
   }
 }

@@ -216,12 +216,12 @@ export function detailLines(entry: LogEntry, width: number): DetailLine[] {
       fields.push([k, v]);
     }
   }
-  const keyWidth = Math.min(16, Math.max(...fields.map(([k]) => k.length), 4));
+  const keyWidth = Math.min(16, Math.max(...fields.map(([k]) => clean(k).length), 4));
   const valueWidth = Math.max(10, width - keyWidth - 3);
   const out: DetailLine[] = [];
   for (const [k, v] of fields) {
     const { text, tone } = valueText(k, v);
-    wrapText(text, valueWidth).forEach((value, i) => out.push({ key: i === 0 ? k : '', value, tone }));
+    wrapText(text, valueWidth).forEach((value, i) => out.push({ key: i === 0 ? clean(k) : '', value, tone }));
   }
   return out;
 }

@@ -121,6 +121,8 @@ export async function verifyAssertion(input: AssertionInput, deps: AssertionDeps
   // Assertion step 5: the counter is strictly above every counter accepted before
   trace.current('apple.assertion.counter');
   const { counter } = authenticatorData;
+  trace.facts.counter = counter;
+  trace.facts.storedCounter = key.counter;
   if (counter <= key.counter) {
     throw new Rejection(
       'apple_counter_replay',

@@ -209,7 +209,7 @@ describe('LogViewer', () => {
       lines: [requestLine({ isValid: false, reason: 'evil\u001b[2J', detail: 'x\u0007' }), 'raw \u001b]0;title\u0007 line'],
     });
     expect(frame()).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/); // only newlines between rows
-    expect(frame()).toContain('evil·[2J');
+    expect(frame()).toContain('evil\\x1B[2J');
   });
 
   it('quits on q', async () => {

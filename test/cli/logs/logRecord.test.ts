@@ -77,6 +77,6 @@ describe('terminal safety', () => {
     expect(raw).not.toContain('\u001b'); // JSON keeps it escaped…
     const line = formatPlainLine({ seq: 0, raw, record: parseLogLine(raw) });
     expect(line).not.toContain('\u001b'); // …and the printed line must not unescape it
-    expect(line).toContain('x·[2Jy');
+    expect(line).toContain('x\\x1B[2Jy');
   });
 });

@@ -87,7 +87,7 @@ describe('attest logs', () => {
   it('fails with a one-line usage error (exit 2) on bad input', async () => {
     expect((await usageFailure([join(dir, 'missing.log')])).message).toMatch(/no such file/);
     expect((await usageFailure([dir])).message).toMatch(/is a directory/);
-    expect((await usageFailure([file, '--service', 'android'])).message).toMatch(/apple or gms/);
+    expect((await usageFailure([file, '--service', 'ios'])).message).toMatch(/apple, or gms/);
     expect((await usageFailure([file, '--reason', 'counter_replay'])).message).toMatch(/unknown reason/);
     for (const limit of ['0', '-5', '1.5', 'ten', '2000000']) await usageFailure([file, '--limit', limit]);
     await usageFailure([file, '--key', '']);

@@ -53,7 +53,7 @@ describe('text shaping', () => {
   });
 
   it('neutralises control characters from the log', () => {
-    expect(clean('red \u001b[31mtext\u0007')).toBe('red ·[31mtext·');
+    expect(clean('red \u001b[31mtext\u0007')).toBe('red \\x1B[31mtext\\x07');
   });
 
   it('lists a request record with the why first and pino fields last', () => {
