@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
+import { createServer } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from '../config.js';
@@ -46,6 +47,8 @@ export async function startServer(
     logger.warn({ path: config.appleRootCaPath, roots: appleRoots.length }, 'ATTEST_APPLE_ROOT_CA is set: App Attest trusts these roots instead of the built-in Apple root');
   }
 
+  // a port in use is the commonest start-up failure: find it before loading the database
+  if (config.port !== 0) await assertPortFree(config.port, config.host);
   const database = await openDatabase({
     url: config.databaseUrl,
     dataDir: config.dataDir,
@@ -132,4 +135,13 @@ async function serveOn(
       await database.close();
     },
   };
+}
+
+/** Rejects with the listen error (EADDRINUSE, EACCES) that listening on port/host would meet. */
+function assertPortFree(port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
 }

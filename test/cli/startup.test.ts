@@ -83,8 +83,7 @@ const targets: Target[] = [
   {
     name: 'embedded',
     env: async () => {
-      const runDir = mkdtempSync(join(root, 'run-'));
-      return { env: baseEnv({ ATTEST_DATA_DIR: join(root, 'busy-port'), XDG_RUNTIME_DIR: runDir }), cleanup: async () => {} };
+      return { env: baseEnv({ ATTEST_DATA_DIR: join(root, 'busy-port') }), cleanup: async () => {} };
     },
   },
 ];
@@ -100,7 +99,7 @@ if (pg) {
 }
 
 describe.each(targets)('serve on a port in use ($name)', (target) => {
-  it('exits 3 with one line right after saying so, and releases the data dir', async () => {
+  it('exits 3 with one line right after saying so, having opened nothing', async () => {
     const taken = await silentListener();
     const { env, cleanup } = await target.env();
     try {
@@ -110,19 +109,34 @@ describe.each(targets)('serve on a port in use ($name)', (target) => {
       expect(exit.code).toBe(3);
       // within a second on a quiet machine; the bound leaves room for a loaded one (it used to never exit)
       expect(exit.at - said.at).toBeLessThan(5000);
-      expect(lines(run.stderr()).filter((l) => l.startsWith('attest:'))).toHaveLength(1);
-      if (env.ATTEST_DATA_DIR) {
-        expect(existsSync(join(env.ATTEST_DATA_DIR, 'attest.lock'))).toBe(false);
-        expect(readdirSync(env.XDG_RUNTIME_DIR!)).toEqual([]);
-        // nobody holds it: the next command opens the directory itself
-        const list = await runBin(['keys', 'list', '--json'], env);
-        expect(list.code).toBe(0);
-        expect(JSON.parse(list.stdout)).toEqual([]);
-      }
+      expect(lines(run.stderr())).toHaveLength(1);
+      // the port is checked before the database is touched: not even a data dir is made
+      if (env.ATTEST_DATA_DIR) expect(existsSync(env.ATTEST_DATA_DIR)).toBe(false);
     } finally {
       await taken.close();
       await cleanup();
     }
+  }, 180_000);
+});
+
+describe('serve failing after it opened the embedded database', () => {
+  it('exits 3 and releases the lock and the socket (here: --no-migrate on a database without migrations)', async () => {
+    const dataDir = join(root, 'unmigrated');
+    const runDir = mkdtempSync(join(root, 'run-'));
+    const env = baseEnv({ ATTEST_DATA_DIR: dataDir, XDG_RUNTIME_DIR: runDir });
+    const run = watchBin(['serve', '--port', '0', '--host', '127.0.0.1', '--no-migrate'], env);
+    const said = await run.line(/attest: cannot start: the database lacks \d+ migration\(s\): run "attest db migrate" or start without --no-migrate/);
+    const exit = await run.exited;
+    expect(exit.code).toBe(3);
+    // node takes a few seconds to tear down PGlite's WebAssembly instance on a loaded machine
+    expect(exit.at - said.at).toBeLessThan(10_000);
+    expect(lines(run.stderr())).toEqual([`creating the embedded database in ${dataDir}…`, said.match[0]]);
+    expect(existsSync(join(dataDir, 'attest.lock'))).toBe(false);
+    expect(readdirSync(runDir)).toEqual([]);
+    // nobody holds it: the next command opens the directory itself
+    const migrate = await runBin(['db', 'migrate', '--json'], env);
+    expect(migrate.code).toBe(0);
+    expect(JSON.parse(migrate.stdout)).toEqual({ applied: expect.any(Number) });
   }, 180_000);
 });
 
