@@ -74,11 +74,15 @@ export function startSessionPruner(options: SessionPrunerOptions) {
   schedule(Math.min(intervalMs, 1000));
 
   return {
-    /** Stops the schedule and waits for a run under way. */
-    async stop(): Promise<void> {
+    /** Stops the schedule and waits for a run under way (its current batch), at most `waitMs`. */
+    async stop(waitMs = 5000): Promise<void> {
       stopped = true;
       clearTimeout(timer);
-      await running?.catch(() => {});
+      if (!running) return;
+      let limit: NodeJS.Timeout | undefined;
+      // a database that hangs must not hang the shutdown
+      await Promise.race([running.catch(() => {}), new Promise<void>((resolve) => (limit = setTimeout(resolve, waitMs)))]);
+      clearTimeout(limit);
     },
   };
 }

@@ -10,7 +10,7 @@ import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { rowsOf, type DatabaseHandle } from '../../src/db/client.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
 import { startSessionPruner, type PruneRun } from '../../src/server/sessionPruner.js';
-import { startServer } from '../../src/server/start.js';
+import { startServer, type RunningServer } from '../../src/server/start.js';
 import { backends, type TestDatabase } from '../support/databases.js';
 import { captureLogger } from '../support/service.js';
 
@@ -142,6 +142,25 @@ describe.each(backends())('session pruning on $name', (backend) => {
   }
 });
 
+describe('startSessionPruner.stop', () => {
+  it('does not wait beyond its bound for a batch that hangs', async () => {
+    let entered!: () => void;
+    const hanging = new Promise<void>((resolve) => (entered = resolve));
+    const pruner = startSessionPruner({
+      pruneBatch: () => {
+        entered();
+        return new Promise(() => {});
+      },
+      retentionSeconds: 60,
+      intervalMs: 1,
+    });
+    await hanging;
+    const started = performance.now();
+    await pruner.stop(50);
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+});
+
 describe('ATTEST_SESSION_RETENTION', () => {
   it('defaults to 1h, takes a duration, and a bad one is a configuration error naming it', () => {
     expect(loadConfig({}, {}).sessionRetentionSeconds).toBe(3600);
@@ -152,24 +171,25 @@ describe('ATTEST_SESSION_RETENTION', () => {
 
 describe('attest serve prunes by itself', () => {
   let dir: string;
-  beforeAll(() => {
+  let server: RunningServer | undefined;
+  const { logger, capture } = captureLogger();
+  beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'attest-prune-'));
-  });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-  it('deletes sessions older than ATTEST_SESSION_RETENTION on its schedule, and logs it', async () => {
-    const { logger, capture } = captureLogger();
     const config = loadConfig({ dataDir: dir, port: 0, host: '127.0.0.1' }, { ATTEST_SESSION_RETENTION: '30m' });
     expect(config.sessionRetentionSeconds).toBe(1800);
-    const server = await startServer(config, logger, { migrate: true, pruneIntervalMs: 50 });
-    try {
-      await createApiKeyRepository(server.database.db).insert({ id: 'k1', name: 'k1', hash: 'h', expiresInSeconds: null });
-      await oldSessions(server.database, 7, 1);
-      await oldSessions(server.database, 3, 0.25, { prefix: 'recent' });
-      await vi.waitFor(() => expect(capture.lines.find((l) => l.msg === 'sessions pruned')).toMatchObject({ deleted: 7, skipped: false }), { timeout: 20_000 });
-      expect(await references(server.database)).toEqual(['recent_1', 'recent_2', 'recent_3']);
-    } finally {
-      await server.close();
-    }
+    server = await startServer(config, logger, { migrate: true, pruneIntervalMs: 50 });
   });
+  afterAll(async () => {
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('deletes sessions older than ATTEST_SESSION_RETENTION on its schedule, and logs it', async () => {
+    await createApiKeyRepository(server!.database.db).insert({ id: 'k1', name: 'k1', hash: 'h', expiresInSeconds: null });
+    await oldSessions(server!.database, 7, 1);
+    await oldSessions(server!.database, 3, 0.25, { prefix: 'recent' });
+    // bounded by the event (the log line), generously for a loaded machine
+    await vi.waitFor(() => expect(capture.lines.find((l) => l.msg === 'sessions pruned')).toMatchObject({ deleted: 7, skipped: false }), { timeout: 50_000, interval: 50 });
+    expect(await references(server!.database)).toEqual(['recent_1', 'recent_2', 'recent_3']);
+  }, 60_000);
 });
