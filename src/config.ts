@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseDuration } from './cli/duration.js';
 
 /** Everything attest reads from its environment, in one place. */
 export interface Config {
@@ -7,6 +8,11 @@ export interface Config {
   port: number;
   host: string;
   sessionTtlSeconds: number;
+  /** expired and consumed sessions older than this are deleted by `serve` */
+  sessionRetentionSeconds: number;
+  /** when set, /metrics is served on this port (and not on the API's) */
+  metricsPort: number | undefined;
+  metricsHost: string;
   appleRootCaPath: string | undefined;
   apiKeyPrefix: string;
   logLevel: string;
@@ -36,6 +42,12 @@ const env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
   ATTEST_SESSION_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
+  ATTEST_SESSION_RETENTION: z
+    .string()
+    .default('1h')
+    .transform((text, ctx) => parseDuration(text) ?? (ctx.addIssue({ code: 'custom', message: `must be a duration such as 30m, 1h or 7d, got "${text}"` }), z.NEVER)),
+  ATTEST_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  ATTEST_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   ATTEST_APPLE_ROOT_CA: z.string().min(1).optional(),
   ATTEST_API_KEY_PREFIX: z
     .string()
@@ -62,6 +74,9 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_ACTOR: 'must be 1 to 100 characters with no control characters',
   ATTEST_DB_CONNECT_TIMEOUT: 'must be a whole number of seconds from 1 to 600',
   XDG_RUNTIME_DIR: 'must be the path of a folder',
+  ATTEST_SESSION_RETENTION: 'must be a duration with its unit, such as 1h or 30m',
+  ATTEST_METRICS_PORT: 'must be a port number from 0 to 65535',
+  ATTEST_METRICS_HOST: 'must be a host name or IP address to listen on',
 };
 
 /** Values never repeated in a message: a database URL may hold a password. */
@@ -87,6 +102,9 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     port: e.PORT,
     host: e.HOST,
     sessionTtlSeconds: e.ATTEST_SESSION_TTL_SECONDS,
+    sessionRetentionSeconds: e.ATTEST_SESSION_RETENTION,
+    metricsPort: e.ATTEST_METRICS_PORT,
+    metricsHost: e.ATTEST_METRICS_HOST,
     appleRootCaPath: e.ATTEST_APPLE_ROOT_CA,
     apiKeyPrefix: e.ATTEST_API_KEY_PREFIX,
     logLevel: e.LOG_LEVEL,

@@ -43,7 +43,8 @@ export const attestationSessions = pgTable(
     expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
     consumedAt: timestamp('consumed_at', { withTimezone: true }),
   },
-  (t) => [index('attestation_sessions_expires_at_idx').on(t.expiresAt)],
+  // both indexes serve the pruner's batches
+  (t) => [index('attestation_sessions_expires_at_idx').on(t.expiresAt), index('attestation_sessions_consumed_at_idx').on(t.consumedAt)],
 );
 
 export const appleApps = pgTable('apple_apps', {

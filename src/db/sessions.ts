@@ -1,6 +1,9 @@
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Database } from './client.js';
 
+// any constant works; it only has to be the same for every instance of attest
+const PRUNE_LOCK_ID = 0x70727565; // 'prue'
+
 export type ConsumeResult =
   | { ok: true; serverNonce: Uint8Array }
   | { ok: false; reason: 'session_unknown' | 'session_consumed' | 'session_expired' };
@@ -56,6 +59,32 @@ export function createSessionRepository(db: Database) {
           ) select count(*)::int as n from gone`),
       );
       return rows[0]?.n ?? 0;
+    },
+
+    /**
+     * Deletes at most `limit` sessions that expired or were consumed before `cutoff`; returns how
+     * many, or null when `advisoryLock` is set and another instance is pruning (PostgreSQL only:
+     * the lock is the transaction's, so a crashed pruner never leaves it held).
+     */
+    async pruneBatch(cutoff: Date, limit: number, options: { advisoryLock?: boolean } = {}): Promise<number | null> {
+      const batch = async (tx: Pick<Database, 'execute'>) => {
+        const rows = rowsOf<{ n: number }>(
+          await tx.execute(sql`
+            with victims as (
+              select reference from attestation_sessions
+              where expires_at < ${cutoff.toISOString()}::timestamptz or consumed_at < ${cutoff.toISOString()}::timestamptz
+              limit ${limit}
+            ), gone as (
+              delete from attestation_sessions s using victims where s.reference = victims.reference returning 1
+            ) select count(*)::int as n from gone`),
+        );
+        return rows[0]?.n ?? 0;
+      };
+      if (!options.advisoryLock) return batch(db);
+      return db.transaction(async (tx) => {
+        const locked = rowsOf<{ locked: boolean }>(await tx.execute(sql`select pg_try_advisory_xact_lock(${PRUNE_LOCK_ID}) as locked`));
+        return locked[0]?.locked ? batch(tx) : null;
+      });
     },
 
     /** Counts by state, for metrics. */

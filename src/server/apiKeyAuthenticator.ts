@@ -1,14 +1,22 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { parseApiKey, verifyApiKeyHash } from '../core/apiKeys.js';
+import { DUMMY_API_KEY_HASH, parseApiKey, verifyApiKeyHash } from '../core/apiKeys.js';
 
 export interface ApiKeyLookup {
   find(id: string): Promise<{ id: string; hash: string; expiresAt: Date | null; revokedAt: Date | null } | null>;
   touch(id: string): Promise<void>;
 }
 
-export type AuthResult =
-  | { ok: true; keyId: string }
-  | { ok: false; status: 401 | 403 | 503; why: 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'mismatch' | 'busy'; keyId?: string };
+export type AuthFailure = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'mismatch' | 'busy' | 'locked_id' | 'locked_address';
+
+export type AuthResult = { ok: true; keyId: string } | { ok: false; status: 401 | 403 | 503; why: AuthFailure; keyId?: string };
+
+/** What the request adds to the presented value. */
+export interface AuthContext {
+  /** the client's address (TCP peer), for the per-address failure limit */
+  address?: string | undefined;
+  /** bounds the database reads (not argon2, nor its queue) by the request's backend deadline */
+  backend?: <T>(work: Promise<T>) => Promise<T>;
+}
 
 export interface AuthenticatorOptions {
   lookup: ApiKeyLookup;
@@ -24,6 +32,12 @@ export interface AuthenticatorOptions {
   /** how often last_used_at is written per key */
   touchIntervalMs?: number;
   onTouchError?: (err: unknown) => void;
+  /** failed verifications (in flight ones included) per key id, and per client address, within `failureWindowMs` before further ones are refused without argon2 */
+  maxFailuresPerId?: number;
+  maxFailuresPerAddress?: number;
+  failureWindowMs?: number;
+  /** while an id is locked, one verification per this interval is still let through, to addresses with no failures of their own */
+  lockedProbeMs?: number;
 }
 
 interface Verified {
@@ -33,11 +47,21 @@ interface Verified {
   checkedAt: number;
 }
 
+/** Failed verifications of one key id or client address in the current window. */
+interface FailureWindow {
+  start: number;
+  count: number;
+  /** when a locked id last let a verification through */
+  probedAt: number;
+}
+
 /**
  * Checks `X-Api-Key` values. argon2 runs once per key per process: a verified key is cached under
  * an HMAC of the presented value (a process-local secret, so the cache holds no usable key) and
  * its row re-read every `revalidateMs`, so revocation and expiry still apply within that time.
  * Failed values are remembered, and argon2 work is bounded, so junk keys cannot exhaust the CPU.
+ * Distinct wrong secrets for one id (or from one address) are limited: past the limit they are
+ * refused without argon2. The cache is checked first, so a key already verified keeps working.
  */
 export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const now = options.now ?? Date.now;
@@ -52,6 +76,12 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const inflight = new Map<string, Promise<AuthResult>>();
   const touched = new Map<string, number>();
   const limiter = createLimiter(options.maxConcurrentHashes ?? 2, options.maxQueuedHashes ?? 64);
+  const maxFailuresPerId = options.maxFailuresPerId ?? 10;
+  const maxFailuresPerAddress = options.maxFailuresPerAddress ?? 30;
+  const failureWindowMs = options.failureWindowMs ?? 60_000;
+  const lockedProbeMs = options.lockedProbeMs ?? 1000;
+  const idFailures = new Map<string, FailureWindow>();
+  const addressFailures = new Map<string, FailureWindow>();
 
   const fingerprint = (presented: string) => createHmac('sha256', cacheSecret).update(presented).digest('base64url');
 
@@ -59,6 +89,39 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     map.delete(key);
     map.set(key, value);
     if (map.size > maxEntries) map.delete(map.keys().next().value as string);
+  }
+
+  function windowOf(map: Map<string, FailureWindow>, key: string): FailureWindow {
+    let w = map.get(key);
+    if (!w || now() - w.start >= failureWindowMs) w = { start: now(), count: 0, probedAt: w?.probedAt ?? -Infinity };
+    remember(map, key, w);
+    return w;
+  }
+
+  /**
+   * Counts a verification against its id and address before it runs (so a burst cannot pass the
+   * limit while its hashes are queued); what turns out not to be a failure gives it back.
+   */
+  function admit(id: string, address: string | undefined): { ok: true; release(): void } | { ok: false; why: 'locked_id' | 'locked_address' } {
+    const byAddress = address === undefined ? undefined : windowOf(addressFailures, address);
+    if (byAddress && byAddress.count >= maxFailuresPerAddress) return { ok: false, why: 'locked_address' };
+    const byId = windowOf(idFailures, id);
+    if (byId.count >= maxFailuresPerId) {
+      // the owner of the key, from an address that has not failed, still gets in now and then
+      const probe = (byAddress === undefined || byAddress.count === 0) && now() - byId.probedAt >= lockedProbeMs;
+      if (!probe) return { ok: false, why: 'locked_id' };
+      byId.probedAt = now();
+    }
+    byId.count++;
+    if (byId.count === maxFailuresPerId) byId.probedAt = now(); // the first probe comes lockedProbeMs after the lock
+    if (byAddress) byAddress.count++;
+    return {
+      ok: true,
+      release() {
+        byId.count = Math.max(0, byId.count - 1);
+        if (byAddress) byAddress.count = Math.max(0, byAddress.count - 1);
+      },
+    };
   }
 
   function touch(id: string) {
@@ -74,19 +137,23 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     return null;
   }
 
-  async function verifyFresh(presented: string, id: string, fp: string): Promise<AuthResult> {
-    const row = await options.lookup.find(id);
+  /**
+   * Reads the row and runs argon2 whatever the row says: an unknown id is checked against a dummy
+   * hash and a revoked or expired key against its own, so each costs what a wrong secret costs.
+   */
+  async function verifyFresh(presented: string, id: string, fp: string, backend: Budget): Promise<AuthResult> {
+    const row = await backend(options.lookup.find(id));
+    const dead = row ? liveness(row) : null;
+    const matches = await limiter.run(() => verifyApiKeyHash(row?.hash ?? DUMMY_API_KEY_HASH, presented));
+    if (matches === undefined) return { ok: false, status: 503, why: 'busy', keyId: id };
     if (!row) {
       remember(failures, fp, { at: now(), why: 'unknown' });
       return { ok: false, status: 403, why: 'unknown' };
     }
-    const dead = liveness(row);
     if (dead) {
       remember(failures, fp, { at: now(), why: dead.why });
       return { ...dead, keyId: id };
     }
-    const matches = await limiter.run(() => verifyApiKeyHash(row.hash, presented));
-    if (matches === undefined) return { ok: false, status: 503, why: 'busy', keyId: id };
     if (!matches) {
       remember(failures, fp, { at: now(), why: 'mismatch' });
       return { ok: false, status: 403, why: 'mismatch', keyId: id };
@@ -97,7 +164,8 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
 
   return {
     /** Authenticates one request's header value (undefined when the header is absent). */
-    async authenticate(presented: string | undefined): Promise<AuthResult> {
+    async authenticate(presented: string | undefined, context: AuthContext = {}): Promise<AuthResult> {
+      const backend: Budget = context.backend ?? ((work) => work);
       if (presented === undefined || presented.trim() === '') return { ok: false, status: 401, why: 'missing' };
       const parsed = parseApiKey(presented);
       if (!parsed) return { ok: false, status: 403, why: 'malformed' };
@@ -114,7 +182,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
           return { ok: true, keyId: hit.id };
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
-        const row = await options.lookup.find(hit.id);
+        const row = await backend(options.lookup.find(hit.id));
         const dead = row ? liveness(row) : { ok: false as const, status: 403 as const, why: 'unknown' as const };
         if (dead || !row || row.hash !== hit.hash) {
           verified.delete(fp);
@@ -132,7 +200,21 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       // concurrent first requests with one key share one argon2 run
       let pending = inflight.get(fp);
       if (!pending) {
-        pending = verifyFresh(presented, parsed.id, fp).finally(() => inflight.delete(fp));
+        const admitted = admit(parsed.id, context.address);
+        if (!admitted.ok) return { ok: false, status: 403, why: admitted.why, keyId: parsed.id };
+        pending = verifyFresh(presented, parsed.id, fp, backend)
+          .then(
+            (result) => {
+              // busy is no verdict on the secret: it does not count either
+              if (result.ok || result.why === 'busy') admitted.release();
+              return result;
+            },
+            (err: unknown) => {
+              admitted.release();
+              throw err;
+            },
+          )
+          .finally(() => inflight.delete(fp));
         inflight.set(fp, pending);
       }
       const result = await pending;
@@ -148,6 +230,8 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
 }
 
 export type ApiKeyAuthenticator = ReturnType<typeof createApiKeyAuthenticator>;
+
+type Budget = <T>(work: Promise<T>) => Promise<T>;
 
 /** Runs at most `concurrency` tasks at once with at most `queue` waiting; `undefined` when full. */
 function createLimiter(concurrency: number, queue: number) {

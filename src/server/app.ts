@@ -34,6 +34,8 @@ export interface AppDeps {
   requestDeadlineMs?: number;
   /** told each time a request ran out of time waiting on the backend (the pool watchdog) */
   onBackendTimeout?: () => void;
+  /** false when /metrics is served on a port of its own (ATTEST_METRICS_PORT) */
+  metricsRoute?: boolean;
 }
 
 /** Fields of the one log line a request writes; handlers fill them in. */
@@ -55,7 +57,7 @@ interface RequestLog {
 }
 
 type Budget = <T>(work: Promise<T>) => Promise<T>;
-type Env = { Variables: { log: RequestLog; keyId: string; backend: Budget } };
+type Env = { Variables: { log: RequestLog; keyId: string; backend: Budget }; Bindings: { incoming?: { socket?: { remoteAddress?: string } } } };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ROUTES: Record<string, string[]> = {
@@ -128,9 +130,11 @@ export function createApp(deps: AppDeps): Hono<Env> {
     await next();
   });
 
-  // the key is checked before anything else under /api/, unknown paths included
+  // the key is checked before anything else under /api/, unknown paths included. Only its database
+  // reads count against the deadline: time queued for argon2 is bounded by the hash queue itself
   app.use('/api/*', async (c, next) => {
-    const result = await c.get('backend')(deps.auth.authenticate(c.req.header('x-api-key')));
+    const address = c.env?.incoming?.socket?.remoteAddress;
+    const result = await deps.auth.authenticate(c.req.header('x-api-key'), { address, backend: c.get('backend') });
     const log = c.get('log');
     if (!result.ok) {
       log.auth = result.why;
@@ -208,14 +212,17 @@ export function createApp(deps: AppDeps): Hono<Env> {
     ]);
     return c.json({ status: ready ? 'ready' : 'not ready' }, ready ? 200 : 503);
   });
-  app.get('/metrics', async (c) => {
-    const text = await deps.metrics.registry.metrics();
-    return c.text(text, 200, { 'Content-Type': deps.metrics.registry.contentType });
-  });
+  const metricsRoute = deps.metricsRoute ?? true;
+  if (metricsRoute) {
+    app.get('/metrics', async (c) => {
+      const text = await deps.metrics.registry.metrics();
+      return c.text(text, 200, { 'Content-Type': deps.metrics.registry.contentType });
+    });
+  }
   app.get('/openapi.json', (c) => c.json(OPENAPI_DOCUMENT));
 
   app.notFound((c) => {
-    const allowed = ROUTES[c.req.path];
+    const allowed = c.req.path === '/metrics' && !metricsRoute ? undefined : ROUTES[c.req.path];
     if (allowed) {
       c.header('Allow', allowed.join(', '));
       return errorBody(c, 405, STATUS_INVALID_REQUEST, 'Method not allowed');

@@ -1,10 +1,20 @@
+import { Hono } from 'hono';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** How long a scrape waits for the session counts (the gauge keeps its last values after that). */
+/** How long the first scrape waits for the session counts (later ones answer the last values at once). */
 const SESSION_COUNTS_TIMEOUT_MS = 1000;
 
+type SessionCounts = { active: number; consumed: number; expired: number };
+
+export interface MetricsOptions {
+  sessionCounts?: () => Promise<SessionCounts>;
+  /** the counts are re-read at most this often, one query at a time, whatever the number of scrapers */
+  sessionCountsMaxAgeMs?: number;
+  now?: () => number;
+}
+
 /** Prometheus metrics of one app instance (own registry: no global state). */
-export function createMetrics(options: { sessionCounts?: () => Promise<{ active: number; consumed: number; expired: number }> } = {}) {
+export function createMetrics(options: MetricsOptions = {}) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'attest_' });
   const requests = new Counter({
@@ -29,19 +39,40 @@ export function createMetrics(options: { sessionCounts?: () => Promise<{ active:
   const sessionsCreated = new Counter({ name: 'attest_sessions_created_total', help: 'sessions created by init', registers: [registry] });
   if (options.sessionCounts) {
     const read = options.sessionCounts;
+    const now = options.now ?? Date.now;
+    const maxAgeMs = options.sessionCountsMaxAgeMs ?? 30_000;
+    let last: SessionCounts | null = null;
+    let attemptedAt = -Infinity;
+    let refreshing: Promise<void> | null = null;
+    // a count(*) over the sessions table per scrape was the cost: one read per maxAgeMs at most
+    const refresh = (): Promise<void> | null => {
+      if (refreshing || now() - attemptedAt < maxAgeMs) return refreshing;
+      attemptedAt = now();
+      let timer: NodeJS.Timeout | undefined;
+      // a read that never answers must not stop every later refresh
+      const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(maxAgeMs, SESSION_COUNTS_TIMEOUT_MS)).unref()));
+      const done = read().then((counts) => {
+        last = counts;
+      }, () => {});
+      refreshing = Promise.race([done, giveUp]).finally(() => {
+        clearTimeout(timer);
+        refreshing = null;
+      });
+      return refreshing;
+    };
     new Gauge({
       name: 'attest_sessions',
-      help: 'stored sessions by state (read from the database at scrape time)',
+      help: `stored sessions by state (read from the database at most every ${Math.round(maxAgeMs / 1000)} s)`,
       labelNames: ['state'] as const,
       registers: [registry],
       async collect() {
-        // a hanging database must not hang the scrape: the request counters matter most then
-        const counts = await Promise.race([
-          read().catch(() => null),
-          new Promise<null>((resolve) => setTimeout(resolve, SESSION_COUNTS_TIMEOUT_MS, null).unref()),
-        ]);
-        if (!counts) return;
-        for (const [state, n] of Object.entries(counts)) this.set({ state }, n);
+        const pending = refresh();
+        // only a first scrape waits, and not for long: a hanging database must not hang scrapes
+        if (!last && pending) {
+          await Promise.race([pending, new Promise<void>((resolve) => setTimeout(resolve, SESSION_COUNTS_TIMEOUT_MS).unref())]);
+        }
+        if (!last) return;
+        for (const [state, n] of Object.entries(last)) this.set({ state }, n);
       },
     });
   }
@@ -61,3 +92,11 @@ export function createMetrics(options: { sessionCounts?: () => Promise<{ active:
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** `/metrics` alone, for a listener of its own (ATTEST_METRICS_PORT), apart from the API. */
+export function createMetricsApp(metrics: Metrics): Hono {
+  const app = new Hono();
+  app.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'Content-Type': metrics.registry.contentType }));
+  app.notFound((c) => c.text('Not found: this port serves GET /metrics only\n', 404));
+  return app;
+}

@@ -16,11 +16,14 @@ import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createApp, describeFault } from './app.js';
-import { createMetrics } from './metrics.js';
+import { createMetrics, createMetricsApp } from './metrics.js';
+import { startSessionPruner } from './sessionPruner.js';
 
 export interface RunningServer {
   url: string;
   port: number;
+  /** where /metrics is served when ATTEST_METRICS_PORT is set */
+  metricsUrl?: string;
   database: DatabaseHandle;
   close(): Promise<void>;
 }
@@ -35,7 +38,7 @@ export const PROPAGATION_MS = 5000;
 export async function startServer(
   config: Config,
   logger: Logger,
-  options: { migrate: boolean; onProgress?: (message: string) => void },
+  options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
 ): Promise<RunningServer> {
   let appleRoots;
   try {
@@ -74,7 +77,7 @@ async function serveOn(
   appleRoots: ReturnType<typeof loadAppleRoots>,
   config: Config,
   logger: Logger,
-  options: { migrate: boolean; onProgress?: (message: string) => void },
+  options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
 ): Promise<RunningServer> {
   if (options.migrate) {
     const { applied } = await runMigrations(database, options.onProgress ? { onProgress: options.onProgress } : {});
@@ -95,6 +98,7 @@ async function serveOn(
     onTouchError: (err) => logger.warn({ err: describeFault(err) }, 'could not record API key use'),
   });
   const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
+  const separateMetrics = config.metricsPort !== undefined;
   const app = createApp({
     logger,
     auth,
@@ -106,32 +110,53 @@ async function serveOn(
     onBackendTimeout: createPoolWatchdog(database, {
       onRecycle: () => logger.warn('the database answers on a new connection while the pool hangs: replacing the pool'),
     }),
+    metricsRoute: !separateMetrics,
   });
 
   // slow clients must not hold sockets: whole request within 10 s, headers within 5 s. Node checks
   // those limits only every connectionsCheckingInterval (30 s by default): check every second.
   const serverOptions = { requestTimeout: 10_000, headersTimeout: 5_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch: app.fetch, port: config.port, hostname: config.host, serverOptions }, () => resolve(s as Server));
-    (s as Server).once('error', reject);
-  });
+  // a failure from here on is released by startServer, which closes the database
+  const server = await listen(app.fetch, config.port, config.host, serverOptions);
   server.maxHeadersCount = 100;
-  const address = server.address();
-  const port = typeof address === 'object' && address ? address.port : config.port;
-  // the address really bound (0.0.0.0 when that is what listens), not a guess at a reachable one
-  const boundHost = typeof address === 'object' && address ? address.address : config.host;
-  const url = `http://${boundHost.includes(':') ? `[${boundHost}]` : boundHost}:${port}`;
+  const url = urlOf(server, config.host, config.port);
   logger.info({ url, database: database.kind, where: database.where }, 'listening');
+
+  let metricsServer: Server | undefined;
+  let metricsUrl: string | undefined;
+  if (separateMetrics) {
+    try {
+      metricsServer = await listen(createMetricsApp(metrics).fetch, config.metricsPort!, config.metricsHost, serverOptions);
+    } catch (err) {
+      await closeServer(server);
+      const e = err as NodeJS.ErrnoException;
+      throw new Error(
+        e.code === 'EADDRINUSE'
+          ? `metrics port ${config.metricsPort} on ${config.metricsHost} is in use: pick another with --metrics-port or ATTEST_METRICS_PORT`
+          : `cannot serve metrics on ${config.metricsHost}:${config.metricsPort}: ${e.message}`,
+      );
+    }
+    metricsUrl = `${urlOf(metricsServer, config.metricsHost, config.metricsPort!)}/metrics`;
+    logger.info({ url: metricsUrl }, 'metrics listening');
+  }
+
+  // PGlite belongs to this process alone; PostgreSQL may be shared by several instances
+  const pruner = startSessionPruner({
+    pruneBatch: (cutoff, limit) => sessions.pruneBatch(cutoff, limit, { advisoryLock: database.kind === 'postgres' }),
+    retentionSeconds: config.sessionRetentionSeconds,
+    ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
+    onRun: ({ deleted, skipped }) => logger.info({ deleted, skipped }, skipped ? 'another instance is pruning sessions' : 'sessions pruned'),
+    onError: (err) => logger.warn({ err: describeFault(err) }, 'could not prune sessions'),
+  });
 
   return {
     url,
-    port,
+    port: portOf(server, config.port),
+    ...(metricsUrl ? { metricsUrl } : {}),
     database,
     async close() {
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeIdleConnections();
-      });
+      await pruner.stop();
+      await Promise.all([closeServer(server), metricsServer ? closeServer(metricsServer) : undefined]);
       await database.close();
     },
   };
@@ -143,5 +168,31 @@ function assertPortFree(port: number, host: string): Promise<void> {
     const probe = createServer();
     probe.once('error', reject);
     probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+function listen(fetch: Parameters<typeof serve>[0]['fetch'], port: number, hostname: string, serverOptions: object): Promise<Server> {
+  return new Promise<Server>((resolve, reject) => {
+    const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s as Server));
+    (s as Server).once('error', reject);
+  });
+}
+
+function portOf(server: Server, fallback: number): number {
+  const address = server.address();
+  return typeof address === 'object' && address ? address.port : fallback;
+}
+
+/** The address really bound (0.0.0.0 when that is what listens), not a guess at a reachable one. */
+function urlOf(server: Server, host: string, fallbackPort: number): string {
+  const address = server.address();
+  const bound = typeof address === 'object' && address ? address.address : host;
+  return `http://${bound.includes(':') ? `[${bound}]` : bound}:${portOf(server, fallbackPort)}`;
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
   });
 }

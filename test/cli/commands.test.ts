@@ -233,6 +233,7 @@ describe('attest CLI: bad usage and bad input exit 2 with one line on stderr', (
     [['db', 'prune', '--older-than', 'soon']],
     [['serve', '--port', '70000']],
     [['serve', '--port', 'http']],
+    [['serve', '--metrics-port', '70000']],
   ])('%j', async (args) => {
     const run = await runCli(...args);
     expect(run.code).toBe(2);

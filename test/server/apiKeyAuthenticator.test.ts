@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as apiKeys from '../../src/core/apiKeys.js';
-import { generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
+import { DUMMY_API_KEY_HASH, generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
 import { createApiKeyAuthenticator, type ApiKeyLookup } from '../../src/server/apiKeyAuthenticator.js';
 
 vi.mock('../../src/core/apiKeys.js', async (importOriginal) => {
@@ -98,7 +98,7 @@ describe('createApiKeyAuthenticator', () => {
     expect(await auth.authenticate(key)).toMatchObject({ ok: true });
   });
 
-  it('unknown, revoked and expired keys are 403 without argon2 and remembered', async () => {
+  it('unknown, revoked and expired keys cost one argon2 run each, like a wrong secret, and are remembered', async () => {
     const lookup = fakeLookup();
     const revoked = await addKey(lookup, { revokedAt: new Date() });
     const expired = await addKey(lookup, { expiresAt: new Date(Date.now() - 1) });
@@ -108,13 +108,23 @@ describe('createApiKeyAuthenticator', () => {
     expect(await auth.authenticate(revoked.key)).toMatchObject({ status: 403, why: 'revoked', keyId: revoked.id });
     expect(await auth.authenticate(expired.key)).toMatchObject({ status: 403, why: 'expired', keyId: expired.id });
     expect(await auth.authenticate(unknown)).toMatchObject({ status: 403, why: 'unknown' });
+    expect(argon).toHaveBeenCalledTimes(3);
+    // an id with no row is checked against a hash of the same cost, so its timing tells nothing
+    expect(argon.mock.calls[2]![0]).toBe(DUMMY_API_KEY_HASH);
+    expect(argon.mock.calls[2]![1]).toBe(unknown);
     const finds = lookup.finds;
     // remembered, and the log of a repeated attempt still names the real cause
     expect(await auth.authenticate(revoked.key)).toMatchObject({ status: 403, why: 'revoked' });
     expect(await auth.authenticate(expired.key)).toMatchObject({ status: 403, why: 'expired' });
     expect(await auth.authenticate(unknown)).toMatchObject({ status: 403, why: 'unknown' });
     expect(lookup.finds).toBe(finds);
-    expect(argon).not.toHaveBeenCalled();
+    expect(argon).toHaveBeenCalledTimes(3);
+  });
+
+  it('the dummy hash has the parameters of real keys (so it costs the same)', async () => {
+    const real = await hashApiKey(generateApiKey('attest').key);
+    const params = (h: string) => h.split('$').slice(1, 4).join('$');
+    expect(params(DUMMY_API_KEY_HASH)).toBe(params(real));
   });
 
   it('re-reads a verified key every revalidateMs and drops it once revoked, replaced or deleted', async () => {
@@ -241,5 +251,164 @@ describe('createApiKeyAuthenticator', () => {
     expect(lookup.finds).toBe(11);
     await auth.authenticate(keys[0]!); // the oldest fell out: looked up again
     expect(lookup.finds).toBe(12);
+  });
+});
+
+/** `n` wrong secrets for `key`'s id, all distinct (a repeated one is answered from memory anyway) */
+function wrongSecrets(key: string, n: number): string[] {
+  const prefixAndId = key.slice(0, key.indexOf('_') + 17);
+  return Array.from({ length: n }, () => prefixAndId + generateApiKey('attest').key.slice(-43));
+}
+
+describe('failure limiter', () => {
+  it('after maxFailuresPerId wrong secrets for an id, further ones are refused without argon2 or a lookup', async () => {
+    const lookup = fakeLookup();
+    const { id, key } = await addKey(lookup);
+    const auth = createApiKeyAuthenticator({ lookup, now: () => 0, maxFailuresPerId: 5 });
+    argon.mockClear();
+    const results = [];
+    for (const wrong of wrongSecrets(key, 40)) results.push(await auth.authenticate(wrong, { address: `10.0.0.${results.length}` }));
+    expect(results.slice(0, 5).every((r) => !r.ok && r.why === 'mismatch')).toBe(true);
+    for (const r of results.slice(5)) expect(r).toEqual({ ok: false, status: 403, why: 'locked_id', keyId: id });
+    expect(argon).toHaveBeenCalledTimes(5);
+    expect(lookup.finds).toBe(5);
+  });
+
+  it('a burst counts while it is still hashing: at most maxFailuresPerId argon2 runs', async () => {
+    const lookup = fakeLookup();
+    const { key } = await addKey(lookup);
+    const auth = createApiKeyAuthenticator({ lookup, now: () => 0, maxFailuresPerId: 5 });
+    argon.mockClear();
+    const release = slowArgon();
+    const pending = wrongSecrets(key, 50).map((wrong) => auth.authenticate(wrong));
+    release();
+    const results = await Promise.all(pending);
+    expect(argon).toHaveBeenCalledTimes(5);
+    expect(results.filter((r) => !r.ok && r.why === 'locked_id')).toHaveLength(45);
+  });
+
+  it('unknown ids are limited the same way (a lockout does not tell a live id)', async () => {
+    const lookup = fakeLookup();
+    const unknown = generateApiKey('attest').key;
+    const auth = createApiKeyAuthenticator({ lookup, now: () => 0, maxFailuresPerId: 3 });
+    argon.mockClear();
+    const whys = [];
+    for (const wrong of wrongSecrets(unknown, 6)) whys.push((await auth.authenticate(wrong)) as { why: string });
+    expect(whys.map((r) => r.why)).toEqual(['unknown', 'unknown', 'unknown', 'locked_id', 'locked_id', 'locked_id']);
+    expect(argon).toHaveBeenCalledTimes(3);
+  });
+
+  it('a verified key keeps working while its id is flooded (the cache comes before the limiter)', async () => {
+    const lookup = fakeLookup();
+    const { id, key } = await addKey(lookup);
+    const auth = createApiKeyAuthenticator({ lookup, maxFailuresPerId: 3 });
+    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({ ok: true, keyId: id });
+    for (const wrong of wrongSecrets(key, 20)) await auth.authenticate(wrong, { address: '10.0.0.1' });
+    argon.mockClear();
+    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({ ok: true, keyId: id });
+    expect(argon).not.toHaveBeenCalled();
+  });
+
+  it('while an id is locked, its right key gets in through a probe from an address that has not failed; a failing address gets none', async () => {
+    let now = 1_000_000;
+    const lookup = fakeLookup();
+    const { id, key } = await addKey(lookup);
+    const auth = createApiKeyAuthenticator({ lookup, now: () => now, maxFailuresPerId: 3, maxFailuresPerAddress: 1000, lockedProbeMs: 1000 });
+    for (const wrong of wrongSecrets(key, 10)) await auth.authenticate(wrong, { address: '192.0.2.66' });
+    // the attacker's own address never gets a probe, however long it waits
+    now += 5000;
+    expect(await auth.authenticate(wrongSecrets(key, 1)[0], { address: '192.0.2.66' })).toMatchObject({ why: 'locked_id' });
+    expect(await auth.authenticate(key, { address: '192.0.2.66' })).toMatchObject({ ok: false, why: 'locked_id' });
+    // a clean address gets one verification per lockedProbeMs
+    expect(await auth.authenticate(key, { address: '198.51.100.7' })).toEqual({ ok: true, keyId: id });
+    const other = wrongSecrets(key, 2);
+    expect(await auth.authenticate(other[0], { address: '198.51.100.8' })).toMatchObject({ why: 'locked_id' });
+    now += 999;
+    expect(await auth.authenticate(other[1], { address: '198.51.100.9' })).toMatchObject({ why: 'locked_id' });
+    now += 1;
+    expect(await auth.authenticate(other[1], { address: '198.51.100.9' })).toMatchObject({ why: 'mismatch' });
+  });
+
+  it('after maxFailuresPerAddress failures from one address, it is refused for any id; other addresses are not', async () => {
+    const lookup = fakeLookup();
+    const good = await addKey(lookup);
+    const auth = createApiKeyAuthenticator({ lookup, maxFailuresPerAddress: 4 });
+    argon.mockClear();
+    const whys = [];
+    for (let i = 0; i < 8; i++) whys.push((await auth.authenticate(generateApiKey('attest').key, { address: '203.0.113.5' })) as { why: string });
+    expect(whys.map((r) => r.why)).toEqual(['unknown', 'unknown', 'unknown', 'unknown', 'locked_address', 'locked_address', 'locked_address', 'locked_address']);
+    expect(argon).toHaveBeenCalledTimes(4);
+    expect(await auth.authenticate(good.key, { address: '203.0.113.5' })).toMatchObject({ ok: false, why: 'locked_address' });
+    expect(await auth.authenticate(good.key, { address: '203.0.113.6' })).toMatchObject({ ok: true });
+    // and once verified, the key passes from the locked address too (cache first)
+    expect(await auth.authenticate(good.key, { address: '203.0.113.5' })).toMatchObject({ ok: true });
+  });
+
+  it('successes do not count: a busy team of good keys from one address is never locked', async () => {
+    const lookup = fakeLookup();
+    const keys = await Promise.all(Array.from({ length: 6 }, () => addKey(lookup)));
+    const auth = createApiKeyAuthenticator({ lookup, maxFailuresPerAddress: 2 });
+    for (const k of keys) expect(await auth.authenticate(k.key, { address: '10.1.1.1' })).toMatchObject({ ok: true });
+  });
+
+  it('the window passes: hashing resumes after failureWindowMs', async () => {
+    let now = 0;
+    const lookup = fakeLookup();
+    const { key } = await addKey(lookup);
+    const auth = createApiKeyAuthenticator({ lookup, now: () => now, maxFailuresPerId: 2, failureWindowMs: 60_000 });
+    const wrong = wrongSecrets(key, 4);
+    expect(await auth.authenticate(wrong[0])).toMatchObject({ why: 'mismatch' });
+    expect(await auth.authenticate(wrong[1])).toMatchObject({ why: 'mismatch' });
+    now = 999;
+    expect(await auth.authenticate(wrong[2])).toMatchObject({ why: 'locked_id' });
+    now = 59_999;
+    const during = await auth.authenticate(wrong[2]);
+    expect(during).toMatchObject({ why: 'mismatch' }); // that was the probe
+    expect(await auth.authenticate(wrong[3])).toMatchObject({ why: 'locked_id' });
+    now = 60_000 + 59_999;
+    expect(await auth.authenticate(wrong[3])).toMatchObject({ why: 'mismatch' });
+  });
+
+  it('a lookup that fails does not count as a failure', async () => {
+    const lookup = fakeLookup();
+    const { key } = await addKey(lookup);
+    const auth = createApiKeyAuthenticator({ lookup, maxFailuresPerId: 2 });
+    const find = lookup.find;
+    lookup.find = async () => {
+      throw new Error('connection refused');
+    };
+    for (const wrong of wrongSecrets(key, 5)) await expect(auth.authenticate(wrong)).rejects.toThrow('connection refused');
+    lookup.find = find;
+    expect(await auth.authenticate(key)).toMatchObject({ ok: true });
+  });
+
+  it('database reads go through the request budget; argon2 does not', async () => {
+    const lookup = fakeLookup();
+    const { key } = await addKey(lookup);
+    const auth = createApiKeyAuthenticator({ lookup });
+    const budgeted: unknown[] = [];
+    const release = slowArgon();
+    const result = auth.authenticate(key, {
+      backend: (work) => {
+        budgeted.push(work);
+        return work;
+      },
+    });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(budgeted).toHaveLength(1); // the row read, already done; argon2 still waits, unbudgeted
+    release();
+    expect(await result).toMatchObject({ ok: true });
+    expect(budgeted).toHaveLength(1);
+  });
+
+  it('keeps its failure windows bounded (LRU)', async () => {
+    const lookup = fakeLookup();
+    const auth = createApiKeyAuthenticator({ lookup, now: () => 0, maxEntries: 10, maxFailuresPerId: 1 });
+    const first = generateApiKey('attest').key;
+    await auth.authenticate(first);
+    expect(await auth.authenticate(wrongSecrets(first, 1)[0])).toMatchObject({ why: 'locked_id' });
+    for (let i = 0; i < 11; i++) await auth.authenticate(generateApiKey('attest').key);
+    // the first id's window fell out: it is hashed again (memory stays bounded under id spraying)
+    expect(await auth.authenticate(wrongSecrets(first, 1)[0])).toMatchObject({ why: 'unknown' });
   });
 });

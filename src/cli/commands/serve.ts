@@ -9,15 +9,18 @@ import { runtimeError, usageError } from '../errors.js';
 export function serveCommand(): Command {
   return new Command('serve')
     .description('run the HTTP API (applies pending migrations first)')
-    .addOption(new Option('--port <n>', 'listen port (env PORT, default 8080)').argParser(port))
+    .addOption(new Option('--port <n>', 'listen port (env PORT, default 8080)').argParser((v) => port(v, '--port')))
     .option('--host <h>', 'listen address (env HOST, default 0.0.0.0)')
     .option('--no-migrate', 'do not apply pending migrations; refuse to start if any are missing')
+    .addOption(new Option('--metrics-port <n>', 'serve /metrics on this port instead of the API port (env ATTEST_METRICS_PORT); keep it private').argParser((v) => port(v, '--metrics-port')))
+    .option('--metrics-host <h>', 'listen address for --metrics-port (env ATTEST_METRICS_HOST, default 127.0.0.1)')
     .addHelpText('after', `
 Examples:
   $ attest serve                      # embedded database in ./.attest, port 8080
-  $ DATABASE_URL=postgres://attest@db/attest attest serve --port 9000 --no-migrate`)
-    .action(async (opts: { port?: number; host?: string; migrate: boolean }) => {
-      const cfg = config({ port: opts.port, host: opts.host });
+  $ DATABASE_URL=postgres://attest@db/attest attest serve --port 9000 --no-migrate
+  $ attest serve --metrics-port 9464     # /metrics on 127.0.0.1:9464 only`)
+    .action(async (opts: { port?: number; host?: string; migrate: boolean; metricsPort?: number; metricsHost?: string }) => {
+      const cfg = config({ port: opts.port, host: opts.host, metricsPort: opts.metricsPort, metricsHost: opts.metricsHost });
       // the HTTP stack loads only for the command that serves
       const [{ createLogger }, { startServer }] = await Promise.all([import('../../server/logger.js'), import('../../server/start.js')]);
       const logger = createLogger({ level: cfg.logLevel, file: cfg.logFile });
@@ -33,6 +36,7 @@ Examples:
         throw runtimeError(`cannot start: ${e.message}`);
       }
       process.stderr.write(`attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`);
+      if (server.metricsUrl) process.stderr.write(`metrics on ${server.metricsUrl}\n`);
       const running = server;
       await new Promise<void>((resolve) => {
         let stopping = false;
@@ -55,8 +59,8 @@ Examples:
     });
 }
 
-function port(value: string): number {
+function port(value: string, flag: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw usageError(`--port must be 0-65535, got "${value}"`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw usageError(`${flag} must be 0-65535, got "${value}"`);
   return n;
 }

@@ -1,0 +1,1 @@
+CREATE INDEX "attestation_sessions_consumed_at_idx" ON "attestation_sessions" USING btree ("consumed_at");

@@ -1,0 +1,91 @@
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import * as apiKeys from '../../src/core/apiKeys.js';
+import { generateApiKey } from '../../src/core/apiKeys.js';
+import { backends, type TestDatabase } from '../support/databases.js';
+import { BASE, createTestService, issueKey } from '../support/service.js';
+
+vi.mock('../../src/core/apiKeys.js', async (importOriginal) => {
+  const actual = await importOriginal<typeof import('../../src/core/apiKeys.js')>();
+  return { ...actual, verifyApiKeyHash: vi.fn(actual.verifyApiKeyHash) };
+});
+const argon = vi.mocked(apiKeys.verifyApiKeyHash);
+const realArgon = (hash: string, presented: string) => import('argon2').then((m) => m.default.verify(hash, presented));
+
+afterEach(() => {
+  argon.mockClear();
+  argon.mockImplementation(realArgon);
+});
+
+/** POST init as a client at `address` (what @hono/node-server passes as the app's env) */
+function initFrom(app: ReturnType<typeof createTestService>['app'], key: string, address = '192.0.2.10') {
+  return app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key } }, { incoming: { socket: { remoteAddress: address } } });
+}
+
+function wrongSecret(key: string): string {
+  return key.slice(0, key.indexOf('_') + 17) + generateApiKey('attest').key.slice(-43);
+}
+
+describe.each(backends())('auth abuse on $name', (backend) => {
+  let db: TestDatabase;
+  let good: { id: string; key: string };
+
+  beforeAll(async () => {
+    db = await backend.open();
+    good = await issueKey(db);
+  });
+  afterAll(async () => {
+    await db?.close();
+  });
+
+  it('a lockout answers exactly as a wrong secret does (403, no body) and logs its own cause, without argon2', async () => {
+    const service = createTestService(db, { auth: { now: () => 0, maxFailuresPerId: 2, maxFailuresPerAddress: 1000 } });
+    const answers = [];
+    for (let i = 0; i < 4; i++) {
+      const res = await initFrom(service.app, wrongSecret(good.key), `192.0.2.${20 + i}`);
+      answers.push({ status: res.status, body: await res.text(), type: res.headers.get('content-type') });
+    }
+    expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1);
+    expect(answers[0]).toEqual({ status: 403, body: '', type: null });
+    expect(service.logs.requests().map((l) => [l.auth, l.apiKeyId, l.status])).toEqual([
+      ['mismatch', good.id, 403],
+      ['mismatch', good.id, 403],
+      ['locked_id', good.id, 403],
+      ['locked_id', good.id, 403],
+    ]);
+    expect(argon).toHaveBeenCalledTimes(2);
+  });
+
+  it('the client address is the TCP peer: one address failing too often is refused for every id', async () => {
+    const service = createTestService(db, { auth: { maxFailuresPerAddress: 2 } });
+    for (let i = 0; i < 3; i++) await initFrom(service.app, generateApiKey('attest').key, '198.51.100.77');
+    expect(service.logs.requests().map((l) => l.auth)).toEqual(['unknown', 'unknown', 'locked_address']);
+    expect((await initFrom(service.app, good.key, '198.51.100.78')).status).toBe(200);
+  });
+
+  it('time queued for argon2 is not backend time: no 500, and the pool watchdog is not told', async () => {
+    const onBackendTimeout = vi.fn();
+    const service = createTestService(db, { requestDeadlineMs: 100, onBackendTimeout });
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    argon.mockImplementation(async (hash, presented) => {
+      await gate;
+      return realArgon(hash, presented);
+    });
+    const pending = initFrom(service.app, good.key);
+    // argon2 is held well past the 100 ms deadline, as a long hash queue holds it
+    await vi.waitFor(() => expect(argon).toHaveBeenCalled());
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    release();
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(onBackendTimeout).not.toHaveBeenCalled();
+  });
+
+  it('the row read still counts against the deadline (a hanging database is a 500 and tells the watchdog)', async () => {
+    const onBackendTimeout = vi.fn();
+    const service = createTestService(db, { requestDeadlineMs: 100, onBackendTimeout, auth: { lookup: { find: () => new Promise(() => {}), touch: async () => {} } } });
+    const res = await initFrom(service.app, good.key);
+    expect(res.status).toBe(500);
+    expect(onBackendTimeout).toHaveBeenCalledTimes(1);
+  });
+});
