@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { decodeBase64 } from './core/base64.js';
 
 /** Everything attest reads from its environment, in one place. */
 export interface Config {
@@ -11,6 +12,9 @@ export interface Config {
   apiKeyPrefix: string;
   logLevel: string;
   logFile: string | undefined;
+  /** ATTEST_MASTER_KEY: the master key itself, base64 (secret: never log it) */
+  masterKey: string | undefined;
+  masterKeyFile: string | undefined;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -34,6 +38,11 @@ const env = z.object({
     .default('attest'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ATTEST_LOG_FILE: z.string().min(1).optional(),
+  ATTEST_MASTER_KEY: z
+    .string()
+    .refine((v) => decodeBase64(v.trim())?.length === 32, 'must be 32 bytes in base64 (make one with: openssl rand -base64 32)')
+    .optional(),
+  ATTEST_MASTER_KEY_FILE: z.string().min(1).optional(),
 });
 
 /**
@@ -48,6 +57,9 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     throw new ConfigError(`environment variable ${String(issue.path[0])} ${issue.message}`);
   }
   const e = parsed.data;
+  if (e.ATTEST_MASTER_KEY !== undefined && e.ATTEST_MASTER_KEY_FILE !== undefined) {
+    throw new ConfigError('set ATTEST_MASTER_KEY_FILE or ATTEST_MASTER_KEY, not both');
+  }
   const config: Config = {
     databaseUrl: e.DATABASE_URL,
     dataDir: e.ATTEST_DATA_DIR,
@@ -58,6 +70,8 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     apiKeyPrefix: e.ATTEST_API_KEY_PREFIX,
     logLevel: e.LOG_LEVEL,
     logFile: e.ATTEST_LOG_FILE,
+    masterKey: e.ATTEST_MASTER_KEY,
+    masterKeyFile: e.ATTEST_MASTER_KEY_FILE,
   };
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;

@@ -23,6 +23,8 @@ function configFor(over: Partial<Config>): Config {
     apiKeyPrefix: 'attest',
     logLevel: 'info',
     logFile: undefined,
+    masterKey: undefined,
+    masterKeyFile: undefined,
     ...over,
   };
 }

@@ -5,7 +5,7 @@ import { formatCertificateDigest, parseCertificateDigest } from '../../core/goog
 import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
 import type { AppleEnvPolicy, MinVerdict } from '../../core/types.js';
 import { createAllowlistRepository } from '../../db/allowlist.js';
-import { withDatabase } from '../context.js';
+import { withDatabase, withSecrets } from '../context.js';
 import { usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 
@@ -41,7 +41,7 @@ export function allowlistCommand(): Command {
     .action(async (appId: string, opts: { env: AppleEnvPolicy; json?: boolean }) => {
       if (!APPLE_APP_ID.test(appId)) throw usageError(`"${appId}" is not an app ID: expected TEAMID.bundle.id with a 10-character uppercase team ID`);
       await withDatabase(async (handle) => {
-        const result = await createAllowlistRepository(handle.db).addApple(appId, opts.env);
+        const result = await createAllowlistRepository(handle.db, null).addApple(appId, opts.env);
         if (opts.json) printJson({ kind: 'apple', appId, env: opts.env, result });
         else process.stdout.write(`${result} apple ${appId} (env ${opts.env})\n`);
       });
@@ -90,8 +90,8 @@ Examples:
         if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 1 || maxAgeSeconds > 86_400) throw usageError('--max-age must be 1 to 86400 seconds');
       }
       const id = keyPairId(decryptionKey, verificationKey);
-      await withDatabase(async (handle) => {
-        const result = await createAllowlistRepository(handle.db).addAndroid(
+      await withSecrets(async (handle, secrets) => {
+        const result = await createAllowlistRepository(handle.db, secrets.box).addAndroid(
           pkg,
           { id, decryptionKey, verificationKey },
           {
@@ -111,8 +111,8 @@ Examples:
     .option('--json', 'print the list as JSON')
     .addHelpText('after', '\nExample:\n  $ attest allowlist list --json')
     .action(async (opts: { json?: boolean }) => {
-      await withDatabase(async (handle) => {
-        const repo = createAllowlistRepository(handle.db);
+      await withSecrets(async (handle, secrets) => {
+        const repo = createAllowlistRepository(handle.db, secrets.box);
         const [apple, android] = await Promise.all([repo.listApple(), repo.listAndroid()]);
         const androidView = android.map((p) => ({
           packageName: p.packageName,
@@ -150,7 +150,7 @@ Examples:
       if (kind !== 'apple' && kind !== 'android') throw usageError(`kind must be "apple" or "android", got "${kind}"`);
       if (kind === 'apple' && opts.keyId) throw usageError('--key-id applies to android packages only');
       await withDatabase(async (handle) => {
-        const repo = createAllowlistRepository(handle.db);
+        const repo = createAllowlistRepository(handle.db, null);
         const removed = kind === 'apple' ? await repo.removeApple(id) : await repo.removeAndroid(id, opts.keyId);
         const what = opts.keyId ? `key pair ${opts.keyId} of ${id}` : `${kind} ${id}`;
         if (!removed) throw usageError(`${what} is not on the allowlist; see "attest allowlist list"`);

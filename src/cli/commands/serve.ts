@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { ConfigError } from '../../config.js';
 import { DatabaseBusyError } from '../../db/client.js';
+import { MasterKeyError } from '../../db/secrets.js';
 import { createLogger } from '../../server/logger.js';
 import { startServer } from '../../server/start.js';
 import { config } from '../context.js';
@@ -28,8 +29,10 @@ Examples:
         const e = err as NodeJS.ErrnoException;
         if (e.code === 'EADDRINUSE') throw runtimeError(`port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`);
         if (err instanceof ConfigError) throw usageError(`${err.message}; fix it and run again`);
+        if (err instanceof MasterKeyError) throw usageError(err.message);
         throw runtimeError(`cannot start: ${e.message}`);
       }
+      if (server.masterKey.created) process.stderr.write(`attest: created a master key in ${server.masterKey.source}: back it up with the data dir (not inside the same backup)\n`);
       process.stderr.write(`attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`);
       const running = server;
       await new Promise<void>((resolve) => {
