@@ -4,7 +4,7 @@ import { DatabaseBusyError } from '../../db/client.js';
 import { readMasterKeyFile, replaceDefaultKeyFile } from '../../db/masterKey.js';
 import { migrationStatus, runMigrations } from '../../db/migrate.js';
 import { createSecretBox, type MasterKey } from '../../db/secretBox.js';
-import { rotateMasterKey } from '../../db/secrets.js';
+import { checkMasterKey, rotateMasterKey } from '../../db/secrets.js';
 import { createSessionRepository } from '../../db/sessions.js';
 import { loadSecrets, secretsError, withDatabase } from '../context.js';
 import { parseDuration } from '../duration.js';
@@ -26,6 +26,8 @@ export function dbCommand(): Command {
         let sealed: number;
         try {
           ({ applied, sealed } = await runMigrations(handle, { box, source: masterKey.source }));
+          // through a running server's socket the migration step is skipped: still refuse a wrong key
+          await checkMasterKey(handle.db, box, { source: masterKey.source });
         } catch (err) {
           if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
           throw secretsError(err);
