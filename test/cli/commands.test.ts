@@ -174,7 +174,7 @@ describe('attest CLI in-process on the embedded database', () => {
         await server!.database.db.execute(sql`insert into drizzle.__drizzle_migrations select * from saved_migrations`);
         await server!.database.db.execute(sql`drop table saved_migrations`);
       }
-      expect((await runCli('db', 'migrate', '--json')).stdout).toBe('{\n  "applied": 0\n}\n');
+      expect((await runCli('db', 'migrate', '--json')).stdout).toBe('{\n  "applied": 0,\n  "sealed": 0\n}\n');
     });
 
     it('a database error is exit 3 with one line, without the query or its parameters (the key hash)', async () => {
