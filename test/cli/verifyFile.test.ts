@@ -603,7 +603,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
           expect(again.json, `${c.name} (again)`).toEqual(run.json);
         }
       }
-    }, 60_000);
+    }, 300_000);
 
     it('gives the expected verdicts and hints', () => {
       for (const c of cases) {
