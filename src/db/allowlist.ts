@@ -2,6 +2,8 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy, AppleEnvPolicy, MinVerdict } from '../core/types.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
+import { SecretOpenError, type SecretBox } from './secretBox.js';
+import { aadFor, MasterKeyError } from './secrets.js';
 
 export interface AndroidPolicyInput {
   certificateDigests?: Uint8Array[];
@@ -29,10 +31,31 @@ interface PairRow {
   id: string;
   decryption_key: Uint8Array;
   verification_key: Uint8Array;
+  master_key_id: string | null;
 }
 
-/** The allowlist: App Attest app IDs and Play Integrity packages with their keys and policy. */
-export function createAllowlistRepository(db: Database) {
+const PAIRS = 'android_key_pairs';
+
+/**
+ * The allowlist: App Attest app IDs and Play Integrity packages with their keys and policy. The
+ * Play Integrity keys are sealed with `secrets` (the master key) before they reach the database;
+ * `null` for callers that never touch them (Apple entries, removals).
+ */
+export function createAllowlistRepository(db: Database, secrets: SecretBox | null) {
+  const box = (): SecretBox => {
+    if (!secrets) throw new MasterKeyError('the Play Integrity keys need the master key, and none was given');
+    return secrets;
+  };
+  const open = (row: PairRow, column: 'decryption_key' | 'verification_key'): Uint8Array => {
+    if (row.master_key_id === null) throw new MasterKeyError(`key pair ${row.id} of ${row.package_name} is stored in clear: run "attest db migrate" to seal it`);
+    try {
+      return box().open({ keyId: row.master_key_id, ciphertext: new Uint8Array(row[column]) }, aadFor(PAIRS, column, [row.package_name, row.id]));
+    } catch (err) {
+      // another instance rotated the master key: this one must be restarted with the new key
+      if (err instanceof SecretOpenError) throw new MasterKeyError(`cannot open key pair ${row.id} of ${row.package_name}: ${err.message}`);
+      throw err;
+    }
+  };
   return {
     /**
      * Adds an app, or on an existing one sets `env` when given (else keeps the stored one).
@@ -89,6 +112,9 @@ export function createAllowlistRepository(db: Database) {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex')).join(',');
       const target = `android:${packageName}`;
+      const secrets = box();
+      const decryption = secrets.seal(pair.decryptionKey, aadFor(PAIRS, 'decryption_key', [packageName, pair.id]));
+      const verification = secrets.seal(pair.verificationKey, aadFor(PAIRS, 'verification_key', [packageName, pair.id]));
       const rows = rowsOf<{ package_inserted: boolean; pair_added: boolean; audit: unknown }>(
         await db.execute(sql`
           with ${pairsBefore(packageName)},
@@ -107,8 +133,8 @@ export function createAllowlistRepository(db: Database) {
               max_age_seconds = ${policy.maxAgeSeconds !== undefined ? sql`excluded.max_age_seconds` : sql`android_packages.max_age_seconds`}
             returning *, (xmax = 0) as inserted
           ), pair as (
-            insert into android_key_pairs (package_name, id, decryption_key, verification_key)
-            select package_name, ${pair.id}, ${Buffer.from(pair.decryptionKey)}, ${Buffer.from(pair.verificationKey)} from pkg
+            insert into android_key_pairs (package_name, id, decryption_key, verification_key, master_key_id)
+            select package_name, ${pair.id}, ${Buffer.from(decryption.ciphertext)}, ${Buffer.from(verification.ciphertext)}, ${secrets.keyId} from pkg
             on conflict (package_name, id) do nothing
             returning id
           ), a as (
@@ -157,13 +183,13 @@ export function createAllowlistRepository(db: Database) {
         await db.execute(sql`select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
-        await db.execute(sql`select package_name, id, decryption_key, verification_key from android_key_pairs order by created_at, id`),
+        await db.execute(sql`select package_name, id, decryption_key, verification_key, master_key_id from android_key_pairs order by created_at, id`),
       );
       return packages.map((p) => ({
         packageName: p.package_name,
         keys: pairs
           .filter((k) => k.package_name === p.package_name)
-          .map((k) => ({ id: k.id, decryptionKey: new Uint8Array(k.decryption_key), verificationKey: new Uint8Array(k.verification_key) })),
+          .map((k) => ({ id: k.id, decryptionKey: open(k, 'decryption_key'), verificationKey: open(k, 'verification_key') })),
         certificateDigests: parseDigests(p.certificate_digests),
         minVerdict: p.min_verdict as MinVerdict,
         allowUnrecognized: p.allow_unrecognized,

@@ -75,8 +75,10 @@ export const androidKeyPairs = pgTable(
       .references(() => androidPackages.packageName, { onDelete: 'cascade' }),
     /** fingerprint of the pair, shown by `allowlist list` and used to retire it */
     id: text('id').notNull(),
+    /** both keys sealed by secretBox (a null master_key_id: a row in clear, from 0.1, sealed by the migration path) */
     decryptionKey: bytea('decryption_key').notNull(),
     verificationKey: bytea('verification_key').notNull(),
+    masterKeyId: text('master_key_id'),
     createdAt: createdAt(),
   },
   (t) => [primaryKey({ columns: [t.packageName, t.id] })],
@@ -113,3 +115,14 @@ export const auditEvents = pgTable(
   },
   (t) => [index('audit_events_at_idx').on(t.at), index('audit_events_action_idx').on(t.action)],
 );
+
+/**
+ * One row: a known value sealed with the master key the database's secrets are under, so a wrong
+ * key is refused at start (naming both key ids) even before any secret is stored.
+ */
+export const masterKeyCheck = pgTable('master_key_check', {
+  id: integer('id').primaryKey().default(1),
+  keyId: text('key_id').notNull(),
+  checkValue: bytea('check_value').notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+});

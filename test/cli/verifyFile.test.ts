@@ -33,6 +33,7 @@ import {
 import { createGoogleTestKeys, keyPairOf, mintIntegrityToken, TEST_CERT_DIGEST, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
 import { createTestService, issueKey, verify } from '../support/service.js';
 import { captureToken, gmsToken, hintCodes, loadCaptures, scratch, verifyFile, type VerifyFileJson, type VerifyFileRun } from '../support/verifyFileTokens.js';
+import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
 
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 const AT = TEST_NOW.toISOString();
@@ -527,7 +528,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
     beforeAll(async () => {
       dataDir = join(files.dir, 'data');
-      dbEnv = { ...env, ATTEST_DATA_DIR: dataDir };
+      dbEnv = { ...env, ATTEST_DATA_DIR: dataDir, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV };
       otherPackageKeys = await createGoogleTestKeys();
       [k1, k3, k4] = await Promise.all([createDeviceKey(), createDeviceKey(), createDeviceKey()]);
       const handle = await open();
@@ -536,7 +537,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
         const issued = await issueKey(handle);
         apiKey = issued.key;
         await createSessionRepository(handle.db).create({ reference: 'session-of-the-seed', apiKeyId: issued.id, serverNonce: sessionNonce, ttlSeconds: 86_400 });
-        const allowlist = createAllowlistRepository(handle.db);
+        const allowlist = createAllowlistRepository(handle.db, TEST_SECRETS);
         await allowlist.addApple(TEST_APP_ID, 'production');
         await allowlist.addAndroid(TEST_PACKAGE, keyPairOf(google), { certificateDigests: [TEST_CERT_DIGEST] });
         await allowlist.addAndroid(OTHER_PACKAGE, keyPairOf(otherPackageKeys), {});
@@ -609,7 +610,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
           expect(again.json, `${c.name} (again)`).toEqual(run.json);
         }
       }
-    }, 60_000);
+    }, 300_000);
 
     it('gives the expected verdicts and hints', () => {
       for (const c of cases) {
@@ -642,7 +643,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
     it('agrees with the server (sessionless, same instant, same database)', async () => {
       const handle = await open();
       try {
-        const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db), { ttlMs: 0 });
+        const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db, TEST_SECRETS), { ttlMs: 0 });
         const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(handle.db), appleRoots: ca.roots });
         const service = createTestService(handle, { verify: (input) => verifyToken(input, { now: () => TEST_NOW, verifiers }) });
         for (const c of cases) {

@@ -21,6 +21,7 @@ import { createApp, type AppDeps } from '../../src/server/app.js';
 import { loggerOptions } from '../../src/server/logger.js';
 import { createMetrics } from '../../src/server/metrics.js';
 import { fakeVerify } from './tokens.js';
+import { TEST_SECRETS } from './secrets.js';
 
 export interface LogCapture {
   lines: Record<string, unknown>[];
@@ -131,7 +132,7 @@ export { BASE };
  * instant. The allowlist is re-read on every request so edits in a test apply at once.
  */
 export function createPlatformService(db: DatabaseHandle, options: { now: Date; appleRoots: readonly X509Certificate[] }) {
-  const allowlist = createCachedAllowlist(createAllowlistRepository(db.db), { ttlMs: 0 });
+  const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), { ttlMs: 0 });
   const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(db.db), appleRoots: options.appleRoots });
   return createTestService(db, { verify: (input) => verifyToken(input, { now: () => options.now, verifiers }) });
 }

@@ -6,7 +6,8 @@ import { parsePlayKeys } from '../../core/google/keyMaterial.js';
 import type { AppleEnvPolicy, MinVerdict } from '../../core/types.js';
 import { createAllowlistRepository } from '../../db/allowlist.js';
 import { confirm, requireConfirmation } from '../confirm.js';
-import { auditorFor, withDatabase } from '../context.js';
+import type { DatabaseHandle } from '../../db/client.js';
+import { auditorFor, withDatabase, withSecrets, type Secrets } from '../context.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 
@@ -59,7 +60,7 @@ Examples:
       if (!APPLE_APP_ID.test(appId)) throw usageError(`"${appId}" is not an app ID: expected TEAMID.bundle.id with a 10-character uppercase team ID`);
       const auditor = auditorFor(command);
       await withDatabase(async (handle) => {
-        const { result, env } = await createAllowlistRepository(handle.db).addApple(appId, opts.env, auditor);
+        const { result, env } = await createAllowlistRepository(handle.db, null).addApple(appId, opts.env, auditor);
         if (opts.json) printJson({ kind: 'apple', appId, env, result });
         else process.stdout.write(`${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''})\n`);
       });
@@ -108,8 +109,8 @@ Examples:
       }
       const id = keyPairId(decryptionKey, verificationKey);
       const auditor = auditorFor(command);
-      await withDatabase(async (handle) => {
-        const result = await createAllowlistRepository(handle.db).addAndroid(
+      await withSecrets(async (handle, secrets) => {
+        const result = await createAllowlistRepository(handle.db, secrets.box).addAndroid(
           pkg,
           { id, decryptionKey, verificationKey },
           {
@@ -130,8 +131,8 @@ Examples:
     .option('--json', 'print the list as JSON')
     .addHelpText('after', '\nExample:\n  $ attest allowlist list --json')
     .action(async (opts: { json?: boolean }) => {
-      await withDatabase(async (handle) => {
-        const repo = createAllowlistRepository(handle.db);
+      await withSecrets(async (handle, secrets) => {
+        const repo = createAllowlistRepository(handle.db, secrets.box);
         const [apple, android] = await Promise.all([repo.listApple(), repo.listAndroid()]);
         const androidView = android.map((p) => ({
           packageName: p.packageName,
@@ -175,8 +176,10 @@ Examples:
       if (kind === 'apple' && opts.keyId) throw usageError('--key-id applies to android packages only');
       requireConfirmation('allowlist remove', opts.yes);
       const auditor = auditorFor(command);
-      await withDatabase(async (handle) => {
-        const repo = createAllowlistRepository(handle.db);
+      // listing a package opens its key pairs, which needs the master key
+      const run = kind === 'android' ? withSecrets : <T>(work: (h: DatabaseHandle, s: Secrets | null) => Promise<T>) => withDatabase((h) => work(h, null));
+      await run(async (handle, unsealed) => {
+        const repo = createAllowlistRepository(handle.db, unsealed?.box ?? null);
         const what = opts.keyId ? `key pair ${opts.keyId} of ${id}` : `${kind} ${id}`;
         const missing = () => negativeError(`${what} is not on the allowlist; see "attest allowlist list"`);
         if (kind === 'apple') {

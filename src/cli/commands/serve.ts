@@ -3,6 +3,7 @@ import { ConfigError } from '../../config.js';
 import { DataDirUnsafeError, DatabaseBusyError } from '../../db/client.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { RunningServer } from '../../server/start.js';
+import { MasterKeyError } from '../../db/secrets.js';
 import { config } from '../context.js';
 import { runtimeError, usageError } from '../errors.js';
 
@@ -33,8 +34,10 @@ Examples:
         const e = err as NodeJS.ErrnoException;
         if (e.code === 'EADDRINUSE') throw runtimeError(`port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`);
         if (err instanceof ConfigError) throw usageError(`${err.message}; fix it and run again`);
+        if (err instanceof MasterKeyError) throw usageError(err.message);
         throw runtimeError(`cannot start: ${e.message}`);
       }
+      if (server.masterKey.created) process.stderr.write(`attest: created a master key in ${server.masterKey.source}: back it up with the data dir (not inside the same backup)\n`);
       process.stderr.write(`attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`);
       if (server.metricsUrl) process.stderr.write(`metrics on ${server.metricsUrl}\n`);
       const running = server;

@@ -15,7 +15,7 @@ import { parseEnvelope, TOKEN_NONCE_MAX, TOKEN_NONCE_MIN, verifyToken, type Veri
 import { createAllowlistRepository, createCachedAllowlist } from '../../db/allowlist.js';
 import { createAppleKeyRepository } from '../../db/appleKeys.js';
 import { colorWanted } from '../../config.js';
-import { config, withDatabase } from '../context.js';
+import { config, withSecrets } from '../context.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { paint, safeText } from '../terminalText.js';
@@ -106,11 +106,11 @@ Examples:
 
       const result = offline
         ? await explain(offlineAllowlist(opts), offlineKeys(opts, token))
-        : await withDatabase(async (handle) => {
+        : await withSecrets(async (handle, secrets) => {
             // one snapshot for the whole run, so the re-tries see the same allowlist
-            const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db), { ttlMs: Number.POSITIVE_INFINITY });
+            const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db, secrets.box), { ttlMs: Number.POSITIVE_INFINITY });
             return explain(allowlist, readOnlyKeys(createAppleKeyRepository(handle.db)));
-          });
+          }, { establish: false });
 
       report(result.outcome, result.hints, { at, nonceChecked: expectedNonce !== null, json: opts.json === true, offline, roots: appleRoots === defaultAppleRoots() ? 'apple' : 'ATTEST_APPLE_ROOT_CA' });
       process.exitCode = result.outcome.ok ? EXIT.ok : EXIT.negative;
