@@ -450,6 +450,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       ['--package without keys', () => [token, '--package', TEST_PACKAGE], /--package needs --decryption-key-file and --verification-key-file/],
       ['a key both inline and as a file', () => [token, '--package', TEST_PACKAGE, '--decryption-key', 'AAAA', '--decryption-key-file', token, '--verification-key', 'AAAA'], /not both/],
       ['a key file that cannot be read', () => [token, '--package', TEST_PACKAGE, '--decryption-key-file', join(files.dir, 'nope'), '--verification-key', 'AAAA'], /--decryption-key-file: cannot read .*ENOENT/],
+      ['a key file that is no key file', () => [token, '--package', TEST_PACKAGE, '--decryption-key-file', '/dev/zero', '--verification-key', 'AAAA'], /--decryption-key-file \/dev\/zero is larger than a key/],
       ['a key file without --package', () => [token, '--app-id', TEST_APP_ID, '--verification-key-file', token], /--verification-key-file needs --package/],
       ['--nonce shorter than 16 bytes', () => [token, '--nonce', b64(randomBytes(15))], /--nonce must be 16 to 512 bytes.*got 15/],
       ['--nonce longer than 512 bytes', () => [token, '--nonce', b64(randomBytes(513))], /--nonce must be 16 to 512 bytes.*got 513/],

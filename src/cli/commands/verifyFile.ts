@@ -1,5 +1,5 @@
 import { createPublicKey, createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { defaultAppleRoots } from '../../core/apple/trustRoots.js';
@@ -41,6 +41,8 @@ interface Options {
 
 /** The most verify-file reads: base64 text of a 64 KiB token, with room for line breaks. */
 export const INPUT_MAX_BYTES = 128 * 1024;
+/** Key files hold base64 of a 32-byte AES key or a P-256 SPKI: far less. */
+const KEY_FILE_MAX_BYTES = 4096;
 /** The service's deviceNonce rule. */
 const DEVICE_NONCE_MAX = 128;
 
@@ -268,9 +270,17 @@ function keyFlag(opts: Options, name: 'decryptionKey' | 'verificationKey', flag:
   if (inline !== undefined && file !== undefined) throw usageError(`give ${flag} or ${flag}-file, not both`);
   if (file === undefined) return inline;
   try {
-    const info = readFileSync(file, 'utf8');
-    if (info.length > 4096) throw usageError(`${flag}-file ${file} is too large for a key`);
-    return info.trim();
+    // a bounded read: a key is a few dozen bytes, and the path may name a device or a pipe
+    const fd = openSync(file, 'r');
+    const buffer = Buffer.alloc(KEY_FILE_MAX_BYTES + 1);
+    let size = 0;
+    try {
+      for (let n = 1; n > 0 && size <= KEY_FILE_MAX_BYTES; size += n) n = readSync(fd, buffer, size, buffer.length - size, null);
+    } finally {
+      closeSync(fd);
+    }
+    if (size > KEY_FILE_MAX_BYTES) throw usageError(`${flag}-file ${file} is larger than a key (${KEY_FILE_MAX_BYTES} bytes at most)`);
+    return buffer.subarray(0, size).toString('utf8').trim();
   } catch (err) {
     if (err instanceof CliError) throw err;
     throw usageError(`${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
