@@ -11,6 +11,8 @@ export interface Config {
   apiKeyPrefix: string;
   logLevel: string;
   logFile: string | undefined;
+  /** test-mode API keys accepted (ATTEST_TEST_KEYS, `serve --no-test-keys`); off: they answer 403 */
+  testKeys: boolean;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -34,6 +36,7 @@ const env = z.object({
     .default('attest'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ATTEST_LOG_FILE: z.string().min(1).optional(),
+  ATTEST_TEST_KEYS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
 });
 
 /**
@@ -58,6 +61,7 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     apiKeyPrefix: e.ATTEST_API_KEY_PREFIX,
     logLevel: e.LOG_LEVEL,
     logFile: e.ATTEST_LOG_FILE,
+    testKeys: e.ATTEST_TEST_KEYS === 'on',
   };
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;

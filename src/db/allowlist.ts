@@ -28,6 +28,13 @@ interface PairRow {
   id: string;
   decryption_key: Uint8Array;
   verification_key: Uint8Array;
+  test_only: boolean;
+}
+
+/** A test-only Play Integrity pair with the signing half that Google would hold. */
+export interface TestKeyPair extends AndroidKeyPairInput {
+  /** PKCS#8 DER of the EC P-256 signing key */
+  signingKey: Uint8Array;
 }
 
 /** The allowlist: App Attest app IDs and Play Integrity packages with their keys and policy. */
@@ -57,7 +64,7 @@ export function createAllowlistRepository(db: Database) {
      * replace the stored ones, those not given stay. One statement, so a package never exists
      * half-written.
      */
-    async addAndroid(packageName: string, pair: AndroidKeyPairInput, policy: AndroidPolicyInput): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' }> {
+    async addAndroid(packageName: string, pair: AndroidKeyPairInput | null, policy: AndroidPolicyInput): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' | 'none' }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex')).join(',');
       const rows = rowsOf<{ package_inserted: boolean; pair_added: boolean }>(
@@ -76,14 +83,51 @@ export function createAllowlistRepository(db: Database) {
               max_age_seconds = ${policy.maxAgeSeconds !== undefined ? sql`excluded.max_age_seconds` : sql`android_packages.max_age_seconds`}
             returning package_name, (xmax = 0) as inserted
           ), pair as (
-            insert into android_key_pairs (package_name, id, decryption_key, verification_key)
-            select package_name, ${pair.id}, ${Buffer.from(pair.decryptionKey)}, ${Buffer.from(pair.verificationKey)} from pkg
-            on conflict (package_name, id) do nothing
-            returning id
+            ${
+              pair
+                ? sql`insert into android_key_pairs (package_name, id, decryption_key, verification_key)
+                      select package_name, ${pair.id}, ${Buffer.from(pair.decryptionKey)}, ${Buffer.from(pair.verificationKey)} from pkg
+                      on conflict (package_name, id) do nothing
+                      returning id`
+                : sql`select id from android_key_pairs where false`
+            }
           )
           select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added`),
       );
-      return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: rows[0]?.pair_added ? 'added' : 'exists' };
+      return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists' };
+    },
+
+    /**
+     * The package's test-only pair with its signing key, made with `make` the first time. `null`
+     * when the package is not allowlisted. Racing first calls keep one pair (unique index).
+     */
+    async ensureTestPair(packageName: string, make: () => Promise<TestKeyPair>): Promise<{ pair: TestKeyPair; created: boolean } | null> {
+      const read = async () =>
+        rowsOf<{ id: string; decryption_key: Uint8Array; verification_key: Uint8Array; signing_key: Uint8Array }>(
+          await db.execute(sql`
+            select id, decryption_key, verification_key, signing_key from android_key_pairs
+            where package_name = ${packageName} and test_only and signing_key is not null`),
+        )[0];
+      const toPair = (r: NonNullable<Awaited<ReturnType<typeof read>>>): TestKeyPair => ({
+        id: r.id,
+        decryptionKey: new Uint8Array(r.decryption_key),
+        verificationKey: new Uint8Array(r.verification_key),
+        signingKey: new Uint8Array(r.signing_key),
+      });
+      const existing = await read();
+      if (existing) return { pair: toPair(existing), created: false };
+      const fresh = await make();
+      const inserted = rowsOf<{ id: string }>(
+        await db.execute(sql`
+          insert into android_key_pairs (package_name, id, decryption_key, verification_key, test_only, signing_key)
+          select package_name, ${fresh.id}, ${Buffer.from(fresh.decryptionKey)}, ${Buffer.from(fresh.verificationKey)}, true, ${Buffer.from(fresh.signingKey)}
+          from android_packages where package_name = ${packageName}
+          on conflict do nothing
+          returning id`),
+      );
+      if (inserted.length === 1) return { pair: fresh, created: true };
+      const winner = await read();
+      return winner ? { pair: toPair(winner), created: false } : null;
     },
 
     /** Removes a whole package (with its keys), or with `pairId` retires one key pair of it. */
@@ -99,13 +143,18 @@ export function createAllowlistRepository(db: Database) {
         await db.execute(sql`select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
-        await db.execute(sql`select package_name, id, decryption_key, verification_key from android_key_pairs order by created_at, id`),
+        await db.execute(sql`select package_name, id, decryption_key, verification_key, test_only from android_key_pairs order by created_at, id`),
       );
       return packages.map((p) => ({
         packageName: p.package_name,
         keys: pairs
           .filter((k) => k.package_name === p.package_name)
-          .map((k) => ({ id: k.id, decryptionKey: new Uint8Array(k.decryption_key), verificationKey: new Uint8Array(k.verification_key) })),
+          .map((k) => ({
+            id: k.id,
+            decryptionKey: new Uint8Array(k.decryption_key),
+            verificationKey: new Uint8Array(k.verification_key),
+            ...(k.test_only ? { testOnly: true } : {}),
+          })),
         certificateDigests: parseDigests(p.certificate_digests),
         minVerdict: p.min_verdict as MinVerdict,
         allowUnrecognized: p.allow_unrecognized,

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import type { KeyMode } from '../core/types.js';
 import { rowsOf, type Database } from './client.js';
 
 export interface ApiKeyRow {
@@ -9,6 +10,7 @@ export interface ApiKeyRow {
   lastUsedAt: Date | null;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  mode: KeyMode;
 }
 
 interface RawRow {
@@ -19,6 +21,7 @@ interface RawRow {
   last_used_at: Date | string | null;
   expires_at: Date | string | null;
   revoked_at: Date | string | null;
+  mode: string;
 }
 
 const date = (v: Date | string | null) => (v === null ? null : new Date(v));
@@ -30,16 +33,17 @@ const toRow = (r: RawRow): ApiKeyRow => ({
   lastUsedAt: date(r.last_used_at),
   expiresAt: date(r.expires_at),
   revokedAt: date(r.revoked_at),
+  mode: r.mode === 'test' ? 'test' : 'live',
 });
 
 /** API keys: only the argon2id hash of a key is ever stored. */
 export function createApiKeyRepository(db: Database) {
   return {
-    async insert(input: { id: string; name: string; hash: string; expiresInSeconds: number | null }): Promise<ApiKeyRow> {
+    async insert(input: { id: string; name: string; hash: string; expiresInSeconds: number | null; mode?: KeyMode }): Promise<ApiKeyRow> {
       const rows = rowsOf<RawRow>(
         await db.execute(sql`
-          insert into api_keys (id, name, hash, expires_at)
-          values (${input.id}, ${input.name}, ${input.hash},
+          insert into api_keys (id, name, hash, mode, expires_at)
+          values (${input.id}, ${input.name}, ${input.hash}, ${input.mode ?? 'live'},
                   ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
           returning *`),
       );

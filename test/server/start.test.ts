@@ -23,6 +23,7 @@ function configFor(over: Partial<Config>): Config {
     apiKeyPrefix: 'attest',
     logLevel: 'info',
     logFile: undefined,
+    testKeys: true,
     ...over,
   };
 }

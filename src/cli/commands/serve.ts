@@ -12,12 +12,13 @@ export function serveCommand(): Command {
     .addOption(new Option('--port <n>', 'listen port (env PORT, default 8080)').argParser(port))
     .option('--host <h>', 'listen address (env HOST, default 0.0.0.0)')
     .option('--no-migrate', 'do not apply pending migrations; refuse to start if any are missing')
+    .option('--no-test-keys', 'refuse test-mode API keys (403), as ATTEST_TEST_KEYS=off does')
     .addHelpText('after', `
 Examples:
   $ attest serve                      # embedded database in ./.attest, port 8080
   $ DATABASE_URL=postgres://attest@db/attest attest serve --port 9000 --no-migrate`)
-    .action(async (opts: { port?: number; host?: string; migrate: boolean }) => {
-      const cfg = config({ port: opts.port, host: opts.host });
+    .action(async (opts: { port?: number; host?: string; migrate: boolean; testKeys: boolean }) => {
+      const cfg = config({ port: opts.port, host: opts.host, ...(opts.testKeys ? {} : { testKeys: false }) });
       const logger = createLogger({ level: cfg.logLevel, file: cfg.logFile });
       let server;
       try {
