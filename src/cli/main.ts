@@ -1,9 +1,11 @@
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
 import { dbCommand } from './commands/db.js';
+import { devCommand } from './commands/dev.js';
 import { keysCommand } from './commands/keys.js';
 import { logsCommand } from './commands/logs.js';
 import { serveCommand } from './commands/serve.js';
+import { tokenCommand } from './commands/token.js';
 import { verifyFileCommand } from './commands/verifyFile.js';
 import { CliError, EXIT } from './errors.js';
 
@@ -17,8 +19,10 @@ Examples:
   $ attest serve                                   start the API on the embedded database
   $ attest keys create --name "mobile banking"     issue an API key for a relying party
   $ attest allowlist add apple ABCDE12345.com.example.bank
-  $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected`);
-  for (const command of [serveCommand(), dbCommand(), keysCommand(), allowlistCommand(), verifyFileCommand(), logsCommand()]) program.addCommand(command);
+  $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected
+  $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --nonce <b64>
+                                                   a test token without a device (test API keys)`);
+  for (const command of [serveCommand(), dbCommand(), keysCommand(), allowlistCommand(), verifyFileCommand(), logsCommand(), devCommand(), tokenCommand()]) program.addCommand(command);
   for (const command of [program, ...allCommands(program)]) {
     command.exitOverride();
     // usage errors are one line, like every other error, and say where the usage is

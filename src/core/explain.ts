@@ -26,7 +26,8 @@ export interface Hint {
     | 'app_not_allowlisted'
     | 'other_package_keys'
     | 'token_age'
-    | 'leaf_expired';
+    | 'leaf_expired'
+    | 'test_keys_only';
   message: string;
 }
 
