@@ -37,6 +37,9 @@ export const DEVICE_VERDICTS: Readonly<Record<MinVerdict, readonly string[]>> = 
   MEETS_STRONG_INTEGRITY: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'],
 };
 
+/** The signing-certificate digest minted tokens carry when the package lists none. */
+export const DEVELOPMENT_CERT_DIGEST: Uint8Array = new Uint8Array(createHash('sha256').update('attest development signing certificate').digest());
+
 export interface VerdictRequest {
   packageName: string;
   /** the final nonce; written base64url without padding, as the device asks for it */
@@ -44,7 +47,7 @@ export interface VerdictRequest {
   issuedAt: Date;
   deviceVerdicts: readonly string[];
   recognition: Recognition;
-  /** SHA-256 digests of the signing certificate; none = field left out */
+  /** SHA-256 digests of the signing certificate; none = a made-up one (Google always sends one) */
   certificateDigests: readonly Uint8Array[];
   /** deny-path switches: bind another nonce; name another package in the request */
   wrongNonce?: boolean;
@@ -54,8 +57,17 @@ export interface VerdictRequest {
 /** A classic-request verdict payload. */
 export function verdictPayload(r: VerdictRequest): Record<string, unknown> {
   const nonce = r.wrongNonce ? createHash('sha256').update('not the final nonce').update(r.nonce).digest() : Buffer.from(r.nonce);
-  const appIntegrity: Record<string, unknown> = { appRecognitionVerdict: r.recognition, packageName: r.packageName, versionCode: '1' };
-  if (r.certificateDigests.length > 0) appIntegrity.certificateSha256Digest = r.certificateDigests.map((d) => Buffer.from(d).toString('base64url'));
+  // as Google lays it out: an UNEVALUATED verdict comes without the app's identity
+  const digests = r.certificateDigests.length > 0 ? r.certificateDigests : [DEVELOPMENT_CERT_DIGEST];
+  const appIntegrity: Record<string, unknown> =
+    r.recognition === 'UNEVALUATED'
+      ? { appRecognitionVerdict: r.recognition }
+      : {
+          appRecognitionVerdict: r.recognition,
+          packageName: r.packageName,
+          certificateSha256Digest: digests.map((d) => Buffer.from(d).toString('base64url')),
+          versionCode: '1',
+        };
   return {
     requestDetails: {
       requestPackageName: r.wrongPackage ? `${r.packageName}.other` : r.packageName,
