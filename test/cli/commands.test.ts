@@ -44,7 +44,7 @@ function commandSuite(where: () => string) {
     expect(run.code).toBe(0);
     expect(run.stderr).toBe('');
     const created = JSON.parse(run.stdout) as KeyJson;
-    expect(Object.keys(created).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'key', 'name']);
+    expect(Object.keys(created).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'key', 'mode', 'name']);
     expect(created.key).toMatch(KEY);
     expect(created.key.slice(7, 23)).toBe(created.id);
     expect(created.name).toBe('mobile banking');
@@ -68,7 +68,7 @@ function commandSuite(where: () => string) {
     expect(list.stdout).not.toContain('$argon2');
     const rows = JSON.parse(list.stdout) as Record<string, unknown>[];
     const row = rows.find((r) => r.id === created.id)!;
-    expect(Object.keys(row).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'revokedAt', 'state']);
+    expect(Object.keys(row).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'mode', 'name', 'revokedAt', 'state']);
     expect(row).toMatchObject({ name: 'to revoke', state: 'active', revokedAt: null, lastUsedAt: null });
 
     const revoke = await runCli('keys', 'revoke', created.id, '--json');
