@@ -81,8 +81,8 @@ function commandSuite(where: () => string) {
     expect(after.find((r) => r.id === created.id)).toMatchObject({ state: 'revoked', revokedAt: expect.any(String) });
 
     const table = await runCli('keys', 'list');
-    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/);
-    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+revoked`));
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/);
+    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+live\\s+revoked`));
 
     const unknown = await runCli('keys', 'revoke', 'nosuchkey0000000');
     expect(unknown.code).toBe(2);
