@@ -27,6 +27,8 @@ export interface Config {
   /** ATTEST_MASTER_KEY: the master key itself, base64 (secret: never log it) */
   masterKey: string | undefined;
   masterKeyFile: string | undefined;
+  /** test-mode API keys accepted (ATTEST_TEST_KEYS, `serve --no-test-keys`); off: they answer 403 */
+  testKeys: boolean;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -67,6 +69,7 @@ const env = z.object({
     .refine((v) => decodeBase64(v.trim())?.length === 32, 'must be 32 bytes in base64 (make one with: openssl rand -base64 32)')
     .optional(),
   ATTEST_MASTER_KEY_FILE: z.string().min(1).optional(),
+  ATTEST_TEST_KEYS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -88,6 +91,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_METRICS_HOST: 'must be a host name or IP address to listen on',
   ATTEST_MASTER_KEY: 'must be 32 bytes in base64 (make one with: openssl rand -base64 32)',
   ATTEST_MASTER_KEY_FILE: 'must be the path of a file holding the master key',
+  ATTEST_TEST_KEYS: 'must be "on" or "off"',
 };
 
 /** Values never repeated in a message: a database URL may hold a password. */
@@ -128,6 +132,7 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     actor: e.ATTEST_ACTOR,
     masterKey: e.ATTEST_MASTER_KEY,
     masterKeyFile: e.ATTEST_MASTER_KEY_FILE,
+    testKeys: e.ATTEST_TEST_KEYS === 'on',
   };
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;

@@ -18,7 +18,8 @@ export interface SealedTable {
 }
 
 export const SEALED_TABLES: readonly SealedTable[] = [
-  { table: 'android_key_pairs', key: ['package_name', 'id'], columns: ['decryption_key', 'verification_key'], keyIdColumn: 'master_key_id' },
+  { table: 'android_key_pairs', key: ['package_name', 'id'], columns: ['decryption_key', 'verification_key', 'signing_key'], keyIdColumn: 'master_key_id' },
+  { table: 'dev_ca', key: ['id'], columns: ['intermediate_key'], keyIdColumn: 'master_key_id' },
 ];
 
 /** The associated data of a secret: its table, column and row, so a value moved elsewhere does not open. */

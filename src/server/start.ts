@@ -5,13 +5,14 @@ import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from '../config.js';
 import { verifyToken } from '../core/verify.js';
-import { buildVerifiers, loadAppleRoots } from '../core/verifiers.js';
+import { loadAppleRoots } from '../core/verifiers.js';
 import { createAllowlistRepository, createCachedAllowlist, type AllowlistRepository } from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
+import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createSecretBox } from '../db/secretBox.js';
@@ -21,6 +22,7 @@ import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
+import { createModeVerifiers } from './modeVerifiers.js';
 
 export interface RunningServer {
   url: string;
@@ -105,7 +107,15 @@ async function serveOn(
   const sessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(database.db);
   const allowlist = createCachedAllowlist(reportingKeyFailures(createAllowlistRepository(database.db, createSecretBox([masterKey.key])), logger), { ttlMs: PROPAGATION_MS });
-  const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(database.db), appleRoots });
+  const devCa = createDevCaRepository(database.db);
+  const verifiersFor = createModeVerifiers({
+    allowlist,
+    appleKeys: createAppleKeyRepository(database.db),
+    appleRoots,
+    devRoot: () => devCa.root(),
+    ttlMs: PROPAGATION_MS,
+  });
+  if (!config.testKeys) logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
   const auth = createApiKeyAuthenticator({
     lookup: apiKeys,
     revalidateMs: PROPAGATION_MS,
@@ -117,7 +127,8 @@ async function serveOn(
     logger,
     auth,
     sessions,
-    verify: (input) => verifyToken(input, { now: () => new Date(), verifiers }),
+    verify: async (input, mode) => verifyToken(input, { now: () => new Date(), verifiers: await verifiersFor(mode) }),
+    testKeys: config.testKeys,
     metrics,
     ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
     sessionTtlSeconds: config.sessionTtlSeconds,

@@ -227,8 +227,8 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       const token = await registration(nonce);
       const valid = await run(token, '--nonce', b64(nonce));
       expectValid(valid);
-      expect(Object.keys(valid.json!).sort()).toEqual(['checks', 'details', 'facts', 'hints', 'nonceChecked', 'source', 'trustRoots', 'valid', 'verifiedAt']);
-      expect(valid.json).toMatchObject({ valid: true, verifiedAt: AT, nonceChecked: true, source: 'flags', trustRoots: 'ATTEST_APPLE_ROOT_CA', hints: [] });
+      expect(Object.keys(valid.json!).sort()).toEqual(['checks', 'details', 'facts', 'hints', 'mode', 'nonceChecked', 'source', 'trustRoots', 'valid', 'verifiedAt']);
+      expect(valid.json).toMatchObject({ valid: true, verifiedAt: AT, nonceChecked: true, source: 'flags', trustRoots: 'ATTEST_APPLE_ROOT_CA', mode: 'live', hints: [] });
       expect(valid.json!.checks.map((c) => c.id)).toEqual([...ENVELOPE_CHECKS, ...APPLE_CHECKS.registration]);
       expect(valid.json!.checks.every((c) => c.status === 'pass')).toBe(true);
       expect(valid.json!.details).toEqual({
@@ -238,7 +238,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
       const rejected = await run(token, '--nonce', b64(randomBytes(32)));
       expectRejected(rejected, 'nonce_mismatch');
-      expect(Object.keys(rejected.json!).sort()).toEqual(['checks', 'detail', 'facts', 'hints', 'nonceChecked', 'reason', 'source', 'trustRoots', 'valid', 'verifiedAt']);
+      expect(Object.keys(rejected.json!).sort()).toEqual(['checks', 'detail', 'facts', 'hints', 'mode', 'nonceChecked', 'reason', 'source', 'trustRoots', 'valid', 'verifiedAt']);
       expect(rejected.json!.checks.map((c) => [c.id, c.status])).toEqual([
         ['token.decode', 'pass'],
         ['token.version', 'pass'],
@@ -258,7 +258,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       expect(text.stderr).toBe('');
       const lines = text.stdout.split('\n');
       expect(lines[0]).toBe(`token: service apple, registration, key ${String(json.facts.keyId)}`);
-      expect(lines[1]).toBe(`verified at ${AT} against the flags given`);
+      expect(lines[1]).toBe(`verified at ${AT} against the flags given, as a live API key would`);
       const mark = { pass: 'pass', fail: 'FAIL', skip: 'skip' } as const;
       const checkLines = lines.filter((l) => /^ {2}\[(pass|FAIL|skip)\] /.test(l));
       expect(checkLines).toEqual(json.checks.map((c) => `  [${mark[c.status]}] ${c.title}`));
@@ -437,6 +437,9 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
     const nonce = b64(randomBytes(32));
     it.each([
+      ['an unreadable file', () => [join(files.dir, 'missing.cbor')], /cannot read .*missing\.cbor \(ENOENT\)/],
+      ['a file that is neither CBOR nor base64', () => [files.file('this is not a token!\n')], /is neither a CBOR token nor base64 text/],
+      ['an empty file', () => [files.file('')], /is empty: give a file holding the token/],
       ['--nonce with --server-nonce', () => [token, '--nonce', nonce, '--server-nonce', nonce], /not both/],
       ['--device-nonce alone', () => [token, '--device-nonce', nonce], /--device-nonce needs --server-nonce/],
       ['a bad --at', () => [token, '--at', 'yesterday'], /--at takes an ISO 8601 time/],

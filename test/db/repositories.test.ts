@@ -81,7 +81,7 @@ describe.each(backends())('repositories on $name', (backend) => {
       const r = record();
       expect(await keys.register(r)).toBe(true);
       expect(await keys.register({ ...r, counter: 9 })).toBe(false);
-      expect(await keys.find(r.keyId)).toEqual({ ...r, keyId: new Uint8Array(r.keyId), publicKey: new Uint8Array(r.publicKey) });
+      expect(await keys.find(r.keyId)).toEqual({ ...r, keyId: new Uint8Array(r.keyId), publicKey: new Uint8Array(r.publicKey), mode: 'live' });
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(true);
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(false);
       expect(await keys.raiseCounter(r.keyId, 4)).toBe(false);

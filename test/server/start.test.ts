@@ -29,6 +29,7 @@ function configFor(over: Partial<Config>): Config {
     logFile: undefined,
     masterKey: undefined,
     masterKeyFile: undefined,
+    testKeys: true,
     ...over,
   };
 }

@@ -77,6 +77,7 @@ Examples:
     .addOption(new Option('--min-verdict <verdict>', 'minimum device integrity (default device)').choices(['basic', 'device', 'strong']))
     .option('--allow-unrecognized', 'also accept UNRECOGNIZED_VERSION app verdicts')
     .option('--max-age <seconds>', 'oldest accepted token age in seconds (default 600)')
+    .option('--without-keys', 'no Play Console keys yet: only tokens from "attest dev mint gms" (test API keys) can pass')
     .option('--json', 'print the result as JSON')
     .addHelpText('after', `
 Examples:
@@ -88,14 +89,18 @@ Examples:
   $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`)
     .action(async (pkg: string, opts: AndroidOptions, command: Command) => {
       if (!ANDROID_PACKAGE.test(pkg)) throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
-      const decryption = keyText(opts.decryptionKey, opts.decryptionKeyFile, '--decryption-key');
-      const verification = keyText(opts.verificationKey, opts.verificationKeyFile, '--verification-key');
-      let decryptionKey: Uint8Array;
-      let verificationKey: Uint8Array;
-      try {
-        ({ decryptionKey, verificationKey } = parsePlayKeys(decryption, verification));
-      } catch (err) {
-        throw usageError(`${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption)`);
+      const anyKey = [opts.decryptionKey, opts.decryptionKeyFile, opts.verificationKey, opts.verificationKeyFile].some((v) => v !== undefined);
+      if (opts.withoutKeys && anyKey) throw usageError('--without-keys takes no key options');
+      let pair: { id: string; decryptionKey: Uint8Array; verificationKey: Uint8Array } | null = null;
+      if (!opts.withoutKeys) {
+        const decryption = keyText(opts.decryptionKey, opts.decryptionKeyFile, '--decryption-key');
+        const verification = keyText(opts.verificationKey, opts.verificationKeyFile, '--verification-key');
+        try {
+          const { decryptionKey, verificationKey } = parsePlayKeys(decryption, verification);
+          pair = { id: keyPairId(decryptionKey, verificationKey), decryptionKey, verificationKey };
+        } catch (err) {
+          throw usageError(`${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption), or give --without-keys`);
+        }
       }
       const digests = opts.certDigest.map((d) => {
         const bytes = parseCertificateDigest(d);
@@ -107,12 +112,11 @@ Examples:
         maxAgeSeconds = Number(opts.maxAge);
         if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 1 || maxAgeSeconds > 86_400) throw usageError('--max-age must be 1 to 86400 seconds');
       }
-      const id = keyPairId(decryptionKey, verificationKey);
       const auditor = auditorFor(command);
       await withSecrets(async (handle, secrets) => {
         const result = await createAllowlistRepository(handle.db, secrets.box).addAndroid(
           pkg,
-          { id, decryptionKey, verificationKey },
+          pair,
           {
             ...(digests.length ? { certificateDigests: digests } : {}),
             ...(opts.minVerdict ? { minVerdict: VERDICTS[opts.minVerdict]! } : {}),
@@ -121,8 +125,9 @@ Examples:
           },
           auditor,
         );
-        if (opts.json) printJson({ kind: 'android', packageName: pkg, keyId: id, ...result });
-        else process.stdout.write(`${result.package} android ${pkg}; key pair ${id} ${result.pair === 'added' ? 'added' : 'was already there'}\n`);
+        if (opts.json) printJson({ kind: 'android', packageName: pkg, keyId: pair?.id ?? null, ...result });
+        else if (!pair) process.stdout.write(`${result.package} android ${pkg} without Play keys\n`);
+        else process.stdout.write(`${result.package} android ${pkg}; key pair ${pair.id} ${result.pair === 'added' ? 'added' : 'was already there'}\n`);
       });
     });
 
@@ -140,7 +145,8 @@ Examples:
           allowUnrecognized: p.allowUnrecognized,
           maxAgeSeconds: p.maxAgeSeconds,
           certificateDigests: p.certificateDigests.map(formatCertificateDigest),
-          keyPairs: p.keys.map((k) => k.id),
+          keyPairs: p.keys.filter((k) => !k.testOnly).map((k) => k.id),
+          testOnlyKeyPairs: p.keys.filter((k) => k.testOnly).map((k) => k.id),
         }));
         if (opts.json) {
           printJson({ apple, android: androidView });
@@ -153,7 +159,7 @@ Examples:
             p.packageName,
             `min ${p.minVerdict.replace('MEETS_', '').replace('_INTEGRITY', '').toLowerCase()}, max-age ${p.maxAgeSeconds}s` +
               `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}`,
-            p.keyPairs.join(' ') || '(none: no token can pass)',
+            [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') || '(none: no token can pass)',
           ]),
         ]);
       });
@@ -219,6 +225,7 @@ interface AndroidOptions {
   minVerdict?: string;
   allowUnrecognized?: boolean;
   maxAge?: string;
+  withoutKeys?: boolean;
   json?: boolean;
 }
 
