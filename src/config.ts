@@ -11,6 +11,14 @@ export interface Config {
   apiKeyPrefix: string;
   logLevel: string;
   logFile: string | undefined;
+  /** Google's OAuth token endpoint (standard Play Integrity requests) */
+  googleOauthUrl: string;
+  /** base URL of the Play Integrity API (decodeIntegrityToken) */
+  googlePlayIntegrityUrl: string;
+  /** bound on one decode through Google, access token included */
+  googleTimeoutMs: number;
+  /** decodes through Google in flight at once; beyond it verify answers 503 */
+  googleMaxInFlight: number;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -34,6 +42,10 @@ const env = z.object({
     .default('attest'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ATTEST_LOG_FILE: z.string().min(1).optional(),
+  ATTEST_GOOGLE_OAUTH_URL: z.string().regex(/^https?:\/\/\S+$/, 'must be an http(s) URL').default('https://oauth2.googleapis.com/token'),
+  ATTEST_GOOGLE_PLAY_INTEGRITY_URL: z.string().regex(/^https?:\/\/\S+$/, 'must be an http(s) URL').default('https://playintegrity.googleapis.com'),
+  ATTEST_GOOGLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
+  ATTEST_GOOGLE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(64),
 });
 
 /**
@@ -58,6 +70,10 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     apiKeyPrefix: e.ATTEST_API_KEY_PREFIX,
     logLevel: e.LOG_LEVEL,
     logFile: e.ATTEST_LOG_FILE,
+    googleOauthUrl: e.ATTEST_GOOGLE_OAUTH_URL,
+    googlePlayIntegrityUrl: e.ATTEST_GOOGLE_PLAY_INTEGRITY_URL,
+    googleTimeoutMs: e.ATTEST_GOOGLE_TIMEOUT_MS,
+    googleMaxInFlight: e.ATTEST_GOOGLE_MAX_IN_FLIGHT,
   };
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;

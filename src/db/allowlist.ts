@@ -1,5 +1,14 @@
 import { sql } from 'drizzle-orm';
-import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy, AppleEnvPolicy, MinVerdict } from '../core/types.js';
+import type {
+  AllowlistReader,
+  AndroidPackagePolicy,
+  AppleAppPolicy,
+  AppleEnvPolicy,
+  DeviceActivityLevel,
+  GoogleServiceAccount,
+  MinVerdict,
+} from '../core/types.js';
+import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import { rowsOf, type Database } from './client.js';
 
 export interface AndroidPolicyInput {
@@ -7,6 +16,15 @@ export interface AndroidPolicyInput {
   minVerdict?: MinVerdict;
   allowUnrecognized?: boolean;
   maxAgeSeconds?: number;
+  requireLicensed?: boolean;
+  /** accepted Play Protect verdicts; `[]` stops checking */
+  playProtectVerdicts?: string[];
+  /** denied appsDetected values; `[]` stops checking */
+  denyAppAccessRisk?: string[];
+  /** `null` stops checking */
+  maxDeviceActivity?: DeviceActivityLevel | null;
+  /** `null` removes the stored service account */
+  serviceAccount?: GoogleServiceAccount | null;
 }
 
 export interface AndroidKeyPairInput {
@@ -21,6 +39,11 @@ interface PackageRow {
   min_verdict: string;
   allow_unrecognized: boolean;
   max_age_seconds: number;
+  require_licensed: boolean;
+  play_protect_verdicts: string[] | string | null;
+  deny_app_access_risk: string[] | string | null;
+  max_device_activity: string | null;
+  service_account: string | null;
 }
 
 interface PairRow {
@@ -55,35 +78,54 @@ export function createAllowlistRepository(db: Database) {
     /**
      * Adds a package, or a key pair to an existing one (key rotation): the policy fields given
      * replace the stored ones, those not given stay. One statement, so a package never exists
-     * half-written.
+     * half-written. `pair` may be null for a package verified through Google only (standard
+     * requests with a service account).
      */
-    async addAndroid(packageName: string, pair: AndroidKeyPairInput, policy: AndroidPolicyInput): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' }> {
+    async addAndroid(
+      packageName: string,
+      pair: AndroidKeyPairInput | null,
+      policy: AndroidPolicyInput,
+    ): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' | 'none' }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
-      const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex')).join(',');
+      const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
+      const keep = (given: boolean, column: string) => (given ? sql.raw(`excluded.${column}`) : sql.raw(`android_packages.${column}`));
+      const serviceAccount = policy.serviceAccount ? sealServiceAccount(policy.serviceAccount) : null;
+      const pairInsert = pair
+        ? sql`insert into android_key_pairs (package_name, id, decryption_key, verification_key)
+            select package_name, ${pair.id}, ${Buffer.from(pair.decryptionKey)}, ${Buffer.from(pair.verificationKey)} from pkg
+            on conflict (package_name, id) do nothing
+            returning id`
+        : sql`select null::text as id where false`;
       const rows = rowsOf<{ package_inserted: boolean; pair_added: boolean }>(
         await db.execute(sql`
           with pkg as (
-            insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds)
+            insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
+                                          require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, service_account)
             values (${packageName},
-                    ${digests !== undefined ? sql`string_to_array(${digests}, ',')` : sql`'{}'::text[]`},
+                    ${textArray(digests)},
                     ${policy.minVerdict ?? 'MEETS_DEVICE_INTEGRITY'},
                     ${policy.allowUnrecognized ?? false},
-                    ${policy.maxAgeSeconds ?? 600})
+                    ${policy.maxAgeSeconds ?? 600},
+                    ${policy.requireLicensed ?? false},
+                    ${textArray(policy.playProtectVerdicts)},
+                    ${textArray(policy.denyAppAccessRisk)},
+                    ${policy.maxDeviceActivity ?? null},
+                    ${serviceAccount})
             on conflict (package_name) do update set
-              certificate_digests = ${digests !== undefined ? sql`excluded.certificate_digests` : sql`android_packages.certificate_digests`},
-              min_verdict = ${policy.minVerdict ? sql`excluded.min_verdict` : sql`android_packages.min_verdict`},
-              allow_unrecognized = ${policy.allowUnrecognized !== undefined ? sql`excluded.allow_unrecognized` : sql`android_packages.allow_unrecognized`},
-              max_age_seconds = ${policy.maxAgeSeconds !== undefined ? sql`excluded.max_age_seconds` : sql`android_packages.max_age_seconds`}
+              certificate_digests = ${keep(digests !== undefined, 'certificate_digests')},
+              min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
+              allow_unrecognized = ${keep(policy.allowUnrecognized !== undefined, 'allow_unrecognized')},
+              max_age_seconds = ${keep(policy.maxAgeSeconds !== undefined, 'max_age_seconds')},
+              require_licensed = ${keep(policy.requireLicensed !== undefined, 'require_licensed')},
+              play_protect_verdicts = ${keep(policy.playProtectVerdicts !== undefined, 'play_protect_verdicts')},
+              deny_app_access_risk = ${keep(policy.denyAppAccessRisk !== undefined, 'deny_app_access_risk')},
+              max_device_activity = ${keep(policy.maxDeviceActivity !== undefined, 'max_device_activity')},
+              service_account = ${keep(policy.serviceAccount !== undefined, 'service_account')}
             returning package_name, (xmax = 0) as inserted
-          ), pair as (
-            insert into android_key_pairs (package_name, id, decryption_key, verification_key)
-            select package_name, ${pair.id}, ${Buffer.from(pair.decryptionKey)}, ${Buffer.from(pair.verificationKey)} from pkg
-            on conflict (package_name, id) do nothing
-            returning id
-          )
+          ), pair as (${pairInsert})
           select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added`),
       );
-      return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: rows[0]?.pair_added ? 'added' : 'exists' };
+      return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists' };
     },
 
     /** Removes a whole package (with its keys), or with `pairId` retires one key pair of it. */
@@ -96,7 +138,10 @@ export function createAllowlistRepository(db: Database) {
 
     async listAndroid(): Promise<AndroidPackagePolicy[]> {
       const packages = rowsOf<PackageRow>(
-        await db.execute(sql`select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds from android_packages order by package_name`),
+        await db.execute(sql`
+          select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
+                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, service_account
+          from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
         await db.execute(sql`select package_name, id, decryption_key, verification_key from android_key_pairs order by created_at, id`),
@@ -110,6 +155,11 @@ export function createAllowlistRepository(db: Database) {
         minVerdict: p.min_verdict as MinVerdict,
         allowUnrecognized: p.allow_unrecognized,
         maxAgeSeconds: p.max_age_seconds,
+        requireLicensed: p.require_licensed,
+        playProtectVerdicts: parseTextArray(p.play_protect_verdicts),
+        denyAppAccessRisk: parseTextArray(p.deny_app_access_risk),
+        maxDeviceActivity: p.max_device_activity as DeviceActivityLevel | null,
+        serviceAccount: p.service_account === null ? null : openServiceAccount(p.package_name, p.service_account),
       }));
     },
   };
@@ -119,8 +169,33 @@ export type AllowlistRepository = ReturnType<typeof createAllowlistRepository>;
 
 /** text[] of hex digests; a driver that does not parse arrays hands over the literal `{a,b}`. */
 function parseDigests(value: string[] | string | null): Uint8Array[] {
-  const list = typeof value === 'string' ? value.replace(/^\{|\}$/g, '').split(',').filter(Boolean) : (value ?? []);
-  return list.map((hex) => new Uint8Array(Buffer.from(hex, 'hex')));
+  return parseTextArray(value).map((hex) => new Uint8Array(Buffer.from(hex, 'hex')));
+}
+
+/** A text[] of plain words (hex, enum values: nothing that needs quoting in the literal). */
+function parseTextArray(value: string[] | string | null): string[] {
+  return typeof value === 'string' ? value.replace(/^\{|\}$/g, '').split(',').filter(Boolean) : (value ?? []);
+}
+
+/** A text[] parameter sent as one text (the two drivers bind array parameters differently). */
+function textArray(list: readonly string[] | undefined) {
+  return list && list.length > 0 ? sql`string_to_array(${list.join(',')}, ',')` : sql`'{}'::text[]`;
+}
+
+/**
+ * The service account is a secret: these two are the only places it is written and read, so
+ * at-rest encryption of secret columns wraps them and nothing else.
+ */
+function sealServiceAccount(account: GoogleServiceAccount): string {
+  return serializeServiceAccount(account);
+}
+
+function openServiceAccount(packageName: string, stored: string): GoogleServiceAccount {
+  try {
+    return deserializeServiceAccount(stored);
+  } catch {
+    throw new Error(`allowlist entry ${packageName}: the stored service account cannot be read`);
+  }
 }
 
 /**

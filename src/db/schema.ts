@@ -62,6 +62,19 @@ export const androidPackages = pgTable('android_packages', {
   minVerdict: text('min_verdict').notNull().default('MEETS_DEVICE_INTEGRITY'),
   allowUnrecognized: boolean('allow_unrecognized').notNull().default(false),
   maxAgeSeconds: integer('max_age_seconds').notNull().default(600),
+  /** newer verdicts: empty lists and null mean "not checked" */
+  requireLicensed: boolean('require_licensed').notNull().default(false),
+  playProtectVerdicts: text('play_protect_verdicts')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  denyAppAccessRisk: text('deny_app_access_risk')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  maxDeviceActivity: text('max_device_activity'),
+  /** service-account key (JSON) for standard requests: a secret, read and written only by src/db/allowlist.ts */
+  serviceAccount: text('service_account'),
   createdAt: createdAt(),
 });
 

@@ -26,6 +26,12 @@ export function createMetrics(options: { sessionCounts?: () => Promise<{ active:
     labelNames: ['service', 'valid', 'reason'] as const,
     registers: [registry],
   });
+  const google = new Counter({
+    name: 'attest_google_requests_total',
+    help: 'exchanges with Google for standard Play Integrity requests, by endpoint and outcome (faults by cause)',
+    labelNames: ['endpoint', 'outcome'] as const,
+    registers: [registry],
+  });
   const sessionsCreated = new Counter({ name: 'attest_sessions_created_total', help: 'sessions created by init', registers: [registry] });
   if (options.sessionCounts) {
     const read = options.sessionCounts;
@@ -53,6 +59,9 @@ export function createMetrics(options: { sessionCounts?: () => Promise<{ active:
     },
     observeVerify(service: string, valid: boolean, reason: string) {
       verifications.inc({ service, valid: String(valid), reason });
+    },
+    observeGoogle(endpoint: string, outcome: string) {
+      google.inc({ endpoint, outcome });
     },
     sessionCreated() {
       sessionsCreated.inc();

@@ -13,6 +13,7 @@ import { migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
+import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
 import { createApp, describeFault } from './app.js';
 import { createMetrics } from './metrics.js';
 
@@ -59,13 +60,20 @@ export async function startServer(config: Config, logger: Logger, options: { mig
   const sessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(database.db);
   const allowlist = createCachedAllowlist(createAllowlistRepository(database.db), { ttlMs: PROPAGATION_MS });
-  const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(database.db), appleRoots });
+  const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
+  const googleDecoder = createPlayIntegrityClient({
+    oauthUrl: config.googleOauthUrl,
+    playIntegrityUrl: config.googlePlayIntegrityUrl,
+    timeoutMs: config.googleTimeoutMs,
+    maxInFlight: config.googleMaxInFlight,
+    onEvent: (e) => metrics.observeGoogle(e.endpoint, e.outcome),
+  });
+  const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(database.db), appleRoots, googleDecoder });
   const auth = createApiKeyAuthenticator({
     lookup: apiKeys,
     revalidateMs: PROPAGATION_MS,
     onTouchError: (err) => logger.warn({ err: describeFault(err) }, 'could not record API key use'),
   });
-  const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
   const app = createApp({
     logger,
     auth,
@@ -74,6 +82,8 @@ export async function startServer(config: Config, logger: Logger, options: { mig
     metrics,
     ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
     sessionTtlSeconds: config.sessionTtlSeconds,
+    // Google's own bound must run out first, or a slow Google would pass for a hanging database
+    requestDeadlineMs: Math.max(5000, config.googleTimeoutMs + 2000),
     onBackendTimeout: createPoolWatchdog(database, {
       onRecycle: () => logger.warn('the database answers on a new connection while the pool hangs: replacing the pool'),
     }),

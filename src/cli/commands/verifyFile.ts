@@ -8,13 +8,15 @@ import { CHECK_TITLES } from '../../core/checkTitles.js';
 import { findHints, type Hint } from '../../core/explain.js';
 import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
-import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, VerifyOutcome } from '../../core/types.js';
+import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, GoogleServiceAccount, IntegrityTokenDecoder, VerifyOutcome } from '../../core/types.js';
 import { buildVerifiers, loadAppleRoots } from '../../core/verifiers.js';
 import { parseEnvelope, verifyToken, type VerifyInput } from '../../core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../db/allowlist.js';
 import { createAppleKeyRepository } from '../../db/appleKeys.js';
+import { createPlayIntegrityClient, GoogleBusyError, GoogleFault } from '../../google/playIntegrityClient.js';
+import { parseServiceAccount } from '../../google/serviceAccount.js';
 import { config, withDatabase } from '../context.js';
-import { EXIT, usageError } from '../errors.js';
+import { EXIT, runtimeError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { APPLE_APP_ID } from './allowlist.js';
 
@@ -30,6 +32,8 @@ interface Options {
   verificationKey?: string;
   appleKey?: string;
   counter?: string;
+  online?: boolean;
+  serviceAccountFile?: string;
   json?: boolean;
 }
 
@@ -43,22 +47,26 @@ export function verifyFileCommand(): Command {
     .option('--at <iso-time>', 'verify as of this instant (certificate validity, freshness)')
     .option('--client-data-hash <b64>', 'App Attest: use these bytes instead of SHA-256(final nonce)')
     .option('--app-id <id>', 'no database: allow this App Attest app ID (either environment); repeatable', (v: string, p: string[]) => [...p, v], [])
-    .option('--package <name>', 'no database: allow this Android package, with --decryption-key and --verification-key')
+    .option('--package <name>', 'no database: allow this Android package, with --decryption-key and --verification-key (or --service-account-file)')
     .option('--decryption-key <b64>', 'with --package: its AES-256 decryption key')
     .option('--verification-key <b64>', 'with --package: its EC P-256 verification key')
     .option('--apple-key <pem>', 'no database: a registered App Attest public key (PEM file or text), with --app-id')
     .option('--counter <n>', 'with --apple-key: the stored assertion counter', '0')
+    .option('--online', 'Play Integrity standard requests: let Google decode the token with the package service account (network)')
+    .option('--service-account-file <path>', 'with --package and --online: the service-account key file (JSON)')
     .option('--json', 'print a JSON document (documented in the README)')
     .addHelpText('after', `
 Uses the allowlist and registered keys of the configured database, read-only, unless --app-id,
---package or --apple-key is given. Without a nonce flag the nonce is not checked.
+--package or --apple-key is given. Without a nonce flag the nonce is not checked. Standard-request
+Play Integrity tokens can only be decoded by Google: they are verified with --online only.
 
 Examples:
   $ attest verify-file token.b64 --server-nonce q4T...= --device-nonce AAEC
   $ attest verify-file capture.cbor --at 2021-01-23T12:13:33Z --app-id 6MURL8TA57.de.example.app \\
       --client-data-hash SGVsbG8=
   $ attest verify-file play.cbor --nonce ... --package com.example.app \\
-      --decryption-key ... --verification-key ... --json`)
+      --decryption-key ... --verification-key ... --json
+  $ attest verify-file standard.cbor --nonce ... --online`)
     .action(async (tokenPath: string, opts: Options) => {
       const token = readToken(tokenPath);
       const { expectedNonce, serverNonce, deviceNonce } = nonces(opts);
@@ -66,21 +74,37 @@ Examples:
       const clientDataHash = opts.clientDataHash === undefined ? undefined : bytesFlag(opts.clientDataHash, '--client-data-hash');
       const input: VerifyInput = { token, expectedNonce, ...(clientDataHash ? { clientDataHash } : {}) };
       const offline = opts.appId.length > 0 || opts.package !== undefined || opts.appleKey !== undefined;
+      if (opts.serviceAccountFile !== undefined && (opts.package === undefined || !opts.online)) throw usageError('--service-account-file needs --package and --online');
+      if (!opts.online && isStandardRequest(token)) {
+        throw usageError('this is a Play Integrity standard-request token: only Google can decode it; re-run with --online (calls Google with the package service account)');
+      }
       const cfg = config();
       const appleRoots = loadAppleRoots(cfg.appleRootCaPath ? readFileSync(cfg.appleRootCaPath, 'utf8') : undefined);
+      const serviceAccount = opts.serviceAccountFile === undefined ? undefined : await readServiceAccount(opts.serviceAccountFile);
+      const googleDecoder = opts.online
+        ? oncePerToken(createPlayIntegrityClient({ oauthUrl: cfg.googleOauthUrl, playIntegrityUrl: cfg.googlePlayIntegrityUrl, timeoutMs: cfg.googleTimeoutMs, maxInFlight: 4 }))
+        : undefined;
 
       const explain = async (allowlist: AllowlistReader, keys: AppleKeyStore) => {
         const run = (i: VerifyInput, o: { allowlist?: AllowlistReader; at?: Date } = {}) =>
-          verifyToken(i, { now: () => o.at ?? at, verifiers: buildVerifiers({ allowlist: o.allowlist ?? allowlist, appleKeys: keys, appleRoots }) });
-        const outcome = await run(input);
-        const hints = outcome.ok
-          ? []
-          : await findHints(outcome, { input, at, allowlist, run, ...(serverNonce ? { serverNonce } : {}), ...(deviceNonce ? { deviceNonce } : {}) });
-        return { outcome, hints };
+          verifyToken(i, {
+            now: () => o.at ?? at,
+            verifiers: buildVerifiers({ allowlist: o.allowlist ?? allowlist, appleKeys: keys, appleRoots, ...(googleDecoder ? { googleDecoder } : {}) }),
+          });
+        try {
+          const outcome = await run(input);
+          const hints = outcome.ok
+            ? []
+            : await findHints(outcome, { input, at, allowlist, run, ...(serverNonce ? { serverNonce } : {}), ...(deviceNonce ? { deviceNonce } : {}) });
+          return { outcome, hints };
+        } catch (err) {
+          if (err instanceof GoogleFault || err instanceof GoogleBusyError) throw runtimeError(`Google gave no verdict: ${err.message}`);
+          throw err;
+        }
       };
 
       const result = offline
-        ? await explain(offlineAllowlist(opts), offlineKeys(opts, token))
+        ? await explain(offlineAllowlist(opts, serviceAccount), offlineKeys(opts, token))
         : await withDatabase(async (handle) => {
             // one snapshot for the whole run, so the re-tries see the same allowlist
             const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db), { ttlMs: Number.POSITIVE_INFINITY });
@@ -137,17 +161,20 @@ function instant(text: string): Date {
   return d;
 }
 
-function offlineAllowlist(opts: Options): AllowlistReader {
+function offlineAllowlist(opts: Options, serviceAccount: GoogleServiceAccount | undefined): AllowlistReader {
   for (const id of opts.appId) if (!APPLE_APP_ID.test(id)) throw usageError(`--app-id "${id}" is not TEAMID.bundle.id`);
   const android = [];
   if (opts.package !== undefined) {
-    if (opts.decryptionKey === undefined || opts.verificationKey === undefined) throw usageError('--package needs --decryption-key and --verification-key');
+    const keyless = serviceAccount !== undefined && opts.decryptionKey === undefined && opts.verificationKey === undefined;
+    if (!keyless && (opts.decryptionKey === undefined || opts.verificationKey === undefined)) {
+      throw usageError('--package needs --decryption-key and --verification-key (or, for standard requests, --service-account-file with --online)');
+    }
     try {
-      const decryptionKey = parseDecryptionKey(opts.decryptionKey);
-      const verificationKey = parseVerificationKey(opts.verificationKey);
+      const keys = keyless ? [] : [{ id: 'cli', decryptionKey: parseDecryptionKey(opts.decryptionKey!), verificationKey: parseVerificationKey(opts.verificationKey!) }];
       android.push({
         packageName: opts.package,
-        keys: [{ id: 'cli', decryptionKey, verificationKey }],
+        keys,
+        ...(serviceAccount ? { serviceAccount } : {}),
         certificateDigests: [],
         minVerdict: 'MEETS_DEVICE_INTEGRITY' as const,
         allowUnrecognized: false,
@@ -158,6 +185,41 @@ function offlineAllowlist(opts: Options): AllowlistReader {
     }
   }
   return createMemoryAllowlist({ apple: opts.appId.map((appId) => ({ appId, env: 'any' as const })), android });
+}
+
+/** Whether the token is a `gms` token of a standard request (which only Google can decode). */
+function isStandardRequest(token: Uint8Array): boolean {
+  try {
+    const { service, evidence } = parseEnvelope(token);
+    return service === 'gms' && isMap(evidence) && evidence.get('request') === 'standard';
+  } catch {
+    return false; // the verification itself reports a token that does not parse
+  }
+}
+
+async function readServiceAccount(path: string): Promise<GoogleServiceAccount> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw usageError(`--service-account-file: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  const parsed = await parseServiceAccount(text);
+  if (!parsed.ok) throw usageError(`--service-account-file ${path}: ${parsed.problem}`);
+  return parsed.account;
+}
+
+/** The hints re-run the verification: Google is asked once per token, the answer reused. */
+function oncePerToken(decoder: IntegrityTokenDecoder): IntegrityTokenDecoder {
+  const answers = new Map<string, ReturnType<IntegrityTokenDecoder['decode']>>();
+  return {
+    decode(request) {
+      const key = `${request.packageName}\n${request.integrityToken}`;
+      let answer = answers.get(key);
+      if (!answer) answers.set(key, (answer = decoder.decode(request)));
+      return answer;
+    },
+  };
 }
 
 function offlineKeys(opts: Options, token: Uint8Array): AppleKeyStore {
