@@ -22,12 +22,14 @@ const intText = z.union([z.string().regex(/^-?\d{1,15}$/, 'expected a decimal in
  * over time. The newer verdicts are optional: they appear only when opted in and evaluated.
  */
 export const playIntegrityPayloadSchema = z.object({
-  requestDetails: z.object({
-    requestPackageName: z.string(),
-    nonce: z.string().optional(),
-    requestHash: z.string().optional(),
-    timestampMillis,
-  }),
+  requestDetails: z
+    .object({
+      requestPackageName: z.string(),
+      nonce: z.string().optional(),
+      requestHash: z.string().optional(),
+      timestampMillis,
+    })
+    .refine((r) => r.nonce !== undefined || r.requestHash !== undefined, { message: 'expected nonce (classic request) or requestHash (standard request)' }),
   appIntegrity: z
     .object({
       appRecognitionVerdict: z.string(),
