@@ -148,10 +148,10 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
 
   describe.each(approaches)('rejections, each with its logged reason (%s)', (_approach, run) => {
     it.each([
-      ['a request hash over another nonce', { edit: (p: StandardPayload) => void (p.requestDetails.requestHash = randomBytes(32).toString('base64url')) }, 'gms_nonce_mismatch'],
+      ['a request hash over another nonce', { edit: (p: StandardPayload): void => void (p.requestDetails.requestHash = randomBytes(32).toString('base64url')) }, 'gms_nonce_mismatch'],
       ['a token Google did not issue', { integrityToken: 'forged-standard-token' }, 'gms_decode_rejected'],
-      ['an unrecognized app', { edit: (p: StandardPayload) => void (p.appIntegrity.appRecognitionVerdict = 'UNRECOGNIZED_VERSION') }, 'gms_app_not_recognized'],
-      ['a stale verdict', { edit: (p: StandardPayload) => void (p.requestDetails.timestampMillis = String(NOW.getTime() - 601_000)) }, 'gms_token_stale'],
+      ['an unrecognized app', { edit: (p: StandardPayload): void => void (p.appIntegrity.appRecognitionVerdict = 'UNRECOGNIZED_VERSION') }, 'gms_app_not_recognized'],
+      ['a stale verdict', { edit: (p: StandardPayload): void => void (p.requestDetails.timestampMillis = String(NOW.getTime() - 601_000)) }, 'gms_token_stale'],
     ] as const)('%s', async (_name, mint, reason) => {
       const res = await run(mint);
       expect(res.status).toBe(200);
