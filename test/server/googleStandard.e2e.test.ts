@@ -3,15 +3,20 @@
 // on PGlite and PostgreSQL, in both approaches; classic tokens of the same package alongside.
 // Faults (Google slow, 429, 5xx) are 500s and counted; the concurrency limit answers 503.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createPlayIntegrityClient, type PlayIntegrityClientOptions } from '../../src/google/playIntegrityClient.js';
+import { startServer } from '../../src/server/start.js';
 import { encodeCbor } from '../support/appleFactory.js';
-import { backends, type TestDatabase } from '../support/databases.js';
+import { backends, postgresBackend, type TestDatabase } from '../support/databases.js';
 import { createTestServiceAccount, startFakeGoogle, type FakeGoogle, type TestServiceAccount } from '../support/fakeGoogle.js';
 import { createGoogleTestKeys, keyPairOf, mintIntegrityToken, TEST_CERT_DIGEST, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
-import { createPlatformService, init, issueKey, verify } from '../support/service.js';
+import { captureLogger, createPlatformService, init, issueKey, verify } from '../support/service.js';
 import { standardPayload, type StandardPayload } from '../support/standardPayload.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
@@ -209,4 +214,44 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
       expect(await s.metrics.registry.metrics()).toContain('attest_google_requests_total{endpoint="decode",outcome="busy"} 1');
     });
   });
+});
+
+describe('startServer wires the Google client from the configuration', () => {
+  it('verifies a standard token over a real socket and counts the exchanges in /metrics', async () => {
+    const fake = await startFakeGoogle({ accounts: [sa] });
+    const dir = mkdtempSync(join(tmpdir(), 'attest-gms-start-'));
+    // PostgreSQL when there is one (it starts faster than a fresh embedded database)
+    const pg = await postgresBackend()?.open();
+    const { logger } = captureLogger();
+    const config = {
+      ...loadConfig({}, {}),
+      dataDir: dir,
+      databaseUrl: pg?.url,
+      port: 0,
+      host: '127.0.0.1',
+      googleOauthUrl: fake.oauthUrl,
+      googlePlayIntegrityUrl: fake.playIntegrityUrl,
+    };
+    const server = await startServer(config, logger, { migrate: true });
+    try {
+      const apiKey = (await issueKey(server.database)).key;
+      await createAllowlistRepository(server.database.db).addAndroid(TEST_PACKAGE, null, { certificateDigests: [TEST_CERT_DIGEST], serviceAccount: sa.account });
+      const nonce = randomBytes(32);
+      const integrityToken = fake.issue(TEST_PACKAGE, standardPayload({ nonce, now: new Date() }));
+      const res = await fetch(`${server.url}/api/v1/attestation/verify`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ attestationToken: gmsToken(nonce, integrityToken, 'standard'), expectedNonce: b64(nonce) }),
+      });
+      expect(await res.json()).toMatchObject({ isValid: true, googleTokenDetails: { packageName: TEST_PACKAGE, appLicensingVerdict: 'LICENSED' } });
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(metrics).toContain('attest_google_requests_total{endpoint="token",outcome="ok"} 1');
+      expect(metrics).toContain('attest_google_requests_total{endpoint="decode",outcome="ok"} 1');
+    } finally {
+      await server.close();
+      await fake.close();
+      await pg?.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

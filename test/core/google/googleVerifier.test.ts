@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { GOOGLE_CHECKS, INTEGRITY_TOKEN_MAX_BYTES, createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
-import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import { VERDICT_CHECKS } from '../../../src/core/google/verdictPolicy.js';
+import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type { AndroidPackagePolicy, MinVerdict, PlatformVerifier } from '../../../src/core/types.js';
 import {
   TEST_CERT_DIGEST,
