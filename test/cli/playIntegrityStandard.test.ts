@@ -8,15 +8,19 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { encodeCbor } from '../support/appleFactory.js';
 import { oneLine, runCli } from '../support/cli.js';
+import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import { createTestServiceAccount, startFakeGoogle, type FakeGoogle, type TestServiceAccount } from '../support/fakeGoogle.js';
 import { TEST_CERT_DIGEST, TEST_PACKAGE } from '../support/googleFactory.js';
 import { standardPayload, type StandardPayload } from '../support/standardPayload.js';
 import { hintCodes, verifyFile } from '../support/verifyFileTokens.js';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
+
+// every CLI run opens the database afresh: slow on a loaded machine with the embedded one
+vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
 const NOW = new Date();
 
 let dir: string;
@@ -24,23 +28,30 @@ let sa: TestServiceAccount;
 let saFile: string;
 let fake: FakeGoogle;
 let googleEnv: Record<string, string>;
+let pg: TestDatabase | undefined;
+/** where the CLI finds its database: PostgreSQL when there is one (faster to open), else a data dir */
+let dbEnv: Record<string, string>;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'attest-gms-cli-'));
   sa = createTestServiceAccount();
   saFile = join(dir, 'sa.json');
   writeFileSync(saFile, sa.json);
+  pg = await postgresBackend()?.open();
+  dbEnv = pg ? { DATABASE_URL: pg.url! } : { ATTEST_DATA_DIR: join(dir, 'data') };
   delete process.env.DATABASE_URL;
-  process.env.ATTEST_DATA_DIR = join(dir, 'data');
+  Object.assign(process.env, dbEnv);
   expect((await runCli('db', 'migrate')).code).toBe(0);
 });
-afterAll(() => {
+afterAll(async () => {
   delete process.env.ATTEST_DATA_DIR;
+  delete process.env.DATABASE_URL;
+  await pg?.close();
   rmSync(dir, { recursive: true, force: true });
 });
 beforeEach(async () => {
   fake = await startFakeGoogle({ accounts: [sa] });
-  googleEnv = { ATTEST_GOOGLE_OAUTH_URL: fake.oauthUrl, ATTEST_GOOGLE_PLAY_INTEGRITY_URL: fake.playIntegrityUrl, ATTEST_DATA_DIR: process.env.ATTEST_DATA_DIR! };
+  googleEnv = { ATTEST_GOOGLE_OAUTH_URL: fake.oauthUrl, ATTEST_GOOGLE_PLAY_INTEGRITY_URL: fake.playIntegrityUrl, ...dbEnv };
 });
 afterEach(async () => {
   await fake.close();
