@@ -76,6 +76,8 @@ ready=$(node -e 'fetch(process.argv[1] + "/readyz").then((r) => console.log(r.st
 applied=$(attest db status --json | node -e 'const s=JSON.parse(require("fs").readFileSync(0,"utf8"));console.log(s.length>0&&s.every((m)=>m.applied))')
 [ "$applied" = true ] || fail "db status does not list every migration applied"
 
+created=$(attest keys create --name backup-check --json | node -p 'JSON.parse(require("fs").readFileSync(0,"utf8")).id')
+
 kill -TERM "$server"
 set +e
 wait "$server"
@@ -85,4 +87,11 @@ server=''
 [ "$code" = 0 ] || fail "serve exited $code on SIGTERM, expected 0"
 [ ! -e "$work/data/attest.lock" ] || fail "serve left its lock file behind"
 
-echo "globalInstall: ok ($name@$version installed from the tarball; --version, usage error, serve with migrations, SIGTERM)"
+# docs/operations.md: a cold copy of the stopped embedded database restores elsewhere
+tar -C "$work" -czf "$work/backup.tgz" data
+mkdir -p "$work/restored"
+tar -C "$work/restored" -xzf "$work/backup.tgz"
+listed=$(ATTEST_DATA_DIR="$work/restored/data" attest keys list --json)
+grep -q "\"$created\"" <<<"$listed" || fail "the key made before the backup is not in the restored database"
+
+echo "globalInstall: ok ($name@$version installed from the tarball; --version, usage error, serve with migrations, SIGTERM, backup and restore)"
