@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { REJECT_REASONS } from '../../core/reasons.js';
 import { usageError } from '../errors.js';
 import type { LogFilter } from '../logs/logFilter.js';
-import { runLogs, type LogsIo, type LogsOptions } from '../logs/runLogs.js';
+import type { LogsIo, LogsOptions } from '../logs/runLogs.js';
 
 const SERVICES = ['apple', 'gms'];
 const MAX_LIMIT = 1_000_000;
@@ -102,6 +102,9 @@ export function logsCommand(io?: LogsIo): Command {
     .option('--limit <n>', 'viewer: lines kept in memory (default 10000); plain output: only the last N matching lines')
     .addHelpText('after', EXAMPLES)
     .action(async (file: string | undefined, raw: RawOptions) => {
-      await runLogs(await parseLogsOptions(file, raw), io);
+      const options = await parseLogsOptions(file, raw);
+      // ink and react are most of the CLI's start-up cost: only `attest logs` loads them
+      const { runLogs } = await import('../logs/runLogs.js');
+      await runLogs(options, io);
     });
 }
