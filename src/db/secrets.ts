@@ -138,7 +138,10 @@ async function reseal(db: Database, box: SecretBox, which: 'clear' | 'all'): Pro
   for (const t of SEALED_TABLES) {
     const id = (name: string) => sql.identifier(name);
     const list = (names: readonly string[]) => sql.join(names.map(id), sql`, `);
-    const condition = which === 'clear' ? sql`${id(t.keyIdColumn)} is null` : sql`${id(t.keyIdColumn)} is distinct from ${box.keyId}`;
+    const holdsSecret = sql.join(t.columns.map((c) => sql`${id(c)} is not null`), sql` or `);
+    const under = which === 'clear' ? sql`${id(t.keyIdColumn)} is null` : sql`${id(t.keyIdColumn)} is distinct from ${box.keyId}`;
+    // rows without any secret (a package without a service account) are left alone
+    const condition = sql`${under} and (${holdsSecret})`;
     const rows = rowsOf<Record<string, unknown>>(
       await db.execute(sql`select ${list(t.key)}, ${list(t.columns)}, ${id(t.keyIdColumn)} from ${id(t.table)} where ${condition} for update`),
     );

@@ -437,9 +437,6 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
     const nonce = b64(randomBytes(32));
     it.each([
-      ['an unreadable file', () => [join(files.dir, 'missing.cbor')], /cannot read .*missing\.cbor \(ENOENT\)/],
-      ['a file that is neither CBOR nor base64', () => [files.file('this is not a token!\n')], /is neither a CBOR token nor base64 text/],
-      ['an empty file', () => [files.file('')], /is empty: give a file holding the token/],
       ['--nonce with --server-nonce', () => [token, '--nonce', nonce, '--server-nonce', nonce], /not both/],
       ['--device-nonce alone', () => [token, '--device-nonce', nonce], /--device-nonce needs --server-nonce/],
       ['a bad --at', () => [token, '--at', 'yesterday'], /--at takes an ISO 8601 time/],
