@@ -98,7 +98,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_ACTOR: 'must be 1 to 100 characters with no control characters',
   ATTEST_DB_CONNECT_TIMEOUT: 'must be a whole number of seconds from 1 to 600',
   XDG_RUNTIME_DIR: 'must be the path of a folder',
-  ATTEST_SESSION_RETENTION: 'must be a duration with its unit, such as 1h or 30m',
+  ATTEST_SESSION_RETENTION: 'must be a duration such as 30m, 1h or 7d',
   ATTEST_METRICS_PORT: 'must be a port number from 0 to 65535',
   ATTEST_METRICS_HOST: 'must be a host name or IP address to listen on',
   ATTEST_MASTER_KEY: 'must be 32 bytes in base64 (make one with: openssl rand -base64 32)',
