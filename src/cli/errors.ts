@@ -1,4 +1,4 @@
-/** Exit codes of product.md: 0 success, 1 negative answer, 2 bad usage/input, 3 runtime failure. */
+/** Exit codes (docs/cli.md): 0 success, 1 negative answer, 2 bad usage/input, 3 runtime failure. */
 export const EXIT = { ok: 0, negative: 1, usage: 2, runtime: 3 } as const;
 
 /** An error the CLI reports as one line on stderr, with its exit code. */

@@ -17,7 +17,7 @@ function bytes(value: string, flag: string): Uint8Array {
 }
 
 /**
- * The final nonce (token-format.md section 2): `--nonce` (sessionless expectedNonce) or
+ * The final nonce (docs/token-format.md section 2): `--nonce` (sessionless expectedNonce) or
  * `--server-nonce` followed by the optional `--device-nonce`. One form is required.
  */
 export function finalNonceOf(flags: NonceFlags): Uint8Array {

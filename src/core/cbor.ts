@@ -1,5 +1,5 @@
 /**
- * Strict CBOR decoding for tokens and App Attest objects (token-format.md section 3).
+ * Strict CBOR decoding for tokens and App Attest objects (docs/token-format.md section 3).
  *
  * Invariants of what `decodeStrictCbor` returns:
  * - the input is exactly one well-formed item: no trailing bytes, no truncation;

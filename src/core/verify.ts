@@ -26,7 +26,7 @@ export interface VerifyDeps {
   verifiers: PlatformVerifiers;
 }
 
-/** The envelope of a format-1 token (token-format.md section 3), with the platform evidence left raw. */
+/** The envelope of a format-1 token (docs/token-format.md section 3), with the platform evidence left raw. */
 export interface TokenEnvelope {
   version: 1;
   nonce: Uint8Array;

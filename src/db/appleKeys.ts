@@ -11,7 +11,7 @@ interface Row {
   mode: string;
 }
 
-/** Registered App Attest keys; every write is one atomic statement (token-format.md section 5). */
+/** Registered App Attest keys; every write is one atomic statement (docs/token-format.md section 5). */
 export function createAppleKeyRepository(db: Database): AppleKeyStore & { list(): Promise<AppleKeyRecord[]> } {
   return {
     async find(keyId) {

@@ -97,7 +97,7 @@ function createBudget(ms: number): Budget {
   };
 }
 
-/** The HTTP API: the interface document plus product.md's extra behaviour. No module state. */
+/** The HTTP API: the contract of docs/http-api.md. No module state. */
 export function createApp(deps: AppDeps): Hono<Env> {
   const app = new Hono<Env>();
   const deadlineMs = deps.requestDeadlineMs ?? 5000;

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { decodeBase64 } from '../core/base64.js';
 
-/** Sizes of token-format.md section 2. */
+/** Sizes of docs/token-format.md section 2. */
 export const DEVICE_NONCE_BYTES = { min: 1, max: 128 } as const;
 export const EXPECTED_NONCE_BYTES = { min: 16, max: 512 } as const;
 export const SESSION_REFERENCE_MAX = 256;
@@ -20,7 +20,7 @@ const body = z.object({
 });
 
 /**
- * Validates a verify body per the interface and token-format.md sections 1-2. Any failure is a
+ * Validates a verify body per the interface and docs/token-format.md sections 1-2. Any failure is a
  * malformed request (HTTP 400, 268505089); the message says what is wrong, never about a token.
  */
 export function parseVerifyRequest(json: unknown): { ok: true; request: VerifyRequest } | { ok: false; message: string } {

@@ -3,7 +3,7 @@ import { decodeBase64, encodeBase64, encodeBase64Url } from '../../src/core/base
 
 const hex = (b: Uint8Array | null) => (b === null ? null : Buffer.from(b).toString('hex'));
 
-describe('decodeBase64 (token-format.md section 1)', () => {
+describe('decodeBase64 (docs/token-format.md section 1)', () => {
   it('decodes standard base64 with and without padding', () => {
     expect(hex(decodeBase64('AQID'))).toBe('010203');
     expect(hex(decodeBase64('AQI='))).toBe('0102');

@@ -91,7 +91,7 @@ describe('parseEnvelope', () => {
       expect(reasonOf(base({ v: bstr(Uint8Array.of(1)) }))).toBe('token_malformed');
     });
     it('KNOWN GAP: a float v (1.0) decodes as the number 1 and passes as version 1', () => {
-      // token-format.md says v is a uint; the decoder cannot tell 1.0 from 1 (reported, not fixed)
+      // docs/token-format.md says v is a uint; the decoder cannot tell 1.0 from 1 (reported, not fixed)
       expect(reasonOf(base({ v: FLOAT16_ONE }))).toBe('ok');
     });
   });

@@ -1,6 +1,6 @@
 /**
  * The App Attest platform verifier: reads the `apple` evidence map, picks one of the three token
- * shapes of token-format.md section 5 from what the token carries and whether its key is
+ * shapes of docs/token-format.md section 5 from what the token carries and whether its key is
  * registered, runs the attestation and/or assertion checks, and records the outcome in the key
  * store with its compare-and-set operations (so two racing requests cannot both win).
  */

@@ -1,6 +1,6 @@
 /**
  * App Attest assertion verification: Apple's "Verify the assertion" steps, grouped into the four
- * checks of token-format.md section 5. The counter is raised through the key store only after
+ * checks of docs/token-format.md section 5. The counter is raised through the key store only after
  * the signature verified, so a forged assertion with a huge counter cannot lock a key out.
  */
 import { type KeyObject, verify } from 'node:crypto';

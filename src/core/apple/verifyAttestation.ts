@@ -1,6 +1,6 @@
 /**
  * App Attest attestation verification: Apple's "Validating apps that connect to your server",
- * steps 1 to 9, grouped into the seven checks of token-format.md section 5. The step comments
+ * steps 1 to 9, grouped into the seven checks of docs/token-format.md section 5. The step comments
  * below use Apple's numbering so the code can be held against Apple's page.
  */
 import type { KeyObject, X509Certificate } from 'node:crypto';

@@ -100,7 +100,7 @@ function keyIdOf(key: KeyObject): Uint8Array {
   return new Uint8Array(createHash('sha256').update(uncompressedPoint(key)).digest());
 }
 
-/** The aaguid App Attest writes per environment (token-format.md section 5, check 7). */
+/** The aaguid App Attest writes per environment (docs/token-format.md section 5, check 7). */
 export const AAGUID: Readonly<Record<AppleEnvironment, Uint8Array>> = {
   Development: new Uint8Array(Buffer.from('appattestdevelop', 'ascii')),
   Production: new Uint8Array(Buffer.concat([Buffer.from('appattest', 'ascii'), Buffer.alloc(7)])),

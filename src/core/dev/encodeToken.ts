@@ -1,5 +1,5 @@
 /**
- * Builds format-1 tokens (token-format.md section 3) from platform evidence: what the device SDK
+ * Builds format-1 tokens (docs/token-format.md section 3) from platform evidence: what the device SDK
  * does, and what `attest dev mint` and `attest token wrap` print.
  */
 import { Encoder } from 'cbor-x';

@@ -1,6 +1,6 @@
 import type { MinVerdict } from '../types.js';
 
-/** The device verdicts that can be a minimum, weakest first (token-format.md section 4, check 9). */
+/** The device verdicts that can be a minimum, weakest first (docs/token-format.md section 4, check 9). */
 export const MIN_VERDICTS: readonly MinVerdict[] = ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'];
 
 /** The minimum an allowlist entry holds when the operator names none. */

@@ -19,7 +19,7 @@ import { parsePlayIntegrityJson, parsePlayIntegrityPayload, type PlayIntegrityPa
 import { quote } from './quote.js';
 import { checkNewerVerdicts, VERDICT_CHECKS } from './verdictPolicy.js';
 
-/** Largest `integrityToken` accepted, in UTF-8 bytes (token-format.md section 4). */
+/** Largest `integrityToken` accepted, in UTF-8 bytes (docs/token-format.md section 4). */
 export const INTEGRITY_TOKEN_MAX_BYTES = 16 * 1024;
 
 /** Maximum token age when an allowlist entry does not set one. */
@@ -30,7 +30,7 @@ export const MAX_FUTURE_SKEW_MS = 60_000;
 
 /**
  * The stable check ids of a classic request, in order. `gms.evidence` (the shape of the `gms` map)
- * comes before the ten checks of token-format.md section 4 so a malformed map is attributed to a
+ * comes before the ten checks of docs/token-format.md section 4 so a malformed map is attributed to a
  * check of its own; the newer verdicts run before freshness, which stays last.
  */
 export const GOOGLE_CHECKS = [
@@ -271,7 +271,7 @@ interface Evidence {
   standard: boolean;
 }
 
-/** The `gms` evidence map (token-format.md section 4); anything else is `token_malformed`. */
+/** The `gms` evidence map (docs/token-format.md section 4); anything else is `token_malformed`. */
 function readEvidence(evidence: unknown): Evidence {
   if (!isMap(evidence)) throw new Rejection('token_malformed', 'the "gms" evidence is not a map');
   const packageName = evidence.get('packageName');

@@ -1,5 +1,5 @@
 /**
- * Log lines shaped like the server's pino output (product.md, Logs), built in code so each test
+ * Log lines shaped like the server's pino output (the README's Logs section), built in code so each test
  * states the fields it depends on. `sampleLog` makes a deterministic, realistic mix for the
  * viewer tests and for trying the viewer by hand.
  */
