@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { parseDuration } from './cli/duration.js';
+import { decodeBase64 } from './core/base64.js';
 
 /** Everything attest reads from its environment, in one place. */
 export interface Config {
@@ -23,6 +24,11 @@ export interface Config {
   socketDir?: string | undefined;
   /** who makes administrative changes (the audit trail); unset: the OS user@host */
   actor?: string | undefined;
+  /** ATTEST_MASTER_KEY: the master key itself, base64 (secret: never log it) */
+  masterKey: string | undefined;
+  masterKeyFile: string | undefined;
+  /** test-mode API keys accepted (ATTEST_TEST_KEYS, `serve --no-test-keys`); off: they answer 403 */
+  testKeys: boolean;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -58,6 +64,12 @@ const env = z.object({
   ATTEST_DB_CONNECT_TIMEOUT: z.coerce.number().int('must be whole seconds').min(1).max(600).default(10),
   XDG_RUNTIME_DIR: z.string().min(1).optional(),
   ATTEST_ACTOR: z.string().regex(ACTOR, 'bad actor').optional(),
+  ATTEST_MASTER_KEY: z
+    .string()
+    .refine((v) => decodeBase64(v.trim())?.length === 32, 'must be 32 bytes in base64 (make one with: openssl rand -base64 32)')
+    .optional(),
+  ATTEST_MASTER_KEY_FILE: z.string().min(1).optional(),
+  ATTEST_TEST_KEYS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -77,10 +89,13 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_SESSION_RETENTION: 'must be a duration with its unit, such as 1h or 30m',
   ATTEST_METRICS_PORT: 'must be a port number from 0 to 65535',
   ATTEST_METRICS_HOST: 'must be a host name or IP address to listen on',
+  ATTEST_MASTER_KEY: 'must be 32 bytes in base64 (make one with: openssl rand -base64 32)',
+  ATTEST_MASTER_KEY_FILE: 'must be the path of a file holding the master key',
+  ATTEST_TEST_KEYS: 'must be "on" or "off"',
 };
 
 /** Values never repeated in a message: a database URL may hold a password. */
-const SECRET_VALUES = new Set(['DATABASE_URL']);
+const SECRET_VALUES = new Set(['DATABASE_URL', 'ATTEST_MASTER_KEY']);
 
 /**
  * Reads the configuration: flags win over environment variables, which win over defaults.
@@ -96,6 +111,9 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     throw new ConfigError(`environment variable ${name} ${WANTED[name] ?? 'is not valid'}${got}`);
   }
   const e = parsed.data;
+  if (e.ATTEST_MASTER_KEY !== undefined && e.ATTEST_MASTER_KEY_FILE !== undefined) {
+    throw new ConfigError('set ATTEST_MASTER_KEY_FILE or ATTEST_MASTER_KEY, not both');
+  }
   const config: Config = {
     databaseUrl: e.DATABASE_URL,
     dataDir: e.ATTEST_DATA_DIR,
@@ -112,6 +130,9 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     dbConnectTimeoutSeconds: e.ATTEST_DB_CONNECT_TIMEOUT,
     socketDir: e.XDG_RUNTIME_DIR,
     actor: e.ATTEST_ACTOR,
+    masterKey: e.ATTEST_MASTER_KEY,
+    masterKeyFile: e.ATTEST_MASTER_KEY_FILE,
+    testKeys: e.ATTEST_TEST_KEYS === 'on',
   };
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;

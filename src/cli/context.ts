@@ -7,6 +7,9 @@ import { ACTOR, ConfigError, loadConfig, type Config } from '../config.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
 import { migrationStatus } from '../db/migrate.js';
 import { loggerOptions } from '../server/logger.js';
+import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
+import { createSecretBox, type SecretBox } from '../db/secretBox.js';
+import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
 import { runtimeError, usageError } from './errors.js';
 
 /** The configuration, with a bad value reported as a usage error. */
@@ -102,4 +105,44 @@ function logChange(cfg: Config, event: AuditEvent): void {
   const logger = pino(loggerOptions(cfg.logLevel), pino.multistream(streams));
   logger.info({ audit: { ...event, at: event.at.toISOString() } }, `${event.action} ${event.target} by ${event.actor}`);
   file?.end();
+}
+
+export interface Secrets {
+  box: SecretBox;
+  masterKey: ResolvedMasterKey;
+}
+
+/**
+ * The master key for commands that read or write sealed secrets, checked against the database
+ * (a wrong key is one line naming the expected key id). Creating the embedded default key is
+ * said once on stderr. `check: false` leaves the check to the caller (the migration path).
+ */
+export async function loadSecrets(handle: DatabaseHandle, options: { check?: boolean; establish?: boolean } = {}): Promise<Secrets> {
+  let masterKey: ResolvedMasterKey;
+  try {
+    masterKey = await resolveMasterKey(config(), handle);
+  } catch (err) {
+    throw secretsError(err);
+  }
+  if (masterKey.created) process.stderr.write(`attest: created a master key in ${masterKey.source}: back it up with the data dir (not inside the same backup)\n`);
+  const box = createSecretBox([masterKey.key]);
+  if (options.check !== false) {
+    try {
+      await checkMasterKey(handle.db, box, { source: masterKey.source, ...(options.establish === false ? { establish: false } : {}) });
+    } catch (err) {
+      throw secretsError(err);
+    }
+  }
+  return { box, masterKey };
+}
+
+/** A master key problem is a usage error (fix the configuration); anything else passes through. */
+export function secretsError(err: unknown): unknown {
+  if (err instanceof MasterKeyError || err instanceof ConfigError) return usageError(`${err.message}`);
+  return err;
+}
+
+/** withDatabase, with the master key loaded and checked for `work`. */
+export function withSecrets<T>(work: (db: DatabaseHandle, secrets: Secrets) => Promise<T>, options: { establish?: boolean } = {}): Promise<T> {
+  return withDatabase(async (handle) => work(handle, await loadSecrets(handle, options)));
 }

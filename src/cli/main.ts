@@ -3,9 +3,11 @@ import { allowlistCommand } from './commands/allowlist.js';
 import { auditCommand } from './commands/audit.js';
 import { completionCommand } from './commands/completion.js';
 import { dbCommand } from './commands/db.js';
+import { devCommand } from './commands/dev.js';
 import { keysCommand } from './commands/keys.js';
 import { logsCommand } from './commands/logs.js';
 import { serveCommand } from './commands/serve.js';
+import { tokenCommand } from './commands/token.js';
 import { verifyFileCommand } from './commands/verifyFile.js';
 import { cleanDatabaseError } from '../db/errors.js';
 import { CliError, EXIT } from './errors.js';
@@ -22,7 +24,9 @@ Examples:
   $ attest keys create --name "mobile banking"     issue an API key for a relying party
   $ attest allowlist add apple ABCDE12345.com.example.bank
   $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected
-  $ attest --actor alice keys revoke 0h3k5x9q2m7c1b4n   recorded in "attest audit list"`);
+  $ attest --actor alice keys revoke 0h3k5x9q2m7c1b4n   recorded in "attest audit list"
+  $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --nonce <b64>
+                                                   a test token without a device (test API keys)`);
   for (const command of [
     serveCommand(),
     dbCommand(),
@@ -31,6 +35,8 @@ Examples:
     auditCommand(),
     verifyFileCommand(),
     logsCommand(),
+    devCommand(),
+    tokenCommand(),
     completionCommand(() => program),
   ]) {
     program.addCommand(command);

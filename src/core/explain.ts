@@ -27,7 +27,8 @@ export interface Hint {
     | 'other_package_keys'
     | 'token_age'
     | 'leaf_expired'
-    | 'counter_replay';
+    | 'counter_replay'
+    | 'test_keys_only';
   message: string;
 }
 

@@ -2,6 +2,12 @@ import type { RejectReason } from './reasons.js';
 
 export type Service = 'gms' | 'apple';
 
+/**
+ * The mode of an API key. Test keys also trust the deployment's development roots (its dev App
+ * Attest CA and the test-only Play Integrity pairs); live keys never do.
+ */
+export type KeyMode = 'live' | 'test';
+
 export interface GoogleTokenDetails {
   packageName: string;
   deviceIntegrityVerdicts: string[];
@@ -84,6 +90,8 @@ export interface AndroidKeyPair {
   decryptionKey: Uint8Array;
   /** DER SubjectPublicKeyInfo of an EC P-256 key */
   verificationKey: Uint8Array;
+  /** made by `attest dev mint gms`: tried for test API keys only */
+  testOnly?: boolean;
 }
 
 export interface AndroidPackagePolicy {
@@ -109,6 +117,8 @@ export interface AppleKeyRecord {
   appId: string;
   environment: AppleEnvironment;
   counter: number;
+  /** the mode of the API key that registered it (default live); test keys are refused to live keys */
+  mode?: KeyMode;
 }
 
 export interface AppleKeyStore {

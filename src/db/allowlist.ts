@@ -2,6 +2,8 @@ import { sql, type SQL } from 'drizzle-orm';
 import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy, AppleEnvPolicy, MinVerdict } from '../core/types.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
+import { SecretOpenError, type SecretBox } from './secretBox.js';
+import { aadFor, MasterKeyError } from './secrets.js';
 
 export interface AndroidPolicyInput {
   certificateDigests?: Uint8Array[];
@@ -29,10 +31,38 @@ interface PairRow {
   id: string;
   decryption_key: Uint8Array;
   verification_key: Uint8Array;
+  master_key_id: string | null;
+  test_only: boolean;
 }
 
-/** The allowlist: App Attest app IDs and Play Integrity packages with their keys and policy. */
-export function createAllowlistRepository(db: Database) {
+/** A test-only Play Integrity pair with the signing half that Google would hold. */
+export interface TestKeyPair extends AndroidKeyPairInput {
+  /** PKCS#8 DER of the EC P-256 signing key */
+  signingKey: Uint8Array;
+}
+
+const PAIRS = 'android_key_pairs';
+
+/**
+ * The allowlist: App Attest app IDs and Play Integrity packages with their keys and policy. The
+ * Play Integrity keys are sealed with `secrets` (the master key) before they reach the database;
+ * `null` for callers that never touch them (Apple entries, removals).
+ */
+export function createAllowlistRepository(db: Database, secrets: SecretBox | null) {
+  const box = (): SecretBox => {
+    if (!secrets) throw new MasterKeyError('the Play Integrity keys need the master key, and none was given');
+    return secrets;
+  };
+  const open = (row: PairRow & { signing_key?: Uint8Array }, column: 'decryption_key' | 'verification_key' | 'signing_key'): Uint8Array => {
+    if (row.master_key_id === null) throw new MasterKeyError(`key pair ${row.id} of ${row.package_name} is stored in clear: run "attest db migrate" to seal it`);
+    try {
+      return box().open({ keyId: row.master_key_id, ciphertext: new Uint8Array(row[column]!) }, aadFor(PAIRS, column, [row.package_name, row.id]));
+    } catch (err) {
+      // another instance rotated the master key: this one must be restarted with the new key
+      if (err instanceof SecretOpenError) throw new MasterKeyError(`cannot open key pair ${row.id} of ${row.package_name}: ${err.message}`);
+      throw err;
+    }
+  };
   return {
     /**
      * Adds an app, or on an existing one sets `env` when given (else keeps the stored one).
@@ -82,13 +112,19 @@ export function createAllowlistRepository(db: Database) {
      */
     async addAndroid(
       packageName: string,
-      pair: AndroidKeyPairInput,
+      pair: AndroidKeyPairInput | null,
       policy: AndroidPolicyInput,
       auditor?: Auditor,
-    ): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' }> {
+    ): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' | 'none' }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex')).join(',');
       const target = `android:${packageName}`;
+      let sealedPair: { id: string; decryption: Buffer; verification: Buffer; keyId: string } | null = null;
+      if (pair) {
+        const secrets = box();
+        const seal = (value: Uint8Array, column: string) => Buffer.from(secrets.seal(value, aadFor(PAIRS, column, [packageName, pair.id])).ciphertext);
+        sealedPair = { id: pair.id, decryption: seal(pair.decryptionKey, 'decryption_key'), verification: seal(pair.verificationKey, 'verification_key'), keyId: secrets.keyId };
+      }
       const rows = rowsOf<{ package_inserted: boolean; pair_added: boolean; audit: unknown }>(
         await db.execute(sql`
           with ${pairsBefore(packageName)},
@@ -107,13 +143,17 @@ export function createAllowlistRepository(db: Database) {
               max_age_seconds = ${policy.maxAgeSeconds !== undefined ? sql`excluded.max_age_seconds` : sql`android_packages.max_age_seconds`}
             returning *, (xmax = 0) as inserted
           ), pair as (
-            insert into android_key_pairs (package_name, id, decryption_key, verification_key)
-            select package_name, ${pair.id}, ${Buffer.from(pair.decryptionKey)}, ${Buffer.from(pair.verificationKey)} from pkg
-            on conflict (package_name, id) do nothing
-            returning id
+            ${
+              sealedPair
+                ? sql`insert into android_key_pairs (package_name, id, decryption_key, verification_key, master_key_id)
+                      select package_name, ${sealedPair.id}, ${sealedPair.decryption}, ${sealedPair.verification}, ${sealedPair.keyId} from pkg
+                      on conflict (package_name, id) do nothing
+                      returning id`
+                : sql`select id from android_key_pairs where false`
+            }
           ), a as (
             select pkg.inserted, (select summary from b) as before,
-                   ${androidSummary(sql`pkg`, sql`pairs.ids || (case when exists (select 1 from pair) then jsonb_build_array(${pair.id}::text) else '[]'::jsonb end)`)} as after
+                   ${androidSummary(sql`pkg`, sql`pairs.ids || (case when exists (select 1 from pair) then jsonb_build_array(${pair?.id ?? ''}::text) else '[]'::jsonb end)`)} as after
             from pkg, pairs
           )${auditCte(auditor, (actor) => sql`
             select ${actor},
@@ -123,7 +163,43 @@ export function createAllowlistRepository(db: Database) {
           select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added, ${auditColumn(auditor)} as audit`),
       );
       logAudit(auditor, rows[0]?.audit);
-      return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: rows[0]?.pair_added ? 'added' : 'exists' };
+      return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists' };
+    },
+
+    /**
+     * The package's test-only pair with its signing key, made with `make` the first time. `null`
+     * when the package is not allowlisted. Racing first calls keep one pair (unique index).
+     */
+    async ensureTestPair(packageName: string, make: () => Promise<TestKeyPair>): Promise<{ pair: TestKeyPair; created: boolean } | null> {
+      const read = async () =>
+        rowsOf<PairRow & { signing_key: Uint8Array }>(
+          await db.execute(sql`
+            select package_name, id, decryption_key, verification_key, signing_key, master_key_id, test_only from android_key_pairs
+            where package_name = ${packageName} and test_only and signing_key is not null`),
+        )[0];
+      const toPair = (r: NonNullable<Awaited<ReturnType<typeof read>>>): TestKeyPair => ({
+        id: r.id,
+        decryptionKey: open(r, 'decryption_key'),
+        verificationKey: open(r, 'verification_key'),
+        signingKey: open(r, 'signing_key'),
+      });
+      const existing = await read();
+      if (existing) return { pair: toPair(existing), created: false };
+      const fresh = await make();
+      const secrets = box();
+      const seal = (value: Uint8Array, column: string) => Buffer.from(secrets.seal(value, aadFor(PAIRS, column, [packageName, fresh.id])).ciphertext);
+      const inserted = rowsOf<{ id: string }>(
+        await db.execute(sql`
+          insert into android_key_pairs (package_name, id, decryption_key, verification_key, test_only, signing_key, master_key_id)
+          select package_name, ${fresh.id}, ${seal(fresh.decryptionKey, 'decryption_key')}, ${seal(fresh.verificationKey, 'verification_key')}, true,
+                 ${seal(fresh.signingKey, 'signing_key')}, ${secrets.keyId}
+          from android_packages where package_name = ${packageName}
+          on conflict do nothing
+          returning id`),
+      );
+      if (inserted.length === 1) return { pair: fresh, created: true };
+      const winner = await read();
+      return winner ? { pair: toPair(winner), created: false } : null;
     },
 
     /**
@@ -157,13 +233,18 @@ export function createAllowlistRepository(db: Database) {
         await db.execute(sql`select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
-        await db.execute(sql`select package_name, id, decryption_key, verification_key from android_key_pairs order by created_at, id`),
+        await db.execute(sql`select package_name, id, decryption_key, verification_key, master_key_id, test_only from android_key_pairs order by created_at, id`),
       );
       return packages.map((p) => ({
         packageName: p.package_name,
         keys: pairs
           .filter((k) => k.package_name === p.package_name)
-          .map((k) => ({ id: k.id, decryptionKey: new Uint8Array(k.decryption_key), verificationKey: new Uint8Array(k.verification_key) })),
+          .map((k) => ({
+            id: k.id,
+            decryptionKey: open(k, 'decryption_key'),
+            verificationKey: open(k, 'verification_key'),
+            ...(k.test_only ? { testOnly: true } : {}),
+          })),
         certificateDigests: parseDigests(p.certificate_digests),
         minVerdict: p.min_verdict as MinVerdict,
         allowUnrecognized: p.allow_unrecognized,

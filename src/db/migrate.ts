@@ -8,6 +8,8 @@ import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import postgres from 'postgres';
 import { DatabaseBusyError, rowsOf, type Database, type DatabaseHandle } from './client.js';
+import type { SecretBox } from './secretBox.js';
+import { sealClearSecrets } from './secrets.js';
 
 /** Shipped next to the code (src/db and dist/db both sit two levels below the package root). */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
@@ -21,15 +23,29 @@ export interface MigrationStatus {
   applied: boolean;
 }
 
+export interface SecretsStep {
+  box: SecretBox;
+  /** where the master key came from, for messages */
+  source: string;
+}
+
 /**
- * Applies pending migrations. On PostgreSQL it holds an advisory lock on its own connection for
- * the whole run, so instances that start together migrate one after the other.
+ * Applies pending migrations, then (given the master key) seals secrets still in clear in one
+ * transaction: the data step of the migration to sealed secrets, in TypeScript since SQL cannot
+ * encrypt. On PostgreSQL it holds an advisory lock on its own connection for the whole run, so
+ * instances that start together migrate one after the other.
  */
-export async function runMigrations(handle: DatabaseHandle, options: { onProgress?: (message: string) => void } = {}): Promise<{ applied: number }> {
+export async function runMigrations(
+  handle: DatabaseHandle,
+  options: { onProgress?: (message: string) => void; secrets?: SecretsStep } = {},
+): Promise<{ applied: number; sealed: number }> {
   const announce = (n: number) => options.onProgress?.(`applying ${n} migration${n === 1 ? '' : 's'}…`);
+  const secrets = options.secrets;
   const before = await migrationStatus(handle.db);
   const pending = before.filter((m) => !m.applied).length;
-  if (pending === 0) return { applied: 0 };
+  const sealStep = async (db: Database) => (secrets ? (await sealClearSecrets(db, secrets.box, secrets.source)).sealed : 0);
+  // the running server sealed everything when it started
+  if (pending === 0) return { applied: 0, sealed: handle.kind === 'embedded-shared' ? 0 : await sealStep(handle.db) };
   if (handle.kind === 'embedded-shared') {
     // the socket has no URL of its own, and a migration transaction there would interleave with
     // the running server's own statements: only the process that owns the directory may migrate
@@ -40,7 +56,7 @@ export async function runMigrations(handle: DatabaseHandle, options: { onProgres
   if (handle.kind === 'embedded') {
     announce(pending);
     await migratePglite(handle.db as unknown as PgliteDatabase<Record<string, never>>, { migrationsFolder: MIGRATIONS_FOLDER });
-    return { applied: pending };
+    return { applied: pending, sealed: await sealStep(handle.db) };
   }
   // the advisory lock belongs to a session: take it and migrate on one dedicated connection
   const client = postgres(handle.url!, { max: 1, onnotice: () => {}, connect_timeout: handle.connectTimeoutSeconds });
@@ -50,7 +66,7 @@ export async function runMigrations(handle: DatabaseHandle, options: { onProgres
     const stillPending = (await migrationStatus(locked as unknown as Database)).filter((m) => !m.applied).length;
     if (stillPending > 0) announce(stillPending);
     if (stillPending > 0) await migratePostgres(locked, { migrationsFolder: MIGRATIONS_FOLDER });
-    return { applied: stillPending };
+    return { applied: stillPending, sealed: await sealStep(locked as unknown as Database) };
   } finally {
     await client.end({ timeout: 5 }); // ending the session releases the lock
   }

@@ -10,6 +10,7 @@ import {
   primaryKey,
   text,
   timestamp,
+  uniqueIndex,
 } from 'drizzle-orm/pg-core';
 
 /** bytea as Uint8Array on both drivers (postgres-js gives Buffer, a Uint8Array subclass). */
@@ -29,6 +30,8 @@ export const apiKeys = pgTable('api_keys', {
   lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
   expiresAt: timestamp('expires_at', { withTimezone: true }),
   revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  /** 'live' | 'test': test keys also trust the deployment's development roots */
+  mode: text('mode').notNull().default('live'),
 });
 
 export const attestationSessions = pgTable(
@@ -75,11 +78,21 @@ export const androidKeyPairs = pgTable(
       .references(() => androidPackages.packageName, { onDelete: 'cascade' }),
     /** fingerprint of the pair, shown by `allowlist list` and used to retire it */
     id: text('id').notNull(),
+    /** both keys sealed by secretBox (a null master_key_id: a row in clear, from 0.1, sealed by the migration path) */
     decryptionKey: bytea('decryption_key').notNull(),
     verificationKey: bytea('verification_key').notNull(),
+    masterKeyId: text('master_key_id'),
+    /** made by `attest dev mint gms`: tried for test API keys only */
+    testOnly: boolean('test_only').notNull().default(false),
+    /** test-only pairs: PKCS#8 DER of the P-256 key that signs minted tokens (Google's half); secret */
+    signingKey: bytea('signing_key'),
     createdAt: createdAt(),
   },
-  (t) => [primaryKey({ columns: [t.packageName, t.id] })],
+  (t) => [
+    primaryKey({ columns: [t.packageName, t.id] }),
+    // one test-only pair per package, even when two first mints race
+    uniqueIndex('android_key_pairs_one_test_pair').on(t.packageName).where(sql`test_only`),
+  ],
 );
 
 export const appleKeys = pgTable('apple_keys', {
@@ -90,6 +103,8 @@ export const appleKeys = pgTable('apple_keys', {
   environment: text('environment').notNull(),
   /** highest assertion counter accepted; uint32 fits a bigint */
   counter: bigint('counter', { mode: 'number' }).notNull(),
+  /** mode of the API key that registered it: 'test' keys are refused to live API keys */
+  mode: text('mode').notNull().default('live'),
   createdAt: createdAt(),
   lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
 });
@@ -113,3 +128,29 @@ export const auditEvents = pgTable(
   },
   (t) => [index('audit_events_at_idx').on(t.at), index('audit_events_action_idx').on(t.action)],
 );
+
+/**
+ * One row: a known value sealed with the master key the database's secrets are under, so a wrong
+ * key is refused at start (naming both key ids) even before any secret is stored.
+ */
+export const masterKeyCheck = pgTable('master_key_check', {
+  id: integer('id').primaryKey().default(1),
+  keyId: text('key_id').notNull(),
+  checkValue: bytea('check_value').notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * The deployment's development App Attest CA (`attest dev init`): one row. The root's private key
+ * is not kept (it signed the intermediate once); the intermediate's signs minted attestations.
+ */
+export const devCa = pgTable('dev_ca', {
+  id: integer('id').primaryKey().default(1),
+  rootCert: bytea('root_cert').notNull(),
+  intermediateCert: bytea('intermediate_cert').notNull(),
+  /** PKCS#8 DER of the intermediate's P-384 key; secret */
+  intermediateKey: bytea('intermediate_key').notNull(),
+  /** the master key `intermediate_key` is sealed under */
+  masterKeyId: text('master_key_id'),
+  createdAt: createdAt(),
+});

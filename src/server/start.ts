@@ -5,19 +5,24 @@ import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from '../config.js';
 import { verifyToken } from '../core/verify.js';
-import { buildVerifiers, loadAppleRoots } from '../core/verifiers.js';
-import { createAllowlistRepository, createCachedAllowlist } from '../db/allowlist.js';
+import { loadAppleRoots } from '../core/verifiers.js';
+import { createAllowlistRepository, createCachedAllowlist, type AllowlistRepository } from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { isConnectionError, unavailable } from '../db/errors.js';
+import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
+import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
+import { createSecretBox } from '../db/secretBox.js';
+import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
+import { createModeVerifiers } from './modeVerifiers.js';
 
 export interface RunningServer {
   url: string;
@@ -25,6 +30,8 @@ export interface RunningServer {
   /** where /metrics is served when ATTEST_METRICS_PORT is set */
   metricsUrl?: string;
   database: DatabaseHandle;
+  /** the master key in use (its id and where it came from; `created` when made just now) */
+  masterKey: Omit<ResolvedMasterKey, 'key'> & { id: string };
   close(): Promise<void>;
 }
 
@@ -79,19 +86,36 @@ async function serveOn(
   logger: Logger,
   options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
 ): Promise<RunningServer> {
+  const masterKey = await resolveMasterKey(config, database);
+  if (masterKey.created) logger.warn({ path: masterKey.source, keyId: masterKey.key.id }, 'created a master key for the embedded database: back it up with the data dir');
+  const box = createSecretBox([masterKey.key]);
   if (options.migrate) {
-    const { applied } = await runMigrations(database, options.onProgress ? { onProgress: options.onProgress } : {});
+    const { applied, sealed } = await runMigrations(database, {
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      secrets: { box, source: masterKey.source },
+    });
     if (applied > 0) logger.info({ applied }, 'migrations applied');
+    if (sealed > 0) logger.info({ sealed, keyId: box.keyId }, 'secrets stored in clear were sealed');
   }
   const pending = (await migrationStatus(database.db)).filter((m) => !m.applied);
   if (pending.length > 0) {
     throw new Error(`the database lacks ${pending.length} migration(s): run "attest db migrate" or start without --no-migrate`);
   }
+  // a wrong key fails here, once, rather than as gms_decrypt_failed on every token
+  await checkMasterKey(database.db, box, { source: masterKey.source });
 
   const sessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(database.db);
-  const allowlist = createCachedAllowlist(createAllowlistRepository(database.db), { ttlMs: PROPAGATION_MS });
-  const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(database.db), appleRoots });
+  const allowlist = createCachedAllowlist(reportingKeyFailures(createAllowlistRepository(database.db, createSecretBox([masterKey.key])), logger), { ttlMs: PROPAGATION_MS });
+  const devCa = createDevCaRepository(database.db);
+  const verifiersFor = createModeVerifiers({
+    allowlist,
+    appleKeys: createAppleKeyRepository(database.db),
+    appleRoots,
+    devRoot: () => devCa.root(),
+    ttlMs: PROPAGATION_MS,
+  });
+  if (!config.testKeys) logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
   const auth = createApiKeyAuthenticator({
     lookup: apiKeys,
     revalidateMs: PROPAGATION_MS,
@@ -103,7 +127,8 @@ async function serveOn(
     logger,
     auth,
     sessions,
-    verify: (input) => verifyToken(input, { now: () => new Date(), verifiers }),
+    verify: async (input, mode) => verifyToken(input, { now: () => new Date(), verifiers: await verifiersFor(mode) }),
+    testKeys: config.testKeys,
     metrics,
     ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
     sessionTtlSeconds: config.sessionTtlSeconds,
@@ -154,6 +179,7 @@ async function serveOn(
     port: portOf(server, config.port),
     ...(metricsUrl ? { metricsUrl } : {}),
     database,
+    masterKey: { id: masterKey.key.id, source: masterKey.source, created: masterKey.created, ...(masterKey.defaultFile ? { defaultFile: masterKey.defaultFile } : {}) },
     async close() {
       await pruner.stop();
       await Promise.all([closeServer(server), metricsServer ? closeServer(metricsServer) : undefined]);
@@ -195,4 +221,23 @@ function closeServer(server: Server): Promise<void> {
     server.close(() => resolve());
     server.closeIdleConnections();
   });
+}
+
+/**
+ * Another instance rotated the master key: this one's reloads cannot open the Play Integrity keys
+ * any more. Requests then fail (never a verdict from a stale allowlist); the log says why, once
+ * per reload, until the instance is restarted with the new key.
+ */
+function reportingKeyFailures(repo: AllowlistRepository, logger: Logger): AllowlistRepository {
+  return {
+    ...repo,
+    async listAndroid() {
+      try {
+        return await repo.listAndroid();
+      } catch (err) {
+        if (err instanceof MasterKeyError) logger.error({ reason: err.message }, 'cannot load the allowlist: restart this instance with the current master key');
+        throw err;
+      }
+    },
+  };
 }

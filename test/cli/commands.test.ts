@@ -10,6 +10,7 @@ import { openDatabase } from '../../src/db/client.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { postgresBackend } from '../support/databases.js';
+import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { captureLogger } from '../support/service.js';
 
 const KEY = /^attest_[0-9a-z]{16}[A-Za-z0-9_-]{43}$/;
@@ -27,9 +28,9 @@ function commandSuite(where: () => string) {
   it('db migrate applies, then finds nothing to do; db status lists them applied', async () => {
     const first = await runCli('db', 'migrate', '--json');
     expect(first.code).toBe(0);
-    expect(JSON.parse(first.stdout)).toEqual({ applied: expect.any(Number) });
+    expect(JSON.parse(first.stdout)).toEqual({ applied: expect.any(Number), sealed: 0 });
     const again = await runCli('db', 'migrate', '--json');
-    expect(JSON.parse(again.stdout)).toEqual({ applied: 0 });
+    expect(JSON.parse(again.stdout)).toEqual({ applied: 0, sealed: 0 });
     const status = await runCli('db', 'status', '--json');
     const list = JSON.parse(status.stdout) as { name: string; applied: boolean }[];
     expect(list.length).toBeGreaterThan(0);
@@ -46,7 +47,7 @@ function commandSuite(where: () => string) {
     // stderr: the change's one log line, which never holds the key
     expect(JSON.parse(oneLine(run))).toMatchObject({ level: 30, audit: { action: 'keys.create', after: { name: 'mobile banking' } } });
     const created = JSON.parse(run.stdout) as KeyJson;
-    expect(Object.keys(created).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'key', 'name']);
+    expect(Object.keys(created).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'key', 'mode', 'name']);
     expect(created.key).toMatch(KEY);
     expect(run.stderr).not.toContain(created.key.slice(-43));
     expect(created.key.slice(7, 23)).toBe(created.id);
@@ -71,7 +72,7 @@ function commandSuite(where: () => string) {
     expect(list.stdout).not.toContain('$argon2');
     const rows = JSON.parse(list.stdout) as Record<string, unknown>[];
     const row = rows.find((r) => r.id === created.id)!;
-    expect(Object.keys(row).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'revokedAt', 'state']);
+    expect(Object.keys(row).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'mode', 'name', 'revokedAt', 'state']);
     expect(row).toMatchObject({ name: 'to revoke', state: 'active', revokedAt: null, lastUsedAt: null });
 
     const revoke = await runCli('keys', 'revoke', created.id, '--yes', '--json');
@@ -84,8 +85,8 @@ function commandSuite(where: () => string) {
     expect(after.find((r) => r.id === created.id)).toMatchObject({ state: 'revoked', revokedAt: expect.any(String) });
 
     const table = await runCli('keys', 'list');
-    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/);
-    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+revoked`));
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/);
+    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+live\\s+revoked`));
 
     const unknown = await runCli('keys', 'revoke', 'nosuchkey0000000', '--yes');
     expect(unknown.code).toBe(1);
@@ -187,7 +188,7 @@ describe('attest CLI in-process on the embedded database', () => {
         await server!.database.db.execute(sql`insert into drizzle.__drizzle_migrations select * from saved_migrations`);
         await server!.database.db.execute(sql`drop table saved_migrations`);
       }
-      expect((await runCli('db', 'migrate', '--json')).stdout).toBe('{\n  "applied": 0\n}\n');
+      expect((await runCli('db', 'migrate', '--json')).stdout).toBe('{\n  "applied": 0,\n  "sealed": 0\n}\n');
     });
 
     it('a database error is exit 3 with one line, without the query or its parameters (the key hash)', async () => {
@@ -272,9 +273,12 @@ describe.skipIf(!pg)('attest CLI in-process on PostgreSQL (DATABASE_URL)', () =>
     const url = new URL(adminUrl);
     url.pathname = `/${name}`;
     process.env.DATABASE_URL = url.toString();
+    // PostgreSQL has no default master key
+    process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
   });
   afterAll(async () => {
     delete process.env.DATABASE_URL;
+    delete process.env.ATTEST_MASTER_KEY;
     const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
     await admin.unsafe(`drop database if exists ${name} with (force)`);
     await admin.end();

@@ -33,6 +33,7 @@ import {
 import { createGoogleTestKeys, keyPairOf, mintIntegrityToken, TEST_CERT_DIGEST, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
 import { createTestService, issueKey, verify } from '../support/service.js';
 import { captureToken, gmsToken, hintCodes, loadCaptures, scratch, verifyFile, type VerifyFileJson, type VerifyFileRun } from '../support/verifyFileTokens.js';
+import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
 
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 const AT = TEST_NOW.toISOString();
@@ -226,8 +227,8 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       const token = await registration(nonce);
       const valid = await run(token, '--nonce', b64(nonce));
       expectValid(valid);
-      expect(Object.keys(valid.json!).sort()).toEqual(['checks', 'details', 'facts', 'hints', 'nonceChecked', 'source', 'trustRoots', 'valid', 'verifiedAt']);
-      expect(valid.json).toMatchObject({ valid: true, verifiedAt: AT, nonceChecked: true, source: 'flags', trustRoots: 'ATTEST_APPLE_ROOT_CA', hints: [] });
+      expect(Object.keys(valid.json!).sort()).toEqual(['checks', 'details', 'facts', 'hints', 'mode', 'nonceChecked', 'source', 'trustRoots', 'valid', 'verifiedAt']);
+      expect(valid.json).toMatchObject({ valid: true, verifiedAt: AT, nonceChecked: true, source: 'flags', trustRoots: 'ATTEST_APPLE_ROOT_CA', mode: 'live', hints: [] });
       expect(valid.json!.checks.map((c) => c.id)).toEqual([...ENVELOPE_CHECKS, ...APPLE_CHECKS.registration]);
       expect(valid.json!.checks.every((c) => c.status === 'pass')).toBe(true);
       expect(valid.json!.details).toEqual({
@@ -237,7 +238,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
       const rejected = await run(token, '--nonce', b64(randomBytes(32)));
       expectRejected(rejected, 'nonce_mismatch');
-      expect(Object.keys(rejected.json!).sort()).toEqual(['checks', 'detail', 'facts', 'hints', 'nonceChecked', 'reason', 'source', 'trustRoots', 'valid', 'verifiedAt']);
+      expect(Object.keys(rejected.json!).sort()).toEqual(['checks', 'detail', 'facts', 'hints', 'mode', 'nonceChecked', 'reason', 'source', 'trustRoots', 'valid', 'verifiedAt']);
       expect(rejected.json!.checks.map((c) => [c.id, c.status])).toEqual([
         ['token.decode', 'pass'],
         ['token.version', 'pass'],
@@ -257,7 +258,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       expect(text.stderr).toBe('');
       const lines = text.stdout.split('\n');
       expect(lines[0]).toBe(`token: service apple, registration, key ${String(json.facts.keyId)}`);
-      expect(lines[1]).toBe(`verified at ${AT} against the flags given`);
+      expect(lines[1]).toBe(`verified at ${AT} against the flags given, as a live API key would`);
       const mark = { pass: 'pass', fail: 'FAIL', skip: 'skip' } as const;
       const checkLines = lines.filter((l) => /^ {2}\[(pass|FAIL|skip)\] /.test(l));
       expect(checkLines).toEqual(json.checks.map((c) => `  [${mark[c.status]}] ${c.title}`));
@@ -436,6 +437,9 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
     const nonce = b64(randomBytes(32));
     it.each([
+      ['an unreadable file', () => [join(files.dir, 'missing.cbor')], /cannot read .*missing\.cbor \(ENOENT\)/],
+      ['a file that is neither CBOR nor base64', () => [files.file('this is not a token!\n')], /is neither a CBOR token nor base64 text/],
+      ['an empty file', () => [files.file('')], /is empty: give a file holding the token/],
       ['--nonce with --server-nonce', () => [token, '--nonce', nonce, '--server-nonce', nonce], /not both/],
       ['--device-nonce alone', () => [token, '--device-nonce', nonce], /--device-nonce needs --server-nonce/],
       ['a bad --at', () => [token, '--at', 'yesterday'], /--at takes an ISO 8601 time/],
@@ -449,6 +453,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       ['--package without keys', () => [token, '--package', TEST_PACKAGE], /--package needs --decryption-key-file and --verification-key-file/],
       ['a key both inline and as a file', () => [token, '--package', TEST_PACKAGE, '--decryption-key', 'AAAA', '--decryption-key-file', token, '--verification-key', 'AAAA'], /not both/],
       ['a key file that cannot be read', () => [token, '--package', TEST_PACKAGE, '--decryption-key-file', join(files.dir, 'nope'), '--verification-key', 'AAAA'], /--decryption-key-file: cannot read .*ENOENT/],
+      ['a key file that is no key file', () => [token, '--package', TEST_PACKAGE, '--decryption-key-file', '/dev/zero', '--verification-key', 'AAAA'], /--decryption-key-file \/dev\/zero is larger than a key/],
       ['a key file without --package', () => [token, '--app-id', TEST_APP_ID, '--verification-key-file', token], /--verification-key-file needs --package/],
       ['--nonce shorter than 16 bytes', () => [token, '--nonce', b64(randomBytes(15))], /--nonce must be 16 to 512 bytes.*got 15/],
       ['--nonce longer than 512 bytes', () => [token, '--nonce', b64(randomBytes(513))], /--nonce must be 16 to 512 bytes.*got 513/],
@@ -527,7 +532,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
     beforeAll(async () => {
       dataDir = join(files.dir, 'data');
-      dbEnv = { ...env, ATTEST_DATA_DIR: dataDir };
+      dbEnv = { ...env, ATTEST_DATA_DIR: dataDir, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV };
       otherPackageKeys = await createGoogleTestKeys();
       [k1, k3, k4] = await Promise.all([createDeviceKey(), createDeviceKey(), createDeviceKey()]);
       const handle = await open();
@@ -536,7 +541,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
         const issued = await issueKey(handle);
         apiKey = issued.key;
         await createSessionRepository(handle.db).create({ reference: 'session-of-the-seed', apiKeyId: issued.id, serverNonce: sessionNonce, ttlSeconds: 86_400 });
-        const allowlist = createAllowlistRepository(handle.db);
+        const allowlist = createAllowlistRepository(handle.db, TEST_SECRETS);
         await allowlist.addApple(TEST_APP_ID, 'production');
         await allowlist.addAndroid(TEST_PACKAGE, keyPairOf(google), { certificateDigests: [TEST_CERT_DIGEST] });
         await allowlist.addAndroid(OTHER_PACKAGE, keyPairOf(otherPackageKeys), {});
@@ -609,7 +614,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
           expect(again.json, `${c.name} (again)`).toEqual(run.json);
         }
       }
-    }, 60_000);
+    }, 300_000);
 
     it('gives the expected verdicts and hints', () => {
       for (const c of cases) {
@@ -642,7 +647,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
     it('agrees with the server (sessionless, same instant, same database)', async () => {
       const handle = await open();
       try {
-        const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db), { ttlMs: 0 });
+        const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db, TEST_SECRETS), { ttlMs: 0 });
         const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(handle.db), appleRoots: ca.roots });
         const service = createTestService(handle, { verify: (input) => verifyToken(input, { now: () => TEST_NOW, verifiers }) });
         for (const c of cases) {

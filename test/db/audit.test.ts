@@ -6,6 +6,7 @@ import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { createAuditRepository, recordAudit, type AuditEvent, type Auditor } from '../../src/db/audit.js';
 import type { Database } from '../../src/db/client.js';
 import { backends, type TestDatabase } from '../support/databases.js';
+import { TEST_SECRETS } from '../support/secrets.js';
 
 describe.each(backends())('the audit trail on $name', (backend) => {
   let handle: TestDatabase;
@@ -49,7 +50,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
   });
 
   it('apple apps: add, update, an add that changes nothing (no event), remove', async () => {
-    const repo = createAllowlistRepository(handle.db);
+    const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
     await repo.addApple('ABCDE12345.com.x', undefined, auditor);
     await repo.addApple('ABCDE12345.com.x', 'any', auditor);
     await repo.addApple('ABCDE12345.com.x', undefined, auditor);
@@ -66,7 +67,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
   });
 
   it('android packages: add, key rotation, policy update, retire a pair, remove; fingerprints only', async () => {
-    const repo = createAllowlistRepository(handle.db);
+    const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
     const p1 = { id: 'fp1', decryptionKey: randomBytes(32), verificationKey: randomBytes(91) };
     const p2 = { id: 'fp2', decryptionKey: randomBytes(32), verificationKey: randomBytes(91) };
     const digest = randomBytes(32);
@@ -125,7 +126,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     const keys = createApiKeyRepository(handle.db);
     await keys.insert({ id: 'k3', name: 'x', hash: 'h', expiresInSeconds: null }, auditor);
     await keys.revoke('k3', auditor);
-    await createAllowlistRepository(handle.db).addApple('ABCDE12345.com.y', undefined, auditor);
+    await createAllowlistRepository(handle.db, TEST_SECRETS).addApple('ABCDE12345.com.y', undefined, auditor);
     await handle.db.execute(sql`insert into audit_events (at, actor, action, target) values (now() - interval '2 days', 'old', 'keys.create', 'k0')`);
     const audit = createAuditRepository(handle.db);
     const mine = (events: AuditEvent[]) => events.filter((e) => e.id > fromId).map((e) => `${e.action} ${e.target}`);

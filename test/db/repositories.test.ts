@@ -6,6 +6,7 @@ import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { migrationStatus, runMigrations } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
 import { backends, type TestDatabase } from '../support/databases.js';
+import { TEST_SECRETS } from '../support/secrets.js';
 
 describe.each(backends())('repositories on $name', (backend) => {
   let handle: TestDatabase;
@@ -28,7 +29,7 @@ describe.each(backends())('repositories on $name', (backend) => {
     const status = await migrationStatus(handle.db);
     expect(status.length).toBeGreaterThan(0);
     expect(status.every((m) => m.applied)).toBe(true);
-    expect(await runMigrations(handle)).toEqual({ applied: 0 });
+    expect(await runMigrations(handle)).toEqual({ applied: 0, sealed: 0 });
   });
 
   describe('sessions', () => {
@@ -80,7 +81,7 @@ describe.each(backends())('repositories on $name', (backend) => {
       const r = record();
       expect(await keys.register(r)).toBe(true);
       expect(await keys.register({ ...r, counter: 9 })).toBe(false);
-      expect(await keys.find(r.keyId)).toEqual({ ...r, keyId: new Uint8Array(r.keyId), publicKey: new Uint8Array(r.publicKey) });
+      expect(await keys.find(r.keyId)).toEqual({ ...r, keyId: new Uint8Array(r.keyId), publicKey: new Uint8Array(r.publicKey), mode: 'live' });
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(true);
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(false);
       expect(await keys.raiseCounter(r.keyId, 4)).toBe(false);
@@ -108,7 +109,7 @@ describe.each(backends())('repositories on $name', (backend) => {
     const pair = (id: string) => ({ id, decryptionKey: randomBytes(32), verificationKey: randomBytes(91) });
 
     it('adds, updates and removes apple apps', async () => {
-      const repo = createAllowlistRepository(handle.db);
+      const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
       expect(await repo.addApple('T.a', 'production')).toEqual({ result: 'added', env: 'production' });
       expect(await repo.addApple('T.a', 'any')).toEqual({ result: 'updated', env: 'any' });
       // without an env, an existing app keeps its own
@@ -121,7 +122,7 @@ describe.each(backends())('repositories on $name', (backend) => {
     });
 
     it('adds a package, then a second key pair without losing the policy, then retires one', async () => {
-      const repo = createAllowlistRepository(handle.db);
+      const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
       const digest = randomBytes(32);
       const p1 = pair('p1');
       expect(await repo.addAndroid('com.x', p1, { certificateDigests: [digest], minVerdict: 'MEETS_STRONG_INTEGRITY', maxAgeSeconds: 60 })).toEqual({ package: 'added', pair: 'added' });
@@ -140,7 +141,7 @@ describe.each(backends())('repositories on $name', (backend) => {
     });
 
     it('serves a cached snapshot that is re-read after its ttl', async () => {
-      const repo = createAllowlistRepository(handle.db);
+      const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
       let clock = 0;
       const cached = createCachedAllowlist(repo, { ttlMs: 5000, now: () => clock });
       await repo.addApple('T.a', 'production');

@@ -65,7 +65,7 @@ describe('createApiKeyAuthenticator', () => {
     const { id, key } = await addKey(lookup);
     const auth = createApiKeyAuthenticator({ lookup });
     argon.mockClear();
-    for (let i = 0; i < 20; i++) expect(await auth.authenticate(key)).toEqual({ ok: true, keyId: id });
+    for (let i = 0; i < 20; i++) expect(await auth.authenticate(key)).toEqual({ ok: true, keyId: id, mode: 'live' });
     expect(argon).toHaveBeenCalledTimes(1);
     expect(lookup.finds).toBe(1);
   });

@@ -505,7 +505,7 @@ describe.each(backends())('HTTP API on $name', (backend) => {
       expect(metrics.status).toBe(200);
       expect(metrics.headers.get('content-type')).toMatch(/^text\/plain/);
       const text = await metrics.text();
-      expect(text).toMatch(/attest_verify_total\{service="apple",valid="false",reason="nonce_mismatch"\} \d+/);
+      expect(text).toMatch(/attest_verify_total\{service="apple",valid="false",reason="nonce_mismatch",mode="live"\} \d+/);
       expect(text).toMatch(/attest_http_requests_total\{route="\/api\/v1\/attestation\/init",method="POST",status="200"\}/);
       expect(text).toMatch(/attest_http_request_duration_seconds_bucket/);
       expect(text).toMatch(/attest_sessions\{state="active"\} \d+/);

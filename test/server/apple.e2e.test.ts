@@ -39,7 +39,7 @@ describe.each(backends())('App Attest over HTTP on $name', (backend) => {
   beforeEach(async () => {
     await db.reset();
     key = (await issueKey(db)).key;
-    await createAllowlistRepository(db.db).addApple(TEST_APP_ID, 'production');
+    await createAllowlistRepository(db.db, null).addApple(TEST_APP_ID, 'production');
     service = appleService(db);
   });
 
@@ -119,7 +119,7 @@ describe.each(backends())('App Attest over HTTP on $name', (backend) => {
   it('stops a registered key when its app leaves the allowlist', async () => {
     const device = await createDeviceKey();
     await sessionlessVerify(async (nonce) => encodeAppleToken({ nonce, keyId: device.keyId, attestation: (await createAttestation(ca, device, { nonce })).attestation }));
-    await createAllowlistRepository(db.db).removeApple(TEST_APP_ID);
+    await createAllowlistRepository(db.db, null).removeApple(TEST_APP_ID);
     const after = await sessionlessVerify((nonce) => encodeAppleToken({ nonce, keyId: device.keyId, assertion: createAssertion(device, { nonce, counter: 1 }).assertion }));
     expect(after.body).toEqual({ isValid: false, statusCode: 0 });
     expect(after.log).toMatchObject({ reason: 'apple_app_not_allowed' });
@@ -137,7 +137,7 @@ describe.skipIf(!pg)('App Attest counter races on PostgreSQL', () => {
   beforeAll(async () => {
     db = await pg!.open();
     key = (await issueKey(db)).key;
-    await createAllowlistRepository(db.db).addApple(TEST_APP_ID, 'production');
+    await createAllowlistRepository(db.db, null).addApple(TEST_APP_ID, 'production');
     service = appleService(db);
   });
   afterAll(async () => {

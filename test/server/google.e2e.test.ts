@@ -16,6 +16,7 @@ import {
   type MintOptions,
 } from '../support/googleFactory.js';
 import { createPlatformService, init, issueKey, verify } from '../support/service.js';
+import { TEST_SECRETS } from '../support/secrets.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
@@ -60,7 +61,7 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
   beforeEach(async () => {
     await db.reset();
     key = (await issueKey(db)).key;
-    await createAllowlistRepository(db.db).addAndroid(TEST_PACKAGE, keyPairOf(pair1), { certificateDigests: [TEST_CERT_DIGEST] });
+    await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, keyPairOf(pair1), { certificateDigests: [TEST_CERT_DIGEST] });
     service = createPlatformService(db, { now: NOW, appleRoots: defaultAppleRoots() });
   });
 
@@ -156,7 +157,7 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
   });
 
   it('rotates keys: both pairs accepted, then the retired pair is gms_decrypt_failed', async () => {
-    const allowlist = createAllowlistRepository(db.db);
+    const allowlist = createAllowlistRepository(db.db, TEST_SECRETS);
     expect(await allowlist.addAndroid(TEST_PACKAGE, keyPairOf(pair2), {})).toEqual({ package: 'updated', pair: 'added' });
     // adding a pair keeps the policy: the certificate digest still applies
     const [entry] = await allowlist.listAndroid();
@@ -184,7 +185,7 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
 
   it('applies a policy change to the next request (minimum verdict raised to strong)', async () => {
     expect((await sessionlessVerify()).body).toMatchObject({ isValid: true });
-    await createAllowlistRepository(db.db).addAndroid(TEST_PACKAGE, keyPairOf(pair1), { minVerdict: 'MEETS_STRONG_INTEGRITY' });
+    await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, keyPairOf(pair1), { minVerdict: 'MEETS_STRONG_INTEGRITY' });
     expect((await sessionlessVerify()).log).toMatchObject({ isValid: false, reason: 'gms_integrity_insufficient' });
     const strong = await sessionlessVerify({ deviceVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'] });
     expect(strong.body).toMatchObject({ isValid: true, googleTokenDetails: { deviceIntegrityVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'] } });

@@ -7,6 +7,7 @@ import { DatabaseBusyError } from '../../src/db/client.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import { rawConnect } from '../support/rawHttp.js';
+import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { captureLogger, issueKey } from '../support/service.js';
 import { b64, token } from '../support/tokens.js';
 
@@ -26,6 +27,9 @@ function configFor(over: Partial<Config>): Config {
     apiKeyPrefix: 'attest',
     logLevel: 'info',
     logFile: undefined,
+    masterKey: undefined,
+    masterKeyFile: undefined,
+    testKeys: true,
     ...over,
   };
 }
@@ -53,7 +57,7 @@ if (pg) {
     async start() {
       const db: TestDatabase = await pg.open();
       const { logger, capture } = captureLogger();
-      const server = await startServer(configFor({ databaseUrl: db.url }), logger, { migrate: true });
+      const server = await startServer(configFor({ databaseUrl: db.url, masterKey: TEST_MASTER_KEY_ENV }), logger, { migrate: true });
       return { server, logs: capture, cleanup: () => db.close() };
     },
   });

@@ -6,7 +6,8 @@ import { parsePlayKeys } from '../../core/google/keyMaterial.js';
 import type { AppleEnvPolicy, MinVerdict } from '../../core/types.js';
 import { createAllowlistRepository } from '../../db/allowlist.js';
 import { confirm, requireConfirmation } from '../confirm.js';
-import { auditorFor, withDatabase } from '../context.js';
+import type { DatabaseHandle } from '../../db/client.js';
+import { auditorFor, withDatabase, withSecrets, type Secrets } from '../context.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 
@@ -59,7 +60,7 @@ Examples:
       if (!APPLE_APP_ID.test(appId)) throw usageError(`"${appId}" is not an app ID: expected TEAMID.bundle.id with a 10-character uppercase team ID`);
       const auditor = auditorFor(command);
       await withDatabase(async (handle) => {
-        const { result, env } = await createAllowlistRepository(handle.db).addApple(appId, opts.env, auditor);
+        const { result, env } = await createAllowlistRepository(handle.db, null).addApple(appId, opts.env, auditor);
         if (opts.json) printJson({ kind: 'apple', appId, env, result });
         else process.stdout.write(`${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''})\n`);
       });
@@ -76,6 +77,7 @@ Examples:
     .addOption(new Option('--min-verdict <verdict>', 'minimum device integrity (default device)').choices(['basic', 'device', 'strong']))
     .option('--allow-unrecognized', 'also accept UNRECOGNIZED_VERSION app verdicts')
     .option('--max-age <seconds>', 'oldest accepted token age in seconds (default 600)')
+    .option('--without-keys', 'no Play Console keys yet: only tokens from "attest dev mint gms" (test API keys) can pass')
     .option('--json', 'print the result as JSON')
     .addHelpText('after', `
 Examples:
@@ -87,14 +89,18 @@ Examples:
   $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`)
     .action(async (pkg: string, opts: AndroidOptions, command: Command) => {
       if (!ANDROID_PACKAGE.test(pkg)) throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
-      const decryption = keyText(opts.decryptionKey, opts.decryptionKeyFile, '--decryption-key');
-      const verification = keyText(opts.verificationKey, opts.verificationKeyFile, '--verification-key');
-      let decryptionKey: Uint8Array;
-      let verificationKey: Uint8Array;
-      try {
-        ({ decryptionKey, verificationKey } = parsePlayKeys(decryption, verification));
-      } catch (err) {
-        throw usageError(`${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption)`);
+      const anyKey = [opts.decryptionKey, opts.decryptionKeyFile, opts.verificationKey, opts.verificationKeyFile].some((v) => v !== undefined);
+      if (opts.withoutKeys && anyKey) throw usageError('--without-keys takes no key options');
+      let pair: { id: string; decryptionKey: Uint8Array; verificationKey: Uint8Array } | null = null;
+      if (!opts.withoutKeys) {
+        const decryption = keyText(opts.decryptionKey, opts.decryptionKeyFile, '--decryption-key');
+        const verification = keyText(opts.verificationKey, opts.verificationKeyFile, '--verification-key');
+        try {
+          const { decryptionKey, verificationKey } = parsePlayKeys(decryption, verification);
+          pair = { id: keyPairId(decryptionKey, verificationKey), decryptionKey, verificationKey };
+        } catch (err) {
+          throw usageError(`${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption), or give --without-keys`);
+        }
       }
       const digests = opts.certDigest.map((d) => {
         const bytes = parseCertificateDigest(d);
@@ -106,12 +112,11 @@ Examples:
         maxAgeSeconds = Number(opts.maxAge);
         if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 1 || maxAgeSeconds > 86_400) throw usageError('--max-age must be 1 to 86400 seconds');
       }
-      const id = keyPairId(decryptionKey, verificationKey);
       const auditor = auditorFor(command);
-      await withDatabase(async (handle) => {
-        const result = await createAllowlistRepository(handle.db).addAndroid(
+      await withSecrets(async (handle, secrets) => {
+        const result = await createAllowlistRepository(handle.db, secrets.box).addAndroid(
           pkg,
-          { id, decryptionKey, verificationKey },
+          pair,
           {
             ...(digests.length ? { certificateDigests: digests } : {}),
             ...(opts.minVerdict ? { minVerdict: VERDICTS[opts.minVerdict]! } : {}),
@@ -120,8 +125,9 @@ Examples:
           },
           auditor,
         );
-        if (opts.json) printJson({ kind: 'android', packageName: pkg, keyId: id, ...result });
-        else process.stdout.write(`${result.package} android ${pkg}; key pair ${id} ${result.pair === 'added' ? 'added' : 'was already there'}\n`);
+        if (opts.json) printJson({ kind: 'android', packageName: pkg, keyId: pair?.id ?? null, ...result });
+        else if (!pair) process.stdout.write(`${result.package} android ${pkg} without Play keys\n`);
+        else process.stdout.write(`${result.package} android ${pkg}; key pair ${pair.id} ${result.pair === 'added' ? 'added' : 'was already there'}\n`);
       });
     });
 
@@ -130,8 +136,8 @@ Examples:
     .option('--json', 'print the list as JSON')
     .addHelpText('after', '\nExample:\n  $ attest allowlist list --json')
     .action(async (opts: { json?: boolean }) => {
-      await withDatabase(async (handle) => {
-        const repo = createAllowlistRepository(handle.db);
+      await withSecrets(async (handle, secrets) => {
+        const repo = createAllowlistRepository(handle.db, secrets.box);
         const [apple, android] = await Promise.all([repo.listApple(), repo.listAndroid()]);
         const androidView = android.map((p) => ({
           packageName: p.packageName,
@@ -139,7 +145,8 @@ Examples:
           allowUnrecognized: p.allowUnrecognized,
           maxAgeSeconds: p.maxAgeSeconds,
           certificateDigests: p.certificateDigests.map(formatCertificateDigest),
-          keyPairs: p.keys.map((k) => k.id),
+          keyPairs: p.keys.filter((k) => !k.testOnly).map((k) => k.id),
+          testOnlyKeyPairs: p.keys.filter((k) => k.testOnly).map((k) => k.id),
         }));
         if (opts.json) {
           printJson({ apple, android: androidView });
@@ -152,7 +159,7 @@ Examples:
             p.packageName,
             `min ${p.minVerdict.replace('MEETS_', '').replace('_INTEGRITY', '').toLowerCase()}, max-age ${p.maxAgeSeconds}s` +
               `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}`,
-            p.keyPairs.join(' ') || '(none: no token can pass)',
+            [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') || '(none: no token can pass)',
           ]),
         ]);
       });
@@ -175,8 +182,10 @@ Examples:
       if (kind === 'apple' && opts.keyId) throw usageError('--key-id applies to android packages only');
       requireConfirmation('allowlist remove', opts.yes);
       const auditor = auditorFor(command);
-      await withDatabase(async (handle) => {
-        const repo = createAllowlistRepository(handle.db);
+      // listing a package opens its key pairs, which needs the master key
+      const run = kind === 'android' ? withSecrets : <T>(work: (h: DatabaseHandle, s: Secrets | null) => Promise<T>) => withDatabase((h) => work(h, null));
+      await run(async (handle, unsealed) => {
+        const repo = createAllowlistRepository(handle.db, unsealed?.box ?? null);
         const what = opts.keyId ? `key pair ${opts.keyId} of ${id}` : `${kind} ${id}`;
         const missing = () => negativeError(`${what} is not on the allowlist; see "attest allowlist list"`);
         if (kind === 'apple') {
@@ -216,6 +225,7 @@ interface AndroidOptions {
   minVerdict?: string;
   allowUnrecognized?: boolean;
   maxAge?: string;
+  withoutKeys?: boolean;
   json?: boolean;
 }
 

@@ -1,8 +1,12 @@
 import { Command } from 'commander';
+import { ConfigError } from '../../config.js';
 import { DatabaseBusyError } from '../../db/client.js';
+import { readMasterKeyFile, replaceDefaultKeyFile } from '../../db/masterKey.js';
 import { migrationStatus, runMigrations } from '../../db/migrate.js';
+import { createSecretBox, type MasterKey } from '../../db/secretBox.js';
+import { checkMasterKey, rotateMasterKey } from '../../db/secrets.js';
 import { createSessionRepository } from '../../db/sessions.js';
-import { withDatabase } from '../context.js';
+import { loadSecrets, secretsError, withDatabase } from '../context.js';
 import { durationProblem, parseDuration } from '../duration.js';
 import { runtimeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
@@ -18,15 +22,26 @@ export function dbCommand(): Command {
     .addHelpText('after', '\nExample:\n  $ DATABASE_URL=postgres://attest@db/attest attest db migrate')
     .action(async (opts: { json?: boolean }) => {
       await withDatabase(async (handle) => {
+        // the migration path seals secrets still in clear, so it needs the master key
+        const { box, masterKey } = await loadSecrets(handle, { check: false });
         let applied: number;
+        let sealed: number;
         try {
-          ({ applied } = await runMigrations(handle, { onProgress: (message) => process.stderr.write(`${message}\n`) }));
+          ({ applied, sealed } = await runMigrations(handle, {
+            onProgress: (message) => process.stderr.write(`${message}\n`),
+            secrets: { box, source: masterKey.source },
+          }));
+          // through a running server's socket the migration step is skipped: still refuse a wrong key
+          await checkMasterKey(handle.db, box, { source: masterKey.source });
         } catch (err) {
           if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
-          throw err;
+          throw secretsError(err);
         }
-        if (opts.json) printJson({ applied });
-        else process.stdout.write(applied ? `applied ${applied} migration(s) to ${handle.where}\n` : `${handle.where} is up to date\n`);
+        if (opts.json) printJson({ applied, sealed });
+        else {
+          process.stdout.write(applied ? `applied ${applied} migration(s) to ${handle.where}\n` : `${handle.where} is up to date\n`);
+          if (sealed) process.stdout.write(`sealed ${sealed} row(s) of secrets under master key ${box.keyId}\n`);
+        }
       }, { requireMigrated: false, create: true, onProgress: (message) => process.stderr.write(`${message}\n`) });
     });
 
@@ -40,6 +55,53 @@ export function dbCommand(): Command {
         if (opts.json) printJson(list);
         else printTable(['MIGRATION', 'APPLIED'], list.map((m) => [m.name, m.applied ? 'yes' : 'no']));
       }, { requireMigrated: false });
+    });
+
+  db.command('rotate-master-key')
+    .description('re-encrypt every stored secret under a new master key, in one transaction')
+    .requiredOption('--new-key-file <path>', 'the new master key: 32 random bytes in base64 (openssl rand -base64 32 > new.key)')
+    .option('--json', 'print the result as JSON')
+    .addHelpText('after', `
+The current key is the configured one (ATTEST_MASTER_KEY_FILE, ATTEST_MASTER_KEY, or the embedded
+database's own master.key, which is replaced by the new key). Afterwards only the new key opens
+the secrets: restart every instance with it. The old key file is left for you to delete.
+
+Example:
+  $ openssl rand -base64 32 > /etc/attest/master-2.key
+  $ ATTEST_MASTER_KEY_FILE=/etc/attest/master-1.key attest db rotate-master-key --new-key-file /etc/attest/master-2.key`)
+    .action(async (opts: { newKeyFile: string; json?: boolean }) => {
+      let newKey: MasterKey;
+      try {
+        newKey = readMasterKeyFile(opts.newKeyFile, '--new-key-file');
+      } catch (err) {
+        if (err instanceof ConfigError) throw usageError(err.message);
+        throw err;
+      }
+      await withDatabase(async (handle) => {
+        if (handle.kind === 'embedded-shared') {
+          throw runtimeError(`a running "attest serve" holds ${handle.where} with the current master key: stop it, rotate, then start it again`);
+        }
+        const { masterKey } = await loadSecrets(handle, { check: false });
+        if (masterKey.key.id === newKey.id) throw usageError(`--new-key-file holds the current master key ${newKey.id}: make a new one with openssl rand -base64 32`);
+        let result: { rewrapped: number; previousKeyId: string | null };
+        try {
+          result = await rotateMasterKey(handle.db, createSecretBox([newKey, masterKey.key]), masterKey.source);
+        } catch (err) {
+          throw secretsError(err);
+        }
+        const aside = masterKey.defaultFile ? replaceDefaultKeyFile(masterKey.defaultFile, masterKey.key, newKey) : undefined;
+        if (opts.json) {
+          printJson({ rewrapped: result.rewrapped, keyId: newKey.id, previousKeyId: masterKey.key.id, ...(aside ? { keyFile: masterKey.defaultFile, previousKeyFile: aside } : {}) });
+          return;
+        }
+        process.stdout.write(`re-encrypted ${result.rewrapped} row(s) of secrets under master key ${newKey.id} (was ${masterKey.key.id})\n`);
+        process.stdout.write(
+          aside
+            ? `${masterKey.defaultFile} now holds the new key; the old one was moved to ${aside}: delete it once no backup needs it\n`
+            : `give every instance ATTEST_MASTER_KEY_FILE=${opts.newKeyFile} and restart it; instances still on ${masterKey.key.id} cannot load the Play Integrity keys until then.\n` +
+                `the old key (${masterKey.source}) opens nothing in this database now: delete it once no backup needs it\n`,
+        );
+      });
     });
 
   db.command('prune')

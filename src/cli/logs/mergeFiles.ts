@@ -1,5 +1,4 @@
-import { readdir } from 'node:fs/promises';
-import { open } from 'node:fs/promises';
+import { open, readdir } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { LineSplitter } from './lineSplitter.js';
 import { parseLogLine, type LogEntry } from './logRecord.js';

@@ -1,7 +1,7 @@
 import { appendFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { NO_FILTER } from '../../../src/cli/logs/logFilter.js';
 import { runPlain, type LogsOptions } from '../../../src/cli/logs/runLogs.js';
 import { captureOut, fakeIo } from './helpers.js';
@@ -68,7 +68,9 @@ describe('runPlain', () => {
     const out = captureOut({ failAfter: 1 });
     const done = runPlain(opts({ file: path, follow: true, pollMs: 5 }), fakeIo({ stdout: out.stream }));
     // The first line is printed; the next write fails with EPIPE, which must end following.
-    setTimeout(() => appendFileSync(path, `${ok}\n`), 20);
+    // Appended once the first line is out (a timer could fire before the first read on a busy machine).
+    await vi.waitFor(() => expect(out.lines()).toHaveLength(1), { timeout: 10_000, interval: 5 });
+    appendFileSync(path, `${ok}\n`);
     await expect(done).resolves.toBeUndefined();
     expect(out.lines()).toHaveLength(1);
   });

@@ -1,0 +1,342 @@
+/**
+ * The master key through the built binary: the embedded default key, one-line refusals of a
+ * wrong or missing key (CLI and serve), rotation, and an instance left on the old key.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import postgres from 'postgres';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { decodeBase64 } from '../../src/core/base64.js';
+import { masterKeyId } from '../../src/db/secretBox.js';
+import { encodeCbor } from '../support/appleFactory.js';
+import { createGoogleTestKeys, mintIntegrityToken, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
+import { postgresBackend } from '../support/databases.js';
+import { keyFileText, testMasterKey } from '../support/secrets.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const BIN = join(ROOT, 'bin', 'attest.js');
+const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
+/** each embedded-database process starts PGlite (seconds each on a loaded 2-core machine) */
+const SLOW = 300_000;
+
+function newest(dir: string): number {
+  let max = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    max = Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
+  }
+  return max;
+}
+
+/** builds dist/ unless it is newer than src/ */
+function buildOnce() {
+  const built = join(ROOT, 'dist', 'cli', 'main.js');
+  if (existsSync(built) && statSync(built).mtimeMs >= newest(join(ROOT, 'src'))) return;
+  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' });
+  if (!existsSync(built)) throw new Error('the build did not produce dist/cli/main.js');
+}
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function attest(args: string[], env: NodeJS.ProcessEnv): Promise<Result> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** the one stderr line of a failed command */
+function oneLine(run: Result): string {
+  const lines = run.stderr.split('\n').filter(Boolean);
+  if (lines.length !== 1) throw new Error(`expected one stderr line, got ${lines.length}: ${run.stderr}`);
+  expect(run.stdout).toBe('');
+  return lines[0]!;
+}
+
+interface Served {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<number | null>;
+  /** resolves with the first log line matching `test` (lines already logged count) */
+  logLine(test: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
+  stop(): Promise<void>;
+}
+
+function serve(env: NodeJS.ProcessEnv): Promise<Served> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const lines: Record<string, unknown>[] = [];
+    const waiters: { test: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+    let pending = '';
+    child.stdout!.on('data', (d) => {
+      pending += d;
+      const parts = pending.split('\n');
+      pending = parts.pop()!;
+      for (const part of parts.filter(Boolean)) {
+        const line = JSON.parse(part) as Record<string, unknown>;
+        lines.push(line);
+        for (const w of waiters.filter((w) => w.test(line))) w.resolve(line);
+      }
+    });
+    let stderr = '';
+    child.stderr!.on('data', (d) => {
+      stderr += d;
+      const m = /attest listening on (http:\/\/\S+)/.exec(stderr);
+      if (m) {
+        resolve({
+          child,
+          url: m[1]!,
+          exited,
+          logLine: (test) => new Promise((r) => (lines.some(test) ? r(lines.find(test)!) : waiters.push({ test, resolve: r }))),
+          async stop() {
+            if (child.exitCode === null) child.kill('SIGTERM');
+            await exited;
+          },
+        });
+      }
+    });
+    void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
+  });
+}
+
+function gmsToken(nonce: Uint8Array, integrityToken: string): string {
+  const device = new Map<string, unknown>([['service', 'gms'], ['model', 'Pixel 9'], ['os', 'Android 16']]);
+  const gms = new Map<string, unknown>([['packageName', TEST_PACKAGE], ['integrityToken', integrityToken]]);
+  return b64(encodeCbor(new Map<string, unknown>([['v', 1], ['nonce', Buffer.from(nonce)], ['device', device], ['gms', gms]])));
+}
+
+/** a sessionless verify of a freshly minted token for `keys` */
+async function verifyGms(url: string, apiKey: string, keys: GoogleTestKeys): Promise<Response> {
+  const nonce = randomBytes(32);
+  const integrityToken = await mintIntegrityToken({ keys, nonce, now: new Date(Date.now() - 1000) });
+  return fetch(`${url}/api/v1/attestation/verify`, {
+    method: 'POST',
+    headers: { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' },
+    body: JSON.stringify({ attestationToken: gmsToken(nonce, integrityToken), expectedNonce: b64(nonce) }),
+  });
+}
+
+const addAndroid = (keys: GoogleTestKeys, env: NodeJS.ProcessEnv) =>
+  attest(['allowlist', 'add', 'android', TEST_PACKAGE, '--decryption-key', b64(keys.decryptionKey), '--verification-key', b64(keys.verificationKey), '--json'], env);
+
+/** every file under `dir`, to search the stored bytes */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true, recursive: true }).filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name));
+}
+
+let google: GoogleTestKeys;
+let dir: string;
+beforeAll(async () => {
+  buildOnce();
+  google = await createGoogleTestKeys();
+  dir = mkdtempSync(join(tmpdir(), 'attest-secrets-'));
+}, 120_000);
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the embedded database’s own master key', () => {
+  let env: NodeJS.ProcessEnv;
+  let data: string;
+  const keyFile = () => join(data, 'master.key');
+  beforeAll(() => {
+    data = join(dir, 'embedded');
+    env = { PATH: process.env.PATH, HOME: process.env.HOME, ATTEST_DATA_DIR: data, LOG_LEVEL: 'warn' };
+  });
+
+  it('is created once (0600, said once on stderr), and the key material never reaches the data files', async () => {
+    const migrate = await attest(['db', 'migrate'], env);
+    expect(migrate.code).toBe(0);
+    expect(migrate.stderr).toBe(`attest: created a master key in ${keyFile()}: back it up with the data dir (not inside the same backup)\n`);
+    expect(statSync(keyFile()).mode & 0o777).toBe(0o600);
+    const add = await addAndroid(google, env);
+    expect(add.stderr).toBe('');
+    expect(add.code).toBe(0);
+    const list = await attest(['allowlist', 'list', '--json'], env);
+    expect(list.code).toBe(0);
+    expect((JSON.parse(list.stdout) as { android: { keyPairs: string[] }[] }).android[0]!.keyPairs).toEqual([JSON.parse(add.stdout).keyId]);
+    const decryption = Buffer.from(google.decryptionKey);
+    const files = filesUnder(join(data, 'pgdata'));
+    expect(files.length).toBeGreaterThan(10);
+    for (const file of files) expect(readFileSync(file).indexOf(decryption), file).toBe(-1);
+  }, SLOW);
+
+  it('a wrong key is one line naming both key ids, from the CLI and from serve (exit 2)', async () => {
+    const currentId = masterKeyId(decodeBase64(readFileSync(keyFile(), 'utf8').trim())!);
+    const other = join(dir, 'other.key');
+    writeFileSync(other, keyFileText(testMasterKey(0x33)));
+    const wrong = { ...env, ATTEST_MASTER_KEY_FILE: other };
+    const line = `attest: wrong master key: the database's secrets are sealed with master key ${currentId}, but the key given (${other}) is ${testMasterKey(0x33).id}; give the key ${currentId} (ATTEST_MASTER_KEY_FILE)`;
+    for (const args of [['allowlist', 'list'], ['allowlist', 'add', 'android', TEST_PACKAGE, '--decryption-key', b64(randomBytes(32)), '--verification-key', b64(google.verificationKey)]]) {
+      const run = await attest(args, wrong);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(oneLine(run)).toBe(line);
+    }
+    const served = await attest(['serve', '--port', '0', '--host', '127.0.0.1'], wrong);
+    expect(served.code).toBe(2);
+    expect(oneLine(served)).toBe(line);
+    const garbled = { ...env, ATTEST_MASTER_KEY: 'c2hvcnQ=' };
+    const bad = await attest(['allowlist', 'list'], garbled);
+    expect(bad.code).toBe(2);
+    expect(oneLine(bad)).toMatch(/^attest: environment variable ATTEST_MASTER_KEY must be 32 bytes in base64/);
+  }, SLOW);
+
+  it('a lost key file is one line, never a new key', async () => {
+    renameSync(keyFile(), `${keyFile()}.saved`);
+    try {
+      const run = await attest(['allowlist', 'list'], env);
+      expect(run.code).toBe(2);
+      expect(oneLine(run)).toMatch(new RegExp(`^attest: the database's secrets are sealed with master key [0-9a-f]{16}, but ${keyFile()} is missing: restore it from a backup`));
+      expect(existsSync(keyFile())).toBe(false);
+    } finally {
+      renameSync(`${keyFile()}.saved`, keyFile());
+    }
+  }, SLOW);
+
+  it('rotate-master-key replaces the default key; the old one is moved aside and opens nothing', async () => {
+    const oldText = readFileSync(keyFile(), 'utf8');
+    const newKey = testMasterKey(0x44);
+    const newFile = join(dir, 'new.key');
+    writeFileSync(newFile, keyFileText(newKey), { mode: 0o600 });
+    const rotate = await attest(['db', 'rotate-master-key', '--new-key-file', newFile, '--json'], env);
+    expect(rotate.stderr).toBe('');
+    expect(rotate.code).toBe(0);
+    const result = JSON.parse(rotate.stdout) as { rewrapped: number; keyId: string; previousKeyId: string; previousKeyFile: string };
+    expect(result).toMatchObject({ rewrapped: 1, keyId: newKey.id, keyFile: keyFile() });
+    expect(readFileSync(keyFile(), 'utf8')).toBe(keyFileText(newKey));
+    expect(statSync(keyFile()).mode & 0o777).toBe(0o600);
+    expect(readFileSync(result.previousKeyFile, 'utf8')).toBe(oldText);
+    expect((await attest(['allowlist', 'list', '--json'], env)).code).toBe(0);
+    const old = await attest(['allowlist', 'list'], { ...env, ATTEST_MASTER_KEY_FILE: result.previousKeyFile });
+    expect(old.code).toBe(2);
+    expect(oneLine(old)).toContain(`sealed with master key ${newKey.id}, but the key given (${result.previousKeyFile}) is ${result.previousKeyId}`);
+    const again = await attest(['db', 'rotate-master-key', '--new-key-file', newFile], env);
+    expect(again.code).toBe(2);
+    expect(oneLine(again)).toMatch(/--new-key-file holds the current master key/);
+    const missing = await attest(['db', 'rotate-master-key', '--new-key-file', join(dir, 'nope.key')], env);
+    expect(missing.code).toBe(2);
+    expect(oneLine(missing)).toMatch(/^attest: --new-key-file: cannot read .*nope\.key \(ENOENT\)$/);
+  }, SLOW);
+
+  it('serve uses the default key and verifies a token with the sealed keys', async () => {
+    const server = await serve(env);
+    try {
+      const created = await attest(['keys', 'create', '--name', 'rp', '--json'], env);
+      const res = await verifyGms(server.url, (JSON.parse(created.stdout) as { key: string }).key, google);
+      expect(await res.json()).toMatchObject({ isValid: true, googleTokenDetails: { packageName: TEST_PACKAGE } });
+      // a running server holds the key: rotating under it is refused
+      const rotate = await attest(['db', 'rotate-master-key', '--new-key-file', join(dir, 'other.key')], env);
+      expect(rotate.code).toBe(3);
+      expect(oneLine(rotate)).toMatch(/a running "attest serve" holds .* stop it, rotate, then start it again/);
+    } finally {
+      await server.stop();
+    }
+  }, SLOW);
+});
+
+const pg = postgresBackend();
+describe.skipIf(!pg)('PostgreSQL: no default key, and rotation under a running instance', () => {
+  const adminUrl = process.env.TEST_DATABASE_URL!;
+  const name = `attest_test_secrets_${randomBytes(5).toString('hex')}`;
+  let env: NodeJS.ProcessEnv;
+  let url: string;
+  let keyA: string;
+  let keyB: string;
+  beforeAll(async () => {
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`create database ${name}`);
+    await admin.end();
+    const u = new URL(adminUrl);
+    u.pathname = `/${name}`;
+    url = u.toString();
+    env = { PATH: process.env.PATH, HOME: process.env.HOME, DATABASE_URL: url, ATTEST_DATA_DIR: join(dir, 'unused'), LOG_LEVEL: 'warn' };
+    keyA = join(dir, 'pg-a.key');
+    keyB = join(dir, 'pg-b.key');
+    writeFileSync(keyA, keyFileText(testMasterKey(0xa1)), { mode: 0o600 });
+    writeFileSync(keyB, keyFileText(testMasterKey(0xb2)), { mode: 0o600 });
+  });
+  afterAll(async () => {
+    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    await admin.unsafe(`drop database if exists ${name} with (force)`);
+    await admin.end();
+  });
+
+  it('every command that needs the key refuses with one line without one (exit 2); serve too', async () => {
+    const noKey = /^attest: no master key: on PostgreSQL set ATTEST_MASTER_KEY_FILE to a file holding 32 random bytes in base64/;
+    const serveRun = await attest(['serve', '--port', '0', '--host', '127.0.0.1'], env);
+    expect(serveRun.code).toBe(2);
+    expect(oneLine(serveRun)).toMatch(noKey);
+    const migrate = await attest(['db', 'migrate'], env);
+    expect(migrate.code).toBe(2);
+    expect(oneLine(migrate)).toMatch(noKey);
+    expect((await attest(['db', 'migrate'], { ...env, ATTEST_MASTER_KEY_FILE: keyA })).code).toBe(0);
+    for (const args of [['allowlist', 'list'], ['allowlist', 'add', 'android', TEST_PACKAGE, '--decryption-key', b64(google.decryptionKey), '--verification-key', b64(google.verificationKey)]]) {
+      const run = await attest(args, env);
+      expect(run.code, args.join(' ')).toBe(2);
+      expect(oneLine(run)).toMatch(noKey);
+    }
+    // what needs no secret still works without the key
+    expect((await attest(['keys', 'list'], env)).code).toBe(0);
+  }, SLOW);
+
+  it('a raw select shows no key bytes', async () => {
+    const add = await addAndroid(google, { ...env, ATTEST_MASTER_KEY_FILE: keyA });
+    expect(add.code).toBe(0);
+    const sql = postgres(url, { max: 1, onnotice: () => {} });
+    try {
+      const rows = await sql`select *, t::text as whole from android_key_pairs t`;
+      expect(rows).toHaveLength(1);
+      for (const value of Object.values(rows[0]!)) {
+        const bytes = Buffer.isBuffer(value) ? value : Buffer.from(String(value));
+        expect(bytes.indexOf(Buffer.from(google.decryptionKey))).toBe(-1);
+        expect(bytes.indexOf(Buffer.from(google.verificationKey))).toBe(-1);
+        expect(bytes.indexOf(Buffer.from(google.decryptionKey).toString('hex'))).toBe(-1);
+      }
+    } finally {
+      await sql.end();
+    }
+  }, SLOW);
+
+  it('after a rotation, an instance still on the old key says why once per reload and never verifies with stale keys', async () => {
+    const withA = { ...env, ATTEST_MASTER_KEY_FILE: keyA };
+    const apiKey = (JSON.parse((await attest(['keys', 'create', '--name', 'rp', '--json'], withA)).stdout) as { key: string }).key;
+    const stale = await serve(withA);
+    try {
+      const rotate = await attest(['db', 'rotate-master-key', '--new-key-file', keyB], withA);
+      expect(rotate.stderr).toBe('');
+      expect(rotate.code).toBe(0);
+      expect(rotate.stdout).toContain(`re-encrypted 1 row(s) of secrets under master key ${testMasterKey(0xb2).id} (was ${testMasterKey(0xa1).id})`);
+      expect(rotate.stdout).toContain(`the old key (${keyA}) opens nothing in this database now: delete it once no backup needs it`);
+      // its first allowlist load happens now, after the rotation
+      const res = await verifyGms(stale.url, apiKey, google);
+      expect(res.status).toBe(500);
+      const line = await stale.logLine((l) => l.msg === 'cannot load the allowlist: restart this instance with the current master key');
+      expect(line.level).toBe(50);
+      expect(String(line.reason)).toContain(`sealed with master key ${testMasterKey(0xb2).id}, which is not the one given (${testMasterKey(0xa1).id})`);
+    } finally {
+      await stale.stop();
+    }
+    const fresh = await serve({ ...env, ATTEST_MASTER_KEY_FILE: keyB });
+    try {
+      const res = await verifyGms(fresh.url, apiKey, google);
+      expect(await res.json()).toMatchObject({ isValid: true });
+    } finally {
+      await fresh.stop();
+    }
+    const old = await attest(['serve', '--port', '0', '--host', '127.0.0.1'], withA);
+    expect(old.code).toBe(2);
+    expect(oneLine(old)).toContain(`wrong master key: the database's secrets are sealed with master key ${testMasterKey(0xb2).id}`);
+  }, SLOW);
+});
