@@ -7,11 +7,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Hono } from 'hono';
-import { AttestError, AttestHttpError } from 'attest/client';
+import { AttestError, AttestHttpError, createAttestClient } from 'attest/client';
 
 /**
  * @typedef {object} RpOptions
- * @property {import('attest/client').AttestClient} attest
+ * @property {import('attest/client').AttestClientOptions} attest where the service is, this RP's API key, timeout and retries
  * @property {readonly string[]} appleAppIds App Attest app IDs (`TEAMID.bundle`) this RP accepts
  * @property {readonly string[]} androidPackages Android package names this RP accepts
  * @property {number} [challengeTtlMs] how long a challenge waits for its login (the service's session expires on its own too)
@@ -35,6 +35,7 @@ function expectedApp(result, options) {
  * @param {RpOptions} options
  */
 export function createRpApp(options) {
+  const attest = createAttestClient(options.attest);
   const app = new Hono();
   const now = options.now ?? Date.now;
   const ttl = options.challengeTtlMs ?? 5 * 60_000;
@@ -45,7 +46,7 @@ export function createRpApp(options) {
 
   app.post('/login/challenge', async (c) => {
     try {
-      const session = await options.attest.init();
+      const session = await attest.init();
       for (const [id, old] of challenges) if (old.expiresAt <= now()) challenges.delete(id);
       const challengeId = randomBytes(16).toString('base64url');
       challenges.set(challengeId, { sessionReference: session.sessionReference, expiresAt: now() + ttl });
@@ -72,7 +73,7 @@ export function createRpApp(options) {
     /** @type {import('attest/client').VerifyResult} */
     let result;
     try {
-      result = await options.attest.verify({ attestationToken: body.attestationToken, sessionReference: challenge.sessionReference });
+      result = await attest.verify({ attestationToken: body.attestationToken, sessionReference: challenge.sessionReference });
     } catch (err) {
       if (!(err instanceof AttestError)) throw err;
       // every error denies: a 4xx, a 5xx, a timeout, an answer off the contract

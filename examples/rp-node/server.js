@@ -4,7 +4,6 @@
  * ATTEST_URL, ATTEST_API_KEY, RP_APPLE_APP_IDS and RP_ANDROID_PACKAGES (comma-separated), RP_PORT.
  */
 import { serve } from '@hono/node-server';
-import { createAttestClient } from 'attest/client';
 import { createRpApp } from './app.js';
 
 /** @param {string} name */
@@ -19,9 +18,8 @@ function required(name) {
 /** @param {string} name */
 const list = (name) => (process.env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
 
-const attest = createAttestClient({ baseUrl: required('ATTEST_URL'), apiKey: required('ATTEST_API_KEY'), timeoutMs: 5_000 });
 const app = createRpApp({
-  attest,
+  attest: { baseUrl: required('ATTEST_URL'), apiKey: required('ATTEST_API_KEY'), timeoutMs: 5_000 },
   appleAppIds: list('RP_APPLE_APP_IDS'),
   androidPackages: list('RP_ANDROID_PACKAGES'),
   log: (line) => console.error(JSON.stringify(line)),

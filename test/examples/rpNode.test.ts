@@ -12,10 +12,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createAttestClient } from '../../src/client/index.js';
 import { createRpApp } from '../../examples/rp-node/app.js';
 import { ROOT, baseEnv, buildOnce, stopBin, watchBin, type Watched } from '../support/binary.js';
 import { runCli } from '../support/cli.js';
+import { startTcpProxy } from '../support/tcpProxy.js';
 
 const APP_ID = 'ABCDE12345.com.example.rp';
 const OTHER_APP_ID = 'ABCDE12345.com.example.other';
@@ -72,7 +72,7 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
 
   const rpWith = (apiKey: string, baseUrl = url) =>
     createRpApp({
-      attest: createAttestClient({ baseUrl, apiKey, timeoutMs: 10_000, initRetries: 0 }),
+      attest: { baseUrl, apiKey, timeoutMs: 10_000, initRetries: 0 },
       appleAppIds: [APP_ID],
       androidPackages: [PACKAGE],
       log: (line) => denials.push(line),
@@ -150,22 +150,38 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
     }
   });
 
-  it('deny: a revoked or unknown key, and the service out of reach, deny with 503 (no login)', async () => {
+  it('deny: an unknown or revoked API key answers no challenge (503, the client error logged)', async () => {
     const unknown = rpWith('attest_0000000000000000_aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa');
     expect((await unknown.request('/login/challenge', { method: 'POST' })).status).toBe(503);
     expect(denials.at(-1)).toMatchObject({ msg: 'challenge unavailable', code: 'ERR_ATTEST_HTTP' });
 
-    // the challenge was issued while the service answered; the verify finds nobody
-    const rp = rpWith(testKey);
-    const c = await challenge(rp);
-    const token = await mintGms(c.nonce);
-    const away = createRpApp({
-      attest: createAttestClient({ baseUrl: `http://127.0.0.1:${await closedPort()}`, apiKey: testKey, initRetries: 0 }),
-      appleAppIds: [APP_ID],
-      androidPackages: [PACKAGE],
-    });
+    // revoked before this RP ever used it (a key in use is refused within the service's 5 s key cache)
+    const revoked = JSON.parse(await attest('keys', 'create', '--name', 'rp-node-revoked', '--test', '--json')) as { id: string; key: string };
+    await attest('keys', 'revoke', revoked.id, '--yes');
+    expect((await rpWith(revoked.key).request('/login/challenge', { method: 'POST' })).status).toBe(503);
+    expect(denials.at(-1)).toMatchObject({ msg: 'challenge unavailable', code: 'ERR_ATTEST_HTTP' });
+  });
+
+  it('deny: the service out of reach (nothing listening, or no answer in time) never logs anyone in', async () => {
+    const away = rpWith(testKey, `http://127.0.0.1:${await closedPort()}`);
     expect((await away.request('/login/challenge', { method: 'POST' })).status).toBe(503);
-    expect((await login(rp, 'no-such-challenge', token)).status).toBe(403);
+    expect(denials.at(-1)).toMatchObject({ code: 'ERR_ATTEST_NETWORK' });
+
+    // a challenge issued while the service answered; its login finds the path to it stalled
+    const proxy = await startTcpProxy('127.0.0.1', Number(new URL(url).port));
+    try {
+      const rp = createRpApp({ attest: { baseUrl: `http://127.0.0.1:${proxy.port}`, apiKey: testKey, timeoutMs: 500 }, appleAppIds: [APP_ID], androidPackages: [PACKAGE], log: (line) => denials.push(line) });
+      const c = await challenge(rp);
+      const token = await mintGms(c.nonce);
+      // the client's kept-alive connection freezes too: the request is held back, never answered
+      proxy.setMode('stall');
+      expect((await login(rp, c.challengeId, token)).status).toBe(503);
+      expect(denials.at(-1)).toMatchObject({ code: 'ERR_ATTEST_TIMEOUT' });
+    } finally {
+      proxy.setMode('forward');
+      proxy.cut();
+      await proxy.close();
+    }
   });
 
   it('the example runs as its own process (node examples/rp-node/server.js) and gates a login', async () => {
