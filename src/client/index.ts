@@ -104,7 +104,7 @@ export class AttestHttpError extends AttestError {
   /** the contract's `statusCode` when the body carried one (400, 413, 500, 503) */
   readonly statusCode: number | undefined;
   readonly errorMessage: string | undefined;
-  /** seconds, from `Retry-After` when given as seconds */
+  /** the `Retry-After` header as the service sent it */
   readonly retryAfter: string | undefined;
   constructor(
     readonly operation: 'init' | 'verify',
@@ -278,23 +278,18 @@ function errorBody(text: string): { statusCode: number; errorMessage: string } |
   return undefined;
 }
 
+/** What each status the contract lists means; any other is `unexpected_status` (or `internal_error` for 5xx). */
+export const HTTP_ERROR_KINDS: Readonly<Record<number, AttestHttpErrorKind>> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  413: 'too_large',
+  500: 'internal_error',
+  503: 'unavailable',
+};
+
 function kindOf(status: number): AttestHttpErrorKind {
-  switch (status) {
-    case 400:
-      return 'invalid_request';
-    case 401:
-      return 'unauthorized';
-    case 403:
-      return 'forbidden';
-    case 413:
-      return 'too_large';
-    case 500:
-      return 'internal_error';
-    case 503:
-      return 'unavailable';
-    default:
-      return status >= 500 ? 'internal_error' : 'unexpected_status';
-  }
+  return HTTP_ERROR_KINDS[status] ?? (status >= 500 ? 'internal_error' : 'unexpected_status');
 }
 
 /** Retry-After as delay-seconds or an HTTP date; `undefined` when absent or unreadable. */

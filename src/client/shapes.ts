@@ -18,7 +18,7 @@ export interface Shape {
   readonly properties: Readonly<Record<string, FieldType>>;
 }
 
-export const APPLE_TOKEN_DETAILS: Shape = {
+export const APPLE_TOKEN_DETAILS = {
   name: 'AppleTokenDetails',
   required: ['keyIdentifier', 'appId', 'environment', 'assertionCounter'],
   properties: {
@@ -27,9 +27,9 @@ export const APPLE_TOKEN_DETAILS: Shape = {
     environment: { enum: ['Development', 'Production'] },
     assertionCounter: { type: 'integer', minimum: 0 },
   },
-};
+} as const satisfies Shape;
 
-export const GOOGLE_TOKEN_DETAILS: Shape = {
+export const GOOGLE_TOKEN_DETAILS = {
   name: 'GoogleTokenDetails',
   required: ['packageName', 'deviceIntegrityVerdicts', 'timestampMillis'],
   properties: {
@@ -37,9 +37,9 @@ export const GOOGLE_TOKEN_DETAILS: Shape = {
     deviceIntegrityVerdicts: { type: 'string[]' },
     timestampMillis: { type: 'integer' },
   },
-};
+} as const satisfies Shape;
 
-export const INIT_RESPONSE: Shape = {
+export const INIT_RESPONSE = {
   name: 'init 200',
   required: ['sessionReference', 'serverNonce', 'expiresAtUtc', 'statusCode'],
   properties: {
@@ -48,9 +48,9 @@ export const INIT_RESPONSE: Shape = {
     expiresAtUtc: { type: 'string' },
     statusCode: { const: 0 },
   },
-};
+} as const satisfies Shape;
 
-export const VERIFY_RESPONSE: Shape = {
+export const VERIFY_RESPONSE = {
   name: 'verify 200',
   required: ['isValid', 'statusCode'],
   properties: {
@@ -59,13 +59,13 @@ export const VERIFY_RESPONSE: Shape = {
     googleTokenDetails: { object: GOOGLE_TOKEN_DETAILS },
     appleTokenDetails: { object: APPLE_TOKEN_DETAILS },
   },
-};
+} as const satisfies Shape;
 
-export const ERROR_BODY: Shape = {
+export const ERROR_BODY = {
   name: 'Error',
   required: ['statusCode', 'errorMessage'],
   properties: { statusCode: { type: 'integer' }, errorMessage: { type: 'string' } },
-};
+} as const satisfies Shape;
 
 /** The first way `value` differs from `shape` (`undefined` when it fits). Unknown fields are allowed. */
 export function validate(shape: Shape, value: unknown, at = ''): string | undefined {

@@ -3,8 +3,19 @@
  * fields, the same properties, and for each the same type, enum, constant or minimum. A field the
  * service adds, drops or retypes fails here before a client misreads it.
  */
-import { beforeAll, describe, expect, it } from 'vitest';
-import { APPLE_TOKEN_DETAILS, ERROR_BODY, GOOGLE_TOKEN_DETAILS, INIT_RESPONSE, VERIFY_RESPONSE, type Shape } from '../../src/client/index.js';
+import { beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import {
+  APPLE_TOKEN_DETAILS,
+  ERROR_BODY,
+  GOOGLE_TOKEN_DETAILS,
+  HTTP_ERROR_KINDS,
+  INIT_RESPONSE,
+  VERIFY_RESPONSE,
+  type AppleTokenDetails,
+  type AttestSession,
+  type GoogleTokenDetails,
+  type Shape,
+} from '../../src/client/index.js';
 import type { FieldType } from '../../src/client/shapes.js';
 import { openMemoryDatabase } from '../../src/db/client.js';
 import { BASE, createTestService } from '../support/service.js';
@@ -70,8 +81,21 @@ describe('client shapes against /openapi.json', () => {
       expectSameShape(ERROR_BODY, responseSchema(path, status));
     }
   });
-  it('the statuses the document lists are the ones the client names', () => {
+  it('every error status the document lists has its own kind in the client', () => {
     const statuses = new Set(Object.values(doc.paths).flatMap((item) => Object.keys(item.post.responses)));
-    expect([...statuses].sort()).toEqual(['200', '400', '401', '403', '413', '500', '503']);
+    statuses.delete('200');
+    expect([...statuses].sort()).toEqual(Object.keys(HTTP_ERROR_KINDS).sort());
+  });
+
+  it("the client's TypeScript types are the shapes' (checked by tsc)", () => {
+    type Props<S extends Shape> = keyof S['properties'];
+    expectTypeOf<keyof AppleTokenDetails>().toEqualTypeOf<Props<typeof APPLE_TOKEN_DETAILS>>();
+    expectTypeOf<keyof AppleTokenDetails>().toEqualTypeOf<(typeof APPLE_TOKEN_DETAILS)['required'][number]>();
+    expectTypeOf<AppleTokenDetails['environment']>().toEqualTypeOf<(typeof APPLE_TOKEN_DETAILS)['properties']['environment']['enum'][number]>();
+    expectTypeOf<keyof GoogleTokenDetails>().toEqualTypeOf<Props<typeof GOOGLE_TOKEN_DETAILS>>();
+    expectTypeOf<keyof GoogleTokenDetails>().toEqualTypeOf<(typeof GOOGLE_TOKEN_DETAILS)['required'][number]>();
+    expectTypeOf<keyof AttestSession>().toEqualTypeOf<Props<typeof INIT_RESPONSE>>();
+    expectTypeOf<keyof AttestSession>().toEqualTypeOf<(typeof INIT_RESPONSE)['required'][number]>();
+    expectTypeOf<AttestSession['statusCode']>().toEqualTypeOf<(typeof INIT_RESPONSE)['properties']['statusCode']['const']>();
   });
 });
