@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
 import { auditCommand } from './commands/audit.js';
@@ -16,7 +17,7 @@ import { CliError, EXIT } from './errors.js';
 export function buildProgram(): Command {
   const program = new Command('attest')
     .description('verify Apple App Attest and Google Play Integrity tokens for relying parties')
-    .version(process.env.npm_package_version ?? '0.1.0')
+    .version(packageVersion())
     .option('--actor <name>', 'who makes administrative changes, for the audit trail (default: ATTEST_ACTOR, else user@host)')
     .addHelpText('after', `
 Examples:
@@ -49,6 +50,15 @@ Examples:
     });
   }
   return program;
+}
+
+/**
+ * This package's own version. Not npm_package_version: npm sets that to the version of whatever
+ * project `npm exec` runs in. src/cli and dist/cli both sit two levels below the package root.
+ */
+export function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return manifest.version;
 }
 
 function commandPath(command: Command): string {

@@ -2,7 +2,7 @@ import type { X509Certificate } from 'node:crypto';
 import { createAppleVerifier } from './apple/appleVerifier.js';
 import { defaultAppleRoots, parseTrustRoots } from './apple/trustRoots.js';
 import { createGoogleVerifier } from './google/googleVerifier.js';
-import type { AllowlistReader, AndroidPackagePolicy, AppleKeyStore, KeyMode } from './types.js';
+import type { AllowlistReader, AndroidPackagePolicy, AppleKeyStore, IntegrityTokenDecoder, KeyMode } from './types.js';
 import type { PlatformVerifiers } from './verify.js';
 
 /**
@@ -10,12 +10,19 @@ import type { PlatformVerifiers } from './verify.js';
  * Apple's roots only: test-only Play Integrity pairs and App Attest keys registered by test keys
  * are then refused. For a test key, pass Apple's roots plus the development root.
  */
-export function buildVerifiers(deps: { allowlist: AllowlistReader; appleKeys: AppleKeyStore; appleRoots: readonly X509Certificate[]; mode?: KeyMode }): PlatformVerifiers {
+export function buildVerifiers(deps: {
+  allowlist: AllowlistReader;
+  appleKeys: AppleKeyStore;
+  appleRoots: readonly X509Certificate[];
+  mode?: KeyMode;
+  /** Google's decodeIntegrityToken (standard requests); without it they are a fault */
+  googleDecoder?: IntegrityTokenDecoder;
+}): PlatformVerifiers {
   const mode = deps.mode ?? 'live';
   const allowlist = mode === 'test' ? deps.allowlist : liveAllowlist(deps.allowlist);
   return {
     apple: createAppleVerifier({ roots: deps.appleRoots, allowlist, keys: deps.appleKeys, mode }),
-    gms: createGoogleVerifier({ allowlist }),
+    gms: createGoogleVerifier({ allowlist, ...(deps.googleDecoder ? { decoder: deps.googleDecoder } : {}) }),
   };
 }
 

@@ -1,5 +1,14 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy, AppleEnvPolicy, MinVerdict } from '../core/types.js';
+import type {
+  AllowlistReader,
+  AndroidPackagePolicy,
+  AppleAppPolicy,
+  AppleEnvPolicy,
+  DeviceActivityLevel,
+  GoogleServiceAccount,
+  MinVerdict,
+} from '../core/types.js';
+import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
@@ -10,6 +19,15 @@ export interface AndroidPolicyInput {
   minVerdict?: MinVerdict;
   allowUnrecognized?: boolean;
   maxAgeSeconds?: number;
+  requireLicensed?: boolean;
+  /** accepted Play Protect verdicts; `[]` stops checking */
+  playProtectVerdicts?: string[];
+  /** denied appsDetected values; `[]` stops checking */
+  denyAppAccessRisk?: string[];
+  /** `null` stops checking */
+  maxDeviceActivity?: DeviceActivityLevel | null;
+  /** `null` removes the stored service account */
+  serviceAccount?: GoogleServiceAccount | null;
 }
 
 export interface AndroidKeyPairInput {
@@ -24,6 +42,12 @@ interface PackageRow {
   min_verdict: string;
   allow_unrecognized: boolean;
   max_age_seconds: number;
+  require_licensed: boolean;
+  play_protect_verdicts: string[] | string | null;
+  deny_app_access_risk: string[] | string | null;
+  max_device_activity: string | null;
+  service_account: Uint8Array | null;
+  service_account_key_id: string | null;
 }
 
 interface PairRow {
@@ -42,6 +66,7 @@ export interface TestKeyPair extends AndroidKeyPairInput {
 }
 
 const PAIRS = 'android_key_pairs';
+const PACKAGES = 'android_packages';
 
 /**
  * The allowlist: App Attest app IDs and Play Integrity packages with their keys and policy. The
@@ -61,6 +86,26 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       // another instance rotated the master key: this one must be restarted with the new key
       if (err instanceof SecretOpenError) throw new MasterKeyError(`cannot open key pair ${row.id} of ${row.package_name}: ${err.message}`);
       throw err;
+    }
+  };
+  // the service account is a secret too: sealed and opened only here
+  const sealServiceAccount = (packageName: string, account: GoogleServiceAccount) => {
+    const sealed = box().seal(new TextEncoder().encode(serializeServiceAccount(account)), aadFor(PACKAGES, 'service_account', [packageName]));
+    return { ciphertext: Buffer.from(sealed.ciphertext), keyId: sealed.keyId };
+  };
+  const openServiceAccount = (packageName: string, stored: Uint8Array, keyId: string | null): GoogleServiceAccount => {
+    if (keyId === null) throw new MasterKeyError(`the service account of ${packageName} is stored in clear: run "attest db migrate" to seal it`);
+    let text: string;
+    try {
+      text = new TextDecoder().decode(box().open({ keyId, ciphertext: new Uint8Array(stored) }, aadFor(PACKAGES, 'service_account', [packageName])));
+    } catch (err) {
+      if (err instanceof SecretOpenError) throw new MasterKeyError(`cannot open the service account of ${packageName}: ${err.message}`);
+      throw err;
+    }
+    try {
+      return deserializeServiceAccount(text);
+    } catch {
+      throw new Error(`allowlist entry ${packageName}: the stored service account cannot be read`);
     }
   };
   return {
@@ -108,7 +153,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     /**
      * Adds a package, or a key pair to an existing one (key rotation): the policy fields given
      * replace the stored ones, those not given stay. One statement, so a package never exists
-     * half-written.
+     * half-written. `pair` may be null for a package verified through Google only (standard
+     * requests with a service account).
      */
     async addAndroid(
       packageName: string,
@@ -117,7 +163,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       auditor?: Auditor,
     ): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' | 'none' }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
-      const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex')).join(',');
+      const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
+      const keep = (given: boolean, column: string) => (given ? sql.raw(`excluded.${column}`) : sql.raw(`android_packages.${column}`));
+      const serviceAccount = policy.serviceAccount ? sealServiceAccount(packageName, policy.serviceAccount) : null;
       const target = `android:${packageName}`;
       let sealedPair: { id: string; decryption: Buffer; verification: Buffer; keyId: string } | null = null;
       if (pair) {
@@ -130,17 +178,31 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           with ${pairsBefore(packageName)},
           b as (select ${androidSummary(sql`p`, sql`pairs.ids`)} as summary from android_packages p, pairs where p.package_name = ${packageName}),
           pkg as (
-            insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds)
+            insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
+                                          require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity,
+                                          service_account, service_account_key_id)
             values (${packageName},
-                    ${digests !== undefined ? sql`string_to_array(${digests}, ',')` : sql`'{}'::text[]`},
+                    ${textArray(digests)},
                     ${policy.minVerdict ?? 'MEETS_DEVICE_INTEGRITY'},
                     ${policy.allowUnrecognized ?? false},
-                    ${policy.maxAgeSeconds ?? 600})
+                    ${policy.maxAgeSeconds ?? 600},
+                    ${policy.requireLicensed ?? false},
+                    ${textArray(policy.playProtectVerdicts)},
+                    ${textArray(policy.denyAppAccessRisk)},
+                    ${policy.maxDeviceActivity ?? null},
+                    ${serviceAccount?.ciphertext ?? null},
+                    ${serviceAccount?.keyId ?? null})
             on conflict (package_name) do update set
-              certificate_digests = ${digests !== undefined ? sql`excluded.certificate_digests` : sql`android_packages.certificate_digests`},
-              min_verdict = ${policy.minVerdict ? sql`excluded.min_verdict` : sql`android_packages.min_verdict`},
-              allow_unrecognized = ${policy.allowUnrecognized !== undefined ? sql`excluded.allow_unrecognized` : sql`android_packages.allow_unrecognized`},
-              max_age_seconds = ${policy.maxAgeSeconds !== undefined ? sql`excluded.max_age_seconds` : sql`android_packages.max_age_seconds`}
+              certificate_digests = ${keep(digests !== undefined, 'certificate_digests')},
+              min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
+              allow_unrecognized = ${keep(policy.allowUnrecognized !== undefined, 'allow_unrecognized')},
+              max_age_seconds = ${keep(policy.maxAgeSeconds !== undefined, 'max_age_seconds')},
+              require_licensed = ${keep(policy.requireLicensed !== undefined, 'require_licensed')},
+              play_protect_verdicts = ${keep(policy.playProtectVerdicts !== undefined, 'play_protect_verdicts')},
+              deny_app_access_risk = ${keep(policy.denyAppAccessRisk !== undefined, 'deny_app_access_risk')},
+              max_device_activity = ${keep(policy.maxDeviceActivity !== undefined, 'max_device_activity')},
+              service_account = ${keep(policy.serviceAccount !== undefined, 'service_account')},
+              service_account_key_id = ${keep(policy.serviceAccount !== undefined, 'service_account_key_id')}
             returning *, (xmax = 0) as inserted
           ), pair as (
             ${
@@ -230,7 +292,10 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
 
     async listAndroid(): Promise<AndroidPackagePolicy[]> {
       const packages = rowsOf<PackageRow>(
-        await db.execute(sql`select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds from android_packages order by package_name`),
+        await db.execute(sql`
+          select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
+                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, service_account, service_account_key_id
+          from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
         await db.execute(sql`select package_name, id, decryption_key, verification_key, master_key_id, test_only from android_key_pairs order by created_at, id`),
@@ -249,6 +314,11 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         minVerdict: p.min_verdict as MinVerdict,
         allowUnrecognized: p.allow_unrecognized,
         maxAgeSeconds: p.max_age_seconds,
+        requireLicensed: p.require_licensed,
+        playProtectVerdicts: parseTextArray(p.play_protect_verdicts),
+        denyAppAccessRisk: parseTextArray(p.deny_app_access_risk),
+        maxDeviceActivity: p.max_device_activity as DeviceActivityLevel | null,
+        serviceAccount: p.service_account === null ? null : openServiceAccount(p.package_name, p.service_account, p.service_account_key_id),
       }));
     },
   };
@@ -269,8 +339,17 @@ function androidSummary(row: SQL, pairIds: SQL): SQL {
 
 /** text[] of hex digests; a driver that does not parse arrays hands over the literal `{a,b}`. */
 function parseDigests(value: string[] | string | null): Uint8Array[] {
-  const list = typeof value === 'string' ? value.replace(/^\{|\}$/g, '').split(',').filter(Boolean) : (value ?? []);
-  return list.map((hex) => new Uint8Array(Buffer.from(hex, 'hex')));
+  return parseTextArray(value).map((hex) => new Uint8Array(Buffer.from(hex, 'hex')));
+}
+
+/** A text[] of plain words (hex, enum values: nothing that needs quoting in the literal). */
+function parseTextArray(value: string[] | string | null): string[] {
+  return typeof value === 'string' ? value.replace(/^\{|\}$/g, '').split(',').filter(Boolean) : (value ?? []);
+}
+
+/** A text[] parameter sent as one text (the two drivers bind array parameters differently). */
+function textArray(list: readonly string[] | undefined) {
+  return list && list.length > 0 ? sql`string_to_array(${list.join(',')}, ',')` : sql`'{}'::text[]`;
 }
 
 /**

@@ -67,6 +67,20 @@ export const androidPackages = pgTable('android_packages', {
   minVerdict: text('min_verdict').notNull().default('MEETS_DEVICE_INTEGRITY'),
   allowUnrecognized: boolean('allow_unrecognized').notNull().default(false),
   maxAgeSeconds: integer('max_age_seconds').notNull().default(600),
+  /** newer verdicts: empty lists and null mean "not checked" */
+  requireLicensed: boolean('require_licensed').notNull().default(false),
+  playProtectVerdicts: text('play_protect_verdicts')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  denyAppAccessRisk: text('deny_app_access_risk')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  maxDeviceActivity: text('max_device_activity'),
+  /** the package's Google service-account JSON, sealed under the master key; secret */
+  serviceAccount: bytea('service_account'),
+  serviceAccountKeyId: text('service_account_key_id'),
   createdAt: createdAt(),
 });
 

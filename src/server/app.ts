@@ -7,6 +7,7 @@ import type { RejectReason } from '../core/reasons.js';
 import type { KeyMode, VerifyOutcome } from '../core/types.js';
 import { parseEnvelope, type VerifyInput } from '../core/verify.js';
 import type { ConsumeResult } from '../db/sessions.js';
+import { GoogleBusyError } from '../google/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import type { Metrics } from './metrics.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
@@ -124,6 +125,11 @@ export function createApp(deps: AppDeps): Hono<Env> {
     const log = c.get('log');
     if (log) log.err = describeFault(err);
     if (err instanceof DeadlineExceeded) deps.onBackendTimeout?.();
+    if (err instanceof GoogleBusyError) {
+      // a slow Google holds at most the configured number of requests; the rest retry shortly
+      c.header('Retry-After', String(err.retryAfterSeconds));
+      return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Busy, retry shortly');
+    }
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
@@ -289,11 +295,15 @@ function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
  * references, keys), so only the driver's own error code and message are kept.
  */
 export function describeFault(err: unknown): { type: string; code?: string; message: string } {
-  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  const e = err as { name?: string; message?: string; code?: unknown; cause?: { code?: string; message?: string } };
   const cause = e?.cause;
   if (cause && typeof cause === 'object') {
     return { type: e.name ?? 'Error', ...(cause.code ? { code: String(cause.code) } : {}), message: String(cause.message ?? '').slice(0, 300) };
   }
   const message = String(e?.message ?? err);
-  return { type: e?.name ?? 'Error', message: /failed query|params:/i.test(message) ? 'database query failed' : message.slice(0, 300) };
+  return {
+    type: e?.name ?? 'Error',
+    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+    message: /failed query|params:/i.test(message) ? 'database query failed' : message.slice(0, 300),
+  };
 }

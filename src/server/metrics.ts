@@ -36,6 +36,12 @@ export function createMetrics(options: MetricsOptions = {}) {
     labelNames: ['service', 'valid', 'reason', 'mode'] as const,
     registers: [registry],
   });
+  const google = new Counter({
+    name: 'attest_google_requests_total',
+    help: 'exchanges with Google for standard Play Integrity requests, by endpoint and outcome (faults by cause)',
+    labelNames: ['endpoint', 'outcome'] as const,
+    registers: [registry],
+  });
   const sessionsCreated = new Counter({ name: 'attest_sessions_created_total', help: 'sessions created by init', registers: [registry] });
   if (options.sessionCounts) {
     const read = options.sessionCounts;
@@ -84,6 +90,9 @@ export function createMetrics(options: MetricsOptions = {}) {
     },
     observeVerify(service: string, valid: boolean, reason: string, mode = 'live') {
       verifications.inc({ service, valid: String(valid), reason, mode });
+    },
+    observeGoogle(endpoint: string, outcome: string) {
+      google.inc({ endpoint, outcome });
     },
     sessionCreated() {
       sessionsCreated.inc();

@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import type { AllowlistReader, AppleKeyStore, KeyMode } from '../core/types.js';
+import type { AllowlistReader, AppleKeyStore, IntegrityTokenDecoder, KeyMode } from '../core/types.js';
 import { buildVerifiers } from '../core/verifiers.js';
 import type { PlatformVerifiers } from '../core/verify.js';
 
@@ -14,6 +14,8 @@ export interface ModeVerifierDeps {
   /** how long a read of the development root is used (a rotation reaches instances within it) */
   ttlMs: number;
   now?: () => number;
+  /** Google's decodeIntegrityToken (standard Play Integrity requests) */
+  googleDecoder?: IntegrityTokenDecoder;
 }
 
 /**
@@ -23,7 +25,8 @@ export interface ModeVerifierDeps {
  */
 export function createModeVerifiers(deps: ModeVerifierDeps): (mode: KeyMode) => Promise<PlatformVerifiers> {
   const now = deps.now ?? Date.now;
-  const live = buildVerifiers({ allowlist: deps.allowlist, appleKeys: deps.appleKeys, appleRoots: deps.appleRoots, mode: 'live' });
+  const decoder = deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {};
+  const live = buildVerifiers({ allowlist: deps.allowlist, appleKeys: deps.appleKeys, appleRoots: deps.appleRoots, mode: 'live', ...decoder });
   let test: { root: string; at: number; verifiers: PlatformVerifiers } | null = null;
   // `dev mint gms` adds a package's test-only pair on its first mint, and the RP verifies that
   // token at once: a package still cached without one is re-read (test keys only)
@@ -49,7 +52,7 @@ export function createModeVerifiers(deps: ModeVerifierDeps): (mode: KeyMode) => 
       return test.verifiers;
     }
     const roots = der ? [...deps.appleRoots, new X509Certificate(der)] : deps.appleRoots;
-    const verifiers = buildVerifiers({ allowlist: testAllowlist, appleKeys: deps.appleKeys, appleRoots: roots, mode: 'test' });
+    const verifiers = buildVerifiers({ allowlist: testAllowlist, appleKeys: deps.appleKeys, appleRoots: roots, mode: 'test', ...decoder });
     test = { root, at: now(), verifiers };
     return verifiers;
   };

@@ -19,6 +19,7 @@ import { createSecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
+import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
 import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
@@ -106,6 +107,14 @@ async function serveOn(
 
   const sessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(database.db);
+  const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
+  const googleDecoder = createPlayIntegrityClient({
+    oauthUrl: config.googleOauthUrl,
+    playIntegrityUrl: config.googlePlayIntegrityUrl,
+    timeoutMs: config.googleTimeoutMs,
+    maxInFlight: config.googleMaxInFlight,
+    onEvent: (e) => metrics.observeGoogle(e.endpoint, e.outcome),
+  });
   const allowlist = createCachedAllowlist(reportingKeyFailures(createAllowlistRepository(database.db, createSecretBox([masterKey.key])), logger), { ttlMs: PROPAGATION_MS });
   const devCa = createDevCaRepository(database.db);
   const verifiersFor = createModeVerifiers({
@@ -114,6 +123,7 @@ async function serveOn(
     appleRoots,
     devRoot: () => devCa.root(),
     ttlMs: PROPAGATION_MS,
+    googleDecoder,
   });
   if (!config.testKeys) logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
   const auth = createApiKeyAuthenticator({
@@ -121,7 +131,6 @@ async function serveOn(
     revalidateMs: PROPAGATION_MS,
     onTouchError: (err) => logger.warn({ err: describeFault(err) }, 'could not record API key use'),
   });
-  const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
   const separateMetrics = config.metricsPort !== undefined;
   const app = createApp({
     logger,
@@ -132,6 +141,8 @@ async function serveOn(
     metrics,
     ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
     sessionTtlSeconds: config.sessionTtlSeconds,
+    // Google's own bound must run out first, or a slow Google would pass for a hanging database
+    requestDeadlineMs: Math.max(5000, config.googleTimeoutMs + 2000),
     onBackendTimeout: createPoolWatchdog(database, {
       onRecycle: () => logger.warn('the database answers on a new connection while the pool hangs: replacing the pool'),
     }),

@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPLE_CHECKS } from '../../src/core/apple/appleVerifier.js';
 import { CHECK_TITLES } from '../../src/core/checkTitles.js';
-import { GOOGLE_CHECKS } from '../../src/core/google/googleVerifier.js';
+import { GOOGLE_CHECKS, GOOGLE_STANDARD_CHECKS } from '../../src/core/google/googleVerifier.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { ENVELOPE_CHECKS, verifyToken } from '../../src/core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
@@ -282,7 +282,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
     });
 
     it('titles every check id the verifiers can report', () => {
-      const ids = [...ENVELOPE_CHECKS, ...GOOGLE_CHECKS, ...Object.values(APPLE_CHECKS).flat()];
+      const ids = [...ENVELOPE_CHECKS, ...GOOGLE_CHECKS, ...GOOGLE_STANDARD_CHECKS, ...Object.values(APPLE_CHECKS).flat()];
       for (const id of ids) expect(CHECK_TITLES[id], id).toEqual(expect.any(String));
       expect(Object.keys(CHECK_TITLES).sort()).toEqual([...new Set(ids)].sort());
     });
@@ -409,7 +409,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       expectValid(fresh);
       expect(fresh.json!.details).toEqual({
         service: 'gms',
-        googleTokenDetails: { packageName: TEST_PACKAGE, deviceIntegrityVerdicts: ['MEETS_DEVICE_INTEGRITY'], timestampMillis: issued.getTime() },
+        googleTokenDetails: { packageName: TEST_PACKAGE, deviceIntegrityVerdicts: ['MEETS_DEVICE_INTEGRITY'], timestampMillis: issued.getTime(), appLicensingVerdict: 'LICENSED', versionCode: '42' },
       });
       // from the future (device clock ahead)
       const ahead = gmsToken({ nonce, packageName: TEST_PACKAGE, integrityToken: await mintIntegrityToken({ keys: google, nonce, now: new Date(TEST_NOW.getTime() + 600_000) }) });
@@ -437,9 +437,6 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
     const nonce = b64(randomBytes(32));
     it.each([
-      ['an unreadable file', () => [join(files.dir, 'missing.cbor')], /cannot read .*missing\.cbor \(ENOENT\)/],
-      ['a file that is neither CBOR nor base64', () => [files.file('this is not a token!\n')], /is neither a CBOR token nor base64 text/],
-      ['an empty file', () => [files.file('')], /is empty: give a file holding the token/],
       ['--nonce with --server-nonce', () => [token, '--nonce', nonce, '--server-nonce', nonce], /not both/],
       ['--device-nonce alone', () => [token, '--device-nonce', nonce], /--device-nonce needs --server-nonce/],
       ['a bad --at', () => [token, '--at', 'yesterday'], /--at takes an ISO 8601 time/],

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
+import { inject } from 'vitest';
 import { openDatabase, openMemoryDatabase, type DatabaseHandle } from '../../src/db/client.js';
 import { runMigrations } from '../../src/db/migrate.js';
 
@@ -31,9 +33,13 @@ export function postgresBackend(): Backend | undefined {
   return backends().find((b) => b.name === 'postgres');
 }
 
+let template: Blob | undefined;
+
 async function openPglite(): Promise<TestDatabase> {
-  const handle = await openMemoryDatabase();
-  await runMigrations(handle);
+  // the migrated cluster made once per run by test/support/pgliteTemplate.ts
+  template ??= new Blob([readFileSync(inject('pgliteTemplate'))]);
+  const handle = await openMemoryDatabase(template);
+  await runMigrations(handle); // nothing to apply: proves the template is current
   return withReset(handle);
 }
 

@@ -11,7 +11,7 @@ import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
-import type { KeyMode, VerifyOutcome } from '../../src/core/types.js';
+import type { IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../src/core/types.js';
 import type { DatabaseHandle } from '../../src/db/client.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { migrationStatus } from '../../src/db/migrate.js';
@@ -134,8 +134,13 @@ export { BASE };
  * The app with the real platform verifiers over `db` (as `startServer` wires them), at a fixed
  * instant. The allowlist is re-read on every request so edits in a test apply at once.
  */
-export function createPlatformService(db: DatabaseHandle, options: { now: Date; appleRoots: readonly X509Certificate[] }) {
+export function createPlatformService(db: DatabaseHandle, options: { now: Date; appleRoots: readonly X509Certificate[]; googleDecoder?: IntegrityTokenDecoder }) {
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), { ttlMs: 0 });
-  const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(db.db), appleRoots: options.appleRoots });
+  const verifiers = buildVerifiers({
+    allowlist,
+    appleKeys: createAppleKeyRepository(db.db),
+    appleRoots: options.appleRoots,
+    ...(options.googleDecoder ? { googleDecoder: options.googleDecoder } : {}),
+  });
   return createTestService(db, { verify: (input) => verifyToken(input, { now: () => options.now, verifiers }) });
 }

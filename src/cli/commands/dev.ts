@@ -25,7 +25,11 @@ const UINT32_MAX = 0xffffffff;
 const DEVICE_KIND = 'attest-simulated-app-attest-device';
 
 export function devCommand(): Command {
-  const dev = new Command('dev').description('development roots and test tokens for test-mode API keys (no device needed)');
+  const dev = new Command('dev').description('development roots and test tokens for test-mode API keys (no device needed)').addHelpText('after', `
+Examples:
+  $ attest dev init
+  $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --nonce <b64>
+  $ attest dev mint gms --package com.example.bank --nonce <b64>`);
 
   dev.command('init')
     .description('create the development App Attest CA in the database (once; test API keys trust it)')
@@ -51,7 +55,10 @@ export function devCommand(): Command {
       });
     });
 
-  const mint = dev.command('mint').description('mint a token as a device would, for test API keys');
+  const mint = dev.command('mint').description('mint a token as a device would, for test API keys').addHelpText('after', `
+Examples:
+  $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --server-nonce <b64>
+  $ attest dev mint gms --package com.example.bank --nonce <b64> --verdict strong --json`);
 
   mint.command('apple')
     .description('mint an App Attest token from a simulated device: a registration first, then assertions')

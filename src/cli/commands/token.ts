@@ -10,8 +10,12 @@ import { ANDROID_PACKAGE } from './allowlist.js';
 const KEY_ID_BYTES = 32;
 
 export function tokenCommand(): Command {
-  const token = new Command('token').description('build format-1 tokens from evidence an app captured');
-  const wrap = token.command('wrap').description('wrap raw platform evidence into a format-1 token (base64 on stdout)');
+  const examples = `
+Examples:
+  $ attest token wrap apple --key-id <b64> --attestation attestation.cbor --nonce <b64>
+  $ attest token wrap gms --package com.example.bank --integrity-token token.jwe --nonce <b64>`;
+  const token = new Command('token').description('build format-1 tokens from evidence an app captured').addHelpText('after', examples);
+  const wrap = token.command('wrap').description('wrap raw platform evidence into a format-1 token (base64 on stdout)').addHelpText('after', examples);
 
   wrap.command('apple')
     .description('wrap an App Attest attestation and/or assertion object')

@@ -9,15 +9,17 @@ import { CHECK_TITLES } from '../../core/checkTitles.js';
 import { findHints, type Hint } from '../../core/explain.js';
 import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
-import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, KeyMode, VerifyOutcome } from '../../core/types.js';
+import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, GoogleServiceAccount, IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../core/types.js';
 import { buildVerifiers, loadAppleRoots } from '../../core/verifiers.js';
 import { parseEnvelope, TOKEN_NONCE_MAX, TOKEN_NONCE_MIN, verifyToken, type VerifyInput } from '../../core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../db/allowlist.js';
 import { createAppleKeyRepository } from '../../db/appleKeys.js';
 import { colorWanted } from '../../config.js';
 import { createDevCaRepository } from '../../db/devCa.js';
+import { createPlayIntegrityClient, GoogleBusyError, GoogleFault } from '../../google/playIntegrityClient.js';
+import { parseServiceAccount } from '../../google/serviceAccount.js';
 import { config, withSecrets } from '../context.js';
-import { CliError, EXIT, usageError } from '../errors.js';
+import { CliError, EXIT, runtimeError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { paint, safeText } from '../terminalText.js';
 import { APPLE_APP_ID } from './allowlist.js';
@@ -38,6 +40,8 @@ interface Options {
   counter?: string;
   env?: 'production' | 'development';
   devRoots?: boolean;
+  online?: boolean;
+  serviceAccountFile?: string;
   json?: boolean;
 }
 
@@ -58,7 +62,7 @@ export function verifyFileCommand(): Command {
     .option('--at <iso-time>', 'verify as of this instant (certificate validity, freshness)')
     .option('--client-data-hash <b64>', 'App Attest: use these bytes instead of SHA-256(final nonce)')
     .option('--app-id <id>', 'no database: allow this App Attest app ID (either environment); repeatable', (v: string, p: string[]) => [...p, v], [])
-    .option('--package <name>', 'no database: allow this Android package, with --decryption-key and --verification-key')
+    .option('--package <name>', 'no database: allow this Android package, with --decryption-key and --verification-key (or --service-account-file)')
     .option('--decryption-key-file <path>', 'with --package: a file holding its AES-256 decryption key (base64)')
     .option('--verification-key-file <path>', 'with --package: a file holding its EC P-256 verification key (base64)')
     .option('--decryption-key <b64>', 'the key itself (visible to other users in ps: prefer --decryption-key-file)')
@@ -66,19 +70,24 @@ export function verifyFileCommand(): Command {
     .option('--apple-key <pem>', 'no database: a registered App Attest public key (PEM file or text), with --app-id')
     .option('--counter <n>', 'with --apple-key: the stored assertion counter', '0')
     .addOption(new Option('--env <env>', 'with --apple-key: the environment the key was registered in').choices(['production', 'development']))
+    .option('--online', 'Play Integrity standard requests: let Google decode the token with the package service account (network)')
+    .option('--service-account-file <path>', 'with --package and --online: the service-account key file (JSON)')
     .option('--dev-roots', 'verify as a test API key would: also trust the database\'s development CA and test-only Play pairs')
     .option('--json', 'print a JSON document (documented in the README)')
     .addHelpText('after', `
 Uses the allowlist and registered keys of the configured database, read-only, unless --app-id,
 --package or --apple-key is given. Without a nonce flag the nonce is not checked; a saved verify
 request body supplies its expectedNonce. Verifies as a live API key does unless --dev-roots.
+Standard-request Play Integrity tokens can only be decoded by Google: they are verified with
+--online only.
 
 Examples:
   $ attest verify-file token.b64 --server-nonce q4T...= --device-nonce AAEC
   $ attest verify-file capture.cbor --at 2021-01-23T12:13:33Z --app-id 6MURL8TA57.de.example.app \\
       --client-data-hash SGVsbG8=
   $ attest verify-file play.cbor --nonce ... --package com.example.app \\
-      --decryption-key-file dec.key --verification-key-file ver.key --json`)
+      --decryption-key-file dec.key --verification-key-file ver.key --json
+  $ attest verify-file standard.cbor --nonce ... --online`)
     .action(async (tokenPath: string, opts: Options) => {
       if (opts.package === undefined) {
         const stray = (['decryptionKey', 'verificationKey', 'decryptionKeyFile', 'verificationKeyFile'] as const).find((k) => opts[k] !== undefined);
@@ -101,30 +110,46 @@ Examples:
       const offline = opts.appId.length > 0 || opts.package !== undefined || opts.appleKey !== undefined;
       if (offline && opts.devRoots) throw usageError('--dev-roots reads the development CA from the database: leave out --app-id, --package and --apple-key');
       const mode: KeyMode = opts.devRoots ? 'test' : 'live';
+      if (opts.serviceAccountFile !== undefined && (opts.package === undefined || !opts.online)) throw usageError('--service-account-file needs --package and --online');
+      if (!opts.online && isStandardRequest(token)) {
+        throw usageError('this is a Play Integrity standard-request token: only Google can decode it; re-run with --online (calls Google with the package service account)');
+      }
       const cfg = config();
       const appleRoots = loadAppleRoots(cfg.appleRootCaPath ? readFileSync(cfg.appleRootCaPath, 'utf8') : undefined);
+      const serviceAccount = opts.serviceAccountFile === undefined ? undefined : await readServiceAccount(opts.serviceAccountFile);
+      const googleDecoder = opts.online
+        ? oncePerToken(createPlayIntegrityClient({ oauthUrl: cfg.googleOauthUrl, playIntegrityUrl: cfg.googlePlayIntegrityUrl, timeoutMs: cfg.googleTimeoutMs, maxInFlight: 4 }))
+        : undefined;
 
       const explain = async (allowlist: AllowlistReader, keys: AppleKeyStore, devRoot: Uint8Array | null) => {
         const rootsOf = (m: KeyMode) => (m === 'test' && devRoot ? [...appleRoots, new X509Certificate(devRoot)] : appleRoots);
         const runAs = (m: KeyMode) => (i: VerifyInput, o: { allowlist?: AllowlistReader; at?: Date } = {}) =>
-          verifyToken(i, { now: () => o.at ?? at, verifiers: buildVerifiers({ allowlist: o.allowlist ?? allowlist, appleKeys: keys, appleRoots: rootsOf(m), mode: m }) });
+          verifyToken(i, {
+            now: () => o.at ?? at,
+            verifiers: buildVerifiers({ allowlist: o.allowlist ?? allowlist, appleKeys: keys, appleRoots: rootsOf(m), mode: m, ...(googleDecoder ? { googleDecoder } : {}) }),
+          });
         const run = runAs(mode);
-        const outcome = await run(input);
-        const hints = outcome.ok
-          ? []
-          : await findHints(outcome, { input, at, allowlist, run, ...(serverNonce ? { serverNonce } : {}), ...(deviceNonce ? { deviceNonce } : {}) });
-        if (!outcome.ok && mode === 'live' && !offline && TEST_TRUST_REASONS.has(outcome.reason)) {
-          // a token minted by `attest dev mint` (or a key a test key registered) passes only for test keys
-          const asTest = await runAs('test')(input);
-          if (asTest.ok || failedAt(asTest) > failedAt(outcome)) {
-            hints.push({ code: 'test_keys_only', message: 'this token gets further as a test API key would verify it (development CA, test-only Play pairs, keys test keys registered): a live key rejects it; run again with --dev-roots to see the rest' });
+        try {
+          const outcome = await run(input);
+          const hints = outcome.ok
+            ? []
+            : await findHints(outcome, { input, at, allowlist, run, ...(serverNonce ? { serverNonce } : {}), ...(deviceNonce ? { deviceNonce } : {}) });
+          if (!outcome.ok && mode === 'live' && !offline && TEST_TRUST_REASONS.has(outcome.reason)) {
+            // a token minted by `attest dev mint` (or a key a test key registered) passes only for test keys
+            const asTest = await runAs('test')(input);
+            if (asTest.ok || failedAt(asTest) > failedAt(outcome)) {
+              hints.push({ code: 'test_keys_only', message: 'this token gets further as a test API key would verify it (development CA, test-only Play pairs, keys test keys registered): a live key rejects it; run again with --dev-roots to see the rest' });
+            }
           }
+          return { outcome, hints, devRoot: devRoot !== null };
+        } catch (err) {
+          if (err instanceof GoogleFault || err instanceof GoogleBusyError) throw runtimeError(`Google gave no verdict: ${err.message}`);
+          throw err;
         }
-        return { outcome, hints, devRoot: devRoot !== null };
       };
 
       const result = offline
-        ? await explain(offlineAllowlist(opts), offlineKeys(opts, token), null)
+        ? await explain(offlineAllowlist(opts, serviceAccount), offlineKeys(opts, token), null)
         : await withSecrets(async (handle, secrets) => {
             // one snapshot for the whole run, so the re-tries see the same allowlist
             const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db, secrets.box), { ttlMs: Number.POSITIVE_INFINITY });
@@ -313,21 +338,22 @@ function instant(text: string): Date {
   return d;
 }
 
-function offlineAllowlist(opts: Options): AllowlistReader {
+function offlineAllowlist(opts: Options, serviceAccount: GoogleServiceAccount | undefined): AllowlistReader {
   for (const id of opts.appId) if (!APPLE_APP_ID.test(id)) throw usageError(`--app-id "${id}" is not TEAMID.bundle.id`);
   const android = [];
   if (opts.package !== undefined) {
     const decryption = keyFlag(opts, 'decryptionKey', '--decryption-key');
     const verification = keyFlag(opts, 'verificationKey', '--verification-key');
-    if (decryption === undefined || verification === undefined) {
-      throw usageError('--package needs --decryption-key-file and --verification-key-file (or --decryption-key and --verification-key)');
+    const keyless = serviceAccount !== undefined && decryption === undefined && verification === undefined;
+    if (!keyless && (decryption === undefined || verification === undefined)) {
+      throw usageError('--package needs --decryption-key-file and --verification-key-file (or --decryption-key and --verification-key; for standard requests, --service-account-file with --online)');
     }
     try {
-      const decryptionKey = parseDecryptionKey(decryption);
-      const verificationKey = parseVerificationKey(verification);
+      const keys = keyless ? [] : [{ id: 'cli', decryptionKey: parseDecryptionKey(decryption!), verificationKey: parseVerificationKey(verification!) }];
       android.push({
         packageName: opts.package,
-        keys: [{ id: 'cli', decryptionKey, verificationKey }],
+        keys,
+        ...(serviceAccount ? { serviceAccount } : {}),
         certificateDigests: [],
         minVerdict: 'MEETS_DEVICE_INTEGRITY' as const,
         allowUnrecognized: false,
@@ -362,6 +388,41 @@ function keyFlag(opts: Options, name: 'decryptionKey' | 'verificationKey', flag:
     if (err instanceof CliError) throw err;
     throw usageError(`${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
+}
+
+/** Whether the token is a `gms` token of a standard request (which only Google can decode). */
+function isStandardRequest(token: Uint8Array): boolean {
+  try {
+    const { service, evidence } = parseEnvelope(token);
+    return service === 'gms' && isMap(evidence) && evidence.get('request') === 'standard';
+  } catch {
+    return false; // the verification itself reports a token that does not parse
+  }
+}
+
+async function readServiceAccount(path: string): Promise<GoogleServiceAccount> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw usageError(`--service-account-file: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  const parsed = await parseServiceAccount(text);
+  if (!parsed.ok) throw usageError(`--service-account-file ${path}: ${parsed.problem}`);
+  return parsed.account;
+}
+
+/** The hints re-run the verification: Google is asked once per token, the answer reused. */
+function oncePerToken(decoder: IntegrityTokenDecoder): IntegrityTokenDecoder {
+  const answers = new Map<string, ReturnType<IntegrityTokenDecoder['decode']>>();
+  return {
+    decode(request) {
+      const key = `${request.packageName}\n${request.integrityToken}`;
+      let answer = answers.get(key);
+      if (!answer) answers.set(key, (answer = decoder.decode(request)));
+      return answer;
+    },
+  };
 }
 
 function offlineKeys(opts: Options, token: Uint8Array): AppleKeyStore {
