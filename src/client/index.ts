@@ -39,6 +39,15 @@ export interface GoogleTokenDetails {
   packageName: string;
   deviceIntegrityVerdicts: string[];
   timestampMillis: number;
+  /** extensions, present only when the Play verdict carries them (opted in on the Play Console, evaluated) */
+  appLicensingVerdict?: string;
+  playProtectVerdict?: string;
+  appsDetected?: string[];
+  deviceActivityLevel?: string;
+  /** Android API level */
+  sdkVersion?: number;
+  /** decimal string */
+  versionCode?: string;
 }
 
 /** A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason. */

@@ -36,6 +36,13 @@ export const GOOGLE_TOKEN_DETAILS = {
     packageName: { type: 'string' },
     deviceIntegrityVerdicts: { type: 'string[]' },
     timestampMillis: { type: 'integer' },
+    // extensions: present only when the Play verdict carries them
+    appLicensingVerdict: { type: 'string' },
+    playProtectVerdict: { type: 'string' },
+    appsDetected: { type: 'string[]' },
+    deviceActivityLevel: { type: 'string' },
+    sdkVersion: { type: 'integer' },
+    versionCode: { type: 'string' },
   },
 } as const satisfies Shape;
 

@@ -89,13 +89,14 @@ describe('client shapes against /openapi.json', () => {
 
   it("the client's TypeScript types are the shapes' (checked by tsc)", () => {
     type Props<S extends Shape> = keyof S['properties'];
+    type RequiredKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? never : K }[keyof T];
     expectTypeOf<keyof AppleTokenDetails>().toEqualTypeOf<Props<typeof APPLE_TOKEN_DETAILS>>();
-    expectTypeOf<keyof AppleTokenDetails>().toEqualTypeOf<(typeof APPLE_TOKEN_DETAILS)['required'][number]>();
+    expectTypeOf<RequiredKeys<AppleTokenDetails>>().toEqualTypeOf<(typeof APPLE_TOKEN_DETAILS)['required'][number]>();
     expectTypeOf<AppleTokenDetails['environment']>().toEqualTypeOf<(typeof APPLE_TOKEN_DETAILS)['properties']['environment']['enum'][number]>();
     expectTypeOf<keyof GoogleTokenDetails>().toEqualTypeOf<Props<typeof GOOGLE_TOKEN_DETAILS>>();
-    expectTypeOf<keyof GoogleTokenDetails>().toEqualTypeOf<(typeof GOOGLE_TOKEN_DETAILS)['required'][number]>();
+    expectTypeOf<RequiredKeys<GoogleTokenDetails>>().toEqualTypeOf<(typeof GOOGLE_TOKEN_DETAILS)['required'][number]>();
     expectTypeOf<keyof AttestSession>().toEqualTypeOf<Props<typeof INIT_RESPONSE>>();
-    expectTypeOf<keyof AttestSession>().toEqualTypeOf<(typeof INIT_RESPONSE)['required'][number]>();
+    expectTypeOf<RequiredKeys<AttestSession>>().toEqualTypeOf<(typeof INIT_RESPONSE)['required'][number]>();
     expectTypeOf<AttestSession['statusCode']>().toEqualTypeOf<(typeof INIT_RESPONSE)['properties']['statusCode']['const']>();
   });
 });
