@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { encodeCbor } from '../support/appleFactory.js';
 import { oneLine, runCli } from '../support/cli.js';
+import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import { createTestServiceAccount, startFakeGoogle, type FakeGoogle, type TestServiceAccount } from '../support/fakeGoogle.js';
 import { TEST_CERT_DIGEST, TEST_PACKAGE } from '../support/googleFactory.js';
@@ -38,7 +39,7 @@ beforeAll(async () => {
   saFile = join(dir, 'sa.json');
   writeFileSync(saFile, sa.json);
   pg = await postgresBackend()?.open();
-  dbEnv = pg ? { DATABASE_URL: pg.url! } : { ATTEST_DATA_DIR: join(dir, 'data') };
+  dbEnv = pg ? { DATABASE_URL: pg.url!, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV } : { ATTEST_DATA_DIR: join(dir, 'data') };
   delete process.env.DATABASE_URL;
   Object.assign(process.env, dbEnv);
   expect((await runCli('db', 'migrate')).code).toBe(0);
@@ -46,6 +47,7 @@ beforeAll(async () => {
 afterAll(async () => {
   delete process.env.ATTEST_DATA_DIR;
   delete process.env.DATABASE_URL;
+  delete process.env.ATTEST_MASTER_KEY;
   await pg?.close();
   rmSync(dir, { recursive: true, force: true });
 });
@@ -76,7 +78,7 @@ describe('allowlist add android: service account and newer-verdict policy', () =
   it('a service account alone allows a package for standard requests; list shows the email, never the key', async () => {
     const add = await runCli('allowlist', 'add', 'android', 'com.example.standard', '--service-account-file', saFile, '--json');
     expect(add.code).toBe(0);
-    expect(JSON.parse(add.stdout)).toEqual({ kind: 'android', packageName: 'com.example.standard', serviceAccount: sa.account.clientEmail, package: 'added', pair: 'none' });
+    expect(JSON.parse(add.stdout)).toEqual({ kind: 'android', packageName: 'com.example.standard', keyId: null, serviceAccount: sa.account.clientEmail, package: 'added', pair: 'none' });
     expect(await listed('com.example.standard')).toMatchObject({ keyPairs: [], serviceAccount: sa.account.clientEmail });
     const table = await runCli('allowlist', 'list');
     expect(table.stdout).toContain(`standard via ${sa.account.clientEmail}`);
