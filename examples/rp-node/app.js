@@ -1,0 +1,100 @@
+// @ts-check
+/**
+ * A minimal relying party: a login gated on the attestation service. The device asks for a
+ * challenge, binds its nonce into App Attest or Play Integrity evidence, and logs in with the
+ * token; the RP grants the login only when verify answers isValid true for an app it expects.
+ * Plain JavaScript (checked by TypeScript through @ts-check) so it runs with `node` as it is.
+ */
+import { randomBytes } from 'node:crypto';
+import { Hono } from 'hono';
+import { AttestError, AttestHttpError, createAttestClient } from 'attest-server/client';
+
+/**
+ * @typedef {object} RpOptions
+ * @property {import('attest-server/client').AttestClientOptions} attest where the service is, this RP's API key, timeout and retries
+ * @property {readonly string[]} appleAppIds App Attest app IDs (`TEAMID.bundle`) this RP accepts
+ * @property {readonly string[]} androidPackages Android package names this RP accepts
+ * @property {number} [challengeTtlMs] how long a challenge waits for its login (the service's session expires on its own too)
+ * @property {() => number} [now]
+ * @property {(line: Record<string, unknown>) => void} [log] where denials are explained (never to the device)
+ */
+
+/**
+ * The RP's own policy on top of isValid: the service checked its allowlist; this RP accepts its own apps only.
+ * @param {import('attest-server/client').VerifyResult} result
+ * @param {RpOptions} options
+ */
+function expectedApp(result, options) {
+  if (!result.isValid) return false;
+  if (result.service === 'apple') return options.appleAppIds.includes(result.appleTokenDetails.appId);
+  return options.androidPackages.includes(result.googleTokenDetails.packageName);
+}
+
+/**
+ * The RP's HTTP app: `POST /login/challenge` and `POST /login`.
+ * @param {RpOptions} options
+ */
+export function createRpApp(options) {
+  const attest = createAttestClient(options.attest);
+  const app = new Hono();
+  const now = options.now ?? Date.now;
+  const ttl = options.challengeTtlMs ?? 5 * 60_000;
+  const log = options.log ?? (() => {});
+  // in memory for the example; a real RP keeps this with its login attempt (database, cache)
+  /** @type {Map<string, { sessionReference: string; expiresAt: number }>} */
+  const challenges = new Map();
+
+  app.post('/login/challenge', async (c) => {
+    try {
+      const session = await attest.init();
+      for (const [id, old] of challenges) if (old.expiresAt <= now()) challenges.delete(id);
+      const challengeId = randomBytes(16).toString('base64url');
+      challenges.set(challengeId, { sessionReference: session.sessionReference, expiresAt: now() + ttl });
+      // the device needs the nonce only; the session reference stays with the RP
+      return c.json({ challengeId, nonce: session.serverNonce });
+    } catch (err) {
+      if (!(err instanceof AttestError)) throw err;
+      log({ msg: 'challenge unavailable', code: err.code, error: err.message, requestId: err.requestId });
+      return c.json({ error: 'try again later' }, 503);
+    }
+  });
+
+  app.post('/login', async (c) => {
+    /** @type {{ challengeId?: unknown; attestationToken?: unknown } | null} */
+    const body = await c.req.json().catch(() => null);
+    if (!body || typeof body.challengeId !== 'string' || typeof body.attestationToken !== 'string') {
+      return c.json({ error: 'challengeId and attestationToken are required' }, 400);
+    }
+    const challenge = challenges.get(body.challengeId);
+    // single use whatever happens next, as the service's session is
+    challenges.delete(body.challengeId);
+    if (!challenge || challenge.expiresAt <= now()) return c.json({ error: 'unknown or expired challenge' }, 403);
+
+    /** @type {import('attest-server/client').VerifyResult} */
+    let result;
+    try {
+      result = await attest.verify({ attestationToken: body.attestationToken, sessionReference: challenge.sessionReference });
+    } catch (err) {
+      if (!(err instanceof AttestError)) throw err;
+      // every error denies: a 4xx, a 5xx, a timeout, an answer off the contract
+      log({ msg: 'login denied', why: 'attestation service error', code: err.code, error: err.message, requestId: err.requestId });
+      if (err instanceof AttestHttpError && err.status === 400) return c.json({ error: 'the token is not base64' }, 400);
+      return c.json({ error: 'device check unavailable' }, 503);
+    }
+    if (!result.isValid) {
+      log({ msg: 'login denied', why: 'token rejected' });
+      return c.json({ error: 'device check failed' }, 403);
+    }
+    if (!expectedApp(result, options)) {
+      log({ msg: 'login denied', why: 'another app', service: result.service });
+      return c.json({ error: 'device check failed' }, 403);
+    }
+    const device =
+      result.service === 'apple'
+        ? { platform: 'ios', appId: result.appleTokenDetails.appId, environment: result.appleTokenDetails.environment }
+        : { platform: 'android', packageName: result.googleTokenDetails.packageName, verdicts: result.googleTokenDetails.deviceIntegrityVerdicts };
+    return c.json({ loggedIn: true, device });
+  });
+
+  return app;
+}

@@ -1,0 +1,353 @@
+/**
+ * The typed client for a relying party's backend (`attest-server/client`). It uses the platform's
+ * `fetch` only, so importing it pulls in none of the service's own dependencies.
+ *
+ * Grant the protected operation only when `verify()` resolves with `isValid: true`: every 4xx/5xx
+ * is thrown as an `AttestHttpError`, a network failure as an `AttestNetworkError`, a timeout as an
+ * `AttestTimeoutError`, and a 200 whose body does not have the contract's shape as an
+ * `AttestResponseError`. `init()` is retried (network failures, timeouts, 5xx) with bounded
+ * backoff; `verify()` never is, since a verify that reached the server consumed its session.
+ */
+import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
+
+export { INIT_RESPONSE, VERIFY_RESPONSE, APPLE_TOKEN_DETAILS, GOOGLE_TOKEN_DETAILS, ERROR_BODY, type Shape } from './shapes.js';
+
+/** `statusCode` of an invalid request (HTTP 400, 413). */
+export const STATUS_INVALID_REQUEST = 268505089;
+/** `statusCode` of an internal error (HTTP 500, 503). */
+export const STATUS_INTERNAL_ERROR = 268505088;
+
+export interface AttestSession {
+  sessionReference: string;
+  /** base64, 32 bytes: give it to the device */
+  serverNonce: string;
+  /** ISO 8601, UTC */
+  expiresAtUtc: string;
+  statusCode: 0;
+}
+
+export interface AppleTokenDetails {
+  /** base64 */
+  keyIdentifier: string;
+  /** `<TEAMID>.<bundle id>` */
+  appId: string;
+  environment: 'Development' | 'Production';
+  assertionCounter: number;
+}
+
+export interface GoogleTokenDetails {
+  packageName: string;
+  deviceIntegrityVerdicts: string[];
+  timestampMillis: number;
+  /** extensions, present only when the Play verdict carries them (opted in on the Play Console, evaluated) */
+  appLicensingVerdict?: string;
+  playProtectVerdict?: string;
+  appsDetected?: string[];
+  deviceActivityLevel?: string;
+  /** Android API level */
+  sdkVersion?: number;
+  /** decimal string */
+  versionCode?: string;
+}
+
+/** A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason. */
+export type VerifyResult =
+  | { isValid: true; statusCode: 0; service: 'apple'; appleTokenDetails: AppleTokenDetails }
+  | { isValid: true; statusCode: 0; service: 'gms'; googleTokenDetails: GoogleTokenDetails }
+  | { isValid: false; statusCode: 0 };
+
+/** Base64 strings as the wire carries them, or bytes (sent as standard base64). */
+export type Base64Input = string | Uint8Array;
+
+export type VerifyRequest =
+  | { attestationToken: Base64Input; sessionReference: string; deviceNonce?: Base64Input; expectedNonce?: never }
+  | { attestationToken: Base64Input; expectedNonce: Base64Input; sessionReference?: never; deviceNonce?: never };
+
+export interface CallOptions {
+  /** sent as `X-Request-Id` (1 to 128 of `[A-Za-z0-9._:-]`), so the service's log line carries it */
+  requestId?: string;
+  /** aborts the call (and, for init, its retries) */
+  signal?: AbortSignal;
+}
+
+export interface AttestClientOptions {
+  /** the service's base URL, e.g. `https://attest.internal:8080` */
+  baseUrl: string;
+  apiKey: string;
+  /** per HTTP attempt; default 10 000 */
+  timeoutMs?: number;
+  /** init only: attempts after the first; default 2 */
+  initRetries?: number;
+  /** init only: first backoff, doubled per attempt; default 200 */
+  retryDelayMs?: number;
+  /** cap on any wait, Retry-After included; default 5 000 */
+  maxRetryDelayMs?: number;
+  /** injected for tests */
+  fetch?: typeof globalThis.fetch;
+  /** injected for tests: how the client waits between init attempts */
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  /** injected for tests: the clock Retry-After dates are read against */
+  now?: () => Date;
+}
+
+export type AttestHttpErrorKind = 'invalid_request' | 'unauthorized' | 'forbidden' | 'too_large' | 'internal_error' | 'unavailable' | 'unexpected_status';
+
+export type AttestErrorCode = 'ERR_ATTEST_HTTP' | 'ERR_ATTEST_NETWORK' | 'ERR_ATTEST_TIMEOUT' | 'ERR_ATTEST_RESPONSE';
+
+/** Every error the client throws (except an abort through the caller's own signal, which rethrows its reason). */
+export abstract class AttestError extends Error {
+  abstract readonly code: AttestErrorCode;
+  /** the service's `X-Request-Id`, when an answer came */
+  readonly requestId: string | undefined;
+  constructor(message: string, requestId: string | undefined, options?: ErrorOptions) {
+    super(message, options);
+    this.requestId = requestId;
+  }
+}
+
+/** The service answered with a status other than 200. */
+export class AttestHttpError extends AttestError {
+  override readonly name = 'AttestHttpError';
+  readonly code = 'ERR_ATTEST_HTTP' as const;
+  readonly kind: AttestHttpErrorKind;
+  /** the contract's `statusCode` when the body carried one (400, 413, 500, 503) */
+  readonly statusCode: number | undefined;
+  readonly errorMessage: string | undefined;
+  /** the `Retry-After` header as the service sent it */
+  readonly retryAfter: string | undefined;
+  constructor(
+    readonly operation: 'init' | 'verify',
+    readonly status: number,
+    body: { statusCode: number; errorMessage: string } | undefined,
+    requestId: string | undefined,
+    retryAfter: string | undefined,
+  ) {
+    super(`${operation}: HTTP ${status}${body ? ` (statusCode ${body.statusCode}: ${body.errorMessage})` : ''}`, requestId);
+    this.kind = kindOf(status);
+    this.statusCode = body?.statusCode;
+    this.errorMessage = body?.errorMessage;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/** No answer: connection refused or reset, DNS failure, TLS failure. */
+export class AttestNetworkError extends AttestError {
+  override readonly name = 'AttestNetworkError';
+  readonly code = 'ERR_ATTEST_NETWORK' as const;
+  constructor(readonly operation: 'init' | 'verify', cause: unknown) {
+    super(`${operation}: no answer from the attestation service (${describe(cause)})`, undefined, { cause });
+  }
+}
+
+/** No complete answer within `timeoutMs`. */
+export class AttestTimeoutError extends AttestError {
+  override readonly name = 'AttestTimeoutError';
+  readonly code = 'ERR_ATTEST_TIMEOUT' as const;
+  constructor(readonly operation: 'init' | 'verify', readonly timeoutMs: number) {
+    super(`${operation}: no answer within ${timeoutMs} ms`, undefined);
+  }
+}
+
+/** HTTP 200 with a body that is not the contract's (the client never guesses a verdict from it). */
+export class AttestResponseError extends AttestError {
+  override readonly name = 'AttestResponseError';
+  readonly code = 'ERR_ATTEST_RESPONSE' as const;
+  constructor(readonly operation: 'init' | 'verify', readonly problem: string, requestId: string | undefined) {
+    super(`${operation}: unexpected response: ${problem}`, requestId);
+  }
+}
+
+export interface AttestClient {
+  /** Opens a session (session approach); retried on network failures, timeouts and 5xx. */
+  init(options?: CallOptions): Promise<AttestSession>;
+  /** Verifies a token; never retried. Resolves only on HTTP 200 with the contract's body. */
+  verify(request: VerifyRequest, options?: CallOptions): Promise<VerifyResult>;
+}
+
+const INIT_PATH = 'api/v1/attestation/init';
+const VERIFY_PATH = 'api/v1/attestation/verify';
+
+/**
+ * Creates a client; options are checked here, once.
+ * @param options base URL, API key, timeout and (init) retry policy
+ */
+export function createAttestClient(options: AttestClientOptions): AttestClient {
+  const base = parseBaseUrl(options.baseUrl);
+  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) throw new TypeError('apiKey must be a non-empty string');
+  const timeoutMs = positive('timeoutMs', options.timeoutMs ?? 10_000);
+  const retries = count('initRetries', options.initRetries ?? 2);
+  const retryDelayMs = count('retryDelayMs', options.retryDelayMs ?? 200);
+  const maxRetryDelayMs = count('maxRetryDelayMs', options.maxRetryDelayMs ?? 5_000);
+  const doFetch = options.fetch ?? globalThis.fetch;
+  const sleep = options.sleep ?? defaultSleep;
+  const now = options.now ?? (() => new Date());
+
+  async function post(operation: 'init' | 'verify', path: string, body: string | undefined, call: CallOptions) {
+    const headers: Record<string, string> = { 'X-Api-Key': options.apiKey, Accept: 'application/json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (call.requestId !== undefined) headers['X-Request-Id'] = call.requestId;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
+    let res: Response;
+    let text: string;
+    try {
+      res = await doFetch(new URL(path, base), { method: 'POST', headers, body: body ?? null, signal, redirect: 'error' });
+      // the body is read under the same timeout: a server that stalls mid-body is a timeout too
+      text = await res.text();
+    } catch (err) {
+      if (call.signal?.aborted) throw call.signal.reason;
+      if (timeout.aborted) throw new AttestTimeoutError(operation, timeoutMs);
+      throw new AttestNetworkError(operation, err);
+    }
+    return { status: res.status, headers: res.headers, text, requestId: res.headers.get('x-request-id') ?? undefined };
+  }
+
+  function httpError(operation: 'init' | 'verify', answer: Awaited<ReturnType<typeof post>>) {
+    return new AttestHttpError(operation, answer.status, errorBody(answer.text), answer.requestId, answer.headers.get('retry-after') ?? undefined);
+  }
+
+  return {
+    async init(call = {}) {
+      for (let attempt = 0; ; attempt++) {
+        let failure: AttestError;
+        try {
+          const answer = await post('init', INIT_PATH, undefined, call);
+          if (answer.status === 200) {
+            const body = parseJson(answer.text);
+            const problem = validate(INIT_RESPONSE, body);
+            if (problem) throw new AttestResponseError('init', problem, answer.requestId);
+            const { sessionReference, serverNonce, expiresAtUtc } = body as AttestSession;
+            return { sessionReference, serverNonce, expiresAtUtc, statusCode: 0 };
+          }
+          failure = httpError('init', answer);
+        } catch (err) {
+          if (!(err instanceof AttestNetworkError || err instanceof AttestTimeoutError)) throw err;
+          failure = err;
+        }
+        const retryable = !(failure instanceof AttestHttpError) || failure.status >= 500;
+        if (!retryable || attempt >= retries) throw failure;
+        const backoff = Math.min(maxRetryDelayMs, retryDelayMs * 2 ** attempt);
+        const asked = failure instanceof AttestHttpError ? retryAfterMs(failure.retryAfter, now()) : undefined;
+        await sleep(asked === undefined ? backoff : Math.min(maxRetryDelayMs, asked), call.signal);
+      }
+    },
+
+    async verify(request, call = {}) {
+      const body = JSON.stringify(verifyBody(request));
+      const answer = await post('verify', VERIFY_PATH, body, call);
+      if (answer.status !== 200) throw httpError('verify', answer);
+      const json = parseJson(answer.text);
+      const problem = validate(VERIFY_RESPONSE, json);
+      if (problem) throw new AttestResponseError('verify', problem, answer.requestId);
+      const result = json as { isValid: boolean; appleTokenDetails?: AppleTokenDetails; googleTokenDetails?: GoogleTokenDetails };
+      if (result.isValid !== true) return { isValid: false, statusCode: 0 };
+      // a valid token names exactly one platform; without its details the RP could not check the app binding
+      if (result.appleTokenDetails && !result.googleTokenDetails) return { isValid: true, statusCode: 0, service: 'apple', appleTokenDetails: result.appleTokenDetails };
+      if (result.googleTokenDetails && !result.appleTokenDetails) return { isValid: true, statusCode: 0, service: 'gms', googleTokenDetails: result.googleTokenDetails };
+      throw new AttestResponseError('verify', 'isValid true needs exactly one of appleTokenDetails and googleTokenDetails', answer.requestId);
+    },
+  };
+}
+
+function verifyBody(request: VerifyRequest): Record<string, string> {
+  const out: Record<string, string> = { attestationToken: toBase64(request.attestationToken, 'attestationToken') };
+  const hasSession = request.sessionReference !== undefined;
+  const hasNonce = request.expectedNonce !== undefined;
+  // the service would answer 400; saying so here names the mistake without a round trip
+  if (hasSession === hasNonce) throw new TypeError('verify needs exactly one of sessionReference and expectedNonce');
+  if (hasSession) {
+    out.sessionReference = request.sessionReference!;
+    if (request.deviceNonce !== undefined) out.deviceNonce = toBase64(request.deviceNonce, 'deviceNonce');
+  } else {
+    if (request.deviceNonce !== undefined) throw new TypeError('deviceNonce belongs to the session approach, not with expectedNonce');
+    out.expectedNonce = toBase64(request.expectedNonce!, 'expectedNonce');
+  }
+  return out;
+}
+
+function toBase64(value: Base64Input, field: string): string {
+  if (typeof value === 'string') return value;
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
+  throw new TypeError(`${field} must be a base64 string or a Uint8Array`);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
+function errorBody(text: string): { statusCode: number; errorMessage: string } | undefined {
+  const json = parseJson(text) as { statusCode?: unknown; errorMessage?: unknown } | undefined;
+  if (json && typeof json === 'object' && Number.isInteger(json.statusCode) && typeof json.errorMessage === 'string') {
+    return { statusCode: json.statusCode as number, errorMessage: json.errorMessage };
+  }
+  return undefined;
+}
+
+/** What each status the contract lists means; any other is `unexpected_status` (or `internal_error` for 5xx). */
+export const HTTP_ERROR_KINDS: Readonly<Record<number, AttestHttpErrorKind>> = {
+  400: 'invalid_request',
+  401: 'unauthorized',
+  403: 'forbidden',
+  413: 'too_large',
+  500: 'internal_error',
+  503: 'unavailable',
+};
+
+function kindOf(status: number): AttestHttpErrorKind {
+  return HTTP_ERROR_KINDS[status] ?? (status >= 500 ? 'internal_error' : 'unexpected_status');
+}
+
+/** Retry-After as delay-seconds or an HTTP date; `undefined` when absent or unreadable. */
+function retryAfterMs(value: string | undefined, now: Date): number | undefined {
+  if (value === undefined) return undefined;
+  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now.getTime());
+}
+
+function parseBaseUrl(value: string): URL {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new TypeError(`baseUrl is not a URL: ${JSON.stringify(value)}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('baseUrl must be http: or https:');
+  // paths resolve against the base: keep a mount prefix such as /attest/
+  if (!url.pathname.endsWith('/')) url.pathname += '/';
+  return url;
+}
+
+function positive(name: string, value: number): number {
+  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number`);
+  return value;
+}
+
+function count(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 0) throw new TypeError(`${name} must be a whole number, 0 or more`);
+  return value;
+}
+
+function describe(err: unknown): string {
+  const cause = (err as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
+}
+
+function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal!.reason);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,105 @@
+/**
+ * The response shapes the client accepts, as data: the validator walks them, and a test holds
+ * them against the service's /openapi.json (required fields, types, enums, constants), so the
+ * client and the contract cannot drift apart silently.
+ */
+export type FieldType =
+  | { type: 'string' }
+  | { type: 'integer'; minimum?: number }
+  | { type: 'boolean' }
+  | { type: 'string[]' }
+  | { const: number }
+  | { enum: readonly string[] }
+  | { object: Shape };
+
+export interface Shape {
+  readonly name: string;
+  readonly required: readonly string[];
+  readonly properties: Readonly<Record<string, FieldType>>;
+}
+
+export const APPLE_TOKEN_DETAILS = {
+  name: 'AppleTokenDetails',
+  required: ['keyIdentifier', 'appId', 'environment', 'assertionCounter'],
+  properties: {
+    keyIdentifier: { type: 'string' },
+    appId: { type: 'string' },
+    environment: { enum: ['Development', 'Production'] },
+    assertionCounter: { type: 'integer', minimum: 0 },
+  },
+} as const satisfies Shape;
+
+export const GOOGLE_TOKEN_DETAILS = {
+  name: 'GoogleTokenDetails',
+  required: ['packageName', 'deviceIntegrityVerdicts', 'timestampMillis'],
+  properties: {
+    packageName: { type: 'string' },
+    deviceIntegrityVerdicts: { type: 'string[]' },
+    timestampMillis: { type: 'integer' },
+    // extensions: present only when the Play verdict carries them
+    appLicensingVerdict: { type: 'string' },
+    playProtectVerdict: { type: 'string' },
+    appsDetected: { type: 'string[]' },
+    deviceActivityLevel: { type: 'string' },
+    sdkVersion: { type: 'integer' },
+    versionCode: { type: 'string' },
+  },
+} as const satisfies Shape;
+
+export const INIT_RESPONSE = {
+  name: 'init 200',
+  required: ['sessionReference', 'serverNonce', 'expiresAtUtc', 'statusCode'],
+  properties: {
+    sessionReference: { type: 'string' },
+    serverNonce: { type: 'string' },
+    expiresAtUtc: { type: 'string' },
+    statusCode: { const: 0 },
+  },
+} as const satisfies Shape;
+
+export const VERIFY_RESPONSE = {
+  name: 'verify 200',
+  required: ['isValid', 'statusCode'],
+  properties: {
+    isValid: { type: 'boolean' },
+    statusCode: { const: 0 },
+    googleTokenDetails: { object: GOOGLE_TOKEN_DETAILS },
+    appleTokenDetails: { object: APPLE_TOKEN_DETAILS },
+  },
+} as const satisfies Shape;
+
+export const ERROR_BODY = {
+  name: 'Error',
+  required: ['statusCode', 'errorMessage'],
+  properties: { statusCode: { type: 'integer' }, errorMessage: { type: 'string' } },
+} as const satisfies Shape;
+
+/** The first way `value` differs from `shape` (`undefined` when it fits). Unknown fields are allowed. */
+export function validate(shape: Shape, value: unknown, at = ''): string | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return `${at || shape.name} is not a JSON object`;
+  const record = value as Record<string, unknown>;
+  for (const field of shape.required) if (!(field in record)) return `${at}${field} is missing`;
+  for (const [field, type] of Object.entries(shape.properties)) {
+    if (!(field in record)) continue;
+    const problem = check(type, record[field], `${at}${field}`);
+    if (problem) return problem;
+  }
+  return undefined;
+}
+
+function check(type: FieldType, value: unknown, at: string): string | undefined {
+  if ('const' in type) return value === type.const ? undefined : `${at} is not ${type.const}`;
+  if ('enum' in type) return typeof value === 'string' && type.enum.includes(value) ? undefined : `${at} is not one of ${type.enum.join(', ')}`;
+  if ('object' in type) return validate(type.object, value, `${at}.`);
+  switch (type.type) {
+    case 'string':
+      return typeof value === 'string' ? undefined : `${at} is not a string`;
+    case 'boolean':
+      return typeof value === 'boolean' ? undefined : `${at} is not a boolean`;
+    case 'string[]':
+      return Array.isArray(value) && value.every((v) => typeof v === 'string') ? undefined : `${at} is not a list of strings`;
+    case 'integer':
+      if (!Number.isSafeInteger(value)) return `${at} is not an integer`;
+      return type.minimum !== undefined && (value as number) < type.minimum ? `${at} is below ${type.minimum}` : undefined;
+  }
+}

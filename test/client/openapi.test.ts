@@ -1,0 +1,102 @@
+/**
+ * The client's response shapes held against the service's own /openapi.json: the same required
+ * fields, the same properties, and for each the same type, enum, constant or minimum. A field the
+ * service adds, drops or retypes fails here before a client misreads it.
+ */
+import { beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
+import {
+  APPLE_TOKEN_DETAILS,
+  ERROR_BODY,
+  GOOGLE_TOKEN_DETAILS,
+  HTTP_ERROR_KINDS,
+  INIT_RESPONSE,
+  VERIFY_RESPONSE,
+  type AppleTokenDetails,
+  type AttestSession,
+  type GoogleTokenDetails,
+  type Shape,
+} from '../../src/client/index.js';
+import type { FieldType } from '../../src/client/shapes.js';
+import { openMemoryDatabase } from '../../src/db/client.js';
+import { BASE, createTestService } from '../support/service.js';
+
+type Schema = Record<string, unknown> & { $ref?: string; required?: string[]; properties?: Record<string, Schema> };
+interface Doc {
+  components: { schemas: Record<string, Schema> };
+  paths: Record<string, { post: { responses: Record<string, { content?: { 'application/json': { schema: Schema } } }> } }>;
+}
+
+let doc: Doc;
+beforeAll(async () => {
+  // /openapi.json reads no database: an unmigrated one is enough
+  const db = await openMemoryDatabase();
+  const res = await createTestService(db).app.request(`${BASE}/openapi.json`);
+  expect(res.status).toBe(200);
+  doc = (await res.json()) as Doc;
+  await db.close();
+});
+
+const resolve = (schema: Schema): Schema => (schema.$ref ? doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')]! : schema);
+const responseSchema = (path: string, status: string) => resolve(doc.paths[path]!.post.responses[status]!.content!['application/json'].schema);
+
+/** The client's field type for an OpenAPI property schema (what it must be, given the document). */
+function expectedType(schema: Schema, shapes: Record<string, Shape>): FieldType {
+  if (schema.$ref) return { object: shapes[schema.$ref.replace('#/components/schemas/', '')]! };
+  if ('const' in schema) return { const: schema.const as number };
+  if (schema.enum) return { enum: schema.enum as string[] };
+  if (schema.type === 'array') {
+    expect((schema.items as Schema).type).toBe('string');
+    return { type: 'string[]' };
+  }
+  if (schema.type === 'integer') return schema.minimum === undefined ? { type: 'integer' } : { type: 'integer', minimum: schema.minimum as number };
+  return { type: schema.type as 'string' | 'boolean' };
+}
+
+function expectSameShape(shape: Shape, schema: Schema, shapes: Record<string, Shape> = {}) {
+  expect([...shape.required].sort()).toEqual([...schema.required!].sort());
+  expect(Object.keys(shape.properties).sort()).toEqual(Object.keys(schema.properties!).sort());
+  for (const [name, property] of Object.entries(schema.properties!)) {
+    expect({ name, type: shape.properties[name] }).toEqual({ name, type: expectedType(property, shapes) });
+  }
+}
+
+describe('client shapes against /openapi.json', () => {
+  const details = { AppleTokenDetails: APPLE_TOKEN_DETAILS, GoogleTokenDetails: GOOGLE_TOKEN_DETAILS };
+
+  it('init 200', () => expectSameShape(INIT_RESPONSE, responseSchema('/api/v1/attestation/init', '200')));
+  it('verify 200, with both details objects', () => {
+    expectSameShape(VERIFY_RESPONSE, responseSchema('/api/v1/attestation/verify', '200'), details);
+    expectSameShape(APPLE_TOKEN_DETAILS, doc.components.schemas.AppleTokenDetails!);
+    expectSameShape(GOOGLE_TOKEN_DETAILS, doc.components.schemas.GoogleTokenDetails!);
+  });
+  it('every error body the document describes is the one the client reads', () => {
+    const withBody = Object.entries(doc.paths).flatMap(([path, item]) =>
+      Object.entries(item.post.responses)
+        .filter(([status, r]) => status !== '200' && r.content)
+        .map(([status]) => `${path} ${status}`),
+    );
+    expect(withBody.length).toBeGreaterThanOrEqual(6);
+    for (const entry of withBody) {
+      const [path, status] = entry.split(' ') as [string, string];
+      expectSameShape(ERROR_BODY, responseSchema(path, status));
+    }
+  });
+  it('every error status the document lists has its own kind in the client', () => {
+    const statuses = new Set(Object.values(doc.paths).flatMap((item) => Object.keys(item.post.responses)));
+    statuses.delete('200');
+    expect([...statuses].sort()).toEqual(Object.keys(HTTP_ERROR_KINDS).sort());
+  });
+
+  it("the client's TypeScript types are the shapes' (checked by tsc)", () => {
+    type Props<S extends Shape> = keyof S['properties'];
+    type RequiredKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? never : K }[keyof T];
+    expectTypeOf<keyof AppleTokenDetails>().toEqualTypeOf<Props<typeof APPLE_TOKEN_DETAILS>>();
+    expectTypeOf<RequiredKeys<AppleTokenDetails>>().toEqualTypeOf<(typeof APPLE_TOKEN_DETAILS)['required'][number]>();
+    expectTypeOf<AppleTokenDetails['environment']>().toEqualTypeOf<(typeof APPLE_TOKEN_DETAILS)['properties']['environment']['enum'][number]>();
+    expectTypeOf<keyof GoogleTokenDetails>().toEqualTypeOf<Props<typeof GOOGLE_TOKEN_DETAILS>>();
+    expectTypeOf<RequiredKeys<GoogleTokenDetails>>().toEqualTypeOf<(typeof GOOGLE_TOKEN_DETAILS)['required'][number]>();
+    expectTypeOf<keyof AttestSession>().toEqualTypeOf<Props<typeof INIT_RESPONSE>>();
+    expectTypeOf<RequiredKeys<AttestSession>>().toEqualTypeOf<(typeof INIT_RESPONSE)['required'][number]>();
+    expectTypeOf<AttestSession['statusCode']>().toEqualTypeOf<(typeof INIT_RESPONSE)['properties']['statusCode']['const']>();
+  });
+});
