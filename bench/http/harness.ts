@@ -39,6 +39,8 @@ export interface BenchOptions {
   databaseUrl?: string;
   /** seconds of unreported warm-up per scenario; 0 for none */
   warmupSeconds: number;
+  /** run only the scenarios whose name contains one of these (the hello-world always runs) */
+  only?: string[];
   /** extra node flags for the server (e.g. --cpu-prof) */
   serverNodeArgs?: string[];
   log?: (line: string) => void;
@@ -355,6 +357,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     const results: ScenarioResult[] = [];
     for (const connections of options.connections) {
       for (const scenario of scenarios) {
+        if (options.only && scenario.target !== 'hello' && !options.only.some((o) => scenario.name.includes(o))) continue;
         if (options.warmupSeconds > 0 && !scenario.amount) await run(scenario, connections, options.warmupSeconds, false);
         const r = (await run(scenario, connections, options.seconds, true))!;
         log(`${r.scenario.padEnd(34)} c=${String(connections).padStart(2)}  ${r.rps.toFixed(0).padStart(6)}/s  p50 ${r.p50} ms  p99 ${r.p99} ms  ${r.cpuMsPerRequest.toFixed(2)} ms CPU  correct ${r.correct} wrong ${r.wrong} errors ${r.errors}`);

@@ -13,6 +13,7 @@ const { values } = parseArgs({
     registrations: { type: 'string', default: '600' },
     warmup: { type: 'string', default: '1' },
     out: { type: 'string' },
+    only: { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
   },
 });
@@ -29,6 +30,7 @@ const result = await runHttpBench({
   seconds: Number(values.seconds),
   registrations: Number(values.registrations),
   warmupSeconds: Number(values.warmup),
+  ...(values.only ? { only: values.only.split(',') } : {}),
   ...(databaseUrl ? { databaseUrl } : {}),
   ...(values['cpu-prof'] ? { serverNodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] } : {}),
   log: (line) => console.error(line),
