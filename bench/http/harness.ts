@@ -39,6 +39,11 @@ export interface BenchOptions {
   databaseUrl?: string;
   /** seconds of unreported warm-up per scenario; 0 for none */
   warmupSeconds: number;
+  /**
+   * the master key (base64) the service seals Play Integrity keys under; a database keeps the key
+   * its secrets were sealed with, so a reused PostgreSQL database needs the same one every run
+   */
+  masterKey?: string;
   /** run only the scenarios whose name contains one of these (the hello-world always runs) */
   only?: string[];
   /** extra node flags for the server (e.g. --cpu-prof) */
@@ -154,7 +159,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     ...process.env,
     ATTEST_DATA_DIR: join(dir, 'data'),
     ATTEST_APPLE_ROOT_CA: rootCa,
-    ATTEST_MASTER_KEY: randomBytes(32).toString('base64'),
+    ATTEST_MASTER_KEY: options.masterKey ?? randomBytes(32).toString('base64'),
     LOG_LEVEL: 'info',
   };
   delete env.ATTEST_LOG_FILE;

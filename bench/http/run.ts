@@ -1,5 +1,6 @@
 // `npm run bench:http [-- options]`: see docs/benchmark.md. Writes bench/results/http-<db>.json and .svg.
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -17,7 +18,8 @@ const { values } = parseArgs({
     'cpu-prof': { type: 'boolean', default: false },
   },
 });
-const out = values.out ?? join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
+const RESULTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
+const out = values.out ?? RESULTS;
 const databaseUrl = process.env.DATABASE_URL || undefined;
 const connections = values.connections.split(',').map(Number);
 if (connections.some((c) => !Number.isInteger(c) || c < 1)) {
@@ -25,11 +27,21 @@ if (connections.some((c) => !Number.isInteger(c) || c < 1)) {
   process.exit(2);
 }
 mkdirSync(out, { recursive: true });
+// PostgreSQL keeps its sealed secrets between runs: keep the master key that sealed them beside the results
+let masterKey = process.env.ATTEST_MASTER_KEY || undefined;
+if (!masterKey && process.env.ATTEST_MASTER_KEY_FILE) masterKey = readFileSync(process.env.ATTEST_MASTER_KEY_FILE, 'utf8').trim();
+if (!masterKey && databaseUrl) {
+  mkdirSync(RESULTS, { recursive: true });
+  const file = join(RESULTS, 'bench-master.key');
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  masterKey = readFileSync(file, 'utf8').trim();
+}
 const result = await runHttpBench({
   connections,
   seconds: Number(values.seconds),
   registrations: Number(values.registrations),
   warmupSeconds: Number(values.warmup),
+  ...(masterKey ? { masterKey } : {}),
   ...(values.only ? { only: values.only.split(',') } : {}),
   ...(databaseUrl ? { databaseUrl } : {}),
   ...(values['cpu-prof'] ? { serverNodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] } : {}),
