@@ -27,6 +27,16 @@ export interface Config {
   /** ATTEST_MASTER_KEY: the master key itself, base64 (secret: never log it) */
   masterKey: string | undefined;
   masterKeyFile: string | undefined;
+  /** test-mode API keys accepted (ATTEST_TEST_KEYS, `serve --no-test-keys`); off: they answer 403 */
+  testKeys: boolean;
+  /** Google's OAuth token endpoint (standard Play Integrity requests) */
+  googleOauthUrl: string;
+  /** base URL of the Play Integrity API (decodeIntegrityToken) */
+  googlePlayIntegrityUrl: string;
+  /** bound on one decode through Google, access token included */
+  googleTimeoutMs: number;
+  /** decodes through Google in flight at once; beyond it verify answers 503 */
+  googleMaxInFlight: number;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -67,6 +77,11 @@ const env = z.object({
     .refine((v) => decodeBase64(v.trim())?.length === 32, 'must be 32 bytes in base64 (make one with: openssl rand -base64 32)')
     .optional(),
   ATTEST_MASTER_KEY_FILE: z.string().min(1).optional(),
+  ATTEST_TEST_KEYS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
+  ATTEST_GOOGLE_OAUTH_URL: z.string().regex(/^https?:\/\/\S+$/, 'must be an http(s) URL').default('https://oauth2.googleapis.com/token'),
+  ATTEST_GOOGLE_PLAY_INTEGRITY_URL: z.string().regex(/^https?:\/\/\S+$/, 'must be an http(s) URL').default('https://playintegrity.googleapis.com'),
+  ATTEST_GOOGLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
+  ATTEST_GOOGLE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(64),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -83,11 +98,16 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_ACTOR: 'must be 1 to 100 characters with no control characters',
   ATTEST_DB_CONNECT_TIMEOUT: 'must be a whole number of seconds from 1 to 600',
   XDG_RUNTIME_DIR: 'must be the path of a folder',
-  ATTEST_SESSION_RETENTION: 'must be a duration with its unit, such as 1h or 30m',
+  ATTEST_SESSION_RETENTION: 'must be a duration such as 30m, 1h or 7d',
   ATTEST_METRICS_PORT: 'must be a port number from 0 to 65535',
   ATTEST_METRICS_HOST: 'must be a host name or IP address to listen on',
   ATTEST_MASTER_KEY: 'must be 32 bytes in base64 (make one with: openssl rand -base64 32)',
   ATTEST_MASTER_KEY_FILE: 'must be the path of a file holding the master key',
+  ATTEST_TEST_KEYS: 'must be "on" or "off"',
+  ATTEST_GOOGLE_OAUTH_URL: 'must be an http(s) URL',
+  ATTEST_GOOGLE_PLAY_INTEGRITY_URL: 'must be an http(s) URL',
+  ATTEST_GOOGLE_TIMEOUT_MS: 'must be a whole number of milliseconds from 100 to 60000',
+  ATTEST_GOOGLE_MAX_IN_FLIGHT: 'must be a whole number from 1 to 100000',
 };
 
 /** Values never repeated in a message: a database URL may hold a password. */
@@ -128,6 +148,11 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     actor: e.ATTEST_ACTOR,
     masterKey: e.ATTEST_MASTER_KEY,
     masterKeyFile: e.ATTEST_MASTER_KEY_FILE,
+    testKeys: e.ATTEST_TEST_KEYS === 'on',
+    googleOauthUrl: e.ATTEST_GOOGLE_OAUTH_URL,
+    googlePlayIntegrityUrl: e.ATTEST_GOOGLE_PLAY_INTEGRITY_URL,
+    googleTimeoutMs: e.ATTEST_GOOGLE_TIMEOUT_MS,
+    googleMaxInFlight: e.ATTEST_GOOGLE_MAX_IN_FLIGHT,
   };
   for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;

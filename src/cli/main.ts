@@ -1,11 +1,14 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
 import { auditCommand } from './commands/audit.js';
 import { completionCommand } from './commands/completion.js';
 import { dbCommand } from './commands/db.js';
+import { devCommand } from './commands/dev.js';
 import { keysCommand } from './commands/keys.js';
 import { logsCommand } from './commands/logs.js';
 import { serveCommand } from './commands/serve.js';
+import { tokenCommand } from './commands/token.js';
 import { verifyFileCommand } from './commands/verifyFile.js';
 import { cleanDatabaseError } from '../db/errors.js';
 import { CliError, EXIT } from './errors.js';
@@ -14,7 +17,7 @@ import { CliError, EXIT } from './errors.js';
 export function buildProgram(): Command {
   const program = new Command('attest')
     .description('verify Apple App Attest and Google Play Integrity tokens for relying parties')
-    .version(process.env.npm_package_version ?? '0.1.0')
+    .version(packageVersion())
     .option('--actor <name>', 'who makes administrative changes, for the audit trail (default: ATTEST_ACTOR, else user@host)')
     .addHelpText('after', `
 Examples:
@@ -22,7 +25,9 @@ Examples:
   $ attest keys create --name "mobile banking"     issue an API key for a relying party
   $ attest allowlist add apple ABCDE12345.com.example.bank
   $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected
-  $ attest --actor alice keys revoke 0h3k5x9q2m7c1b4n   recorded in "attest audit list"`);
+  $ attest --actor alice keys revoke 0h3k5x9q2m7c1b4n   recorded in "attest audit list"
+  $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --nonce <b64>
+                                                   a test token without a device (test API keys)`);
   for (const command of [
     serveCommand(),
     dbCommand(),
@@ -31,6 +36,8 @@ Examples:
     auditCommand(),
     verifyFileCommand(),
     logsCommand(),
+    devCommand(),
+    tokenCommand(),
     completionCommand(() => program),
   ]) {
     program.addCommand(command);
@@ -43,6 +50,15 @@ Examples:
     });
   }
   return program;
+}
+
+/**
+ * This package's own version. Not npm_package_version: npm sets that to the version of whatever
+ * project `npm exec` runs in. src/cli and dist/cli both sit two levels below the package root.
+ */
+export function packageVersion(): string {
+  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return manifest.version;
 }
 
 function commandPath(command: Command): string {

@@ -10,7 +10,7 @@ import { environmentFromAaguid } from './apple/appleEnvironment.js';
 import { inspectAttestation } from './apple/inspectAttestation.js';
 import { findDecryptingPackage } from './google/findDecryptingPackage.js';
 import { createMemoryAllowlist } from './memoryStores.js';
-import type { AllowlistReader, AppleAppPolicy, VerifyOutcome } from './types.js';
+import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy, VerifyOutcome } from './types.js';
 import { bytesEqual, parseEnvelope, type VerifyInput } from './verify.js';
 
 export interface Hint {
@@ -27,7 +27,13 @@ export interface Hint {
     | 'other_package_keys'
     | 'token_age'
     | 'leaf_expired'
-    | 'counter_replay';
+    | 'counter_replay'
+    | 'test_keys_only'
+    | 'verdict_not_opted_in'
+    | 'not_licensed'
+    | 'play_protect_risk'
+    | 'app_access_risk'
+    | 'device_activity_high';
   message: string;
 }
 
@@ -213,11 +219,70 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
       hints.push({ code: 'counter_replay', message });
       break;
     }
+    case 'gms_not_licensed':
+    case 'gms_play_protect':
+    case 'gms_app_access_risk':
+    case 'gms_device_activity': {
+      const name = outcome.facts.packageName;
+      const policy = name ? await ctx.allowlist.androidPackage(name) : null;
+      if (!policy) break;
+      const relax = VERDICT_HINTS[outcome.reason];
+      if (!(await tryWith({}, { allowlist: withAndroid(ctx.allowlist, relax.relaxed(policy)) }))) break;
+      const missing = outcome.facts.missingVerdict;
+      hints.push(
+        missing
+          ? {
+              code: 'verdict_not_opted_in',
+              message: `Google sent no usable ${missing}: the verdict is not turned on for the app in the Play Console (or was not evaluated on this device), and the package requires it (${relax.flag}); the rest passes without that requirement`,
+            }
+          : { code: relax.code, message: `${relax.message} (${relax.flag}); the rest passes without that requirement` },
+      );
+      break;
+    }
 
     default:
       break;
   }
   return hints;
+}
+
+/** How each newer-verdict rejection is re-tried: the package policy with that requirement off. */
+const VERDICT_HINTS: Record<
+  'gms_not_licensed' | 'gms_play_protect' | 'gms_app_access_risk' | 'gms_device_activity',
+  { code: Hint['code']; flag: string; message: string; relaxed: (p: AndroidPackagePolicy) => AndroidPackagePolicy }
+> = {
+  gms_not_licensed: {
+    code: 'not_licensed',
+    flag: '--require-licensed',
+    message: "the user's copy of the app is not licensed by Google Play (sideloaded, or not bought on this account)",
+    relaxed: (p) => ({ ...p, requireLicensed: false }),
+  },
+  gms_play_protect: {
+    code: 'play_protect_risk',
+    flag: '--require-play-protect',
+    message: 'Play Protect is off on the device or found risky apps',
+    relaxed: (p) => ({ ...p, playProtectVerdicts: [] }),
+  },
+  gms_app_access_risk: {
+    code: 'app_access_risk',
+    flag: '--deny-app-access-risk',
+    message: 'an app that can capture the screen, control the device or draw overlays is running, of a kind the package denies',
+    relaxed: (p) => ({ ...p, denyAppAccessRisk: [] }),
+  },
+  gms_device_activity: {
+    code: 'device_activity_high',
+    flag: '--max-device-activity',
+    message: 'the device asked for more integrity tokens recently than the package allows (automation or a token farm, or a legitimate heavy user)',
+    relaxed: (p) => ({ ...p, maxDeviceActivity: null }),
+  },
+};
+
+function withAndroid(base: AllowlistReader, policy: AndroidPackagePolicy): AllowlistReader {
+  return {
+    ...base,
+    androidPackage: async (name) => (name === policy.packageName ? policy : base.androidPackage(name)),
+    androidPackages: async () => (await base.androidPackages()).map((p) => (p.packageName === policy.packageName ? policy : p)),
+  };
 }
 
 function failedAt(outcome: VerifyOutcome): number {

@@ -2,10 +2,23 @@ import type { RejectReason } from './reasons.js';
 
 export type Service = 'gms' | 'apple';
 
+/**
+ * The mode of an API key. Test keys also trust the deployment's development roots (its dev App
+ * Attest CA and the test-only Play Integrity pairs); live keys never do.
+ */
+export type KeyMode = 'live' | 'test';
+
 export interface GoogleTokenDetails {
   packageName: string;
   deviceIntegrityVerdicts: string[];
   timestampMillis: number;
+  // extensions for RP telemetry, each only when the payload carries it
+  appLicensingVerdict?: string;
+  playProtectVerdict?: string;
+  appsDetected?: string[];
+  deviceActivityLevel?: string;
+  sdkVersion?: number;
+  versionCode?: string;
 }
 
 export interface AppleTokenDetails {
@@ -45,6 +58,10 @@ export interface VerifyFacts {
   /** apple assertion: its counter, and the counter stored for the key */
   counter?: number;
   storedCounter?: number;
+  /** gms: set for a standard request (decoded by Google); absent for a classic one */
+  request?: 'standard';
+  /** gms: the payload field of a verdict the package requires but Google did not give */
+  missingVerdict?: string;
 }
 
 export type VerifyOutcome =
@@ -84,6 +101,8 @@ export interface AndroidKeyPair {
   decryptionKey: Uint8Array;
   /** DER SubjectPublicKeyInfo of an EC P-256 key */
   verificationKey: Uint8Array;
+  /** made by `attest dev mint gms`: tried for test API keys only */
+  testOnly?: boolean;
 }
 
 export interface AndroidPackagePolicy {
@@ -94,6 +113,35 @@ export interface AndroidPackagePolicy {
   minVerdict: MinVerdict;
   allowUnrecognized: boolean;
   maxAgeSeconds: number;
+  /** `accountDetails.appLicensingVerdict` must be LICENSED */
+  requireLicensed?: boolean;
+  /** accepted `environmentDetails.playProtectVerdict` values; empty or absent = not checked */
+  playProtectVerdicts?: readonly string[];
+  /** `appsDetected` values that reject the token; empty or absent = not checked */
+  denyAppAccessRisk?: readonly string[];
+  /** highest accepted `recentDeviceActivity.deviceActivityLevel`; absent = not checked */
+  maxDeviceActivity?: DeviceActivityLevel | null;
+  /** decodes standard-request tokens through Google; absent = standard requests are refused */
+  serviceAccount?: GoogleServiceAccount | null;
+}
+
+export type DeviceActivityLevel = 'LEVEL_1' | 'LEVEL_2' | 'LEVEL_3' | 'LEVEL_4';
+
+/** The parts of a Google service-account key file that the OAuth JWT-bearer grant needs. A secret. */
+export interface GoogleServiceAccount {
+  clientEmail: string;
+  privateKeyId?: string;
+  /** PKCS#8 PEM of the RSA key */
+  privateKey: string;
+}
+
+/**
+ * Google's decodeIntegrityToken, as the Play Integrity verifier sees it (implemented outside
+ * core). A token Google refuses (4xx) is `{ ok: false }`; no usable answer (unreachable, slow,
+ * 429, 5xx, credentials refused) is thrown, so it is a fault and never a verdict.
+ */
+export interface IntegrityTokenDecoder {
+  decode(request: { packageName: string; integrityToken: string; serviceAccount: GoogleServiceAccount }): Promise<{ ok: true; payload: unknown } | { ok: false; problem: string }>;
 }
 
 export interface AllowlistReader {
@@ -109,6 +157,8 @@ export interface AppleKeyRecord {
   appId: string;
   environment: AppleEnvironment;
   counter: number;
+  /** the mode of the API key that registered it (default live); test keys are refused to live keys */
+  mode?: KeyMode;
 }
 
 export interface AppleKeyStore {

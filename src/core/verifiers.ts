@@ -2,14 +2,41 @@ import type { X509Certificate } from 'node:crypto';
 import { createAppleVerifier } from './apple/appleVerifier.js';
 import { defaultAppleRoots, parseTrustRoots } from './apple/trustRoots.js';
 import { createGoogleVerifier } from './google/googleVerifier.js';
-import type { AllowlistReader, AppleKeyStore } from './types.js';
+import type { AllowlistReader, AndroidPackagePolicy, AppleKeyStore, IntegrityTokenDecoder, KeyMode } from './types.js';
 import type { PlatformVerifiers } from './verify.js';
 
-/** The platform table: one verifier per `device.service`. */
-export function buildVerifiers(deps: { allowlist: AllowlistReader; appleKeys: AppleKeyStore; appleRoots: readonly X509Certificate[] }): PlatformVerifiers {
+/**
+ * The platform table: one verifier per `device.service`. For a live API key (the default) pass
+ * Apple's roots only: test-only Play Integrity pairs and App Attest keys registered by test keys
+ * are then refused. For a test key, pass Apple's roots plus the development root.
+ */
+export function buildVerifiers(deps: {
+  allowlist: AllowlistReader;
+  appleKeys: AppleKeyStore;
+  appleRoots: readonly X509Certificate[];
+  mode?: KeyMode;
+  /** Google's decodeIntegrityToken (standard requests); without it they are a fault */
+  googleDecoder?: IntegrityTokenDecoder;
+}): PlatformVerifiers {
+  const mode = deps.mode ?? 'live';
+  const allowlist = mode === 'test' ? deps.allowlist : liveAllowlist(deps.allowlist);
   return {
-    apple: createAppleVerifier({ roots: deps.appleRoots, allowlist: deps.allowlist, keys: deps.appleKeys }),
-    gms: createGoogleVerifier({ allowlist: deps.allowlist }),
+    apple: createAppleVerifier({ roots: deps.appleRoots, allowlist, keys: deps.appleKeys, mode }),
+    gms: createGoogleVerifier({ allowlist, ...(deps.googleDecoder ? { decoder: deps.googleDecoder } : {}) }),
+  };
+}
+
+/** The allowlist as a live API key sees it: every package without its test-only key pairs. */
+export function liveAllowlist(allowlist: AllowlistReader): AllowlistReader {
+  const live = (p: AndroidPackagePolicy): AndroidPackagePolicy => (p.keys.some((k) => k.testOnly) ? { ...p, keys: p.keys.filter((k) => !k.testOnly) } : p);
+  return {
+    appleApp: (appId) => allowlist.appleApp(appId),
+    appleApps: () => allowlist.appleApps(),
+    androidPackage: async (name) => {
+      const p = await allowlist.androidPackage(name);
+      return p ? live(p) : null;
+    },
+    androidPackages: async () => (await allowlist.androidPackages()).map(live),
   };
 }
 

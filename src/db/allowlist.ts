@@ -1,5 +1,14 @@
 import { sql, type SQL } from 'drizzle-orm';
-import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy, AppleEnvPolicy, MinVerdict } from '../core/types.js';
+import type {
+  AllowlistReader,
+  AndroidPackagePolicy,
+  AppleAppPolicy,
+  AppleEnvPolicy,
+  DeviceActivityLevel,
+  GoogleServiceAccount,
+  MinVerdict,
+} from '../core/types.js';
+import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
@@ -10,6 +19,15 @@ export interface AndroidPolicyInput {
   minVerdict?: MinVerdict;
   allowUnrecognized?: boolean;
   maxAgeSeconds?: number;
+  requireLicensed?: boolean;
+  /** accepted Play Protect verdicts; `[]` stops checking */
+  playProtectVerdicts?: string[];
+  /** denied appsDetected values; `[]` stops checking */
+  denyAppAccessRisk?: string[];
+  /** `null` stops checking */
+  maxDeviceActivity?: DeviceActivityLevel | null;
+  /** `null` removes the stored service account */
+  serviceAccount?: GoogleServiceAccount | null;
 }
 
 export interface AndroidKeyPairInput {
@@ -24,6 +42,12 @@ interface PackageRow {
   min_verdict: string;
   allow_unrecognized: boolean;
   max_age_seconds: number;
+  require_licensed: boolean;
+  play_protect_verdicts: string[] | string | null;
+  deny_app_access_risk: string[] | string | null;
+  max_device_activity: string | null;
+  service_account: Uint8Array | null;
+  service_account_key_id: string | null;
 }
 
 interface PairRow {
@@ -32,9 +56,17 @@ interface PairRow {
   decryption_key: Uint8Array;
   verification_key: Uint8Array;
   master_key_id: string | null;
+  test_only: boolean;
+}
+
+/** A test-only Play Integrity pair with the signing half that Google would hold. */
+export interface TestKeyPair extends AndroidKeyPairInput {
+  /** PKCS#8 DER of the EC P-256 signing key */
+  signingKey: Uint8Array;
 }
 
 const PAIRS = 'android_key_pairs';
+const PACKAGES = 'android_packages';
 
 /**
  * The allowlist: App Attest app IDs and Play Integrity packages with their keys and policy. The
@@ -46,14 +78,34 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     if (!secrets) throw new MasterKeyError('the Play Integrity keys need the master key, and none was given');
     return secrets;
   };
-  const open = (row: PairRow, column: 'decryption_key' | 'verification_key'): Uint8Array => {
+  const open = (row: PairRow & { signing_key?: Uint8Array }, column: 'decryption_key' | 'verification_key' | 'signing_key'): Uint8Array => {
     if (row.master_key_id === null) throw new MasterKeyError(`key pair ${row.id} of ${row.package_name} is stored in clear: run "attest db migrate" to seal it`);
     try {
-      return box().open({ keyId: row.master_key_id, ciphertext: new Uint8Array(row[column]) }, aadFor(PAIRS, column, [row.package_name, row.id]));
+      return box().open({ keyId: row.master_key_id, ciphertext: new Uint8Array(row[column]!) }, aadFor(PAIRS, column, [row.package_name, row.id]));
     } catch (err) {
       // another instance rotated the master key: this one must be restarted with the new key
       if (err instanceof SecretOpenError) throw new MasterKeyError(`cannot open key pair ${row.id} of ${row.package_name}: ${err.message}`);
       throw err;
+    }
+  };
+  // the service account is a secret too: sealed and opened only here
+  const sealServiceAccount = (packageName: string, account: GoogleServiceAccount) => {
+    const sealed = box().seal(new TextEncoder().encode(serializeServiceAccount(account)), aadFor(PACKAGES, 'service_account', [packageName]));
+    return { ciphertext: Buffer.from(sealed.ciphertext), keyId: sealed.keyId };
+  };
+  const openServiceAccount = (packageName: string, stored: Uint8Array, keyId: string | null): GoogleServiceAccount => {
+    if (keyId === null) throw new MasterKeyError(`the service account of ${packageName} is stored in clear: run "attest db migrate" to seal it`);
+    let text: string;
+    try {
+      text = new TextDecoder().decode(box().open({ keyId, ciphertext: new Uint8Array(stored) }, aadFor(PACKAGES, 'service_account', [packageName])));
+    } catch (err) {
+      if (err instanceof SecretOpenError) throw new MasterKeyError(`cannot open the service account of ${packageName}: ${err.message}`);
+      throw err;
+    }
+    try {
+      return deserializeServiceAccount(text);
+    } catch {
+      throw new Error(`allowlist entry ${packageName}: the stored service account cannot be read`);
     }
   };
   return {
@@ -101,45 +153,69 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     /**
      * Adds a package, or a key pair to an existing one (key rotation): the policy fields given
      * replace the stored ones, those not given stay. One statement, so a package never exists
-     * half-written.
+     * half-written. `pair` may be null for a package verified through Google only (standard
+     * requests with a service account).
      */
     async addAndroid(
       packageName: string,
-      pair: AndroidKeyPairInput,
+      pair: AndroidKeyPairInput | null,
       policy: AndroidPolicyInput,
       auditor?: Auditor,
-    ): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' }> {
+    ): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' | 'none' }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
-      const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex')).join(',');
+      const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
+      const keep = (given: boolean, column: string) => (given ? sql.raw(`excluded.${column}`) : sql.raw(`android_packages.${column}`));
+      const serviceAccount = policy.serviceAccount ? sealServiceAccount(packageName, policy.serviceAccount) : null;
       const target = `android:${packageName}`;
-      const secrets = box();
-      const decryption = secrets.seal(pair.decryptionKey, aadFor(PAIRS, 'decryption_key', [packageName, pair.id]));
-      const verification = secrets.seal(pair.verificationKey, aadFor(PAIRS, 'verification_key', [packageName, pair.id]));
+      let sealedPair: { id: string; decryption: Buffer; verification: Buffer; keyId: string } | null = null;
+      if (pair) {
+        const secrets = box();
+        const seal = (value: Uint8Array, column: string) => Buffer.from(secrets.seal(value, aadFor(PAIRS, column, [packageName, pair.id])).ciphertext);
+        sealedPair = { id: pair.id, decryption: seal(pair.decryptionKey, 'decryption_key'), verification: seal(pair.verificationKey, 'verification_key'), keyId: secrets.keyId };
+      }
       const rows = rowsOf<{ package_inserted: boolean; pair_added: boolean; audit: unknown }>(
         await db.execute(sql`
           with ${pairsBefore(packageName)},
           b as (select ${androidSummary(sql`p`, sql`pairs.ids`)} as summary from android_packages p, pairs where p.package_name = ${packageName}),
           pkg as (
-            insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds)
+            insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
+                                          require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity,
+                                          service_account, service_account_key_id)
             values (${packageName},
-                    ${digests !== undefined ? sql`string_to_array(${digests}, ',')` : sql`'{}'::text[]`},
+                    ${textArray(digests)},
                     ${policy.minVerdict ?? 'MEETS_DEVICE_INTEGRITY'},
                     ${policy.allowUnrecognized ?? false},
-                    ${policy.maxAgeSeconds ?? 600})
+                    ${policy.maxAgeSeconds ?? 600},
+                    ${policy.requireLicensed ?? false},
+                    ${textArray(policy.playProtectVerdicts)},
+                    ${textArray(policy.denyAppAccessRisk)},
+                    ${policy.maxDeviceActivity ?? null},
+                    ${serviceAccount?.ciphertext ?? null},
+                    ${serviceAccount?.keyId ?? null})
             on conflict (package_name) do update set
-              certificate_digests = ${digests !== undefined ? sql`excluded.certificate_digests` : sql`android_packages.certificate_digests`},
-              min_verdict = ${policy.minVerdict ? sql`excluded.min_verdict` : sql`android_packages.min_verdict`},
-              allow_unrecognized = ${policy.allowUnrecognized !== undefined ? sql`excluded.allow_unrecognized` : sql`android_packages.allow_unrecognized`},
-              max_age_seconds = ${policy.maxAgeSeconds !== undefined ? sql`excluded.max_age_seconds` : sql`android_packages.max_age_seconds`}
+              certificate_digests = ${keep(digests !== undefined, 'certificate_digests')},
+              min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
+              allow_unrecognized = ${keep(policy.allowUnrecognized !== undefined, 'allow_unrecognized')},
+              max_age_seconds = ${keep(policy.maxAgeSeconds !== undefined, 'max_age_seconds')},
+              require_licensed = ${keep(policy.requireLicensed !== undefined, 'require_licensed')},
+              play_protect_verdicts = ${keep(policy.playProtectVerdicts !== undefined, 'play_protect_verdicts')},
+              deny_app_access_risk = ${keep(policy.denyAppAccessRisk !== undefined, 'deny_app_access_risk')},
+              max_device_activity = ${keep(policy.maxDeviceActivity !== undefined, 'max_device_activity')},
+              service_account = ${keep(policy.serviceAccount !== undefined, 'service_account')},
+              service_account_key_id = ${keep(policy.serviceAccount !== undefined, 'service_account_key_id')}
             returning *, (xmax = 0) as inserted
           ), pair as (
-            insert into android_key_pairs (package_name, id, decryption_key, verification_key, master_key_id)
-            select package_name, ${pair.id}, ${Buffer.from(decryption.ciphertext)}, ${Buffer.from(verification.ciphertext)}, ${secrets.keyId} from pkg
-            on conflict (package_name, id) do nothing
-            returning id
+            ${
+              sealedPair
+                ? sql`insert into android_key_pairs (package_name, id, decryption_key, verification_key, master_key_id)
+                      select package_name, ${sealedPair.id}, ${sealedPair.decryption}, ${sealedPair.verification}, ${sealedPair.keyId} from pkg
+                      on conflict (package_name, id) do nothing
+                      returning id`
+                : sql`select id from android_key_pairs where false`
+            }
           ), a as (
             select pkg.inserted, (select summary from b) as before,
-                   ${androidSummary(sql`pkg`, sql`pairs.ids || (case when exists (select 1 from pair) then jsonb_build_array(${pair.id}::text) else '[]'::jsonb end)`)} as after
+                   ${androidSummary(sql`pkg`, sql`pairs.ids || (case when exists (select 1 from pair) then jsonb_build_array(${pair?.id ?? ''}::text) else '[]'::jsonb end)`)} as after
             from pkg, pairs
           )${auditCte(auditor, (actor) => sql`
             select ${actor},
@@ -149,7 +225,43 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added, ${auditColumn(auditor)} as audit`),
       );
       logAudit(auditor, rows[0]?.audit);
-      return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: rows[0]?.pair_added ? 'added' : 'exists' };
+      return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists' };
+    },
+
+    /**
+     * The package's test-only pair with its signing key, made with `make` the first time. `null`
+     * when the package is not allowlisted. Racing first calls keep one pair (unique index).
+     */
+    async ensureTestPair(packageName: string, make: () => Promise<TestKeyPair>): Promise<{ pair: TestKeyPair; created: boolean } | null> {
+      const read = async () =>
+        rowsOf<PairRow & { signing_key: Uint8Array }>(
+          await db.execute(sql`
+            select package_name, id, decryption_key, verification_key, signing_key, master_key_id, test_only from android_key_pairs
+            where package_name = ${packageName} and test_only and signing_key is not null`),
+        )[0];
+      const toPair = (r: NonNullable<Awaited<ReturnType<typeof read>>>): TestKeyPair => ({
+        id: r.id,
+        decryptionKey: open(r, 'decryption_key'),
+        verificationKey: open(r, 'verification_key'),
+        signingKey: open(r, 'signing_key'),
+      });
+      const existing = await read();
+      if (existing) return { pair: toPair(existing), created: false };
+      const fresh = await make();
+      const secrets = box();
+      const seal = (value: Uint8Array, column: string) => Buffer.from(secrets.seal(value, aadFor(PAIRS, column, [packageName, fresh.id])).ciphertext);
+      const inserted = rowsOf<{ id: string }>(
+        await db.execute(sql`
+          insert into android_key_pairs (package_name, id, decryption_key, verification_key, test_only, signing_key, master_key_id)
+          select package_name, ${fresh.id}, ${seal(fresh.decryptionKey, 'decryption_key')}, ${seal(fresh.verificationKey, 'verification_key')}, true,
+                 ${seal(fresh.signingKey, 'signing_key')}, ${secrets.keyId}
+          from android_packages where package_name = ${packageName}
+          on conflict do nothing
+          returning id`),
+      );
+      if (inserted.length === 1) return { pair: fresh, created: true };
+      const winner = await read();
+      return winner ? { pair: toPair(winner), created: false } : null;
     },
 
     /**
@@ -180,20 +292,33 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
 
     async listAndroid(): Promise<AndroidPackagePolicy[]> {
       const packages = rowsOf<PackageRow>(
-        await db.execute(sql`select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds from android_packages order by package_name`),
+        await db.execute(sql`
+          select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
+                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, service_account, service_account_key_id
+          from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
-        await db.execute(sql`select package_name, id, decryption_key, verification_key, master_key_id from android_key_pairs order by created_at, id`),
+        await db.execute(sql`select package_name, id, decryption_key, verification_key, master_key_id, test_only from android_key_pairs order by created_at, id`),
       );
       return packages.map((p) => ({
         packageName: p.package_name,
         keys: pairs
           .filter((k) => k.package_name === p.package_name)
-          .map((k) => ({ id: k.id, decryptionKey: open(k, 'decryption_key'), verificationKey: open(k, 'verification_key') })),
+          .map((k) => ({
+            id: k.id,
+            decryptionKey: open(k, 'decryption_key'),
+            verificationKey: open(k, 'verification_key'),
+            ...(k.test_only ? { testOnly: true } : {}),
+          })),
         certificateDigests: parseDigests(p.certificate_digests),
         minVerdict: p.min_verdict as MinVerdict,
         allowUnrecognized: p.allow_unrecognized,
         maxAgeSeconds: p.max_age_seconds,
+        requireLicensed: p.require_licensed,
+        playProtectVerdicts: parseTextArray(p.play_protect_verdicts),
+        denyAppAccessRisk: parseTextArray(p.deny_app_access_risk),
+        maxDeviceActivity: p.max_device_activity as DeviceActivityLevel | null,
+        serviceAccount: p.service_account === null ? null : openServiceAccount(p.package_name, p.service_account, p.service_account_key_id),
       }));
     },
   };
@@ -214,8 +339,17 @@ function androidSummary(row: SQL, pairIds: SQL): SQL {
 
 /** text[] of hex digests; a driver that does not parse arrays hands over the literal `{a,b}`. */
 function parseDigests(value: string[] | string | null): Uint8Array[] {
-  const list = typeof value === 'string' ? value.replace(/^\{|\}$/g, '').split(',').filter(Boolean) : (value ?? []);
-  return list.map((hex) => new Uint8Array(Buffer.from(hex, 'hex')));
+  return parseTextArray(value).map((hex) => new Uint8Array(Buffer.from(hex, 'hex')));
+}
+
+/** A text[] of plain words (hex, enum values: nothing that needs quoting in the literal). */
+function parseTextArray(value: string[] | string | null): string[] {
+  return typeof value === 'string' ? value.replace(/^\{|\}$/g, '').split(',').filter(Boolean) : (value ?? []);
+}
+
+/** A text[] parameter sent as one text (the two drivers bind array parameters differently). */
+function textArray(list: readonly string[] | undefined) {
+  return list && list.length > 0 ? sql`string_to_array(${list.join(',')}, ',')` : sql`'{}'::text[]`;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import type { KeyMode } from '../core/types.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
 
@@ -10,6 +11,7 @@ export interface ApiKeyRow {
   lastUsedAt: Date | null;
   expiresAt: Date | null;
   revokedAt: Date | null;
+  mode: KeyMode;
 }
 
 interface RawRow {
@@ -20,6 +22,7 @@ interface RawRow {
   last_used_at: Date | string | null;
   expires_at: Date | string | null;
   revoked_at: Date | string | null;
+  mode: string;
 }
 
 const date = (v: Date | string | null) => (v === null ? null : new Date(v));
@@ -31,22 +34,23 @@ const toRow = (r: RawRow): ApiKeyRow => ({
   lastUsedAt: date(r.last_used_at),
   expiresAt: date(r.expires_at),
   revokedAt: date(r.revoked_at),
+  mode: r.mode === 'test' ? 'test' : 'live',
 });
 
 /** API keys: only the argon2id hash of a key is ever stored. */
 export function createApiKeyRepository(db: Database) {
   return {
     /** With an auditor, the same statement records `keys.create`. */
-    async insert(input: { id: string; name: string; hash: string; expiresInSeconds: number | null }, auditor?: Auditor): Promise<ApiKeyRow> {
+    async insert(input: { id: string; name: string; hash: string; expiresInSeconds: number | null; mode?: KeyMode }, auditor?: Auditor): Promise<ApiKeyRow> {
       const rows = rowsOf<RawRow & { audit: unknown }>(
         await db.execute(sql`
           with k as (
-            insert into api_keys (id, name, hash, expires_at)
-            values (${input.id}, ${input.name}, ${input.hash},
+            insert into api_keys (id, name, hash, mode, expires_at)
+            values (${input.id}, ${input.name}, ${input.hash}, ${input.mode ?? 'live'},
                     ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
             returning *
           )${auditCte(auditor, (actor) => sql`
-            select ${actor}, 'keys.create', k.id, null::jsonb, jsonb_build_object('name', k.name, 'expiresAt', k.expires_at) from k`)}
+            select ${actor}, 'keys.create', k.id, null::jsonb, jsonb_build_object('name', k.name, 'mode', k.mode, 'expiresAt', k.expires_at) from k`)}
           select k.*, ${auditColumn(auditor)} as audit from k`),
       );
       logAudit(auditor, rows[0]!.audit);

@@ -8,6 +8,7 @@ interface Row {
   app_id: string;
   environment: string;
   counter: string | number;
+  mode: string;
 }
 
 /** Registered App Attest keys; every write is one atomic statement (token-format.md section 5). */
@@ -15,7 +16,7 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & { list()
   return {
     async find(keyId) {
       const rows = rowsOf<Row>(
-        await db.execute(sql`select key_id, public_key, app_id, environment, counter from apple_keys where key_id = ${Buffer.from(keyId)}`),
+        await db.execute(sql`select key_id, public_key, app_id, environment, counter, mode from apple_keys where key_id = ${Buffer.from(keyId)}`),
       );
       return rows[0] ? toRecord(rows[0]) : null;
     },
@@ -23,8 +24,8 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & { list()
     async register(record) {
       const rows = rowsOf<{ key_id: Uint8Array }>(
         await db.execute(sql`
-          insert into apple_keys (key_id, public_key, app_id, environment, counter)
-          values (${Buffer.from(record.keyId)}, ${Buffer.from(record.publicKey)}, ${record.appId}, ${record.environment}, ${record.counter})
+          insert into apple_keys (key_id, public_key, app_id, environment, counter, mode)
+          values (${Buffer.from(record.keyId)}, ${Buffer.from(record.publicKey)}, ${record.appId}, ${record.environment}, ${record.counter}, ${record.mode ?? 'live'})
           on conflict (key_id) do nothing
           returning key_id`),
       );
@@ -47,13 +48,14 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & { list()
           update apple_keys set counter = ${counter}, last_used_at = now()
           where key_id = ${Buffer.from(expected.keyId)} and counter < ${counter}
             and public_key = ${Buffer.from(expected.publicKey)} and app_id = ${expected.appId} and environment = ${expected.environment}
+            and mode = ${expected.mode ?? 'live'}
           returning counter`),
       );
       return rows.length === 1;
     },
 
     async list() {
-      const rows = rowsOf<Row>(await db.execute(sql`select key_id, public_key, app_id, environment, counter from apple_keys order by created_at`));
+      const rows = rowsOf<Row>(await db.execute(sql`select key_id, public_key, app_id, environment, counter, mode from apple_keys order by created_at`));
       return rows.map(toRecord);
     },
   };
@@ -66,5 +68,6 @@ function toRecord(row: Row): AppleKeyRecord {
     appId: row.app_id,
     environment: row.environment as AppleEnvironment,
     counter: Number(row.counter),
+    mode: row.mode === 'test' ? 'test' : 'live',
   };
 }

@@ -189,9 +189,12 @@ function removeSocket(socketPath: string): void {
   }
 }
 
-/** An in-memory PGlite: tests only. */
-export async function openMemoryDatabase(): Promise<DatabaseHandle & { pglite: PGlite }> {
-  const pglite = await PGlite.create();
+/**
+ * An in-memory PGlite: tests only. `template` is a `dumpDataDir()` tar to start from instead of
+ * running initdb (most of PGlite's start-up cost).
+ */
+export async function openMemoryDatabase(template?: Blob): Promise<DatabaseHandle & { pglite: PGlite }> {
+  const pglite = await PGlite.create(template ? { loadDataDir: template } : {});
   return {
     db: drizzlePglite(pglite, { schema }) as unknown as Database,
     pglite,

@@ -10,6 +10,7 @@ import {
   primaryKey,
   text,
   timestamp,
+  uniqueIndex,
 } from 'drizzle-orm/pg-core';
 
 /** bytea as Uint8Array on both drivers (postgres-js gives Buffer, a Uint8Array subclass). */
@@ -29,6 +30,8 @@ export const apiKeys = pgTable('api_keys', {
   lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
   expiresAt: timestamp('expires_at', { withTimezone: true }),
   revokedAt: timestamp('revoked_at', { withTimezone: true }),
+  /** 'live' | 'test': test keys also trust the deployment's development roots */
+  mode: text('mode').notNull().default('live'),
 });
 
 export const attestationSessions = pgTable(
@@ -64,6 +67,20 @@ export const androidPackages = pgTable('android_packages', {
   minVerdict: text('min_verdict').notNull().default('MEETS_DEVICE_INTEGRITY'),
   allowUnrecognized: boolean('allow_unrecognized').notNull().default(false),
   maxAgeSeconds: integer('max_age_seconds').notNull().default(600),
+  /** newer verdicts: empty lists and null mean "not checked" */
+  requireLicensed: boolean('require_licensed').notNull().default(false),
+  playProtectVerdicts: text('play_protect_verdicts')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  denyAppAccessRisk: text('deny_app_access_risk')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  maxDeviceActivity: text('max_device_activity'),
+  /** the package's Google service-account JSON, sealed under the master key; secret */
+  serviceAccount: bytea('service_account'),
+  serviceAccountKeyId: text('service_account_key_id'),
   createdAt: createdAt(),
 });
 
@@ -79,9 +96,17 @@ export const androidKeyPairs = pgTable(
     decryptionKey: bytea('decryption_key').notNull(),
     verificationKey: bytea('verification_key').notNull(),
     masterKeyId: text('master_key_id'),
+    /** made by `attest dev mint gms`: tried for test API keys only */
+    testOnly: boolean('test_only').notNull().default(false),
+    /** test-only pairs: PKCS#8 DER of the P-256 key that signs minted tokens (Google's half); secret */
+    signingKey: bytea('signing_key'),
     createdAt: createdAt(),
   },
-  (t) => [primaryKey({ columns: [t.packageName, t.id] })],
+  (t) => [
+    primaryKey({ columns: [t.packageName, t.id] }),
+    // one test-only pair per package, even when two first mints race
+    uniqueIndex('android_key_pairs_one_test_pair').on(t.packageName).where(sql`test_only`),
+  ],
 );
 
 export const appleKeys = pgTable('apple_keys', {
@@ -92,6 +117,8 @@ export const appleKeys = pgTable('apple_keys', {
   environment: text('environment').notNull(),
   /** highest assertion counter accepted; uint32 fits a bigint */
   counter: bigint('counter', { mode: 'number' }).notNull(),
+  /** mode of the API key that registered it: 'test' keys are refused to live API keys */
+  mode: text('mode').notNull().default('live'),
   createdAt: createdAt(),
   lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
 });
@@ -125,4 +152,19 @@ export const masterKeyCheck = pgTable('master_key_check', {
   keyId: text('key_id').notNull(),
   checkValue: bytea('check_value').notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+});
+
+/**
+ * The deployment's development App Attest CA (`attest dev init`): one row. The root's private key
+ * is not kept (it signed the intermediate once); the intermediate's signs minted attestations.
+ */
+export const devCa = pgTable('dev_ca', {
+  id: integer('id').primaryKey().default(1),
+  rootCert: bytea('root_cert').notNull(),
+  intermediateCert: bytea('intermediate_cert').notNull(),
+  /** PKCS#8 DER of the intermediate's P-384 key; secret */
+  intermediateKey: bytea('intermediate_key').notNull(),
+  /** the master key `intermediate_key` is sealed under */
+  masterKeyId: text('master_key_id'),
+  createdAt: createdAt(),
 });

@@ -18,7 +18,9 @@ export interface SealedTable {
 }
 
 export const SEALED_TABLES: readonly SealedTable[] = [
-  { table: 'android_key_pairs', key: ['package_name', 'id'], columns: ['decryption_key', 'verification_key'], keyIdColumn: 'master_key_id' },
+  { table: 'android_key_pairs', key: ['package_name', 'id'], columns: ['decryption_key', 'verification_key', 'signing_key'], keyIdColumn: 'master_key_id' },
+  { table: 'android_packages', key: ['package_name'], columns: ['service_account'], keyIdColumn: 'service_account_key_id' },
+  { table: 'dev_ca', key: ['id'], columns: ['intermediate_key'], keyIdColumn: 'master_key_id' },
 ];
 
 /** The associated data of a secret: its table, column and row, so a value moved elsewhere does not open. */
@@ -75,7 +77,11 @@ export async function checkMasterKey(db: Database, box: SecretBox, options: Chec
   }
   for (const t of SEALED_TABLES) {
     const ids = rowsOf<{ key_id: string | null; n: number | string }>(
-      await db.execute(sql`select ${sql.identifier(t.keyIdColumn)} as key_id, count(*) as n from ${sql.identifier(t.table)} group by 1`),
+      // a row without any secret (a package without a service account) is neither clear nor sealed
+      await db.execute(
+        sql`select ${sql.identifier(t.keyIdColumn)} as key_id, count(*) as n from ${sql.identifier(t.table)}
+            where ${sql.join(t.columns.map((c) => sql`${sql.identifier(c)} is not null`), sql` or `)} group by 1`,
+      ),
     );
     for (const { key_id, n } of ids) {
       if (key_id === null) {
@@ -132,7 +138,10 @@ async function reseal(db: Database, box: SecretBox, which: 'clear' | 'all'): Pro
   for (const t of SEALED_TABLES) {
     const id = (name: string) => sql.identifier(name);
     const list = (names: readonly string[]) => sql.join(names.map(id), sql`, `);
-    const condition = which === 'clear' ? sql`${id(t.keyIdColumn)} is null` : sql`${id(t.keyIdColumn)} is distinct from ${box.keyId}`;
+    const holdsSecret = sql.join(t.columns.map((c) => sql`${id(c)} is not null`), sql` or `);
+    const under = which === 'clear' ? sql`${id(t.keyIdColumn)} is null` : sql`${id(t.keyIdColumn)} is distinct from ${box.keyId}`;
+    // rows without any secret (a package without a service account) are left alone
+    const condition = sql`${under} and (${holdsSecret})`;
     const rows = rowsOf<Record<string, unknown>>(
       await db.execute(sql`select ${list(t.key)}, ${list(t.columns)}, ${id(t.keyIdColumn)} from ${id(t.table)} where ${condition} for update`),
     );

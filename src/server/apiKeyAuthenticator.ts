@@ -1,14 +1,16 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { DUMMY_API_KEY_HASH, parseApiKey, verifyApiKeyHash } from '../core/apiKeys.js';
+import type { KeyMode } from '../core/types.js';
 
 export interface ApiKeyLookup {
-  find(id: string): Promise<{ id: string; hash: string; expiresAt: Date | null; revokedAt: Date | null } | null>;
+  /** `mode` absent: live */
+  find(id: string): Promise<{ id: string; hash: string; expiresAt: Date | null; revokedAt: Date | null; mode?: KeyMode } | null>;
   touch(id: string): Promise<void>;
 }
 
 export type AuthFailure = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'mismatch' | 'busy' | 'locked_id' | 'locked_address';
 
-export type AuthResult = { ok: true; keyId: string } | { ok: false; status: 401 | 403 | 503; why: AuthFailure; keyId?: string };
+export type AuthResult = { ok: true; keyId: string; mode: KeyMode } | { ok: false; status: 401 | 403 | 503; why: AuthFailure; keyId?: string };
 
 /** What the request adds to the presented value. */
 export interface AuthContext {
@@ -42,6 +44,7 @@ export interface AuthenticatorOptions {
 
 interface Verified {
   id: string;
+  mode: KeyMode;
   hash: string;
   expiresAt: number | null;
   checkedAt: number;
@@ -158,8 +161,9 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       remember(failures, fp, { at: now(), why: 'mismatch' });
       return { ok: false, status: 403, why: 'mismatch', keyId: id };
     }
-    remember(verified, fp, { id, hash: row.hash, expiresAt: row.expiresAt?.getTime() ?? null, checkedAt: now() });
-    return { ok: true, keyId: id };
+    const mode = row.mode ?? 'live';
+    remember(verified, fp, { id, mode, hash: row.hash, expiresAt: row.expiresAt?.getTime() ?? null, checkedAt: now() });
+    return { ok: true, keyId: id, mode };
   }
 
   return {
@@ -179,7 +183,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         }
         if (now() - hit.checkedAt < revalidateMs) {
           touch(hit.id);
-          return { ok: true, keyId: hit.id };
+          return { ok: true, keyId: hit.id, mode: hit.mode };
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
         const row = await backend(options.lookup.find(hit.id));
@@ -190,8 +194,9 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         }
         hit.checkedAt = now();
         hit.expiresAt = row.expiresAt?.getTime() ?? null;
+        hit.mode = row.mode ?? 'live';
         touch(hit.id);
-        return { ok: true, keyId: hit.id };
+        return { ok: true, keyId: hit.id, mode: hit.mode };
       }
 
       const failed = failures.get(fp);

@@ -4,9 +4,10 @@ import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import { encodeBase64 } from '../core/base64.js';
 import type { RejectReason } from '../core/reasons.js';
-import type { VerifyOutcome } from '../core/types.js';
+import type { KeyMode, VerifyOutcome } from '../core/types.js';
 import { parseEnvelope, type VerifyInput } from '../core/verify.js';
 import type { ConsumeResult } from '../db/sessions.js';
+import { GoogleBusyError } from '../google/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import type { Metrics } from './metrics.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
@@ -24,8 +25,10 @@ export interface AppDeps {
     create(input: { reference: string; apiKeyId: string; serverNonce: Uint8Array; ttlSeconds: number }): Promise<{ expiresAt: Date }>;
     consume(reference: string, apiKeyId: string): Promise<ConsumeResult>;
   };
-  /** the core verification, bound to its trust roots, allowlist and key store */
-  verify(input: VerifyInput): Promise<VerifyOutcome>;
+  /** the core verification, bound to the trust roots, allowlist and key store of the key's mode */
+  verify(input: VerifyInput, mode: KeyMode): Promise<VerifyOutcome>;
+  /** false: test-mode API keys answer 403 (ATTEST_TEST_KEYS=off); default true */
+  testKeys?: boolean;
   metrics: Metrics;
   /** database reachable and migrations applied */
   ready(): Promise<boolean>;
@@ -44,6 +47,8 @@ interface RequestLog {
   method: string;
   route: string;
   apiKeyId?: string;
+  /** the API key's mode */
+  mode?: KeyMode;
   approach?: 'session' | 'sessionless';
   service?: string;
   isValid?: boolean;
@@ -57,7 +62,7 @@ interface RequestLog {
 }
 
 type Budget = <T>(work: Promise<T>) => Promise<T>;
-type Env = { Variables: { log: RequestLog; keyId: string; backend: Budget }; Bindings: { incoming?: { socket?: { remoteAddress?: string } } } };
+type Env = { Variables: { log: RequestLog; keyId: string; mode: KeyMode; backend: Budget }; Bindings: { incoming?: { socket?: { remoteAddress?: string } } } };
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ROUTES: Record<string, string[]> = {
@@ -120,6 +125,11 @@ export function createApp(deps: AppDeps): Hono<Env> {
     const log = c.get('log');
     if (log) log.err = describeFault(err);
     if (err instanceof DeadlineExceeded) deps.onBackendTimeout?.();
+    if (err instanceof GoogleBusyError) {
+      // a slow Google holds at most the configured number of requests; the rest retry shortly
+      c.header('Retry-After', String(err.retryAfterSeconds));
+      return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Busy, retry shortly');
+    }
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
@@ -146,7 +156,13 @@ export function createApp(deps: AppDeps): Hono<Env> {
       return c.body(null, result.status);
     }
     log.apiKeyId = result.keyId;
+    log.mode = result.mode;
+    if (result.mode === 'test' && deps.testKeys === false) {
+      log.auth = 'test_keys_disabled';
+      return c.body(null, 403);
+    }
     c.set('keyId', result.keyId);
+    c.set('mode', result.mode);
     await next();
   });
 
@@ -194,11 +210,11 @@ export function createApp(deps: AppDeps): Hono<Env> {
         nonce = request.expectedNonce;
       }
 
-      const outcome = await c.get('backend')(deps.verify({ token: request.token, expectedNonce: nonce }));
+      const outcome = await c.get('backend')(deps.verify({ token: request.token, expectedNonce: nonce }, c.get('mode')));
       Object.assign(log, pickFacts(outcome.facts));
       if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
       log.isValid = true;
-      deps.metrics.observeVerify(outcome.details.service, true, 'none');
+      deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
       const { service, ...details } = outcome.details;
       return c.json({ isValid: true, statusCode: STATUS_OK, ...details });
     },
@@ -235,7 +251,7 @@ export function createApp(deps: AppDeps): Hono<Env> {
     log.isValid = false;
     log.reason = reason;
     log.detail = detail;
-    deps.metrics.observeVerify(log.service ?? 'unknown', false, reason);
+    deps.metrics.observeVerify(log.service ?? 'unknown', false, reason, c.get('mode'));
     return c.json({ isValid: false, statusCode: STATUS_OK });
   }
 
@@ -279,11 +295,15 @@ function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
  * references, keys), so only the driver's own error code and message are kept.
  */
 export function describeFault(err: unknown): { type: string; code?: string; message: string } {
-  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  const e = err as { name?: string; message?: string; code?: unknown; cause?: { code?: string; message?: string } };
   const cause = e?.cause;
   if (cause && typeof cause === 'object') {
     return { type: e.name ?? 'Error', ...(cause.code ? { code: String(cause.code) } : {}), message: String(cause.message ?? '').slice(0, 300) };
   }
   const message = String(e?.message ?? err);
-  return { type: e?.name ?? 'Error', message: /failed query|params:/i.test(message) ? 'database query failed' : message.slice(0, 300) };
+  return {
+    type: e?.name ?? 'Error',
+    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+    message: /failed query|params:/i.test(message) ? 'database query failed' : message.slice(0, 300),
+  };
 }

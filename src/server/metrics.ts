@@ -32,8 +32,14 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const verifications = new Counter({
     name: 'attest_verify_total',
-    help: 'verify outcomes by platform, validity and rejection reason',
-    labelNames: ['service', 'valid', 'reason'] as const,
+    help: 'verify outcomes by platform, validity, rejection reason and API key mode',
+    labelNames: ['service', 'valid', 'reason', 'mode'] as const,
+    registers: [registry],
+  });
+  const google = new Counter({
+    name: 'attest_google_requests_total',
+    help: 'exchanges with Google for standard Play Integrity requests, by endpoint and outcome (faults by cause)',
+    labelNames: ['endpoint', 'outcome'] as const,
     registers: [registry],
   });
   const sessionsCreated = new Counter({ name: 'attest_sessions_created_total', help: 'sessions created by init', registers: [registry] });
@@ -82,8 +88,11 @@ export function createMetrics(options: MetricsOptions = {}) {
       requests.inc({ route, method, status: String(status) });
       duration.observe({ route }, seconds);
     },
-    observeVerify(service: string, valid: boolean, reason: string) {
-      verifications.inc({ service, valid: String(valid), reason });
+    observeVerify(service: string, valid: boolean, reason: string, mode = 'live') {
+      verifications.inc({ service, valid: String(valid), reason, mode });
+    },
+    observeGoogle(endpoint: string, outcome: string) {
+      google.inc({ endpoint, outcome });
     },
     sessionCreated() {
       sessionsCreated.inc();

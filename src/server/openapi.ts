@@ -28,10 +28,18 @@ export const OPENAPI_DOCUMENT = {
       GoogleTokenDetails: {
         type: 'object',
         required: ['packageName', 'deviceIntegrityVerdicts', 'timestampMillis'],
+        description:
+          'The three required fields are the contract. The others are extensions for RP telemetry, present only when the Play Integrity payload carries them (the verdict is opted in on the Play Console and was evaluated); a client must accept their absence.',
         properties: {
           packageName: { type: 'string' },
           deviceIntegrityVerdicts: { type: 'array', items: { type: 'string' } },
           timestampMillis: { type: 'integer', format: 'int64' },
+          appLicensingVerdict: { type: 'string', description: 'extension: accountDetails.appLicensingVerdict (LICENSED, UNLICENSED, UNEVALUATED)' },
+          playProtectVerdict: { type: 'string', description: 'extension: environmentDetails.playProtectVerdict (NO_ISSUES, NO_DATA, POSSIBLE_RISK, MEDIUM_RISK, HIGH_RISK, UNEVALUATED)' },
+          appsDetected: { type: 'array', items: { type: 'string' }, description: 'extension: environmentDetails.appAccessRiskVerdict.appsDetected (KNOWN_/UNKNOWN_ INSTALLED, CAPTURING, CONTROLLING, OVERLAYS)' },
+          deviceActivityLevel: { type: 'string', description: 'extension: deviceIntegrity.recentDeviceActivity.deviceActivityLevel (LEVEL_1 to LEVEL_4, UNEVALUATED)' },
+          sdkVersion: { type: 'integer', description: 'extension: deviceIntegrity.deviceAttributes.sdkVersion (Android API level)' },
+          versionCode: { type: 'string', description: 'extension: appIntegrity.versionCode, as a decimal string' },
         },
       },
       AppleTokenDetails: {
@@ -119,8 +127,8 @@ export const OPENAPI_DOCUMENT = {
           '401': { description: 'X-Api-Key missing or empty' },
           '403': { description: 'Key invalid, unknown, revoked or expired' },
           '413': err('Body over 64 KiB (statusCode 268505089)'),
-          '500': err('Unexpected failure (statusCode 268505088)'),
-          '503': err('Too many new API keys being checked at once; retry (statusCode 268505088)'),
+          '500': err('Unexpected failure, including Google giving no verdict for a standard Play Integrity request (unreachable, slow, 429, 5xx) (statusCode 268505088)'),
+          '503': err('Too many new API keys being checked at once, or too many standard Play Integrity requests waiting on Google; retry after Retry-After (statusCode 268505088)'),
         },
       },
     },

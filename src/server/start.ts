@@ -5,22 +5,25 @@ import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { ConfigError, type Config } from '../config.js';
 import { verifyToken } from '../core/verify.js';
-import { buildVerifiers, loadAppleRoots } from '../core/verifiers.js';
+import { loadAppleRoots } from '../core/verifiers.js';
 import { createAllowlistRepository, createCachedAllowlist, type AllowlistRepository } from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
+import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createSecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
+import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
 import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
+import { createModeVerifiers } from './modeVerifiers.js';
 
 export interface RunningServer {
   url: string;
@@ -104,23 +107,42 @@ async function serveOn(
 
   const sessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(database.db);
+  const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
+  const googleDecoder = createPlayIntegrityClient({
+    oauthUrl: config.googleOauthUrl,
+    playIntegrityUrl: config.googlePlayIntegrityUrl,
+    timeoutMs: config.googleTimeoutMs,
+    maxInFlight: config.googleMaxInFlight,
+    onEvent: (e) => metrics.observeGoogle(e.endpoint, e.outcome),
+  });
   const allowlist = createCachedAllowlist(reportingKeyFailures(createAllowlistRepository(database.db, createSecretBox([masterKey.key])), logger), { ttlMs: PROPAGATION_MS });
-  const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(database.db), appleRoots });
+  const devCa = createDevCaRepository(database.db);
+  const verifiersFor = createModeVerifiers({
+    allowlist,
+    appleKeys: createAppleKeyRepository(database.db),
+    appleRoots,
+    devRoot: () => devCa.root(),
+    ttlMs: PROPAGATION_MS,
+    googleDecoder,
+  });
+  if (!config.testKeys) logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
   const auth = createApiKeyAuthenticator({
     lookup: apiKeys,
     revalidateMs: PROPAGATION_MS,
     onTouchError: (err) => logger.warn({ err: describeFault(err) }, 'could not record API key use'),
   });
-  const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
   const separateMetrics = config.metricsPort !== undefined;
   const app = createApp({
     logger,
     auth,
     sessions,
-    verify: (input) => verifyToken(input, { now: () => new Date(), verifiers }),
+    verify: async (input, mode) => verifyToken(input, { now: () => new Date(), verifiers: await verifiersFor(mode) }),
+    testKeys: config.testKeys,
     metrics,
     ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
     sessionTtlSeconds: config.sessionTtlSeconds,
+    // Google's own bound must run out first, or a slow Google would pass for a hanging database
+    requestDeadlineMs: Math.max(5000, config.googleTimeoutMs + 2000),
     onBackendTimeout: createPoolWatchdog(database, {
       onRecycle: () => logger.warn('the database answers on a new connection while the pool hangs: replacing the pool'),
     }),

@@ -47,7 +47,7 @@ function commandSuite(where: () => string) {
     // stderr: the change's one log line, which never holds the key
     expect(JSON.parse(oneLine(run))).toMatchObject({ level: 30, audit: { action: 'keys.create', after: { name: 'mobile banking' } } });
     const created = JSON.parse(run.stdout) as KeyJson;
-    expect(Object.keys(created).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'key', 'name']);
+    expect(Object.keys(created).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'key', 'mode', 'name']);
     expect(created.key).toMatch(KEY);
     expect(run.stderr).not.toContain(created.key.slice(-43));
     expect(created.key.slice(7, 23)).toBe(created.id);
@@ -72,7 +72,7 @@ function commandSuite(where: () => string) {
     expect(list.stdout).not.toContain('$argon2');
     const rows = JSON.parse(list.stdout) as Record<string, unknown>[];
     const row = rows.find((r) => r.id === created.id)!;
-    expect(Object.keys(row).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'name', 'revokedAt', 'state']);
+    expect(Object.keys(row).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'mode', 'name', 'revokedAt', 'state']);
     expect(row).toMatchObject({ name: 'to revoke', state: 'active', revokedAt: null, lastUsedAt: null });
 
     const revoke = await runCli('keys', 'revoke', created.id, '--yes', '--json');
@@ -85,8 +85,8 @@ function commandSuite(where: () => string) {
     expect(after.find((r) => r.id === created.id)).toMatchObject({ state: 'revoked', revokedAt: expect.any(String) });
 
     const table = await runCli('keys', 'list');
-    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/);
-    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+revoked`));
+    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/);
+    expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+live\\s+revoked`));
 
     const unknown = await runCli('keys', 'revoke', 'nosuchkey0000000', '--yes');
     expect(unknown.code).toBe(1);

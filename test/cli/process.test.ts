@@ -144,3 +144,25 @@ describe('the attest binary on one embedded data dir', () => {
     expect((JSON.parse(list.stdout) as unknown[]).length).toBeGreaterThan(3000);
   }, 20_000);
 });
+
+describe('the attest binary outside its checkout', () => {
+  it('--version prints the package’s own version, not the npm project’s it runs in', async () => {
+    buildOnce();
+    const cwd = mkdtempSync(join(tmpdir(), 'attest-version-'));
+    try {
+      const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+      // npm exec (npx) sets npm_package_version to the surrounding project's version
+      const run = await new Promise<Result>((resolve) => {
+        const child = spawn(process.execPath, [BIN, '--version'], { cwd, env: { PATH: process.env.PATH, npm_package_version: '9.9.9' } });
+        let stdout = '';
+        let stderr = '';
+        child.stdout.on('data', (d) => (stdout += d));
+        child.stderr.on('data', (d) => (stderr += d));
+        child.on('close', (code) => resolve({ code, stdout, stderr }));
+      });
+      expect(run).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+});

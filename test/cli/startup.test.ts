@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, buildOnce, runBin, watchBin } from '../support/binary.js';
+import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
 
 let root: string;
@@ -57,7 +58,9 @@ describe('serve on a fresh data dir says what it does and where it listens', () 
       const said = lines(first.stderr());
       expect(said[0]).toBe(`creating the embedded database in ${dataDir}…`);
       expect(said[1]).toMatch(/^applying \d+ migrations?…$/);
-      expect(said[2]).toMatch(/^attest listening on http:\/\/0\.0\.0\.0:\d+ \(database: embedded, /);
+      // the embedded database makes its own master key, once, and says so
+      expect(said[2]).toBe(`attest: created a master key in ${join(dataDir, 'master.key')}: back it up with the data dir (not inside the same backup)`);
+      expect(said[3]).toMatch(/^attest listening on http:\/\/0\.0\.0\.0:\d+ \(database: embedded, /);
       expect((await fetch(`http://127.0.0.1:${listening.match[1]}/readyz`)).status).toBe(200);
     } finally {
       first.child.kill('SIGTERM');
@@ -93,7 +96,7 @@ if (pg) {
     name: 'postgres',
     env: async () => {
       const db: TestDatabase = await pg.open();
-      return { env: baseEnv({ DATABASE_URL: db.url! }), cleanup: () => db.close() };
+      return { env: baseEnv({ DATABASE_URL: db.url!, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV }), cleanup: () => db.close() };
     },
   });
 }
@@ -136,7 +139,7 @@ describe('serve failing after it opened the embedded database', () => {
     // nobody holds it: the next command opens the directory itself
     const migrate = await runBin(['db', 'migrate', '--json'], env);
     expect(migrate.code).toBe(0);
-    expect(JSON.parse(migrate.stdout)).toEqual({ applied: expect.any(Number) });
+    expect(JSON.parse(migrate.stdout)).toEqual({ applied: expect.any(Number), sealed: 0 });
   }, 180_000);
 });
 
@@ -144,7 +147,7 @@ describe('an unusable database: one line naming the cause, exit 3, never a hang'
   const COMMANDS = [['serve', '--port', '0', '--host', '127.0.0.1'], ['keys', 'list'], ['db', 'migrate'], ['db', 'status']];
 
   async function expectEveryCommand(url: string, cause: RegExp, extra: Record<string, string> = {}) {
-    const runs = await Promise.all(COMMANDS.map((args) => runBin(args, baseEnv({ DATABASE_URL: url, ...extra }))));
+    const runs = await Promise.all(COMMANDS.map((args) => runBin(args, baseEnv({ DATABASE_URL: url, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV, ...extra }))));
     const shownUrl = url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     for (const [i, run] of runs.entries()) {
       expect({ command: COMMANDS[i]!.join(' '), code: run.code, stdout: run.stdout }).toEqual({ command: COMMANDS[i]!.join(' '), code: 3, stdout: '' });

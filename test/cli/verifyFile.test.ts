@@ -10,7 +10,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPLE_CHECKS } from '../../src/core/apple/appleVerifier.js';
 import { CHECK_TITLES } from '../../src/core/checkTitles.js';
-import { GOOGLE_CHECKS } from '../../src/core/google/googleVerifier.js';
+import { GOOGLE_CHECKS, GOOGLE_STANDARD_CHECKS } from '../../src/core/google/googleVerifier.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { ENVELOPE_CHECKS, verifyToken } from '../../src/core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
@@ -227,8 +227,8 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       const token = await registration(nonce);
       const valid = await run(token, '--nonce', b64(nonce));
       expectValid(valid);
-      expect(Object.keys(valid.json!).sort()).toEqual(['checks', 'details', 'facts', 'hints', 'nonceChecked', 'source', 'trustRoots', 'valid', 'verifiedAt']);
-      expect(valid.json).toMatchObject({ valid: true, verifiedAt: AT, nonceChecked: true, source: 'flags', trustRoots: 'ATTEST_APPLE_ROOT_CA', hints: [] });
+      expect(Object.keys(valid.json!).sort()).toEqual(['checks', 'details', 'facts', 'hints', 'mode', 'nonceChecked', 'source', 'trustRoots', 'valid', 'verifiedAt']);
+      expect(valid.json).toMatchObject({ valid: true, verifiedAt: AT, nonceChecked: true, source: 'flags', trustRoots: 'ATTEST_APPLE_ROOT_CA', mode: 'live', hints: [] });
       expect(valid.json!.checks.map((c) => c.id)).toEqual([...ENVELOPE_CHECKS, ...APPLE_CHECKS.registration]);
       expect(valid.json!.checks.every((c) => c.status === 'pass')).toBe(true);
       expect(valid.json!.details).toEqual({
@@ -238,7 +238,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
       const rejected = await run(token, '--nonce', b64(randomBytes(32)));
       expectRejected(rejected, 'nonce_mismatch');
-      expect(Object.keys(rejected.json!).sort()).toEqual(['checks', 'detail', 'facts', 'hints', 'nonceChecked', 'reason', 'source', 'trustRoots', 'valid', 'verifiedAt']);
+      expect(Object.keys(rejected.json!).sort()).toEqual(['checks', 'detail', 'facts', 'hints', 'mode', 'nonceChecked', 'reason', 'source', 'trustRoots', 'valid', 'verifiedAt']);
       expect(rejected.json!.checks.map((c) => [c.id, c.status])).toEqual([
         ['token.decode', 'pass'],
         ['token.version', 'pass'],
@@ -258,7 +258,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       expect(text.stderr).toBe('');
       const lines = text.stdout.split('\n');
       expect(lines[0]).toBe(`token: service apple, registration, key ${String(json.facts.keyId)}`);
-      expect(lines[1]).toBe(`verified at ${AT} against the flags given`);
+      expect(lines[1]).toBe(`verified at ${AT} against the flags given, as a live API key would`);
       const mark = { pass: 'pass', fail: 'FAIL', skip: 'skip' } as const;
       const checkLines = lines.filter((l) => /^ {2}\[(pass|FAIL|skip)\] /.test(l));
       expect(checkLines).toEqual(json.checks.map((c) => `  [${mark[c.status]}] ${c.title}`));
@@ -282,7 +282,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
     });
 
     it('titles every check id the verifiers can report', () => {
-      const ids = [...ENVELOPE_CHECKS, ...GOOGLE_CHECKS, ...Object.values(APPLE_CHECKS).flat()];
+      const ids = [...ENVELOPE_CHECKS, ...GOOGLE_CHECKS, ...GOOGLE_STANDARD_CHECKS, ...Object.values(APPLE_CHECKS).flat()];
       for (const id of ids) expect(CHECK_TITLES[id], id).toEqual(expect.any(String));
       expect(Object.keys(CHECK_TITLES).sort()).toEqual([...new Set(ids)].sort());
     });
@@ -409,7 +409,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       expectValid(fresh);
       expect(fresh.json!.details).toEqual({
         service: 'gms',
-        googleTokenDetails: { packageName: TEST_PACKAGE, deviceIntegrityVerdicts: ['MEETS_DEVICE_INTEGRITY'], timestampMillis: issued.getTime() },
+        googleTokenDetails: { packageName: TEST_PACKAGE, deviceIntegrityVerdicts: ['MEETS_DEVICE_INTEGRITY'], timestampMillis: issued.getTime(), appLicensingVerdict: 'LICENSED', versionCode: '42' },
       });
       // from the future (device clock ahead)
       const ahead = gmsToken({ nonce, packageName: TEST_PACKAGE, integrityToken: await mintIntegrityToken({ keys: google, nonce, now: new Date(TEST_NOW.getTime() + 600_000) }) });

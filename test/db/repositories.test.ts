@@ -81,7 +81,7 @@ describe.each(backends())('repositories on $name', (backend) => {
       const r = record();
       expect(await keys.register(r)).toBe(true);
       expect(await keys.register({ ...r, counter: 9 })).toBe(false);
-      expect(await keys.find(r.keyId)).toEqual({ ...r, keyId: new Uint8Array(r.keyId), publicKey: new Uint8Array(r.publicKey) });
+      expect(await keys.find(r.keyId)).toEqual({ ...r, keyId: new Uint8Array(r.keyId), publicKey: new Uint8Array(r.publicKey), mode: 'live' });
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(true);
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(false);
       expect(await keys.raiseCounter(r.keyId, 4)).toBe(false);
@@ -100,6 +100,7 @@ describe.each(backends())('repositories on $name', (backend) => {
       expect(await keys.raiseCounterIfUnchanged!({ ...r, publicKey: randomBytes(91) }, 4)).toBe(false);
       expect(await keys.raiseCounterIfUnchanged!({ ...r, appId: 'T.other' }, 4)).toBe(false);
       expect(await keys.raiseCounterIfUnchanged!({ ...r, environment: 'Development' }, 4)).toBe(false);
+      expect(await keys.raiseCounterIfUnchanged!({ ...r, mode: 'test' }, 4)).toBe(false);
       expect(await keys.raiseCounterIfUnchanged!({ ...r, keyId: randomBytes(32) }, 4)).toBe(false);
       expect((await keys.find(r.keyId))?.counter).toBe(3);
       expect(await keys.raiseCounterIfUnchanged!(r, 4)).toBe(true);

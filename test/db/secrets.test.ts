@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createPrivateKey, randomBytes } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,12 +9,16 @@ import type { PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import postgres from 'postgres';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { createDevCa } from '../../src/core/dev/devCa.js';
+import { createTestPlayKeys } from '../../src/core/dev/playIntegrityMint.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import { createDevCaRepository } from '../../src/db/devCa.js';
 import { openDatabase, openMemoryDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
 import { MIGRATIONS_FOLDER, migrationStatus, runMigrations } from '../../src/db/migrate.js';
 import { createSecretBox, type SecretBox } from '../../src/db/secretBox.js';
 import { checkMasterKey, MasterKeyError, rotateMasterKey } from '../../src/db/secrets.js';
 import { backends, type Backend, type TestDatabase } from '../support/databases.js';
+import { createTestServiceAccount } from '../support/fakeGoogle.js';
 import { testMasterKey } from '../support/secrets.js';
 
 const KEY_A = testMasterKey(0xa1);
@@ -24,15 +28,15 @@ const boxB = createSecretBox([KEY_B]);
 
 const pair = (id: string) => ({ id, decryptionKey: new Uint8Array(randomBytes(32)), verificationKey: new Uint8Array(randomBytes(91)) });
 
-/** every value of every row of android_key_pairs as raw bytes, plus the whole row as PostgreSQL prints it */
-async function rawRows(handle: DatabaseHandle): Promise<Buffer[]> {
-  const rows = rowsOf<Record<string, unknown>>(await handle.db.execute(sql`select *, t::text as whole from android_key_pairs t`));
+/** every value of every row of a table as raw bytes, plus the whole row as PostgreSQL prints it */
+async function rawRows(handle: DatabaseHandle, table: string): Promise<Buffer[]> {
+  const rows = rowsOf<Record<string, unknown>>(await handle.db.execute(sql`select *, t::text as whole from ${sql.identifier(table)} t`));
   return rows.flatMap((r) => Object.values(r).map((v) => (v instanceof Uint8Array ? Buffer.from(v) : Buffer.from(String(v)))));
 }
 
 /** fails when any raw value holds any 8-byte window of a key (as bytes, or as bytea hex text) */
-async function expectNoKeyBytes(handle: DatabaseHandle, keys: Uint8Array[]) {
-  const raw = await rawRows(handle);
+async function expectNoKeyBytes(handle: DatabaseHandle, keys: Uint8Array[], table = 'android_key_pairs') {
+  const raw = await rawRows(handle, table);
   expect(raw.length).toBeGreaterThan(0);
   for (const key of keys) {
     for (let i = 0; i + 8 <= key.length; i += 8) {
@@ -110,6 +114,34 @@ describe.each(backends())('sealed secrets on $name', (backend) => {
     expect(ids.map((r) => r.master_key_id)).toEqual([KEY_A.id, KEY_A.id]);
     const listed = await createAllowlistRepository(handle.db, boxA).listAndroid();
     expect(listed.map((p) => p.keys)).toEqual(pairs.map((p) => [p]));
+  });
+
+  it('the other secrets are sealed too (a test-only pair with its signing key, the development CA key, a service account), and rotation re-wraps them', async () => {
+    await checkMasterKey(handle.db, boxA, { source: 'test' });
+    const repo = createAllowlistRepository(handle.db, boxA);
+    const sa = createTestServiceAccount();
+    await repo.addAndroid('com.example.one', null, { serviceAccount: sa.account });
+    await repo.addAndroid('com.example.two', null, {});
+    const testPair = createTestPlayKeys();
+    expect((await repo.ensureTestPair('com.example.one', async () => testPair))?.created).toBe(true);
+    const ca = await createDevCa(new Date());
+    await createDevCaRepository(handle.db, boxA).put(ca, { replace: false });
+
+    // a PKCS#8 EC key carries its public point too, which the certificate shows: look for the private scalar
+    const scalar = (pkcs8: Uint8Array) => new Uint8Array(Buffer.from(createPrivateKey({ key: Buffer.from(pkcs8), format: 'der', type: 'pkcs8' }).export({ format: 'jwk' }).d!, 'base64url'));
+    await expectNoKeyBytes(handle, [testPair.decryptionKey, testPair.verificationKey, scalar(testPair.signingKey)]);
+    await expectNoKeyBytes(handle, [scalar(ca.intermediateKey)], 'dev_ca');
+    await expectNoKeyBytes(handle, [new TextEncoder().encode(sa.account.privateKey.replace(/-----[A-Z ]+-----|\s/g, ''))], 'android_packages');
+    // a package without a service account holds no secret: it is neither clear nor sealed
+    await checkMasterKey(handle.db, boxA, { source: 'test' });
+
+    expect((await rotateMasterKey(handle.db, createSecretBox([KEY_B, KEY_A]), 'test')).rewrapped).toBe(3);
+    await expect(createAllowlistRepository(handle.db, boxA).listAndroid()).rejects.toBeInstanceOf(MasterKeyError);
+    await expect(createDevCaRepository(handle.db, boxA).get()).rejects.toBeInstanceOf(MasterKeyError);
+    const listed = await createAllowlistRepository(handle.db, boxB).listAndroid();
+    expect(listed.find((p) => p.packageName === 'com.example.one')?.serviceAccount).toEqual(sa.account);
+    expect((await createAllowlistRepository(handle.db, boxB).ensureTestPair('com.example.one', async () => createTestPlayKeys()))?.pair).toEqual(testPair);
+    expect((await createDevCaRepository(handle.db, boxB).get())?.intermediateKey).toEqual(ca.intermediateKey);
   });
 
   it('a value moved to another row does not open', async () => {

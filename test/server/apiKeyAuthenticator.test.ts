@@ -65,7 +65,7 @@ describe('createApiKeyAuthenticator', () => {
     const { id, key } = await addKey(lookup);
     const auth = createApiKeyAuthenticator({ lookup });
     argon.mockClear();
-    for (let i = 0; i < 20; i++) expect(await auth.authenticate(key)).toEqual({ ok: true, keyId: id });
+    for (let i = 0; i < 20; i++) expect(await auth.authenticate(key)).toEqual({ ok: true, keyId: id, mode: 'live' });
     expect(argon).toHaveBeenCalledTimes(1);
     expect(lookup.finds).toBe(1);
   });
@@ -302,10 +302,10 @@ describe('failure limiter', () => {
     const lookup = fakeLookup();
     const { id, key } = await addKey(lookup);
     const auth = createApiKeyAuthenticator({ lookup, maxFailuresPerId: 3 });
-    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({ ok: true, keyId: id });
+    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({ ok: true, keyId: id, mode: 'live' });
     for (const wrong of wrongSecrets(key, 20)) await auth.authenticate(wrong, { address: '10.0.0.1' });
     argon.mockClear();
-    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({ ok: true, keyId: id });
+    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({ ok: true, keyId: id, mode: 'live' });
     expect(argon).not.toHaveBeenCalled();
   });
 
@@ -320,7 +320,7 @@ describe('failure limiter', () => {
     expect(await auth.authenticate(wrongSecrets(key, 1)[0], { address: '192.0.2.66' })).toMatchObject({ why: 'locked_id' });
     expect(await auth.authenticate(key, { address: '192.0.2.66' })).toMatchObject({ ok: false, why: 'locked_id' });
     // a clean address gets one verification per lockedProbeMs
-    expect(await auth.authenticate(key, { address: '198.51.100.7' })).toEqual({ ok: true, keyId: id });
+    expect(await auth.authenticate(key, { address: '198.51.100.7' })).toEqual({ ok: true, keyId: id, mode: 'live' });
     const other = wrongSecrets(key, 2);
     expect(await auth.authenticate(other[0], { address: '198.51.100.8' })).toMatchObject({ why: 'locked_id' });
     now += 999;

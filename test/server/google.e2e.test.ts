@@ -101,7 +101,14 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
     expect(body).toEqual({
       isValid: true,
       statusCode: 0,
-      googleTokenDetails: { packageName: TEST_PACKAGE, deviceIntegrityVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'], timestampMillis: issued.getTime() },
+      googleTokenDetails: {
+        packageName: TEST_PACKAGE,
+        deviceIntegrityVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'],
+        timestampMillis: issued.getTime(),
+        // extensions: the factory's verdict carries a licensing verdict and a version code
+        appLicensingVerdict: 'LICENSED',
+        versionCode: '42',
+      },
     });
     expect(typeof (body.googleTokenDetails as { timestampMillis: unknown }).timestampMillis).toBe('number');
     expect(log).toMatchObject({ route: '/api/v1/attestation/verify', status: 200, approach, service: 'gms', isValid: true, packageName: TEST_PACKAGE });

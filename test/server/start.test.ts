@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Config } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config.js';
 import { DatabaseBusyError } from '../../src/db/client.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
@@ -15,6 +15,7 @@ const REJECTED = '{"isValid":false,"statusCode":0}';
 
 function configFor(over: Partial<Config>): Config {
   return {
+    ...loadConfig({}, {}), // defaults for settings these tests do not touch
     databaseUrl: undefined,
     dataDir: '',
     port: 0,
@@ -29,6 +30,7 @@ function configFor(over: Partial<Config>): Config {
     logFile: undefined,
     masterKey: undefined,
     masterKeyFile: undefined,
+    testKeys: true,
     ...over,
   };
 }

@@ -11,6 +11,7 @@
 import { createHash, KeyObject, sign, webcrypto, X509Certificate as NodeCertificate } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { Encoder } from 'cbor-x';
+import { encodeAppleToken as encodeToken } from '../../src/core/dev/encodeToken.js';
 
 // @peculiar/x509 picks up Node's global WebCrypto by itself.
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
@@ -404,19 +405,9 @@ export interface TokenFields {
   assertion?: Uint8Array;
 }
 
-/** A format-1 token for the `apple` service. */
+/** A format-1 token for the `apple` service (the encoder `attest dev mint` and `token wrap` ship). */
 export function encodeAppleToken(fields: TokenFields): Buffer {
-  const apple = new Map<string, unknown>([['keyId', Buffer.from(fields.keyId)]]);
-  if (fields.attestation) apple.set('attestation', Buffer.from(fields.attestation));
-  if (fields.assertion) apple.set('assertion', Buffer.from(fields.assertion));
-  return encodeCbor(
-    new Map<string, unknown>([
-      ['v', 1],
-      ['nonce', Buffer.from(fields.nonce ?? TEST_NONCE)],
-      ['device', new Map([['service', 'apple']])],
-      ['apple', apple],
-    ]),
-  );
+  return Buffer.from(encodeToken({ ...fields, nonce: fields.nonce ?? TEST_NONCE }));
 }
 
 export const days = (n: number): number => n * DAY;

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
+import { inject } from 'vitest';
 import { openDatabase, openMemoryDatabase, type DatabaseHandle } from '../../src/db/client.js';
 import { runMigrations } from '../../src/db/migrate.js';
 
@@ -17,7 +19,7 @@ export interface TestDatabase extends DatabaseHandle {
   reset(): Promise<void>;
 }
 
-const TABLES = 'api_keys, attestation_sessions, apple_apps, android_packages, android_key_pairs, apple_keys';
+const TABLES = 'api_keys, attestation_sessions, apple_apps, android_packages, android_key_pairs, apple_keys, dev_ca';
 
 /** PGlite always; PostgreSQL too when TEST_DATABASE_URL is set (each file gets its own database). */
 export function backends(): Backend[] {
@@ -31,9 +33,13 @@ export function postgresBackend(): Backend | undefined {
   return backends().find((b) => b.name === 'postgres');
 }
 
+let template: Blob | undefined;
+
 async function openPglite(): Promise<TestDatabase> {
-  const handle = await openMemoryDatabase();
-  await runMigrations(handle);
+  // the migrated cluster made once per run by test/support/pgliteTemplate.ts
+  template ??= new Blob([readFileSync(inject('pgliteTemplate'))]);
+  const handle = await openMemoryDatabase(template);
+  await runMigrations(handle); // nothing to apply: proves the template is current
   return withReset(handle);
 }
 

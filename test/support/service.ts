@@ -11,7 +11,7 @@ import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
-import type { VerifyOutcome } from '../../src/core/types.js';
+import type { IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../src/core/types.js';
 import type { DatabaseHandle } from '../../src/db/client.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { migrationStatus } from '../../src/db/migrate.js';
@@ -60,7 +60,7 @@ export function captureLogger(level = 'info') {
 }
 
 /** Issues an API key straight into the database (what `attest keys create` does). */
-export async function issueKey(db: DatabaseHandle, options: { name?: string; expiresInSeconds?: number | null; prefix?: string; secretWith?: RegExp } = {}) {
+export async function issueKey(db: DatabaseHandle, options: { name?: string; expiresInSeconds?: number | null; prefix?: string; secretWith?: RegExp; mode?: KeyMode } = {}) {
   let generated = generateApiKey(options.prefix ?? 'attest');
   // some tests want a secret with `_` or `-` in it
   while (options.secretWith && !options.secretWith.test(generated.key.slice(generated.key.indexOf('_') + 17))) generated = generateApiKey(options.prefix ?? 'attest');
@@ -69,12 +69,14 @@ export async function issueKey(db: DatabaseHandle, options: { name?: string; exp
     name: options.name ?? 'test',
     hash: await hashApiKey(generated.key),
     expiresInSeconds: options.expiresInSeconds ?? null,
+    mode: options.mode ?? 'live',
   });
   return { id: row.id, key: generated.key };
 }
 
 export interface ServiceOptions {
-  verify?: (input: VerifyInput) => Promise<VerifyOutcome>;
+  verify?: (input: VerifyInput, mode: KeyMode) => Promise<VerifyOutcome>;
+  testKeys?: boolean;
   sessionTtlSeconds?: number;
   requestDeadlineMs?: number;
   auth?: Partial<AuthenticatorOptions>;
@@ -99,6 +101,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     sessionTtlSeconds: options.sessionTtlSeconds ?? 300,
     ...(options.requestDeadlineMs ? { requestDeadlineMs: options.requestDeadlineMs } : {}),
     ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
+    ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }
@@ -131,8 +134,13 @@ export { BASE };
  * The app with the real platform verifiers over `db` (as `startServer` wires them), at a fixed
  * instant. The allowlist is re-read on every request so edits in a test apply at once.
  */
-export function createPlatformService(db: DatabaseHandle, options: { now: Date; appleRoots: readonly X509Certificate[] }) {
+export function createPlatformService(db: DatabaseHandle, options: { now: Date; appleRoots: readonly X509Certificate[]; googleDecoder?: IntegrityTokenDecoder }) {
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), { ttlMs: 0 });
-  const verifiers = buildVerifiers({ allowlist, appleKeys: createAppleKeyRepository(db.db), appleRoots: options.appleRoots });
+  const verifiers = buildVerifiers({
+    allowlist,
+    appleKeys: createAppleKeyRepository(db.db),
+    appleRoots: options.appleRoots,
+    ...(options.googleDecoder ? { googleDecoder: options.googleDecoder } : {}),
+  });
   return createTestService(db, { verify: (input) => verifyToken(input, { now: () => options.now, verifiers }) });
 }

@@ -7,6 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { encodeGmsToken } from '../../src/core/dev/encodeToken.js';
 import { encodeCbor } from './appleFactory.js';
 import { runCli, type CliRun } from './cli.js';
 
@@ -62,22 +63,9 @@ export function captureToken(capture: Capture, options: { nonce?: Uint8Array; as
   );
 }
 
-/** A format-1 `gms` token. */
+/** A format-1 `gms` token (the encoder `attest dev mint` and `token wrap` ship). */
 export function gmsToken(fields: { nonce: Uint8Array; packageName: string; integrityToken: string }): Buffer {
-  return encodeCbor(
-    new Map<string, unknown>([
-      ['v', 1],
-      ['nonce', Buffer.from(fields.nonce)],
-      ['device', new Map<string, unknown>([['service', 'gms'], ['model', 'Pixel 9']])],
-      [
-        'gms',
-        new Map<string, unknown>([
-          ['packageName', fields.packageName],
-          ['integrityToken', fields.integrityToken],
-        ]),
-      ],
-    ]),
-  );
+  return Buffer.from(encodeGmsToken(fields, { model: 'Pixel 9' }));
 }
 
 // ---- files ----

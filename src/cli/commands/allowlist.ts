@@ -3,10 +3,12 @@ import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { formatCertificateDigest, parseCertificateDigest } from '../../core/google/certificateDigest.js';
 import { parsePlayKeys } from '../../core/google/keyMaterial.js';
-import type { AppleEnvPolicy, MinVerdict } from '../../core/types.js';
-import { createAllowlistRepository } from '../../db/allowlist.js';
-import { confirm, requireConfirmation } from '../confirm.js';
+import { isDeviceActivityLevel, parseAppAccessRiskList, parsePlayProtectList } from '../../core/google/verdictPolicy.js';
+import type { AppleEnvPolicy, DeviceActivityLevel, GoogleServiceAccount, MinVerdict } from '../../core/types.js';
+import { createAllowlistRepository, type AndroidPolicyInput } from '../../db/allowlist.js';
 import type { DatabaseHandle } from '../../db/client.js';
+import { parseServiceAccount } from '../../google/serviceAccount.js';
+import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, withDatabase, withSecrets, type Secrets } from '../context.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
@@ -77,25 +79,49 @@ Examples:
     .addOption(new Option('--min-verdict <verdict>', 'minimum device integrity (default device)').choices(['basic', 'device', 'strong']))
     .option('--allow-unrecognized', 'also accept UNRECOGNIZED_VERSION app verdicts')
     .option('--max-age <seconds>', 'oldest accepted token age in seconds (default 600)')
+    .option('--without-keys', 'no Play Console keys yet: only tokens from "attest dev mint gms" (test API keys) can pass')
+    .option('--service-account-file <path>', 'Google service-account key (JSON) that decodes standard-request tokens')
+    .option('--remove-service-account', 'forget the stored service account (standard requests are then refused)')
+    .option('--require-licensed', 'require accountDetails.appLicensingVerdict LICENSED')
+    .option('--no-require-licensed', 'stop requiring it')
+    .option('--require-play-protect [verdicts]', 'require environmentDetails.playProtectVerdict NO_ISSUES, or one of these (comma-separated)')
+    .option('--no-require-play-protect', 'stop checking the Play Protect verdict')
+    .option('--deny-app-access-risk <risks>', 'reject these appsDetected: capturing,controlling,overlays,installed (both known and unknown apps) or exact values such as UNKNOWN_CAPTURING')
+    .option('--no-deny-app-access-risk', 'stop checking app-access risk')
+    .option('--max-device-activity <level>', 'highest accepted recentDeviceActivity level, LEVEL_1 to LEVEL_4')
+    .option('--no-max-device-activity', 'stop checking recent device activity')
     .option('--json', 'print the result as JSON')
     .addHelpText('after', `
 Examples:
   $ attest allowlist add android com.example.bank \\
       --decryption-key-file dec.txt --verification-key-file ver.txt \\
       --cert-digest 6A:6A:14:74:... --min-verdict strong --max-age 300
+  # standard requests, decoded by Google with the package's service account
+  $ attest allowlist add android com.example.bank --service-account-file sa.json
+  # policy on the newer verdicts (classic and standard alike)
+  $ attest allowlist add android com.example.bank --require-licensed --require-play-protect \\
+      --deny-app-access-risk capturing,controlling --max-device-activity LEVEL_2
   # rotation: add the new pair, then retire the old one
   $ attest allowlist add android com.example.bank --decryption-key NEW... --verification-key NEW...
   $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`)
     .action(async (pkg: string, opts: AndroidOptions, command: Command) => {
       if (!ANDROID_PACKAGE.test(pkg)) throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
-      const decryption = keyText(opts.decryptionKey, opts.decryptionKeyFile, '--decryption-key');
-      const verification = keyText(opts.verificationKey, opts.verificationKeyFile, '--verification-key');
-      let decryptionKey: Uint8Array;
-      let verificationKey: Uint8Array;
-      try {
-        ({ decryptionKey, verificationKey } = parsePlayKeys(decryption, verification));
-      } catch (err) {
-        throw usageError(`${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption)`);
+      const verdicts = verdictPolicy(opts);
+      const serviceAccount = await serviceAccountOption(opts);
+      const anyKey = [opts.decryptionKey, opts.decryptionKeyFile, opts.verificationKey, opts.verificationKeyFile].some((v) => v !== undefined);
+      if (opts.withoutKeys && anyKey) throw usageError('--without-keys takes no key options');
+      // without keys: a service account alone (standard requests only), or a policy change of an existing package
+      const policyOnly = !anyKey && (serviceAccount !== undefined || Object.keys(verdicts).length > 0 || opts.certDigest.length > 0 || opts.minVerdict !== undefined || opts.allowUnrecognized === true || opts.maxAge !== undefined);
+      let pair: { id: string; decryptionKey: Uint8Array; verificationKey: Uint8Array } | null = null;
+      if (!opts.withoutKeys && !policyOnly) {
+        const decryption = keyText(opts.decryptionKey, opts.decryptionKeyFile, '--decryption-key');
+        const verification = keyText(opts.verificationKey, opts.verificationKeyFile, '--verification-key');
+        try {
+          const { decryptionKey, verificationKey } = parsePlayKeys(decryption, verification);
+          pair = { id: keyPairId(decryptionKey, verificationKey), decryptionKey, verificationKey };
+        } catch (err) {
+          throw usageError(`${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption), or give --without-keys`);
+        }
       }
       const digests = opts.certDigest.map((d) => {
         const bytes = parseCertificateDigest(d);
@@ -107,22 +133,35 @@ Examples:
         maxAgeSeconds = Number(opts.maxAge);
         if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 1 || maxAgeSeconds > 86_400) throw usageError('--max-age must be 1 to 86400 seconds');
       }
-      const id = keyPairId(decryptionKey, verificationKey);
       const auditor = auditorFor(command);
       await withSecrets(async (handle, secrets) => {
-        const result = await createAllowlistRepository(handle.db, secrets.box).addAndroid(
+        const repo = createAllowlistRepository(handle.db, secrets.box);
+        if (!pair && !opts.withoutKeys && serviceAccount == null && !(await repo.listAndroid()).some((p) => p.packageName === pkg)) {
+          throw usageError(`${pkg} is not on the allowlist: a new package needs --decryption-key and --verification-key, --service-account-file, or --without-keys`);
+        }
+        const result = await repo.addAndroid(
           pkg,
-          { id, decryptionKey, verificationKey },
+          pair,
           {
             ...(digests.length ? { certificateDigests: digests } : {}),
             ...(opts.minVerdict ? { minVerdict: VERDICTS[opts.minVerdict]! } : {}),
             ...(opts.allowUnrecognized ? { allowUnrecognized: true } : {}),
             ...(maxAgeSeconds !== undefined ? { maxAgeSeconds } : {}),
+            ...verdicts,
+            ...(serviceAccount !== undefined ? { serviceAccount } : {}),
           },
           auditor,
         );
-        if (opts.json) printJson({ kind: 'android', packageName: pkg, keyId: id, ...result });
-        else process.stdout.write(`${result.package} android ${pkg}; key pair ${id} ${result.pair === 'added' ? 'added' : 'was already there'}\n`);
+        const account = serviceAccount === undefined ? {} : { serviceAccount: serviceAccount?.clientEmail ?? null };
+        if (opts.json) printJson({ kind: 'android', packageName: pkg, keyId: pair?.id ?? null, ...account, ...result });
+        else {
+          const parts = [`${result.package} android ${pkg}`];
+          if (pair) parts.push(`key pair ${pair.id} ${result.pair === 'added' ? 'added' : 'was already there'}`);
+          else if (opts.withoutKeys) parts.push('without Play keys');
+          if (serviceAccount) parts.push(`service account ${serviceAccount.clientEmail}`);
+          if (serviceAccount === null) parts.push('service account removed');
+          process.stdout.write(`${parts.join('; ')}\n`);
+        }
       });
     });
 
@@ -140,7 +179,14 @@ Examples:
           allowUnrecognized: p.allowUnrecognized,
           maxAgeSeconds: p.maxAgeSeconds,
           certificateDigests: p.certificateDigests.map(formatCertificateDigest),
-          keyPairs: p.keys.map((k) => k.id),
+          keyPairs: p.keys.filter((k) => !k.testOnly).map((k) => k.id),
+          testOnlyKeyPairs: p.keys.filter((k) => k.testOnly).map((k) => k.id),
+          requireLicensed: p.requireLicensed ?? false,
+          playProtectVerdicts: [...(p.playProtectVerdicts ?? [])],
+          denyAppAccessRisk: [...(p.denyAppAccessRisk ?? [])],
+          maxDeviceActivity: p.maxDeviceActivity ?? null,
+          // the email only: the key is a secret
+          serviceAccount: p.serviceAccount?.clientEmail ?? null,
         }));
         if (opts.json) {
           printJson({ apple, android: androidView });
@@ -152,8 +198,11 @@ Examples:
             'android',
             p.packageName,
             `min ${p.minVerdict.replace('MEETS_', '').replace('_INTEGRITY', '').toLowerCase()}, max-age ${p.maxAgeSeconds}s` +
-              `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}`,
-            p.keyPairs.join(' ') || '(none: no token can pass)',
+              `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}` +
+              `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
+              `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
+              `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}`,
+            [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') || (p.serviceAccount ? '(none: standard requests only)' : '(none: no token can pass)'),
           ]),
         ]);
       });
@@ -219,7 +268,57 @@ interface AndroidOptions {
   minVerdict?: string;
   allowUnrecognized?: boolean;
   maxAge?: string;
+  withoutKeys?: boolean;
+  serviceAccountFile?: string;
+  removeServiceAccount?: boolean;
+  requireLicensed?: boolean;
+  requirePlayProtect?: boolean | string;
+  denyAppAccessRisk?: boolean | string;
+  maxDeviceActivity?: boolean | string;
   json?: boolean;
+}
+
+/** The newer-verdict flags as policy fields; a flag not given leaves the stored value. */
+function verdictPolicy(opts: AndroidOptions): AndroidPolicyInput {
+  const out: AndroidPolicyInput = {};
+  if (opts.requireLicensed !== undefined) out.requireLicensed = opts.requireLicensed;
+  if (opts.requirePlayProtect === true) out.playProtectVerdicts = ['NO_ISSUES'];
+  else if (opts.requirePlayProtect === false) out.playProtectVerdicts = [];
+  else if (typeof opts.requirePlayProtect === 'string') {
+    const parsed = parsePlayProtectList(opts.requirePlayProtect);
+    if (!parsed.ok) throw usageError(`--require-play-protect: ${parsed.problem}`);
+    out.playProtectVerdicts = parsed.values;
+  }
+  if (opts.denyAppAccessRisk === false) out.denyAppAccessRisk = [];
+  else if (typeof opts.denyAppAccessRisk === 'string') {
+    const parsed = parseAppAccessRiskList(opts.denyAppAccessRisk);
+    if (!parsed.ok) throw usageError(`--deny-app-access-risk: ${parsed.problem}`);
+    out.denyAppAccessRisk = parsed.values;
+  }
+  if (opts.maxDeviceActivity === false) out.maxDeviceActivity = null;
+  else if (typeof opts.maxDeviceActivity === 'string') {
+    const text = opts.maxDeviceActivity.trim().toUpperCase();
+    const level = /^\d$/.test(text) ? `LEVEL_${text}` : text;
+    if (!isDeviceActivityLevel(level)) throw usageError(`--max-device-activity must be LEVEL_1 to LEVEL_4, got "${opts.maxDeviceActivity}"`);
+    out.maxDeviceActivity = level as DeviceActivityLevel;
+  }
+  return out;
+}
+
+/** `--service-account-file` read and checked, `null` for `--remove-service-account`, else undefined. */
+async function serviceAccountOption(opts: AndroidOptions): Promise<GoogleServiceAccount | null | undefined> {
+  if (opts.removeServiceAccount && opts.serviceAccountFile !== undefined) throw usageError('give --service-account-file or --remove-service-account, not both');
+  if (opts.removeServiceAccount) return null;
+  if (opts.serviceAccountFile === undefined) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(opts.serviceAccountFile, 'utf8');
+  } catch (err) {
+    throw usageError(`--service-account-file: cannot read ${opts.serviceAccountFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  const parsed = await parseServiceAccount(text);
+  if (!parsed.ok) throw usageError(`--service-account-file ${opts.serviceAccountFile}: ${parsed.problem}`);
+  return parsed.account;
 }
 
 function collect(value: string, previous: string[]): string[] {

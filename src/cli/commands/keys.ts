@@ -24,9 +24,10 @@ Examples:
     // checked in the action, so that a misspelt option (--nme) is reported as such first
     .option('--name <name>', 'who the key is for (shown in lists and logs); required')
     .option('--expires-in <duration>', 'lifetime with its unit: 90d, 12h, 2w, 30m (default: no expiry)')
-    .option('--json', 'print {"id","name","key","createdAt","expiresAt"}')
-    .addHelpText('after', '\nExamples:\n  $ attest keys create --name "mobile banking" --expires-in 90d\n  $ attest keys create --name ci --json | jq -r .key')
-    .action(async (opts: { name?: string; expiresIn?: string; json?: boolean }, command: Command) => {
+    .option('--test', 'a test-mode key: its verifications also trust this deployment\'s development roots (attest dev ...)')
+    .option('--json', 'print {"id","name","mode","key","createdAt","expiresAt"}')
+    .addHelpText('after', '\nExamples:\n  $ attest keys create --name "mobile banking" --expires-in 90d\n  $ attest keys create --name ci --test --json | jq -r .key')
+    .action(async (opts: { name?: string; expiresIn?: string; test?: boolean; json?: boolean }, command: Command) => {
       if (opts.name === undefined) throw usageError("required option '--name <name>' not specified");
       const name = opts.name.trim();
       if (!name || name.length > 100) throw usageError('--name must be 1 to 100 characters');
@@ -36,11 +37,12 @@ Examples:
       const { id, key } = generateApiKey(config().apiKeyPrefix);
       const hash = await hashApiKey(key);
       await withDatabase(async (handle) => {
-        const row = await createApiKeyRepository(handle.db).insert({ id, name, hash, expiresInSeconds: expiresIn }, auditor);
+        const row = await createApiKeyRepository(handle.db).insert({ id, name, hash, expiresInSeconds: expiresIn, mode: opts.test ? 'test' : 'live' }, auditor);
         if (opts.json) {
-          printJson({ id: row.id, name: row.name, key, createdAt: row.createdAt.toISOString(), expiresAt: row.expiresAt?.toISOString() ?? null });
+          printJson({ id: row.id, name: row.name, mode: row.mode, key, createdAt: row.createdAt.toISOString(), expiresAt: row.expiresAt?.toISOString() ?? null });
         } else {
-          process.stdout.write(`created API key ${row.id} (${row.name}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n`);
+          const testNote = row.mode === 'test' ? 'This is a TEST key: it also accepts tokens from "attest dev mint"; never ship it in production.\n' : '';
+          process.stdout.write(`created ${row.mode} API key ${row.id} (${row.name}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n${testNote}`);
         }
       });
     });
@@ -55,10 +57,10 @@ Examples:
         const now = Date.now();
         const state = (r: (typeof rows)[number]) => (r.revokedAt ? 'revoked' : r.expiresAt && r.expiresAt.getTime() <= now ? 'expired' : 'active');
         if (opts.json) {
-          printJson(rows.map((r) => ({ id: r.id, name: r.name, state: state(r), createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, expiresAt: r.expiresAt, revokedAt: r.revokedAt })));
+          printJson(rows.map((r) => ({ id: r.id, name: r.name, mode: r.mode, state: state(r), createdAt: r.createdAt, lastUsedAt: r.lastUsedAt, expiresAt: r.expiresAt, revokedAt: r.revokedAt })));
         } else {
-          printTable(['ID', 'NAME', 'STATE', 'CREATED', 'LAST USED', 'EXPIRES', 'REVOKED'],
-            rows.map((r) => [r.id, r.name, state(r), when(r.createdAt), when(r.lastUsedAt), when(r.expiresAt), when(r.revokedAt)]));
+          printTable(['ID', 'NAME', 'MODE', 'STATE', 'CREATED', 'LAST USED', 'EXPIRES', 'REVOKED'],
+            rows.map((r) => [r.id, r.name, r.mode, state(r), when(r.createdAt), when(r.lastUsedAt), when(r.expiresAt), when(r.revokedAt)]));
         }
       });
     });

@@ -15,13 +15,14 @@ export function serveCommand(): Command {
     .option('--no-migrate', 'do not apply pending migrations; refuse to start if any are missing')
     .addOption(new Option('--metrics-port <n>', 'serve /metrics on this port instead of the API port (env ATTEST_METRICS_PORT); keep it private').argParser((v) => port(v, '--metrics-port')))
     .option('--metrics-host <h>', 'listen address for --metrics-port (env ATTEST_METRICS_HOST, default 127.0.0.1)')
+    .option('--no-test-keys', 'refuse test-mode API keys (403), as ATTEST_TEST_KEYS=off does')
     .addHelpText('after', `
 Examples:
   $ attest serve                      # embedded database in ./.attest, port 8080
   $ DATABASE_URL=postgres://attest@db/attest attest serve --port 9000 --no-migrate
   $ attest serve --metrics-port 9464     # /metrics on 127.0.0.1:9464 only`)
-    .action(async (opts: { port?: number; host?: string; migrate: boolean; metricsPort?: number; metricsHost?: string }) => {
-      const cfg = config({ port: opts.port, host: opts.host, metricsPort: opts.metricsPort, metricsHost: opts.metricsHost });
+    .action(async (opts: { port?: number; host?: string; migrate: boolean; metricsPort?: number; metricsHost?: string; testKeys: boolean }) => {
+      const cfg = config({ port: opts.port, host: opts.host, metricsPort: opts.metricsPort, metricsHost: opts.metricsHost, ...(opts.testKeys ? {} : { testKeys: false }) });
       // the HTTP stack loads only for the command that serves
       const [{ createLogger }, { startServer }] = await Promise.all([import('../../server/logger.js'), import('../../server/start.js')]);
       const logger = createLogger({ level: cfg.logLevel, file: cfg.logFile });

@@ -1,22 +1,25 @@
-import { createPublicKey, createHash } from 'node:crypto';
+import { createPublicKey, createHash, X509Certificate } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { defaultAppleRoots } from '../../core/apple/trustRoots.js';
 import { decodeBase64 } from '../../core/base64.js';
-import { isBytes, isMap } from '../../core/cbor.js';
+import { decodeStrictCbor, isBytes, isMap } from '../../core/cbor.js';
 import { CHECK_TITLES } from '../../core/checkTitles.js';
 import { findHints, type Hint } from '../../core/explain.js';
 import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
-import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, VerifyOutcome } from '../../core/types.js';
+import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, GoogleServiceAccount, IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../core/types.js';
 import { buildVerifiers, loadAppleRoots } from '../../core/verifiers.js';
 import { parseEnvelope, TOKEN_NONCE_MAX, TOKEN_NONCE_MIN, verifyToken, type VerifyInput } from '../../core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../db/allowlist.js';
 import { createAppleKeyRepository } from '../../db/appleKeys.js';
 import { colorWanted } from '../../config.js';
+import { createDevCaRepository } from '../../db/devCa.js';
+import { createPlayIntegrityClient, GoogleBusyError, GoogleFault } from '../../google/playIntegrityClient.js';
+import { parseServiceAccount } from '../../google/serviceAccount.js';
 import { config, withSecrets } from '../context.js';
-import { CliError, EXIT, usageError } from '../errors.js';
+import { CliError, EXIT, runtimeError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { paint, safeText } from '../terminalText.js';
 import { APPLE_APP_ID } from './allowlist.js';
@@ -36,6 +39,9 @@ interface Options {
   appleKey?: string;
   counter?: string;
   env?: 'production' | 'development';
+  devRoots?: boolean;
+  online?: boolean;
+  serviceAccountFile?: string;
   json?: boolean;
 }
 
@@ -49,14 +55,14 @@ const DEVICE_NONCE_MAX = 128;
 export function verifyFileCommand(): Command {
   return new Command('verify-file')
     .description('check a token offline, step by step, and explain why it is rejected (changes no state)')
-    .argument('<token>', 'file with the token as raw CBOR or base64 text; - for stdin')
+    .argument('<token>', 'file with the token as raw CBOR, base64 text, or a saved verify request body (JSON); - for stdin')
     .option('--nonce <b64>', 'the final nonce (sessionless expectedNonce)')
     .option('--server-nonce <b64>', 'the serverNonce from init (session approach)')
     .option('--device-nonce <b64>', 'with --server-nonce: the deviceNonce sent to verify')
     .option('--at <iso-time>', 'verify as of this instant (certificate validity, freshness)')
     .option('--client-data-hash <b64>', 'App Attest: use these bytes instead of SHA-256(final nonce)')
     .option('--app-id <id>', 'no database: allow this App Attest app ID (either environment); repeatable', (v: string, p: string[]) => [...p, v], [])
-    .option('--package <name>', 'no database: allow this Android package, with --decryption-key and --verification-key')
+    .option('--package <name>', 'no database: allow this Android package, with --decryption-key and --verification-key (or --service-account-file)')
     .option('--decryption-key-file <path>', 'with --package: a file holding its AES-256 decryption key (base64)')
     .option('--verification-key-file <path>', 'with --package: a file holding its EC P-256 verification key (base64)')
     .option('--decryption-key <b64>', 'the key itself (visible to other users in ps: prefer --decryption-key-file)')
@@ -64,77 +70,129 @@ export function verifyFileCommand(): Command {
     .option('--apple-key <pem>', 'no database: a registered App Attest public key (PEM file or text), with --app-id')
     .option('--counter <n>', 'with --apple-key: the stored assertion counter', '0')
     .addOption(new Option('--env <env>', 'with --apple-key: the environment the key was registered in').choices(['production', 'development']))
+    .option('--online', 'Play Integrity standard requests: let Google decode the token with the package service account (network)')
+    .option('--service-account-file <path>', 'with --package and --online: the service-account key file (JSON)')
+    .option('--dev-roots', 'verify as a test API key would: also trust the database\'s development CA and test-only Play pairs')
     .option('--json', 'print a JSON document (documented in the README)')
     .addHelpText('after', `
 Uses the allowlist and registered keys of the configured database, read-only, unless --app-id,
---package or --apple-key is given. Without a nonce flag the nonce is not checked.
+--package or --apple-key is given. Without a nonce flag the nonce is not checked; a saved verify
+request body supplies its expectedNonce. Verifies as a live API key does unless --dev-roots.
+Standard-request Play Integrity tokens can only be decoded by Google: they are verified with
+--online only.
 
 Examples:
   $ attest verify-file token.b64 --server-nonce q4T...= --device-nonce AAEC
   $ attest verify-file capture.cbor --at 2021-01-23T12:13:33Z --app-id 6MURL8TA57.de.example.app \\
       --client-data-hash SGVsbG8=
   $ attest verify-file play.cbor --nonce ... --package com.example.app \\
-      --decryption-key-file dec.key --verification-key-file ver.key --json`)
+      --decryption-key-file dec.key --verification-key-file ver.key --json
+  $ attest verify-file standard.cbor --nonce ... --online`)
     .action(async (tokenPath: string, opts: Options) => {
       if (opts.package === undefined) {
         const stray = (['decryptionKey', 'verificationKey', 'decryptionKeyFile', 'verificationKeyFile'] as const).find((k) => opts[k] !== undefined);
         if (stray) throw usageError(`--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --package`);
       }
       let token: Uint8Array;
+      let bodyNonce: string | undefined;
       try {
-        token = await readTokenInput(tokenPath);
+        ({ token, bodyNonce } = await readTokenInput(tokenPath));
       } catch (err) {
         // scripts reading --json get a document for an unreadable input too (exit 2 as well)
         if (opts.json === true && err instanceof CliError) printJson({ valid: false, error: 'input_unreadable', detail: err.message });
         throw err;
       }
+      if (bodyNonce !== undefined && opts.nonce === undefined && opts.serverNonce === undefined) opts.nonce = bodyNonce;
       const { expectedNonce, serverNonce, deviceNonce } = nonces(opts);
       const at = opts.at === undefined ? new Date() : instant(opts.at);
       const clientDataHash = opts.clientDataHash === undefined ? undefined : bytesFlag(opts.clientDataHash, '--client-data-hash');
       const input: VerifyInput = { token, expectedNonce, ...(clientDataHash ? { clientDataHash } : {}) };
       const offline = opts.appId.length > 0 || opts.package !== undefined || opts.appleKey !== undefined;
+      if (offline && opts.devRoots) throw usageError('--dev-roots reads the development CA from the database: leave out --app-id, --package and --apple-key');
+      const mode: KeyMode = opts.devRoots ? 'test' : 'live';
+      if (opts.serviceAccountFile !== undefined && (opts.package === undefined || !opts.online)) throw usageError('--service-account-file needs --package and --online');
+      if (!opts.online && isStandardRequest(token)) {
+        throw usageError('this is a Play Integrity standard-request token: only Google can decode it; re-run with --online (calls Google with the package service account)');
+      }
       const cfg = config();
       const appleRoots = loadAppleRoots(cfg.appleRootCaPath ? readFileSync(cfg.appleRootCaPath, 'utf8') : undefined);
+      const serviceAccount = opts.serviceAccountFile === undefined ? undefined : await readServiceAccount(opts.serviceAccountFile);
+      const googleDecoder = opts.online
+        ? oncePerToken(createPlayIntegrityClient({ oauthUrl: cfg.googleOauthUrl, playIntegrityUrl: cfg.googlePlayIntegrityUrl, timeoutMs: cfg.googleTimeoutMs, maxInFlight: 4 }))
+        : undefined;
 
-      const explain = async (allowlist: AllowlistReader, keys: AppleKeyStore) => {
-        const run = (i: VerifyInput, o: { allowlist?: AllowlistReader; at?: Date } = {}) =>
-          verifyToken(i, { now: () => o.at ?? at, verifiers: buildVerifiers({ allowlist: o.allowlist ?? allowlist, appleKeys: keys, appleRoots }) });
-        const outcome = await run(input);
-        const hints = outcome.ok
-          ? []
-          : await findHints(outcome, { input, at, allowlist, run, ...(serverNonce ? { serverNonce } : {}), ...(deviceNonce ? { deviceNonce } : {}) });
-        return { outcome, hints };
+      const explain = async (allowlist: AllowlistReader, keys: AppleKeyStore, devRoot: Uint8Array | null) => {
+        const rootsOf = (m: KeyMode) => (m === 'test' && devRoot ? [...appleRoots, new X509Certificate(devRoot)] : appleRoots);
+        const runAs = (m: KeyMode) => (i: VerifyInput, o: { allowlist?: AllowlistReader; at?: Date } = {}) =>
+          verifyToken(i, {
+            now: () => o.at ?? at,
+            verifiers: buildVerifiers({ allowlist: o.allowlist ?? allowlist, appleKeys: keys, appleRoots: rootsOf(m), mode: m, ...(googleDecoder ? { googleDecoder } : {}) }),
+          });
+        const run = runAs(mode);
+        try {
+          const outcome = await run(input);
+          const hints = outcome.ok
+            ? []
+            : await findHints(outcome, { input, at, allowlist, run, ...(serverNonce ? { serverNonce } : {}), ...(deviceNonce ? { deviceNonce } : {}) });
+          if (!outcome.ok && mode === 'live' && !offline && TEST_TRUST_REASONS.has(outcome.reason)) {
+            // a token minted by `attest dev mint` (or a key a test key registered) passes only for test keys
+            const asTest = await runAs('test')(input);
+            if (asTest.ok || failedAt(asTest) > failedAt(outcome)) {
+              hints.push({ code: 'test_keys_only', message: 'this token gets further as a test API key would verify it (development CA, test-only Play pairs, keys test keys registered): a live key rejects it; run again with --dev-roots to see the rest' });
+            }
+          }
+          return { outcome, hints, devRoot: devRoot !== null };
+        } catch (err) {
+          if (err instanceof GoogleFault || err instanceof GoogleBusyError) throw runtimeError(`Google gave no verdict: ${err.message}`);
+          throw err;
+        }
       };
 
       const result = offline
-        ? await explain(offlineAllowlist(opts), offlineKeys(opts, token))
+        ? await explain(offlineAllowlist(opts, serviceAccount), offlineKeys(opts, token), null)
         : await withSecrets(async (handle, secrets) => {
             // one snapshot for the whole run, so the re-tries see the same allowlist
             const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db, secrets.box), { ttlMs: Number.POSITIVE_INFINITY });
-            return explain(allowlist, readOnlyKeys(createAppleKeyRepository(handle.db)));
+            const devRoot = await createDevCaRepository(handle.db).root();
+            if (opts.devRoots && !devRoot) process.stderr.write('attest: note: this deployment has no development CA ("attest dev init"); --dev-roots adds only test-only Play pairs\n');
+            return explain(allowlist, readOnlyKeys(createAppleKeyRepository(handle.db)), devRoot);
           }, { establish: false });
 
-      report(result.outcome, result.hints, { at, nonceChecked: expectedNonce !== null, json: opts.json === true, offline, roots: appleRoots === defaultAppleRoots() ? 'apple' : 'ATTEST_APPLE_ROOT_CA' });
+      const roots = appleRoots === defaultAppleRoots() ? 'apple' : 'ATTEST_APPLE_ROOT_CA';
+      report(result.outcome, result.hints, { at, nonceChecked: expectedNonce !== null, json: opts.json === true, offline, roots: mode === 'test' && result.devRoot ? `${roots}+development` : roots, mode });
       process.exitCode = result.outcome.ok ? EXIT.ok : EXIT.negative;
     });
 }
 
+/** The rejections a test key's wider trust can change: only these are re-run as a test key. */
+const TEST_TRUST_REASONS = new Set(['apple_chain_invalid', 'apple_key_unknown', 'apple_key_registered', 'gms_decrypt_failed', 'gms_signature_invalid']);
+
+const COMPACT_JWE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*){4}$/;
+
 /**
  * Reads the token to check, in every input form verify-file knows: a file or stdin (`-`) holding
- * the token's CBOR bytes, or its base64 text. Input over {@link INPUT_MAX_BYTES} is refused
- * before it is read (a 100 MB file once took 670 MB of memory). New input forms go here.
+ * the token's CBOR bytes, its base64 text, or a saved verify request body (whose expectedNonce
+ * comes along). Raw platform evidence and empty input are named, with the `attest token wrap`
+ * that turns them into a token. Input over {@link INPUT_MAX_BYTES} is refused before it is read
+ * (a 100 MB file once took 670 MB of memory). New input forms go here.
  * @param path - the TOKEN argument
  * @throws CliError (exit 2) saying in words what the input is when it is not a token
  */
-export async function readTokenInput(path: string): Promise<Uint8Array> {
+export async function readTokenInput(path: string): Promise<{ token: Uint8Array; bodyNonce?: string }> {
   const raw = await readBounded(path);
-  if (raw.length === 0) throw usageError(`${path} is empty: give a file holding the token as CBOR or base64`);
+  const text = raw.toString('latin1').trim();
+  if (text.length === 0) throw usageError(`${path} is empty: give a file holding the token as CBOR or base64, or a saved verify request body`);
   // a CBOR map starts with major type 5; base64 text never does (it is ASCII)
-  if (raw[0]! >> 5 === 5) return new Uint8Array(raw);
-  const text = raw.toString('latin1').replace(/\s+/g, '');
-  const bytes = decodeBase64(text);
+  if (raw[0]! >> 5 === 5) return { token: notRawEvidence(new Uint8Array(raw), path) };
+  if (text.startsWith('{')) return fromRequestBody(raw, path);
+  if (COMPACT_JWE.test(text)) {
+    throw usageError(
+      `${path} holds a raw Play Integrity integrity token (a JWE), not a format-1 token: wrap it with "attest token wrap gms --package <name> --integrity-token ${path} --nonce <b64>"`,
+    );
+  }
+  const bytes = decodeBase64(text.replace(/\s+/g, ''));
   if (!bytes) throw usageError(`${path} is neither a CBOR token nor base64 text: ${describeInput(raw)}`);
-  return bytes;
+  return { token: notRawEvidence(bytes, path) };
 }
 
 async function readBounded(path: string): Promise<Buffer> {
@@ -196,6 +254,50 @@ function describeInput(raw: Buffer): string {
   return 'text that is not well-formed base64 (its length or padding is wrong)';
 }
 
+function fromRequestBody(raw: Buffer, path: string): { token: Uint8Array; bodyNonce?: string } {
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw usageError(`${path} starts like JSON but is not valid JSON; give a saved verify request body ({"attestationToken": ...}), CBOR or base64`);
+  }
+  const b = body as { attestationToken?: unknown; expectedNonce?: unknown; sessionReference?: unknown };
+  if (typeof b !== 'object' || b === null || typeof b.attestationToken !== 'string') {
+    throw usageError(`${path} is JSON without an "attestationToken" string: give a saved verify request body`);
+  }
+  const token = decodeBase64(b.attestationToken);
+  if (!token) throw usageError(`${path}: "attestationToken" is not base64 (the service answers such a request 400)`);
+  if (b.sessionReference !== undefined) process.stderr.write('attest: note: the body uses a session: give --server-nonce (and --device-nonce) to check the nonce\n');
+  return { token: notRawEvidence(token, path), ...(typeof b.expectedNonce === 'string' ? { bodyNonce: b.expectedNonce } : {}) };
+}
+
+/** Refuses an App Attest attestation or assertion object given where a token belongs. */
+function notRawEvidence(bytes: Uint8Array, path: string): Uint8Array {
+  let value: unknown;
+  try {
+    value = decodeStrictCbor(bytes, { maxBytes: 64 * 1024, maxDepth: 16 });
+  } catch {
+    return bytes; // the verification reports what is wrong with it
+  }
+  if (!isMap(value) || value.has('v')) return bytes;
+  if (value.has('fmt') && value.has('attStmt') && value.has('authData')) {
+    throw usageError(
+      `${path} holds a raw App Attest attestation object, not a format-1 token: wrap it with "attest token wrap apple --key-id <b64> --attestation ${path} --nonce <b64>"`,
+    );
+  }
+  if (value.has('signature') && value.has('authenticatorData')) {
+    throw usageError(`${path} holds a raw App Attest assertion object, not a format-1 token: wrap it with "attest token wrap apple --key-id <b64> --assertion ${path} --nonce <b64>"`);
+  }
+  return bytes;
+}
+
+/** How far a verification got: the index of its failing check (as explain.ts ranks re-runs). */
+function failedAt(outcome: VerifyOutcome): number {
+  if (outcome.ok) return Number.POSITIVE_INFINITY;
+  const i = outcome.checks.findIndex((c) => c.status === 'fail');
+  return i === -1 ? outcome.checks.length : i;
+}
+
 function bytesFlag(value: string, flag: string): Uint8Array {
   const bytes = decodeBase64(value);
   if (!bytes) throw usageError(`${flag} must be base64 (standard or URL-safe)`);
@@ -236,21 +338,22 @@ function instant(text: string): Date {
   return d;
 }
 
-function offlineAllowlist(opts: Options): AllowlistReader {
+function offlineAllowlist(opts: Options, serviceAccount: GoogleServiceAccount | undefined): AllowlistReader {
   for (const id of opts.appId) if (!APPLE_APP_ID.test(id)) throw usageError(`--app-id "${id}" is not TEAMID.bundle.id`);
   const android = [];
   if (opts.package !== undefined) {
     const decryption = keyFlag(opts, 'decryptionKey', '--decryption-key');
     const verification = keyFlag(opts, 'verificationKey', '--verification-key');
-    if (decryption === undefined || verification === undefined) {
-      throw usageError('--package needs --decryption-key-file and --verification-key-file (or --decryption-key and --verification-key)');
+    const keyless = serviceAccount !== undefined && decryption === undefined && verification === undefined;
+    if (!keyless && (decryption === undefined || verification === undefined)) {
+      throw usageError('--package needs --decryption-key-file and --verification-key-file (or --decryption-key and --verification-key; for standard requests, --service-account-file with --online)');
     }
     try {
-      const decryptionKey = parseDecryptionKey(decryption);
-      const verificationKey = parseVerificationKey(verification);
+      const keys = keyless ? [] : [{ id: 'cli', decryptionKey: parseDecryptionKey(decryption!), verificationKey: parseVerificationKey(verification!) }];
       android.push({
         packageName: opts.package,
-        keys: [{ id: 'cli', decryptionKey, verificationKey }],
+        keys,
+        ...(serviceAccount ? { serviceAccount } : {}),
         certificateDigests: [],
         minVerdict: 'MEETS_DEVICE_INTEGRITY' as const,
         allowUnrecognized: false,
@@ -285,6 +388,41 @@ function keyFlag(opts: Options, name: 'decryptionKey' | 'verificationKey', flag:
     if (err instanceof CliError) throw err;
     throw usageError(`${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
   }
+}
+
+/** Whether the token is a `gms` token of a standard request (which only Google can decode). */
+function isStandardRequest(token: Uint8Array): boolean {
+  try {
+    const { service, evidence } = parseEnvelope(token);
+    return service === 'gms' && isMap(evidence) && evidence.get('request') === 'standard';
+  } catch {
+    return false; // the verification itself reports a token that does not parse
+  }
+}
+
+async function readServiceAccount(path: string): Promise<GoogleServiceAccount> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw usageError(`--service-account-file: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+  }
+  const parsed = await parseServiceAccount(text);
+  if (!parsed.ok) throw usageError(`--service-account-file ${path}: ${parsed.problem}`);
+  return parsed.account;
+}
+
+/** The hints re-run the verification: Google is asked once per token, the answer reused. */
+function oncePerToken(decoder: IntegrityTokenDecoder): IntegrityTokenDecoder {
+  const answers = new Map<string, ReturnType<IntegrityTokenDecoder['decode']>>();
+  return {
+    decode(request) {
+      const key = `${request.packageName}\n${request.integrityToken}`;
+      let answer = answers.get(key);
+      if (!answer) answers.set(key, (answer = decoder.decode(request)));
+      return answer;
+    },
+  };
 }
 
 function offlineKeys(opts: Options, token: Uint8Array): AppleKeyStore {
@@ -342,7 +480,7 @@ function readOnlyKeys(store: AppleKeyStore): AppleKeyStore {
 function report(
   outcome: VerifyOutcome,
   hints: Hint[],
-  ctx: { at: Date; nonceChecked: boolean; json: boolean; offline: boolean; roots: string },
+  ctx: { at: Date; nonceChecked: boolean; json: boolean; offline: boolean; roots: string; mode: KeyMode },
 ) {
   const checks = outcome.checks.map((c) => ({ id: c.id, title: CHECK_TITLES[c.id] ?? c.id, status: c.status, detail: c.detail, ...(c.reason ? { reason: c.reason } : {}) }));
   if (ctx.json) {
@@ -353,6 +491,7 @@ function report(
       nonceChecked: ctx.nonceChecked,
       source: ctx.offline ? 'flags' : 'database',
       trustRoots: ctx.roots,
+      mode: ctx.mode,
       facts: outcome.facts,
       checks,
       ...(outcome.ok ? { details: outcome.details } : {}),
@@ -367,7 +506,7 @@ function report(
   const line = (text: string) => out.push(safeText(text));
   const f = outcome.facts;
   line(`token: service ${f.service ?? '?'}${f.shape ? `, ${f.shape}` : ''}${f.appId ? `, app ${f.appId}` : ''}${f.packageName ? `, package ${f.packageName}` : ''}${f.keyId ? `, key ${f.keyId}` : ''}`);
-  line(`verified at ${ctx.at.toISOString()} against ${ctx.offline ? 'the flags given' : 'the configured database (read-only)'}`);
+  line(`verified at ${ctx.at.toISOString()} against ${ctx.offline ? 'the flags given' : 'the configured database (read-only)'}, as a ${ctx.mode} API key would`);
   if (!ctx.nonceChecked) out.push(p.yellow('nonce: NOT CHECKED (no --nonce or --server-nonce given)'));
   out.push('');
   const mark = { pass: p.green('pass'), fail: p.red(p.bold('FAIL')), skip: p.dim('skip') } as const;

@@ -13,6 +13,7 @@ import type {
   AppleKeyRecord,
   AppleKeyStore,
   AppleTokenDetails,
+  KeyMode,
   PlatformContext,
   PlatformDetails,
   PlatformVerifier,
@@ -39,6 +40,11 @@ export interface AppleVerifierDeps {
   roots: readonly X509Certificate[];
   allowlist: AllowlistReader;
   keys: AppleKeyStore;
+  /**
+   * the mode of the API key verifying (default live): keys registered under a test key are
+   * refused to live keys, and keys this verifier registers are recorded with its mode
+   */
+  mode?: KeyMode;
   /** parsed public keys kept per key id; default 10 000 */
   keyCacheSize?: number;
   /** verified intermediate certificates kept; default 64 */
@@ -80,6 +86,7 @@ export function readAppleEvidence(evidence: unknown): AppleEvidence {
 export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
   const chain = createCertificateChainVerifier(deps.roots, { intermediateCacheSize: deps.intermediateCacheSize });
   const { allowlist, keys } = deps;
+  const mode = deps.mode ?? 'live';
   // Creating a KeyObject from DER costs about three signature checks; an assertion should cost one.
   const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(deps.keyCacheSize ?? 10_000);
 
@@ -104,7 +111,10 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
   // the same: an assertion for a known key is then one statement, not a read and then an update.
   const knownRows = new LruCache<string, AppleKeyRecord>(deps.keyCacheSize ?? 10_000);
   const sameRow = (a: AppleKeyRecord, b: AppleKeyRecord) =>
-    a.appId === b.appId && a.environment === b.environment && Buffer.from(a.publicKey).equals(Buffer.from(b.publicKey));
+    a.appId === b.appId &&
+    a.environment === b.environment &&
+    (a.mode ?? 'live') === (b.mode ?? 'live') &&
+    Buffer.from(a.publicKey).equals(Buffer.from(b.publicKey));
 
   function remember(keyId: Uint8Array, spki: Uint8Array, key: KeyObject): void {
     publicKeys.set(Buffer.from(keyId).toString('hex'), { spki: Buffer.from(spki), key });
@@ -158,6 +168,11 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       record = await keys.find(keyId);
     }
 
+    if (record?.mode === 'test' && mode !== 'test') {
+      // the key store is shared: a key whose attestation only a test key accepted (it may chain
+      // to the development CA) must not become usable in production
+      throw new Rejection('apple_key_unknown', 'this key was registered with a test API key; live API keys do not accept it');
+    }
     if (record) {
       // An attestation sent along with an assertion for a registered key is ignored.
       if (!assertion) throw new Rejection('apple_key_registered', 'an attestation for a key that is already registered');
@@ -198,11 +213,12 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       appId: attested.appId,
       environment: attested.environment,
       counter,
+      mode,
     });
     if (!registered) throw new Rejection('apple_key_registered', 'another request registered this key first');
     remember(keyId, attested.publicKey, attested.publicKeyObject);
-    knownRows.set(rowKey, { keyId, publicKey: attested.publicKey, appId: attested.appId, environment: attested.environment, counter });
-    trace.pass('apple.register', `key registered for "${attested.appId}" (${attested.environment}) with counter ${counter}`);
+    knownRows.set(rowKey, { keyId, publicKey: attested.publicKey, appId: attested.appId, environment: attested.environment, counter, mode });
+    trace.pass('apple.register', `key registered for "${attested.appId}" (${attested.environment}) with counter ${counter}${mode === 'test' ? ', for test API keys only' : ''}`);
     return details({ keyId, appId: attested.appId, environment: attested.environment, counter });
   }
 

@@ -1,13 +1,23 @@
+import { createHash } from 'node:crypto';
 import { decodeBase64 } from '../base64.js';
 import { isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
-import type { AllowlistReader, AndroidPackagePolicy, GoogleTokenDetails, PlatformContext, PlatformDetails, PlatformVerifier } from '../types.js';
+import type {
+  AllowlistReader,
+  AndroidPackagePolicy,
+  GoogleTokenDetails,
+  IntegrityTokenDecoder,
+  PlatformContext,
+  PlatformDetails,
+  PlatformVerifier,
+} from '../types.js';
 import { bytesEqual } from '../verify.js';
 import { DEFAULT_MIN_VERDICT, isMinVerdict, meetsMinimumVerdict, strongestVerdict } from './deviceVerdict.js';
 import { KeyCache } from './keyCache.js';
 import { openIntegrityToken } from './openIntegrityToken.js';
-import { parsePlayIntegrityPayload } from './playIntegrityPayload.js';
+import { parsePlayIntegrityJson, parsePlayIntegrityPayload, type PlayIntegrityPayload } from './playIntegrityPayload.js';
 import { quote } from './quote.js';
+import { checkNewerVerdicts, VERDICT_CHECKS } from './verdictPolicy.js';
 
 /** Largest `integrityToken` accepted, in UTF-8 bytes (token-format.md section 4). */
 export const INTEGRITY_TOKEN_MAX_BYTES = 16 * 1024;
@@ -19,8 +29,9 @@ export const DEFAULT_MAX_AGE_SECONDS = 600;
 export const MAX_FUTURE_SKEW_MS = 60_000;
 
 /**
- * The stable check ids, in order. `gms.evidence` (the shape of the `gms` map) comes before the ten
- * checks of token-format.md section 4 so a malformed map is attributed to a check of its own.
+ * The stable check ids of a classic request, in order. `gms.evidence` (the shape of the `gms` map)
+ * comes before the ten checks of token-format.md section 4 so a malformed map is attributed to a
+ * check of its own; the newer verdicts run before freshness, which stays last.
  */
 export const GOOGLE_CHECKS = [
   'gms.evidence',
@@ -33,6 +44,25 @@ export const GOOGLE_CHECKS = [
   'gms.recognition',
   'gms.certificate',
   'gms.integrity',
+  ...VERDICT_CHECKS,
+  'gms.freshness',
+] as const;
+
+/**
+ * The check ids of a standard request: Google decodes the token (no local keys), and the request
+ * hash binds the final nonce; every later check is the classic one.
+ */
+export const GOOGLE_STANDARD_CHECKS = [
+  'gms.evidence',
+  'gms.package',
+  'gms.decode',
+  'gms.payload',
+  'gms.requestHash',
+  'gms.packageMatch',
+  'gms.recognition',
+  'gms.certificate',
+  'gms.integrity',
+  ...VERDICT_CHECKS,
   'gms.freshness',
 ] as const;
 
@@ -41,62 +71,54 @@ export interface GoogleVerifierDeps {
   allowlist: AllowlistReader;
   /** imported keys, kept across requests; a fresh bounded cache when omitted */
   keyCache?: KeyCache;
+  /** Google's decodeIntegrityToken, for standard requests; without it they are a fault */
+  decoder?: IntegrityTokenDecoder;
 }
 
 /**
- * Creates the Play Integrity verifier (classic request, verified locally with the app's own keys).
- * @param deps the Android allowlist, and optionally a key cache to share
+ * Creates the Play Integrity verifier: classic requests verified locally with the app's own keys,
+ * standard requests decoded by Google through `deps.decoder`.
+ * @param deps the Android allowlist, and optionally a key cache to share and the decoder
  * @returns the `gms` platform verifier; its `verify` throws `Rejection` for a rejected token
  */
 export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier {
   if (!deps?.allowlist || typeof deps.allowlist.androidPackage !== 'function') {
     throw new TypeError('createGoogleVerifier: deps.allowlist must be an AllowlistReader');
   }
-  const { allowlist } = deps;
+  const { allowlist, decoder } = deps;
   const keyCache = deps.keyCache ?? new KeyCache();
   const importPair = keyCache.get.bind(keyCache);
 
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
     const { trace } = ctx;
-    trace.plan(GOOGLE_CHECKS);
-
     trace.current('gms.evidence');
-    const { packageName, integrityToken } = readEvidence(evidence);
+    let read: Evidence;
+    try {
+      read = readEvidence(evidence);
+    } catch (err) {
+      trace.plan(GOOGLE_CHECKS);
+      throw err;
+    }
+    const { packageName, integrityToken, standard } = read;
+    trace.plan(standard ? GOOGLE_STANDARD_CHECKS : GOOGLE_CHECKS);
     trace.facts.packageName = packageName;
-    trace.pass('gms.evidence', `package name and a ${Buffer.byteLength(integrityToken)}-byte integrity token`);
+    if (standard) trace.facts.request = 'standard';
+    trace.pass('gms.evidence', `package name and a ${Buffer.byteLength(integrityToken)}-byte ${standard ? 'standard' : 'classic'}-request integrity token`);
 
     // Check 1: the claimed package selects the allowlist entry, and so the keys
     trace.current('gms.package');
     const policy = await allowlist.androidPackage(packageName);
     if (!policy) throw new Rejection('gms_package_not_allowed', `package ${quote(packageName)} is not on the Android allowlist`);
     const { minVerdict, maxAgeSeconds } = policySettings(policy);
-    trace.pass('gms.package', `package ${quote(packageName)} is allowlisted with ${policy.keys.length} key pair(s)`);
+    trace.pass(
+      'gms.package',
+      standard
+        ? `package ${quote(packageName)} is allowlisted${policy.serviceAccount ? ' with a service account' : ''}`
+        : `package ${quote(packageName)} is allowlisted with ${policy.keys.length} key pair(s)`,
+    );
 
-    // Checks 2 and 3: JWE A256KW/A256GCM, then JWS ES256, across the package's key pairs
-    trace.current('gms.decrypt');
-    const opened = await openIntegrityToken(integrityToken, policy.keys, importPair);
-    if (opened.stage === 'sealed') throw new Rejection('gms_decrypt_failed', opened.problem);
-    const decryptedBy = opened.stage === 'verified' ? [opened.pairId] : opened.pairIds;
-    trace.pass('gms.decrypt', `decrypted (A256KW, A256GCM) with key pair ${decryptedBy.map(quote).join(', ')}`);
-    trace.current('gms.signature');
-    if (opened.stage === 'decrypted') throw new Rejection('gms_signature_invalid', opened.problem);
-    trace.pass('gms.signature', `ES256 signature verified with key pair ${quote(opened.pairId)}`);
-
-    // Check 4: the verdict layout
-    trace.current('gms.payload');
-    const parsed = parsePlayIntegrityPayload(opened.payload);
-    if (!parsed.ok) throw new Rejection('gms_payload_malformed', parsed.problem);
-    const { requestDetails, appIntegrity, deviceIntegrity } = parsed.payload;
-    trace.pass('gms.payload', 'Play Integrity verdict layout');
-
-    // Check 5: the nonce the device asked Google to bind is this request's final nonce
-    trace.current('gms.nonce');
-    const nonce = decodeBase64(requestDetails.nonce);
-    if (nonce === null) throw new Rejection('gms_nonce_mismatch', 'requestDetails.nonce is not base64url');
-    if (!bytesEqual(nonce, ctx.nonce)) {
-      throw new Rejection('gms_nonce_mismatch', `requestDetails.nonce (${nonce.length} bytes) differs from the final nonce (${ctx.nonce.length} bytes)`);
-    }
-    trace.pass('gms.nonce', `requestDetails.nonce equals the final nonce (${nonce.length} bytes)`);
+    const payload = standard ? await decodeStandard(packageName, integrityToken, policy, ctx) : await openClassic(integrityToken, policy, ctx);
+    const { requestDetails, appIntegrity, deviceIntegrity } = payload;
 
     // Check 6: the package Google measured is the one whose keys and policy were used; the
     // request package name alone is whatever the caller passed to the API
@@ -148,6 +170,17 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     }
     trace.pass('gms.integrity', `device verdict ${strongest} meets the minimum ${minVerdict}`);
 
+    // The newer verdicts, each only when the package policy asks for it
+    for (const result of checkNewerVerdicts(payload, policy)) {
+      trace.current(result.check);
+      if (!result.ok) {
+        if (result.missing) trace.facts.missingVerdict = result.missing;
+        throw new Rejection(result.reason, result.detail);
+      }
+      if (result.required) trace.pass(result.check, result.detail);
+      else trace.skip(result.check, result.detail);
+    }
+
     // Check 10: issued recently, by the verification clock
     trace.current('gms.freshness');
     const issued = requestDetails.timestampMillis;
@@ -161,15 +194,85 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     }
     trace.pass('gms.freshness', ageMs >= 0 ? `issued ${seconds(ageMs)} s ago (at most ${maxAgeSeconds} s)` : `issued ${seconds(-ageMs)} s ahead of the clock (at most ${MAX_FUTURE_SKEW_MS / 1000} s)`);
 
-    const googleTokenDetails: GoogleTokenDetails = { packageName, deviceIntegrityVerdicts: [...verdicts], timestampMillis: issued };
+    const googleTokenDetails: GoogleTokenDetails = { packageName, deviceIntegrityVerdicts: [...verdicts], timestampMillis: issued, ...extensions(payload) };
     return { service: 'gms', googleTokenDetails };
+  }
+
+  /** Checks 2 to 5 of a classic request: JWE, JWS, layout, then the nonce. */
+  async function openClassic(integrityToken: string, policy: AndroidPackagePolicy, ctx: PlatformContext): Promise<PlayIntegrityPayload> {
+    const { trace } = ctx;
+    // Checks 2 and 3: JWE A256KW/A256GCM, then JWS ES256, across the package's key pairs
+    trace.current('gms.decrypt');
+    const opened = await openIntegrityToken(integrityToken, policy.keys, importPair);
+    if (opened.stage === 'sealed') throw new Rejection('gms_decrypt_failed', opened.problem);
+    const decryptedBy = opened.stage === 'verified' ? [opened.pairId] : opened.pairIds;
+    trace.pass('gms.decrypt', `decrypted (A256KW, A256GCM) with key pair ${decryptedBy.map(quote).join(', ')}`);
+    trace.current('gms.signature');
+    if (opened.stage === 'decrypted') throw new Rejection('gms_signature_invalid', opened.problem);
+    trace.pass('gms.signature', `ES256 signature verified with key pair ${quote(opened.pairId)}`);
+
+    // Check 4: the verdict layout
+    trace.current('gms.payload');
+    const parsed = parsePlayIntegrityPayload(opened.payload);
+    if (!parsed.ok) throw new Rejection('gms_payload_malformed', parsed.problem);
+    const { requestDetails } = parsed.payload;
+    trace.pass('gms.payload', 'Play Integrity verdict layout');
+
+    // Check 5: the nonce the device asked Google to bind is this request's final nonce
+    trace.current('gms.nonce');
+    if (requestDetails.nonce === undefined) throw new Rejection('gms_nonce_mismatch', 'requestDetails.nonce is absent (a standard-request verdict sent as classic?)');
+    const nonce = decodeBase64(requestDetails.nonce);
+    if (nonce === null) throw new Rejection('gms_nonce_mismatch', 'requestDetails.nonce is not base64url');
+    if (!bytesEqual(nonce, ctx.nonce)) {
+      throw new Rejection('gms_nonce_mismatch', `requestDetails.nonce (${nonce.length} bytes) differs from the final nonce (${ctx.nonce.length} bytes)`);
+    }
+    trace.pass('gms.nonce', `requestDetails.nonce equals the final nonce (${nonce.length} bytes)`);
+
+    return parsed.payload;
+  }
+
+  /** A standard request: Google decodes the token, then the request hash binds the final nonce. */
+  async function decodeStandard(packageName: string, integrityToken: string, policy: AndroidPackagePolicy, ctx: PlatformContext): Promise<PlayIntegrityPayload> {
+    const { trace } = ctx;
+    trace.current('gms.decode');
+    if (!policy.serviceAccount) {
+      throw new Rejection('gms_standard_not_configured', `package ${quote(packageName)} has no service account, so its standard-request tokens cannot be decoded`);
+    }
+    if (!decoder) throw new Error('standard-request tokens need the Google decoder, and none is configured');
+    const decoded = await decoder.decode({ packageName, integrityToken, serviceAccount: policy.serviceAccount });
+    if (!decoded.ok) throw new Rejection('gms_decode_rejected', decoded.problem);
+    trace.pass('gms.decode', `decoded by Google with service account ${quote(policy.serviceAccount.clientEmail)}`);
+
+    trace.current('gms.payload');
+    const parsed = parsePlayIntegrityJson(decoded.payload);
+    if (!parsed.ok) throw new Rejection('gms_payload_malformed', parsed.problem);
+    trace.pass('gms.payload', 'Play Integrity verdict layout');
+
+    // the device passed requestHash = base64url(SHA-256(final nonce)) to the token provider
+    trace.current('gms.requestHash');
+    const { requestHash } = parsed.payload.requestDetails;
+    if (requestHash === undefined) throw new Rejection('gms_nonce_mismatch', 'requestDetails.requestHash is absent (a classic-request verdict sent as standard?)');
+    const hash = decodeBase64(requestHash);
+    const expected = new Uint8Array(createHash('sha256').update(ctx.nonce).digest());
+    if (hash === null || !bytesEqual(hash, expected)) {
+      throw new Rejection('gms_nonce_mismatch', `requestDetails.requestHash is not base64url(SHA-256(final nonce)) over the ${ctx.nonce.length}-byte final nonce`);
+    }
+    trace.pass('gms.requestHash', 'requestDetails.requestHash equals base64url(SHA-256(final nonce))');
+    return parsed.payload;
   }
 
   return { service: 'gms', verify };
 }
 
+interface Evidence {
+  packageName: string;
+  integrityToken: string;
+  /** `gms.request` is "standard" (absent or "classic": a classic request) */
+  standard: boolean;
+}
+
 /** The `gms` evidence map (token-format.md section 4); anything else is `token_malformed`. */
-function readEvidence(evidence: unknown): { packageName: string; integrityToken: string } {
+function readEvidence(evidence: unknown): Evidence {
   if (!isMap(evidence)) throw new Rejection('token_malformed', 'the "gms" evidence is not a map');
   const packageName = evidence.get('packageName');
   if (typeof packageName !== 'string') throw new Rejection('token_malformed', '"gms.packageName" must be text');
@@ -178,7 +281,29 @@ function readEvidence(evidence: unknown): { packageName: string; integrityToken:
   if (Buffer.byteLength(integrityToken, 'utf8') > INTEGRITY_TOKEN_MAX_BYTES) {
     throw new Rejection('token_malformed', `"gms.integrityToken" is longer than ${INTEGRITY_TOKEN_MAX_BYTES} bytes`);
   }
-  return { packageName, integrityToken };
+  const request = evidence.get('request');
+  if (request !== undefined && request !== 'classic' && request !== 'standard') {
+    throw new Rejection('token_malformed', '"gms.request" must be "classic" or "standard" when present');
+  }
+  return { packageName, integrityToken, standard: request === 'standard' };
+}
+
+/** The newer verdict fields for RP telemetry, each only when the payload carries it. */
+function extensions(payload: PlayIntegrityPayload): Partial<GoogleTokenDetails> {
+  const out: Partial<GoogleTokenDetails> = {};
+  const licensing = payload.accountDetails?.appLicensingVerdict;
+  if (licensing !== undefined) out.appLicensingVerdict = licensing;
+  const protect = payload.environmentDetails?.playProtectVerdict;
+  if (protect !== undefined) out.playProtectVerdict = protect;
+  const apps = payload.environmentDetails?.appAccessRiskVerdict?.appsDetected;
+  if (apps !== undefined) out.appsDetected = [...apps];
+  const activity = payload.deviceIntegrity.recentDeviceActivity?.deviceActivityLevel;
+  if (activity !== undefined) out.deviceActivityLevel = activity;
+  const sdk = payload.deviceIntegrity.deviceAttributes?.sdkVersion;
+  if (sdk !== undefined) out.sdkVersion = sdk;
+  const version = payload.appIntegrity.versionCode;
+  if (version !== undefined) out.versionCode = version;
+  return out;
 }
 
 /**

@@ -12,23 +12,30 @@ const timestampMillis = z
   .transform((v) => Number(v))
   .refine((v) => Number.isSafeInteger(v), 'expected a safe integer of milliseconds');
 
+/** Google's JSON int64 and int32 fields come as numbers or decimal strings. */
+const intText = z.union([z.string().regex(/^-?\d{1,15}$/, 'expected a decimal integer'), z.number().int()]);
+
 /**
- * The Play Integrity verdict layout of a classic request (Google, "Integrity verdicts"), as far as
- * the checks read it. Unknown members (environmentDetails, recentDeviceActivity...) are dropped,
- * not refused: Google adds fields over time.
+ * The Play Integrity verdict layout (Google, "Integrity verdicts"), as far as the checks read it,
+ * for classic requests (`requestDetails.nonce`) and standard ones (`requestDetails.requestHash`).
+ * Unknown members (deviceRecall, legacy verdicts...) are dropped, not refused: Google adds fields
+ * over time. The newer verdicts are optional: they appear only when opted in and evaluated.
  */
 export const playIntegrityPayloadSchema = z.object({
-  requestDetails: z.object({
-    requestPackageName: z.string(),
-    nonce: z.string(),
-    timestampMillis,
-  }),
+  requestDetails: z
+    .object({
+      requestPackageName: z.string(),
+      nonce: z.string().optional(),
+      requestHash: z.string().optional(),
+      timestampMillis,
+    })
+    .refine((r) => r.nonce !== undefined || r.requestHash !== undefined, { message: 'expected nonce (classic request) or requestHash (standard request)' }),
   appIntegrity: z
     .object({
       appRecognitionVerdict: z.string(),
       packageName: z.string().optional(),
       certificateSha256Digest: z.array(z.string()).optional(),
-      versionCode: z.union([z.string(), z.number()]).optional(),
+      versionCode: z.union([z.string(), z.number()]).transform(String).optional(),
     })
     // Google sends the app's identity with every evaluated verdict; a recognized verdict without
     // it would let the package decision rest on the spoofable requestPackageName alone.
@@ -37,8 +44,16 @@ export const playIntegrityPayloadSchema = z.object({
     }),
   deviceIntegrity: z.object({
     deviceRecognitionVerdict: z.array(z.string()).optional(),
+    deviceAttributes: z.object({ sdkVersion: intText.transform(Number).optional() }).optional(),
+    recentDeviceActivity: z.object({ deviceActivityLevel: z.string().optional() }).optional(),
   }),
-  accountDetails: z.object({ appLicensingVerdict: z.string() }).optional(),
+  accountDetails: z.object({ appLicensingVerdict: z.string().optional() }).optional(),
+  environmentDetails: z
+    .object({
+      playProtectVerdict: z.string().optional(),
+      appAccessRiskVerdict: z.object({ appsDetected: z.array(z.string()).optional() }).optional(),
+    })
+    .optional(),
 });
 
 /** A payload that passed `playIntegrityPayloadSchema` (timestampMillis already a number). */
@@ -49,13 +64,24 @@ export type PlayIntegrityPayload = z.output<typeof playIntegrityPayloadSchema>;
  * @param bytes the verified JWS payload
  * @returns the payload, or a short plain-words problem
  */
-export function parsePlayIntegrityPayload(bytes: Uint8Array): { ok: true; payload: PlayIntegrityPayload } | { ok: false; problem: string } {
+export function parsePlayIntegrityPayload(bytes: Uint8Array): ParsedPayload {
   let json: unknown;
   try {
     json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
   } catch {
     return { ok: false, problem: 'the signed payload is not JSON' };
   }
+  return parsePlayIntegrityJson(json);
+}
+
+type ParsedPayload = { ok: true; payload: PlayIntegrityPayload } | { ok: false; problem: string };
+
+/**
+ * Checks an already parsed verdict (what Google's decodeIntegrityToken returns as
+ * `tokenPayloadExternal`) against the layout.
+ * @param json the verdict object
+ */
+export function parsePlayIntegrityJson(json: unknown): ParsedPayload {
   const parsed = playIntegrityPayloadSchema.safeParse(json);
   if (parsed.success) return { ok: true, payload: parsed.data };
   const issue = parsed.error.issues[0];

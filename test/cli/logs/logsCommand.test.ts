@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
-import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { logsCommand } from '../../../src/cli/commands/logs.js';
 import { CliError } from '../../../src/cli/errors.js';
 import { captureOut, fakeIo } from './helpers.js';
@@ -11,6 +11,9 @@ import { requestLine } from './sampleLog.js';
 const replay = requestLine({ requestId: 'r-replay', isValid: false, reason: 'apple_counter_replay' });
 const ok = requestLine({ requestId: 'r-ok', service: 'gms', isValid: true });
 const LOG = `${replay}\n${ok}\nnot json\n`;
+
+// the command loads the viewer (ink, react) on first use: load it here, not inside a test's time
+beforeAll(() => import('../../../src/cli/logs/runLogs.js'));
 
 let dir: string;
 let file: string;

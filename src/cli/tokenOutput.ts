@@ -1,0 +1,60 @@
+import { decodeBase64, encodeBase64 } from '../core/base64.js';
+import { TOKEN_NONCE_MAX, TOKEN_NONCE_MIN } from '../core/verify.js';
+import { usageError } from './errors.js';
+import { printJson } from './output.js';
+
+/** The nonce flags shared by `dev mint` and `token wrap`. */
+export interface NonceFlags {
+  nonce?: string;
+  serverNonce?: string;
+  deviceNonce?: string;
+}
+
+function bytes(value: string, flag: string): Uint8Array {
+  const b = decodeBase64(value);
+  if (!b) throw usageError(`${flag} must be base64 (standard or URL-safe)`);
+  return b;
+}
+
+/**
+ * The final nonce (token-format.md section 2): `--nonce` (sessionless expectedNonce) or
+ * `--server-nonce` followed by the optional `--device-nonce`. One form is required.
+ */
+export function finalNonceOf(flags: NonceFlags): Uint8Array {
+  if (flags.nonce !== undefined && (flags.serverNonce !== undefined || flags.deviceNonce !== undefined)) {
+    throw usageError('give --nonce (sessionless) or --server-nonce [--device-nonce] (session), not both');
+  }
+  if (flags.deviceNonce !== undefined && flags.serverNonce === undefined) throw usageError('--device-nonce needs --server-nonce');
+  if (flags.nonce === undefined && flags.serverNonce === undefined) {
+    throw usageError('give the nonce: --nonce <b64> (sessionless expectedNonce) or --server-nonce <b64> from init [--device-nonce <b64>]');
+  }
+  let nonce: Uint8Array;
+  if (flags.nonce !== undefined) {
+    nonce = bytes(flags.nonce, '--nonce');
+  } else {
+    const server = bytes(flags.serverNonce!, '--server-nonce');
+    const device = flags.deviceNonce === undefined ? undefined : bytes(flags.deviceNonce, '--device-nonce');
+    if (device && (device.length < 1 || device.length > 128)) throw usageError('--device-nonce must be 1 to 128 bytes');
+    nonce = device ? new Uint8Array(Buffer.concat([server, device])) : server;
+  }
+  if (nonce.length < TOKEN_NONCE_MIN || nonce.length > TOKEN_NONCE_MAX) {
+    throw usageError(`the final nonce must be ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes, got ${nonce.length}`);
+  }
+  return nonce;
+}
+
+/**
+ * Prints a token: its base64 on stdout, or with `--json` exactly `{"token","keyId"?,"counter"?}`
+ * (a stable shape: clients and scripts read it).
+ */
+export function printToken(token: Uint8Array, json: boolean | undefined, extra: { keyId?: Uint8Array; counter?: number } = {}): void {
+  if (!json) {
+    process.stdout.write(`${encodeBase64(token)}\n`);
+    return;
+  }
+  printJson({
+    token: encodeBase64(token),
+    ...(extra.keyId ? { keyId: encodeBase64(extra.keyId) } : {}),
+    ...(extra.counter !== undefined ? { counter: extra.counter } : {}),
+  });
+}

@@ -1,0 +1,198 @@
+/**
+ * The development App Attest CA: a P-384 root and intermediate shaped like Apple's, made once per
+ * deployment (`attest dev init`), and the attestations and assertions a simulated device makes
+ * under it. Test API keys trust its root; live keys never do. Certificates come from
+ * @peculiar/x509 over WebCrypto, signatures from node:crypto, objects from cbor-x.
+ */
+import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, webcrypto, type KeyObject } from 'node:crypto';
+import * as x509 from '@peculiar/x509';
+import type { AppleEnvironment } from '../types.js';
+import { APPLE_NONCE_EXTENSION_OID, appAttestNonce, nonceExtensionValue } from '../apple/nonceExtension.js';
+import { encodeCbor } from './encodeToken.js';
+
+const subtle = webcrypto.subtle;
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+const P384 = { name: 'ECDSA', namedCurve: 'P-384' } as const;
+const P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+
+/** The CA as it is stored: DER certificates and the intermediate's PKCS#8 key (the root's is dropped). */
+export interface DevCa {
+  rootCert: Uint8Array;
+  intermediateCert: Uint8Array;
+  intermediateKey: Uint8Array;
+}
+
+/**
+ * Makes a new development CA valid from `now` (an hour back, for clock skew) for 20 years (root)
+ * and 10 years (intermediate).
+ * @param now the clock
+ */
+export async function createDevCa(now: Date): Promise<DevCa> {
+  const notBefore = new Date(now.getTime() - HOUR);
+  const serial = () => Buffer.from(webcrypto.getRandomValues(new Uint8Array(8))).toString('hex').replace(/^[89a-f]/, '1');
+  const rootKeys = (await subtle.generateKey(P384, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const root = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: serial(),
+    name: 'CN=attest Development App Attestation Root CA, O=attest (test keys only)',
+    notBefore,
+    notAfter: new Date(now.getTime() + 20 * 365 * DAY),
+    keys: rootKeys,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-384' },
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(rootKeys.publicKey),
+    ],
+  });
+  const intermediateKeys = (await subtle.generateKey(P384, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const intermediate = await x509.X509CertificateGenerator.create({
+    serialNumber: serial(),
+    subject: 'CN=attest Development App Attestation CA 1, O=attest (test keys only)',
+    issuer: root.subject,
+    notBefore,
+    notAfter: new Date(now.getTime() + 10 * 365 * DAY),
+    publicKey: intermediateKeys.publicKey,
+    signingKey: rootKeys.privateKey,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-384' },
+    extensions: [
+      new x509.BasicConstraintsExtension(true, 0, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      await x509.SubjectKeyIdentifierExtension.create(intermediateKeys.publicKey),
+      await x509.AuthorityKeyIdentifierExtension.create(rootKeys.publicKey),
+    ],
+  });
+  return {
+    rootCert: new Uint8Array(root.rawData),
+    intermediateCert: new Uint8Array(intermediate.rawData),
+    intermediateKey: new Uint8Array(await subtle.exportKey('pkcs8', intermediateKeys.privateKey)),
+  };
+}
+
+/** A simulated App Attest key: a P-256 key pair and its key id. */
+export interface SimulatedKey {
+  /** SHA-256 of the uncompressed public point */
+  keyId: Uint8Array;
+  privateKey: KeyObject;
+}
+
+/** A new simulated Secure Enclave key. */
+export function createSimulatedKey(): SimulatedKey {
+  const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  return { keyId: keyIdOf(privateKey), privateKey };
+}
+
+/** A simulated key from its PKCS#8 PEM (as a device file keeps it). */
+export function loadSimulatedKey(pem: string): SimulatedKey {
+  const privateKey = createPrivateKey(pem);
+  if (privateKey.asymmetricKeyType !== 'ec' || privateKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+    throw new Error('the device key is not an EC P-256 private key');
+  }
+  return { keyId: keyIdOf(privateKey), privateKey };
+}
+
+function uncompressedPoint(key: KeyObject): Buffer {
+  const jwk = createPublicKey(key).export({ format: 'jwk' });
+  return Buffer.concat([Buffer.from([0x04]), Buffer.from(jwk.x!, 'base64url'), Buffer.from(jwk.y!, 'base64url')]);
+}
+
+function keyIdOf(key: KeyObject): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(uncompressedPoint(key)).digest());
+}
+
+/** The aaguid App Attest writes per environment (token-format.md section 5, check 7). */
+export const AAGUID: Readonly<Record<AppleEnvironment, Uint8Array>> = {
+  Development: new Uint8Array(Buffer.from('appattestdevelop', 'ascii')),
+  Production: new Uint8Array(Buffer.concat([Buffer.from('appattest', 'ascii'), Buffer.alloc(7)])),
+};
+
+const sha256 = (...parts: Uint8Array[]) => {
+  const h = createHash('sha256');
+  for (const p of parts) h.update(p);
+  return h.digest();
+};
+
+function authDataHeader(appId: string, flags: number, counter: number): Buffer {
+  const fixed = Buffer.alloc(5);
+  fixed.writeUInt8(flags, 0);
+  fixed.writeUInt32BE(counter, 1);
+  return Buffer.concat([sha256(Buffer.from(appId, 'utf8')), fixed]);
+}
+
+export interface AttestationRequest {
+  appId: string;
+  environment: AppleEnvironment;
+  /** SHA-256 of the final nonce, as the device passes it to `attestKey` */
+  clientDataHash: Uint8Array;
+  now: Date;
+  /** deny-path switches: bind another nonce; a leaf that expired days ago */
+  wrongNonce?: boolean;
+  expired?: boolean;
+}
+
+/**
+ * An attestation object for `key` under the development CA, built as Apple's: x5c [leaf,
+ * intermediate], authData with counter 0 and the environment's aaguid, the nonce extension.
+ */
+export async function mintAttestation(ca: DevCa, key: SimulatedKey, request: AttestationRequest): Promise<Uint8Array> {
+  const point = uncompressedPoint(key.privateKey);
+  const cose = encodeCbor(
+    new Map<number, unknown>([
+      [1, 2],
+      [3, -7],
+      [-1, 1],
+      [-2, point.subarray(1, 33)],
+      [-3, point.subarray(33, 65)],
+    ]),
+  );
+  const credentialLength = Buffer.alloc(2);
+  credentialLength.writeUInt16BE(key.keyId.length, 0);
+  const authData = Buffer.concat([authDataHeader(request.appId, 0x40, 0), AAGUID[request.environment], credentialLength, key.keyId, cose]);
+  const clientDataHash = request.wrongNonce ? sha256(Buffer.from('not the final nonce'), request.clientDataHash) : request.clientDataHash;
+
+  const intermediate = new x509.X509Certificate(ca.intermediateCert);
+  const signingKey = await subtle.importKey('pkcs8', ca.intermediateKey, P384, false, ['sign']);
+  const leafPublicKey = await subtle.importKey('spki', createPublicKey(key.privateKey).export({ type: 'spki', format: 'der' }), P256, true, ['verify']);
+  const t = request.now.getTime();
+  const leaf = await x509.X509CertificateGenerator.create({
+    serialNumber: `1${Buffer.from(key.keyId.subarray(0, 7)).toString('hex')}`,
+    subject: `CN=${Buffer.from(key.keyId).toString('hex')}, OU=AAA Certification, O=attest development CA`,
+    issuer: intermediate.subject,
+    notBefore: new Date(request.expired ? t - 10 * DAY : t - HOUR),
+    notAfter: new Date(request.expired ? t - 7 * DAY : t + 3 * DAY),
+    publicKey: leafPublicKey,
+    signingKey,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
+      new x509.Extension(APPLE_NONCE_EXTENSION_OID, false, nonceExtensionValue(appAttestNonce(authData, clientDataHash))),
+    ],
+  });
+  return encodeCbor(
+    new Map<string, unknown>([
+      ['fmt', 'apple-appattest'],
+      [
+        'attStmt',
+        new Map<string, unknown>([
+          ['x5c', [Buffer.from(leaf.rawData), Buffer.from(ca.intermediateCert)]],
+          ['receipt', Buffer.alloc(0)],
+        ]),
+      ],
+      ['authData', authData],
+    ]),
+  );
+}
+
+/** An assertion object by `key`: authenticatorData (flags 0x40, as devices set) and a DER signature. */
+export function mintAssertion(key: SimulatedKey, request: { appId: string; counter: number; clientDataHash: Uint8Array; wrongNonce?: boolean }): Uint8Array {
+  const authenticatorData = authDataHeader(request.appId, 0x40, request.counter);
+  const clientDataHash = request.wrongNonce ? sha256(Buffer.from('not the final nonce'), request.clientDataHash) : request.clientDataHash;
+  const signature = sign('sha256', appAttestNonce(authenticatorData, clientDataHash), key.privateKey);
+  return encodeCbor(
+    new Map<string, unknown>([
+      ['signature', signature],
+      ['authenticatorData', authenticatorData],
+    ]),
+  );
+}

@@ -1,0 +1,70 @@
+import { X509Certificate } from 'node:crypto';
+import type { AllowlistReader, AppleKeyStore, IntegrityTokenDecoder, KeyMode } from '../core/types.js';
+import { buildVerifiers } from '../core/verifiers.js';
+import type { PlatformVerifiers } from '../core/verify.js';
+
+export interface ModeVerifierDeps {
+  /** `invalidate` forces the next read to reload (the cached allowlist) */
+  allowlist: AllowlistReader & { invalidate?(): void };
+  appleKeys: AppleKeyStore;
+  /** Apple's root (or ATTEST_APPLE_ROOT_CA): trusted by both modes */
+  appleRoots: readonly X509Certificate[];
+  /** the development CA root (DER), or null before `attest dev init` */
+  devRoot(): Promise<Uint8Array | null>;
+  /** how long a read of the development root is used (a rotation reaches instances within it) */
+  ttlMs: number;
+  now?: () => number;
+  /** Google's decodeIntegrityToken (standard Play Integrity requests) */
+  googleDecoder?: IntegrityTokenDecoder;
+}
+
+/**
+ * The platform verifiers per API key mode. Live keys get Apple's roots; test keys also the
+ * development root, re-read at most every `ttlMs`. Each mode has its own verifiers, so an
+ * intermediate verified under the development root is never cached for live keys.
+ */
+export function createModeVerifiers(deps: ModeVerifierDeps): (mode: KeyMode) => Promise<PlatformVerifiers> {
+  const now = deps.now ?? Date.now;
+  const decoder = deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {};
+  const live = buildVerifiers({ allowlist: deps.allowlist, appleKeys: deps.appleKeys, appleRoots: deps.appleRoots, mode: 'live', ...decoder });
+  let test: { root: string; at: number; verifiers: PlatformVerifiers } | null = null;
+  // `dev mint gms` adds a package's test-only pair on its first mint, and the RP verifies that
+  // token at once: a package still cached without one is re-read (test keys only)
+  const allowlist = deps.allowlist;
+  const testAllowlist: AllowlistReader = {
+    appleApp: (appId) => allowlist.appleApp(appId),
+    appleApps: () => allowlist.appleApps(),
+    androidPackages: () => allowlist.androidPackages(),
+    androidPackage: async (name) => {
+      const policy = await allowlist.androidPackage(name);
+      if (!policy || policy.keys.some((k) => k.testOnly) || !allowlist.invalidate) return policy;
+      allowlist.invalidate();
+      return allowlist.androidPackage(name);
+    },
+  };
+  let loading: Promise<PlatformVerifiers> | null = null;
+
+  const load = async (): Promise<PlatformVerifiers> => {
+    const der = await deps.devRoot();
+    const root = der ? Buffer.from(der).toString('base64') : '';
+    if (test && test.root === root) {
+      test.at = now();
+      return test.verifiers;
+    }
+    const roots = der ? [...deps.appleRoots, new X509Certificate(der)] : deps.appleRoots;
+    const verifiers = buildVerifiers({ allowlist: testAllowlist, appleKeys: deps.appleKeys, appleRoots: roots, mode: 'test', ...decoder });
+    test = { root, at: now(), verifiers };
+    return verifiers;
+  };
+
+  return async (mode) => {
+    if (mode === 'live') return live;
+    // before `dev init` the root is looked for on every test request, so the first mint works at once
+    if (test && test.root !== '' && now() - test.at < deps.ttlMs) return test.verifiers;
+    // concurrent requests share one read
+    loading ??= load().finally(() => {
+      loading = null;
+    });
+    return loading;
+  };
+}
