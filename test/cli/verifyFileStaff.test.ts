@@ -89,7 +89,7 @@ describe('unreadable input', () => {
   it.each([
     ['an unreadable file', () => join(files.dir, 'missing.cbor'), /cannot read .*missing\.cbor \(ENOENT\)/],
     ['text that is not base64', () => files.file('this is not a token!\n'), /neither a CBOR token nor base64 text: text with "!" at character 20/],
-    ['a request body', () => files.file('{"attestationToken":"AAAA"}'), /looks like JSON; give the token itself/],
+    ['JSON that is not a verify request body', () => files.file('{"hello":1}'), /is JSON without an "attestationToken" string: give a saved verify request body/],
     ['binary that is not a CBOR map', () => files.file(Uint8Array.of(0x1f, 0x8b, 0x08, 0x00)), /binary data whose first byte 0x1f starts an unsigned integer in CBOR, and a token is a CBOR map/],
     ['an empty file', () => files.file(''), /is empty/],
     ['a directory', () => files.dir, /is a directory/],

@@ -40,7 +40,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       ['keys.revoke', 'k1', 'alice@ops'],
     ]);
     expect(events[0]!.before).toBeNull();
-    expect(events[0]!.after).toEqual({ name: 'ci', expiresAt: expect.any(String) });
+    expect(events[0]!.after).toEqual({ name: 'ci', mode: 'live', expiresAt: expect.any(String) });
     expect(Date.parse(events[0]!.after!.expiresAt as string)).toBe(row.expiresAt!.getTime());
     expect(events[1]!.before).toEqual({ name: 'ci', revokedAt: null });
     expect(Math.abs(events[0]!.at.getTime() - row.createdAt.getTime())).toBeLessThan(1000);

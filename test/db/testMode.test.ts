@@ -69,7 +69,7 @@ describe.each(backends())('test-mode storage on $name', (backend) => {
   });
 
   it('the development CA: init keeps the first, rotate replaces it; root() reads no secret', async () => {
-    const repo = createDevCaRepository(handle.db);
+    const repo = createDevCaRepository(handle.db, TEST_SECRETS);
     expect(await repo.get()).toBeNull();
     expect(await repo.root()).toBeNull();
     const first = await repo.put(ca(1), { replace: false });
