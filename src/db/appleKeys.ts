@@ -42,6 +42,18 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & { list()
       return rows.length === 1;
     },
 
+    async raiseCounterIfUnchanged(expected, counter) {
+      const rows = rowsOf<{ counter: string | number }>(
+        await db.execute(sql`
+          update apple_keys set counter = ${counter}, last_used_at = now()
+          where key_id = ${Buffer.from(expected.keyId)} and counter < ${counter}
+            and public_key = ${Buffer.from(expected.publicKey)} and app_id = ${expected.appId} and environment = ${expected.environment}
+            and mode = ${expected.mode ?? 'live'}
+          returning counter`),
+      );
+      return rows.length === 1;
+    },
+
     async list() {
       const rows = rowsOf<Row>(await db.execute(sql`select key_id, public_key, app_id, environment, counter, mode from apple_keys order by created_at`));
       return rows.map(toRecord);

@@ -90,6 +90,22 @@ describe.each(backends())('repositories on $name', (backend) => {
       expect(await keys.raiseCounter(randomBytes(32), 1)).toBe(false);
       expect(await keys.find(randomBytes(32))).toBeNull();
     });
+
+    it('raises the counter only while the row still holds the expected key, app and environment', async () => {
+      const keys = createAppleKeyRepository(handle.db);
+      const r = record();
+      await keys.register(r);
+      expect(await keys.raiseCounterIfUnchanged!(r, 3)).toBe(true);
+      expect(await keys.raiseCounterIfUnchanged!(r, 3)).toBe(false);
+      expect(await keys.raiseCounterIfUnchanged!({ ...r, publicKey: randomBytes(91) }, 4)).toBe(false);
+      expect(await keys.raiseCounterIfUnchanged!({ ...r, appId: 'T.other' }, 4)).toBe(false);
+      expect(await keys.raiseCounterIfUnchanged!({ ...r, environment: 'Development' }, 4)).toBe(false);
+      expect(await keys.raiseCounterIfUnchanged!({ ...r, mode: 'test' }, 4)).toBe(false);
+      expect(await keys.raiseCounterIfUnchanged!({ ...r, keyId: randomBytes(32) }, 4)).toBe(false);
+      expect((await keys.find(r.keyId))?.counter).toBe(3);
+      expect(await keys.raiseCounterIfUnchanged!(r, 4)).toBe(true);
+      expect((await keys.find(r.keyId))?.counter).toBe(4);
+    });
   });
 
   describe('api keys', () => {

@@ -107,8 +107,32 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     return key;
   }
 
+  // Rows seen per key id, for stores that can check in the counter UPDATE that the row is still
+  // the same: an assertion for a known key is then one statement, not a read and then an update.
+  const knownRows = new LruCache<string, AppleKeyRecord>(deps.keyCacheSize ?? 10_000);
+  const sameRow = (a: AppleKeyRecord, b: AppleKeyRecord) =>
+    a.appId === b.appId &&
+    a.environment === b.environment &&
+    (a.mode ?? 'live') === (b.mode ?? 'live') &&
+    Buffer.from(a.publicKey).equals(Buffer.from(b.publicKey));
+
   function remember(keyId: Uint8Array, spki: Uint8Array, key: KeyObject): void {
     publicKeys.set(Buffer.from(keyId).toString('hex'), { spki: Buffer.from(spki), key });
+  }
+
+  async function assertWith(record: AppleKeyRecord, assertion: Uint8Array, clientDataHash: Uint8Array, ctx: PlatformContext, raiseCounter: (n: number) => Promise<boolean>) {
+    begin(ctx, 'assertion');
+    ctx.trace.facts.appId = record.appId;
+    ctx.trace.facts.environment = record.environment;
+    const { counter } = await verifyAssertion(
+      {
+        assertion,
+        clientDataHash,
+        key: { publicKey: publicKeyOf(record), appId: record.appId, environment: record.environment, counter: record.counter },
+      },
+      { allowlist, trace: ctx.trace, raiseCounter },
+    );
+    return { counter, result: details({ keyId: record.keyId, appId: record.appId, environment: record.environment, counter }) };
   }
 
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
@@ -117,10 +141,32 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     trace.current('apple.shape');
     const { keyId, attestation, assertion } = readAppleEvidence(evidence);
     trace.facts.keyId = encodeBase64(keyId);
-    const record = await keys.find(keyId);
     // Apple's last assertion step (the challenge in the client data is the one the server issued)
     // holds by construction: the device signs over SHA-256 of the final nonce the service rebuilt.
     const clientDataHash = ctx.clientDataHash ?? createHash('sha256').update(ctx.nonce).digest();
+    const rowKey = Buffer.from(keyId).toString('hex');
+    const raiseIfUnchanged = keys.raiseCounterIfUnchanged?.bind(keys);
+    const seen = assertion && raiseIfUnchanged ? knownRows.get(rowKey) : undefined;
+    let record: AppleKeyRecord | null;
+    if (seen && assertion && raiseIfUnchanged) {
+      try {
+        const { counter, result } = await assertWith(seen, assertion, clientDataHash, ctx, (n) => raiseIfUnchanged(seen, n));
+        seen.counter = counter;
+        return result;
+      } catch (err) {
+        if (!(err instanceof Rejection)) throw err;
+        knownRows.delete(rowKey);
+        record = await keys.find(keyId);
+        // the same row: the verdict stands. A row changed or removed underneath (by hand) is
+        // verified again below as the store holds it now; the trace then shows both attempts.
+        if (record && sameRow(record, seen)) {
+          knownRows.set(rowKey, record);
+          throw err;
+        }
+      }
+    } else {
+      record = await keys.find(keyId);
+    }
 
     if (record?.mode === 'test' && mode !== 'test') {
       // the key store is shared: a key whose attestation only a test key accepted (it may chain
@@ -130,18 +176,9 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     if (record) {
       // An attestation sent along with an assertion for a registered key is ignored.
       if (!assertion) throw new Rejection('apple_key_registered', 'an attestation for a key that is already registered');
-      begin(ctx, 'assertion');
-      trace.facts.appId = record.appId;
-      trace.facts.environment = record.environment;
-      const { counter } = await verifyAssertion(
-        {
-          assertion,
-          clientDataHash,
-          key: { publicKey: publicKeyOf(record), appId: record.appId, environment: record.environment, counter: record.counter },
-        },
-        { allowlist, trace, raiseCounter: (n) => keys.raiseCounter(keyId, n) },
-      );
-      return details({ keyId, appId: record.appId, environment: record.environment, counter });
+      const { counter, result } = await assertWith(record, assertion, clientDataHash, ctx, (n) => keys.raiseCounter(keyId, n));
+      knownRows.set(rowKey, { ...record, counter });
+      return result;
     }
 
     if (!attestation) throw new Rejection('apple_key_unknown', 'an assertion for a key that is not registered, with no attestation');
@@ -180,6 +217,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     });
     if (!registered) throw new Rejection('apple_key_registered', 'another request registered this key first');
     remember(keyId, attested.publicKey, attested.publicKeyObject);
+    knownRows.set(rowKey, { keyId, publicKey: attested.publicKey, appId: attested.appId, environment: attested.environment, counter, mode });
     trace.pass('apple.register', `key registered for "${attested.appId}" (${attested.environment}) with counter ${counter}${mode === 'test' ? ', for test API keys only' : ''}`);
     return details({ keyId, appId: attested.appId, environment: attested.environment, counter });
   }

@@ -229,6 +229,52 @@ describe('Apple verifier through verifyToken', () => {
     });
   });
 
+  describe('keys it has seen (stores with raiseCounterIfUnchanged)', () => {
+    /** the memory store, counting reads */
+    function countingStore() {
+      const store = createMemoryAppleKeyStore();
+      const finds = { count: 0 };
+      const find = store.find;
+      store.find = (id) => (finds.count++, find(id));
+      return { store, finds };
+    }
+    const assertionToken = (device: DeviceKey, counter: number) =>
+      encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(device, { counter }).assertion });
+
+    it('verifies an assertion for a seen key with the counter update alone, and still refuses replays', async () => {
+      const device = await createDeviceKey();
+      const { store, finds } = countingStore();
+      const s = await registered(device, { keys: store });
+      const readsAfterRegistration = finds.count;
+      expect(counterOf(await s.verify(assertionToken(device, 1)))).toBe(1);
+      expect(counterOf(await s.verify(assertionToken(device, 2)))).toBe(2);
+      expect(finds.count).toBe(readsAfterRegistration);
+      const replay = await s.verify(assertionToken(device, 2));
+      expect(reason(replay)).toBe('apple_counter_replay');
+      expect(replay.checks.filter((c) => c.id === 'apple.shape')).toHaveLength(1);
+      expect(store.records.get(Buffer.from(device.keyId).toString('hex'))?.counter).toBe(2);
+      // a counter raised elsewhere (another instance) is refused here too, though the seen row says 2
+      store.records.get(Buffer.from(device.keyId).toString('hex'))!.counter = 5;
+      expect(reason(await s.verify(assertionToken(device, 4)))).toBe('apple_counter_replay');
+      expect(counterOf(await s.verify(assertionToken(device, 6)))).toBe(6);
+    });
+
+    it('uses the row the store holds now when it was changed or removed underneath', async () => {
+      const [device, replacement] = [await createDeviceKey(), await createDeviceKey()];
+      const { store } = countingStore();
+      const s = await registered(device, { keys: store });
+      expect(counterOf(await s.verify(assertionToken(device, 1)))).toBe(1);
+      const row = store.records.get(Buffer.from(device.keyId).toString('hex'))!;
+      row.publicKey = replacement.spki;
+      expect(reason(await s.verify(assertionToken(device, 2)))).toBe('apple_signature_invalid');
+      // the row's key id stays the device's; its key is now the replacement's
+      const signedByReplacement = (counter: number) => encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(replacement, { counter }).assertion });
+      expect(counterOf(await s.verify(signedByReplacement(3)))).toBe(3);
+      store.records.clear();
+      expect(reason(await s.verify(signedByReplacement(4)))).toBe('apple_key_unknown');
+    });
+  });
+
   describe('attestation plus assertion', () => {
     it("registers the key with the assertion's counter, without checking the attestation nonce", async () => {
       const device = await createDeviceKey();

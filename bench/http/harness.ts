@@ -1,0 +1,407 @@
+/**
+ * The HTTP benchmark: starts `attest serve` (dist/, via bin/attest.js) on loopback with its own
+ * keys, allowlist and test CA, plus a Hono hello-world as the yardstick, and drives both with
+ * autocannon. Bodies that reuse would change (registrations, assertions) are used once; after
+ * the run a replayed assertion and a replayed registration must be rejected.
+ * DATABASE_URL (a scratch database: it gets keys and allowlist rows) selects PostgreSQL; without
+ * it, an embedded database in a temporary folder.
+ */
+import autocannon from 'autocannon';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { DeviceKey } from '../../test/support/appleFactory.js';
+import {
+  androidAllowlistArgs,
+  assertionBody,
+  assertionToken,
+  createMaterial,
+  garbageBody,
+  playIntegrityBody,
+  registration,
+  TEST_APP_ID,
+  type Material,
+} from './tokens.js';
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const BIN = join(ROOT, 'bin', 'attest.js');
+const HELLO = join(dirname(fileURLToPath(import.meta.url)), 'hello.mjs');
+
+export interface BenchOptions {
+  connections: number[];
+  /** seconds per scenario and concurrency (duration-bound scenarios) */
+  seconds: number;
+  /** registrations per concurrency level (each a fresh key, made before the run) */
+  registrations: number;
+  databaseUrl?: string;
+  /** seconds of unreported warm-up per scenario; 0 for none */
+  warmupSeconds: number;
+  /**
+   * the master key (base64) the service seals Play Integrity keys under; a database keeps the key
+   * its secrets were sealed with, so a reused PostgreSQL database needs the same one every run
+   */
+  masterKey?: string;
+  /** run only the scenarios whose name contains one of these (the hello-world always runs) */
+  only?: string[];
+  /** extra node flags for the server (e.g. --cpu-prof) */
+  serverNodeArgs?: string[];
+  log?: (line: string) => void;
+}
+
+export interface ScenarioResult {
+  scenario: string;
+  connections: number;
+  requests: number;
+  /** responses that were the expected answer */
+  correct: number;
+  wrong: number;
+  errors: number;
+  seconds: number;
+  rps: number;
+  p50: number;
+  p99: number;
+  /** server CPU (user + system) per request, ms */
+  cpuMsPerRequest: number;
+  /** ratio of rps to the hello-world's at the same concurrency, same run */
+  ratio: number;
+  sampleWrong?: string;
+}
+
+export interface BenchResult {
+  startedAt: string;
+  database: 'embedded' | 'postgres';
+  node: string;
+  loadBefore: number[];
+  loadAfter: number[];
+  results: ScenarioResult[];
+  serverPeakRssMb: number;
+  serverRssAfterMb: number;
+  replay: { assertion: string; registration: string };
+}
+
+interface Proc {
+  child: ChildProcess;
+  url: URL;
+}
+
+function startProcess(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<Proc> {
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  return new Promise((resolve, reject) => {
+    let stderr = '';
+    const timer = setTimeout(() => reject(new Error(`${args.join(' ')} did not start: ${stderr}`)), 120_000);
+    child.stderr!.on('data', (chunk) => {
+      stderr += chunk;
+      const m = pattern.exec(stderr);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: new URL(m[1]!) });
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`${args.join(' ')} exited ${code}: ${stderr}`));
+    });
+  });
+}
+
+async function stop(p: Proc | undefined) {
+  if (!p || p.child.exitCode !== null) return;
+  const exited = new Promise((resolve) => p.child.once('exit', resolve));
+  p.child.kill('SIGTERM');
+  await exited;
+}
+
+/** CPU ms so far of `pid` (Linux /proc; USER_HZ = 100) */
+function cpuMs(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return NaN;
+  }
+}
+
+function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+type Check = (status: number, body: string) => boolean;
+const valid: Check = (status, body) => status === 200 && body.includes('"isValid":true');
+const rejected: Check = (status, body) => status === 200 && body.includes('"isValid":false');
+
+/** The autocannon requests one client sends, built per client so it can hold its own state. */
+type ClientRequests = (count: (ok: boolean, body: string) => void) => autocannon.Request[];
+
+interface Scenario {
+  name: string;
+  target: 'hello' | 'attest';
+  /** fixed number of requests (use-once bodies made beforehand) instead of a duration */
+  amount?: (connections: number) => number;
+  prepare?: (connections: number) => Promise<void>;
+  client: ClientRequests;
+}
+
+export async function runHttpBench(options: BenchOptions): Promise<BenchResult> {
+  const log = options.log ?? (() => {});
+  const dir = mkdtempSync(join(tmpdir(), 'attest-bench-'));
+  const material: Material = await createMaterial();
+  const rootCa = join(dir, 'root.pem');
+  writeFileSync(rootCa, material.ca.rootPem);
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    ATTEST_DATA_DIR: join(dir, 'data'),
+    ATTEST_APPLE_ROOT_CA: rootCa,
+    ATTEST_MASTER_KEY: options.masterKey ?? randomBytes(32).toString('base64'),
+    LOG_LEVEL: 'info',
+  };
+  delete env.ATTEST_LOG_FILE;
+  delete env.ATTEST_MASTER_KEY_FILE;
+  if (options.databaseUrl) env.DATABASE_URL = options.databaseUrl;
+  else delete env.DATABASE_URL;
+
+  const cli = (...args: string[]) => {
+    const run = spawnSync(process.execPath, [BIN, ...args], { env, encoding: 'utf8' });
+    if (run.status !== 0) throw new Error(`attest ${args.join(' ')} failed: ${run.stderr}`);
+    return run.stdout;
+  };
+  cli('db', 'migrate');
+  const apiKey = (JSON.parse(cli('keys', 'create', '--name', `bench-${Date.now()}`, '--json')) as { key: string }).key;
+  cli('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
+  cli(...androidAllowlistArgs(material));
+
+  let server: Proc | undefined;
+  let hello: Proc | undefined;
+  const loadBefore = loadavg();
+  try {
+    server = await startProcess([...(options.serverNodeArgs ?? []), BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], env, /attest listening on (http:\/\/\S+)/);
+    hello = await startProcess([HELLO], env, /hello listening on (http:\/\/\S+)/);
+    const serverPid = server.child.pid!;
+    const headers = { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' };
+    const VERIFY = '/api/v1/attestation/verify';
+    const INIT = '/api/v1/attestation/init';
+
+    // a pool of registration bodies, refilled before each run that uses them
+    let registrations: { device: DeviceKey; body: string }[] = [];
+    let lastRegistration = '';
+    // devices registered beforehand for the assertion scenarios, one per client
+    const assertionDevices: { device: DeviceKey; counter: number }[] = [];
+    let lastAssertion = '';
+    const playBodies: string[] = [];
+    for (let i = 0; i < 32; i++) playBodies.push(await playIntegrityBody(material));
+
+    const registerDirectly = async (n: number) => {
+      while (assertionDevices.length < n) {
+        const r = await registration(material);
+        const res = await fetch(new URL(VERIFY, server!.url), { method: 'POST', headers, body: r.body });
+        const text = await res.text();
+        if (!valid(res.status, text)) throw new Error(`registration for the assertion devices failed: ${res.status} ${text}`);
+        assertionDevices.push({ device: r.device, counter: 0 });
+      }
+    };
+    let nextDevice = 0;
+    const takeDevice = () => assertionDevices[nextDevice++ % assertionDevices.length]!;
+
+    const scenarios: Scenario[] = [
+      {
+        name: 'hello-world',
+        target: 'hello',
+        client: (count) => [{ method: 'POST', path: '/hello', headers: { 'Content-Type': 'application/json' }, body: '{"hello":"world"}', onResponse: (s, b) => count(s === 200 && b.includes('"hello":"world"'), b) }],
+      },
+      {
+        name: 'init',
+        target: 'attest',
+        client: (count) => [{ method: 'POST', path: INIT, headers, onResponse: (s, b) => count(s === 200 && b.includes('"sessionReference"'), b) }],
+      },
+      {
+        name: 'play integrity, sessionless',
+        target: 'attest',
+        client: (count) => {
+          let i = Math.floor(Math.random() * playBodies.length);
+          return [{ method: 'POST', path: VERIFY, headers, setupRequest: (req) => ({ ...req, body: playBodies[i++ % playBodies.length] }), onResponse: (s, b) => count(valid(s, b), b) }];
+        },
+      },
+      {
+        name: 'app attest assertion, sessionless',
+        target: 'attest',
+        prepare: (connections) => registerDirectly(connections),
+        client: (count) => {
+          // one device per client: its counters then reach the server in order
+          const mine = takeDevice();
+          return [
+            {
+              method: 'POST',
+              path: VERIFY,
+              headers,
+              setupRequest: (req) => ({ ...req, body: (lastAssertion = assertionBody(mine.device, ++mine.counter)) }),
+              onResponse: (s, b) => count(valid(s, b), b),
+            },
+          ];
+        },
+      },
+      {
+        name: 'app attest registration',
+        target: 'attest',
+        amount: (connections) => Math.max(options.registrations, connections * 2),
+        prepare: async (connections) => {
+          const n = Math.max(options.registrations, connections * 2);
+          registrations = [];
+          for (let i = 0; i < n; i++) registrations.push(await registration(material));
+        },
+        client: (count) => [
+          {
+            method: 'POST',
+            path: VERIFY,
+            headers,
+            setupRequest: (req) => {
+              const r = registrations.pop();
+              // the pool is sized to the amount; an empty pool would be a harness bug
+              if (!r) throw new Error('registration pool ran dry');
+              lastRegistration = r.body;
+              return { ...req, body: r.body };
+            },
+            onResponse: (s, b) => count(valid(s, b), b),
+          },
+        ],
+      },
+      {
+        name: 'garbage token',
+        target: 'attest',
+        client: (count) => {
+          const bodies = Array.from({ length: 16 }, garbageBody);
+          let i = 0;
+          return [{ method: 'POST', path: VERIFY, headers, setupRequest: (req) => ({ ...req, body: bodies[i++ % bodies.length] }), onResponse: (s, b) => count(rejected(s, b), b) }];
+        },
+      },
+      {
+        name: 'session: init + verify',
+        target: 'attest',
+        prepare: (connections) => registerDirectly(connections),
+        client: (count) => {
+          const mine = takeDevice();
+          let session: { sessionReference: string; serverNonce: string } | undefined;
+          return [
+            {
+              method: 'POST',
+              path: INIT,
+              headers,
+              onResponse: (s, b) => {
+                session = s === 200 ? (JSON.parse(b) as { sessionReference: string; serverNonce: string }) : undefined;
+                if (!session) count(false, b);
+              },
+            },
+            {
+              method: 'POST',
+              path: VERIFY,
+              headers,
+              setupRequest: (req) => {
+                if (!session) return { ...req, body: '{}' };
+                const nonce = Buffer.from(session.serverNonce, 'base64');
+                return { ...req, body: JSON.stringify({ attestationToken: assertionToken(mine.device, nonce, ++mine.counter), sessionReference: session.sessionReference }) };
+              },
+              onResponse: (s, b) => count(valid(s, b), b),
+            },
+          ];
+        },
+      },
+    ];
+
+    const run = async (scenario: Scenario, connections: number, seconds: number, record: boolean): Promise<ScenarioResult | undefined> => {
+      nextDevice = 0;
+      await scenario.prepare?.(connections);
+      const target = scenario.target === 'hello' ? hello! : server!;
+      let correct = 0;
+      let wrong = 0;
+      let sampleWrong: string | undefined;
+      const count = (ok: boolean, body: string) => {
+        if (ok) correct++;
+        else {
+          wrong++;
+          sampleWrong ??= body.slice(0, 300);
+        }
+      };
+      const pid = target.child.pid!;
+      const cpuBefore = cpuMs(pid);
+      const started = performance.now();
+      const amount = scenario.amount?.(connections);
+      const result = await autocannon({
+        url: target.url.origin,
+        connections,
+        ...(amount ? { amount } : { duration: seconds }),
+        setupClient: (client) => client.setRequests(scenario.client(count)),
+      });
+      const elapsed = (performance.now() - started) / 1000;
+      const cpu = cpuMs(pid) - cpuBefore;
+      if (!record) return undefined;
+      // a session round trip is two requests; the scenario counts completed verifications
+      const requests = result.requests.total;
+      return {
+        scenario: scenario.name,
+        connections,
+        requests,
+        correct,
+        wrong,
+        errors: result.errors + result.timeouts,
+        seconds: elapsed,
+        rps: correct / elapsed,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        cpuMsPerRequest: cpu / Math.max(1, correct),
+        ratio: NaN,
+        ...(sampleWrong ? { sampleWrong } : {}),
+      };
+    };
+
+    const results: ScenarioResult[] = [];
+    for (const connections of options.connections) {
+      for (const scenario of scenarios) {
+        if (options.only && scenario.target !== 'hello' && !options.only.some((o) => scenario.name.includes(o))) continue;
+        if (options.warmupSeconds > 0 && !scenario.amount) await run(scenario, connections, options.warmupSeconds, false);
+        const r = (await run(scenario, connections, options.seconds, true))!;
+        log(`${r.scenario.padEnd(34)} c=${String(connections).padStart(2)}  ${r.rps.toFixed(0).padStart(6)}/s  p50 ${r.p50} ms  p99 ${r.p99} ms  ${r.cpuMsPerRequest.toFixed(2)} ms CPU  correct ${r.correct} wrong ${r.wrong} errors ${r.errors}`);
+        results.push(r);
+      }
+    }
+    for (const r of results) {
+      const base = results.find((b) => b.scenario === 'hello-world' && b.connections === r.connections)!;
+      r.ratio = r.rps / base.rps;
+    }
+
+    // the proof the work was done: the stored counter and the registered key refuse replays
+    const replay = async (body: string) => {
+      const res = await fetch(new URL(VERIFY, server!.url), { method: 'POST', headers, body });
+      return `${res.status} ${await res.text()}`;
+    };
+    const replayResult = { assertion: await replay(lastAssertion), registration: await replay(lastRegistration) };
+    return {
+      startedAt: new Date().toISOString(),
+      database: options.databaseUrl ? 'postgres' : 'embedded',
+      node: process.version,
+      loadBefore,
+      loadAfter: loadavg(),
+      results,
+      serverPeakRssMb: statusKb(serverPid, 'VmHWM') / 1024,
+      serverRssAfterMb: statusKb(serverPid, 'VmRSS') / 1024,
+      replay: replayResult,
+    };
+  } finally {
+    await stop(hello);
+    await stop(server);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function loadavg(): number[] {
+  try {
+    return readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).map(Number);
+  } catch {
+    return [];
+  }
+}

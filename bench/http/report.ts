@@ -1,0 +1,60 @@
+/** The benchmark's outputs: a terminal table, and an SVG bar chart of throughput per scenario. */
+import type { BenchResult } from './harness.js';
+
+export function table(result: BenchResult): string {
+  const head = '| scenario | conns | req/s | vs hello | p50 ms | p99 ms | CPU ms/req | correct | wrong | errors |';
+  const rule = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+  const rows = result.results.map(
+    (r) =>
+      `| ${r.scenario} | ${r.connections} | ${r.rps.toFixed(0)} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.cpuMsPerRequest.toFixed(2)} | ${r.correct} | ${r.wrong} | ${r.errors} |`,
+  );
+  return [
+    `database ${result.database}, node ${result.node}, load before ${result.loadBefore.join(' ')} / after ${result.loadAfter.join(' ')}`,
+    head,
+    rule,
+    ...rows,
+    '',
+    `server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB (peak ${result.serverPeakRssMb.toFixed(0)} MB)`,
+    `replayed assertion: ${result.replay.assertion}`,
+    `replayed registration: ${result.replay.registration}`,
+  ].join('\n');
+}
+
+const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+
+/** Grouped horizontal bars: one group per scenario, one bar per concurrency. */
+export function svgChart(result: BenchResult): string {
+  const scenarios = [...new Set(result.results.map((r) => r.scenario))];
+  const conns = [...new Set(result.results.map((r) => r.connections))];
+  const colours = ['#9ecae1', '#4292c6', '#08519c', '#08306b'];
+  const max = Math.max(...result.results.map((r) => r.rps), 1);
+  const barH = 14;
+  const groupH = conns.length * barH + 14;
+  const left = 250;
+  const width = 900;
+  const plot = width - left - 120;
+  const top = 40;
+  const height = top + scenarios.length * groupH + 30;
+  const out: string[] = [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" font-family="sans-serif" font-size="12">`,
+    `<rect width="100%" height="100%" fill="white"/>`,
+    `<text x="10" y="20" font-size="14">${esc(`attest HTTP throughput (req/s), ${result.database} database, ${result.startedAt.slice(0, 16)}Z, load ${result.loadBefore[0] ?? '?'}`)}</text>`,
+  ];
+  conns.forEach((c, i) => {
+    out.push(`<rect x="${left + i * 110}" y="26" width="10" height="10" fill="${colours[i % colours.length]}"/><text x="${left + i * 110 + 14}" y="35">${c} connection${c === 1 ? '' : 's'}</text>`);
+  });
+  scenarios.forEach((s, gi) => {
+    const y0 = top + gi * groupH + 6;
+    out.push(`<text x="${left - 8}" y="${y0 + (conns.length * barH) / 2 + 4}" text-anchor="end">${esc(s)}</text>`);
+    conns.forEach((c, i) => {
+      const r = result.results.find((x) => x.scenario === s && x.connections === c);
+      if (!r) return;
+      const w = Math.max(1, (r.rps / max) * plot);
+      const y = y0 + i * barH;
+      out.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH - 2}" fill="${colours[i % colours.length]}"/>`);
+      out.push(`<text x="${(left + w + 4).toFixed(1)}" y="${y + barH - 4}">${r.rps.toFixed(0)}${s === 'hello-world' ? '' : ` (${(r.ratio * 100).toFixed(0)}%)`}</text>`);
+    });
+  });
+  out.push('</svg>');
+  return out.join('\n');
+}

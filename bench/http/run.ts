@@ -1,0 +1,60 @@
+// `npm run bench:http [-- options]`: see docs/benchmark.md. Writes bench/results/http-<db>.json and .svg.
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { runHttpBench } from './harness.js';
+import { svgChart, table } from './report.js';
+
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    connections: { type: 'string', default: '1,16,64' },
+    registrations: { type: 'string', default: '600' },
+    warmup: { type: 'string', default: '1' },
+    out: { type: 'string' },
+    only: { type: 'string' },
+    'cpu-prof': { type: 'boolean', default: false },
+  },
+});
+const RESULTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
+const out = values.out ?? RESULTS;
+const databaseUrl = process.env.DATABASE_URL || undefined;
+const connections = values.connections.split(',').map(Number);
+if (connections.some((c) => !Number.isInteger(c) || c < 1)) {
+  console.error('--connections must be a comma-separated list of whole numbers, e.g. 1,16,64');
+  process.exit(2);
+}
+mkdirSync(out, { recursive: true });
+// PostgreSQL keeps its sealed secrets between runs: keep the master key that sealed them beside the results
+let masterKey = process.env.ATTEST_MASTER_KEY || undefined;
+if (!masterKey && process.env.ATTEST_MASTER_KEY_FILE) masterKey = readFileSync(process.env.ATTEST_MASTER_KEY_FILE, 'utf8').trim();
+if (!masterKey && databaseUrl) {
+  mkdirSync(RESULTS, { recursive: true });
+  const file = join(RESULTS, 'bench-master.key');
+  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  masterKey = readFileSync(file, 'utf8').trim();
+}
+const result = await runHttpBench({
+  connections,
+  seconds: Number(values.seconds),
+  registrations: Number(values.registrations),
+  warmupSeconds: Number(values.warmup),
+  ...(masterKey ? { masterKey } : {}),
+  ...(values.only ? { only: values.only.split(',') } : {}),
+  ...(databaseUrl ? { databaseUrl } : {}),
+  ...(values['cpu-prof'] ? { serverNodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] } : {}),
+  log: (line) => console.error(line),
+});
+console.log(table(result));
+const base = join(out, `http-${result.database}`);
+writeFileSync(`${base}.json`, `${JSON.stringify(result, null, 2)}\n`);
+writeFileSync(`${base}.svg`, `${svgChart(result)}\n`);
+console.log(`\nwrote ${base}.json and ${base}.svg`);
+const failed = result.results.filter((r) => r.wrong > 0 || r.errors > 0 || r.correct === 0);
+const replayOk = result.replay.assertion.includes('"isValid":false') && result.replay.registration.includes('"isValid":false');
+if (failed.length || !replayOk) {
+  console.error(`some answers were wrong: ${failed.map((r) => `${r.scenario} c=${r.connections} ${r.sampleWrong ?? ''}`).join('; ')}${replayOk ? '' : '; a replay was accepted'}`);
+  process.exitCode = 1;
+}
