@@ -115,7 +115,7 @@ async function serveOn(
     maxInFlight: config.googleMaxInFlight,
     onEvent: (e) => metrics.observeGoogle(e.endpoint, e.outcome),
   });
-  const allowlist = createCachedAllowlist(reportingKeyFailures(createAllowlistRepository(database.db, createSecretBox([masterKey.key])), logger), { ttlMs: PROPAGATION_MS });
+  const allowlist = createCachedAllowlist(reportingKeyFailures(createAllowlistRepository(database.db, box), logger), { ttlMs: PROPAGATION_MS });
   const devCa = createDevCaRepository(database.db);
   const verifiersFor = createModeVerifiers({
     allowlist,
