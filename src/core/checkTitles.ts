@@ -1,5 +1,9 @@
-/** What each check id means, in plain words (verify-file prints these; the README lists them). */
-export const CHECK_TITLES: Readonly<Record<string, string>> = {
+/**
+ * The registry of checks: each id with what passing it means, in plain words (verify-file prints
+ * these; docs/checks.md lists them). Verifiers name checks by `CheckId`, so a check without a
+ * title here does not compile.
+ */
+export const CHECK_TITLES = {
   'token.decode': 'token is a strict CBOR map with v, nonce and device',
   'token.version': 'token format version is supported',
   'token.service': 'device.service has a verifier and its evidence map',
@@ -35,4 +39,11 @@ export const CHECK_TITLES: Readonly<Record<string, string>> = {
   'apple.assertion.counter': 'assertion counter is above the stored one',
   // verify-file passes this check without recording anything: the title must hold for both
   'apple.register': 'key is new; the service registers it (verify-file does not)',
-};
+} as const satisfies Record<string, string>;
+
+export type CheckId = keyof typeof CHECK_TITLES;
+
+/** The title of a recorded check id (a failure outside any check records its reason instead). */
+export function checkTitle(id: string): string | undefined {
+  return Object.hasOwn(CHECK_TITLES, id) ? CHECK_TITLES[id as CheckId] : undefined;
+}

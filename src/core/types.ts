@@ -1,3 +1,4 @@
+import type { CheckId } from './checkTitles.js';
 import type { RejectReason } from './reasons.js';
 
 export type Service = 'gms' | 'apple';
@@ -37,8 +38,9 @@ export type PlatformDetails =
 
 export type CheckStatus = 'pass' | 'fail' | 'skip';
 
-/** One step of a verification, as `verify-file` prints it. `id` is stable (documented in the README). */
+/** One step of a verification, as `verify-file` prints it. `id` is stable (docs/checks.md). */
 export interface CheckRecord {
+  /** a CheckId, or the reason when a verification fails outside any check */
   id: string;
   status: CheckStatus;
   detail: string;
@@ -74,11 +76,11 @@ export type VerifyOutcome =
  */
 export interface Trace {
   /** the ordered check ids this path will run; unreached ones are reported as skipped */
-  plan(ids: readonly string[]): void;
-  pass(id: string, detail: string): void;
-  skip(id: string, detail: string): void;
+  plan(ids: readonly CheckId[]): void;
+  pass(id: CheckId, detail: string): void;
+  skip(id: CheckId, detail: string): void;
   /** names the check that is about to fail; the Rejection thrown next is attributed to it */
-  current(id: string): void;
+  current(id: CheckId): void;
   facts: VerifyFacts;
 }
 

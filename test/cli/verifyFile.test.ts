@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPLE_CHECKS } from '../../src/core/apple/appleVerifier.js';
-import { CHECK_TITLES } from '../../src/core/checkTitles.js';
+import { CHECK_TITLES, type CheckId } from '../../src/core/checkTitles.js';
 import { GOOGLE_CHECKS, GOOGLE_STANDARD_CHECKS } from '../../src/core/google/googleVerifier.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { ENVELOPE_CHECKS, verifyToken } from '../../src/core/verify.js';
@@ -48,7 +48,7 @@ afterAll(() => files?.remove());
 /** every check is titled, and the document is consistent with its verdict */
 function expectCoherent(json: VerifyFileJson) {
   for (const check of json.checks) {
-    expect(check.title).toBe(CHECK_TITLES[check.id]);
+    expect(check.title).toBe(CHECK_TITLES[check.id as CheckId]);
     expect(Object.keys(check).sort()).toEqual(check.status === 'fail' ? ['detail', 'id', 'reason', 'status', 'title'] : ['detail', 'id', 'status', 'title']);
   }
   const failed = json.checks.filter((c) => c.status === 'fail');
@@ -283,7 +283,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
 
     it('titles every check id the verifiers can report', () => {
       const ids = [...ENVELOPE_CHECKS, ...GOOGLE_CHECKS, ...GOOGLE_STANDARD_CHECKS, ...Object.values(APPLE_CHECKS).flat()];
-      for (const id of ids) expect(CHECK_TITLES[id], id).toEqual(expect.any(String));
+      for (const id of ids) expect(CHECK_TITLES[id as CheckId], id).toEqual(expect.any(String));
       expect(Object.keys(CHECK_TITLES).sort()).toEqual([...new Set(ids)].sort());
     });
   });

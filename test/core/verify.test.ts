@@ -208,7 +208,7 @@ describe('verifyToken', () => {
 
     it('a good token passes the envelope checks in order, then the platform ones', async () => {
       const outcome = await verifyToken({ token: token(nonce), expectedNonce: nonce }, { now, verifiers: { apple: fakeAppleVerifier() } });
-      expect(ids(outcome.checks)).toEqual(['token.decode:pass', 'token.version:pass', 'token.service:pass', 'token.nonce:pass', 'apple.fake:pass']);
+      expect(ids(outcome.checks)).toEqual(['token.decode:pass', 'token.version:pass', 'token.service:pass', 'token.nonce:pass', 'apple.shape:pass']);
     });
 
     it('undecodable: decode fails, the rest is not reached', async () => {
@@ -236,7 +236,7 @@ describe('verifyToken', () => {
 
     it('a platform failure is attributed to the platform check', async () => {
       const outcome = await verifyToken({ token: token(nonce, { evidence: appleEvidence(new Uint8Array(5)) }), expectedNonce: nonce }, { now, verifiers: { apple: fakeAppleVerifier() } });
-      expect(ids(outcome.checks)).toEqual(['token.decode:pass', 'token.version:pass', 'token.service:pass', 'token.nonce:pass', 'apple.fake:fail']);
+      expect(ids(outcome.checks)).toEqual(['token.decode:pass', 'token.version:pass', 'token.service:pass', 'token.nonce:pass', 'apple.shape:fail']);
     });
 
     it('TraceRecorder: failure without a current check is named by its reason; planned ids are not duplicated', () => {

@@ -38,8 +38,8 @@ export function fakeAppleVerifier(): PlatformVerifier & { calls: number; nonces:
     async verify(evidence: unknown, ctx: Parameters<PlatformVerifier['verify']>[1]) {
       fake.calls++;
       fake.nonces.push(ctx.nonce);
-      ctx.trace.plan(['apple.fake']);
-      ctx.trace.current('apple.fake');
+      ctx.trace.plan(['apple.shape']);
+      ctx.trace.current('apple.shape');
       const map = evidence as Map<string, unknown>;
       const keyId = map.get('keyId');
       const assertion = map.get('assertion');
@@ -49,7 +49,7 @@ export function fakeAppleVerifier(): PlatformVerifier & { calls: number; nonces:
       }
       ctx.trace.facts.keyId = Buffer.from(keyId).toString('base64');
       ctx.trace.facts.appId = FAKE_APP_ID;
-      ctx.trace.pass('apple.fake', 'fake assertion accepted');
+      ctx.trace.pass('apple.shape', 'fake assertion accepted');
       return {
         service: 'apple' as const,
         appleTokenDetails: { keyIdentifier: Buffer.from(keyId).toString('base64'), appId: FAKE_APP_ID, environment: 'Production' as const, assertionCounter: 1 },

@@ -5,7 +5,7 @@ import { Command, Option } from 'commander';
 import { defaultAppleRoots } from '../../core/apple/trustRoots.js';
 import { decodeBase64 } from '../../core/base64.js';
 import { decodeStrictCbor, isBytes, isMap } from '../../core/cbor.js';
-import { CHECK_TITLES } from '../../core/checkTitles.js';
+import { checkTitle } from '../../core/checkTitles.js';
 import { findHints, type Hint } from '../../core/explain.js';
 import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
@@ -482,7 +482,7 @@ function report(
   hints: Hint[],
   ctx: { at: Date; nonceChecked: boolean; json: boolean; offline: boolean; roots: string; mode: KeyMode },
 ) {
-  const checks = outcome.checks.map((c) => ({ id: c.id, title: CHECK_TITLES[c.id] ?? c.id, status: c.status, detail: c.detail, ...(c.reason ? { reason: c.reason } : {}) }));
+  const checks = outcome.checks.map((c) => ({ id: c.id, title: checkTitle(c.id) ?? c.id, status: c.status, detail: c.detail, ...(c.reason ? { reason: c.reason } : {}) }));
   if (ctx.json) {
     printJson({
       valid: outcome.ok,

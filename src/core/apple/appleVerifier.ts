@@ -8,6 +8,7 @@ import { createHash, createPublicKey, type KeyObject, type X509Certificate } fro
 import { encodeBase64 } from '../base64.js';
 import { isBytes, isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
+import type { CheckId } from '../checkTitles.js';
 import type {
   AllowlistReader,
   AppleKeyRecord,
@@ -27,7 +28,7 @@ import { ATTESTATION_CHECKS, verifyAttestation } from './verifyAttestation.js';
 export type AppleTokenShape = NonNullable<VerifyFacts['shape']>;
 
 /** The ordered check ids of each shape (stable: `verify-file` prints them, the README lists them). */
-export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly string[]>> = {
+export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly CheckId[]>> = {
   registration: ['apple.shape', ...ATTESTATION_CHECKS, 'apple.register'],
   assertion: ['apple.shape', ...ASSERTION_CHECKS],
   'attestation+assertion': ['apple.shape', ...ATTESTATION_CHECKS, ...ASSERTION_CHECKS, 'apple.register'],
