@@ -8,6 +8,8 @@
  * `AttestResponseError`. `init()` is retried (network failures, timeouts, 5xx) with bounded
  * backoff; `verify()` never is, since a verify that reached the server consumed its session.
  */
+// the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
+import type { AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
 import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 
 export { INIT_RESPONSE, VERIFY_RESPONSE, APPLE_TOKEN_DETAILS, GOOGLE_TOKEN_DETAILS, ERROR_BODY, type Shape } from './shapes.js';
@@ -26,29 +28,7 @@ export interface AttestSession {
   statusCode: 0;
 }
 
-export interface AppleTokenDetails {
-  /** base64 */
-  keyIdentifier: string;
-  /** `<TEAMID>.<bundle id>` */
-  appId: string;
-  environment: 'Development' | 'Production';
-  assertionCounter: number;
-}
-
-export interface GoogleTokenDetails {
-  packageName: string;
-  deviceIntegrityVerdicts: string[];
-  timestampMillis: number;
-  /** extensions, present only when the Play verdict carries them (opted in on the Play Console, evaluated) */
-  appLicensingVerdict?: string;
-  playProtectVerdict?: string;
-  appsDetected?: string[];
-  deviceActivityLevel?: string;
-  /** Android API level */
-  sdkVersion?: number;
-  /** decimal string */
-  versionCode?: string;
-}
+export type { AppleTokenDetails, GoogleTokenDetails };
 
 /** A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason. */
 export type VerifyResult =
