@@ -1,5 +1,5 @@
 import { decodeBase64, encodeBase64 } from '../core/base64.js';
-import { TOKEN_NONCE_MAX, TOKEN_NONCE_MIN } from '../core/verify.js';
+import { DEVICE_NONCE_BYTES, finalNonce, TOKEN_NONCE_MAX, TOKEN_NONCE_MIN } from '../core/verify.js';
 import { usageError } from './errors.js';
 import { printJson } from './output.js';
 
@@ -34,8 +34,10 @@ export function finalNonceOf(flags: NonceFlags): Uint8Array {
   } else {
     const server = bytes(flags.serverNonce!, '--server-nonce');
     const device = flags.deviceNonce === undefined ? undefined : bytes(flags.deviceNonce, '--device-nonce');
-    if (device && (device.length < 1 || device.length > 128)) throw usageError('--device-nonce must be 1 to 128 bytes');
-    nonce = device ? new Uint8Array(Buffer.concat([server, device])) : server;
+    if (device && (device.length < DEVICE_NONCE_BYTES.min || device.length > DEVICE_NONCE_BYTES.max)) {
+      throw usageError(`--device-nonce must be ${DEVICE_NONCE_BYTES.min} to ${DEVICE_NONCE_BYTES.max} bytes`);
+    }
+    nonce = finalNonce(server, device);
   }
   if (nonce.length < TOKEN_NONCE_MIN || nonce.length > TOKEN_NONCE_MAX) {
     throw usageError(`the final nonce must be ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes, got ${nonce.length}`);

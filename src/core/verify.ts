@@ -8,6 +8,13 @@ export const TOKEN_MAX_BYTES = 64 * 1024;
 export const TOKEN_MAX_DEPTH = 8;
 export const TOKEN_NONCE_MIN = 16;
 export const TOKEN_NONCE_MAX = 512;
+/** A device nonce's size (docs/token-format.md section 2). */
+export const DEVICE_NONCE_BYTES = { min: 1, max: 128 } as const;
+
+/** The session approach's final nonce (docs/token-format.md section 2): serverNonce, or serverNonce || deviceNonce. */
+export function finalNonce(serverNonce: Uint8Array, deviceNonce: Uint8Array | null | undefined): Uint8Array {
+  return deviceNonce ? new Uint8Array(Buffer.concat([serverNonce, deviceNonce])) : serverNonce;
+}
 const TELEMETRY_MAX_BYTES = 64;
 
 export interface VerifyInput {

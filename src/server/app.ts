@@ -5,13 +5,13 @@ import type { Logger } from 'pino';
 import { encodeBase64 } from '../core/base64.js';
 import type { RejectReason } from '../core/reasons.js';
 import type { KeyMode, VerifyOutcome } from '../core/types.js';
-import { parseEnvelope, type VerifyInput } from '../core/verify.js';
+import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
 import type { ConsumeResult } from '../db/sessions.js';
 import { GoogleBusyError } from '../google/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import type { Metrics } from './metrics.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
-import { finalNonce, parseVerifyRequest } from './verifyRequest.js';
+import { parseVerifyRequest } from './verifyRequest.js';
 
 export const STATUS_OK = 0;
 export const STATUS_INTERNAL_ERROR = 268505088;

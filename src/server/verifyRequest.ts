@@ -1,8 +1,8 @@
 import { z } from 'zod';
 import { decodeBase64 } from '../core/base64.js';
+import { DEVICE_NONCE_BYTES } from '../core/verify.js';
 
 /** Sizes of docs/token-format.md section 2. */
-export const DEVICE_NONCE_BYTES = { min: 1, max: 128 } as const;
 export const EXPECTED_NONCE_BYTES = { min: 16, max: 512 } as const;
 export const SESSION_REFERENCE_MAX = 256;
 
@@ -63,11 +63,6 @@ export function parseVerifyRequest(json: unknown): { ok: true; request: VerifyRe
     return fail(`expectedNonce must decode to ${EXPECTED_NONCE_BYTES.min} to ${EXPECTED_NONCE_BYTES.max} bytes`);
   }
   return { ok: true, request: { approach: 'sessionless', token, expectedNonce: expected } };
-}
-
-/** The session approach's final nonce: serverNonce, or serverNonce || deviceNonce. */
-export function finalNonce(serverNonce: Uint8Array, deviceNonce: Uint8Array | null): Uint8Array {
-  return deviceNonce ? new Uint8Array(Buffer.concat([serverNonce, deviceNonce])) : serverNonce;
 }
 
 function fail(message: string) {

@@ -11,7 +11,7 @@ import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyM
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
 import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, GoogleServiceAccount, IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../core/types.js';
 import { buildVerifiers, loadAppleRoots } from '../../core/verifiers.js';
-import { parseEnvelope, TOKEN_NONCE_MAX, TOKEN_NONCE_MIN, verifyToken, type VerifyInput } from '../../core/verify.js';
+import { DEVICE_NONCE_BYTES, finalNonce, parseEnvelope, TOKEN_NONCE_MAX, TOKEN_NONCE_MIN, verifyToken, type VerifyInput } from '../../core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../db/allowlist.js';
 import { createAppleKeyRepository } from '../../db/appleKeys.js';
 import { colorWanted } from '../../config.js';
@@ -50,7 +50,6 @@ export const INPUT_MAX_BYTES = 128 * 1024;
 /** Key files hold base64 of a 32-byte AES key or a P-256 SPKI: far less. */
 const KEY_FILE_MAX_BYTES = 4096;
 /** The service's deviceNonce rule. */
-const DEVICE_NONCE_MAX = 128;
 
 export function verifyFileCommand(): Command {
   return new Command('verify-file')
@@ -320,10 +319,10 @@ function nonces(opts: Options): { expectedNonce: Uint8Array | null; serverNonce?
   if (opts.serverNonce === undefined) return { expectedNonce: null };
   const serverNonce = bytesFlag(opts.serverNonce, '--server-nonce');
   const deviceNonce = opts.deviceNonce === undefined ? undefined : bytesFlag(opts.deviceNonce, '--device-nonce');
-  if (deviceNonce && deviceNonce.length > DEVICE_NONCE_MAX) {
-    throw usageError(`--device-nonce must be 1 to ${DEVICE_NONCE_MAX} bytes, as the service requires of deviceNonce; got ${deviceNonce.length}`);
+  if (deviceNonce && deviceNonce.length > DEVICE_NONCE_BYTES.max) {
+    throw usageError(`--device-nonce must be ${DEVICE_NONCE_BYTES.min} to ${DEVICE_NONCE_BYTES.max} bytes, as the service requires of deviceNonce; got ${deviceNonce.length}`);
   }
-  const expectedNonce = deviceNonce ? new Uint8Array(Buffer.concat([serverNonce, deviceNonce])) : serverNonce;
+  const expectedNonce = finalNonce(serverNonce, deviceNonce);
   return { expectedNonce, serverNonce, ...(deviceNonce ? { deviceNonce } : {}) };
 }
 
