@@ -1,5 +1,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { DUMMY_API_KEY_HASH, parseApiKey, verifyApiKeyHash } from '../core/apiKeys.js';
+import { LruCache } from '../core/lruCache.js';
 import type { KeyMode } from '../core/types.js';
 
 export interface ApiKeyLookup {
@@ -73,31 +74,25 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const maxEntries = options.maxEntries ?? 10_000;
   const touchIntervalMs = options.touchIntervalMs ?? 60_000;
   const cacheSecret = randomBytes(32);
-  const verified = new Map<string, Verified>();
+  const verified = new LruCache<string, Verified>(maxEntries);
   // when a value failed, and why (the log of a repeated attempt must name the real cause)
-  const failures = new Map<string, { at: number; why: 'unknown' | 'revoked' | 'expired' | 'mismatch' }>();
+  const failures = new LruCache<string, { at: number; why: 'unknown' | 'revoked' | 'expired' | 'mismatch' }>(maxEntries);
   const inflight = new Map<string, Promise<AuthResult>>();
-  const touched = new Map<string, number>();
+  const touched = new LruCache<string, number>(maxEntries);
   const limiter = createLimiter(options.maxConcurrentHashes ?? 2, options.maxQueuedHashes ?? 64);
   const maxFailuresPerId = options.maxFailuresPerId ?? 10;
   const maxFailuresPerAddress = options.maxFailuresPerAddress ?? 30;
   const failureWindowMs = options.failureWindowMs ?? 60_000;
   const lockedProbeMs = options.lockedProbeMs ?? 1000;
-  const idFailures = new Map<string, FailureWindow>();
-  const addressFailures = new Map<string, FailureWindow>();
+  const idFailures = new LruCache<string, FailureWindow>(maxEntries);
+  const addressFailures = new LruCache<string, FailureWindow>(maxEntries);
 
   const fingerprint = (presented: string) => createHmac('sha256', cacheSecret).update(presented).digest('base64url');
 
-  function remember<V>(map: Map<string, V>, key: string, value: V) {
-    map.delete(key);
-    map.set(key, value);
-    if (map.size > maxEntries) map.delete(map.keys().next().value as string);
-  }
-
-  function windowOf(map: Map<string, FailureWindow>, key: string): FailureWindow {
+  function windowOf(map: LruCache<string, FailureWindow>, key: string): FailureWindow {
     let w = map.get(key);
     if (!w || now() - w.start >= failureWindowMs) w = { start: now(), count: 0, probedAt: w?.probedAt ?? -Infinity };
-    remember(map, key, w);
+    map.set(key, w);
     return w;
   }
 
@@ -130,7 +125,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   function touch(id: string) {
     const last = touched.get(id) ?? 0;
     if (now() - last < touchIntervalMs) return;
-    remember(touched, id, now());
+    touched.set(id, now());
     options.lookup.touch(id).catch((err) => options.onTouchError?.(err));
   }
 
@@ -150,19 +145,19 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     const matches = await limiter.run(() => verifyApiKeyHash(row?.hash ?? DUMMY_API_KEY_HASH, presented));
     if (matches === undefined) return { ok: false, status: 503, why: 'busy', keyId: id };
     if (!row) {
-      remember(failures, fp, { at: now(), why: 'unknown' });
+      failures.set(fp, { at: now(), why: 'unknown' });
       return { ok: false, status: 403, why: 'unknown' };
     }
     if (dead) {
-      remember(failures, fp, { at: now(), why: dead.why });
+      failures.set(fp, { at: now(), why: dead.why });
       return { ...dead, keyId: id };
     }
     if (!matches) {
-      remember(failures, fp, { at: now(), why: 'mismatch' });
+      failures.set(fp, { at: now(), why: 'mismatch' });
       return { ok: false, status: 403, why: 'mismatch', keyId: id };
     }
     const mode = row.mode ?? 'live';
-    remember(verified, fp, { id, mode, hash: row.hash, expiresAt: row.expiresAt?.getTime() ?? null, checkedAt: now() });
+    verified.set(fp, { id, mode, hash: row.hash, expiresAt: row.expiresAt?.getTime() ?? null, checkedAt: now() });
     return { ok: true, keyId: id, mode };
   }
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { LruCache } from './lruCache.js';
+import { LruCache } from '../lruCache.js';
 
 // App IDs are few and hashed on every attestation (against each allowlisted app) and every
 // assertion; the digest is a pure function of the text, so a shared bounded memo is safe.

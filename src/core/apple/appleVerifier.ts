@@ -21,7 +21,7 @@ import type {
   VerifyFacts,
 } from '../types.js';
 import { createCertificateChainVerifier } from './certificateChain.js';
-import { LruCache } from './lruCache.js';
+import { LruCache } from '../lruCache.js';
 import { ASSERTION_CHECKS, verifyAssertion } from './verifyAssertion.js';
 import { ATTESTATION_CHECKS, verifyAttestation } from './verifyAttestation.js';
 

@@ -9,7 +9,7 @@
  */
 import { createHash, type KeyObject, X509Certificate } from 'node:crypto';
 import { Rejection } from '../reasons.js';
-import { LruCache } from './lruCache.js';
+import { LruCache } from '../lruCache.js';
 
 export interface CertificateValidity {
   notBefore: Date;

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { webcrypto } from 'node:crypto';
+import { LruCache } from '../lruCache.js';
 import type { AndroidKeyPair } from '../types.js';
 import { importDecryptionKey, importVerificationKey } from './keyMaterial.js';
 
@@ -23,11 +24,12 @@ export const DEFAULT_KEY_CACHE_SIZE = 256;
  * simply stops being asked for, and no secret sits in the map as a string.
  */
 export class KeyCache {
-  private readonly entries = new Map<string, Promise<ImportedKeyPair>>();
+  private readonly entries: LruCache<string, Promise<ImportedKeyPair>>;
 
   /** @param maxEntries the bound (at least 1) */
   constructor(readonly maxEntries: number = DEFAULT_KEY_CACHE_SIZE) {
     if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError('maxEntries must be a positive integer');
+    this.entries = new LruCache(maxEntries);
   }
 
   /** Number of cached pairs (tests and the benchmark). */
@@ -42,18 +44,9 @@ export class KeyCache {
   get(pair: AndroidKeyPair): Promise<ImportedKeyPair> {
     const key = cacheKey(pair);
     const hit = this.entries.get(key);
-    if (hit) {
-      // re-insert: Map keeps insertion order, so the first entry is the least recently used
-      this.entries.delete(key);
-      this.entries.set(key, hit);
-      return hit;
-    }
+    if (hit) return hit;
     const imported = importKeyPair(pair);
     this.entries.set(key, imported);
-    if (this.entries.size > this.maxEntries) {
-      const oldest = this.entries.keys().next().value;
-      if (oldest !== undefined) this.entries.delete(oldest);
-    }
     return imported;
   }
 }

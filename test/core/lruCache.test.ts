@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { LruCache } from '../../../src/core/apple/lruCache.js';
+import { LruCache } from '../../src/core/lruCache.js';
 
 describe('LruCache', () => {
   it('forgets the least recently used entry beyond its capacity', () => {

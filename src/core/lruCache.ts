@@ -1,7 +1,7 @@
 /**
- * A bounded map that forgets its least recently used entry when full. The Apple verifier keeps
- * parsed keys and verified intermediates in these, so memory stays bounded however many
- * distinct keys or certificates clients send.
+ * A bounded map that forgets its least recently used entry when full: every cache whose keys come
+ * from clients (parsed App Attest keys, verified intermediates, imported Play key pairs, API key
+ * verdicts and failure windows) is one, so memory stays bounded whatever clients send.
  */
 export class LruCache<K, V> {
   private readonly entries = new Map<K, V>();
@@ -44,5 +44,10 @@ export class LruCache<K, V> {
   /** Drops every entry. */
   clear(): void {
     this.entries.clear();
+  }
+
+  /** The entries, least recently used first (a snapshot: deleting while iterating is safe). */
+  *[Symbol.iterator](): IterableIterator<[K, V]> {
+    yield* [...this.entries];
   }
 }
