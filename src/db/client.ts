@@ -122,7 +122,9 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       // never TCP: pglite-socket lets in anyone who connects, so the door must be a file only
       // this user can reach: a socket in a 0700 folder of its own (short, unlike some data dirs)
       socketPath = join(privateSocketDir(options.socketDir), SOCKET_FILE);
-      server = new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: 8 });
+      // CLI connections are brief, but their closes reach the server late on a busy machine: a low
+      // cap refused the next command ("Too many connections") while earlier ones were still closing
+      server = new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: 64 });
       await server.start();
       chmodSync(socketPath, 0o600);
       writeFileSync(lockPath, JSON.stringify({ pid: process.pid, socket: { path: socketPath } } satisfies LockInfo));

@@ -3,7 +3,7 @@
  * start: PGlite's initdb costs seconds of CPU, a copy a fraction of one. Migrations are not in
  * it: they stay the migrator's business, so a template from an older build is still correct.
  */
-import { cpSync, existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,13 +19,26 @@ function pgliteVersion(): string {
   return (JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string }).version;
 }
 
-function usableTemplate(): boolean {
+interface Marker {
+  pglite?: string;
+  /** every folder of the template: npm pack drops empty ones, and PostgreSQL needs them */
+  dirs?: string[];
+}
+
+function usableTemplate(): Marker | null {
   try {
-    const marker = JSON.parse(readFileSync(MARKER, 'utf8')) as { pglite?: string };
-    return marker.pglite === pgliteVersion() && existsSync(join(TEMPLATE_DIR, 'PG_VERSION'));
+    const marker = JSON.parse(readFileSync(MARKER, 'utf8')) as Marker;
+    return marker.pglite === pgliteVersion() && Array.isArray(marker.dirs) && existsSync(join(TEMPLATE_DIR, 'PG_VERSION')) ? marker : null;
   } catch {
-    return false;
+    return null;
   }
+}
+
+/** The folders below `root`, relative to it, parents first. */
+function foldersOf(root: string, below = ''): string[] {
+  return readdirSync(join(root, below), { withFileTypes: true })
+    .filter((e) => e.isDirectory())
+    .flatMap((e) => [join(below, e.name), ...foldersOf(root, join(below, e.name))]);
 }
 
 /**
@@ -34,11 +47,14 @@ function usableTemplate(): boolean {
  * to a temporary name first, so an interrupted copy never looks like a database.
  */
 export function createFromTemplate(pgDir: string): boolean {
-  if (!usableTemplate()) return false;
+  const marker = usableTemplate();
+  if (!marker) return false;
   const partial = `${pgDir}.partial-${process.pid}`;
   rmSync(partial, { recursive: true, force: true });
   try {
     cpSync(TEMPLATE_DIR, partial, { recursive: true });
+    // an installed package lacks the template's empty folders (pg_tblspc, pg_notify...)
+    for (const dir of marker.dirs!) mkdirSync(join(partial, dir), { recursive: true });
     renameSync(partial, pgDir);
     return true;
   } catch {
@@ -53,8 +69,9 @@ export async function buildTemplate(): Promise<string> {
   rmSync(partial, { recursive: true, force: true });
   const pglite = await PGlite.create({ dataDir: partial });
   await pglite.close();
+  const dirs = foldersOf(partial);
   rmSync(TEMPLATE_DIR, { recursive: true, force: true });
   renameSync(partial, TEMPLATE_DIR);
-  writeFileSync(MARKER, JSON.stringify({ pglite: pgliteVersion() }));
+  writeFileSync(MARKER, JSON.stringify({ pglite: pgliteVersion(), dirs } satisfies Marker));
   return TEMPLATE_DIR;
 }

@@ -33,6 +33,13 @@ const playKeys = () => ({
   verification: generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
 });
 
+/** the exit code, with stderr as the failure message (the one line says why) */
+async function runCode(...args: string[]): Promise<number> {
+  const run = await runCli(...args);
+  if (run.code !== 0) process.stdout.write(`attest ${args.join(' ')} exited ${run.code}: ${run.stderr}`);
+  return run.code;
+}
+
 // several commands per test, each opening the database through the server's socket
 describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
   let dir: string;
@@ -62,16 +69,16 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
   }, 120_000);
 
   it('the actor is --actor (before or after the command), else ATTEST_ACTOR, else user@host', async () => {
-    expect((await runCli('--actor', 'bob', 'keys', 'create', '--name', 'a')).code).toBe(0);
-    expect((await runCli('keys', 'create', '--name', 'b', '--actor', 'carol')).code).toBe(0);
+    expect(await runCode('--actor', 'bob', 'keys', 'create', '--name', 'a')).toBe(0);
+    expect(await runCode('keys', 'create', '--name', 'b', '--actor', 'carol')).toBe(0);
     process.env.ATTEST_ACTOR = 'dave (on call)';
     try {
-      expect((await runCli('keys', 'create', '--name', 'c')).code).toBe(0);
-      expect((await runCli('--actor', 'erin', 'keys', 'create', '--name', 'd')).code).toBe(0);
+      expect(await runCode('keys', 'create', '--name', 'c')).toBe(0);
+      expect(await runCode('--actor', 'erin', 'keys', 'create', '--name', 'd')).toBe(0);
     } finally {
       delete process.env.ATTEST_ACTOR;
     }
-    expect((await runCli('keys', 'create', '--name', 'e')).code).toBe(0);
+    expect(await runCode('keys', 'create', '--name', 'e')).toBe(0);
     expect((await events()).map((e) => [e.after?.name, e.actor])).toEqual([
       ['a', 'bob'],
       ['b', 'carol'],
@@ -131,7 +138,7 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
     await runCli('keys', 'create', '--name', 'kept');
     const before = await events();
     expect(before).toHaveLength(1);
-    expect((await runCli('db', 'prune', '--older-than', '1s')).code).toBe(0);
+    expect(await runCode('db', 'prune', '--older-than', '1s')).toBe(0);
     expect(await events()).toEqual(before);
   });
 
@@ -158,7 +165,7 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
     const add = (k: typeof k1) => runCli('allowlist', 'add', 'android', 'com.example.audited', '--decryption-key', k.decryption, '--verification-key', k.verification, '--json');
     const first = JSON.parse((await add(k1)).stdout) as { keyId: string };
     const second = JSON.parse((await add(k2)).stdout) as { keyId: string };
-    expect((await runCli('allowlist', 'remove', 'android', 'com.example.audited', '--key-id', first.keyId, '--yes')).code).toBe(0);
+    expect(await runCode('allowlist', 'remove', 'android', 'com.example.audited', '--key-id', first.keyId, '--yes')).toBe(0);
     const last = await runCli('allowlist', 'remove', 'android', 'com.example.audited', '--key-id', second.keyId, '--yes');
     expect(last.code).toBe(0);
     const trail = await events('--action', 'allowlist');
