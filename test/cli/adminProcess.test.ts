@@ -5,31 +5,17 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOnce } from '../support/binary.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'attest.js');
 const HAS_SCRIPT = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
 
-function newest(dir: string): number {
-  let max = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    max = Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-  }
-  return max;
-}
 
-/** builds dist/ unless it is newer than src/ */
-function buildOnce() {
-  const built = join(ROOT, 'dist', 'cli', 'main.js');
-  if (existsSync(built) && statSync(built).mtimeMs >= newest(join(ROOT, 'src'))) return;
-  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' });
-  if (!existsSync(built)) throw new Error('the build did not produce dist/cli/main.js');
-}
 
 interface Result {
   code: number | null;

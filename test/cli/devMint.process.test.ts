@@ -4,13 +4,14 @@
  * a live one (with the reason in the log line), the deny-path switches, and `verify-file`
  * explaining both verdicts.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
+import { buildOnce } from '../support/binary.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'attest.js');
@@ -18,21 +19,7 @@ const APP_ID = 'ABCDE12345.com.example.rp';
 const PACKAGE = 'com.example.rp';
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
-function newest(dir: string): number {
-  let max = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    max = Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-  }
-  return max;
-}
 
-function buildOnce() {
-  const built = join(ROOT, 'dist', 'cli', 'main.js');
-  if (existsSync(built) && statSync(built).mtimeMs >= newest(join(ROOT, 'src'))) return;
-  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' });
-  if (!existsSync(built)) throw new Error('the build did not produce dist/cli/main.js');
-}
 
 let env: NodeJS.ProcessEnv;
 let dir: string;

@@ -2,34 +2,18 @@
  * The built binary in real processes: `serve` owning the embedded data dir while other commands
  * go through its socket, a second `serve` refused, and output piped into `head`.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildOnce } from '../support/binary.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'attest.js');
 
-/** newest modification time of the sources the binary is built from */
-function newest(dir: string): number {
-  let max = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    max = Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-  }
-  return max;
-}
 
-/** builds dist/ unless it is newer than src/ (npm ci builds it already) */
-function buildOnce() {
-  const built = join(ROOT, 'dist', 'cli', 'main.js');
-  if (existsSync(built) && statSync(built).mtimeMs >= newest(join(ROOT, 'src'))) return;
-  // tsc emits even when a file elsewhere has a type error; what matters here is that it emitted
-  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' });
-  if (!existsSync(built)) throw new Error('the build did not produce dist/cli/main.js');
-}
 
 interface Result {
   code: number | null;

@@ -2,7 +2,7 @@
  * The master key through the built binary: the embedded default key, one-line refusals of a
  * wrong or missing key (CLI and serve), rotation, and an instance left on the old key.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,6 +15,7 @@ import { encodeCbor } from '../support/appleFactory.js';
 import { createGoogleTestKeys, mintIntegrityToken, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
 import { postgresBackend } from '../support/databases.js';
 import { keyFileText, testMasterKey } from '../support/secrets.js';
+import { buildOnce } from '../support/binary.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const BIN = join(ROOT, 'bin', 'attest.js');
@@ -22,22 +23,7 @@ const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 /** each embedded-database process starts PGlite (seconds each on a loaded 2-core machine) */
 const SLOW = 300_000;
 
-function newest(dir: string): number {
-  let max = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    max = Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-  }
-  return max;
-}
 
-/** builds dist/ unless it is newer than src/ */
-function buildOnce() {
-  const built = join(ROOT, 'dist', 'cli', 'main.js');
-  if (existsSync(built) && statSync(built).mtimeMs >= newest(join(ROOT, 'src'))) return;
-  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' });
-  if (!existsSync(built)) throw new Error('the build did not produce dist/cli/main.js');
-}
 
 interface Result {
   code: number | null;
