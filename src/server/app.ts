@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { Hono, type Context } from 'hono';
 import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
@@ -9,13 +9,16 @@ import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
 import type { ConsumeResult } from '../db/sessions.js';
 import { GoogleBusyError } from '../google/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
+import type { AppEnv, RequestLog } from './appEnv.js';
+import { errorBody, STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
 import type { Metrics } from './metrics.js';
+import { apiKeyAuth } from './middleware/apiKeyAuth.js';
+import { backendBudget, DeadlineExceeded } from './middleware/backendBudget.js';
+import { requestLog } from './middleware/requestLog.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { parseVerifyRequest } from './verifyRequest.js';
 
-export const STATUS_OK = 0;
-export const STATUS_INTERNAL_ERROR = 268505088;
-export const STATUS_INVALID_REQUEST = 268505089;
+export { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
 export const BODY_LIMIT_BYTES = 64 * 1024;
 
 export interface AppDeps {
@@ -41,30 +44,6 @@ export interface AppDeps {
   metricsRoute?: boolean;
 }
 
-/** Fields of the one log line a request writes; handlers fill them in. */
-interface RequestLog {
-  requestId: string;
-  method: string;
-  route: string;
-  apiKeyId?: string;
-  /** the API key's mode */
-  mode?: KeyMode;
-  approach?: 'session' | 'sessionless';
-  service?: string;
-  isValid?: boolean;
-  reason?: string;
-  detail?: string;
-  keyId?: string;
-  packageName?: string;
-  appId?: string;
-  auth?: string;
-  err?: { type: string; code?: string; message: string };
-}
-
-type Budget = <T>(work: Promise<T>) => Promise<T>;
-type Env = { Variables: { log: RequestLog; keyId: string; mode: KeyMode; backend: Budget }; Bindings: { incoming?: { socket?: { remoteAddress?: string } } } };
-
-const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const ROUTES: Record<string, string[]> = {
   '/api/v1/attestation/init': ['POST'],
   '/api/v1/attestation/verify': ['POST'],
@@ -74,52 +53,12 @@ const ROUTES: Record<string, string[]> = {
   '/openapi.json': ['GET'],
 };
 
-class DeadlineExceeded extends Error {
-  override readonly name = 'DeadlineExceeded';
-}
-
-/** Races each backend call against what is left of `ms` for the request; time in between is free. */
-function createBudget(ms: number): Budget {
-  let used = 0;
-  return async (work) => {
-    const started = performance.now();
-    let timer: NodeJS.Timeout | undefined;
-    const remaining = ms - used;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DeadlineExceeded(`no answer from the backend within ${ms} ms`)), Math.max(0, remaining));
-    });
-    try {
-      return await Promise.race([work, deadline]);
-    } finally {
-      clearTimeout(timer);
-      used += performance.now() - started;
-    }
-  };
-}
-
 /** The HTTP API: the contract of docs/http-api.md. No module state. */
-export function createApp(deps: AppDeps): Hono<Env> {
-  const app = new Hono<Env>();
+export function createApp(deps: AppDeps): Hono<AppEnv> {
+  const app = new Hono<AppEnv>();
   const deadlineMs = deps.requestDeadlineMs ?? 5000;
 
-  // request id, timing and the single log line
-  app.use('*', async (c, next) => {
-    const started = performance.now();
-    const given = c.req.header('x-request-id');
-    const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
-    const path = c.req.path;
-    const log: RequestLog = { requestId, method: c.req.method, route: path in ROUTES ? path : 'unmatched' };
-    c.set('log', log);
-    try {
-      await next();
-    } finally {
-      c.res.headers.set('X-Request-Id', requestId);
-      const durationMs = Math.round((performance.now() - started) * 100) / 100;
-      deps.metrics.observeRequest(log.route, c.req.method, c.res.status, durationMs / 1000);
-      const level = c.res.status >= 500 ? 'error' : 'info';
-      deps.logger[level]({ ...log, status: c.res.status, durationMs }, 'request');
-    }
-  });
+  app.use('*', requestLog({ logger: deps.logger, metrics: deps.metrics, routes: ROUTES }));
 
   app.onError((err, c) => {
     const log = c.get('log');
@@ -133,38 +72,10 @@ export function createApp(deps: AppDeps): Hono<Env> {
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
-  // a bounded answer even when the database hangs: the time spent waiting on the backend (not on
-  // a slow client's body, which Node's own request timeout bounds) is capped per request
-  app.use('/api/*', async (c, next) => {
-    c.set('backend', createBudget(deadlineMs));
-    await next();
-  });
-
-  // the key is checked before anything else under /api/, unknown paths included. Only its database
-  // reads count against the deadline: time queued for argon2 is bounded by the hash queue itself
-  app.use('/api/*', async (c, next) => {
-    const address = c.env?.incoming?.socket?.remoteAddress;
-    const result = await deps.auth.authenticate(c.req.header('x-api-key'), { address, backend: c.get('backend') });
-    const log = c.get('log');
-    if (!result.ok) {
-      log.auth = result.why;
-      if (result.keyId) log.apiKeyId = result.keyId;
-      if (result.status === 503) {
-        c.header('Retry-After', '1');
-        return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Busy, retry shortly');
-      }
-      return c.body(null, result.status);
-    }
-    log.apiKeyId = result.keyId;
-    log.mode = result.mode;
-    if (result.mode === 'test' && deps.testKeys === false) {
-      log.auth = 'test_keys_disabled';
-      return c.body(null, 403);
-    }
-    c.set('keyId', result.keyId);
-    c.set('mode', result.mode);
-    await next();
-  });
+  // the budget first: the key's database reads count against it; the key is checked before
+  // anything else under /api/, unknown paths included
+  app.use('/api/*', backendBudget({ deadlineMs }));
+  app.use('/api/*', apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys }));
 
   app.post('/api/v1/attestation/init', async (c) => {
     const serverNonce = randomBytes(32);
@@ -246,7 +157,7 @@ export function createApp(deps: AppDeps): Hono<Env> {
     return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
   });
 
-  function rejected(c: Context<Env>, reason: RejectReason, detail: string) {
+  function rejected(c: Context<AppEnv>, reason: RejectReason, detail: string) {
     const log = c.get('log');
     log.isValid = false;
     log.reason = reason;
@@ -263,13 +174,6 @@ const sessionDetail: Record<'session_unknown' | 'session_consumed' | 'session_ex
   session_consumed: 'the session was already used',
   session_expired: 'the session expired before verify',
 };
-
-function errorBody(c: Context<Env>, status: 400 | 404 | 405 | 413 | 500 | 503, statusCode: number, errorMessage: string) {
-  // the message names a rule of the request, never a secret: it is what `attest logs` shows for a 4xx
-  const log = c.get('log');
-  if (log && status < 500) log.detail = errorMessage;
-  return c.json({ statusCode, errorMessage }, status);
-}
 
 /** The token's platform for logs and metrics when the session fails before verification. */
 function peekService(token: Uint8Array): string | undefined {

@@ -1,0 +1,30 @@
+import type { KeyMode } from '../core/types.js';
+
+/** Fields of the one log line a request writes; middlewares and handlers fill them in. */
+export interface RequestLog {
+  requestId: string;
+  method: string;
+  route: string;
+  apiKeyId?: string;
+  /** the API key's mode */
+  mode?: KeyMode;
+  approach?: 'session' | 'sessionless';
+  service?: string;
+  isValid?: boolean;
+  reason?: string;
+  detail?: string;
+  keyId?: string;
+  packageName?: string;
+  appId?: string;
+  auth?: string;
+  err?: { type: string; code?: string; message: string };
+}
+
+/** Runs one backend call within what is left of the request's deadline. */
+export type Budget = <T>(work: Promise<T>) => Promise<T>;
+
+/** The Hono environment of the HTTP API: what the middlewares set for the handlers. */
+export type AppEnv = {
+  Variables: { log: RequestLog; keyId: string; mode: KeyMode; backend: Budget };
+  Bindings: { incoming?: { socket?: { remoteAddress?: string } } };
+};

@@ -1,0 +1,36 @@
+import { createMiddleware } from 'hono/factory';
+import type { ApiKeyAuthenticator } from '../apiKeyAuthenticator.js';
+import type { AppEnv } from '../appEnv.js';
+import { errorBody, STATUS_INTERNAL_ERROR } from '../errorBody.js';
+
+/**
+ * Checks `X-API-Key` before anything else it guards and sets `keyId` and `mode` for the handlers.
+ * A refused key answers the authenticator's status with no body (401/403), a busy hash queue 503
+ * with Retry-After, a test-mode key 403 when `testKeys` is false. Only the key's database reads
+ * count against the backend budget (needs backendBudget first): time queued for argon2 is bounded
+ * by the hash queue itself.
+ */
+export const apiKeyAuth = (opts: { auth: Pick<ApiKeyAuthenticator, 'authenticate'>; testKeys?: boolean | undefined }) =>
+  createMiddleware<AppEnv>(async (c, next) => {
+    const address = c.env?.incoming?.socket?.remoteAddress;
+    const result = await opts.auth.authenticate(c.req.header('x-api-key'), { address, backend: c.get('backend') });
+    const log = c.get('log');
+    if (!result.ok) {
+      log.auth = result.why;
+      if (result.keyId) log.apiKeyId = result.keyId;
+      if (result.status === 503) {
+        c.header('Retry-After', '1');
+        return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Busy, retry shortly');
+      }
+      return c.body(null, result.status);
+    }
+    log.apiKeyId = result.keyId;
+    log.mode = result.mode;
+    if (result.mode === 'test' && opts.testKeys === false) {
+      log.auth = 'test_keys_disabled';
+      return c.body(null, 403);
+    }
+    c.set('keyId', result.keyId);
+    c.set('mode', result.mode);
+    await next();
+  });

@@ -1,0 +1,31 @@
+import { randomUUID } from 'node:crypto';
+import { createMiddleware } from 'hono/factory';
+import type { Logger } from 'pino';
+import type { AppEnv, RequestLog } from '../appEnv.js';
+import type { Metrics } from '../metrics.js';
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Request id (a valid `X-Request-Id` is kept, else a new UUID, echoed on the answer), timing, the
+ * request metric and the single log line of each request. Handlers add their facts to `c.get('log')`;
+ * `route` is the path when it is one of `routes`, else "unmatched" (no client text in metric labels).
+ */
+export const requestLog = (opts: { logger: Logger; metrics: Pick<Metrics, 'observeRequest'>; routes: Readonly<Record<string, unknown>> }) =>
+  createMiddleware<AppEnv>(async (c, next) => {
+    const started = performance.now();
+    const given = c.req.header('x-request-id');
+    const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
+    const path = c.req.path;
+    const log: RequestLog = { requestId, method: c.req.method, route: path in opts.routes ? path : 'unmatched' };
+    c.set('log', log);
+    try {
+      await next();
+    } finally {
+      c.res.headers.set('X-Request-Id', requestId);
+      const durationMs = Math.round((performance.now() - started) * 100) / 100;
+      opts.metrics.observeRequest(log.route, c.req.method, c.res.status, durationMs / 1000);
+      const level = c.res.status >= 500 ? 'error' : 'info';
+      opts.logger[level]({ ...log, status: c.res.status, durationMs }, 'request');
+    }
+  });
