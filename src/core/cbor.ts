@@ -20,6 +20,13 @@ import { Decoder } from 'cbor-x';
 
 export class CborError extends Error {
   override readonly name = 'CborError';
+  constructor(message: string) {
+    // an expected refusal of a client's bytes: no stack (see Rejection in reasons.ts)
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = limit;
+  }
 }
 
 export interface StrictCborOptions {

@@ -217,3 +217,22 @@ describe('decodeStrictCbor', () => {
     for (const ok of [0xf4, 0xf5, 0xf6, 0xf7]) expect(() => decode(Uint8Array.of(0xa1, 0x61, 0x61, ok))).not.toThrow();
   });
 });
+
+describe('expected rejections carry no stack', () => {
+  // capturing one was most of a garbage token's CPU; faults (any other Error) keep theirs
+  it('CborError and Rejection have only their first line, and the global limit is restored', async () => {
+    const { Rejection } = await import('../../src/core/reasons.js');
+    const limit = Error.stackTraceLimit;
+    let thrown: unknown;
+    try {
+      decodeStrictCbor(Uint8Array.of(0xff), { maxBytes: 10, maxDepth: 4 });
+    } catch (err) {
+      thrown = err;
+    }
+    expect(thrown).toBeInstanceOf(CborError);
+    expect((thrown as Error).stack).toBe(`CborError: ${(thrown as Error).message}`);
+    expect(new Rejection('token_malformed', 'bad').stack).toBe('Rejection: token_malformed: bad');
+    expect(Error.stackTraceLimit).toBe(limit);
+    expect(new Error('fault').stack).toMatch(/\n\s+at /);
+  });
+});
