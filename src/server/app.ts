@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { Hono, type Context } from 'hono';
-import { bodyLimit } from 'hono/body-limit';
 import type { Logger } from 'pino';
 import { encodeBase64 } from '../core/base64.js';
 import type { RejectReason } from '../core/reasons.js';
@@ -16,10 +15,12 @@ import { apiKeyAuth } from './middleware/apiKeyAuth.js';
 import { backendBudget, DeadlineExceeded } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
+import { readBody, TOO_LARGE } from './readBody.js';
 import { parseVerifyRequest } from './verifyRequest.js';
 
 export { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
 export const BODY_LIMIT_BYTES = 64 * 1024;
+const utf8 = new TextDecoder();
 
 export interface AppDeps {
   logger: Logger;
@@ -89,18 +90,22 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.post(
     '/api/v1/attestation/verify',
-    bodyLimit({
-      maxSize: BODY_LIMIT_BYTES,
-      onError: (c) => errorBody(c, 413, STATUS_INVALID_REQUEST, `Request body larger than ${BODY_LIMIT_BYTES} bytes`),
-    }),
     async (c) => {
       const log = c.get('log');
+      let body: Uint8Array | typeof TOO_LARGE | undefined;
+      try {
+        body = await readBody(c, BODY_LIMIT_BYTES);
+      } catch {
+        // the client broke off: as before, an unreadable body (nobody is left to read the answer)
+      }
+      if (body === TOO_LARGE) return errorBody(c, 413, STATUS_INVALID_REQUEST, `Request body larger than ${BODY_LIMIT_BYTES} bytes`);
       if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) {
         return errorBody(c, 400, STATUS_INVALID_REQUEST, 'Content-Type must be application/json');
       }
       let json: unknown;
       try {
-        json = await c.req.json();
+        // TextDecoder as fetch's text(): a UTF-8 BOM is dropped, bad bytes become U+FFFD
+        json = JSON.parse(utf8.decode(body));
       } catch {
         return errorBody(c, 400, STATUS_INVALID_REQUEST, 'The body is not valid JSON');
       }
