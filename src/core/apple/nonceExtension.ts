@@ -2,13 +2,15 @@
  * The App Attest nonce: `SHA-256(authData || clientDataHash)`, which Apple writes into the leaf
  * certificate's extension 1.2.840.113635.100.8.2 as `SEQUENCE { [1] EXPLICIT OCTET STRING }`.
  *
- * Node's X509Certificate cannot list extensions, so @peculiar/x509 extracts the extension's
- * value. The value is then compared with the DER encoding of the expected nonce as a whole:
+ * Node's X509Certificate cannot list extensions, so @peculiar's ASN.1 schema for X.509 reads the
+ * extension's value (the schema parse alone: @peculiar/x509's certificate object also builds
+ * names, keys and typed extensions, twice the CPU, and this runs on every registration). The value is then compared with the DER encoding of the expected nonce as a whole:
  * DER has exactly one encoding of that structure, so equal bytes mean an equal nonce, and no
  * looser reading (extra fields, long-form lengths) can slip through.
  */
 import { createHash } from 'node:crypto';
-import { X509Certificate as PeculiarCertificate } from '@peculiar/x509';
+import { AsnParser } from '@peculiar/asn1-schema';
+import { Certificate } from '@peculiar/asn1-x509';
 
 export const APPLE_NONCE_EXTENSION_OID = '1.2.840.113635.100.8.2';
 
@@ -42,14 +44,14 @@ export function nonceExtensionValue(nonce: Uint8Array): Buffer {
  * @param leafDer the leaf certificate (`x5c[0]`) as DER
  */
 export function readNonceExtensionValue(leafDer: Uint8Array): Buffer | null {
-  let cert: PeculiarCertificate;
+  let cert: Certificate;
   try {
-    cert = new PeculiarCertificate(leafDer);
+    cert = AsnParser.parse(leafDer, Certificate);
   } catch {
     return null;
   }
-  const extension = cert.getExtension(APPLE_NONCE_EXTENSION_OID);
-  return extension ? Buffer.from(extension.value) : null;
+  const extension = cert.tbsCertificate.extensions?.find((e) => e.extnID === APPLE_NONCE_EXTENSION_OID);
+  return extension ? Buffer.from(extension.extnValue.buffer) : null;
 }
 
 /**
