@@ -221,7 +221,7 @@ function openPostgres(url: string, max: number, server: boolean, connectTimeoutS
       connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
     });
   let client = connect();
-  let current = drizzlePostgres(client, { schema });
+  let current = drizzlePostgres(preparedStatements(client), { schema });
   // repositories keep this object; `recycle` swaps what it forwards to
   const db = new Proxy({} as typeof current, { get: (_, key) => Reflect.get(current, key, current) });
   return {
@@ -233,12 +233,23 @@ function openPostgres(url: string, max: number, server: boolean, connectTimeoutS
     async recycle() {
       const stale = client;
       client = connect();
-      current = drizzlePostgres(client, { schema });
+      current = drizzlePostgres(preparedStatements(client), { schema });
       // timeout 0: sockets whose peer vanished would never answer a graceful end
       await stale.end({ timeout: 0 }).catch(() => {});
     },
     close: () => client.end({ timeout: 5 }),
   };
+}
+
+/**
+ * drizzle runs `db.execute(sql...)` unprepared, and postgres.js then sends a Parse/Describe and
+ * waits for its answer before every statement: two round trips (and two socket writes) per query.
+ * The repositories' statements are few and fixed, so each connection prepares each one once and
+ * later calls only bind and execute.
+ */
+function preparedStatements(client: postgres.Sql): postgres.Sql {
+  const unsafe: postgres.Sql['unsafe'] = (query, parameters, options) => client.unsafe(query, parameters, { ...options, prepare: true });
+  return new Proxy(client, { get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)) });
 }
 
 function openShared(socket: NonNullable<LockInfo['socket']>, dataDir: string, connectTimeoutSeconds: number): DatabaseHandle {
