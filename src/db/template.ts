@@ -9,8 +9,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 
-// next to the compiled code (dist/db); running from src there is none and initdb runs
-const TEMPLATE_DIR = fileURLToPath(new URL('./pgdata-template', import.meta.url));
+// in dist/db, reached the same way from dist/db and from src/db (tests and tsx use the built one);
+// with no build, there is none and initdb runs
+const TEMPLATE_DIR = fileURLToPath(new URL('../../dist/db/pgdata-template', import.meta.url));
 const MARKER = `${TEMPLATE_DIR}.json`;
 
 /** The installed PGlite's version: a template from another version may not be readable by it. */
@@ -63,7 +64,7 @@ export function createFromTemplate(pgDir: string): boolean {
   }
 }
 
-/** Builds the template next to this module (run by `npm run build`). */
+/** Builds the template in dist/db (run by `npm run build`). */
 export async function buildTemplate(): Promise<string> {
   const partial = `${TEMPLATE_DIR}.partial`;
   rmSync(partial, { recursive: true, force: true });

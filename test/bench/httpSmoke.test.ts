@@ -3,32 +3,13 @@
  * scenario ran and every answer was the expected one, and the replays are refused. Its numbers
  * are not looked at: this only keeps `npm run bench:http` working.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { beforeAll, expect, it } from 'vitest';
 import { runHttpBench } from '../../bench/http/harness.js';
 import { svgChart, table } from '../../bench/http/report.js';
+import { buildOnce } from '../support/binary.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-
-function newest(dir: string): number {
-  let max = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    max = Math.max(max, entry.isDirectory() ? newest(path) : statSync(path).mtimeMs);
-  }
-  return max;
-}
-
-beforeAll(() => {
-  // the benchmark runs the built binary, as `npm run bench:http` builds it
-  const built = join(ROOT, 'dist', 'cli', 'main.js');
-  if (existsSync(built) && statSync(built).mtimeMs >= newest(join(ROOT, 'src'))) return;
-  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' });
-  if (!existsSync(built)) throw new Error('the build did not produce dist/cli/main.js');
-}, 180_000);
-
+// the benchmark runs the built binary, as `npm run bench:http` builds it
+beforeAll(buildOnce, 180_000);
 it('runs every scenario with correct answers and refuses the replays', async () => {
   const result = await runHttpBench({ connections: [2], seconds: 1, registrations: 6, warmupSeconds: 0 });
   expect(result.results.map((r) => r.scenario)).toEqual([

@@ -3,48 +3,19 @@
  * operator meets them, completion scripts run by bash, and destructive commands on a real
  * pseudo-terminal (util-linux `script`) against a running `attest serve`.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildOnce } from '../support/binary.js';
+import { baseEnv, BIN, buildOnce, oneLine, runBin, runProcess, serveBin, stopBin, type Served } from '../support/binary.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'attest.js');
 const HAS_SCRIPT = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
-
-
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 
 let env: NodeJS.ProcessEnv;
 
-function run(command: string, args: string[], extraEnv: NodeJS.ProcessEnv = {}): Promise<Result> {
-  return new Promise((resolve) => {
-    const child = spawn(command, args, { env: { ...env, ...extraEnv }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.stdin.end();
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-const attest = (args: string[], extraEnv: NodeJS.ProcessEnv = {}) => run(process.execPath, [BIN, ...args], extraEnv);
-
-/** the one line an error prints */
-function oneLine(result: Result): string {
-  const lines = result.stderr.split('\n').filter(Boolean);
-  expect(lines, result.stderr).toHaveLength(1);
-  return lines[0]!;
-}
+const attest = (args: string[], extraEnv: NodeJS.ProcessEnv = {}) => runBin(args, { ...env, ...extraEnv });
 
 const shellQuote = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
 
@@ -73,19 +44,6 @@ function onTerminal(args: string[], answer: string): Promise<{ code: number | nu
   });
 }
 
-function serve(): Promise<{ child: ChildProcess; exited: Promise<number | null> }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    let stderr = '';
-    child.stderr!.on('data', (d) => {
-      stderr += d;
-      if (/attest listening on http/.test(stderr)) resolve({ child, exited });
-    });
-    void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
-  });
-}
-
 const playKeys = () => ({
   decryption: randomBytes(32).toString('base64'),
   verification: generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
@@ -95,7 +53,7 @@ let dir: string;
 beforeAll(() => {
   buildOnce();
   dir = mkdtempSync(join(tmpdir(), 'attest-admin-bin-'));
-  env = { PATH: process.env.PATH, HOME: process.env.HOME, ATTEST_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'warn', ATTEST_ACTOR: 'ops-test' };
+  env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data'), ATTEST_ACTOR: 'ops-test' });
 }, 120_000);
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -178,7 +136,7 @@ describe('attest completion', { timeout: 120_000 }, () => {
   async function complete(...words: string[]): Promise<string[]> {
     const line = ['attest', ...words];
     const program = `source ${shellQuote(script)}; COMP_WORDS=(${line.map(shellQuote).join(' ')}); COMP_CWORD=${line.length - 1}; _attest_complete; printf '%s\\n' "\${COMPREPLY[@]}"`;
-    const result = await run('bash', ['--norc', '-c', program]);
+    const result = await runProcess('bash', ['--norc', '-c', program], env);
     expect(result.stderr).toBe('');
     return result.stdout.split('\n').filter(Boolean).sort();
   }
@@ -209,15 +167,12 @@ describe('attest completion', { timeout: 120_000 }, () => {
 });
 
 describe('destructive commands against a running serve', { timeout: 120_000 }, () => {
-  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  let server: Served | undefined;
   beforeAll(async () => {
-    server = await serve();
+    server = await serveBin(env);
   }, 120_000);
   afterAll(async () => {
-    if (server && server.child.exitCode === null) {
-      server.child.kill('SIGTERM');
-      await server.exited;
-    }
+    if (server) await stopBin(server);
   });
 
   const state = async (id: string) => ((JSON.parse((await attest(['keys', 'list', '--json'])).stdout) as { id: string; state: string }[]).find((k) => k.id === id))?.state;

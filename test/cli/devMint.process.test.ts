@@ -4,17 +4,14 @@
  * a live one (with the reason in the log line), the deny-path switches, and `verify-file`
  * explaining both verdicts.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../support/cli.js';
-import { buildOnce } from '../support/binary.js';
+import { baseEnv, buildOnce, serveBin, stopBin, type Served } from '../support/binary.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'attest.js');
 const APP_ID = 'ABCDE12345.com.example.rp';
 const PACKAGE = 'com.example.rp';
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
@@ -31,22 +28,8 @@ async function ok(...args: string[]): Promise<string> {
   return run.stdout;
 }
 
-function serve(): Promise<{ child: ChildProcess; url: string; exited: Promise<number | null> }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    let stderr = '';
-    child.stderr!.on('data', (d) => {
-      stderr += d;
-      const m = /attest listening on (http:\/\/\S+)/.exec(stderr);
-      if (m) resolve({ child, url: m[1]!, exited });
-    });
-    void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
-  });
-}
-
 describe('test mode through attest serve', { timeout: 60_000 }, () => {
-  let server: Awaited<ReturnType<typeof serve>> | undefined;
+  let server: Served | undefined;
   let testKey: string;
   let liveKey: string;
   let logFile: string;
@@ -57,11 +40,11 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
     buildOnce();
     dir = mkdtempSync(join(tmpdir(), 'attest-dev-'));
     logFile = join(dir, 'attest.log');
-    env = { PATH: process.env.PATH, HOME: process.env.HOME, ATTEST_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ATTEST_LOG_FILE: logFile };
+    env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ATTEST_LOG_FILE: logFile });
     saved = { ATTEST_DATA_DIR: process.env.ATTEST_DATA_DIR, DATABASE_URL: process.env.DATABASE_URL };
     process.env.ATTEST_DATA_DIR = env.ATTEST_DATA_DIR;
     delete process.env.DATABASE_URL;
-    server = await serve();
+    server = await serveBin(env);
     testKey = (JSON.parse(await ok('keys', 'create', '--name', 'ci', '--test', '--json')) as { key: string }).key;
     liveKey = (JSON.parse(await ok('keys', 'create', '--name', 'prod', '--json')) as { key: string }).key;
     await ok('allowlist', 'add', 'apple', APP_ID);
@@ -73,10 +56,7 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
       if (v === undefined) delete process.env[k];
       else process.env[k] = v;
     }
-    if (server && server.child.exitCode === null) {
-      server.child.kill('SIGTERM');
-      await server.exited;
-    }
+    if (server) await stopBin(server);
     rmSync(dir, { recursive: true, force: true });
   });
 

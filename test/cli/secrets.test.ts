@@ -2,7 +2,6 @@
  * The master key through the built binary: the embedded default key, one-line refusals of a
  * wrong or missing key (CLI and serve), rotation, and an instance left on the old key.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,86 +14,26 @@ import { encodeCbor } from '../support/appleFactory.js';
 import { createGoogleTestKeys, mintIntegrityToken, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
 import { postgresBackend } from '../support/databases.js';
 import { keyFileText, testMasterKey } from '../support/secrets.js';
-import { buildOnce } from '../support/binary.js';
+import { baseEnv, buildOnce, oneLine as theOneLine, runBin, serveBin, stopBin, type BinResult } from '../support/binary.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
-const BIN = join(ROOT, 'bin', 'attest.js');
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 /** each embedded-database process starts PGlite (seconds each on a loaded 2-core machine) */
 const SLOW = 300_000;
 
 
 
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
+const attest = (args: string[], env: NodeJS.ProcessEnv) => runBin(args, env);
 
-function attest(args: string[], env: NodeJS.ProcessEnv): Promise<Result> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
-
-/** the one stderr line of a failed command */
-function oneLine(run: Result): string {
-  const lines = run.stderr.split('\n').filter(Boolean);
-  if (lines.length !== 1) throw new Error(`expected one stderr line, got ${lines.length}: ${run.stderr}`);
+/** the one stderr line of a failed command, which prints nothing else */
+function oneLine(run: BinResult): string {
   expect(run.stdout).toBe('');
-  return lines[0]!;
+  return theOneLine(run);
 }
 
-interface Served {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<number | null>;
-  /** resolves with the first log line matching `test` (lines already logged count) */
-  logLine(test: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
-  stop(): Promise<void>;
-}
-
-function serve(env: NodeJS.ProcessEnv): Promise<Served> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    const lines: Record<string, unknown>[] = [];
-    const waiters: { test: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
-    let pending = '';
-    child.stdout!.on('data', (d) => {
-      pending += d;
-      const parts = pending.split('\n');
-      pending = parts.pop()!;
-      for (const part of parts.filter(Boolean)) {
-        const line = JSON.parse(part) as Record<string, unknown>;
-        lines.push(line);
-        for (const w of waiters.filter((w) => w.test(line))) w.resolve(line);
-      }
-    });
-    let stderr = '';
-    child.stderr!.on('data', (d) => {
-      stderr += d;
-      const m = /attest listening on (http:\/\/\S+)/.exec(stderr);
-      if (m) {
-        resolve({
-          child,
-          url: m[1]!,
-          exited,
-          logLine: (test) => new Promise((r) => (lines.some(test) ? r(lines.find(test)!) : waiters.push({ test, resolve: r }))),
-          async stop() {
-            if (child.exitCode === null) child.kill('SIGTERM');
-            await exited;
-          },
-        });
-      }
-    });
-    void exited.then((code) => reject(new Error(`serve exited ${code}: ${stderr}`)));
-  });
+/** `attest serve` until stop() */
+async function serve(env: NodeJS.ProcessEnv) {
+  const served = await serveBin(env);
+  return { ...served, stop: () => stopBin(served) };
 }
 
 function gmsToken(nonce: Uint8Array, integrityToken: string): string {
@@ -139,7 +78,7 @@ describe('the embedded database’s own master key', () => {
   const keyFile = () => join(data, 'master.key');
   beforeAll(() => {
     data = join(dir, 'embedded');
-    env = { PATH: process.env.PATH, HOME: process.env.HOME, ATTEST_DATA_DIR: data, LOG_LEVEL: 'warn' };
+    env = baseEnv({ ATTEST_DATA_DIR: data });
   });
 
   it('is created once (0600, said once on stderr), and the key material never reaches the data files', async () => {

@@ -188,7 +188,7 @@ describe('a command in a folder without a database', () => {
     const cwd = join(root, 'elsewhere');
     mkdirSync(cwd);
     for (const args of [['keys', 'create', '--name', 'mobile'], ['keys', 'list'], ['allowlist', 'list'], ['db', 'status']]) {
-      const run = await runBin(args, baseEnv(), cwd);
+      const run = await runBin(args, baseEnv(), { cwd });
       expect(run.code).toBe(3);
       expect(run.stdout).toBe('');
       expect(lines(run.stderr)).toEqual([

@@ -5,20 +5,11 @@ import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { migrationStatus, runMigrations } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
-import { backends, type TestDatabase } from '../support/databases.js';
+import { backends, useDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
 describe.each(backends())('repositories on $name', (backend) => {
-  let handle: TestDatabase;
-  beforeAll(async () => {
-    handle = await backend.open();
-  });
-  afterAll(async () => {
-    await handle?.close();
-  });
-  beforeEach(async () => {
-    await handle.reset();
-  });
+  const handle = useDatabase(backend);
 
   const apiKey = async (id = 'k1') => {
     await createApiKeyRepository(handle.db).insert({ id, name: id, hash: 'h', expiresInSeconds: null });

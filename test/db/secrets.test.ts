@@ -17,7 +17,7 @@ import { openDatabase, openMemoryDatabase, rowsOf, type DatabaseHandle } from '.
 import { MIGRATIONS_FOLDER, migrationStatus, runMigrations } from '../../src/db/migrate.js';
 import { createSecretBox, type SecretBox } from '../../src/db/secretBox.js';
 import { checkMasterKey, MasterKeyError, rotateMasterKey } from '../../src/db/secrets.js';
-import { backends, type Backend, type TestDatabase } from '../support/databases.js';
+import { backends, useDatabase, type Backend, type TestDatabase } from '../support/databases.js';
 import { createTestServiceAccount } from '../support/fakeGoogle.js';
 import { testMasterKey } from '../support/secrets.js';
 
@@ -86,15 +86,8 @@ async function openAtFirstRelease(backend: Backend['name']): Promise<{ handle: D
 }
 
 describe.each(backends())('sealed secrets on $name', (backend) => {
-  let handle: TestDatabase;
-  beforeAll(async () => {
-    handle = await backend.open();
-  });
-  afterAll(async () => {
-    await handle?.close();
-  });
+  const handle = useDatabase(backend);
   beforeEach(async () => {
-    await handle.reset();
     await handle.db.execute(sql`delete from master_key_check`);
   });
 

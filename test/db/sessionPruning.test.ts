@@ -11,7 +11,7 @@ import { rowsOf, type DatabaseHandle } from '../../src/db/client.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
 import { startSessionPruner, type PruneRun } from '../../src/server/sessionPruner.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
-import { backends, type TestDatabase } from '../support/databases.js';
+import { backends, useDatabase } from '../support/databases.js';
 import { captureLogger } from '../support/service.js';
 
 const HOUR = 3600_000;
@@ -30,15 +30,8 @@ async function references(handle: DatabaseHandle): Promise<string[]> {
 }
 
 describe.each(backends())('session pruning on $name', (backend) => {
-  let handle: TestDatabase;
-  beforeAll(async () => {
-    handle = await backend.open();
-  });
-  afterAll(async () => {
-    await handle?.close();
-  });
+  const handle = useDatabase(backend);
   beforeEach(async () => {
-    await handle.reset();
     await createApiKeyRepository(handle.db).insert({ id: 'k1', name: 'k1', hash: 'h', expiresInSeconds: null });
   });
 

@@ -9,21 +9,12 @@ import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { createDevCaRepository } from '../../src/db/devCa.js';
 import { TEST_SECRETS } from '../support/secrets.js';
-import { backends, type TestDatabase } from '../support/databases.js';
+import { backends, useDatabase } from '../support/databases.js';
 
 const ca = (tag: number) => ({ rootCert: new Uint8Array([tag, 1]), intermediateCert: new Uint8Array([tag, 2]), intermediateKey: new Uint8Array([tag, 3]) });
 
 describe.each(backends())('test-mode storage on $name', (backend) => {
-  let handle: TestDatabase;
-  beforeAll(async () => {
-    handle = await backend.open();
-  });
-  afterAll(async () => {
-    await handle?.close();
-  });
-  beforeEach(async () => {
-    await handle.reset();
-  });
+  const handle = useDatabase(backend);
 
   it('API keys are live unless created as test keys', async () => {
     const repo = createApiKeyRepository(handle.db);

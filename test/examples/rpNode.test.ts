@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRpApp } from '../../examples/rp-node/app.js';
-import { ROOT, baseEnv, buildOnce, stopBin, watchBin, type Watched } from '../support/binary.js';
+import { ROOT, baseEnv, buildOnce, serveBin, stopBin, type Served } from '../support/binary.js';
 import { runCli } from '../support/cli.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
 
@@ -39,7 +39,7 @@ async function closedPort(): Promise<number> {
 
 describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
   let dir: string;
-  let service: Watched;
+  let service: Served;
   let url: string;
   let testKey: string;
   let liveKey: string;
@@ -52,8 +52,8 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
     const env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data') });
     process.env.ATTEST_DATA_DIR = env.ATTEST_DATA_DIR;
     delete process.env.DATABASE_URL;
-    service = watchBin(['serve', '--port', '0', '--host', '127.0.0.1'], env);
-    url = (await service.line(/attest listening on (http:\/\/\S+)/)).match[1]!;
+    service = await serveBin(env);
+    url = service.url;
     testKey = (JSON.parse(await attest('keys', 'create', '--name', 'rp-node', '--test', '--json')) as { key: string }).key;
     liveKey = (JSON.parse(await attest('keys', 'create', '--name', 'rp-node-live', '--json')) as { key: string }).key;
     await attest('allowlist', 'add', 'apple', APP_ID);

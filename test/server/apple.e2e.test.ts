@@ -13,8 +13,8 @@ import {
   TEST_NOW,
   type TestCa,
 } from '../support/appleFactory.js';
-import { backends, postgresBackend, type TestDatabase } from '../support/databases.js';
-import { createPlatformService, init, issueKey, verify } from '../support/service.js';
+import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';
+import { createPlatformService, init, issueKey, verify, verifyInSession, verifySessionless } from '../support/service.js';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
@@ -26,18 +26,11 @@ beforeAll(async () => {
 const appleService = (db: TestDatabase) => createPlatformService(db, { now: TEST_NOW, appleRoots: ca.roots });
 
 describe.each(backends())('App Attest over HTTP on $name', (backend) => {
-  let db: TestDatabase;
+  const db = useDatabase(backend);
   let key: string;
   let service: ReturnType<typeof appleService>;
 
-  beforeAll(async () => {
-    db = await backend.open();
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
   beforeEach(async () => {
-    await db.reset();
     key = (await issueKey(db)).key;
     await createAllowlistRepository(db.db, null).addApple(TEST_APP_ID, 'production');
     service = appleService(db);
@@ -45,18 +38,13 @@ describe.each(backends())('App Attest over HTTP on $name', (backend) => {
 
   /** session approach: init, build the token over the server nonce (and device nonce), verify */
   async function sessionVerify(build: (finalNonce: Buffer) => Promise<Buffer> | Buffer, deviceNonce?: Buffer) {
-    const { body } = await init(service.app, key);
-    const serverNonce = Buffer.from(body.serverNonce, 'base64');
-    const finalNonce = deviceNonce ? Buffer.concat([serverNonce, deviceNonce]) : serverNonce;
-    const token = await build(finalNonce);
-    const res = await verify(service.app, key, { attestationToken: b64(token), sessionReference: body.sessionReference, ...(deviceNonce ? { deviceNonce: b64(deviceNonce) } : {}) });
+    const { res } = await verifyInSession(service.app, key, build, deviceNonce);
     expect(res.status).toBe(200);
     return { body: (await res.json()) as Record<string, unknown>, log: service.logs.last() };
   }
 
   async function sessionlessVerify(build: (finalNonce: Buffer) => Promise<Buffer> | Buffer) {
-    const nonce = randomBytes(48);
-    const res = await verify(service.app, key, { attestationToken: b64(await build(nonce)), expectedNonce: b64(nonce) });
+    const res = await verifySessionless(service.app, key, build);
     expect(res.status).toBe(200);
     return { body: (await res.json()) as Record<string, unknown>, log: service.logs.last() };
   }

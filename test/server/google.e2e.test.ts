@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { encodeCbor } from '../support/appleFactory.js';
-import { backends, type TestDatabase } from '../support/databases.js';
+import { backends, useDatabase } from '../support/databases.js';
 import {
   createGoogleTestKeys,
   keyPairOf,
@@ -15,7 +15,7 @@ import {
   type GoogleTestKeys,
   type MintOptions,
 } from '../support/googleFactory.js';
-import { createPlatformService, init, issueKey, verify } from '../support/service.js';
+import { createPlatformService, init, issueKey, verify, verifyInSession, verifySessionless } from '../support/service.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
@@ -48,18 +48,11 @@ beforeAll(async () => {
 });
 
 describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
-  let db: TestDatabase;
+  const db = useDatabase(backend);
   let key: string;
   let service: ReturnType<typeof createPlatformService>;
 
-  beforeAll(async () => {
-    db = await backend.open();
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
   beforeEach(async () => {
-    await db.reset();
     key = (await issueKey(db)).key;
     await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, keyPairOf(pair1), { certificateDigests: [TEST_CERT_DIGEST] });
     service = createPlatformService(db, { now: NOW, appleRoots: defaultAppleRoots() });
@@ -69,25 +62,21 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
 
   /** session approach: init, mint over serverNonce (|| deviceNonce), verify */
   async function sessionVerify(mint: Mint = {}, options: { deviceNonce?: Buffer; packageName?: string; tokenNonce?: (n: Buffer) => Buffer } = {}) {
-    const { body } = await init(service.app, key);
-    const serverNonce = Buffer.from(body.serverNonce, 'base64');
-    const finalNonce = options.deviceNonce ? Buffer.concat([serverNonce, options.deviceNonce]) : serverNonce;
-    const integrityToken = await mintIntegrityToken({ keys: pair1, now: new Date(NOW.getTime() - 20_000), ...mint, nonce: finalNonce });
-    const res = await verify(service.app, key, {
-      attestationToken: gmsToken(options.tokenNonce?.(finalNonce) ?? finalNonce, integrityToken, options.packageName),
-      sessionReference: body.sessionReference,
-      ...(options.deviceNonce ? { deviceNonce: b64(options.deviceNonce) } : {}),
-    });
+    const { res, sessionReference } = await verifyInSession(service.app, key, (finalNonce) => mintedToken(finalNonce, mint, options), options.deviceNonce);
     expect(res.status).toBe(200);
-    return { body: (await res.json()) as Record<string, unknown>, log: service.logs.last(), sessionReference: body.sessionReference };
+    return { body: (await res.json()) as Record<string, unknown>, log: service.logs.last(), sessionReference };
   }
 
   async function sessionlessVerify(mint: Mint = {}, options: { packageName?: string; tokenNonce?: (n: Buffer) => Buffer } = {}) {
-    const nonce = randomBytes(48);
-    const integrityToken = await mintIntegrityToken({ keys: pair1, now: new Date(NOW.getTime() - 20_000), ...mint, nonce });
-    const res = await verify(service.app, key, { attestationToken: gmsToken(options.tokenNonce?.(nonce) ?? nonce, integrityToken, options.packageName), expectedNonce: b64(nonce) });
+    const res = await verifySessionless(service.app, key, (nonce) => mintedToken(nonce, mint, options));
     expect(res.status).toBe(200);
     return { body: (await res.json()) as Record<string, unknown>, log: service.logs.last() };
+  }
+
+  /** a token over `finalNonce` (or what `tokenNonce` makes of it) with a verdict minted for it */
+  async function mintedToken(finalNonce: Buffer, mint: Mint, options: { packageName?: string; tokenNonce?: (n: Buffer) => Buffer }) {
+    const integrityToken = await mintIntegrityToken({ keys: pair1, now: new Date(NOW.getTime() - 20_000), ...mint, nonce: finalNonce });
+    return gmsToken(options.tokenNonce?.(finalNonce) ?? finalNonce, integrityToken, options.packageName);
   }
 
   const approaches = [

@@ -14,10 +14,10 @@ import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
 import { createPlayIntegrityClient, type PlayIntegrityClientOptions } from '../../src/google/playIntegrityClient.js';
 import { startServer } from '../../src/server/start.js';
 import { encodeCbor } from '../support/appleFactory.js';
-import { backends, postgresBackend, type TestDatabase } from '../support/databases.js';
+import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';
 import { createTestServiceAccount, startFakeGoogle, type FakeGoogle, type TestServiceAccount } from '../support/fakeGoogle.js';
 import { createGoogleTestKeys, keyPairOf, mintIntegrityToken, TEST_CERT_DIGEST, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
-import { captureLogger, createPlatformService, init, issueKey, verify } from '../support/service.js';
+import { captureLogger, createPlatformService, init, issueKey, verify, verifyInSession, verifySessionless } from '../support/service.js';
 import { standardPayload, type StandardPayload } from '../support/standardPayload.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
@@ -51,19 +51,12 @@ beforeAll(async () => {
 });
 
 describe.each(backends())('Play Integrity standard requests over HTTP on $name', (backend) => {
-  let db: TestDatabase;
+  const db = useDatabase(backend);
   let key: string;
   let fake: FakeGoogle;
   let service: ReturnType<typeof createPlatformService>;
 
-  beforeAll(async () => {
-    db = await backend.open();
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
   beforeEach(async () => {
-    await db.reset();
     key = (await issueKey(db)).key;
     await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, keyPairOf(pair), { certificateDigests: [TEST_CERT_DIGEST], serviceAccount: sa.account });
     fake = await startFakeGoogle({ accounts: [sa] });
@@ -97,16 +90,12 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
   }
 
   async function sessionVerify(mint: Mint = {}, s = service) {
-    const { body } = await init(s.app, key);
-    const serverNonce = Buffer.from(body.serverNonce, 'base64');
-    const deviceNonce = randomBytes(16);
-    const finalNonce = Buffer.concat([serverNonce, deviceNonce]);
-    return verify(s.app, key, { attestationToken: gmsToken(finalNonce, standardToken(finalNonce, mint), 'standard'), sessionReference: body.sessionReference, deviceNonce: b64(deviceNonce) });
+    const standard = (finalNonce: Buffer) => gmsToken(finalNonce, standardToken(finalNonce, mint), 'standard');
+    return (await verifyInSession(s.app, key, standard, randomBytes(16))).res;
   }
 
   async function sessionlessVerify(mint: Mint = {}, s = service) {
-    const nonce = randomBytes(32);
-    return verify(s.app, key, { attestationToken: gmsToken(nonce, standardToken(nonce, mint), 'standard'), expectedNonce: b64(nonce) });
+    return verifySessionless(s.app, key, (nonce) => gmsToken(nonce, standardToken(nonce, mint), 'standard'), randomBytes(32));
   }
 
   const approaches = [

@@ -2,23 +2,16 @@
 // metrics; with test keys off they answer 403 (cause in the log); sessions stay per key.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { KeyMode } from '../../src/core/types.js';
-import { backends, type TestDatabase } from '../support/databases.js';
+import { backends, useDatabase } from '../support/databases.js';
 import { BASE, createTestService, init, issueKey, verify } from '../support/service.js';
 import { b64, fakeVerify, token } from '../support/tokens.js';
 
 describe.each(backends())('test-mode API keys on $name', (backend) => {
-  let db: TestDatabase;
+  const db = useDatabase(backend);
   let live: { id: string; key: string };
   let test: { id: string; key: string };
 
-  beforeAll(async () => {
-    db = await backend.open();
-  });
-  afterAll(async () => {
-    await db?.close();
-  });
   beforeEach(async () => {
-    await db.reset();
     live = await issueKey(db, { name: 'live' });
     test = await issueKey(db, { name: 'test', mode: 'test' });
   });

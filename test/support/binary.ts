@@ -38,16 +38,31 @@ export function baseEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
   return { PATH: process.env.PATH, HOME: process.env.HOME, LOG_LEVEL: 'warn', ...extra };
 }
 
-/** Runs the binary to its end. */
-export function runBin(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Promise<BinResult> {
+/** Runs `command` to its end; stdin holds `input` (empty by default), so it is never a terminal. */
+export function runProcess(command: string, args: string[], env: NodeJS.ProcessEnv, options: { cwd?: string; input?: string } = {}): Promise<BinResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [BIN, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { env, cwd: options.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
+    // a command that exits before reading its input closes the pipe: that is not the test's concern
+    child.stdin.on('error', () => {});
+    child.stdin.end(options.input ?? '');
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
+}
+
+/** Runs the binary to its end. */
+export function runBin(args: string[], env: NodeJS.ProcessEnv, options: { cwd?: string; input?: string } = {}): Promise<BinResult> {
+  return runProcess(process.execPath, [BIN, ...args], env, options);
+}
+
+/** The one line a failed command prints on stderr (anything else is a failure). */
+export function oneLine(run: { stderr: string }): string {
+  const lines = run.stderr.split('\n').filter(Boolean);
+  if (lines.length !== 1) throw new Error(`expected one stderr line, got ${lines.length}: ${run.stderr}`);
+  return lines[0]!;
 }
 
 export interface Watched {
@@ -56,13 +71,15 @@ export interface Watched {
   stderr(): string;
   /** resolves with the first stderr match of `pattern` and when it came (performance.now()) */
   line(pattern: RegExp): Promise<{ match: RegExpExecArray; at: number }>;
+  /** resolves with the first JSON log line on stdout that passes `test` (lines already logged count) */
+  logLine(test: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
   /** the exit code and when it came */
   exited: Promise<{ code: number | null; at: number }>;
 }
 
-/** Starts the binary and watches its stderr line by line. */
+/** Starts the binary and watches its stderr line by line, and its stdout as JSON log lines. */
 export function watchBin(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Watched {
-  const child = spawn(process.execPath, [BIN, ...args], { env, cwd, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   let stderr = '';
   const waiters: { pattern: RegExp; resolve: (v: { match: RegExpExecArray; at: number }) => void }[] = [];
   const check = () => {
@@ -78,17 +95,47 @@ export function watchBin(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Wa
     stderr += d;
     check();
   });
+  const logs: Record<string, unknown>[] = [];
+  const logWaiters: { test: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  let pending = '';
+  child.stdout!.on('data', (d) => {
+    pending += d;
+    const parts = pending.split('\n');
+    pending = parts.pop()!;
+    for (const part of parts.filter(Boolean)) {
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(part) as Record<string, unknown>;
+      } catch {
+        continue; // not a log line
+      }
+      logs.push(line);
+      for (const w of logWaiters.filter((w) => w.test(line))) w.resolve(line);
+    }
+  });
   const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.on('exit', (code) => resolve({ code, at: performance.now() })));
+  // 'close' comes after the last output chunk: a line that came at all has been seen by then
+  const closed = (what: string) => new Promise<never>((_, reject) => child.once('close', (code) => reject(new Error(`exited ${code} before ${what}: ${stderr}`))));
   return {
     child,
     stderr: () => stderr,
     line: (pattern) =>
-      new Promise((resolve, reject) => {
-        waiters.push({ pattern, resolve });
-        check();
-        // 'close' comes after the last stderr chunk: a line that came at all has been seen by then
-        child.once('close', (code) => reject(new Error(`exited ${code} before ${pattern}: ${stderr}`)));
-      }),
+      Promise.race([
+        new Promise<{ match: RegExpExecArray; at: number }>((resolve) => {
+          waiters.push({ pattern, resolve });
+          check();
+        }),
+        closed(String(pattern)),
+      ]),
+    logLine: (test) =>
+      Promise.race([
+        new Promise<Record<string, unknown>>((resolve) => {
+          const seen = logs.find(test);
+          if (seen) resolve(seen);
+          else logWaiters.push({ test, resolve });
+        }),
+        closed('the log line'),
+      ]),
     exited,
   };
 }
@@ -99,4 +146,16 @@ export async function stopBin(w: Watched): Promise<void> {
     w.child.kill('SIGTERM');
     await w.exited;
   }
+}
+
+export interface Served extends Watched {
+  /** the address it listens on */
+  url: string;
+}
+
+/** Starts `attest serve` on a free port and resolves once it listens; rejects with its stderr if it exits first. */
+export async function serveBin(env: NodeJS.ProcessEnv): Promise<Served> {
+  const w = watchBin(['serve', '--port', '0', '--host', '127.0.0.1'], env);
+  const { match } = await w.line(/attest listening on (http:\/\/\S+)/);
+  return { ...w, url: match[1]! };
 }

@@ -28,9 +28,4 @@ export async function runCli(...args: string[]): Promise<CliRun> {
   return { code, stdout: out.join(''), stderr: err.join('') };
 }
 
-/** the one line an error prints */
-export function oneLine(run: CliRun): string {
-  const lines = run.stderr.split('\n').filter(Boolean);
-  if (lines.length !== 1) throw new Error(`expected one stderr line, got ${lines.length}: ${run.stderr}`);
-  return lines[0]!;
-}
+export { oneLine } from './binary.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
 import { openDatabase, openMemoryDatabase, type DatabaseHandle } from '../../src/db/client.js';
 import { runMigrations } from '../../src/db/migrate.js';
 
@@ -31,6 +31,29 @@ export function backends(): Backend[] {
 /** PostgreSQL only (concurrency tests); undefined when TEST_DATABASE_URL is unset. */
 export function postgresBackend(): Backend | undefined {
   return backends().find((b) => b.name === 'postgres');
+}
+
+/**
+ * The file's one database on `backend`: opened before the first test, emptied before each test,
+ * closed after the last. Usable inside tests and hooks registered after this call.
+ */
+export function useDatabase(backend: Backend): TestDatabase {
+  let opened: TestDatabase | undefined;
+  beforeAll(async () => {
+    opened = await backend.open();
+  });
+  afterAll(async () => {
+    await opened?.close();
+  });
+  beforeEach(async () => {
+    await opened!.reset();
+  });
+  return new Proxy({} as TestDatabase, {
+    get(_, key) {
+      if (!opened) throw new Error('the test database is opened in beforeAll: use it inside tests and hooks');
+      return Reflect.get(opened, key);
+    },
+  });
 }
 
 let template: Blob | undefined;

@@ -17,7 +17,11 @@ declare module 'vitest' {
   }
 }
 
-export default async function setup(project: TestProject): Promise<() => void> {
+// made once for every project of the run (vitest calls this per project); removed after the last
+let made: Promise<{ dir: string; tar: string }> | undefined;
+let users = 0;
+
+async function makeTemplate(): Promise<{ dir: string; tar: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'attest-pglite-template-'));
   const handle = await openMemoryDatabase();
   try {
@@ -27,6 +31,15 @@ export default async function setup(project: TestProject): Promise<() => void> {
   } finally {
     await handle.close();
   }
-  project.provide('pgliteTemplate', join(dir, 'template.tar'));
-  return () => rmSync(dir, { recursive: true, force: true });
+  return { dir, tar: join(dir, 'template.tar') };
+}
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  users++;
+  made ??= makeTemplate();
+  const { dir, tar } = await made;
+  project.provide('pgliteTemplate', tar);
+  return () => {
+    if (--users === 0) rmSync(dir, { recursive: true, force: true });
+  };
 }

@@ -3,7 +3,7 @@
  * authenticator), minus the socket: tests drive it with `app.request(...)`. The log goes to an
  * array (one parsed object per line, plus the raw text) and the clock is injectable.
  */
-import type { X509Certificate } from 'node:crypto';
+import { randomBytes, type X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
@@ -143,4 +143,27 @@ export function createPlatformService(db: DatabaseHandle, options: { now: Date; 
     ...(options.googleDecoder ? { googleDecoder: options.googleDecoder } : {}),
   });
   return createTestService(db, { verify: (input) => verifyToken(input, { now: () => options.now, verifiers }) });
+}
+
+type RequestApp = { request: (url: string, init?: RequestInit) => Response | Promise<Response> };
+/** makes the token (bytes, or already base64) over the final nonce */
+type BuildToken = (finalNonce: Buffer) => Promise<Uint8Array | string> | Uint8Array | string;
+const tokenText = (token: Uint8Array | string) => (typeof token === 'string' ? token : Buffer.from(token).toString('base64'));
+
+/** The session approach (docs/http-api.md): init, the token over serverNonce (|| deviceNonce), verify. */
+export async function verifyInSession(app: RequestApp, key: string, build: BuildToken, deviceNonce?: Buffer) {
+  const { body } = await init(app, key);
+  const serverNonce = Buffer.from(body.serverNonce, 'base64');
+  const finalNonce = deviceNonce ? Buffer.concat([serverNonce, deviceNonce]) : serverNonce;
+  const res = await verify(app, key, {
+    attestationToken: tokenText(await build(finalNonce)),
+    sessionReference: body.sessionReference,
+    ...(deviceNonce ? { deviceNonce: deviceNonce.toString('base64') } : {}),
+  });
+  return { res, sessionReference: body.sessionReference };
+}
+
+/** The sessionless approach: the RP's own nonce is the final nonce. */
+export async function verifySessionless(app: RequestApp, key: string, build: BuildToken, nonce: Buffer = randomBytes(48)) {
+  return verify(app, key, { attestationToken: tokenText(await build(nonce)), expectedNonce: nonce.toString('base64') });
 }
