@@ -8,6 +8,7 @@ import { decodeStrictCbor, isBytes, isMap } from '../../core/cbor.js';
 import { checkTitle } from '../../core/checkTitles.js';
 import { findHints, type Hint } from '../../core/explain.js';
 import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
+import { DEFAULT_ANDROID_POLICY } from '../../core/google/defaultAndroidPolicy.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
 import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, GoogleServiceAccount, IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../core/types.js';
 import { buildVerifiers, loadAppleRoots } from '../../core/verifiers.js';
@@ -353,10 +354,7 @@ function offlineAllowlist(opts: Options, serviceAccount: GoogleServiceAccount | 
         packageName: opts.package,
         keys,
         ...(serviceAccount ? { serviceAccount } : {}),
-        certificateDigests: [],
-        minVerdict: 'MEETS_DEVICE_INTEGRITY' as const,
-        allowUnrecognized: false,
-        maxAgeSeconds: 600,
+        ...DEFAULT_ANDROID_POLICY,
       });
     } catch (err) {
       throw usageError((err as Error).message);
