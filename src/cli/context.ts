@@ -5,7 +5,7 @@ import { DataDirUnsafeError, DatabaseBusyError, DatabaseMissingError, openDataba
 import { DatabaseUnavailableError, isConnectionError, unavailable } from '../db/errors.js';
 import { ACTOR, ConfigError, loadConfig, type Config } from '../config.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
-import { migrationStatus } from '../db/migrate.js';
+import { assertMigrated, MigrationsPendingError } from '../db/migrate.js';
 import { loggerOptions } from '../server/logger.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createSecretBox, type SecretBox } from '../db/secretBox.js';
@@ -51,14 +51,11 @@ export async function withDatabase<T>(
     runtimeError(unavailable(handle.where, err, { connectTimeoutSeconds: handle.connectTimeoutSeconds, embedded: handle.kind !== 'postgres' }).message);
   try {
     // a first statement before the work: an unreachable database is reported the same for every command
-    let pending: number;
     try {
-      pending = (await migrationStatus(handle.db)).filter((m) => !m.applied).length;
+      await assertMigrated(handle);
     } catch (err) {
-      throw fail(err);
-    }
-    if (options.requireMigrated !== false && pending > 0) {
-      throw runtimeError(`the database at ${handle.where} lacks ${pending} migration(s): run "attest db migrate" first`);
+      if (!(err instanceof MigrationsPendingError)) throw fail(err);
+      if (options.requireMigrated !== false) throw runtimeError(err.message);
     }
     try {
       return await work(handle);

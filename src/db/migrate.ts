@@ -72,6 +72,26 @@ export async function runMigrations(
   }
 }
 
+/** The database lacks shipped migrations: the server refuses to start and commands refuse to run. */
+export class MigrationsPendingError extends Error {
+  override readonly name = 'MigrationsPendingError';
+  constructor(
+    where: string,
+    readonly pending: number,
+  ) {
+    super(`the database at ${where} lacks ${pending} migration(s): run "attest db migrate" (or start "attest serve" without --no-migrate)`);
+  }
+}
+
+/**
+ * Throws MigrationsPendingError unless every shipped migration is applied; a database that cannot
+ * be reached throws what the driver threw.
+ */
+export async function assertMigrated(handle: DatabaseHandle): Promise<void> {
+  const pending = (await migrationStatus(handle.db)).filter((m) => !m.applied).length;
+  if (pending > 0) throw new MigrationsPendingError(handle.where, pending);
+}
+
 /** Every shipped migration with whether the database has it. */
 export async function migrationStatus(db: Database): Promise<MigrationStatus[]> {
   const files = readMigrationFiles({ migrationsFolder: MIGRATIONS_FOLDER });

@@ -13,7 +13,7 @@ import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createDevCaRepository } from '../db/devCa.js';
-import { migrationStatus, runMigrations } from '../db/migrate.js';
+import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createSecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
@@ -98,10 +98,7 @@ async function serveOn(
     if (applied > 0) logger.info({ applied }, 'migrations applied');
     if (sealed > 0) logger.info({ sealed, keyId: box.keyId }, 'secrets stored in clear were sealed');
   }
-  const pending = (await migrationStatus(database.db)).filter((m) => !m.applied);
-  if (pending.length > 0) {
-    throw new Error(`the database lacks ${pending.length} migration(s): run "attest db migrate" or start without --no-migrate`);
-  }
+  await assertMigrated(database);
   // a wrong key fails here, once, rather than as gms_decrypt_failed on every token
   await checkMasterKey(database.db, box, { source: masterKey.source });
 

@@ -128,7 +128,7 @@ describe('serve failing after it opened the embedded database', () => {
     const runDir = mkdtempSync(join(root, 'run-'));
     const env = baseEnv({ ATTEST_DATA_DIR: dataDir, XDG_RUNTIME_DIR: runDir });
     const run = watchBin(['serve', '--port', '0', '--host', '127.0.0.1', '--no-migrate'], env);
-    const said = await run.line(/attest: cannot start: the database lacks \d+ migration\(s\): run "attest db migrate" or start without --no-migrate/);
+    const said = await run.line(/attest: cannot start: the database at \S+ lacks \d+ migration\(s\): run "attest db migrate" \(or start "attest serve" without --no-migrate\)/);
     const exit = await run.exited;
     expect(exit.code).toBe(3);
     // node takes a few seconds to tear down PGlite's WebAssembly instance on a loaded machine
@@ -137,6 +137,9 @@ describe('serve failing after it opened the embedded database', () => {
     expect(existsSync(join(dataDir, 'attest.lock'))).toBe(false);
     expect(readdirSync(runDir)).toEqual([]);
     // nobody holds it: the next command opens the directory itself
+    // a command other than serve says the same line about the same database, and exits 3 too
+    const listed = await runBin(['keys', 'list'], env);
+    expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 3, stderr: `${said.match[0].replace('cannot start: ', '')}\n` });
     const migrate = await runBin(['db', 'migrate', '--json'], env);
     expect(migrate.code).toBe(0);
     expect(JSON.parse(migrate.stdout)).toEqual({ applied: expect.any(Number), sealed: 0 });
