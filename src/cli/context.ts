@@ -1,4 +1,6 @@
+import type { X509Certificate } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
+import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import type { Command } from 'commander';
 import pino from 'pino';
 import { DataDirUnsafeError, DatabaseBusyError, DatabaseMissingError, openDatabase, type DatabaseHandle } from '../db/client.js';
@@ -17,9 +19,22 @@ export function config(flags: Partial<Config> = {}): Config {
   try {
     return loadConfig(flags);
   } catch (err) {
-    if (err instanceof ConfigError) throw usageError(`${err.message}; fix it and run again`);
-    throw err;
+    throw configProblem(err);
   }
+}
+
+/** The configured App Attest roots, with an unreadable or unparsable file reported as a usage error. */
+export function appleRootsOf(cfg: Config): readonly X509Certificate[] {
+  try {
+    return configuredAppleRoots(cfg.appleRootCaPath);
+  } catch (err) {
+    throw configProblem(err);
+  }
+}
+
+/** A ConfigError as the one line every command prints for it (exit 2); anything else passes through. */
+export function configProblem(err: unknown): unknown {
+  return err instanceof ConfigError ? usageError(`${err.message}; fix it and run again`) : err;
 }
 
 /**

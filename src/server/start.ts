@@ -1,11 +1,11 @@
-import { readFileSync } from 'node:fs';
+import type { X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
 import { createServer } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
-import { ConfigError, type Config } from '../config.js';
+import type { Config } from '../config.js';
 import { verifyToken } from '../core/verify.js';
-import { loadAppleRoots } from '../core/verifiers.js';
+import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import { createAllowlistRepository, createCachedAllowlist, type AllowlistRepository } from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
@@ -48,12 +48,7 @@ export async function startServer(
   logger: Logger,
   options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
 ): Promise<RunningServer> {
-  let appleRoots;
-  try {
-    appleRoots = loadAppleRoots(config.appleRootCaPath ? readFileSync(config.appleRootCaPath, 'utf8') : undefined);
-  } catch (err) {
-    throw new ConfigError(`ATTEST_APPLE_ROOT_CA (${config.appleRootCaPath}): ${(err as Error).message}`);
-  }
+  const appleRoots = configuredAppleRoots(config.appleRootCaPath);
   if (config.appleRootCaPath) {
     logger.warn({ path: config.appleRootCaPath, roots: appleRoots.length }, 'ATTEST_APPLE_ROOT_CA is set: App Attest trusts these roots instead of the built-in Apple root');
   }
@@ -82,7 +77,7 @@ export async function startServer(
 
 async function serveOn(
   database: DatabaseHandle,
-  appleRoots: ReturnType<typeof loadAppleRoots>,
+  appleRoots: readonly X509Certificate[],
   config: Config,
   logger: Logger,
   options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
