@@ -1,12 +1,9 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmdirSync, rmSync, statSync, writeSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import type { PGlite } from '@electric-sql/pglite';
+import type { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
-import postgres from 'postgres';
 import * as schema from './schema.js';
 import { createFromTemplate } from './template.js';
 
@@ -85,7 +82,7 @@ interface LockInfo {
 /** Opens the configured database (see OpenOptions.role for how the embedded one is shared). */
 export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle> {
   const connectTimeoutSeconds = options.connectTimeoutSeconds ?? DEFAULT_CONNECT_TIMEOUT_SECONDS;
-  if (options.url) return openPostgres(options.url, options.poolSize ?? 10, options.role === 'server', connectTimeoutSeconds);
+  if (options.url) return await openPostgres(options.url, options.poolSize ?? 10, options.role === 'server', connectTimeoutSeconds);
   const dataDir = resolve(options.dataDir);
   const pgDir = join(dataDir, PG_DIR);
   if (existsSync(dataDir)) assertPrivate(dataDir);
@@ -100,7 +97,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   const lockPath = join(dataDir, LOCK_FILE);
   const holder = readLiveLock(lockPath);
   if (holder) {
-    if (options.role === 'cli' && holder.socket) return openShared(holder.socket, dataDir, connectTimeoutSeconds);
+    if (options.role === 'cli' && holder.socket) return await openShared(holder.socket, dataDir, connectTimeoutSeconds);
     throw new DatabaseBusyError(
       `the embedded database in ${dataDir} is in use by process ${holder.pid}` +
         (holder.socket ? '' : ' (another attest command); wait for it to finish') +
@@ -117,8 +114,10 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       // a folder without PG_VERSION is left to PGlite, as before: never delete what is there
       if (!existsSync(pgDir)) createFromTemplate(pgDir);
     }
+    const { PGlite } = await import('@electric-sql/pglite');
     pglite = await PGlite.create({ dataDir: pgDir });
     if (options.role === 'server') {
+      const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
       // never TCP: pglite-socket lets in anyone who connects, so the door must be a file only
       // this user can reach: a socket in a 0700 folder of its own (short, unlike some data dirs)
       socketPath = join(privateSocketDir(options.socketDir), SOCKET_FILE);
@@ -136,6 +135,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     rmSync(lockPath, { force: true });
     throw err;
   }
+  const { drizzle: drizzlePglite } = await import('drizzle-orm/pglite');
   const db = drizzlePglite(pglite, { schema }) as unknown as Database;
   const opened = pglite;
   const openedSocket = socketPath;
@@ -196,6 +196,7 @@ function removeSocket(socketPath: string): void {
  * running initdb (most of PGlite's start-up cost).
  */
 export async function openMemoryDatabase(template?: Blob): Promise<DatabaseHandle & { pglite: PGlite }> {
+  const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
   const pglite = await PGlite.create(template ? { loadDataDir: template } : {});
   return {
     db: drizzlePglite(pglite, { schema }) as unknown as Database,
@@ -207,7 +208,14 @@ export async function openMemoryDatabase(template?: Blob): Promise<DatabaseHandl
   };
 }
 
-function openPostgres(url: string, max: number, server: boolean, connectTimeoutSeconds: number): DatabaseHandle {
+/** postgres-js and its drizzle driver, loaded only where a PostgreSQL connection is made. */
+async function postgresDriver() {
+  const [{ default: postgres }, { drizzle }] = await Promise.all([import('postgres'), import('drizzle-orm/postgres-js')]);
+  return { postgres, drizzlePostgres: drizzle };
+}
+
+async function openPostgres(url: string, max: number, server: boolean, connectTimeoutSeconds: number): Promise<DatabaseHandle> {
+  const { postgres, drizzlePostgres } = await postgresDriver();
   const connect = () =>
     postgres(url, {
       max,
@@ -241,7 +249,8 @@ function openPostgres(url: string, max: number, server: boolean, connectTimeoutS
   };
 }
 
-function openShared(socket: NonNullable<LockInfo['socket']>, dataDir: string, connectTimeoutSeconds: number): DatabaseHandle {
+async function openShared(socket: NonNullable<LockInfo['socket']>, dataDir: string, connectTimeoutSeconds: number): Promise<DatabaseHandle> {
+  const { postgres, drizzlePostgres } = await postgresDriver();
   const client = postgres({
     path: socket.path,
     username: 'postgres',

@@ -7,7 +7,6 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, r
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
 
 // next to the compiled code (dist/db); running from src there is none and initdb runs
 const TEMPLATE_DIR = fileURLToPath(new URL('./pgdata-template', import.meta.url));
@@ -67,6 +66,7 @@ export function createFromTemplate(pgDir: string): boolean {
 export async function buildTemplate(): Promise<string> {
   const partial = `${TEMPLATE_DIR}.partial`;
   rmSync(partial, { recursive: true, force: true });
+  const { PGlite } = await import('@electric-sql/pglite');
   const pglite = await PGlite.create({ dataDir: partial });
   await pglite.close();
   const dirs = foldersOf(partial);

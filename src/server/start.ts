@@ -4,6 +4,7 @@ import { createServer } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
+import { peculiarX509 } from '../core/apple/nonceExtension.js';
 import { verifyToken } from '../core/verify.js';
 import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import { createAllowlistRepository, createCachedAllowlist, type AllowlistRepository } from '../db/allowlist.js';
@@ -176,6 +177,9 @@ async function serveOn(
     onRun: ({ deleted, skipped }) => logger.info({ deleted, skipped }, skipped ? 'another instance is pruning sessions' : 'sessions pruned'),
     onError: (err) => logger.warn({ err: describeFault(err) }, 'could not prune sessions'),
   });
+
+  // loaded once the socket listens rather than before: the first attestation finds it ready
+  setImmediate(peculiarX509).unref();
 
   return {
     url,

@@ -8,7 +8,19 @@
  * looser reading (extra fields, long-form lengths) can slip through.
  */
 import { createHash } from 'node:crypto';
-import { X509Certificate as PeculiarCertificate } from '@peculiar/x509';
+import { createRequire } from 'node:module';
+
+type PeculiarX509 = typeof import('@peculiar/x509');
+let peculiar: PeculiarX509 | undefined;
+
+/**
+ * @peculiar/x509, loaded on first use: it is the costliest module of a start (a third of a second
+ * of CPU), and only attestations need it. `attest serve` loads it once it listens.
+ */
+export function peculiarX509(): PeculiarX509 {
+  peculiar ??= createRequire(import.meta.url)('@peculiar/x509') as PeculiarX509;
+  return peculiar;
+}
 
 export const APPLE_NONCE_EXTENSION_OID = '1.2.840.113635.100.8.2';
 
@@ -42,7 +54,8 @@ export function nonceExtensionValue(nonce: Uint8Array): Buffer {
  * @param leafDer the leaf certificate (`x5c[0]`) as DER
  */
 export function readNonceExtensionValue(leafDer: Uint8Array): Buffer | null {
-  let cert: PeculiarCertificate;
+  const { X509Certificate: PeculiarCertificate } = peculiarX509();
+  let cert: InstanceType<typeof PeculiarCertificate>;
   try {
     cert = new PeculiarCertificate(leafDer);
   } catch {
