@@ -26,6 +26,9 @@ export const INTEGRITY_TOKEN_MAX_BYTES = 16 * 1024;
 /** How far in the future `timestampMillis` may be (device and Google clocks drift). */
 export const MAX_FUTURE_SKEW_MS = 60_000;
 
+/** The checks both kinds of request run on the decoded verdict, in order; freshness stays last. */
+const DECODED_VERDICT_CHECKS = ['gms.packageMatch', 'gms.recognition', 'gms.certificate', 'gms.integrity', ...VERDICT_CHECKS, 'gms.freshness'] as const;
+
 /**
  * The stable check ids of a classic request, in order. `gms.evidence` (the shape of the `gms` map)
  * comes before the ten checks of docs/token-format.md section 4 so a malformed map is attributed to a
@@ -38,12 +41,7 @@ export const GOOGLE_CHECKS = [
   'gms.signature',
   'gms.payload',
   'gms.nonce',
-  'gms.packageMatch',
-  'gms.recognition',
-  'gms.certificate',
-  'gms.integrity',
-  ...VERDICT_CHECKS,
-  'gms.freshness',
+  ...DECODED_VERDICT_CHECKS,
 ] as const;
 
 /**
@@ -56,12 +54,7 @@ export const GOOGLE_STANDARD_CHECKS = [
   'gms.decode',
   'gms.payload',
   'gms.requestHash',
-  'gms.packageMatch',
-  'gms.recognition',
-  'gms.certificate',
-  'gms.integrity',
-  ...VERDICT_CHECKS,
-  'gms.freshness',
+  ...DECODED_VERDICT_CHECKS,
 ] as const;
 
 /** What the Play Integrity verifier reads: the allowlist (packages, key pairs, policies). */
