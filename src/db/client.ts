@@ -1,8 +1,10 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmdirSync, rmSync, statSync, writeSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
-import type { PGlite } from '@electric-sql/pglite';
-import type { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+// PGlite stays a static import: loaded lazily, the embedded database opened measurably slower
+import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import * as schema from './schema.js';
 import { createFromTemplate } from './template.js';
@@ -114,10 +116,8 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       // a folder without PG_VERSION is left to PGlite, as before: never delete what is there
       if (!existsSync(pgDir)) createFromTemplate(pgDir);
     }
-    const { PGlite } = await import('@electric-sql/pglite');
     pglite = await PGlite.create({ dataDir: pgDir });
     if (options.role === 'server') {
-      const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
       // never TCP: pglite-socket lets in anyone who connects, so the door must be a file only
       // this user can reach: a socket in a 0700 folder of its own (short, unlike some data dirs)
       socketPath = join(privateSocketDir(options.socketDir), SOCKET_FILE);
@@ -135,7 +135,6 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     rmSync(lockPath, { force: true });
     throw err;
   }
-  const { drizzle: drizzlePglite } = await import('drizzle-orm/pglite');
   const db = drizzlePglite(pglite, { schema }) as unknown as Database;
   const opened = pglite;
   const openedSocket = socketPath;
@@ -196,7 +195,6 @@ function removeSocket(socketPath: string): void {
  * running initdb (most of PGlite's start-up cost).
  */
 export async function openMemoryDatabase(template?: Blob): Promise<DatabaseHandle & { pglite: PGlite }> {
-  const [{ PGlite }, { drizzle: drizzlePglite }] = await Promise.all([import('@electric-sql/pglite'), import('drizzle-orm/pglite')]);
   const pglite = await PGlite.create(template ? { loadDataDir: template } : {});
   return {
     db: drizzlePglite(pglite, { schema }) as unknown as Database,
