@@ -1,11 +1,13 @@
+import type { X509Certificate } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
+import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import type { Command } from 'commander';
 import pino from 'pino';
 import { DataDirUnsafeError, DatabaseBusyError, DatabaseMissingError, openDatabase, type DatabaseHandle } from '../db/client.js';
 import { DatabaseUnavailableError, isConnectionError, unavailable } from '../db/errors.js';
 import { ACTOR, ConfigError, loadConfig, type Config } from '../config.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
-import { migrationStatus } from '../db/migrate.js';
+import { assertMigrated, MigrationsPendingError } from '../db/migrate.js';
 import { loggerOptions } from '../server/logger.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createSecretBox, type SecretBox } from '../db/secretBox.js';
@@ -17,9 +19,22 @@ export function config(flags: Partial<Config> = {}): Config {
   try {
     return loadConfig(flags);
   } catch (err) {
-    if (err instanceof ConfigError) throw usageError(`${err.message}; fix it and run again`);
-    throw err;
+    throw configProblem(err);
   }
+}
+
+/** The configured App Attest roots, with an unreadable or unparsable file reported as a usage error. */
+export function appleRootsOf(cfg: Config): readonly X509Certificate[] {
+  try {
+    return configuredAppleRoots(cfg.appleRootCaPath);
+  } catch (err) {
+    throw configProblem(err);
+  }
+}
+
+/** A ConfigError as the one line every command prints for it (exit 2); anything else passes through. */
+export function configProblem(err: unknown): unknown {
+  return err instanceof ConfigError ? usageError(`${err.message}; fix it and run again`) : err;
 }
 
 /**
@@ -51,14 +66,11 @@ export async function withDatabase<T>(
     runtimeError(unavailable(handle.where, err, { connectTimeoutSeconds: handle.connectTimeoutSeconds, embedded: handle.kind !== 'postgres' }).message);
   try {
     // a first statement before the work: an unreachable database is reported the same for every command
-    let pending: number;
     try {
-      pending = (await migrationStatus(handle.db)).filter((m) => !m.applied).length;
+      await assertMigrated(handle);
     } catch (err) {
-      throw fail(err);
-    }
-    if (options.requireMigrated !== false && pending > 0) {
-      throw runtimeError(`the database at ${handle.where} lacks ${pending} migration(s): run "attest db migrate" first`);
+      if (!(err instanceof MigrationsPendingError)) throw fail(err);
+      if (options.requireMigrated !== false) throw runtimeError(err.message);
     }
     try {
       return await work(handle);

@@ -1,7 +1,8 @@
 import type { CheckId } from './checkTitles.js';
 import type { RejectReason } from './reasons.js';
 
-export type Service = 'gms' | 'apple';
+export type { Service } from './services.js';
+import type { Service } from './services.js';
 
 /**
  * The mode of an API key. Test keys also trust the deployment's development roots (its dev App

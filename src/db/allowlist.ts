@@ -8,6 +8,7 @@ import type {
   GoogleServiceAccount,
   MinVerdict,
 } from '../core/types.js';
+import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
 import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
@@ -183,13 +184,13 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                                           service_account, service_account_key_id)
             values (${packageName},
                     ${textArray(digests)},
-                    ${policy.minVerdict ?? 'MEETS_DEVICE_INTEGRITY'},
-                    ${policy.allowUnrecognized ?? false},
-                    ${policy.maxAgeSeconds ?? 600},
-                    ${policy.requireLicensed ?? false},
+                    ${policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict},
+                    ${policy.allowUnrecognized ?? DEFAULT_ANDROID_POLICY.allowUnrecognized},
+                    ${policy.maxAgeSeconds ?? DEFAULT_ANDROID_POLICY.maxAgeSeconds},
+                    ${policy.requireLicensed ?? DEFAULT_ANDROID_POLICY.requireLicensed},
                     ${textArray(policy.playProtectVerdicts)},
                     ${textArray(policy.denyAppAccessRisk)},
-                    ${policy.maxDeviceActivity ?? null},
+                    ${policy.maxDeviceActivity ?? DEFAULT_ANDROID_POLICY.maxDeviceActivity},
                     ${serviceAccount?.ciphertext ?? null},
                     ${serviceAccount?.keyId ?? null})
             on conflict (package_name) do update set

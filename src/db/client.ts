@@ -1,12 +1,12 @@
 import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmdirSync, rmSync, statSync, writeSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
+// PGlite stays a static import: loaded lazily, the embedded database opened measurably slower
 import { PGlite } from '@electric-sql/pglite';
 import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
-import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
-import postgres from 'postgres';
+import type { Sql } from 'postgres';
 import * as schema from './schema.js';
 import { createFromTemplate } from './template.js';
 
@@ -85,7 +85,7 @@ interface LockInfo {
 /** Opens the configured database (see OpenOptions.role for how the embedded one is shared). */
 export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle> {
   const connectTimeoutSeconds = options.connectTimeoutSeconds ?? DEFAULT_CONNECT_TIMEOUT_SECONDS;
-  if (options.url) return openPostgres(options.url, options.poolSize ?? 10, options.role === 'server', connectTimeoutSeconds);
+  if (options.url) return await openPostgres(options.url, options.poolSize ?? 10, options.role === 'server', connectTimeoutSeconds);
   const dataDir = resolve(options.dataDir);
   const pgDir = join(dataDir, PG_DIR);
   if (existsSync(dataDir)) assertPrivate(dataDir);
@@ -100,7 +100,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   const lockPath = join(dataDir, LOCK_FILE);
   const holder = readLiveLock(lockPath);
   if (holder) {
-    if (options.role === 'cli' && holder.socket) return openShared(holder.socket, dataDir, connectTimeoutSeconds);
+    if (options.role === 'cli' && holder.socket) return await openShared(holder.socket, dataDir, connectTimeoutSeconds);
     throw new DatabaseBusyError(
       `the embedded database in ${dataDir} is in use by process ${holder.pid}` +
         (holder.socket ? '' : ' (another attest command); wait for it to finish') +
@@ -207,7 +207,14 @@ export async function openMemoryDatabase(template?: Blob): Promise<DatabaseHandl
   };
 }
 
-function openPostgres(url: string, max: number, server: boolean, connectTimeoutSeconds: number): DatabaseHandle {
+/** postgres-js and its drizzle driver, loaded only where a PostgreSQL connection is made. */
+async function postgresDriver() {
+  const [{ default: postgres }, { drizzle }] = await Promise.all([import('postgres'), import('drizzle-orm/postgres-js')]);
+  return { postgres, drizzlePostgres: drizzle };
+}
+
+async function openPostgres(url: string, max: number, server: boolean, connectTimeoutSeconds: number): Promise<DatabaseHandle> {
+  const { postgres, drizzlePostgres } = await postgresDriver();
   const connect = () =>
     postgres(url, {
       max,
@@ -247,12 +254,13 @@ function openPostgres(url: string, max: number, server: boolean, connectTimeoutS
  * The repositories' statements are few and fixed, so each connection prepares each one once and
  * later calls only bind and execute.
  */
-function preparedStatements(client: postgres.Sql): postgres.Sql {
-  const unsafe: postgres.Sql['unsafe'] = (query, parameters, options) => client.unsafe(query, parameters, { ...options, prepare: true });
+function preparedStatements(client: Sql): Sql {
+  const unsafe: Sql['unsafe'] = (query, parameters, options) => client.unsafe(query, parameters, { ...options, prepare: true });
   return new Proxy(client, { get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)) });
 }
 
-function openShared(socket: NonNullable<LockInfo['socket']>, dataDir: string, connectTimeoutSeconds: number): DatabaseHandle {
+async function openShared(socket: NonNullable<LockInfo['socket']>, dataDir: string, connectTimeoutSeconds: number): Promise<DatabaseHandle> {
+  const { postgres, drizzlePostgres } = await postgresDriver();
   const client = postgres({
     path: socket.path,
     username: 'postgres',

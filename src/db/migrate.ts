@@ -2,11 +2,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
-import { drizzle } from 'drizzle-orm/postgres-js';
-import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
-import postgres from 'postgres';
 import { DatabaseBusyError, rowsOf, type Database, type DatabaseHandle } from './client.js';
 import type { SecretBox } from './secretBox.js';
 import { sealClearSecrets } from './secrets.js';
@@ -55,10 +51,16 @@ export async function runMigrations(
   }
   if (handle.kind === 'embedded') {
     announce(pending);
+    const { migrate: migratePglite } = await import('drizzle-orm/pglite/migrator');
     await migratePglite(handle.db as unknown as PgliteDatabase<Record<string, never>>, { migrationsFolder: MIGRATIONS_FOLDER });
     return { applied: pending, sealed: await sealStep(handle.db) };
   }
   // the advisory lock belongs to a session: take it and migrate on one dedicated connection
+  const [{ default: postgres }, { drizzle }, { migrate: migratePostgres }] = await Promise.all([
+    import('postgres'),
+    import('drizzle-orm/postgres-js'),
+    import('drizzle-orm/postgres-js/migrator'),
+  ]);
   const client = postgres(handle.url!, { max: 1, onnotice: () => {}, connect_timeout: handle.connectTimeoutSeconds });
   try {
     await client`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
@@ -70,6 +72,26 @@ export async function runMigrations(
   } finally {
     await client.end({ timeout: 5 }); // ending the session releases the lock
   }
+}
+
+/** The database lacks shipped migrations: the server refuses to start and commands refuse to run. */
+export class MigrationsPendingError extends Error {
+  override readonly name = 'MigrationsPendingError';
+  constructor(
+    where: string,
+    readonly pending: number,
+  ) {
+    super(`the database at ${where} lacks ${pending} migration(s): run "attest db migrate" (or start "attest serve" without --no-migrate)`);
+  }
+}
+
+/**
+ * Throws MigrationsPendingError unless every shipped migration is applied; a database that cannot
+ * be reached throws what the driver threw.
+ */
+export async function assertMigrated(handle: DatabaseHandle): Promise<void> {
+  const pending = (await migrationStatus(handle.db)).filter((m) => !m.applied).length;
+  if (pending > 0) throw new MigrationsPendingError(handle.where, pending);
 }
 
 /** Every shipped migration with whether the database has it. */

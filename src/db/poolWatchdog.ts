@@ -1,4 +1,5 @@
-import postgres from 'postgres';
+// postgres-js loads only where a PostgreSQL server is used (start-up time of the embedded database)
+import type postgres from 'postgres';
 import type { DatabaseHandle } from './client.js';
 
 export interface PoolWatchdogOptions {
@@ -29,12 +30,17 @@ export function createPoolWatchdog(handle: DatabaseHandle, options: PoolWatchdog
     recent = [...recent.filter((t) => now - t < windowMs), now];
     if (recent.length < threshold) return;
     probing = true;
-    const probe = postgres(handle.url, { max: 1, connect_timeout: Math.ceil(probeTimeoutMs / 1000), onnotice: () => {} });
+    const url = handle.url;
+    let probe: postgres.Sql | undefined;
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('probe timed out')), probeTimeoutMs);
     });
-    Promise.race([probe`select 1`, timeout])
+    const answered = import('postgres').then(({ default: connect }) => {
+      probe = connect(url, { max: 1, connect_timeout: Math.ceil(probeTimeoutMs / 1000), onnotice: () => {} });
+      return probe`select 1`;
+    });
+    Promise.race([answered, timeout])
       .then(async () => {
         recent = [];
         options.onRecycle?.();
@@ -44,7 +50,7 @@ export function createPoolWatchdog(handle: DatabaseHandle, options: PoolWatchdog
       .finally(() => {
         clearTimeout(timer);
         probing = false;
-        probe.end({ timeout: 0 }).catch(() => {});
+        probe?.end({ timeout: 0 }).catch(() => {});
       });
   };
 }

@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
 import {
   bigint,
   boolean,
@@ -64,11 +65,11 @@ export const androidPackages = pgTable('android_packages', {
     .array()
     .notNull()
     .default(sql`'{}'::text[]`),
-  minVerdict: text('min_verdict').notNull().default('MEETS_DEVICE_INTEGRITY'),
-  allowUnrecognized: boolean('allow_unrecognized').notNull().default(false),
-  maxAgeSeconds: integer('max_age_seconds').notNull().default(600),
+  minVerdict: text('min_verdict').notNull().default(DEFAULT_ANDROID_POLICY.minVerdict),
+  allowUnrecognized: boolean('allow_unrecognized').notNull().default(DEFAULT_ANDROID_POLICY.allowUnrecognized),
+  maxAgeSeconds: integer('max_age_seconds').notNull().default(DEFAULT_ANDROID_POLICY.maxAgeSeconds),
   /** newer verdicts: empty lists and null mean "not checked" */
-  requireLicensed: boolean('require_licensed').notNull().default(false),
+  requireLicensed: boolean('require_licensed').notNull().default(DEFAULT_ANDROID_POLICY.requireLicensed),
   playProtectVerdicts: text('play_protect_verdicts')
     .array()
     .notNull()

@@ -1,4 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
+import { recordAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type Sealed, type SecretBox } from './secretBox.js';
 
@@ -113,10 +114,17 @@ export async function sealClearSecrets(db: Database, box: SecretBox, source: str
 
 /**
  * Re-wraps every secret under the box's sealing key (the new master key; the box also holds the
- * old one) and records the new key, in one transaction: a failure leaves everything under the old key.
+ * old one), records the new key and the audit event `master_key.rotate` (key ids only), in one
+ * transaction: a failure leaves everything under the old key and records nothing. The event goes
+ * to `auditor.log` once committed.
  */
-export async function rotateMasterKey(db: Database, box: SecretBox, source: string): Promise<{ rewrapped: number; previousKeyId: string | null }> {
-  return db.transaction(async (tx) => {
+export async function rotateMasterKey(
+  db: Database,
+  box: SecretBox,
+  source: string,
+  auditor: Auditor,
+): Promise<{ rewrapped: number; previousKeyId: string | null }> {
+  const result = await db.transaction(async (tx) => {
     const t = tx as unknown as Database;
     // the row lock makes concurrent rotations (and first-time checks) wait for this one
     const rows = rowsOf<{ key_id: string }>(await t.execute(sql`select key_id from master_key_check where id = 1 for update`));
@@ -128,8 +136,16 @@ export async function rotateMasterKey(db: Database, box: SecretBox, source: stri
     await t.execute(sql`
       insert into master_key_check (id, key_id, check_value) values (1, ${check.keyId}, ${Buffer.from(check.ciphertext)})
       on conflict (id) do update set key_id = excluded.key_id, check_value = excluded.check_value, updated_at = now()`);
-    return { rewrapped, previousKeyId };
+    const event = await recordAudit(t, auditor, {
+      action: 'master_key.rotate',
+      target: box.keyId,
+      before: { keyId: previousKeyId },
+      after: { keyId: box.keyId, rewrapped },
+    });
+    return { rewrapped, previousKeyId, event };
   });
+  auditor.log(result.event);
+  return { rewrapped: result.rewrapped, previousKeyId: result.previousKeyId };
 }
 
 /** `clear`: seal rows in clear; `all`: also re-wrap rows under another key than the sealing one. */

@@ -7,7 +7,6 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, r
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
 
 // in dist/db, reached the same way from dist/db and from src/db (tests and tsx use the built one);
 // with no build, there is none and initdb runs
@@ -68,6 +67,7 @@ export function createFromTemplate(pgDir: string): boolean {
 export async function buildTemplate(): Promise<string> {
   const partial = `${TEMPLATE_DIR}.partial`;
   rmSync(partial, { recursive: true, force: true });
+  const { PGlite } = await import('@electric-sql/pglite');
   const pglite = await PGlite.create({ dataDir: partial });
   await pglite.close();
   const dirs = foldersOf(partial);

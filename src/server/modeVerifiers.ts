@@ -1,4 +1,5 @@
-import { X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
+import { withDevelopmentRoot } from '../core/apple/trustRoots.js';
 import type { AllowlistReader, AppleKeyStore, IntegrityTokenDecoder, KeyMode } from '../core/types.js';
 import { buildVerifiers } from '../core/verifiers.js';
 import type { PlatformVerifiers } from '../core/verify.js';
@@ -51,8 +52,7 @@ export function createModeVerifiers(deps: ModeVerifierDeps): (mode: KeyMode) => 
       test.at = now();
       return test.verifiers;
     }
-    const roots = der ? [...deps.appleRoots, new X509Certificate(der)] : deps.appleRoots;
-    const verifiers = buildVerifiers({ allowlist: testAllowlist, appleKeys: deps.appleKeys, appleRoots: roots, mode: 'test', ...decoder });
+    const verifiers = buildVerifiers({ allowlist: testAllowlist, appleKeys: deps.appleKeys, appleRoots: withDevelopmentRoot(deps.appleRoots, der), mode: 'test', ...decoder });
     test = { root, at: now(), verifiers };
     return verifiers;
   };

@@ -1,11 +1,12 @@
-import { readFileSync } from 'node:fs';
+import type { X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
 import { createServer } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
-import { ConfigError, type Config } from '../config.js';
+import type { Config } from '../config.js';
+import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
-import { loadAppleRoots } from '../core/verifiers.js';
+import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import { createAllowlistRepository, createCachedAllowlist, type AllowlistRepository } from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
@@ -13,7 +14,7 @@ import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createDevCaRepository } from '../db/devCa.js';
-import { migrationStatus, runMigrations } from '../db/migrate.js';
+import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createSecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
@@ -48,12 +49,7 @@ export async function startServer(
   logger: Logger,
   options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
 ): Promise<RunningServer> {
-  let appleRoots;
-  try {
-    appleRoots = loadAppleRoots(config.appleRootCaPath ? readFileSync(config.appleRootCaPath, 'utf8') : undefined);
-  } catch (err) {
-    throw new ConfigError(`ATTEST_APPLE_ROOT_CA (${config.appleRootCaPath}): ${(err as Error).message}`);
-  }
+  const appleRoots = configuredAppleRoots(config.appleRootCaPath);
   if (config.appleRootCaPath) {
     logger.warn({ path: config.appleRootCaPath, roots: appleRoots.length }, 'ATTEST_APPLE_ROOT_CA is set: App Attest trusts these roots instead of the built-in Apple root');
   }
@@ -82,7 +78,7 @@ export async function startServer(
 
 async function serveOn(
   database: DatabaseHandle,
-  appleRoots: ReturnType<typeof loadAppleRoots>,
+  appleRoots: readonly X509Certificate[],
   config: Config,
   logger: Logger,
   options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
@@ -98,10 +94,7 @@ async function serveOn(
     if (applied > 0) logger.info({ applied }, 'migrations applied');
     if (sealed > 0) logger.info({ sealed, keyId: box.keyId }, 'secrets stored in clear were sealed');
   }
-  const pending = (await migrationStatus(database.db)).filter((m) => !m.applied);
-  if (pending.length > 0) {
-    throw new Error(`the database lacks ${pending.length} migration(s): run "attest db migrate" or start without --no-migrate`);
-  }
+  await assertMigrated(database);
   // a wrong key fails here, once, rather than as gms_decrypt_failed on every token
   await checkMasterKey(database.db, box, { source: masterKey.source });
 
@@ -184,6 +177,9 @@ async function serveOn(
     onRun: ({ deleted, skipped }) => logger.info({ deleted, skipped }, skipped ? 'another instance is pruning sessions' : 'sessions pruned'),
     onError: (err) => logger.warn({ err: describeFault(err) }, 'could not prune sessions'),
   });
+
+  // loaded once the socket listens rather than before: the first attestation finds it ready
+  setImmediate(peculiarX509).unref();
 
   return {
     url,

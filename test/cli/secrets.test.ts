@@ -138,10 +138,17 @@ describe('the embedded database’s own master key', () => {
     const newKey = testMasterKey(0x44);
     const newFile = join(dir, 'new.key');
     writeFileSync(newFile, keyFileText(newKey), { mode: 0o600 });
-    const rotate = await attest(['db', 'rotate-master-key', '--new-key-file', newFile, '--json'], env);
-    expect(rotate.stderr).toBe('');
+    const rotate = await attest(['--actor', 'ops-rotate', 'db', 'rotate-master-key', '--new-key-file', newFile, '--json'], env);
     expect(rotate.code).toBe(0);
     const result = JSON.parse(rotate.stdout) as { rewrapped: number; keyId: string; previousKeyId: string; previousKeyFile: string };
+    // LOG_LEVEL=warn: the audit event's info line is not printed
+    expect(rotate.stderr).toBe('');
+    // the trail holds the event, with key ids only
+    const event = { actor: 'ops-rotate', action: 'master_key.rotate', target: newKey.id, before: { keyId: result.previousKeyId }, after: { keyId: newKey.id, rewrapped: 1 } };
+    const trail = await attest(['audit', 'list', '--action', 'master_key.rotate', '--json'], env);
+    expect({ code: trail.code, stderr: trail.stderr }).toEqual({ code: 0, stderr: '' });
+    expect(JSON.parse(trail.stdout)).toMatchObject([event]);
+    expect(trail.stdout).not.toContain(b64(newKey.key));
     expect(result).toMatchObject({ rewrapped: 1, keyId: newKey.id, keyFile: keyFile() });
     expect(readFileSync(keyFile(), 'utf8')).toBe(keyFileText(newKey));
     expect(statSync(keyFile()).mode & 0o777).toBe(0o600);
@@ -153,6 +160,15 @@ describe('the embedded database’s own master key', () => {
     const again = await attest(['db', 'rotate-master-key', '--new-key-file', newFile], env);
     expect(again.code).toBe(2);
     expect(oneLine(again)).toMatch(/--new-key-file holds the current master key/);
+    // a rotation from a wrong current key is refused and records nothing
+    const thirdFile = join(dir, 'third.key');
+    writeFileSync(thirdFile, keyFileText(testMasterKey(0x45)), { mode: 0o600 });
+    const wrong = await attest(['db', 'rotate-master-key', '--new-key-file', thirdFile], { ...env, ATTEST_MASTER_KEY_FILE: result.previousKeyFile });
+    expect(wrong.code).toBe(2);
+    expect(oneLine(wrong)).toContain(`sealed with master key ${newKey.id}`);
+    const after = await attest(['audit', 'list', '--action', 'master_key', '--json'], env);
+    expect({ code: after.code, stderr: after.stderr }).toEqual({ code: 0, stderr: '' });
+    expect((JSON.parse(after.stdout) as unknown[]).length).toBe(1);
     const missing = await attest(['db', 'rotate-master-key', '--new-key-file', join(dir, 'nope.key')], env);
     expect(missing.code).toBe(2);
     expect(oneLine(missing)).toMatch(/^attest: --new-key-file: cannot read .*nope\.key \(ENOENT\)$/);
@@ -243,8 +259,8 @@ describe.skipIf(!pg)('PostgreSQL: no default key, and rotation under a running i
     const stale = await serve(withA);
     try {
       const rotate = await attest(['db', 'rotate-master-key', '--new-key-file', keyB], withA);
-      expect(rotate.stderr).toBe('');
       expect(rotate.code).toBe(0);
+      expect(rotate.stderr).toBe('');
       expect(rotate.stdout).toContain(`re-encrypted 1 row(s) of secrets under master key ${testMasterKey(0xb2).id} (was ${testMasterKey(0xa1).id})`);
       expect(rotate.stdout).toContain(`the old key (${keyA}) opens nothing in this database now: delete it once no backup needs it`);
       // its first allowlist load happens now, after the rotation

@@ -3,7 +3,7 @@
  * while it starts, that a failed start exits 3 and releases the data dir, one line naming the
  * cause for every database failure (never a hang), and no stray database in the wrong folder.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, buildOnce, runBin, watchBin } from '../support/binary.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
+import { captureToken, loadCaptures } from '../support/verifyFileTokens.js';
 
 let root: string;
 beforeAll(() => {
@@ -128,7 +129,7 @@ describe('serve failing after it opened the embedded database', () => {
     const runDir = mkdtempSync(join(root, 'run-'));
     const env = baseEnv({ ATTEST_DATA_DIR: dataDir, XDG_RUNTIME_DIR: runDir });
     const run = watchBin(['serve', '--port', '0', '--host', '127.0.0.1', '--no-migrate'], env);
-    const said = await run.line(/attest: cannot start: the database lacks \d+ migration\(s\): run "attest db migrate" or start without --no-migrate/);
+    const said = await run.line(/attest: cannot start: the database at \S+ lacks \d+ migration\(s\): run "attest db migrate" \(or start "attest serve" without --no-migrate\)/);
     const exit = await run.exited;
     expect(exit.code).toBe(3);
     // node takes a few seconds to tear down PGlite's WebAssembly instance on a loaded machine
@@ -137,6 +138,9 @@ describe('serve failing after it opened the embedded database', () => {
     expect(existsSync(join(dataDir, 'attest.lock'))).toBe(false);
     expect(readdirSync(runDir)).toEqual([]);
     // nobody holds it: the next command opens the directory itself
+    // a command other than serve says the same line about the same database, and exits 3 too
+    const listed = await runBin(['keys', 'list'], env);
+    expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 3, stderr: `${said.match[0].replace('cannot start: ', '')}\n` });
     const migrate = await runBin(['db', 'migrate', '--json'], env);
     expect(migrate.code).toBe(0);
     expect(JSON.parse(migrate.stdout)).toEqual({ applied: expect.any(Number), sealed: 0 });
@@ -196,5 +200,36 @@ describe('a command in a folder without a database', () => {
       ]);
     }
     expect(readdirSync(cwd)).toEqual([]);
+  }, 120_000);
+});
+
+describe('ATTEST_APPLE_ROOT_CA that cannot be used: serve and verify-file say the same line, exit 2', () => {
+  it.each([
+    ['a missing file', () => join(root, 'no-such-root.pem'), /cannot read the file \(ENOENT\)/],
+    ['a file that is not PEM', () => {
+      const path = join(root, 'not-pem.pem');
+      writeFileSync(path, 'this is not a certificate\n');
+      return path;
+    }, /trust roots: no PEM certificate found/],
+  ])('%s', async (_what, makePath, cause) => {
+    const path = makePath();
+    const capture = loadCaptures()[0]!;
+    const tokenFile = join(root, 'roots-token.cbor');
+    writeFileSync(tokenFile, captureToken(capture));
+    const env = baseEnv({ ATTEST_DATA_DIR: join(root, 'roots-unused'), ATTEST_APPLE_ROOT_CA: path });
+    const [served, verified] = await Promise.all([
+      runBin(['serve', '--port', '0', '--host', '127.0.0.1'], env),
+      runBin(['verify-file', tokenFile, '--app-id', capture.appId], env),
+    ]);
+    const shown = path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const line = new RegExp(`^attest: ATTEST_APPLE_ROOT_CA \\(${shown}\\): ${cause.source}; fix it and run again$`);
+    for (const run of [served, verified]) {
+      expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 2, stdout: '' });
+      expect(lines(run.stderr)).toHaveLength(1);
+      expect(lines(run.stderr)[0]).toMatch(line);
+    }
+    expect(served.stderr).toBe(verified.stderr);
+    // the roots are read before the database is touched
+    expect(existsSync(join(root, 'roots-unused'))).toBe(false);
   }, 120_000);
 });

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createDevCa } from '../../src/core/dev/devCa.js';
 import { createTestPlayKeys } from '../../src/core/dev/playIntegrityMint.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import { createAuditRepository, type AuditEvent, type Auditor } from '../../src/db/audit.js';
 import { createDevCaRepository } from '../../src/db/devCa.js';
 import { openDatabase, openMemoryDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
 import { MIGRATIONS_FOLDER, migrationStatus, runMigrations } from '../../src/db/migrate.js';
@@ -25,6 +26,8 @@ const KEY_A = testMasterKey(0xa1);
 const KEY_B = testMasterKey(0xb2);
 const boxA = createSecretBox([KEY_A]);
 const boxB = createSecretBox([KEY_B]);
+const logged: AuditEvent[] = [];
+const auditor: Auditor = { actor: 'ops@test', log: (e) => logged.push(e) };
 
 const pair = (id: string) => ({ id, decryptionKey: new Uint8Array(randomBytes(32)), verificationKey: new Uint8Array(randomBytes(91)) });
 
@@ -128,7 +131,7 @@ describe.each(backends())('sealed secrets on $name', (backend) => {
     // a package without a service account holds no secret: it is neither clear nor sealed
     await checkMasterKey(handle.db, boxA, { source: 'test' });
 
-    expect((await rotateMasterKey(handle.db, createSecretBox([KEY_B, KEY_A]), 'test')).rewrapped).toBe(3);
+    expect((await rotateMasterKey(handle.db, createSecretBox([KEY_B, KEY_A]), 'test', auditor)).rewrapped).toBe(3);
     await expect(createAllowlistRepository(handle.db, boxA).listAndroid()).rejects.toBeInstanceOf(MasterKeyError);
     await expect(createDevCaRepository(handle.db, boxA).get()).rejects.toBeInstanceOf(MasterKeyError);
     const listed = await createAllowlistRepository(handle.db, boxB).listAndroid();
@@ -165,14 +168,19 @@ describe.each(backends())('sealed secrets on $name', (backend) => {
 
   it('rotation re-wraps every row; afterwards only the new key opens them', async () => {
     const pairs = await seed(boxA);
-    const result = await rotateMasterKey(handle.db, createSecretBox([KEY_B, KEY_A]), 'a');
+    const recorded = (await createAuditRepository(handle.db).list({ action: 'master_key.rotate' })).length;
+    const result = await rotateMasterKey(handle.db, createSecretBox([KEY_B, KEY_A]), 'a', auditor);
     expect(result).toEqual({ rewrapped: 2, previousKeyId: KEY_A.id });
+    // the event names key ids only, and reaches the log once committed
+    const events = (await createAuditRepository(handle.db).list({ action: 'master_key.rotate' })).slice(recorded);
+    expect(events).toMatchObject([{ actor: 'ops@test', action: 'master_key.rotate', target: KEY_B.id, before: { keyId: KEY_A.id }, after: { keyId: KEY_B.id, rewrapped: 2 } }]);
+    expect(logged.at(-1)).toEqual(events[0]);
     await expectNoKeyBytes(handle, pairs.flatMap((p) => [p.decryptionKey, p.verificationKey]));
     expect((await createAllowlistRepository(handle.db, boxB).listAndroid()).map((p) => p.keys)).toEqual(pairs.map((p) => [p]));
     await checkMasterKey(handle.db, boxB, { source: 'b' });
     await expect(checkMasterKey(handle.db, boxA, { source: 'a' })).rejects.toThrow(new RegExp(`sealed with master key ${KEY_B.id}`));
     await expect(createAllowlistRepository(handle.db, boxA).listAndroid()).rejects.toBeInstanceOf(MasterKeyError);
-    await expect(rotateMasterKey(handle.db, createSecretBox([KEY_B, KEY_A]), 'a')).rejects.toThrow(/already sealed with master key/);
+    await expect(rotateMasterKey(handle.db, createSecretBox([KEY_B, KEY_A]), 'a', auditor)).rejects.toThrow(/already sealed with master key/);
   });
 
   it('a rotation that fails on one row changes nothing', async () => {
@@ -182,7 +190,11 @@ describe.each(backends())('sealed secrets on $name', (backend) => {
     // one row damaged: its data key no longer unwraps
     await handle.db.execute(sql`update android_key_pairs set verification_key = set_byte(verification_key, 20, get_byte(verification_key, 20) # 1) where id = 'p3'`);
     const before = rowsOf(await handle.db.execute(sql`select id, decryption_key, verification_key, master_key_id from android_key_pairs order by id`));
-    await expect(rotateMasterKey(handle.db, createSecretBox([KEY_B, KEY_A]), 'a')).rejects.toThrow();
+    const loggedBefore = logged.length;
+    const trail = await createAuditRepository(handle.db).list({ action: 'master_key' });
+    await expect(rotateMasterKey(handle.db, createSecretBox([KEY_B, KEY_A]), 'a', auditor)).rejects.toThrow();
+    expect(await createAuditRepository(handle.db).list({ action: 'master_key' })).toEqual(trail);
+    expect(logged).toHaveLength(loggedBefore);
     expect(rowsOf(await handle.db.execute(sql`select id, decryption_key, verification_key, master_key_id from android_key_pairs order by id`))).toEqual(before);
     await checkMasterKey(handle.db, boxA, { source: 'a' });
   });

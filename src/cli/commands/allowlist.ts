@@ -4,7 +4,9 @@ import { Command, Option } from 'commander';
 import { formatCertificateDigest, parseCertificateDigest } from '../../core/google/certificateDigest.js';
 import { parsePlayKeys } from '../../core/google/keyMaterial.js';
 import { isDeviceActivityLevel, parseAppAccessRiskList, parsePlayProtectList } from '../../core/google/verdictPolicy.js';
-import type { AppleEnvPolicy, DeviceActivityLevel, GoogleServiceAccount, MinVerdict } from '../../core/types.js';
+import { DEFAULT_ANDROID_POLICY } from '../../core/google/defaultAndroidPolicy.js';
+import { MIN_VERDICT_LEVEL_NAMES, MIN_VERDICT_LEVELS, minVerdictLevelOf, type MinVerdictLevel } from '../../core/google/deviceVerdict.js';
+import type { AppleEnvPolicy, DeviceActivityLevel, GoogleServiceAccount } from '../../core/types.js';
 import { createAllowlistRepository, type AndroidPolicyInput } from '../../db/allowlist.js';
 import type { DatabaseHandle } from '../../db/client.js';
 import { parseServiceAccount } from '../../google/serviceAccount.js';
@@ -21,11 +23,6 @@ export const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 /** An Android application ID: at least two dot-separated segments, each starting with a letter. */
 export const ANDROID_PACKAGE = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
 
-const VERDICTS: Record<string, MinVerdict> = {
-  basic: 'MEETS_BASIC_INTEGRITY',
-  device: 'MEETS_DEVICE_INTEGRITY',
-  strong: 'MEETS_STRONG_INTEGRITY',
-};
 
 /** A short public fingerprint of a key pair: never the key material itself. */
 export function keyPairId(decryptionKey: Uint8Array, verificationKey: Uint8Array): string {
@@ -76,9 +73,9 @@ Examples:
     .option('--verification-key <b64>', 'EC P-256 verification key from the Play Console (base64 DER SPKI)')
     .option('--verification-key-file <path>', 'read the verification key from a file instead')
     .option('--cert-digest <digest>', 'SHA-256 of an allowed signing certificate (hex or base64); repeatable', collect, [])
-    .addOption(new Option('--min-verdict <verdict>', 'minimum device integrity (default device)').choices(['basic', 'device', 'strong']))
+    .addOption(new Option('--min-verdict <verdict>', `minimum device integrity (default ${minVerdictLevelOf(DEFAULT_ANDROID_POLICY.minVerdict)})`).choices(MIN_VERDICT_LEVEL_NAMES))
     .option('--allow-unrecognized', 'also accept UNRECOGNIZED_VERSION app verdicts')
-    .option('--max-age <seconds>', 'oldest accepted token age in seconds (default 600)')
+    .option('--max-age <seconds>', `oldest accepted token age in seconds (default ${DEFAULT_ANDROID_POLICY.maxAgeSeconds})`)
     .option('--without-keys', 'no Play Console keys yet: only tokens from "attest dev mint gms" (test API keys) can pass')
     .option('--service-account-file <path>', 'Google service-account key (JSON) that decodes standard-request tokens')
     .option('--remove-service-account', 'forget the stored service account (standard requests are then refused)')
@@ -144,7 +141,7 @@ Examples:
           pair,
           {
             ...(digests.length ? { certificateDigests: digests } : {}),
-            ...(opts.minVerdict ? { minVerdict: VERDICTS[opts.minVerdict]! } : {}),
+            ...(opts.minVerdict ? { minVerdict: MIN_VERDICT_LEVELS[opts.minVerdict] } : {}),
             ...(opts.allowUnrecognized ? { allowUnrecognized: true } : {}),
             ...(maxAgeSeconds !== undefined ? { maxAgeSeconds } : {}),
             ...verdicts,
@@ -197,7 +194,7 @@ Examples:
           ...androidView.map((p) => [
             'android',
             p.packageName,
-            `min ${p.minVerdict.replace('MEETS_', '').replace('_INTEGRITY', '').toLowerCase()}, max-age ${p.maxAgeSeconds}s` +
+            `min ${minVerdictLevelOf(p.minVerdict)}, max-age ${p.maxAgeSeconds}s` +
               `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}` +
               `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
               `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
@@ -265,7 +262,7 @@ interface AndroidOptions {
   verificationKey?: string;
   verificationKeyFile?: string;
   certDigest: string[];
-  minVerdict?: string;
+  minVerdict?: MinVerdictLevel;
   allowUnrecognized?: boolean;
   maxAge?: string;
   withoutKeys?: boolean;

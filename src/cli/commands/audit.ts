@@ -5,7 +5,7 @@ import { durationProblem, parseDuration } from '../duration.js';
 import { usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
 
-const ACTION = /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)*$/;
+const ACTION = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
 
 export function auditCommand(): Command {
   const audit = new Command('audit')

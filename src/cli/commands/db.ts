@@ -6,7 +6,7 @@ import { migrationStatus, runMigrations } from '../../db/migrate.js';
 import { createSecretBox, type MasterKey } from '../../db/secretBox.js';
 import { checkMasterKey, rotateMasterKey } from '../../db/secrets.js';
 import { createSessionRepository } from '../../db/sessions.js';
-import { loadSecrets, secretsError, withDatabase } from '../context.js';
+import { auditorFor, loadSecrets, secretsError, withDatabase } from '../context.js';
 import { durationProblem, parseDuration } from '../duration.js';
 import { runtimeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
@@ -69,7 +69,8 @@ the secrets: restart every instance with it. The old key file is left for you to
 Example:
   $ openssl rand -base64 32 > /etc/attest/master-2.key
   $ ATTEST_MASTER_KEY_FILE=/etc/attest/master-1.key attest db rotate-master-key --new-key-file /etc/attest/master-2.key`)
-    .action(async (opts: { newKeyFile: string; json?: boolean }) => {
+    .action(async (opts: { newKeyFile: string; json?: boolean }, command: Command) => {
+      const auditor = auditorFor(command);
       let newKey: MasterKey;
       try {
         newKey = readMasterKeyFile(opts.newKeyFile, '--new-key-file');
@@ -85,7 +86,7 @@ Example:
         if (masterKey.key.id === newKey.id) throw usageError(`--new-key-file holds the current master key ${newKey.id}: make a new one with openssl rand -base64 32`);
         let result: { rewrapped: number; previousKeyId: string | null };
         try {
-          result = await rotateMasterKey(handle.db, createSecretBox([newKey, masterKey.key]), masterKey.source);
+          result = await rotateMasterKey(handle.db, createSecretBox([newKey, masterKey.key]), masterKey.source, auditor);
         } catch (err) {
           throw secretsError(err);
         }

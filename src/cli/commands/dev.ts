@@ -6,7 +6,8 @@ import { createDevCa, createSimulatedKey, loadSimulatedKey, mintAssertion, mintA
 import { encodeAppleToken, encodeGmsToken } from '../../core/dev/encodeToken.js';
 import { createTestPlayKeys, DEVICE_VERDICTS, sealIntegrityToken, verdictPayload, type Recognition } from '../../core/dev/playIntegrityMint.js';
 import { parseCertificateDigest } from '../../core/google/certificateDigest.js';
-import type { AppleEnvironment, MinVerdict } from '../../core/types.js';
+import { MIN_VERDICT_LEVEL_NAMES, MIN_VERDICT_LEVELS, type MinVerdictLevel } from '../../core/google/deviceVerdict.js';
+import type { AppleEnvironment } from '../../core/types.js';
 import { createAllowlistRepository } from '../../db/allowlist.js';
 import { createDevCaRepository } from '../../db/devCa.js';
 import { auditorFor, withSecrets } from '../context.js';
@@ -16,11 +17,6 @@ import { printJson } from '../output.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../tokenOutput.js';
 import { ANDROID_PACKAGE, APPLE_APP_ID } from './allowlist.js';
 
-const VERDICTS: Record<string, MinVerdict> = {
-  basic: 'MEETS_BASIC_INTEGRITY',
-  device: 'MEETS_DEVICE_INTEGRITY',
-  strong: 'MEETS_STRONG_INTEGRITY',
-};
 const UINT32_MAX = 0xffffffff;
 const DEVICE_KIND = 'attest-simulated-app-attest-device';
 
@@ -144,7 +140,7 @@ Examples:
   mint.command('gms')
     .description('mint a Play Integrity token sealed with the package\'s test-only key pair (made on first use)')
     .requiredOption('--package <name>', 'an allowlisted Android package')
-    .addOption(new Option('--verdict <level>', 'device integrity (default: the package\'s minimum)').choices(['basic', 'device', 'strong']))
+    .addOption(new Option('--verdict <level>', 'device integrity (default: the package\'s minimum)').choices(MIN_VERDICT_LEVEL_NAMES))
     .addOption(new Option('--recognition <verdict>', 'app recognition verdict').choices(['PLAY_RECOGNIZED', 'UNRECOGNIZED_VERSION', 'UNEVALUATED']).default('PLAY_RECOGNIZED'))
     .option('--cert-digest <digest>', 'signing certificate SHA-256 (hex or base64; default: the package\'s first allowed one)')
     .option('--issued-at <iso-time>', 'when Play issued the verdict (default now)')
@@ -187,7 +183,7 @@ Examples:
         const ensured = await repo.ensureTestPair(opts.package, async () => createTestPlayKeys());
         if (!ensured) throw runtimeError(`${opts.package} was removed from the allowlist meanwhile`);
         if (opts.stale) issuedAt = new Date(now.getTime() - (policy.maxAgeSeconds + 60) * 1000);
-        const level = opts.verdict ? VERDICTS[opts.verdict]! : policy.minVerdict;
+        const level = opts.verdict ? MIN_VERDICT_LEVELS[opts.verdict] : policy.minVerdict;
         const payload = verdictPayload({
           packageName: opts.package,
           nonce,
@@ -223,7 +219,7 @@ interface AppleMintOptions extends NonceFlags {
 
 interface GmsMintOptions extends NonceFlags {
   package: string;
-  verdict?: string;
+  verdict?: MinVerdictLevel;
   recognition: Recognition;
   certDigest?: string;
   issuedAt?: string;

@@ -1,14 +1,13 @@
 import { open, stat } from 'node:fs/promises';
 import { Command } from 'commander';
 import { REJECT_REASONS } from '../../core/reasons.js';
+import { acceptedServiceNames, serviceNamed } from '../../core/services.js';
 import { parseDuration } from '../duration.js';
 import { usageError } from '../errors.js';
 import type { LogFilter } from '../logs/logFilter.js';
 import { expandFiles } from '../logs/mergeFiles.js';
 import type { LogsIo, LogsOptions } from '../logs/runLogs.js';
 
-/** What `--service` accepts, and the `service` value the log carries for it. */
-const SERVICES: Readonly<Record<string, string>> = { apple: 'apple', gms: 'gms', android: 'gms', google: 'gms' };
 const MAX_LIMIT = 1_000_000;
 
 interface RawOptions {
@@ -90,10 +89,8 @@ function statusFlag(text: string): { min: number; max: number } {
  * @param now - the clock for `--since 1h`
  */
 export async function parseLogsOptions(files: string | readonly string[] | undefined, raw: RawOptions, now: () => Date = () => new Date()): Promise<LogsOptions> {
-  const service = raw.service === undefined ? undefined : SERVICES[raw.service];
-  if (raw.service !== undefined && (service === undefined || !Object.hasOwn(SERVICES, raw.service))) {
-    throw usageError(`unknown service "${raw.service}": use apple, or gms (android)`);
-  }
+  const service = raw.service === undefined ? undefined : serviceNamed(raw.service);
+  if (raw.service !== undefined && service === undefined) throw usageError(`unknown service "${raw.service}": use ${acceptedServiceNames()}`);
   if (raw.reason !== undefined && !(REJECT_REASONS as readonly string[]).includes(raw.reason)) {
     throw usageError(`unknown reason "${raw.reason}": use a code such as apple_counter_replay (listed in docs/checks.md)`);
   }

@@ -4,7 +4,7 @@ import { DataDirUnsafeError, DatabaseBusyError } from '../../db/client.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { RunningServer } from '../../server/start.js';
 import { MasterKeyError } from '../../db/secrets.js';
-import { config } from '../context.js';
+import { config, configProblem } from '../context.js';
 import { runtimeError, usageError } from '../errors.js';
 
 export function serveCommand(): Command {
@@ -34,7 +34,7 @@ Examples:
         if (err instanceof DatabaseBusyError || err instanceof DataDirUnsafeError || err instanceof DatabaseUnavailableError) throw runtimeError(err.message);
         const e = err as NodeJS.ErrnoException;
         if (e.code === 'EADDRINUSE') throw runtimeError(`port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`);
-        if (err instanceof ConfigError) throw usageError(`${err.message}; fix it and run again`);
+        if (err instanceof ConfigError) throw configProblem(err);
         if (err instanceof MasterKeyError) throw usageError(err.message);
         throw runtimeError(`cannot start: ${e.message}`);
       }

@@ -2,15 +2,16 @@ import { createPublicKey, createHash, X509Certificate } from 'node:crypto';
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { Command, Option } from 'commander';
-import { defaultAppleRoots } from '../../core/apple/trustRoots.js';
+import { defaultAppleRoots, withDevelopmentRoot } from '../../core/apple/trustRoots.js';
 import { decodeBase64 } from '../../core/base64.js';
 import { decodeStrictCbor, isBytes, isMap } from '../../core/cbor.js';
 import { checkTitle } from '../../core/checkTitles.js';
 import { findHints, type Hint } from '../../core/explain.js';
 import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
+import { DEFAULT_ANDROID_POLICY } from '../../core/google/defaultAndroidPolicy.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
 import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, GoogleServiceAccount, IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../core/types.js';
-import { buildVerifiers, loadAppleRoots } from '../../core/verifiers.js';
+import { buildVerifiers } from '../../core/verifiers.js';
 import { DEVICE_NONCE_BYTES, finalNonce, parseEnvelope, TOKEN_NONCE_MAX, TOKEN_NONCE_MIN, verifyToken, type VerifyInput } from '../../core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../db/allowlist.js';
 import { createAppleKeyRepository } from '../../db/appleKeys.js';
@@ -18,7 +19,7 @@ import { colorWanted } from '../../config.js';
 import { createDevCaRepository } from '../../db/devCa.js';
 import { createPlayIntegrityClient, GoogleBusyError, GoogleFault } from '../../google/playIntegrityClient.js';
 import { parseServiceAccount } from '../../google/serviceAccount.js';
-import { config, withSecrets } from '../context.js';
+import { appleRootsOf, config, withSecrets } from '../context.js';
 import { CliError, EXIT, runtimeError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { paint, safeText } from '../terminalText.js';
@@ -114,14 +115,14 @@ Examples:
         throw usageError('this is a Play Integrity standard-request token: only Google can decode it; re-run with --online (calls Google with the package service account)');
       }
       const cfg = config();
-      const appleRoots = loadAppleRoots(cfg.appleRootCaPath ? readFileSync(cfg.appleRootCaPath, 'utf8') : undefined);
+      const appleRoots = appleRootsOf(cfg);
       const serviceAccount = opts.serviceAccountFile === undefined ? undefined : await readServiceAccount(opts.serviceAccountFile);
       const googleDecoder = opts.online
         ? oncePerToken(createPlayIntegrityClient({ oauthUrl: cfg.googleOauthUrl, playIntegrityUrl: cfg.googlePlayIntegrityUrl, timeoutMs: cfg.googleTimeoutMs, maxInFlight: 4 }))
         : undefined;
 
       const explain = async (allowlist: AllowlistReader, keys: AppleKeyStore, devRoot: Uint8Array | null) => {
-        const rootsOf = (m: KeyMode) => (m === 'test' && devRoot ? [...appleRoots, new X509Certificate(devRoot)] : appleRoots);
+        const rootsOf = (m: KeyMode) => (m === 'test' ? withDevelopmentRoot(appleRoots, devRoot) : appleRoots);
         const runAs = (m: KeyMode) => (i: VerifyInput, o: { allowlist?: AllowlistReader; at?: Date } = {}) =>
           verifyToken(i, {
             now: () => o.at ?? at,
@@ -353,10 +354,7 @@ function offlineAllowlist(opts: Options, serviceAccount: GoogleServiceAccount | 
         packageName: opts.package,
         keys,
         ...(serviceAccount ? { serviceAccount } : {}),
-        certificateDigests: [],
-        minVerdict: 'MEETS_DEVICE_INTEGRITY' as const,
-        allowUnrecognized: false,
-        maxAgeSeconds: 600,
+        ...DEFAULT_ANDROID_POLICY,
       });
     } catch (err) {
       throw usageError((err as Error).message);

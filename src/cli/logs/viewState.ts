@@ -1,3 +1,4 @@
+import { SERVICES } from '../../core/services.js';
 import { NO_FILTER, type LogFilter } from './logFilter.js';
 import type { LogEntry } from './logRecord.js';
 import type { LogSummary } from './logStore.js';
@@ -115,7 +116,7 @@ export function cycle(current: string | undefined, options: readonly string[], d
 
 /** The platforms the service filter cycles through: the two known ones and any other seen. */
 const serviceOptions = (summary: LogSummary): string[] => [
-  ...new Set(['apple', 'gms', ...summary.services.map((s) => s.name).filter((n) => n !== 'unknown')]),
+  ...new Set([...SERVICES, ...summary.services.map((s) => s.name).filter((n) => n !== 'unknown')]),
 ];
 
 function select(state: ViewState, ctx: ViewContext, index: number): ViewState {

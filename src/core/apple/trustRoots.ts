@@ -37,3 +37,13 @@ export function defaultAppleRoots(): readonly X509Certificate[] {
   appleRoots ??= Object.freeze(parseTrustRoots(APPLE_APP_ATTESTATION_ROOT_CA_PEM));
   return appleRoots;
 }
+
+/**
+ * The roots a test-mode key trusts: the deployment's roots plus its development CA (`attest dev
+ * init`), when there is one.
+ * @param roots the live roots
+ * @param devRoot the development CA root (DER), or null
+ */
+export function withDevelopmentRoot(roots: readonly X509Certificate[], devRoot: Uint8Array | null): readonly X509Certificate[] {
+  return devRoot ? [...roots, new X509Certificate(devRoot)] : roots;
+}

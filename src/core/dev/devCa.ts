@@ -5,9 +5,9 @@
  * @peculiar/x509 over WebCrypto, signatures from node:crypto, objects from cbor-x.
  */
 import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, webcrypto, type KeyObject } from 'node:crypto';
-import * as x509 from '@peculiar/x509';
 import type { AppleEnvironment } from '../types.js';
 import { APPLE_NONCE_EXTENSION_OID, appAttestNonce, nonceExtensionValue } from '../apple/nonceExtension.js';
+import { peculiarX509 } from '../apple/peculiarX509.js';
 import { encodeCbor } from './encodeToken.js';
 
 const subtle = webcrypto.subtle;
@@ -29,6 +29,7 @@ export interface DevCa {
  * @param now the clock
  */
 export async function createDevCa(now: Date): Promise<DevCa> {
+  const x509 = peculiarX509();
   const notBefore = new Date(now.getTime() - HOUR);
   const serial = () => Buffer.from(webcrypto.getRandomValues(new Uint8Array(8))).toString('hex').replace(/^[89a-f]/, '1');
   const rootKeys = (await subtle.generateKey(P384, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
@@ -135,6 +136,7 @@ export interface AttestationRequest {
  * intermediate], authData with counter 0 and the environment's aaguid, the nonce extension.
  */
 export async function mintAttestation(ca: DevCa, key: SimulatedKey, request: AttestationRequest): Promise<Uint8Array> {
+  const x509 = peculiarX509();
   const point = uncompressedPoint(key.privateKey);
   const cose = encodeCbor(
     new Map<number, unknown>([

@@ -3,8 +3,19 @@ import type { MinVerdict } from '../types.js';
 /** The device verdicts that can be a minimum, weakest first (docs/token-format.md section 4, check 9). */
 export const MIN_VERDICTS: readonly MinVerdict[] = ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'];
 
-/** The minimum an allowlist entry holds when the operator names none. */
-export const DEFAULT_MIN_VERDICT: MinVerdict = 'MEETS_DEVICE_INTEGRITY';
+/** The operator's short names for the minimums (`allowlist add android --min-verdict`, `dev mint gms --verdict`). */
+export const MIN_VERDICT_LEVELS = {
+  basic: 'MEETS_BASIC_INTEGRITY',
+  device: 'MEETS_DEVICE_INTEGRITY',
+  strong: 'MEETS_STRONG_INTEGRITY',
+} as const satisfies Record<string, MinVerdict>;
+export type MinVerdictLevel = keyof typeof MIN_VERDICT_LEVELS;
+export const MIN_VERDICT_LEVEL_NAMES = Object.keys(MIN_VERDICT_LEVELS) as MinVerdictLevel[];
+
+/** The short name of a minimum, e.g. `device` for MEETS_DEVICE_INTEGRITY. */
+export function minVerdictLevelOf(verdict: MinVerdict): MinVerdictLevel {
+  return MIN_VERDICT_LEVEL_NAMES.find((level) => MIN_VERDICT_LEVELS[level] === verdict)!;
+}
 
 /** Whether `value` names one of the ranked verdicts. */
 export function isMinVerdict(value: unknown): value is MinVerdict {

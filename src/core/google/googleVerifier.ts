@@ -12,7 +12,8 @@ import type {
   PlatformVerifier,
 } from '../types.js';
 import { bytesEqual } from '../verify.js';
-import { DEFAULT_MIN_VERDICT, isMinVerdict, meetsMinimumVerdict, strongestVerdict } from './deviceVerdict.js';
+import { DEFAULT_ANDROID_POLICY } from './defaultAndroidPolicy.js';
+import { isMinVerdict, meetsMinimumVerdict, strongestVerdict } from './deviceVerdict.js';
 import { KeyCache } from './keyCache.js';
 import { openIntegrityToken } from './openIntegrityToken.js';
 import { parsePlayIntegrityJson, parsePlayIntegrityPayload, type PlayIntegrityPayload } from './playIntegrityPayload.js';
@@ -22,11 +23,11 @@ import { checkNewerVerdicts, VERDICT_CHECKS } from './verdictPolicy.js';
 /** Largest `integrityToken` accepted, in UTF-8 bytes (docs/token-format.md section 4). */
 export const INTEGRITY_TOKEN_MAX_BYTES = 16 * 1024;
 
-/** Maximum token age when an allowlist entry does not set one. */
-export const DEFAULT_MAX_AGE_SECONDS = 600;
-
 /** How far in the future `timestampMillis` may be (device and Google clocks drift). */
 export const MAX_FUTURE_SKEW_MS = 60_000;
+
+/** The checks both kinds of request run on the decoded verdict, in order; freshness stays last. */
+const DECODED_VERDICT_CHECKS = ['gms.packageMatch', 'gms.recognition', 'gms.certificate', 'gms.integrity', ...VERDICT_CHECKS, 'gms.freshness'] as const;
 
 /**
  * The stable check ids of a classic request, in order. `gms.evidence` (the shape of the `gms` map)
@@ -40,12 +41,7 @@ export const GOOGLE_CHECKS = [
   'gms.signature',
   'gms.payload',
   'gms.nonce',
-  'gms.packageMatch',
-  'gms.recognition',
-  'gms.certificate',
-  'gms.integrity',
-  ...VERDICT_CHECKS,
-  'gms.freshness',
+  ...DECODED_VERDICT_CHECKS,
 ] as const;
 
 /**
@@ -58,12 +54,7 @@ export const GOOGLE_STANDARD_CHECKS = [
   'gms.decode',
   'gms.payload',
   'gms.requestHash',
-  'gms.packageMatch',
-  'gms.recognition',
-  'gms.certificate',
-  'gms.integrity',
-  ...VERDICT_CHECKS,
-  'gms.freshness',
+  ...DECODED_VERDICT_CHECKS,
 ] as const;
 
 /** What the Play Integrity verifier reads: the allowlist (packages, key pairs, policies). */
@@ -312,8 +303,8 @@ function extensions(payload: PlayIntegrityPayload): Partial<GoogleTokenDetails> 
  * verdict on the token.
  */
 function policySettings(policy: AndroidPackagePolicy): { minVerdict: AndroidPackagePolicy['minVerdict']; maxAgeSeconds: number } {
-  const minVerdict = policy.minVerdict ?? DEFAULT_MIN_VERDICT;
-  const maxAgeSeconds = policy.maxAgeSeconds ?? DEFAULT_MAX_AGE_SECONDS;
+  const minVerdict = policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict;
+  const maxAgeSeconds = policy.maxAgeSeconds ?? DEFAULT_ANDROID_POLICY.maxAgeSeconds;
   if (!isMinVerdict(minVerdict)) throw new Error(`allowlist entry ${quote(policy.packageName)} has an unknown minimum verdict`);
   if (!Number.isFinite(maxAgeSeconds) || maxAgeSeconds <= 0) {
     throw new Error(`allowlist entry ${quote(policy.packageName)} has an invalid maximum age`);

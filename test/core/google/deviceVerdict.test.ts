@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { meetsMinimumVerdict, strongestVerdict } from '../../../src/core/google/deviceVerdict.js';
+import { DEFAULT_ANDROID_POLICY } from '../../../src/core/google/defaultAndroidPolicy.js';
+import { meetsMinimumVerdict, MIN_VERDICT_LEVEL_NAMES, MIN_VERDICT_LEVELS, minVerdictLevelOf, strongestVerdict } from '../../../src/core/google/deviceVerdict.js';
 import type { MinVerdict } from '../../../src/core/types.js';
 
 const BASIC = 'MEETS_BASIC_INTEGRITY';
@@ -28,5 +29,13 @@ describe('device verdict ordering: BASIC < DEVICE < STRONG', () => {
   it('names the strongest ranked verdict', () => {
     expect(strongestVerdict([DEVICE, 'MEETS_VIRTUAL_INTEGRITY', BASIC])).toBe(DEVICE);
     expect(strongestVerdict(['MEETS_VIRTUAL_INTEGRITY'])).toBeNull();
+  });
+});
+
+describe('minimum verdict short names', () => {
+  it('round-trips every level, and names the default', () => {
+    for (const level of MIN_VERDICT_LEVEL_NAMES) expect(minVerdictLevelOf(MIN_VERDICT_LEVELS[level])).toBe(level);
+    expect(MIN_VERDICT_LEVEL_NAMES).toEqual(['basic', 'device', 'strong']);
+    expect(minVerdictLevelOf(DEFAULT_ANDROID_POLICY.minVerdict)).toBe('device');
   });
 });
