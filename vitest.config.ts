@@ -1,24 +1,57 @@
 import { defineConfig } from 'vitest/config';
 
 // files that mock modules need a module graph of their own; the others share one per worker,
-// which spares each file seconds of importing the same modules again (the server, PGlite, jose...)
-const MOCKING = ['test/core/verify.test.ts', 'test/server/apiKeyAuthenticator.test.ts', 'test/server/authAbuse.test.ts'];
+// which spares each file seconds of importing the same modules again (the server, PGlite, jose...).
+// A server started in one of them swaps the global Request and Response: pristineGlobals puts
+// the originals back before each file.
+const MOCKING = [
+  'test/core/verify.test.ts',
+  'test/server/apiKeyAuthenticator.test.ts',
+  'test/server/authAbuse.test.ts',
+];
 // in-process units of core, db and server: no process-wide state (env, exit code, stdout) is touched
-const SHARED = ['test/core/**/*.test.ts', 'test/google/**/*.test.ts', 'test/fuzz/**/*.test.ts', 'test/docs/**/*.test.ts', 'test/client/**/*.test.ts', 'test/server/**/*.test.ts', 'test/db/**/*.test.ts'];
+const SHARED = [
+  'test/core/**/*.test.ts',
+  'test/google/**/*.test.ts',
+  'test/fuzz/**/*.test.ts',
+  'test/docs/**/*.test.ts',
+  'test/client/**/*.test.ts',
+  'test/server/**/*.test.ts',
+  'test/db/**/*.test.ts',
+];
 
 export default defineConfig({
   test: {
     testTimeout: 30_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    // two workers even on two cores: the CLI and process tests mostly wait for the children they
+    // spawn, so a second worker fills that time (vitest's default here would be one)
+    maxWorkers: 2,
     globalSetup: ['test/support/pgliteTemplate.ts'],
     // ink draws only its last frame when it believes it runs in CI: the viewer tests need a terminal's behaviour
     env: { CI: 'false' },
     benchmark: { include: ['bench/**/*.bench.ts'] },
     projects: [
-      { extends: true, test: { name: 'shared', include: SHARED, exclude: MOCKING, isolate: false } },
+      {
+        extends: true,
+        test: {
+          name: 'shared',
+          include: SHARED,
+          exclude: MOCKING,
+          isolate: false,
+          setupFiles: ['test/support/pristineGlobals.ts'],
+        },
+      },
       { extends: true, test: { name: 'mocking', include: MOCKING } },
-      { extends: true, test: { name: 'isolated', include: ['test/**/*.test.ts', 'test/**/*.test.tsx'], exclude: SHARED } },
+      {
+        extends: true,
+        test: {
+          name: 'isolated',
+          include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
+          exclude: SHARED,
+        },
+      },
     ],
   },
 });
