@@ -19,10 +19,18 @@ interface Capture {
   attestation: string;
   clientDataHash: string;
   verifyAt: string;
-  assertions: { assertion: string; clientDataHash: string; expectedCounter: number; publicKeyPem: string }[];
+  assertions: {
+    assertion: string;
+    clientDataHash: string;
+    expectedCounter: number;
+    publicKeyPem: string;
+  }[];
 }
 
-const load = (name: string) => JSON.parse(readFileSync(new URL(`../test/fixtures/apple/${name}.json`, import.meta.url), 'utf8')) as Capture;
+const load = (name: string) =>
+  JSON.parse(
+    readFileSync(new URL(`../test/fixtures/apple/${name}.json`, import.meta.url), 'utf8'),
+  ) as Capture;
 const b64 = (text: string) => Buffer.from(text, 'base64');
 
 const capture = load('veehaitch-ios-14.2');
@@ -34,27 +42,47 @@ const keyId = b64(capture.keyId);
 const sample = capture.assertions[0]!;
 const record: AppleKeyRecord = {
   keyId,
-  publicKey: new Uint8Array(createPublicKey(sample.publicKeyPem).export({ type: 'spki', format: 'der' })),
+  publicKey: new Uint8Array(
+    createPublicKey(sample.publicKeyPem).export({ type: 'spki', format: 'der' }),
+  ),
   appId: capture.appId,
   environment: 'Development',
   counter: 0,
 };
 // the stored counter stays 0 so the same assertion verifies on every iteration
-const registeredKey: AppleKeyStore = { find: async () => record, register: async () => false, raiseCounter: async () => true };
+const registeredKey: AppleKeyStore = {
+  find: async () => record,
+  register: async () => false,
+  raiseCounter: async () => true,
+};
 const assertionEvidence = new Map<string, unknown>([
   ['keyId', keyId],
   ['assertion', b64(sample.assertion)],
 ]);
-const assertionCtx = () => ({ nonce: Buffer.alloc(32), now: new Date(), clientDataHash: b64(sample.clientDataHash), trace: new TraceRecorder() });
+const assertionCtx = () => ({
+  nonce: Buffer.alloc(32),
+  now: new Date(),
+  clientDataHash: b64(sample.clientDataHash),
+  trace: new TraceRecorder(),
+});
 const warmAssertions = createAppleVerifier({ roots, allowlist, keys: registeredKey });
 
 // ---- registration ----
-const unknownKey: AppleKeyStore = { find: async () => null, register: async () => true, raiseCounter: async () => false };
+const unknownKey: AppleKeyStore = {
+  find: async () => null,
+  register: async () => true,
+  raiseCounter: async () => false,
+};
 const attestationEvidence = new Map<string, unknown>([
   ['keyId', keyId],
   ['attestation', b64(capture.attestation)],
 ]);
-const registrationCtx = () => ({ nonce: Buffer.alloc(32), now: new Date(capture.verifyAt), clientDataHash: b64(capture.clientDataHash), trace: new TraceRecorder() });
+const registrationCtx = () => ({
+  nonce: Buffer.alloc(32),
+  now: new Date(capture.verifyAt),
+  clientDataHash: b64(capture.clientDataHash),
+  trace: new TraceRecorder(),
+});
 const warmRegistrations = createAppleVerifier({ roots, allowlist, keys: unknownKey });
 
 await warmAssertions.verify(assertionEvidence, assertionCtx());
@@ -72,7 +100,10 @@ describe('App Attest assertion', () => {
   bench(
     'assertion, cold key cache (KeyObject from DER first)',
     async () => {
-      await createAppleVerifier({ roots, allowlist, keys: registeredKey }).verify(assertionEvidence, assertionCtx());
+      await createAppleVerifier({ roots, allowlist, keys: registeredKey }).verify(
+        assertionEvidence,
+        assertionCtx(),
+      );
     },
     { time: 2000 },
   );
@@ -82,7 +113,10 @@ describe('App Attest registration', () => {
   bench(
     'registration, cold intermediate cache',
     async () => {
-      await createAppleVerifier({ roots, allowlist, keys: unknownKey }).verify(attestationEvidence, registrationCtx());
+      await createAppleVerifier({ roots, allowlist, keys: unknownKey }).verify(
+        attestationEvidence,
+        registrationCtx(),
+      );
     },
     { time: 2000 },
   );

@@ -9,7 +9,10 @@
  */
 import { createPublicKey } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { verifyAssertion as peerAssertion, verifyAttestation as peerAttestation } from 'node-app-attest';
+import {
+  verifyAssertion as peerAssertion,
+  verifyAttestation as peerAttestation,
+} from 'node-app-attest';
 import { createAppleVerifier } from '../src/core/apple/appleVerifier.js';
 import { defaultAppleRoots } from '../src/core/apple/trustRoots.js';
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
@@ -27,7 +30,12 @@ interface Capture {
   clientDataHash?: string;
   attestationClientData?: { base64?: string };
   verifyAt?: string;
-  assertions?: { assertion: string; clientData?: { utf8?: string }; expectedCounter: number; publicKeyPem: string }[];
+  assertions?: {
+    assertion: string;
+    clientData?: { utf8?: string };
+    expectedCounter: number;
+    publicKeyPem: string;
+  }[];
 }
 
 const DIR = new URL('../test/fixtures/apple/', import.meta.url);
@@ -36,8 +44,14 @@ const captures = readdirSync(DIR)
   .map((f) => JSON.parse(readFileSync(new URL(f, DIR), 'utf8')) as Capture);
 const b64 = (s: string) => Buffer.from(s, 'base64');
 const roots = defaultAppleRoots();
-const allowlist = createMemoryAllowlist({ apple: captures.map((c) => ({ appId: c.appId, env: 'any' as const })) });
-const unknownKey: AppleKeyStore = { find: async () => null, register: async () => true, raiseCounter: async () => true };
+const allowlist = createMemoryAllowlist({
+  apple: captures.map((c) => ({ appId: c.appId, env: 'any' as const })),
+});
+const unknownKey: AppleKeyStore = {
+  find: async () => null,
+  register: async () => true,
+  raiseCounter: async () => true,
+};
 
 interface Case {
   name: string;
@@ -51,12 +65,24 @@ const registering = createAppleVerifier({ roots, allowlist, keys: unknownKey });
 for (const c of captures) {
   if (c.attestation && c.attestationClientData?.base64 && c.verifyAt) {
     const challenge = b64(c.attestationClientData.base64);
-    const evidence = new Map<string, unknown>([['keyId', b64(c.keyId)], ['attestation', b64(c.attestation)]]);
+    const evidence = new Map<string, unknown>([
+      ['keyId', b64(c.keyId)],
+      ['attestation', b64(c.attestation)],
+    ]);
     const now = new Date(c.verifyAt);
     attestations.push({
       name: c.id,
-      ours: () => registering.verify(evidence, { nonce: challenge, now, trace: new TraceRecorder() }),
-      peer: () => peerAttestation({ attestation: b64(c.attestation!), challenge, keyId: c.keyId, bundleIdentifier: c.bundleId, teamIdentifier: c.teamId, allowDevelopmentEnvironment: true }),
+      ours: () =>
+        registering.verify(evidence, { nonce: challenge, now, trace: new TraceRecorder() }),
+      peer: () =>
+        peerAttestation({
+          attestation: b64(c.attestation!),
+          challenge,
+          keyId: c.keyId,
+          bundleIdentifier: c.bundleId,
+          teamIdentifier: c.teamId,
+          allowDevelopmentEnvironment: true,
+        }),
     });
   }
   for (const [i, a] of (c.assertions ?? []).entries()) {
@@ -64,19 +90,37 @@ for (const c of captures) {
     const payload = Buffer.from(a.clientData.utf8, 'utf8');
     const record: AppleKeyRecord = {
       keyId: b64(c.keyId),
-      publicKey: new Uint8Array(createPublicKey(a.publicKeyPem).export({ type: 'spki', format: 'der' })),
+      publicKey: new Uint8Array(
+        createPublicKey(a.publicKeyPem).export({ type: 'spki', format: 'der' }),
+      ),
       appId: c.appId,
       environment: c.environment === 'production' ? 'Production' : 'Development',
       counter: a.expectedCounter - 1,
     };
     // the stored counter stays below the assertion's, so every iteration is accepted
-    const keys: AppleKeyStore = { find: async () => record, register: async () => false, raiseCounter: async () => true };
+    const keys: AppleKeyStore = {
+      find: async () => record,
+      register: async () => false,
+      raiseCounter: async () => true,
+    };
     const verifier = createAppleVerifier({ roots, allowlist, keys });
-    const evidence = new Map<string, unknown>([['keyId', b64(c.keyId)], ['assertion', b64(a.assertion)]]);
+    const evidence = new Map<string, unknown>([
+      ['keyId', b64(c.keyId)],
+      ['assertion', b64(a.assertion)],
+    ]);
     assertions.push({
       name: `${c.id}#${i}`,
-      ours: () => verifier.verify(evidence, { nonce: payload, now: new Date(), trace: new TraceRecorder() }),
-      peer: () => peerAssertion({ assertion: b64(a.assertion), payload, publicKey: a.publicKeyPem, bundleIdentifier: c.bundleId, teamIdentifier: c.teamId, signCount: a.expectedCounter - 1 }),
+      ours: () =>
+        verifier.verify(evidence, { nonce: payload, now: new Date(), trace: new TraceRecorder() }),
+      peer: () =>
+        peerAssertion({
+          assertion: b64(a.assertion),
+          payload,
+          publicKey: a.publicKeyPem,
+          bundleIdentifier: c.bundleId,
+          teamIdentifier: c.teamId,
+          signCount: a.expectedCounter - 1,
+        }),
     });
   }
 }
@@ -85,7 +129,10 @@ for (const c of captures) {
 async function accepted(cases: Case[]) {
   const both: Case[] = [];
   for (const k of cases) {
-    const ours = await k.ours().then(() => true, (e: unknown) => `rejects (${(e as Error).message ?? e})`);
+    const ours = await k.ours().then(
+      () => true,
+      (e: unknown) => `rejects (${(e as Error).message ?? e})`,
+    );
     let peer: true | string = true;
     try {
       k.peer();
@@ -93,7 +140,10 @@ async function accepted(cases: Case[]) {
       peer = `rejects (${(e as Error).message})`;
     }
     if (ours === true && peer === true) both.push(k);
-    else console.log(`  not timed: ${k.name}: ours ${ours === true ? 'accepts' : ours}, peer ${peer === true ? 'accepts' : peer}`);
+    else
+      console.log(
+        `  not timed: ${k.name}: ours ${ours === true ? 'accepts' : ours}, peer ${peer === true ? 'accepts' : peer}`,
+      );
   }
   return both;
 }
@@ -130,12 +180,22 @@ async function compare(label: string, cases: Case[], perRound: number) {
   }
   oursMs /= 3 * both.length;
   peerMs /= 3 * both.length;
-  console.log(`${label}: ${both.length} captures; attest ${(oursMs * 1000).toFixed(0)} µs/op, node-app-attest ${(peerMs * 1000).toFixed(0)} µs/op -> attest is ${(peerMs / oursMs).toFixed(2)}x the peer's speed`);
-  return { label, captures: both.length, oursUs: oursMs * 1000, peerUs: peerMs * 1000, speedup: peerMs / oursMs };
+  console.log(
+    `${label}: ${both.length} captures; attest ${(oursMs * 1000).toFixed(0)} µs/op, node-app-attest ${(peerMs * 1000).toFixed(0)} µs/op -> attest is ${(peerMs / oursMs).toFixed(2)}x the peer's speed`,
+  );
+  return {
+    label,
+    captures: both.length,
+    oursUs: oursMs * 1000,
+    peerUs: peerMs * 1000,
+    speedup: peerMs / oursMs,
+  };
 }
 
 const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
 console.log(`node ${process.version}, load ${load}`);
 const att = await compare('attestation (registration)', attestations, 10);
 const asr = await compare('assertion', assertions, 100);
-console.log(`targets: attestation >= 1x -> ${att.speedup >= 1 ? 'met' : 'missed'}; assertion >= 2x -> ${asr.speedup >= 2 ? 'met' : 'missed'}`);
+console.log(
+  `targets: attestation >= 1x -> ${att.speedup >= 1 ? 'met' : 'missed'}; assertion >= 2x -> ${asr.speedup >= 2 ? 'met' : 'missed'}`,
+);

@@ -5,8 +5,17 @@
  */
 import { createHash } from 'node:crypto';
 import { bench, describe } from 'vitest';
-import { createDevCa, createSimulatedKey, mintAssertion, mintAttestation } from '../src/core/dev/devCa.js';
-import { createTestPlayKeys, sealIntegrityToken, verdictPayload } from '../src/core/dev/playIntegrityMint.js';
+import {
+  createDevCa,
+  createSimulatedKey,
+  mintAssertion,
+  mintAttestation,
+} from '../src/core/dev/devCa.js';
+import {
+  createTestPlayKeys,
+  sealIntegrityToken,
+  verdictPayload,
+} from '../src/core/dev/playIntegrityMint.js';
 
 const now = new Date();
 const clientDataHash = createHash('sha256').update('bench nonce').digest();
@@ -26,6 +35,16 @@ describe('attest dev', () => {
     mintAssertion(key, { appId, counter: 1, clientDataHash });
   });
   bench('dev mint gms: seal', async () => {
-    await sealIntegrityToken(pair, verdictPayload({ packageName: 'com.example.bench', nonce: clientDataHash, issuedAt: now, deviceVerdicts: ['MEETS_DEVICE_INTEGRITY'], recognition: 'PLAY_RECOGNIZED', certificateDigests: [] }));
+    await sealIntegrityToken(
+      pair,
+      verdictPayload({
+        packageName: 'com.example.bench',
+        nonce: clientDataHash,
+        issuedAt: now,
+        deviceVerdicts: ['MEETS_DEVICE_INTEGRITY'],
+        recognition: 'PLAY_RECOGNIZED',
+        certificateDigests: [],
+      }),
+    );
   });
 });

@@ -10,14 +10,24 @@ import { KeyCache } from '../src/core/google/keyCache.js';
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
 import { TraceRecorder } from '../src/core/trace.js';
 import { verifyToken } from '../src/core/verify.js';
-import { TEST_PACKAGE, createGoogleTestKeys, googleEvidence, googlePolicy, mintIntegrityToken, randomNonce } from '../test/support/googleFactory.js';
+import {
+  TEST_PACKAGE,
+  createGoogleTestKeys,
+  googleEvidence,
+  googlePolicy,
+  mintIntegrityToken,
+  randomNonce,
+} from '../test/support/googleFactory.js';
 
 // longer runs than the default: single-digit-millisecond outliers (GC, the libuv pool) are common
-const bench = (name: string, fn: () => Promise<void>) => vitestBench(name, fn, { time: 3000, warmupTime: 500 });
+const bench = (name: string, fn: () => Promise<void>) =>
+  vitestBench(name, fn, { time: 3000, warmupTime: 500 });
 
 const now = new Date();
 const nonce = randomNonce();
-const [current, older, oldest, stranger] = await Promise.all(['current', 'older', 'oldest', 'stranger'].map((id) => createGoogleTestKeys(id)));
+const [current, older, oldest, stranger] = await Promise.all(
+  ['current', 'older', 'oldest', 'stranger'].map((id) => createGoogleTestKeys(id)),
+);
 const allowlist = createMemoryAllowlist({ android: [googlePolicy(current!)] });
 const rotating = createMemoryAllowlist({ android: [googlePolicy([oldest!, older!, current!])] });
 
@@ -47,7 +57,9 @@ describe('gms verifier, one token', () => {
   });
 
   bench('cold key cache (keys imported per token)', async () => {
-    await mustPass(createGoogleVerifier({ allowlist, keyCache: new KeyCache() }).verify(evidence, ctx()));
+    await mustPass(
+      createGoogleVerifier({ allowlist, keyCache: new KeyCache() }).verify(evidence, ctx()),
+    );
   });
 
   bench('warm, 3 key pairs, token from the newest pair', async () => {

@@ -2,7 +2,9 @@
 // Usage: node bench/httpLoad.mjs URL API_KEY [seconds=10] [concurrency=32]
 const [url, key, seconds = '10', concurrency = '32'] = process.argv.slice(2);
 if (!url || !key) {
-  console.error('usage: node bench/httpLoad.mjs http://127.0.0.1:8080 attest_... [seconds] [concurrency]');
+  console.error(
+    'usage: node bench/httpLoad.mjs http://127.0.0.1:8080 attest_... [seconds] [concurrency]',
+  );
   process.exit(2);
 }
 const target = new URL('/api/v1/attestation/init', url);
@@ -24,7 +26,8 @@ async function worker() {
 }
 await Promise.all(Array.from({ length: Number(concurrency) }, worker));
 latencies.sort((a, b) => a - b);
-const q = (p) => latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))].toFixed(1);
+const q = (p) =>
+  latencies[Math.min(latencies.length - 1, Math.floor(p * latencies.length))].toFixed(1);
 console.log(
   `${latencies.length} requests in ${seconds} s: ${(latencies.length / Number(seconds)).toFixed(0)}/s, ` +
     `p50 ${q(0.5)} ms, p99 ${q(0.99)} ms, statuses ${JSON.stringify(Object.fromEntries(statuses))}`,

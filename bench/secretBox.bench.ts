@@ -12,10 +12,16 @@ const box = createSecretBox([current]);
 const rotating = createSecretBox([toMasterKey(randomBytes(32)), current]);
 // a DER SPKI verification key is 91 bytes, the decryption key 32
 const secret = randomBytes(91);
-const aad = JSON.stringify(['android_key_pairs', 'verification_key', 'com.example.bank', '1f2e3d4c5b6a7980']);
+const aad = JSON.stringify([
+  'android_key_pairs',
+  'verification_key',
+  'com.example.bank',
+  '1f2e3d4c5b6a7980',
+]);
 const sealed = box.seal(secret, aad);
 // a bench that throws is not reported: prove the round trip once at load
-if (!Buffer.from(box.open(sealed, aad)).equals(secret)) throw new Error('the sealed value does not open');
+if (!Buffer.from(box.open(sealed, aad)).equals(secret))
+  throw new Error('the sealed value does not open');
 
 describe('secretBox (AES-256-GCM envelope)', () => {
   bench('seal (new data key, two encryptions)', () => {

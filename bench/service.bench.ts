@@ -37,14 +37,21 @@ describe('API key authentication', () => {
     const r = await auth.authenticate(key);
     if (!r.ok) throw new Error('auth failed');
   });
-  bench('one argon2id verification (cold key)', async () => {
-    if (!(await verifyApiKeyHash(hash, key))) throw new Error('mismatch');
-  }, { iterations: 20 });
+  bench(
+    'one argon2id verification (cold key)',
+    async () => {
+      if (!(await verifyApiKeyHash(hash, key))) throw new Error('mismatch');
+    },
+    { iterations: 20 },
+  );
 });
 
 describe('init on embedded PGlite (in memory)', () => {
   bench('POST /api/v1/attestation/init', async () => {
-    const res = await app.request('/api/v1/attestation/init', { method: 'POST', headers: { 'X-Api-Key': key } });
+    const res = await app.request('/api/v1/attestation/init', {
+      method: 'POST',
+      headers: { 'X-Api-Key': key },
+    });
     if (res.status !== 200) throw new Error(`status ${res.status}`);
   });
 });

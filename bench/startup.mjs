@@ -28,7 +28,12 @@ function start(dataDir) {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const child = spawn(process.execPath, [BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], {
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, ATTEST_DATA_DIR: dataDir, LOG_LEVEL: 'warn' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        ATTEST_DATA_DIR: dataDir,
+        LOG_LEVEL: 'warn',
+      },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     const marks = {};
@@ -44,7 +49,9 @@ function start(dataDir) {
         child.kill('SIGTERM');
       }
     });
-    child.on('exit', (code) => (marks.listening ? resolve(marks) : reject(new Error(`serve exited ${code}: ${stderr}`))));
+    child.on('exit', (code) =>
+      marks.listening ? resolve(marks) : reject(new Error(`serve exited ${code}: ${stderr}`)),
+    );
   });
 }
 
@@ -58,10 +65,16 @@ for (let i = 0; i < runs; i++) {
     rmSync(dir, { recursive: true, force: true });
   }
 }
-console.log(`load average before the last run: ${loadavg().map((l) => l.toFixed(2)).join(' ')}; ${runs} run(s); times in ms from spawn`);
+console.log(
+  `load average before the last run: ${loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ')}; ${runs} run(s); times in ms from spawn`,
+);
 console.table(rows);
 for (const kind of ['first start', 'restart']) {
   const of = rows.filter((r) => r.kind === kind);
   const median = (xs) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-  console.log(`${kind}: median ${median(of.map((r) => r.listening))} ms to listen, ${median(of.map((r) => r.cpu))} ms CPU`);
+  console.log(
+    `${kind}: median ${median(of.map((r) => r.listening))} ms to listen, ${median(of.map((r) => r.cpu))} ms CPU`,
+  );
 }

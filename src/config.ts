@@ -59,27 +59,52 @@ const env = z.object({
   ATTEST_SESSION_RETENTION: z
     .string()
     .default('1h')
-    .transform((text, ctx) => parseDuration(text) ?? (ctx.addIssue({ code: 'custom', message: `must be a duration such as 30m, 1h or 7d, got "${text}"` }), z.NEVER)),
+    .transform(
+      (text, ctx) =>
+        parseDuration(text) ??
+        (ctx.addIssue({
+          code: 'custom',
+          message: `must be a duration such as 30m, 1h or 7d, got "${text}"`,
+        }),
+        z.NEVER),
+    ),
   ATTEST_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   ATTEST_METRICS_HOST: z.string().min(1).default('127.0.0.1'),
   ATTEST_APPLE_ROOT_CA: z.string().min(1).optional(),
   ATTEST_API_KEY_PREFIX: z
     .string()
-    .regex(/^[a-z][a-z0-9]{0,15}$/, 'must be 1-16 lowercase letters or digits, starting with a letter')
+    .regex(
+      /^[a-z][a-z0-9]{0,15}$/,
+      'must be 1-16 lowercase letters or digits, starting with a letter',
+    )
     .default('attest'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   ATTEST_LOG_FILE: z.string().min(1).optional(),
-  ATTEST_DB_CONNECT_TIMEOUT: z.coerce.number().int('must be whole seconds').min(1).max(600).default(10),
+  ATTEST_DB_CONNECT_TIMEOUT: z.coerce
+    .number()
+    .int('must be whole seconds')
+    .min(1)
+    .max(600)
+    .default(10),
   XDG_RUNTIME_DIR: z.string().min(1).optional(),
   ATTEST_ACTOR: z.string().regex(ACTOR, 'bad actor').optional(),
   ATTEST_MASTER_KEY: z
     .string()
-    .refine((v) => decodeBase64(v.trim())?.length === 32, 'must be 32 bytes in base64 (make one with: openssl rand -base64 32)')
+    .refine(
+      (v) => decodeBase64(v.trim())?.length === 32,
+      'must be 32 bytes in base64 (make one with: openssl rand -base64 32)',
+    )
     .optional(),
   ATTEST_MASTER_KEY_FILE: z.string().min(1).optional(),
   ATTEST_TEST_KEYS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
-  ATTEST_GOOGLE_OAUTH_URL: z.string().regex(/^https?:\/\/\S+$/, 'must be an http(s) URL').default('https://oauth2.googleapis.com/token'),
-  ATTEST_GOOGLE_PLAY_INTEGRITY_URL: z.string().regex(/^https?:\/\/\S+$/, 'must be an http(s) URL').default('https://playintegrity.googleapis.com'),
+  ATTEST_GOOGLE_OAUTH_URL: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
+    .default('https://oauth2.googleapis.com/token'),
+  ATTEST_GOOGLE_PLAY_INTEGRITY_URL: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
+    .default('https://playintegrity.googleapis.com'),
   ATTEST_GOOGLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
   ATTEST_GOOGLE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(64),
 });
@@ -117,13 +142,20 @@ const SECRET_VALUES = new Set(['DATABASE_URL', 'ATTEST_MASTER_KEY']);
  * Reads the configuration: flags win over environment variables, which win over defaults.
  * Empty environment variables count as unset.
  */
-export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.ProcessEnv = process.env): Config {
-  const present = Object.fromEntries(Object.entries(environment).filter(([, v]) => v !== undefined && v !== ''));
+export function loadConfig(
+  flags: Partial<Config> = {},
+  environment: NodeJS.ProcessEnv = process.env,
+): Config {
+  const present = Object.fromEntries(
+    Object.entries(environment).filter(([, v]) => v !== undefined && v !== ''),
+  );
   const parsed = env.safeParse(present);
   if (!parsed.success) {
     const name = String(parsed.error.issues[0]!.path[0]) as keyof typeof WANTED;
     const value = String(present[name]);
-    const got = SECRET_VALUES.has(name) ? '' : `, got "${value.length > 40 ? `${value.slice(0, 40)}...` : value}"`;
+    const got = SECRET_VALUES.has(name)
+      ? ''
+      : `, got "${value.length > 40 ? `${value.slice(0, 40)}...` : value}"`;
     throw new ConfigError(`environment variable ${name} ${WANTED[name] ?? 'is not valid'}${got}`);
   }
   const e = parsed.data;
@@ -154,7 +186,8 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
     googleTimeoutMs: e.ATTEST_GOOGLE_TIMEOUT_MS,
     googleMaxInFlight: e.ATTEST_GOOGLE_MAX_IN_FLIGHT,
   };
-  for (const [k, v] of Object.entries(flags)) if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
+  for (const [k, v] of Object.entries(flags))
+    if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;
 }
 
@@ -163,6 +196,9 @@ export function loadConfig(flags: Partial<Config> = {}, environment: NodeJS.Proc
  * anything but the empty string (no-color.org).
  * @param isTTY - the output stream is a terminal
  */
-export function colorWanted(isTTY: boolean | undefined, environment: NodeJS.ProcessEnv = process.env): boolean {
+export function colorWanted(
+  isTTY: boolean | undefined,
+  environment: NodeJS.ProcessEnv = process.env,
+): boolean {
   return isTTY === true && (environment.NO_COLOR ?? '') === '';
 }

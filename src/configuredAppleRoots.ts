@@ -15,7 +15,9 @@ export function configuredAppleRoots(path: string | undefined): readonly X509Cer
   try {
     pem = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(`ATTEST_APPLE_ROOT_CA (${path}): cannot read the file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new ConfigError(
+      `ATTEST_APPLE_ROOT_CA (${path}): cannot read the file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   try {
     return loadAppleRoots(pem);

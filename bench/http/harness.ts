@@ -91,7 +91,10 @@ function startProcess(args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): 
   const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'ignore', 'pipe'] });
   return new Promise((resolve, reject) => {
     let stderr = '';
-    const timer = setTimeout(() => reject(new Error(`${args.join(' ')} did not start: ${stderr}`)), 120_000);
+    const timer = setTimeout(
+      () => reject(new Error(`${args.join(' ')} did not start: ${stderr}`)),
+      120_000,
+    );
     child.stderr!.on('data', (chunk) => {
       stderr += chunk;
       const m = pattern.exec(stderr);
@@ -126,7 +129,9 @@ function cpuMs(pid: number): number {
 
 function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
-    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(
+      readFileSync(`/proc/${pid}/status`, 'utf8'),
+    );
     return m ? Number(m[1]) : NaN;
   } catch {
     return NaN;
@@ -173,7 +178,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     return run.stdout;
   };
   cli('db', 'migrate');
-  const apiKey = (JSON.parse(cli('keys', 'create', '--name', `bench-${Date.now()}`, '--json')) as { key: string }).key;
+  const apiKey = (
+    JSON.parse(cli('keys', 'create', '--name', `bench-${Date.now()}`, '--json')) as { key: string }
+  ).key;
   cli('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
   cli(...androidAllowlistArgs(material));
 
@@ -181,7 +188,11 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
   let hello: Proc | undefined;
   const loadBefore = loadavg();
   try {
-    server = await startProcess([...(options.serverNodeArgs ?? []), BIN, 'serve', '--port', '0', '--host', '127.0.0.1'], env, /attest listening on (http:\/\/\S+)/);
+    server = await startProcess(
+      [...(options.serverNodeArgs ?? []), BIN, 'serve', '--port', '0', '--host', '127.0.0.1'],
+      env,
+      /attest listening on (http:\/\/\S+)/,
+    );
     hello = await startProcess([HELLO], env, /hello listening on (http:\/\/\S+)/);
     const serverPid = server.child.pid!;
     const headers = { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' };
@@ -200,9 +211,14 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     const registerDirectly = async (n: number) => {
       while (assertionDevices.length < n) {
         const r = await registration(material);
-        const res = await fetch(new URL(VERIFY, server!.url), { method: 'POST', headers, body: r.body });
+        const res = await fetch(new URL(VERIFY, server!.url), {
+          method: 'POST',
+          headers,
+          body: r.body,
+        });
         const text = await res.text();
-        if (!valid(res.status, text)) throw new Error(`registration for the assertion devices failed: ${res.status} ${text}`);
+        if (!valid(res.status, text))
+          throw new Error(`registration for the assertion devices failed: ${res.status} ${text}`);
         assertionDevices.push({ device: r.device, counter: 0 });
       }
     };
@@ -213,19 +229,42 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       {
         name: 'hello-world',
         target: 'hello',
-        client: (count) => [{ method: 'POST', path: '/hello', headers: { 'Content-Type': 'application/json' }, body: '{"hello":"world"}', onResponse: (s, b) => count(s === 200 && b.includes('"hello":"world"'), b) }],
+        client: (count) => [
+          {
+            method: 'POST',
+            path: '/hello',
+            headers: { 'Content-Type': 'application/json' },
+            body: '{"hello":"world"}',
+            onResponse: (s, b) => count(s === 200 && b.includes('"hello":"world"'), b),
+          },
+        ],
       },
       {
         name: 'init',
         target: 'attest',
-        client: (count) => [{ method: 'POST', path: INIT, headers, onResponse: (s, b) => count(s === 200 && b.includes('"sessionReference"'), b) }],
+        client: (count) => [
+          {
+            method: 'POST',
+            path: INIT,
+            headers,
+            onResponse: (s, b) => count(s === 200 && b.includes('"sessionReference"'), b),
+          },
+        ],
       },
       {
         name: 'play integrity, sessionless',
         target: 'attest',
         client: (count) => {
           let i = Math.floor(Math.random() * playBodies.length);
-          return [{ method: 'POST', path: VERIFY, headers, setupRequest: (req) => ({ ...req, body: playBodies[i++ % playBodies.length] }), onResponse: (s, b) => count(valid(s, b), b) }];
+          return [
+            {
+              method: 'POST',
+              path: VERIFY,
+              headers,
+              setupRequest: (req) => ({ ...req, body: playBodies[i++ % playBodies.length] }),
+              onResponse: (s, b) => count(valid(s, b), b),
+            },
+          ];
         },
       },
       {
@@ -240,7 +279,10 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
               method: 'POST',
               path: VERIFY,
               headers,
-              setupRequest: (req) => ({ ...req, body: (lastAssertion = assertionBody(mine.device, ++mine.counter)) }),
+              setupRequest: (req) => ({
+                ...req,
+                body: (lastAssertion = assertionBody(mine.device, ++mine.counter)),
+              }),
               onResponse: (s, b) => count(valid(s, b), b),
             },
           ];
@@ -277,7 +319,15 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         client: (count) => {
           const bodies = Array.from({ length: 16 }, garbageBody);
           let i = 0;
-          return [{ method: 'POST', path: VERIFY, headers, setupRequest: (req) => ({ ...req, body: bodies[i++ % bodies.length] }), onResponse: (s, b) => count(rejected(s, b), b) }];
+          return [
+            {
+              method: 'POST',
+              path: VERIFY,
+              headers,
+              setupRequest: (req) => ({ ...req, body: bodies[i++ % bodies.length] }),
+              onResponse: (s, b) => count(rejected(s, b), b),
+            },
+          ];
         },
       },
       {
@@ -293,7 +343,10 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
               path: INIT,
               headers,
               onResponse: (s, b) => {
-                session = s === 200 ? (JSON.parse(b) as { sessionReference: string; serverNonce: string }) : undefined;
+                session =
+                  s === 200
+                    ? (JSON.parse(b) as { sessionReference: string; serverNonce: string })
+                    : undefined;
                 if (!session) count(false, b);
               },
             },
@@ -304,7 +357,13 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
               setupRequest: (req) => {
                 if (!session) return { ...req, body: '{}' };
                 const nonce = Buffer.from(session.serverNonce, 'base64');
-                return { ...req, body: JSON.stringify({ attestationToken: assertionToken(mine.device, nonce, ++mine.counter), sessionReference: session.sessionReference }) };
+                return {
+                  ...req,
+                  body: JSON.stringify({
+                    attestationToken: assertionToken(mine.device, nonce, ++mine.counter),
+                    sessionReference: session.sessionReference,
+                  }),
+                };
               },
               onResponse: (s, b) => count(valid(s, b), b),
             },
@@ -313,7 +372,12 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       },
     ];
 
-    const run = async (scenario: Scenario, connections: number, seconds: number, record: boolean): Promise<ScenarioResult | undefined> => {
+    const run = async (
+      scenario: Scenario,
+      connections: number,
+      seconds: number,
+      record: boolean,
+    ): Promise<ScenarioResult | undefined> => {
       nextDevice = 0;
       await scenario.prepare?.(connections);
       const target = scenario.target === 'hello' ? hello! : server!;
@@ -362,15 +426,25 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     const results: ScenarioResult[] = [];
     for (const connections of options.connections) {
       for (const scenario of scenarios) {
-        if (options.only && scenario.target !== 'hello' && !options.only.some((o) => scenario.name.includes(o))) continue;
-        if (options.warmupSeconds > 0 && !scenario.amount) await run(scenario, connections, options.warmupSeconds, false);
+        if (
+          options.only &&
+          scenario.target !== 'hello' &&
+          !options.only.some((o) => scenario.name.includes(o))
+        )
+          continue;
+        if (options.warmupSeconds > 0 && !scenario.amount)
+          await run(scenario, connections, options.warmupSeconds, false);
         const r = (await run(scenario, connections, options.seconds, true))!;
-        log(`${r.scenario.padEnd(34)} c=${String(connections).padStart(2)}  ${r.rps.toFixed(0).padStart(6)}/s  p50 ${r.p50} ms  p99 ${r.p99} ms  ${r.cpuMsPerRequest.toFixed(2)} ms CPU  correct ${r.correct} wrong ${r.wrong} errors ${r.errors}`);
+        log(
+          `${r.scenario.padEnd(34)} c=${String(connections).padStart(2)}  ${r.rps.toFixed(0).padStart(6)}/s  p50 ${r.p50} ms  p99 ${r.p99} ms  ${r.cpuMsPerRequest.toFixed(2)} ms CPU  correct ${r.correct} wrong ${r.wrong} errors ${r.errors}`,
+        );
         results.push(r);
       }
     }
     for (const r of results) {
-      const base = results.find((b) => b.scenario === 'hello-world' && b.connections === r.connections)!;
+      const base = results.find(
+        (b) => b.scenario === 'hello-world' && b.connections === r.connections,
+      )!;
       r.ratio = r.rps / base.rps;
     }
 
@@ -379,7 +453,10 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       const res = await fetch(new URL(VERIFY, server!.url), { method: 'POST', headers, body });
       return `${res.status} ${await res.text()}`;
     };
-    const replayResult = { assertion: await replay(lastAssertion), registration: await replay(lastRegistration) };
+    const replayResult = {
+      assertion: await replay(lastAssertion),
+      registration: await replay(lastRegistration),
+    };
     return {
       startedAt: new Date().toISOString(),
       database: options.databaseUrl ? 'postgres' : 'embedded',

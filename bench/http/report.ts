@@ -2,7 +2,8 @@
 import type { BenchResult } from './harness.js';
 
 export function table(result: BenchResult): string {
-  const head = '| scenario | conns | req/s | vs hello | p50 ms | p99 ms | CPU ms/req | correct | wrong | errors |';
+  const head =
+    '| scenario | conns | req/s | vs hello | p50 ms | p99 ms | CPU ms/req | correct | wrong | errors |';
   const rule = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = result.results.map(
     (r) =>
@@ -41,18 +42,26 @@ export function svgChart(result: BenchResult): string {
     `<text x="10" y="20" font-size="14">${esc(`attest HTTP throughput (req/s), ${result.database} database, ${result.startedAt.slice(0, 16)}Z, load ${result.loadBefore[0] ?? '?'}`)}</text>`,
   ];
   conns.forEach((c, i) => {
-    out.push(`<rect x="${left + i * 110}" y="26" width="10" height="10" fill="${colours[i % colours.length]}"/><text x="${left + i * 110 + 14}" y="35">${c} connection${c === 1 ? '' : 's'}</text>`);
+    out.push(
+      `<rect x="${left + i * 110}" y="26" width="10" height="10" fill="${colours[i % colours.length]}"/><text x="${left + i * 110 + 14}" y="35">${c} connection${c === 1 ? '' : 's'}</text>`,
+    );
   });
   scenarios.forEach((s, gi) => {
     const y0 = top + gi * groupH + 6;
-    out.push(`<text x="${left - 8}" y="${y0 + (conns.length * barH) / 2 + 4}" text-anchor="end">${esc(s)}</text>`);
+    out.push(
+      `<text x="${left - 8}" y="${y0 + (conns.length * barH) / 2 + 4}" text-anchor="end">${esc(s)}</text>`,
+    );
     conns.forEach((c, i) => {
       const r = result.results.find((x) => x.scenario === s && x.connections === c);
       if (!r) return;
       const w = Math.max(1, (r.rps / max) * plot);
       const y = y0 + i * barH;
-      out.push(`<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH - 2}" fill="${colours[i % colours.length]}"/>`);
-      out.push(`<text x="${(left + w + 4).toFixed(1)}" y="${y + barH - 4}">${r.rps.toFixed(0)}${s === 'hello-world' ? '' : ` (${(r.ratio * 100).toFixed(0)}%)`}</text>`);
+      out.push(
+        `<rect x="${left}" y="${y}" width="${w.toFixed(1)}" height="${barH - 2}" fill="${colours[i % colours.length]}"/>`,
+      );
+      out.push(
+        `<text x="${(left + w + 4).toFixed(1)}" y="${y + barH - 4}">${r.rps.toFixed(0)}${s === 'hello-world' ? '' : ` (${(r.ratio * 100).toFixed(0)}%)`}</text>`,
+      );
     });
   });
   out.push('</svg>');

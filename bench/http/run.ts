@@ -29,11 +29,13 @@ if (connections.some((c) => !Number.isInteger(c) || c < 1)) {
 mkdirSync(out, { recursive: true });
 // PostgreSQL keeps its sealed secrets between runs: keep the master key that sealed them beside the results
 let masterKey = process.env.ATTEST_MASTER_KEY || undefined;
-if (!masterKey && process.env.ATTEST_MASTER_KEY_FILE) masterKey = readFileSync(process.env.ATTEST_MASTER_KEY_FILE, 'utf8').trim();
+if (!masterKey && process.env.ATTEST_MASTER_KEY_FILE)
+  masterKey = readFileSync(process.env.ATTEST_MASTER_KEY_FILE, 'utf8').trim();
 if (!masterKey && databaseUrl) {
   mkdirSync(RESULTS, { recursive: true });
   const file = join(RESULTS, 'bench-master.key');
-  if (!existsSync(file)) writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+  if (!existsSync(file))
+    writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
   masterKey = readFileSync(file, 'utf8').trim();
 }
 const result = await runHttpBench({
@@ -44,7 +46,9 @@ const result = await runHttpBench({
   ...(masterKey ? { masterKey } : {}),
   ...(values.only ? { only: values.only.split(',') } : {}),
   ...(databaseUrl ? { databaseUrl } : {}),
-  ...(values['cpu-prof'] ? { serverNodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] } : {}),
+  ...(values['cpu-prof']
+    ? { serverNodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] }
+    : {}),
   log: (line) => console.error(line),
 });
 console.log(table(result));
@@ -53,8 +57,12 @@ writeFileSync(`${base}.json`, `${JSON.stringify(result, null, 2)}\n`);
 writeFileSync(`${base}.svg`, `${svgChart(result)}\n`);
 console.log(`\nwrote ${base}.json and ${base}.svg`);
 const failed = result.results.filter((r) => r.wrong > 0 || r.errors > 0 || r.correct === 0);
-const replayOk = result.replay.assertion.includes('"isValid":false') && result.replay.registration.includes('"isValid":false');
+const replayOk =
+  result.replay.assertion.includes('"isValid":false') &&
+  result.replay.registration.includes('"isValid":false');
 if (failed.length || !replayOk) {
-  console.error(`some answers were wrong: ${failed.map((r) => `${r.scenario} c=${r.connections} ${r.sampleWrong ?? ''}`).join('; ')}${replayOk ? '' : '; a replay was accepted'}`);
+  console.error(
+    `some answers were wrong: ${failed.map((r) => `${r.scenario} c=${r.connections} ${r.sampleWrong ?? ''}`).join('; ')}${replayOk ? '' : '; a replay was accepted'}`,
+  );
   process.exitCode = 1;
 }

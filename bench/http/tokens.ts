@@ -14,7 +14,13 @@ import {
   type DeviceKey,
   type TestCa,
 } from '../../test/support/appleFactory.js';
-import { createGoogleTestKeys, mintIntegrityToken, TEST_CERT_DIGEST, TEST_PACKAGE, type GoogleTestKeys } from '../../test/support/googleFactory.js';
+import {
+  createGoogleTestKeys,
+  mintIntegrityToken,
+  TEST_CERT_DIGEST,
+  TEST_PACKAGE,
+  type GoogleTestKeys,
+} from '../../test/support/googleFactory.js';
 
 export { TEST_APP_ID } from '../../test/support/appleFactory.js';
 export { TEST_PACKAGE };
@@ -34,10 +40,16 @@ export async function createMaterial(): Promise<Material> {
 /** `attest allowlist add android` arguments for the generated keys. */
 export function androidAllowlistArgs(m: Material): string[] {
   return [
-    'allowlist', 'add', 'android', TEST_PACKAGE,
-    '--decryption-key', b64(m.google.decryptionKey),
-    '--verification-key', b64(m.google.verificationKey),
-    '--cert-digest', Buffer.from(TEST_CERT_DIGEST).toString('hex'),
+    'allowlist',
+    'add',
+    'android',
+    TEST_PACKAGE,
+    '--decryption-key',
+    b64(m.google.decryptionKey),
+    '--verification-key',
+    b64(m.google.verificationKey),
+    '--cert-digest',
+    Buffer.from(TEST_CERT_DIGEST).toString('hex'),
   ];
 }
 
@@ -47,19 +59,39 @@ export async function registration(m: Material): Promise<{ device: DeviceKey; bo
   const nonce = randomBytes(32);
   // the leaf must be valid at the server's real clock, not the factory's fixed instant
   const now = Date.now();
-  const attestation = (await createAttestation(m.ca, device, { nonce, leafValidity: { notBefore: new Date(now - HOUR), notAfter: new Date(now + 24 * HOUR) } })).attestation;
-  return { device, body: JSON.stringify({ attestationToken: b64(encodeAppleToken({ nonce, keyId: device.keyId, attestation })), expectedNonce: b64(nonce) }) };
+  const attestation = (
+    await createAttestation(m.ca, device, {
+      nonce,
+      leafValidity: { notBefore: new Date(now - HOUR), notAfter: new Date(now + 24 * HOUR) },
+    })
+  ).attestation;
+  return {
+    device,
+    body: JSON.stringify({
+      attestationToken: b64(encodeAppleToken({ nonce, keyId: device.keyId, attestation })),
+      expectedNonce: b64(nonce),
+    }),
+  };
 }
 
 /** The token of an assertion by `device` with `counter` over `nonce`, base64. */
 export function assertionToken(device: DeviceKey, nonce: Uint8Array, counter: number): string {
-  return b64(encodeAppleToken({ nonce, keyId: device.keyId, assertion: createAssertion(device, { nonce, counter }).assertion }));
+  return b64(
+    encodeAppleToken({
+      nonce,
+      keyId: device.keyId,
+      assertion: createAssertion(device, { nonce, counter }).assertion,
+    }),
+  );
 }
 
 /** A sessionless assertion body (a fresh nonce each time). */
 export function assertionBody(device: DeviceKey, counter: number): string {
   const nonce = randomBytes(32);
-  return JSON.stringify({ attestationToken: assertionToken(device, nonce, counter), expectedNonce: b64(nonce) });
+  return JSON.stringify({
+    attestationToken: assertionToken(device, nonce, counter),
+    expectedNonce: b64(nonce),
+  });
 }
 
 /** A sessionless Play Integrity body; reusable (sessionless Play Integrity keeps no state). */
@@ -71,7 +103,13 @@ export async function playIntegrityBody(m: Material): Promise<string> {
       ['v', 1],
       ['nonce', nonce],
       ['device', new Map([['service', 'gms']])],
-      ['gms', new Map([['packageName', TEST_PACKAGE], ['integrityToken', token]])],
+      [
+        'gms',
+        new Map([
+          ['packageName', TEST_PACKAGE],
+          ['integrityToken', token],
+        ]),
+      ],
     ]),
   );
   return JSON.stringify({ attestationToken: b64(cbor), expectedNonce: b64(nonce) });
@@ -79,5 +117,8 @@ export async function playIntegrityBody(m: Material): Promise<string> {
 
 /** A well-formed request whose token is random bytes: rejected. */
 export function garbageBody(): string {
-  return JSON.stringify({ attestationToken: b64(randomBytes(600)), expectedNonce: b64(randomBytes(32)) });
+  return JSON.stringify({
+    attestationToken: b64(randomBytes(600)),
+    expectedNonce: b64(randomBytes(32)),
+  });
 }

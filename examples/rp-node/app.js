@@ -26,7 +26,8 @@ import { AttestError, AttestHttpError, createAttestClient } from 'attest-server/
  */
 function expectedApp(result, options) {
   if (!result.isValid) return false;
-  if (result.service === 'apple') return options.appleAppIds.includes(result.appleTokenDetails.appId);
+  if (result.service === 'apple')
+    return options.appleAppIds.includes(result.appleTokenDetails.appId);
   return options.androidPackages.includes(result.googleTokenDetails.packageName);
 }
 
@@ -49,12 +50,20 @@ export function createRpApp(options) {
       const session = await attest.init();
       for (const [id, old] of challenges) if (old.expiresAt <= now()) challenges.delete(id);
       const challengeId = randomBytes(16).toString('base64url');
-      challenges.set(challengeId, { sessionReference: session.sessionReference, expiresAt: now() + ttl });
+      challenges.set(challengeId, {
+        sessionReference: session.sessionReference,
+        expiresAt: now() + ttl,
+      });
       // the device needs the nonce only; the session reference stays with the RP
       return c.json({ challengeId, nonce: session.serverNonce });
     } catch (err) {
       if (!(err instanceof AttestError)) throw err;
-      log({ msg: 'challenge unavailable', code: err.code, error: err.message, requestId: err.requestId });
+      log({
+        msg: 'challenge unavailable',
+        code: err.code,
+        error: err.message,
+        requestId: err.requestId,
+      });
       return c.json({ error: 'try again later' }, 503);
     }
   });
@@ -62,23 +71,38 @@ export function createRpApp(options) {
   app.post('/login', async (c) => {
     /** @type {{ challengeId?: unknown; attestationToken?: unknown } | null} */
     const body = await c.req.json().catch(() => null);
-    if (!body || typeof body.challengeId !== 'string' || typeof body.attestationToken !== 'string') {
+    if (
+      !body ||
+      typeof body.challengeId !== 'string' ||
+      typeof body.attestationToken !== 'string'
+    ) {
       return c.json({ error: 'challengeId and attestationToken are required' }, 400);
     }
     const challenge = challenges.get(body.challengeId);
     // single use whatever happens next, as the service's session is
     challenges.delete(body.challengeId);
-    if (!challenge || challenge.expiresAt <= now()) return c.json({ error: 'unknown or expired challenge' }, 403);
+    if (!challenge || challenge.expiresAt <= now())
+      return c.json({ error: 'unknown or expired challenge' }, 403);
 
     /** @type {import('attest-server/client').VerifyResult} */
     let result;
     try {
-      result = await attest.verify({ attestationToken: body.attestationToken, sessionReference: challenge.sessionReference });
+      result = await attest.verify({
+        attestationToken: body.attestationToken,
+        sessionReference: challenge.sessionReference,
+      });
     } catch (err) {
       if (!(err instanceof AttestError)) throw err;
       // every error denies: a 4xx, a 5xx, a timeout, an answer off the contract
-      log({ msg: 'login denied', why: 'attestation service error', code: err.code, error: err.message, requestId: err.requestId });
-      if (err instanceof AttestHttpError && err.status === 400) return c.json({ error: 'the token is not base64' }, 400);
+      log({
+        msg: 'login denied',
+        why: 'attestation service error',
+        code: err.code,
+        error: err.message,
+        requestId: err.requestId,
+      });
+      if (err instanceof AttestHttpError && err.status === 400)
+        return c.json({ error: 'the token is not base64' }, 400);
       return c.json({ error: 'device check unavailable' }, 503);
     }
     if (!result.isValid) {
@@ -91,8 +115,16 @@ export function createRpApp(options) {
     }
     const device =
       result.service === 'apple'
-        ? { platform: 'ios', appId: result.appleTokenDetails.appId, environment: result.appleTokenDetails.environment }
-        : { platform: 'android', packageName: result.googleTokenDetails.packageName, verdicts: result.googleTokenDetails.deviceIntegrityVerdicts };
+        ? {
+            platform: 'ios',
+            appId: result.appleTokenDetails.appId,
+            environment: result.appleTokenDetails.environment,
+          }
+        : {
+            platform: 'android',
+            packageName: result.googleTokenDetails.packageName,
+            verdicts: result.googleTokenDetails.deviceIntegrityVerdicts,
+          };
     return c.json({ loggedIn: true, device });
   });
 

@@ -16,7 +16,11 @@ function required(name) {
   return value;
 }
 /** @param {string} name */
-const list = (name) => (process.env[name] ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+const list = (name) =>
+  (process.env[name] ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
 
 const app = createRpApp({
   attest: { baseUrl: required('ATTEST_URL'), apiKey: required('ATTEST_API_KEY'), timeoutMs: 5_000 },
@@ -24,4 +28,6 @@ const app = createRpApp({
   androidPackages: list('RP_ANDROID_PACKAGES'),
   log: (line) => console.error(JSON.stringify(line)),
 });
-serve({ fetch: app.fetch, port: Number(process.env.RP_PORT ?? 3000) }, (info) => console.error(`rp-node listening on http://localhost:${info.port}`));
+serve({ fetch: app.fetch, port: Number(process.env.RP_PORT ?? 3000) }, (info) =>
+  console.error(`rp-node listening on http://localhost:${info.port}`),
+);

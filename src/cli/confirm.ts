@@ -14,9 +14,15 @@ const terminal = (): PromptIo => ({ input: process.stdin, output: process.stderr
  * so a script learns at once (exit 2) that it must say `--yes`.
  * @param command the command as typed, for the message (`keys revoke`)
  */
-export function requireConfirmation(command: string, yes: boolean | undefined, io: PromptIo = terminal()): void {
+export function requireConfirmation(
+  command: string,
+  yes: boolean | undefined,
+  io: PromptIo = terminal(),
+): void {
   if (yes || (io.input.isTTY && io.output.isTTY)) return;
-  throw usageError(`${command} changes what running instances accept and asks first; without a terminal to ask on, add --yes`);
+  throw usageError(
+    `${command} changes what running instances accept and asks first; without a terminal to ask on, add --yes`,
+  );
 }
 
 /**
@@ -24,10 +30,18 @@ export function requireConfirmation(command: string, yes: boolean | undefined, i
  * anything but y or yes is a no, which is exit 1 with nothing changed. With `--yes` it only returns.
  * @param lines what will happen, one line each
  */
-export async function confirm(lines: string[], yes: boolean | undefined, io: PromptIo = terminal()): Promise<void> {
+export async function confirm(
+  lines: string[],
+  yes: boolean | undefined,
+  io: PromptIo = terminal(),
+): Promise<void> {
   if (yes) return;
   io.output.write(`${lines.join('\n')}\n`);
-  const rl = createInterface({ input: io.input, output: io.output, terminal: Boolean(io.input.isTTY && io.output.isTTY) });
+  const rl = createInterface({
+    input: io.input,
+    output: io.output,
+    terminal: Boolean(io.input.isTTY && io.output.isTTY),
+  });
   const answer = await new Promise<string | null>((resolve) => {
     // Ctrl-D or a closed input is a no
     rl.once('close', () => resolve(null));

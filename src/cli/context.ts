@@ -3,7 +3,13 @@ import { hostname, userInfo } from 'node:os';
 import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import type { Command } from 'commander';
 import pino from 'pino';
-import { DataDirUnsafeError, DatabaseBusyError, DatabaseMissingError, openDatabase, type DatabaseHandle } from '../db/client.js';
+import {
+  DataDirUnsafeError,
+  DatabaseBusyError,
+  DatabaseMissingError,
+  openDatabase,
+  type DatabaseHandle,
+} from '../db/client.js';
 import { DatabaseUnavailableError, isConnectionError, unavailable } from '../db/errors.js';
 import { ACTOR, ConfigError, loadConfig, type Config } from '../config.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
@@ -44,7 +50,11 @@ export function configProblem(err: unknown): unknown {
  */
 export async function withDatabase<T>(
   work: (db: DatabaseHandle) => Promise<T>,
-  options: { requireMigrated?: boolean; create?: boolean; onProgress?: (message: string) => void } = {},
+  options: {
+    requireMigrated?: boolean;
+    create?: boolean;
+    onProgress?: (message: string) => void;
+  } = {},
 ): Promise<T> {
   const cfg = config();
   let handle: DatabaseHandle;
@@ -59,11 +69,21 @@ export async function withDatabase<T>(
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
   } catch (err) {
-    if (err instanceof DatabaseBusyError || err instanceof DataDirUnsafeError || err instanceof DatabaseMissingError) throw runtimeError(err.message);
+    if (
+      err instanceof DatabaseBusyError ||
+      err instanceof DataDirUnsafeError ||
+      err instanceof DatabaseMissingError
+    )
+      throw runtimeError(err.message);
     throw runtimeError(`cannot open the database: ${(err as Error).message}`);
   }
   const fail = (err: unknown) =>
-    runtimeError(unavailable(handle.where, err, { connectTimeoutSeconds: handle.connectTimeoutSeconds, embedded: handle.kind !== 'postgres' }).message);
+    runtimeError(
+      unavailable(handle.where, err, {
+        connectTimeoutSeconds: handle.connectTimeoutSeconds,
+        embedded: handle.kind !== 'postgres',
+      }).message,
+    );
   try {
     // a first statement before the work: an unreachable database is reported the same for every command
     try {
@@ -84,7 +104,6 @@ export async function withDatabase<T>(
   }
 }
 
-
 /**
  * Who makes the administrative changes of this run, resolved once: `--actor`, else ATTEST_ACTOR,
  * else the OS user@host. Each recorded change becomes one pino line on stderr (stdout is the
@@ -93,7 +112,8 @@ export async function withDatabase<T>(
 export function auditorFor(command: Command): Auditor {
   const cfg = config();
   const flag = (command.optsWithGlobals() as { actor?: string }).actor;
-  if (flag !== undefined && !ACTOR.test(flag)) throw usageError('--actor must be 1 to 100 characters with no control characters');
+  if (flag !== undefined && !ACTOR.test(flag))
+    throw usageError('--actor must be 1 to 100 characters with no control characters');
   const actor = flag ?? cfg.actor ?? osActor();
   return { actor, log: (event) => logChange(cfg, event) };
 }
@@ -110,12 +130,19 @@ function osActor(): string {
 }
 
 function logChange(cfg: Config, event: AuditEvent): void {
-  const streams: pino.StreamEntry[] = [{ stream: { write: (line: string) => process.stderr.write(line) } }];
+  const streams: pino.StreamEntry[] = [
+    { stream: { write: (line: string) => process.stderr.write(line) } },
+  ];
   // sync: the CLI exits right after, and an asynchronous write could be lost
-  const file = cfg.logFile ? pino.destination({ dest: cfg.logFile, append: true, mkdir: true, sync: true }) : undefined;
+  const file = cfg.logFile
+    ? pino.destination({ dest: cfg.logFile, append: true, mkdir: true, sync: true })
+    : undefined;
   if (file) streams.push({ stream: file });
   const logger = pino(loggerOptions(cfg.logLevel), pino.multistream(streams));
-  logger.info({ audit: { ...event, at: event.at.toISOString() } }, `${event.action} ${event.target} by ${event.actor}`);
+  logger.info(
+    { audit: { ...event, at: event.at.toISOString() } },
+    `${event.action} ${event.target} by ${event.actor}`,
+  );
   file?.end();
 }
 
@@ -129,18 +156,27 @@ export interface Secrets {
  * (a wrong key is one line naming the expected key id). Creating the embedded default key is
  * said once on stderr. `check: false` leaves the check to the caller (the migration path).
  */
-export async function loadSecrets(handle: DatabaseHandle, options: { check?: boolean; establish?: boolean } = {}): Promise<Secrets> {
+export async function loadSecrets(
+  handle: DatabaseHandle,
+  options: { check?: boolean; establish?: boolean } = {},
+): Promise<Secrets> {
   let masterKey: ResolvedMasterKey;
   try {
     masterKey = await resolveMasterKey(config(), handle);
   } catch (err) {
     throw secretsError(err);
   }
-  if (masterKey.created) process.stderr.write(`attest: created a master key in ${masterKey.source}: back it up with the data dir (not inside the same backup)\n`);
+  if (masterKey.created)
+    process.stderr.write(
+      `attest: created a master key in ${masterKey.source}: back it up with the data dir (not inside the same backup)\n`,
+    );
   const box = createSecretBox([masterKey.key]);
   if (options.check !== false) {
     try {
-      await checkMasterKey(handle.db, box, { source: masterKey.source, ...(options.establish === false ? { establish: false } : {}) });
+      await checkMasterKey(handle.db, box, {
+        source: masterKey.source,
+        ...(options.establish === false ? { establish: false } : {}),
+      });
     } catch (err) {
       throw secretsError(err);
     }
@@ -150,11 +186,15 @@ export async function loadSecrets(handle: DatabaseHandle, options: { check?: boo
 
 /** A master key problem is a usage error (fix the configuration); anything else passes through. */
 export function secretsError(err: unknown): unknown {
-  if (err instanceof MasterKeyError || err instanceof ConfigError) return usageError(`${err.message}`);
+  if (err instanceof MasterKeyError || err instanceof ConfigError)
+    return usageError(`${err.message}`);
   return err;
 }
 
 /** withDatabase, with the master key loaded and checked for `work`. */
-export function withSecrets<T>(work: (db: DatabaseHandle, secrets: Secrets) => Promise<T>, options: { establish?: boolean } = {}): Promise<T> {
+export function withSecrets<T>(
+  work: (db: DatabaseHandle, secrets: Secrets) => Promise<T>,
+  options: { establish?: boolean } = {},
+): Promise<T> {
   return withDatabase(async (handle) => work(handle, await loadSecrets(handle, options)));
 }

@@ -17,6 +17,7 @@ export function parseDuration(text: string): number | null {
 
 /** The usage error text for a bad duration given to `flag`. */
 export function durationProblem(flag: string, text: string): string {
-  if (/^\s*\d+\s*$/.test(text)) return `${flag} ${text.trim()} has no unit: write ${text.trim()}s, ${text.trim()}m, ${text.trim()}h, ${text.trim()}d or ${text.trim()}w`;
+  if (/^\s*\d+\s*$/.test(text))
+    return `${flag} ${text.trim()} has no unit: write ${text.trim()}s, ${text.trim()}m, ${text.trim()}h, ${text.trim()}d or ${text.trim()}w`;
   return `${flag} takes a duration such as 30m, 12h, 90d or 2w (up to 100 years), got "${text}"`;
 }

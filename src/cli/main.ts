@@ -18,8 +18,13 @@ export function buildProgram(): Command {
   const program = new Command('attest')
     .description('verify Apple App Attest and Google Play Integrity tokens for relying parties')
     .version(packageVersion())
-    .option('--actor <name>', 'who makes administrative changes, for the audit trail (default: ATTEST_ACTOR, else user@host)')
-    .addHelpText('after', `
+    .option(
+      '--actor <name>',
+      'who makes administrative changes, for the audit trail (default: ATTEST_ACTOR, else user@host)',
+    )
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest serve                                   start the API on the embedded database
   $ attest keys create --name "mobile banking"     issue an API key for a relying party
@@ -27,7 +32,8 @@ Examples:
   $ attest verify-file token.cbor --nonce <b64>    explain why a token is rejected
   $ attest --actor alice keys revoke 0h3k5x9q2m7c1b4n   recorded in "attest audit list"
   $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --nonce <b64>
-                                                   a test token without a device (test API keys)`);
+                                                   a test token without a device (test API keys)`,
+    );
   for (const command of [
     serveCommand(),
     dbCommand(),
@@ -46,7 +52,13 @@ Examples:
     command.exitOverride();
     // usage errors are one line, like every other error, and say where the usage is
     command.configureOutput({
-      outputError: (str, write) => write(`attest: ${str.trim().replace(/^error: /, '').replace(/\s*\n\s*/g, ' ')} (run "${commandPath(command)} --help" for usage)\n`),
+      outputError: (str, write) =>
+        write(
+          `attest: ${str
+            .trim()
+            .replace(/^error: /, '')
+            .replace(/\s*\n\s*/g, ' ')} (run "${commandPath(command)} --help" for usage)\n`,
+        ),
     });
   }
   return program;
@@ -57,7 +69,9 @@ Examples:
  * project `npm exec` runs in. src/cli and dist/cli both sit two levels below the package root.
  */
 export function packageVersion(): string {
-  const manifest = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  const manifest = JSON.parse(
+    readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+  ) as { version: string };
   return manifest.version;
 }
 

@@ -6,7 +6,8 @@ export function printJson(value: unknown): void {
 /** Prints rows as an aligned text table with a header. */
 export function printTable(headers: string[], rows: string[][]): void {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');
   process.stdout.write(`${[line(headers), ...rows.map(line)].join('\n')}\n`);
 }
 

@@ -13,7 +13,9 @@ function visible(c: string): string {
   const named = NAMED[c];
   if (named !== undefined) return named;
   const code = c.codePointAt(0)!;
-  return code <= 0xff ? `\\x${code.toString(16).toUpperCase().padStart(2, '0')}` : `<U+${code.toString(16).toUpperCase().padStart(4, '0')}>`;
+  return code <= 0xff
+    ? `\\x${code.toString(16).toUpperCase().padStart(2, '0')}`
+    : `<U+${code.toString(16).toUpperCase().padStart(4, '0')}>`;
 }
 
 /**
@@ -43,5 +45,11 @@ const plain = (s: string) => s;
  */
 export function paint(enabled: boolean): Paint {
   if (!enabled) return { green: plain, red: plain, yellow: plain, dim: plain, bold: plain };
-  return { green: sgr(32, 39), red: sgr(31, 39), yellow: sgr(33, 39), dim: sgr(2, 22), bold: sgr(1, 22) };
+  return {
+    green: sgr(32, 39),
+    red: sgr(31, 39),
+    yellow: sgr(33, 39),
+    dim: sgr(2, 22),
+    bold: sgr(1, 22),
+  };
 }

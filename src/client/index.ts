@@ -12,7 +12,14 @@
 import type { AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
 import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 
-export { INIT_RESPONSE, VERIFY_RESPONSE, APPLE_TOKEN_DETAILS, GOOGLE_TOKEN_DETAILS, ERROR_BODY, type Shape } from './shapes.js';
+export {
+  INIT_RESPONSE,
+  VERIFY_RESPONSE,
+  APPLE_TOKEN_DETAILS,
+  GOOGLE_TOKEN_DETAILS,
+  ERROR_BODY,
+  type Shape,
+} from './shapes.js';
 
 /** `statusCode` of an invalid request (HTTP 400, 413). */
 export const STATUS_INVALID_REQUEST = 268505089;
@@ -40,8 +47,18 @@ export type VerifyResult =
 export type Base64Input = string | Uint8Array;
 
 export type VerifyRequest =
-  | { attestationToken: Base64Input; sessionReference: string; deviceNonce?: Base64Input; expectedNonce?: never }
-  | { attestationToken: Base64Input; expectedNonce: Base64Input; sessionReference?: never; deviceNonce?: never };
+  | {
+      attestationToken: Base64Input;
+      sessionReference: string;
+      deviceNonce?: Base64Input;
+      expectedNonce?: never;
+    }
+  | {
+      attestationToken: Base64Input;
+      expectedNonce: Base64Input;
+      sessionReference?: never;
+      deviceNonce?: never;
+    };
 
 export interface CallOptions {
   /** sent as `X-Request-Id` (1 to 128 of `[A-Za-z0-9._:-]`), so the service's log line carries it */
@@ -70,9 +87,17 @@ export interface AttestClientOptions {
   now?: () => Date;
 }
 
-export type AttestHttpErrorKind = 'invalid_request' | 'unauthorized' | 'forbidden' | 'too_large' | 'internal_error' | 'unavailable' | 'unexpected_status';
+export type AttestHttpErrorKind =
+  | 'invalid_request'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'too_large'
+  | 'internal_error'
+  | 'unavailable'
+  | 'unexpected_status';
 
-export type AttestErrorCode = 'ERR_ATTEST_HTTP' | 'ERR_ATTEST_NETWORK' | 'ERR_ATTEST_TIMEOUT' | 'ERR_ATTEST_RESPONSE';
+export type AttestErrorCode =
+  'ERR_ATTEST_HTTP' | 'ERR_ATTEST_NETWORK' | 'ERR_ATTEST_TIMEOUT' | 'ERR_ATTEST_RESPONSE';
 
 /** Every error the client throws (except an abort through the caller's own signal, which rethrows its reason). */
 export abstract class AttestError extends Error {
@@ -102,7 +127,10 @@ export class AttestHttpError extends AttestError {
     requestId: string | undefined,
     retryAfter: string | undefined,
   ) {
-    super(`${operation}: HTTP ${status}${body ? ` (statusCode ${body.statusCode}: ${body.errorMessage})` : ''}`, requestId);
+    super(
+      `${operation}: HTTP ${status}${body ? ` (statusCode ${body.statusCode}: ${body.errorMessage})` : ''}`,
+      requestId,
+    );
     this.kind = kindOf(status);
     this.statusCode = body?.statusCode;
     this.errorMessage = body?.errorMessage;
@@ -114,8 +142,13 @@ export class AttestHttpError extends AttestError {
 export class AttestNetworkError extends AttestError {
   override readonly name = 'AttestNetworkError';
   readonly code = 'ERR_ATTEST_NETWORK' as const;
-  constructor(readonly operation: 'init' | 'verify', cause: unknown) {
-    super(`${operation}: no answer from the attestation service (${describe(cause)})`, undefined, { cause });
+  constructor(
+    readonly operation: 'init' | 'verify',
+    cause: unknown,
+  ) {
+    super(`${operation}: no answer from the attestation service (${describe(cause)})`, undefined, {
+      cause,
+    });
   }
 }
 
@@ -123,7 +156,10 @@ export class AttestNetworkError extends AttestError {
 export class AttestTimeoutError extends AttestError {
   override readonly name = 'AttestTimeoutError';
   readonly code = 'ERR_ATTEST_TIMEOUT' as const;
-  constructor(readonly operation: 'init' | 'verify', readonly timeoutMs: number) {
+  constructor(
+    readonly operation: 'init' | 'verify',
+    readonly timeoutMs: number,
+  ) {
     super(`${operation}: no answer within ${timeoutMs} ms`, undefined);
   }
 }
@@ -132,7 +168,11 @@ export class AttestTimeoutError extends AttestError {
 export class AttestResponseError extends AttestError {
   override readonly name = 'AttestResponseError';
   readonly code = 'ERR_ATTEST_RESPONSE' as const;
-  constructor(readonly operation: 'init' | 'verify', readonly problem: string, requestId: string | undefined) {
+  constructor(
+    readonly operation: 'init' | 'verify',
+    readonly problem: string,
+    requestId: string | undefined,
+  ) {
     super(`${operation}: unexpected response: ${problem}`, requestId);
   }
 }
@@ -153,7 +193,8 @@ const VERIFY_PATH = 'api/v1/attestation/verify';
  */
 export function createAttestClient(options: AttestClientOptions): AttestClient {
   const base = parseBaseUrl(options.baseUrl);
-  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0) throw new TypeError('apiKey must be a non-empty string');
+  if (typeof options.apiKey !== 'string' || options.apiKey.length === 0)
+    throw new TypeError('apiKey must be a non-empty string');
   const timeoutMs = positive('timeoutMs', options.timeoutMs ?? 10_000);
   const retries = count('initRetries', options.initRetries ?? 2);
   const retryDelayMs = count('retryDelayMs', options.retryDelayMs ?? 200);
@@ -162,8 +203,16 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
   const sleep = options.sleep ?? defaultSleep;
   const now = options.now ?? (() => new Date());
 
-  async function post(operation: 'init' | 'verify', path: string, body: string | undefined, call: CallOptions) {
-    const headers: Record<string, string> = { 'X-Api-Key': options.apiKey, Accept: 'application/json' };
+  async function post(
+    operation: 'init' | 'verify',
+    path: string,
+    body: string | undefined,
+    call: CallOptions,
+  ) {
+    const headers: Record<string, string> = {
+      'X-Api-Key': options.apiKey,
+      Accept: 'application/json',
+    };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (call.requestId !== undefined) headers['X-Request-Id'] = call.requestId;
     const timeout = AbortSignal.timeout(timeoutMs);
@@ -171,7 +220,13 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
     let res: Response;
     let text: string;
     try {
-      res = await doFetch(new URL(path, base), { method: 'POST', headers, body: body ?? null, signal, redirect: 'error' });
+      res = await doFetch(new URL(path, base), {
+        method: 'POST',
+        headers,
+        body: body ?? null,
+        signal,
+        redirect: 'error',
+      });
       // the body is read under the same timeout: a server that stalls mid-body is a timeout too
       text = await res.text();
     } catch (err) {
@@ -179,11 +234,22 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
       if (timeout.aborted) throw new AttestTimeoutError(operation, timeoutMs);
       throw new AttestNetworkError(operation, err);
     }
-    return { status: res.status, headers: res.headers, text, requestId: res.headers.get('x-request-id') ?? undefined };
+    return {
+      status: res.status,
+      headers: res.headers,
+      text,
+      requestId: res.headers.get('x-request-id') ?? undefined,
+    };
   }
 
   function httpError(operation: 'init' | 'verify', answer: Awaited<ReturnType<typeof post>>) {
-    return new AttestHttpError(operation, answer.status, errorBody(answer.text), answer.requestId, answer.headers.get('retry-after') ?? undefined);
+    return new AttestHttpError(
+      operation,
+      answer.status,
+      errorBody(answer.text),
+      answer.requestId,
+      answer.headers.get('retry-after') ?? undefined,
+    );
   }
 
   return {
@@ -207,7 +273,8 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         const retryable = !(failure instanceof AttestHttpError) || failure.status >= 500;
         if (!retryable || attempt >= retries) throw failure;
         const backoff = Math.min(maxRetryDelayMs, retryDelayMs * 2 ** attempt);
-        const asked = failure instanceof AttestHttpError ? retryAfterMs(failure.retryAfter, now()) : undefined;
+        const asked =
+          failure instanceof AttestHttpError ? retryAfterMs(failure.retryAfter, now()) : undefined;
         await sleep(asked === undefined ? backoff : Math.min(maxRetryDelayMs, asked), call.signal);
       }
     },
@@ -219,27 +286,52 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
       const json = parseJson(answer.text);
       const problem = validate(VERIFY_RESPONSE, json);
       if (problem) throw new AttestResponseError('verify', problem, answer.requestId);
-      const result = json as { isValid: boolean; appleTokenDetails?: AppleTokenDetails; googleTokenDetails?: GoogleTokenDetails };
+      const result = json as {
+        isValid: boolean;
+        appleTokenDetails?: AppleTokenDetails;
+        googleTokenDetails?: GoogleTokenDetails;
+      };
       if (result.isValid !== true) return { isValid: false, statusCode: 0 };
       // a valid token names exactly one platform; without its details the RP could not check the app binding
-      if (result.appleTokenDetails && !result.googleTokenDetails) return { isValid: true, statusCode: 0, service: 'apple', appleTokenDetails: result.appleTokenDetails };
-      if (result.googleTokenDetails && !result.appleTokenDetails) return { isValid: true, statusCode: 0, service: 'gms', googleTokenDetails: result.googleTokenDetails };
-      throw new AttestResponseError('verify', 'isValid true needs exactly one of appleTokenDetails and googleTokenDetails', answer.requestId);
+      if (result.appleTokenDetails && !result.googleTokenDetails)
+        return {
+          isValid: true,
+          statusCode: 0,
+          service: 'apple',
+          appleTokenDetails: result.appleTokenDetails,
+        };
+      if (result.googleTokenDetails && !result.appleTokenDetails)
+        return {
+          isValid: true,
+          statusCode: 0,
+          service: 'gms',
+          googleTokenDetails: result.googleTokenDetails,
+        };
+      throw new AttestResponseError(
+        'verify',
+        'isValid true needs exactly one of appleTokenDetails and googleTokenDetails',
+        answer.requestId,
+      );
     },
   };
 }
 
 function verifyBody(request: VerifyRequest): Record<string, string> {
-  const out: Record<string, string> = { attestationToken: toBase64(request.attestationToken, 'attestationToken') };
+  const out: Record<string, string> = {
+    attestationToken: toBase64(request.attestationToken, 'attestationToken'),
+  };
   const hasSession = request.sessionReference !== undefined;
   const hasNonce = request.expectedNonce !== undefined;
   // the service would answer 400; saying so here names the mistake without a round trip
-  if (hasSession === hasNonce) throw new TypeError('verify needs exactly one of sessionReference and expectedNonce');
+  if (hasSession === hasNonce)
+    throw new TypeError('verify needs exactly one of sessionReference and expectedNonce');
   if (hasSession) {
     out.sessionReference = request.sessionReference!;
-    if (request.deviceNonce !== undefined) out.deviceNonce = toBase64(request.deviceNonce, 'deviceNonce');
+    if (request.deviceNonce !== undefined)
+      out.deviceNonce = toBase64(request.deviceNonce, 'deviceNonce');
   } else {
-    if (request.deviceNonce !== undefined) throw new TypeError('deviceNonce belongs to the session approach, not with expectedNonce');
+    if (request.deviceNonce !== undefined)
+      throw new TypeError('deviceNonce belongs to the session approach, not with expectedNonce');
     out.expectedNonce = toBase64(request.expectedNonce!, 'expectedNonce');
   }
   return out;
@@ -247,7 +339,8 @@ function verifyBody(request: VerifyRequest): Record<string, string> {
 
 function toBase64(value: Base64Input, field: string): string {
   if (typeof value === 'string') return value;
-  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
+  if (value instanceof Uint8Array)
+    return Buffer.from(value.buffer, value.byteOffset, value.byteLength).toString('base64');
   throw new TypeError(`${field} must be a base64 string or a Uint8Array`);
 }
 
@@ -261,7 +354,12 @@ function parseJson(text: string): unknown {
 
 function errorBody(text: string): { statusCode: number; errorMessage: string } | undefined {
   const json = parseJson(text) as { statusCode?: unknown; errorMessage?: unknown } | undefined;
-  if (json && typeof json === 'object' && Number.isInteger(json.statusCode) && typeof json.errorMessage === 'string') {
+  if (
+    json &&
+    typeof json === 'object' &&
+    Number.isInteger(json.statusCode) &&
+    typeof json.errorMessage === 'string'
+  ) {
     return { statusCode: json.statusCode as number, errorMessage: json.errorMessage };
   }
   return undefined;
@@ -296,19 +394,22 @@ function parseBaseUrl(value: string): URL {
   } catch {
     throw new TypeError(`baseUrl is not a URL: ${JSON.stringify(value)}`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError('baseUrl must be http: or https:');
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new TypeError('baseUrl must be http: or https:');
   // paths resolve against the base: keep a mount prefix such as /attest/
   if (!url.pathname.endsWith('/')) url.pathname += '/';
   return url;
 }
 
 function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new TypeError(`${name} must be a positive number`);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new TypeError(`${name} must be a positive number`);
   return value;
 }
 
 function count(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 0) throw new TypeError(`${name} must be a whole number, 0 or more`);
+  if (!Number.isInteger(value) || value < 0)
+    throw new TypeError(`${name} must be a whole number, 0 or more`);
   return value;
 }
 

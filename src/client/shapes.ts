@@ -76,7 +76,8 @@ export const ERROR_BODY = {
 
 /** The first way `value` differs from `shape` (`undefined` when it fits). Unknown fields are allowed. */
 export function validate(shape: Shape, value: unknown, at = ''): string | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return `${at || shape.name} is not a JSON object`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    return `${at || shape.name} is not a JSON object`;
   const record = value as Record<string, unknown>;
   for (const field of shape.required) if (!(field in record)) return `${at}${field} is missing`;
   for (const [field, type] of Object.entries(shape.properties)) {
@@ -89,7 +90,10 @@ export function validate(shape: Shape, value: unknown, at = ''): string | undefi
 
 function check(type: FieldType, value: unknown, at: string): string | undefined {
   if ('const' in type) return value === type.const ? undefined : `${at} is not ${type.const}`;
-  if ('enum' in type) return typeof value === 'string' && type.enum.includes(value) ? undefined : `${at} is not one of ${type.enum.join(', ')}`;
+  if ('enum' in type)
+    return typeof value === 'string' && type.enum.includes(value)
+      ? undefined
+      : `${at} is not one of ${type.enum.join(', ')}`;
   if ('object' in type) return validate(type.object, value, `${at}.`);
   switch (type.type) {
     case 'string':
@@ -97,9 +101,13 @@ function check(type: FieldType, value: unknown, at: string): string | undefined 
     case 'boolean':
       return typeof value === 'boolean' ? undefined : `${at} is not a boolean`;
     case 'string[]':
-      return Array.isArray(value) && value.every((v) => typeof v === 'string') ? undefined : `${at} is not a list of strings`;
+      return Array.isArray(value) && value.every((v) => typeof v === 'string')
+        ? undefined
+        : `${at} is not a list of strings`;
     case 'integer':
       if (!Number.isSafeInteger(value)) return `${at} is not an integer`;
-      return type.minimum !== undefined && (value as number) < type.minimum ? `${at} is below ${type.minimum}` : undefined;
+      return type.minimum !== undefined && (value as number) < type.minimum
+        ? `${at} is below ${type.minimum}`
+        : undefined;
   }
 }

@@ -10,7 +10,12 @@ const KEY_PATTERN = /^([a-z][a-z0-9]{0,15})_([0-9a-z]{16})([A-Za-z0-9_-]{43})$/;
 const ID_ALPHABET = '0123456789abcdefghijklmnopqrstuvwxyz';
 
 /** OWASP's argon2id minimum: m=19 MiB, t=2, p=1. */
-export const ARGON2_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
+export const ARGON2_OPTIONS = {
+  type: argon2.argon2id,
+  memoryCost: 19_456,
+  timeCost: 2,
+  parallelism: 1,
+} as const;
 
 export interface ParsedApiKey {
   prefix: string;
@@ -45,7 +50,8 @@ export function hashApiKey(key: string): Promise<string> {
  * argon2id of a random value nobody kept, with ARGON2_OPTIONS: checking a key whose id has no row
  * against it costs what a wrong secret for a live id costs, so timing does not tell live ids.
  */
-export const DUMMY_API_KEY_HASH = '$argon2id$v=19$m=19456,t=2,p=1$4nXezfV5Iod527puQkAW0g$XrGycJOBPdOexqQQncbIo5tOLcXnzndwwlwPNXiNx20';
+export const DUMMY_API_KEY_HASH =
+  '$argon2id$v=19$m=19456,t=2,p=1$4nXezfV5Iod527puQkAW0g$XrGycJOBPdOexqQQncbIo5tOLcXnzndwwlwPNXiNx20';
 
 /** Constant-time check of a presented key against its stored hash. */
 export function verifyApiKeyHash(hash: string, presented: string): Promise<boolean> {

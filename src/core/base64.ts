@@ -16,7 +16,8 @@ export function decodeBase64(text: string): Uint8Array | null {
   if (padding > 0 && text.length % 4 !== 0) return null;
   const bytes = Buffer.from(body.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
   // non-zero bits in the last character's unused part would be silently dropped: refuse them
-  if (bytes.toString('base64').replace(/=+$/, '') !== body.replace(/-/g, '+').replace(/_/g, '/')) return null;
+  if (bytes.toString('base64').replace(/=+$/, '') !== body.replace(/-/g, '+').replace(/_/g, '/'))
+    return null;
   return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 

@@ -48,9 +48,16 @@ interface Budget {
   readonly maxItems: number;
 }
 
-const budget = (options: StrictCborOptions): Budget => ({ items: 0, maxItems: options.maxItems ?? MAX_ITEMS });
+const budget = (options: StrictCborOptions): Budget => ({
+  items: 0,
+  maxItems: options.maxItems ?? MAX_ITEMS,
+});
 
-const decoder = new Decoder({ mapsAsObjects: false, useRecords: false, bundleStrings: false } as never);
+const decoder = new Decoder({
+  mapsAsObjects: false,
+  useRecords: false,
+  bundleStrings: false,
+} as never);
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** Decodes one CBOR item under the invariants above; throws `CborError` otherwise. */
@@ -58,7 +65,8 @@ export function decodeStrictCbor(bytes: Uint8Array, options: StrictCborOptions):
   if (bytes.length === 0) throw new CborError('empty input');
   if (bytes.length > options.maxBytes) throw new CborError(`larger than ${options.maxBytes} bytes`);
   const end = scanItem(bytes, 0, 1, options.maxDepth, budget(options));
-  if (end !== bytes.length) throw new CborError(`${bytes.length - end} trailing bytes after the item`);
+  if (end !== bytes.length)
+    throw new CborError(`${bytes.length - end} trailing bytes after the item`);
   let value: unknown;
   try {
     value = decoder.decode(bytes);
@@ -70,9 +78,15 @@ export function decodeStrictCbor(bytes: Uint8Array, options: StrictCborOptions):
 
 function normalize(value: unknown): unknown {
   // cbor-x returns Buffer for byte strings on Node; callers want plain Uint8Array semantics.
-  if (Buffer.isBuffer(value)) return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
+  if (Buffer.isBuffer(value))
+    return new Uint8Array(value.buffer, value.byteOffset, value.byteLength);
   // cbor-x gives bigint for any 8-byte head, even `1`: a value must not depend on its (accepted) encoding
-  if (typeof value === 'bigint' && value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(value);
+  if (
+    typeof value === 'bigint' &&
+    value >= BigInt(Number.MIN_SAFE_INTEGER) &&
+    value <= BigInt(Number.MAX_SAFE_INTEGER)
+  )
+    return Number(value);
   if (value instanceof Map) {
     const out = new Map<unknown, unknown>();
     for (const [k, v] of value) out.set(normalize(k), normalize(v));
@@ -89,28 +103,54 @@ interface Head {
   next: number;
 }
 
-const MAJOR_NAMES = ['unsigned integer', 'negative integer', 'byte string', 'text string', 'array', 'map', 'tag', 'simple value'];
+const MAJOR_NAMES = [
+  'unsigned integer',
+  'negative integer',
+  'byte string',
+  'text string',
+  'array',
+  'map',
+  'tag',
+  'simple value',
+];
 
 function readHead(b: Uint8Array, pos: number): Head {
-  if (pos >= b.length) throw new CborError(`the data ends where an item should start (offset ${pos}): truncated`);
+  if (pos >= b.length)
+    throw new CborError(`the data ends where an item should start (offset ${pos}): truncated`);
   const initial = b[pos]!;
   const major = initial >> 5;
   const info = initial & 0x1f;
   let p = pos + 1;
   if (info < 24) return { major, arg: info, next: p };
   if (info === 31) {
-    throw new CborError(major === 7 ? `a stray "break" byte 0xff at offset ${pos}` : `an indefinite-length ${MAJOR_NAMES[major]} at offset ${pos} (only definite lengths are allowed)`);
+    throw new CborError(
+      major === 7
+        ? `a stray "break" byte 0xff at offset ${pos}`
+        : `an indefinite-length ${MAJOR_NAMES[major]} at offset ${pos} (only definite lengths are allowed)`,
+    );
   }
-  if (info > 27) throw new CborError(`byte 0x${initial.toString(16).padStart(2, '0')} at offset ${pos} starts no CBOR item (length code ${info} is reserved): not CBOR, or corrupted`);
+  if (info > 27)
+    throw new CborError(
+      `byte 0x${initial.toString(16).padStart(2, '0')} at offset ${pos} starts no CBOR item (length code ${info} is reserved): not CBOR, or corrupted`,
+    );
   const size = 1 << (info - 24); // 1, 2, 4, 8
-  if (p + size > b.length) throw new CborError(`the data ends inside the head of the ${MAJOR_NAMES[major]} at offset ${pos}: truncated`);
+  if (p + size > b.length)
+    throw new CborError(
+      `the data ends inside the head of the ${MAJOR_NAMES[major]} at offset ${pos}: truncated`,
+    );
   let arg = 0;
   for (let i = 0; i < size; i++) arg = arg * 256 + b[p + i]!;
   p += size;
   return { major, arg, next: p };
 }
 
-function scanItem(b: Uint8Array, pos: number, depth: number, maxDepth: number, budget: Budget): number {
+function scanItem(
+  b: Uint8Array,
+  pos: number,
+  depth: number,
+  maxDepth: number,
+  budget: Budget,
+): number {
   if (++budget.items > budget.maxItems) throw new CborError(`more than ${budget.maxItems} items`);
   const { major, arg, next } = readHead(b, pos);
   switch (major) {
@@ -119,7 +159,10 @@ function scanItem(b: Uint8Array, pos: number, depth: number, maxDepth: number, b
       return next;
     case 2:
     case 3: {
-      if (arg > b.length - next) throw new CborError(`a ${MAJOR_NAMES[major]} at offset ${pos} claims ${arg} bytes, more than the ${b.length - next} left: truncated or corrupted`);
+      if (arg > b.length - next)
+        throw new CborError(
+          `a ${MAJOR_NAMES[major]} at offset ${pos} claims ${arg} bytes, more than the ${b.length - next} left: truncated or corrupted`,
+        );
       const end = next + arg;
       if (major === 3) {
         try {
@@ -132,16 +175,28 @@ function scanItem(b: Uint8Array, pos: number, depth: number, maxDepth: number, b
     }
     case 4: {
       if (depth > maxDepth) throw new CborError(`nested deeper than ${maxDepth} levels`);
-      if (arg > b.length - next) throw new CborError(`an array at offset ${pos} claims ${arg} items, more than the input holds: truncated or corrupted`);
-      if (arg > budget.maxItems) throw new CborError(`an array at offset ${pos} claims ${arg} items, more than the ${budget.maxItems} allowed`);
+      if (arg > b.length - next)
+        throw new CborError(
+          `an array at offset ${pos} claims ${arg} items, more than the input holds: truncated or corrupted`,
+        );
+      if (arg > budget.maxItems)
+        throw new CborError(
+          `an array at offset ${pos} claims ${arg} items, more than the ${budget.maxItems} allowed`,
+        );
       let p = next;
       for (let i = 0; i < arg; i++) p = scanItem(b, p, depth + 1, maxDepth, budget);
       return p;
     }
     case 5: {
       if (depth > maxDepth) throw new CborError(`nested deeper than ${maxDepth} levels`);
-      if (arg > (b.length - next) / 2) throw new CborError(`a map at offset ${pos} claims ${arg} entries, more than the input holds: truncated or corrupted`);
-      if (arg * 2 > budget.maxItems) throw new CborError(`a map at offset ${pos} claims ${arg} entries, more than the ${budget.maxItems} items allowed`);
+      if (arg > (b.length - next) / 2)
+        throw new CborError(
+          `a map at offset ${pos} claims ${arg} entries, more than the input holds: truncated or corrupted`,
+        );
+      if (arg * 2 > budget.maxItems)
+        throw new CborError(
+          `a map at offset ${pos} claims ${arg} entries, more than the ${budget.maxItems} items allowed`,
+        );
       let p = next;
       const seen = new Set<string>();
       for (let i = 0; i < arg; i++) {
@@ -160,7 +215,8 @@ function scanItem(b: Uint8Array, pos: number, depth: number, maxDepth: number, b
       // major 7: false, true, null, undefined and floats; the head already consumed their bytes.
       // Other simple values are unassigned, and cbor-x reads 0-19 as references to "packed values"
       // and throws a plain Error on them (a map key 0xe0 once made verify answer 500).
-      if (arg < 20 || (arg >= 24 && (b[pos]! & 0x1f) === 24)) throw new CborError(`simple value ${arg} at offset ${pos} is not allowed`);
+      if (arg < 20 || (arg >= 24 && (b[pos]! & 0x1f) === 24))
+        throw new CborError(`simple value ${arg} at offset ${pos} is not allowed`);
       return next;
   }
 }

@@ -10,7 +10,12 @@ import { environmentFromAaguid } from './apple/appleEnvironment.js';
 import { inspectAttestation } from './apple/inspectAttestation.js';
 import { findDecryptingPackage } from './google/findDecryptingPackage.js';
 import { createMemoryAllowlist } from './memoryStores.js';
-import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy, VerifyOutcome } from './types.js';
+import type {
+  AllowlistReader,
+  AndroidPackagePolicy,
+  AppleAppPolicy,
+  VerifyOutcome,
+} from './types.js';
 import { bytesEqual, parseEnvelope, type VerifyInput } from './verify.js';
 
 export interface Hint {
@@ -45,7 +50,10 @@ export interface ExplainContext {
   deviceNonce?: Uint8Array;
   allowlist: AllowlistReader;
   /** runs the same verification read-only, optionally with another allowlist or instant */
-  run(input: VerifyInput, options?: { allowlist?: AllowlistReader; at?: Date }): Promise<VerifyOutcome>;
+  run(
+    input: VerifyInput,
+    options?: { allowlist?: AllowlistReader; at?: Date },
+  ): Promise<VerifyOutcome>;
 }
 
 type Rejected = Extract<VerifyOutcome, { ok: false }>;
@@ -57,8 +65,10 @@ const utf8 = (s: string) => new Uint8Array(Buffer.from(s, 'utf8'));
 export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise<Hint[]> {
   const hints: Hint[] = [];
   const progressed = (retry: VerifyOutcome) => retry.ok || failedAt(retry) > failedAt(outcome);
-  const tryWith = async (input: Partial<VerifyInput>, options?: { allowlist?: AllowlistReader; at?: Date }) =>
-    progressed(await ctx.run({ ...ctx.input, ...input }, options));
+  const tryWith = async (
+    input: Partial<VerifyInput>,
+    options?: { allowlist?: AllowlistReader; at?: Date },
+  ) => progressed(await ctx.run({ ...ctx.input, ...input }, options));
 
   let envelope: ReturnType<typeof parseEnvelope> | null = null;
   try {
@@ -74,17 +84,38 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
       if (!expected) break;
       for (const text of [encodeBase64(expected), encodeBase64Url(expected)]) {
         if (await tryWith({ expectedNonce: utf8(text) })) {
-          hints.push({ code: 'nonce_base64_text', message: 'the token nonce is the base64 text of the final nonce: the device must decode the base64 it receives and use the bytes' });
+          hints.push({
+            code: 'nonce_base64_text',
+            message:
+              'the token nonce is the base64 text of the final nonce: the device must decode the base64 it receives and use the bytes',
+          });
           break;
         }
       }
       if (await tryWith({ expectedNonce: sha256(expected) })) {
-        hints.push({ code: 'nonce_hashed_by_device', message: 'the token nonce is SHA-256 of the final nonce: the device must put the final nonce itself in the token (only App Attest hashes it, as clientDataHash)' });
+        hints.push({
+          code: 'nonce_hashed_by_device',
+          message:
+            'the token nonce is SHA-256 of the final nonce: the device must put the final nonce itself in the token (only App Attest hashes it, as clientDataHash)',
+        });
       }
-      if (ctx.serverNonce && ctx.deviceNonce && (await tryWith({ expectedNonce: ctx.serverNonce }))) {
-        hints.push({ code: 'device_nonce_not_used', message: 'the token was made over the server nonce alone: the device did not append the device nonce that was passed to verify' });
+      if (
+        ctx.serverNonce &&
+        ctx.deviceNonce &&
+        (await tryWith({ expectedNonce: ctx.serverNonce }))
+      ) {
+        hints.push({
+          code: 'device_nonce_not_used',
+          message:
+            'the token was made over the server nonce alone: the device did not append the device nonce that was passed to verify',
+        });
       }
-      if (ctx.serverNonce && !ctx.deviceNonce && tokenNonce.length > ctx.serverNonce.length && bytesEqual(tokenNonce.subarray(0, ctx.serverNonce.length), ctx.serverNonce)) {
+      if (
+        ctx.serverNonce &&
+        !ctx.deviceNonce &&
+        tokenNonce.length > ctx.serverNonce.length &&
+        bytesEqual(tokenNonce.subarray(0, ctx.serverNonce.length), ctx.serverNonce)
+      ) {
         if (await tryWith({ expectedNonce: tokenNonce })) {
           hints.push({
             code: 'device_nonce_missing',
@@ -98,12 +129,22 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
     case 'apple_nonce_mismatch':
     case 'apple_signature_invalid': {
       if (await tryWith({ clientDataHash: tokenNonce })) {
-        hints.push({ code: 'raw_nonce_as_client_data_hash', message: 'the device passed the raw nonce as clientDataHash: it must pass SHA-256(nonce)' });
+        hints.push({
+          code: 'raw_nonce_as_client_data_hash',
+          message: 'the device passed the raw nonce as clientDataHash: it must pass SHA-256(nonce)',
+        });
         break;
       }
       const text = utf8(encodeBase64(tokenNonce));
-      if ((await tryWith({ clientDataHash: sha256(text) })) || (await tryWith({ clientDataHash: text }))) {
-        hints.push({ code: 'nonce_base64_text', message: 'the device hashed the base64 text of the nonce: it must decode the base64 and hash the bytes, clientDataHash = SHA-256(nonce)' });
+      if (
+        (await tryWith({ clientDataHash: sha256(text) })) ||
+        (await tryWith({ clientDataHash: text }))
+      ) {
+        hints.push({
+          code: 'nonce_base64_text',
+          message:
+            'the device hashed the base64 text of the nonce: it must decode the base64 and hash the bytes, clientDataHash = SHA-256(nonce)',
+        });
       }
       break;
     }
@@ -112,7 +153,9 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
       const { appId, environment } = outcome.facts;
       if (!appId || !environment) break;
       const apps = await ctx.allowlist.appleApps();
-      const widened = apps.map((a): AppleAppPolicy => (a.appId === appId ? { appId, env: 'any' } : a));
+      const widened = apps.map((a): AppleAppPolicy =>
+        a.appId === appId ? { appId, env: 'any' } : a,
+      );
       const policy = apps.find((a) => a.appId === appId)?.env ?? 'none';
       if (await tryWith({}, { allowlist: withApple(ctx.allowlist, widened) })) {
         hints.push({
@@ -140,24 +183,41 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
                 code: 'environment_not_allowed',
                 message: `the key is a ${environment ?? '?'} App Attest key registered for ${appId}, which now allows ${listed.env} keys only; fix the build's entitlement or "attest allowlist add apple ${appId} --env any"`,
               }
-            : { code: 'app_not_allowlisted', message: `the key was registered for ${appId}, which is no longer on the allowlist` },
+            : {
+                code: 'app_not_allowlisted',
+                message: `the key was registered for ${appId}, which is no longer on the allowlist`,
+              },
         );
         break;
       }
       const env = environmentOf(envelope.evidence);
-      if (!(await tryWith({}, { allowlist: withApple(ctx.allowlist, [...apps, { appId: claimed, env: 'any' }]) }))) break;
+      if (
+        !(await tryWith(
+          {},
+          { allowlist: withApple(ctx.allowlist, [...apps, { appId: claimed, env: 'any' }]) },
+        ))
+      )
+        break;
       const bundle = claimed.slice(claimed.indexOf('.') + 1);
       const sameBundle = apps.find((a) => a.appId.slice(a.appId.indexOf('.') + 1) === bundle);
       hints.push(
         sameBundle
-          ? { code: 'team_id_mismatch', message: `the attestation is for ${claimed}, but the allowlist has ${sameBundle.appId}: same bundle ID, different team ID` }
-          : { code: 'app_not_allowlisted', message: `the attestation is for ${claimed}${env ? ` (${env})` : ''}, which is not on the allowlist` },
+          ? {
+              code: 'team_id_mismatch',
+              message: `the attestation is for ${claimed}, but the allowlist has ${sameBundle.appId}: same bundle ID, different team ID`,
+            }
+          : {
+              code: 'app_not_allowlisted',
+              message: `the attestation is for ${claimed}${env ? ` (${env})` : ''}, which is not on the allowlist`,
+            },
       );
       break;
     }
 
     case 'apple_chain_invalid': {
-      const attestation = isMap(envelope.evidence) ? envelope.evidence.get('attestation') : undefined;
+      const attestation = isMap(envelope.evidence)
+        ? envelope.evidence.get('attestation')
+        : undefined;
       if (!isBytes(attestation)) break;
       let validity;
       try {
@@ -184,10 +244,15 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
       const token = evidence.get('integrityToken');
       const claimed = evidence.get('packageName');
       if (typeof token !== 'string') break;
-      const others = (await ctx.allowlist.androidPackages()).filter((p) => p.packageName !== claimed);
+      const others = (await ctx.allowlist.androidPackages()).filter(
+        (p) => p.packageName !== claimed,
+      );
       const owner = await findDecryptingPackage(token, others);
       if (owner) {
-        hints.push({ code: 'other_package_keys', message: `the integrity token was encrypted with the keys of ${owner}, not of ${String(claimed)}: the app requested it under another Cloud project / package` });
+        hints.push({
+          code: 'other_package_keys',
+          message: `the integrity token was encrypted with the keys of ${owner}, not of ${String(claimed)}: the app requested it under another Cloud project / package`,
+        });
       }
       break;
     }
@@ -227,7 +292,8 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
       const policy = name ? await ctx.allowlist.androidPackage(name) : null;
       if (!policy) break;
       const relax = VERDICT_HINTS[outcome.reason];
-      if (!(await tryWith({}, { allowlist: withAndroid(ctx.allowlist, relax.relaxed(policy)) }))) break;
+      if (!(await tryWith({}, { allowlist: withAndroid(ctx.allowlist, relax.relaxed(policy)) })))
+        break;
       const missing = outcome.facts.missingVerdict;
       hints.push(
         missing
@@ -235,7 +301,10 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
               code: 'verdict_not_opted_in',
               message: `Google sent no usable ${missing}: the verdict is not turned on for the app in the Play Console (or was not evaluated on this device), and the package requires it (${relax.flag}); the rest passes without that requirement`,
             }
-          : { code: relax.code, message: `${relax.message} (${relax.flag}); the rest passes without that requirement` },
+          : {
+              code: relax.code,
+              message: `${relax.message} (${relax.flag}); the rest passes without that requirement`,
+            },
       );
       break;
     }
@@ -249,12 +318,18 @@ export async function findHints(outcome: Rejected, ctx: ExplainContext): Promise
 /** How each newer-verdict rejection is re-tried: the package policy with that requirement off. */
 const VERDICT_HINTS: Record<
   'gms_not_licensed' | 'gms_play_protect' | 'gms_app_access_risk' | 'gms_device_activity',
-  { code: Hint['code']; flag: string; message: string; relaxed: (p: AndroidPackagePolicy) => AndroidPackagePolicy }
+  {
+    code: Hint['code'];
+    flag: string;
+    message: string;
+    relaxed: (p: AndroidPackagePolicy) => AndroidPackagePolicy;
+  }
 > = {
   gms_not_licensed: {
     code: 'not_licensed',
     flag: '--require-licensed',
-    message: "the user's copy of the app is not licensed by Google Play (sideloaded, or not bought on this account)",
+    message:
+      "the user's copy of the app is not licensed by Google Play (sideloaded, or not bought on this account)",
     relaxed: (p) => ({ ...p, requireLicensed: false }),
   },
   gms_play_protect: {
@@ -266,13 +341,15 @@ const VERDICT_HINTS: Record<
   gms_app_access_risk: {
     code: 'app_access_risk',
     flag: '--deny-app-access-risk',
-    message: 'an app that can capture the screen, control the device or draw overlays is running, of a kind the package denies',
+    message:
+      'an app that can capture the screen, control the device or draw overlays is running, of a kind the package denies',
     relaxed: (p) => ({ ...p, denyAppAccessRisk: [] }),
   },
   gms_device_activity: {
     code: 'device_activity_high',
     flag: '--max-device-activity',
-    message: 'the device asked for more integrity tokens recently than the package allows (automation or a token farm, or a legitimate heavy user)',
+    message:
+      'the device asked for more integrity tokens recently than the package allows (automation or a token farm, or a legitimate heavy user)',
     relaxed: (p) => ({ ...p, maxDeviceActivity: null }),
   },
 };
@@ -280,13 +357,19 @@ const VERDICT_HINTS: Record<
 function withAndroid(base: AllowlistReader, policy: AndroidPackagePolicy): AllowlistReader {
   return {
     ...base,
-    androidPackage: async (name) => (name === policy.packageName ? policy : base.androidPackage(name)),
-    androidPackages: async () => (await base.androidPackages()).map((p) => (p.packageName === policy.packageName ? policy : p)),
+    androidPackage: async (name) =>
+      name === policy.packageName ? policy : base.androidPackage(name),
+    androidPackages: async () =>
+      (await base.androidPackages()).map((p) =>
+        p.packageName === policy.packageName ? policy : p,
+      ),
   };
 }
 
 function failedAt(outcome: VerifyOutcome): number {
-  return outcome.ok ? Number.POSITIVE_INFINITY : outcome.checks.findIndex((c) => c.status === 'fail');
+  return outcome.ok
+    ? Number.POSITIVE_INFINITY
+    : outcome.checks.findIndex((c) => c.status === 'fail');
 }
 
 function withApple(base: AllowlistReader, apple: AppleAppPolicy[]): AllowlistReader {

@@ -8,7 +8,8 @@ export class LruCache<K, V> {
 
   /** @param capacity the most entries kept (at least 1) */
   constructor(readonly capacity: number) {
-    if (!Number.isInteger(capacity) || capacity < 1) throw new RangeError('LruCache capacity must be a positive integer');
+    if (!Number.isInteger(capacity) || capacity < 1)
+      throw new RangeError('LruCache capacity must be a positive integer');
   }
 
   /** How many entries are held. */

@@ -51,7 +51,13 @@ export function createMemoryAppleKeyStore(
     },
     raiseCounterIfUnchanged: async (expected, counter) => {
       const r = records.get(hex(expected.keyId));
-      if (!r || r.counter >= counter || r.appId !== expected.appId || r.environment !== expected.environment) return false;
+      if (
+        !r ||
+        r.counter >= counter ||
+        r.appId !== expected.appId ||
+        r.environment !== expected.environment
+      )
+        return false;
       if ((r.mode ?? 'live') !== (expected.mode ?? 'live')) return false;
       if (!Buffer.from(r.publicKey).equals(Buffer.from(expected.publicKey))) return false;
       if (!options.readOnly) r.counter = counter;

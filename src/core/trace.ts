@@ -29,9 +29,16 @@ export class TraceRecorder implements Trace {
   /** The ordered list of checks: done ones, the failing one (if any), then unreached planned ones. */
   finish(failure?: { reason: RejectReason; detail: string }): CheckRecord[] {
     const out = [...this.records];
-    if (failure) out.push({ id: this.active ?? failure.reason, status: 'fail', detail: failure.detail, reason: failure.reason });
+    if (failure)
+      out.push({
+        id: this.active ?? failure.reason,
+        status: 'fail',
+        detail: failure.detail,
+        reason: failure.reason,
+      });
     const seen = new Set(out.map((r) => r.id));
-    for (const id of this.planned) if (!seen.has(id)) out.push({ id, status: 'skip', detail: 'not reached' });
+    for (const id of this.planned)
+      if (!seen.has(id)) out.push({ id, status: 'skip', detail: 'not reached' });
     return out;
   }
 }

@@ -95,7 +95,8 @@ export interface AppleAppPolicy {
   env: AppleEnvPolicy;
 }
 
-export type MinVerdict = 'MEETS_BASIC_INTEGRITY' | 'MEETS_DEVICE_INTEGRITY' | 'MEETS_STRONG_INTEGRITY';
+export type MinVerdict =
+  'MEETS_BASIC_INTEGRITY' | 'MEETS_DEVICE_INTEGRITY' | 'MEETS_STRONG_INTEGRITY';
 
 export interface AndroidKeyPair {
   /** stable id of the pair (for `allowlist` listing / retiring), e.g. a fingerprint */
@@ -144,7 +145,11 @@ export interface GoogleServiceAccount {
  * 429, 5xx, credentials refused) is thrown, so it is a fault and never a verdict.
  */
 export interface IntegrityTokenDecoder {
-  decode(request: { packageName: string; integrityToken: string; serviceAccount: GoogleServiceAccount }): Promise<{ ok: true; payload: unknown } | { ok: false; problem: string }>;
+  decode(request: {
+    packageName: string;
+    integrityToken: string;
+    serviceAccount: GoogleServiceAccount;
+  }): Promise<{ ok: true; payload: unknown } | { ok: false; problem: string }>;
 }
 
 export interface AllowlistReader {

@@ -2,7 +2,13 @@ import type { X509Certificate } from 'node:crypto';
 import { createAppleVerifier } from './apple/appleVerifier.js';
 import { defaultAppleRoots, parseTrustRoots } from './apple/trustRoots.js';
 import { createGoogleVerifier } from './google/googleVerifier.js';
-import type { AllowlistReader, AndroidPackagePolicy, AppleKeyStore, IntegrityTokenDecoder, KeyMode } from './types.js';
+import type {
+  AllowlistReader,
+  AndroidPackagePolicy,
+  AppleKeyStore,
+  IntegrityTokenDecoder,
+  KeyMode,
+} from './types.js';
 import type { PlatformVerifiers } from './verify.js';
 
 /**
@@ -22,13 +28,17 @@ export function buildVerifiers(deps: {
   const allowlist = mode === 'test' ? deps.allowlist : liveAllowlist(deps.allowlist);
   return {
     apple: createAppleVerifier({ roots: deps.appleRoots, allowlist, keys: deps.appleKeys, mode }),
-    gms: createGoogleVerifier({ allowlist, ...(deps.googleDecoder ? { decoder: deps.googleDecoder } : {}) }),
+    gms: createGoogleVerifier({
+      allowlist,
+      ...(deps.googleDecoder ? { decoder: deps.googleDecoder } : {}),
+    }),
   };
 }
 
 /** The allowlist as a live API key sees it: every package without its test-only key pairs. */
 export function liveAllowlist(allowlist: AllowlistReader): AllowlistReader {
-  const live = (p: AndroidPackagePolicy): AndroidPackagePolicy => (p.keys.some((k) => k.testOnly) ? { ...p, keys: p.keys.filter((k) => !k.testOnly) } : p);
+  const live = (p: AndroidPackagePolicy): AndroidPackagePolicy =>
+    p.keys.some((k) => k.testOnly) ? { ...p, keys: p.keys.filter((k) => !k.testOnly) } : p;
   return {
     appleApp: (appId) => allowlist.appleApp(appId),
     appleApps: () => allowlist.appleApps(),

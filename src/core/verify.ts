@@ -12,7 +12,10 @@ export const TOKEN_NONCE_MAX = 512;
 export const DEVICE_NONCE_BYTES = { min: 1, max: 128 } as const;
 
 /** The session approach's final nonce (docs/token-format.md section 2): serverNonce, or serverNonce || deviceNonce. */
-export function finalNonce(serverNonce: Uint8Array, deviceNonce: Uint8Array | null | undefined): Uint8Array {
+export function finalNonce(
+  serverNonce: Uint8Array,
+  deviceNonce: Uint8Array | null | undefined,
+): Uint8Array {
   return deviceNonce ? new Uint8Array(Buffer.concat([serverNonce, deviceNonce])) : serverNonce;
 }
 const TELEMETRY_MAX_BYTES = 64;
@@ -43,7 +46,12 @@ export interface TokenEnvelope {
 }
 
 /** The ordered envelope checks, before the platform's own. */
-export const ENVELOPE_CHECKS = ['token.decode', 'token.version', 'token.service', 'token.nonce'] as const;
+export const ENVELOPE_CHECKS = [
+  'token.decode',
+  'token.version',
+  'token.service',
+  'token.nonce',
+] as const;
 
 /**
  * Verifies one token end to end: envelope, nonce, then the platform verifier of `device.service`.
@@ -59,7 +67,10 @@ export async function verifyToken(input: VerifyInput, deps: VerifyDeps): Promise
     trace.current('token.service');
     const verifier = deps.verifiers[envelope.service as Service];
     if (!verifier || !Object.hasOwn(deps.verifiers, envelope.service)) {
-      throw new Rejection('service_unsupported', `device.service "${truncate(envelope.service)}" has no verifier`);
+      throw new Rejection(
+        'service_unsupported',
+        `device.service "${truncate(envelope.service)}" has no verifier`,
+      );
     }
     trace.facts.service = verifier.service;
     if (!isMap(envelope.evidence)) {
@@ -72,9 +83,15 @@ export async function verifyToken(input: VerifyInput, deps: VerifyDeps): Promise
       trace.skip('token.nonce', 'no expected nonce was given: the token nonce was not checked');
     } else {
       if (!bytesEqual(envelope.nonce, input.expectedNonce)) {
-        throw new Rejection('nonce_mismatch', `token nonce (${envelope.nonce.length} bytes) differs from the final nonce (${input.expectedNonce.length} bytes)`);
+        throw new Rejection(
+          'nonce_mismatch',
+          `token nonce (${envelope.nonce.length} bytes) differs from the final nonce (${input.expectedNonce.length} bytes)`,
+        );
       }
-      trace.pass('token.nonce', `token nonce equals the final nonce (${envelope.nonce.length} bytes)`);
+      trace.pass(
+        'token.nonce',
+        `token nonce equals the final nonce (${envelope.nonce.length} bytes)`,
+      );
     }
 
     const details = await verifier.verify(envelope.evidence, {
@@ -86,7 +103,13 @@ export async function verifyToken(input: VerifyInput, deps: VerifyDeps): Promise
     return { ok: true, details, checks: trace.finish(), facts: trace.facts };
   } catch (err) {
     if (!(err instanceof Rejection)) throw err;
-    return { ok: false, reason: err.reason, detail: err.detail, checks: trace.finish(err), facts: trace.facts };
+    return {
+      ok: false,
+      reason: err.reason,
+      detail: err.detail,
+      checks: trace.finish(err),
+      facts: trace.facts,
+    };
   }
 }
 
@@ -102,31 +125,44 @@ export function parseEnvelope(token: Uint8Array, trace?: TraceRecorder): TokenEn
   }
   if (!isMap(root)) throw new Rejection('token_malformed', 'the top level is not a CBOR map');
   for (const key of root.keys()) {
-    if (typeof key !== 'string') throw new Rejection('token_malformed', 'the top-level map has a key that is not text');
+    if (typeof key !== 'string')
+      throw new Rejection('token_malformed', 'the top-level map has a key that is not text');
   }
   // the version first: another version may lay out everything else differently
   const version = root.get('v');
-  const isUint = (typeof version === 'number' && Number.isInteger(version) && version >= 0) || (typeof version === 'bigint' && version >= 0n);
+  const isUint =
+    (typeof version === 'number' && Number.isInteger(version) && version >= 0) ||
+    (typeof version === 'bigint' && version >= 0n);
   if (!isUint) throw new Rejection('token_malformed', '"v" must be an unsigned integer');
   if (version !== 1) {
     trace?.pass('token.decode', `strict CBOR map, ${token.length} bytes`);
     trace?.current('token.version');
-    throw new Rejection('token_version_unsupported', `format version ${String(version)} is not supported (only 1)`);
+    throw new Rejection(
+      'token_version_unsupported',
+      `format version ${String(version)} is not supported (only 1)`,
+    );
   }
   const nonce = root.get('nonce');
   if (!isBytes(nonce) || nonce.length < TOKEN_NONCE_MIN || nonce.length > TOKEN_NONCE_MAX) {
-    throw new Rejection('token_malformed', `"nonce" must be a byte string of ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes`);
+    throw new Rejection(
+      'token_malformed',
+      `"nonce" must be a byte string of ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes`,
+    );
   }
   const device = root.get('device');
   if (!isMap(device)) throw new Rejection('token_malformed', '"device" must be a map');
   const service = device.get('service');
-  if (typeof service !== 'string') throw new Rejection('token_malformed', '"device.service" must be text');
+  if (typeof service !== 'string')
+    throw new Rejection('token_malformed', '"device.service" must be text');
   const telemetry: TokenEnvelope['device'] = {};
   for (const field of ['model', 'os', 'sdk'] as const) {
     const value = device.get(field);
     if (value === undefined) continue;
     if (typeof value !== 'string' || Buffer.byteLength(value) > TELEMETRY_MAX_BYTES) {
-      throw new Rejection('token_malformed', `"device.${field}" must be text of at most ${TELEMETRY_MAX_BYTES} bytes`);
+      throw new Rejection(
+        'token_malformed',
+        `"device.${field}" must be text of at most ${TELEMETRY_MAX_BYTES} bytes`,
+      );
     }
     telemetry[field] = value;
   }

@@ -76,31 +76,62 @@ const PACKAGES = 'android_packages';
  */
 export function createAllowlistRepository(db: Database, secrets: SecretBox | null) {
   const box = (): SecretBox => {
-    if (!secrets) throw new MasterKeyError('the Play Integrity keys need the master key, and none was given');
+    if (!secrets)
+      throw new MasterKeyError('the Play Integrity keys need the master key, and none was given');
     return secrets;
   };
-  const open = (row: PairRow & { signing_key?: Uint8Array }, column: 'decryption_key' | 'verification_key' | 'signing_key'): Uint8Array => {
-    if (row.master_key_id === null) throw new MasterKeyError(`key pair ${row.id} of ${row.package_name} is stored in clear: run "attest db migrate" to seal it`);
+  const open = (
+    row: PairRow & { signing_key?: Uint8Array },
+    column: 'decryption_key' | 'verification_key' | 'signing_key',
+  ): Uint8Array => {
+    if (row.master_key_id === null)
+      throw new MasterKeyError(
+        `key pair ${row.id} of ${row.package_name} is stored in clear: run "attest db migrate" to seal it`,
+      );
     try {
-      return box().open({ keyId: row.master_key_id, ciphertext: new Uint8Array(row[column]!) }, aadFor(PAIRS, column, [row.package_name, row.id]));
+      return box().open(
+        { keyId: row.master_key_id, ciphertext: new Uint8Array(row[column]!) },
+        aadFor(PAIRS, column, [row.package_name, row.id]),
+      );
     } catch (err) {
       // another instance rotated the master key: this one must be restarted with the new key
-      if (err instanceof SecretOpenError) throw new MasterKeyError(`cannot open key pair ${row.id} of ${row.package_name}: ${err.message}`);
+      if (err instanceof SecretOpenError)
+        throw new MasterKeyError(
+          `cannot open key pair ${row.id} of ${row.package_name}: ${err.message}`,
+        );
       throw err;
     }
   };
   // the service account is a secret too: sealed and opened only here
   const sealServiceAccount = (packageName: string, account: GoogleServiceAccount) => {
-    const sealed = box().seal(new TextEncoder().encode(serializeServiceAccount(account)), aadFor(PACKAGES, 'service_account', [packageName]));
+    const sealed = box().seal(
+      new TextEncoder().encode(serializeServiceAccount(account)),
+      aadFor(PACKAGES, 'service_account', [packageName]),
+    );
     return { ciphertext: Buffer.from(sealed.ciphertext), keyId: sealed.keyId };
   };
-  const openServiceAccount = (packageName: string, stored: Uint8Array, keyId: string | null): GoogleServiceAccount => {
-    if (keyId === null) throw new MasterKeyError(`the service account of ${packageName} is stored in clear: run "attest db migrate" to seal it`);
+  const openServiceAccount = (
+    packageName: string,
+    stored: Uint8Array,
+    keyId: string | null,
+  ): GoogleServiceAccount => {
+    if (keyId === null)
+      throw new MasterKeyError(
+        `the service account of ${packageName} is stored in clear: run "attest db migrate" to seal it`,
+      );
     let text: string;
     try {
-      text = new TextDecoder().decode(box().open({ keyId, ciphertext: new Uint8Array(stored) }, aadFor(PACKAGES, 'service_account', [packageName])));
+      text = new TextDecoder().decode(
+        box().open(
+          { keyId, ciphertext: new Uint8Array(stored) },
+          aadFor(PACKAGES, 'service_account', [packageName]),
+        ),
+      );
     } catch (err) {
-      if (err instanceof SecretOpenError) throw new MasterKeyError(`cannot open the service account of ${packageName}: ${err.message}`);
+      if (err instanceof SecretOpenError)
+        throw new MasterKeyError(
+          `cannot open the service account of ${packageName}: ${err.message}`,
+        );
       throw err;
     }
     try {
@@ -115,7 +146,11 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
      * With an auditor, the same statement records `allowlist.add` or `allowlist.update` (no
      * event when nothing changed).
      */
-    async addApple(appId: string, env: AppleEnvPolicy | undefined, auditor?: Auditor): Promise<{ result: 'added' | 'updated'; env: AppleEnvPolicy }> {
+    async addApple(
+      appId: string,
+      env: AppleEnvPolicy | undefined,
+      auditor?: Auditor,
+    ): Promise<{ result: 'added' | 'updated'; env: AppleEnvPolicy }> {
       const given = env ?? null;
       const rows = rowsOf<{ inserted: boolean; env: string; audit: unknown }>(
         await db.execute(sql`
@@ -124,22 +159,31 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             insert into apple_apps (app_id, env) values (${appId}, coalesce(${given}::text, 'production'))
             on conflict (app_id) do update set env = coalesce(${given}::text, apple_apps.env)
             returning env, (xmax = 0) as inserted
-          )${auditCte(auditor, (actor) => sql`
+          )${auditCte(
+            auditor,
+            (actor) => sql`
             select ${actor}, case when u.inserted then 'allowlist.add' else 'allowlist.update' end, ${`apple:${appId}`},
                    (select jsonb_build_object('env', b.env) from b), jsonb_build_object('env', u.env)
-            from u where u.inserted or u.env is distinct from (select env from b)`)}
+            from u where u.inserted or u.env is distinct from (select env from b)`,
+          )}
           select u.inserted, u.env, ${auditColumn(auditor)} as audit from u`),
       );
       logAudit(auditor, rows[0]!.audit);
-      return { result: rows[0]!.inserted ? 'added' : 'updated', env: rows[0]!.env as AppleEnvPolicy };
+      return {
+        result: rows[0]!.inserted ? 'added' : 'updated',
+        env: rows[0]!.env as AppleEnvPolicy,
+      };
     },
 
     /** With an auditor, the same statement records `allowlist.remove`. */
     async removeApple(appId: string, auditor?: Auditor): Promise<boolean> {
       const rows = rowsOf<{ audit: unknown }>(
         await db.execute(sql`
-          with d as (delete from apple_apps where app_id = ${appId} returning app_id, env)${auditCte(auditor, (actor) => sql`
-            select ${actor}, 'allowlist.remove', ${`apple:${appId}`}, jsonb_build_object('env', d.env), null::jsonb from d`)}
+          with d as (delete from apple_apps where app_id = ${appId} returning app_id, env)${auditCte(
+            auditor,
+            (actor) => sql`
+            select ${actor}, 'allowlist.remove', ${`apple:${appId}`}, jsonb_build_object('env', d.env), null::jsonb from d`,
+          )}
           select ${auditColumn(auditor)} as audit from d`),
       );
       if (rows.length === 1) logAudit(auditor, rows[0]!.audit);
@@ -147,7 +191,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     },
 
     async listApple(): Promise<AppleAppPolicy[]> {
-      const rows = rowsOf<{ app_id: string; env: string }>(await db.execute(sql`select app_id, env from apple_apps order by app_id`));
+      const rows = rowsOf<{ app_id: string; env: string }>(
+        await db.execute(sql`select app_id, env from apple_apps order by app_id`),
+      );
       return rows.map((r) => ({ appId: r.app_id, env: r.env as AppleEnvPolicy }));
     },
 
@@ -165,14 +211,30 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     ): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' | 'none' }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
-      const keep = (given: boolean, column: string) => (given ? sql.raw(`excluded.${column}`) : sql.raw(`android_packages.${column}`));
-      const serviceAccount = policy.serviceAccount ? sealServiceAccount(packageName, policy.serviceAccount) : null;
+      const keep = (given: boolean, column: string) =>
+        given ? sql.raw(`excluded.${column}`) : sql.raw(`android_packages.${column}`);
+      const serviceAccount = policy.serviceAccount
+        ? sealServiceAccount(packageName, policy.serviceAccount)
+        : null;
       const target = `android:${packageName}`;
-      let sealedPair: { id: string; decryption: Buffer; verification: Buffer; keyId: string } | null = null;
+      let sealedPair: {
+        id: string;
+        decryption: Buffer;
+        verification: Buffer;
+        keyId: string;
+      } | null = null;
       if (pair) {
         const secrets = box();
-        const seal = (value: Uint8Array, column: string) => Buffer.from(secrets.seal(value, aadFor(PAIRS, column, [packageName, pair.id])).ciphertext);
-        sealedPair = { id: pair.id, decryption: seal(pair.decryptionKey, 'decryption_key'), verification: seal(pair.verificationKey, 'verification_key'), keyId: secrets.keyId };
+        const seal = (value: Uint8Array, column: string) =>
+          Buffer.from(
+            secrets.seal(value, aadFor(PAIRS, column, [packageName, pair.id])).ciphertext,
+          );
+        sealedPair = {
+          id: pair.id,
+          decryption: seal(pair.decryptionKey, 'decryption_key'),
+          verification: seal(pair.verificationKey, 'verification_key'),
+          keyId: secrets.keyId,
+        };
       }
       const rows = rowsOf<{ package_inserted: boolean; pair_added: boolean; audit: unknown }>(
         await db.execute(sql`
@@ -218,22 +280,31 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             select pkg.inserted, (select summary from b) as before,
                    ${androidSummary(sql`pkg`, sql`pairs.ids || (case when exists (select 1 from pair) then jsonb_build_array(${pair?.id ?? ''}::text) else '[]'::jsonb end)`)} as after
             from pkg, pairs
-          )${auditCte(auditor, (actor) => sql`
+          )${auditCte(
+            auditor,
+            (actor) => sql`
             select ${actor},
                    case when a.inserted then 'allowlist.add' when exists (select 1 from pair) then 'allowlist.key.add' else 'allowlist.update' end,
                    ${target}, a.before, a.after
-            from a where a.inserted or a.before is distinct from a.after`)}
+            from a where a.inserted or a.before is distinct from a.after`,
+          )}
           select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added, ${auditColumn(auditor)} as audit`),
       );
       logAudit(auditor, rows[0]?.audit);
-      return { package: rows[0]?.package_inserted ? 'added' : 'updated', pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists' };
+      return {
+        package: rows[0]?.package_inserted ? 'added' : 'updated',
+        pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists',
+      };
     },
 
     /**
      * The package's test-only pair with its signing key, made with `make` the first time. `null`
      * when the package is not allowlisted. Racing first calls keep one pair (unique index).
      */
-    async ensureTestPair(packageName: string, make: () => Promise<TestKeyPair>): Promise<{ pair: TestKeyPair; created: boolean } | null> {
+    async ensureTestPair(
+      packageName: string,
+      make: () => Promise<TestKeyPair>,
+    ): Promise<{ pair: TestKeyPair; created: boolean } | null> {
       const read = async () =>
         rowsOf<PairRow & { signing_key: Uint8Array }>(
           await db.execute(sql`
@@ -250,7 +321,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       if (existing) return { pair: toPair(existing), created: false };
       const fresh = await make();
       const secrets = box();
-      const seal = (value: Uint8Array, column: string) => Buffer.from(secrets.seal(value, aadFor(PAIRS, column, [packageName, fresh.id])).ciphertext);
+      const seal = (value: Uint8Array, column: string) =>
+        Buffer.from(secrets.seal(value, aadFor(PAIRS, column, [packageName, fresh.id])).ciphertext);
       const inserted = rowsOf<{ id: string }>(
         await db.execute(sql`
           insert into android_key_pairs (package_name, id, decryption_key, verification_key, test_only, signing_key, master_key_id)
@@ -276,14 +348,20 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           pairId
             ? sql`
               with ${pairsBefore(packageName)},
-              d as (delete from android_key_pairs where package_name = ${packageName} and id = ${pairId} returning id)${auditCte(auditor, (actor) => sql`
+              d as (delete from android_key_pairs where package_name = ${packageName} and id = ${pairId} returning id)${auditCte(
+                auditor,
+                (actor) => sql`
                 select ${actor}, 'allowlist.key.remove', ${target}, jsonb_build_object('keyPairs', pairs.ids), jsonb_build_object('keyPairs', pairs.ids - d.id)
-                from d, pairs`)}
+                from d, pairs`,
+              )}
               select ${auditColumn(auditor)} as audit from d`
             : sql`
               with ${pairsBefore(packageName)},
-              d as (delete from android_packages where package_name = ${packageName} returning *)${auditCte(auditor, (actor) => sql`
-                select ${actor}, 'allowlist.remove', ${target}, ${androidSummary(sql`d`, sql`pairs.ids`)}, null::jsonb from d, pairs`)}
+              d as (delete from android_packages where package_name = ${packageName} returning *)${auditCte(
+                auditor,
+                (actor) => sql`
+                select ${actor}, 'allowlist.remove', ${target}, ${androidSummary(sql`d`, sql`pairs.ids`)}, null::jsonb from d, pairs`,
+              )}
               select ${auditColumn(auditor)} as audit from d`,
         ),
       );
@@ -299,7 +377,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
-        await db.execute(sql`select package_name, id, decryption_key, verification_key, master_key_id, test_only from android_key_pairs order by created_at, id`),
+        await db.execute(
+          sql`select package_name, id, decryption_key, verification_key, master_key_id, test_only from android_key_pairs order by created_at, id`,
+        ),
       );
       return packages.map((p) => ({
         packageName: p.package_name,
@@ -319,7 +399,10 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         playProtectVerdicts: parseTextArray(p.play_protect_verdicts),
         denyAppAccessRisk: parseTextArray(p.deny_app_access_risk),
         maxDeviceActivity: p.max_device_activity as DeviceActivityLevel | null,
-        serviceAccount: p.service_account === null ? null : openServiceAccount(p.package_name, p.service_account, p.service_account_key_id),
+        serviceAccount:
+          p.service_account === null
+            ? null
+            : openServiceAccount(p.package_name, p.service_account, p.service_account_key_id),
       }));
     },
   };
@@ -345,7 +428,12 @@ function parseDigests(value: string[] | string | null): Uint8Array[] {
 
 /** A text[] of plain words (hex, enum values: nothing that needs quoting in the literal). */
 function parseTextArray(value: string[] | string | null): string[] {
-  return typeof value === 'string' ? value.replace(/^\{|\}$/g, '').split(',').filter(Boolean) : (value ?? []);
+  return typeof value === 'string'
+    ? value
+        .replace(/^\{|\}$/g, '')
+        .split(',')
+        .filter(Boolean)
+    : (value ?? []);
 }
 
 /** A text[] parameter sent as one text (the two drivers bind array parameters differently). */
@@ -357,7 +445,10 @@ function textArray(list: readonly string[] | undefined) {
  * The allowlist as the verifiers read it: a snapshot re-read at most every `ttlMs`, so removing
  * an app or package takes effect on every instance within that time without a query per token.
  */
-export function createCachedAllowlist(repo: AllowlistRepository, options: { ttlMs: number; now?: () => number }): AllowlistReader & { invalidate(): void } {
+export function createCachedAllowlist(
+  repo: AllowlistRepository,
+  options: { ttlMs: number; now?: () => number },
+): AllowlistReader & { invalidate(): void } {
   const now = options.now ?? Date.now;
   interface Snapshot {
     at: number;
@@ -384,7 +475,8 @@ export function createCachedAllowlist(repo: AllowlistRepository, options: { ttlM
   return {
     appleApp: async (appId) => (await current()).apple.find((a) => a.appId === appId) ?? null,
     appleApps: async () => (await current()).apple,
-    androidPackage: async (name) => (await current()).android.find((p) => p.packageName === name) ?? null,
+    androidPackage: async (name) =>
+      (await current()).android.find((p) => p.packageName === name) ?? null,
     androidPackages: async () => (await current()).android,
     invalidate: () => {
       snapshot = null;

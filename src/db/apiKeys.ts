@@ -41,7 +41,16 @@ const toRow = (r: RawRow): ApiKeyRow => ({
 export function createApiKeyRepository(db: Database) {
   return {
     /** With an auditor, the same statement records `keys.create`. */
-    async insert(input: { id: string; name: string; hash: string; expiresInSeconds: number | null; mode?: KeyMode }, auditor?: Auditor): Promise<ApiKeyRow> {
+    async insert(
+      input: {
+        id: string;
+        name: string;
+        hash: string;
+        expiresInSeconds: number | null;
+        mode?: KeyMode;
+      },
+      auditor?: Auditor,
+    ): Promise<ApiKeyRow> {
       const rows = rowsOf<RawRow & { audit: unknown }>(
         await db.execute(sql`
           with k as (
@@ -49,8 +58,11 @@ export function createApiKeyRepository(db: Database) {
             values (${input.id}, ${input.name}, ${input.hash}, ${input.mode ?? 'live'},
                     ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
             returning *
-          )${auditCte(auditor, (actor) => sql`
-            select ${actor}, 'keys.create', k.id, null::jsonb, jsonb_build_object('name', k.name, 'mode', k.mode, 'expiresAt', k.expires_at) from k`)}
+          )${auditCte(
+            auditor,
+            (actor) => sql`
+            select ${actor}, 'keys.create', k.id, null::jsonb, jsonb_build_object('name', k.name, 'mode', k.mode, 'expiresAt', k.expires_at) from k`,
+          )}
           select k.*, ${auditColumn(auditor)} as audit from k`),
       );
       logAudit(auditor, rows[0]!.audit);
@@ -63,7 +75,9 @@ export function createApiKeyRepository(db: Database) {
     },
 
     async list(): Promise<ApiKeyRow[]> {
-      return rowsOf<RawRow>(await db.execute(sql`select * from api_keys order by created_at, id`)).map(toRow);
+      return rowsOf<RawRow>(
+        await db.execute(sql`select * from api_keys order by created_at, id`),
+      ).map(toRow);
     },
 
     /** false when there is no such key or it was already revoked; with an auditor, the same statement records `keys.revoke`. */
@@ -72,9 +86,12 @@ export function createApiKeyRepository(db: Database) {
         await db.execute(sql`
           with r as (
             update api_keys set revoked_at = now() where id = ${id} and revoked_at is null returning id, name, revoked_at
-          )${auditCte(auditor, (actor) => sql`
+          )${auditCte(
+            auditor,
+            (actor) => sql`
             select ${actor}, 'keys.revoke', r.id, jsonb_build_object('name', r.name, 'revokedAt', null),
-                   jsonb_build_object('name', r.name, 'revokedAt', r.revoked_at) from r`)}
+                   jsonb_build_object('name', r.name, 'revokedAt', r.revoked_at) from r`,
+          )}
           select r.id, ${auditColumn(auditor)} as audit from r`),
       );
       if (rows.length === 1) logAudit(auditor, rows[0]!.audit);

@@ -12,11 +12,15 @@ interface Row {
 }
 
 /** Registered App Attest keys; every write is one atomic statement (docs/token-format.md section 5). */
-export function createAppleKeyRepository(db: Database): AppleKeyStore & { list(): Promise<AppleKeyRecord[]> } {
+export function createAppleKeyRepository(
+  db: Database,
+): AppleKeyStore & { list(): Promise<AppleKeyRecord[]> } {
   return {
     async find(keyId) {
       const rows = rowsOf<Row>(
-        await db.execute(sql`select key_id, public_key, app_id, environment, counter, mode from apple_keys where key_id = ${Buffer.from(keyId)}`),
+        await db.execute(
+          sql`select key_id, public_key, app_id, environment, counter, mode from apple_keys where key_id = ${Buffer.from(keyId)}`,
+        ),
       );
       return rows[0] ? toRecord(rows[0]) : null;
     },
@@ -55,7 +59,11 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & { list()
     },
 
     async list() {
-      const rows = rowsOf<Row>(await db.execute(sql`select key_id, public_key, app_id, environment, counter, mode from apple_keys order by created_at`));
+      const rows = rowsOf<Row>(
+        await db.execute(
+          sql`select key_id, public_key, app_id, environment, counter, mode from apple_keys order by created_at`,
+        ),
+      );
       return rows.map(toRecord);
     },
   };

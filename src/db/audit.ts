@@ -45,7 +45,11 @@ export interface AuditChange {
  * @param auditor who makes it
  * @param change action, target and summaries (no secrets)
  */
-export async function recordAudit(tx: Database, auditor: Pick<Auditor, 'actor'>, change: AuditChange): Promise<AuditEvent> {
+export async function recordAudit(
+  tx: Database,
+  auditor: Pick<Auditor, 'actor'>,
+  change: AuditChange,
+): Promise<AuditEvent> {
   const rows = rowsOf<{ audit: unknown }>(
     await tx.execute(sql`
       with audit as (
@@ -89,10 +93,16 @@ export function createAuditRepository(db: Database) {
      */
     async list(filter: { sinceSeconds?: number; action?: string } = {}): Promise<AuditEvent[]> {
       const conditions: SQL[] = [sql`true`];
-      if (filter.sinceSeconds !== undefined) conditions.push(sql`at >= now() - make_interval(secs => ${filter.sinceSeconds})`);
-      if (filter.action !== undefined) conditions.push(sql`(action = ${filter.action} or starts_with(action, ${`${filter.action}.`}))`);
+      if (filter.sinceSeconds !== undefined)
+        conditions.push(sql`at >= now() - make_interval(secs => ${filter.sinceSeconds})`);
+      if (filter.action !== undefined)
+        conditions.push(
+          sql`(action = ${filter.action} or starts_with(action, ${`${filter.action}.`}))`,
+        );
       const rows = rowsOf<{ audit: unknown }>(
-        await db.execute(sql`select to_jsonb(e) as audit from audit_events e where ${sql.join(conditions, sql` and `)} order by e.id`),
+        await db.execute(
+          sql`select to_jsonb(e) as audit from audit_events e where ${sql.join(conditions, sql` and `)} order by e.id`,
+        ),
       );
       return rows.map((r) => toAuditEvent(r.audit)!);
     },
@@ -102,7 +112,9 @@ export function createAuditRepository(db: Database) {
 export type AuditRepository = ReturnType<typeof createAuditRepository>;
 
 function json(value: AuditSummary | null | undefined): SQL {
-  return value === undefined || value === null ? sql`null::jsonb` : sql`${JSON.stringify(value)}::jsonb`;
+  return value === undefined || value === null
+    ? sql`null::jsonb`
+    : sql`${JSON.stringify(value)}::jsonb`;
 }
 
 /** A `to_jsonb(audit_events row)`; drivers hand jsonb over parsed, or as text. */

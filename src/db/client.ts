@@ -1,4 +1,17 @@
-import { chmodSync, closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmdirSync, rmSync, statSync, writeSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmdirSync,
+  rmSync,
+  statSync,
+  writeSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 // PGlite stays a static import: loaded lazily, the embedded database opened measurably slower
@@ -85,7 +98,13 @@ interface LockInfo {
 /** Opens the configured database (see OpenOptions.role for how the embedded one is shared). */
 export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle> {
   const connectTimeoutSeconds = options.connectTimeoutSeconds ?? DEFAULT_CONNECT_TIMEOUT_SECONDS;
-  if (options.url) return await openPostgres(options.url, options.poolSize ?? 10, options.role === 'server', connectTimeoutSeconds);
+  if (options.url)
+    return await openPostgres(
+      options.url,
+      options.poolSize ?? 10,
+      options.role === 'server',
+      connectTimeoutSeconds,
+    );
   const dataDir = resolve(options.dataDir);
   const pgDir = join(dataDir, PG_DIR);
   if (existsSync(dataDir)) assertPrivate(dataDir);
@@ -100,11 +119,14 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   const lockPath = join(dataDir, LOCK_FILE);
   const holder = readLiveLock(lockPath);
   if (holder) {
-    if (options.role === 'cli' && holder.socket) return await openShared(holder.socket, dataDir, connectTimeoutSeconds);
+    if (options.role === 'cli' && holder.socket)
+      return await openShared(holder.socket, dataDir, connectTimeoutSeconds);
     throw new DatabaseBusyError(
       `the embedded database in ${dataDir} is in use by process ${holder.pid}` +
         (holder.socket ? '' : ' (another attest command); wait for it to finish') +
-        (options.role === 'server' ? '; stop that process or set ATTEST_DATA_DIR to another folder' : ''),
+        (options.role === 'server'
+          ? '; stop that process or set ATTEST_DATA_DIR to another folder'
+          : ''),
     );
   }
   acquireLock(lockPath);
@@ -127,7 +149,10 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       server = new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: 64 });
       await server.start();
       chmodSync(socketPath, 0o600);
-      writeFileSync(lockPath, JSON.stringify({ pid: process.pid, socket: { path: socketPath } } satisfies LockInfo));
+      writeFileSync(
+        lockPath,
+        JSON.stringify({ pid: process.pid, socket: { path: socketPath } } satisfies LockInfo),
+      );
     }
   } catch (err) {
     await server?.stop().catch(() => {});
@@ -159,11 +184,15 @@ function assertPrivate(dataDir: string): void {
   if (uid === undefined) return; // Windows: no POSIX owners or modes
   const st = statSync(dataDir);
   if (st.uid !== uid) {
-    throw new DataDirUnsafeError(`the data dir ${dataDir} belongs to user ${st.uid}, not to you (${uid}): use a folder of your own (ATTEST_DATA_DIR)`);
+    throw new DataDirUnsafeError(
+      `the data dir ${dataDir} belongs to user ${st.uid}, not to you (${uid}): use a folder of your own (ATTEST_DATA_DIR)`,
+    );
   }
   if ((st.mode & 0o022) !== 0) {
     const mode = (st.mode & 0o777).toString(8).padStart(3, '0');
-    throw new DataDirUnsafeError(`the data dir ${dataDir} is writable by other users (mode ${mode}): run "chmod go-w ${dataDir}" (or chmod 700)`);
+    throw new DataDirUnsafeError(
+      `the data dir ${dataDir} is writable by other users (mode ${mode}): run "chmod go-w ${dataDir}" (or chmod 700)`,
+    );
   }
 }
 
@@ -171,9 +200,13 @@ function assertPrivate(dataDir: string): void {
 function privateSocketDir(preferred: string | undefined): string {
   const bases = [preferred, tmpdir(), '/tmp'].filter((b): b is string => !!b);
   // mkdtemp appends 6 characters to the prefix
-  const fits = (base: string) => Buffer.byteLength(join(base, 'attest-XXXXXX', SOCKET_FILE)) < MAX_SOCKET_PATH;
+  const fits = (base: string) =>
+    Buffer.byteLength(join(base, 'attest-XXXXXX', SOCKET_FILE)) < MAX_SOCKET_PATH;
   const base = bases.find((b) => fits(b) && existsSync(b));
-  if (!base) throw new DataDirUnsafeError(`no folder for the database socket has a path short enough (tried ${bases.join(', ')}): set XDG_RUNTIME_DIR or TMPDIR to a short path`);
+  if (!base)
+    throw new DataDirUnsafeError(
+      `no folder for the database socket has a path short enough (tried ${bases.join(', ')}): set XDG_RUNTIME_DIR or TMPDIR to a short path`,
+    );
   // mkdtemp creates the folder 0700 and fails rather than reuse one that exists
   return mkdtempSync(join(base, 'attest-'));
 }
@@ -195,7 +228,9 @@ function removeSocket(socketPath: string): void {
  * An in-memory PGlite: tests only. `template` is a `dumpDataDir()` tar to start from instead of
  * running initdb (most of PGlite's start-up cost).
  */
-export async function openMemoryDatabase(template?: Blob): Promise<DatabaseHandle & { pglite: PGlite }> {
+export async function openMemoryDatabase(
+  template?: Blob,
+): Promise<DatabaseHandle & { pglite: PGlite }> {
   const pglite = await PGlite.create(template ? { loadDataDir: template } : {});
   return {
     db: drizzlePglite(pglite, { schema }) as unknown as Database,
@@ -209,11 +244,19 @@ export async function openMemoryDatabase(template?: Blob): Promise<DatabaseHandl
 
 /** postgres-js and its drizzle driver, loaded only where a PostgreSQL connection is made. */
 async function postgresDriver() {
-  const [{ default: postgres }, { drizzle }] = await Promise.all([import('postgres'), import('drizzle-orm/postgres-js')]);
+  const [{ default: postgres }, { drizzle }] = await Promise.all([
+    import('postgres'),
+    import('drizzle-orm/postgres-js'),
+  ]);
   return { postgres, drizzlePostgres: drizzle };
 }
 
-async function openPostgres(url: string, max: number, server: boolean, connectTimeoutSeconds: number): Promise<DatabaseHandle> {
+async function openPostgres(
+  url: string,
+  max: number,
+  server: boolean,
+  connectTimeoutSeconds: number,
+): Promise<DatabaseHandle> {
   const { postgres, drizzlePostgres } = await postgresDriver();
   const connect = () =>
     postgres(url, {
@@ -230,7 +273,9 @@ async function openPostgres(url: string, max: number, server: boolean, connectTi
   let client = connect();
   let current = drizzlePostgres(preparedStatements(client), { schema });
   // repositories keep this object; `recycle` swaps what it forwards to
-  const db = new Proxy({} as typeof current, { get: (_, key) => Reflect.get(current, key, current) });
+  const db = new Proxy({} as typeof current, {
+    get: (_, key) => Reflect.get(current, key, current),
+  });
   return {
     db: db as unknown as Database,
     kind: 'postgres',
@@ -255,11 +300,18 @@ async function openPostgres(url: string, max: number, server: boolean, connectTi
  * later calls only bind and execute.
  */
 function preparedStatements(client: Sql): Sql {
-  const unsafe: Sql['unsafe'] = (query, parameters, options) => client.unsafe(query, parameters, { ...options, prepare: true });
-  return new Proxy(client, { get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)) });
+  const unsafe: Sql['unsafe'] = (query, parameters, options) =>
+    client.unsafe(query, parameters, { ...options, prepare: true });
+  return new Proxy(client, {
+    get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)),
+  });
 }
 
-async function openShared(socket: NonNullable<LockInfo['socket']>, dataDir: string, connectTimeoutSeconds: number): Promise<DatabaseHandle> {
+async function openShared(
+  socket: NonNullable<LockInfo['socket']>,
+  dataDir: string,
+  connectTimeoutSeconds: number,
+): Promise<DatabaseHandle> {
   const { postgres, drizzlePostgres } = await postgresDriver();
   const client = postgres({
     path: socket.path,
@@ -290,7 +342,8 @@ function readLiveLock(lockPath: string): LockInfo | null {
   if (!Number.isInteger(info.pid) || info.pid <= 0) return { pid: 0 };
   // a lock from before sockets were private (host and port) is not a door to use
   const socket = typeof info.socket?.path === 'string' ? { path: info.socket.path } : undefined;
-  if (info.pid === process.pid || isAlive(info.pid)) return { pid: info.pid, ...(socket ? { socket } : {}) };
+  if (info.pid === process.pid || isAlive(info.pid))
+    return { pid: info.pid, ...(socket ? { socket } : {}) };
   // stale: its process died without cleaning up
   if (socket) removeSocket(socket.path);
   rmSync(lockPath, { force: true });
@@ -303,7 +356,9 @@ function acquireLock(lockPath: string): void {
     fd = openSync(lockPath, 'wx', 0o600);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new DatabaseBusyError(`the embedded database lock ${lockPath} was taken by another process just now; try again`);
+      throw new DatabaseBusyError(
+        `the embedded database lock ${lockPath} was taken by another process just now; try again`,
+      );
     }
     throw err;
   }

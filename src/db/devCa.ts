@@ -32,19 +32,32 @@ const COLUMNS = sql`root_cert, intermediate_cert, intermediate_key, master_key_i
  */
 export function createDevCaRepository(db: Database, secrets: SecretBox | null = null) {
   const box = (): SecretBox => {
-    if (!secrets) throw new MasterKeyError('the development CA key needs the master key, and none was given');
+    if (!secrets)
+      throw new MasterKeyError('the development CA key needs the master key, and none was given');
     return secrets;
   };
   const toRecord = (r: Row): DevCaRecord => {
-    if (r.master_key_id === null) throw new MasterKeyError('the development CA key is stored in clear: run "attest db migrate" to seal it');
+    if (r.master_key_id === null)
+      throw new MasterKeyError(
+        'the development CA key is stored in clear: run "attest db migrate" to seal it',
+      );
     let intermediateKey: Uint8Array;
     try {
-      intermediateKey = box().open({ keyId: r.master_key_id, ciphertext: new Uint8Array(r.intermediate_key) }, AAD);
+      intermediateKey = box().open(
+        { keyId: r.master_key_id, ciphertext: new Uint8Array(r.intermediate_key) },
+        AAD,
+      );
     } catch (err) {
-      if (err instanceof SecretOpenError) throw new MasterKeyError(`cannot open the development CA key: ${err.message}`);
+      if (err instanceof SecretOpenError)
+        throw new MasterKeyError(`cannot open the development CA key: ${err.message}`);
       throw err;
     }
-    return { rootCert: new Uint8Array(r.root_cert), intermediateCert: new Uint8Array(r.intermediate_cert), intermediateKey, createdAt: new Date(r.created_at) };
+    return {
+      rootCert: new Uint8Array(r.root_cert),
+      intermediateCert: new Uint8Array(r.intermediate_cert),
+      intermediateKey,
+      createdAt: new Date(r.created_at),
+    };
   };
   return {
     /** the CA, or null before `attest dev init` */
@@ -55,7 +68,9 @@ export function createDevCaRepository(db: Database, secrets: SecretBox | null = 
 
     /** the root certificate only (what verifiers trust), without reading the secret column */
     async root(): Promise<Uint8Array | null> {
-      const rows = rowsOf<{ root_cert: Uint8Array }>(await db.execute(sql`select root_cert from dev_ca where id = 1`));
+      const rows = rowsOf<{ root_cert: Uint8Array }>(
+        await db.execute(sql`select root_cert from dev_ca where id = 1`),
+      );
       return rows[0] ? new Uint8Array(rows[0].root_cert) : null;
     },
 
@@ -64,7 +79,11 @@ export function createDevCaRepository(db: Database, secrets: SecretBox | null = 
      * whether it is the one given, so racing `dev init` runs agree on one CA. With an auditor, the
      * same statement records `dev.init` or `dev.rotate` (root fingerprints, never the key).
      */
-    async put(ca: Omit<DevCaRecord, 'createdAt'>, options: { replace: boolean }, auditor?: Auditor): Promise<{ ca: DevCaRecord; stored: boolean }> {
+    async put(
+      ca: Omit<DevCaRecord, 'createdAt'>,
+      options: { replace: boolean },
+      auditor?: Auditor,
+    ): Promise<{ ca: DevCaRecord; stored: boolean }> {
       const sealed = box().seal(ca.intermediateKey, AAD);
       const values = sql`(1, ${Buffer.from(ca.rootCert)}, ${Buffer.from(ca.intermediateCert)}, ${Buffer.from(sealed.ciphertext)}, ${sealed.keyId})`;
       const rootSha256 = createHash('sha256').update(ca.rootCert).digest('hex');
@@ -80,10 +99,13 @@ export function createDevCaRepository(db: Database, secrets: SecretBox | null = 
                 : sql`on conflict (id) do nothing`
             }
             returning ${COLUMNS}
-          )${auditCte(auditor, (actor) => sql`
+          )${auditCte(
+            auditor,
+            (actor) => sql`
             select ${actor}, case when exists (select 1 from b) then 'dev.rotate' else 'dev.init' end, 'dev_ca',
                    (select jsonb_build_object('rootSha256', b.root) from b), jsonb_build_object('rootSha256', ${rootSha256}::text)
-            from c`)}
+            from c`,
+          )}
           select c.*, ${auditColumn(auditor)} as audit from c`),
       );
       if (rows[0]) {

@@ -26,7 +26,16 @@ const NETWORK_CODES = new Set([
   'CONNECTION_DESTROYED',
 ]);
 // PostgreSQL SQLSTATEs that mean "you may not connect", not "this statement failed"
-const CONNECT_STATES = new Set(['3D000', '28000', '28P01', '57P03', '53300', '08001', '08004', '08006']);
+const CONNECT_STATES = new Set([
+  '3D000',
+  '28000',
+  '28P01',
+  '57P03',
+  '53300',
+  '08001',
+  '08004',
+  '08006',
+]);
 
 interface Fault {
   code?: unknown;
@@ -52,17 +61,27 @@ function innermost(err: unknown): Fault {
 /** True when `err` says the database could not be reached or would not let us in. */
 export function isConnectionError(err: unknown): boolean {
   const code = String(innermost(err).code ?? '');
-  return NETWORK_CODES.has(code) || CONNECT_STATES.has(code) || code.startsWith('ERR_SSL') || code.startsWith('ERR_TLS');
+  return (
+    NETWORK_CODES.has(code) ||
+    CONNECT_STATES.has(code) ||
+    code.startsWith('ERR_SSL') ||
+    code.startsWith('ERR_TLS')
+  );
 }
 
 /**
  * The cause of a database failure in a few words (refused, unknown host, database does not exist,
  * authentication failed, TLS required, no answer), never a query or its parameters.
  */
-export function cleanDatabaseError(err: unknown, options: { connectTimeoutSeconds?: number } = {}): string {
+export function cleanDatabaseError(
+  err: unknown,
+  options: { connectTimeoutSeconds?: number } = {},
+): string {
   const e = innermost(err);
   const code = String(e.code ?? '');
-  const message = String(e.message ?? err).replace(/\s+/g, ' ').trim();
+  const message = String(e.message ?? err)
+    .replace(/\s+/g, ' ')
+    .trim();
   switch (code) {
     case 'ECONNREFUSED':
       return 'connection refused';
@@ -92,7 +111,8 @@ export function cleanDatabaseError(err: unknown, options: { connectTimeoutSecond
       return `authentication failed (${message})`;
     case '28000':
       // pg_hba.conf rejects: "no encryption" means only TLS connections are accepted
-      if (/no encryption/i.test(message)) return 'TLS required: the server accepts only encrypted connections (add ?sslmode=require to DATABASE_URL)';
+      if (/no encryption/i.test(message))
+        return 'TLS required: the server accepts only encrypted connections (add ?sslmode=require to DATABASE_URL)';
       return `authentication failed (${message})`;
     case '57P03':
       return 'the database is starting up or shutting down';
@@ -104,8 +124,15 @@ export function cleanDatabaseError(err: unknown, options: { connectTimeoutSecond
 }
 
 /** The one line for a database that cannot be used, naming where it is and the cause. */
-export function unavailable(where: string, err: unknown, options: { connectTimeoutSeconds?: number; embedded?: boolean } = {}): DatabaseUnavailableError {
+export function unavailable(
+  where: string,
+  err: unknown,
+  options: { connectTimeoutSeconds?: number; embedded?: boolean } = {},
+): DatabaseUnavailableError {
   const cause = cleanDatabaseError(err, options);
-  if (options.embedded) return new DatabaseUnavailableError(`cannot use the embedded database in ${where}: ${cause}`);
-  return new DatabaseUnavailableError(`cannot reach the database at ${where}: ${cause}; check DATABASE_URL and that the server runs`);
+  if (options.embedded)
+    return new DatabaseUnavailableError(`cannot use the embedded database in ${where}: ${cause}`);
+  return new DatabaseUnavailableError(
+    `cannot reach the database at ${where}: ${cause}; check DATABASE_URL and that the server runs`,
+  );
 }

@@ -27,9 +27,22 @@ type KeyConfig = Pick<Config, 'masterKey' | 'masterKeyFile' | 'dataDir'>;
  * `<dataDir>/master.key`, created with mode 0600 on first use. PostgreSQL without a key is refused:
  * its dumps and replicas leave the host, so the key must be kept apart deliberately.
  */
-export async function resolveMasterKey(config: KeyConfig, handle: Pick<DatabaseHandle, 'db' | 'kind'>): Promise<ResolvedMasterKey> {
-  if (config.masterKey !== undefined) return { key: toMasterKey(parseKey(config.masterKey, 'ATTEST_MASTER_KEY')), source: 'ATTEST_MASTER_KEY', created: false };
-  if (config.masterKeyFile !== undefined) return { key: readMasterKeyFile(config.masterKeyFile, 'ATTEST_MASTER_KEY_FILE'), source: config.masterKeyFile, created: false };
+export async function resolveMasterKey(
+  config: KeyConfig,
+  handle: Pick<DatabaseHandle, 'db' | 'kind'>,
+): Promise<ResolvedMasterKey> {
+  if (config.masterKey !== undefined)
+    return {
+      key: toMasterKey(parseKey(config.masterKey, 'ATTEST_MASTER_KEY')),
+      source: 'ATTEST_MASTER_KEY',
+      created: false,
+    };
+  if (config.masterKeyFile !== undefined)
+    return {
+      key: readMasterKeyFile(config.masterKeyFile, 'ATTEST_MASTER_KEY_FILE'),
+      source: config.masterKeyFile,
+      created: false,
+    };
   if (handle.kind === 'postgres') {
     throw new MasterKeyError(
       'no master key: on PostgreSQL set ATTEST_MASTER_KEY_FILE to a file holding 32 random bytes in base64 (openssl rand -base64 32 > master.key), kept apart from the database backups',
@@ -37,18 +50,34 @@ export async function resolveMasterKey(config: KeyConfig, handle: Pick<DatabaseH
   }
   const path = join(resolve(config.dataDir), DEFAULT_MASTER_KEY_FILE);
   const existing = readIfPresent(path);
-  if (existing !== null) return { key: toMasterKey(parseKey(existing, path)), source: path, defaultFile: path, created: false };
+  if (existing !== null)
+    return {
+      key: toMasterKey(parseKey(existing, path)),
+      source: path,
+      defaultFile: path,
+      created: false,
+    };
   const expected = await sealedUnderKeyId(handle.db);
   if (expected) {
-    throw new MasterKeyError(`the database's secrets are sealed with master key ${expected}, but ${path} is missing: restore it from a backup, or set ATTEST_MASTER_KEY_FILE`);
+    throw new MasterKeyError(
+      `the database's secrets are sealed with master key ${expected}, but ${path} is missing: restore it from a backup, or set ATTEST_MASTER_KEY_FILE`,
+    );
   }
   const key = randomBytes(MASTER_KEY_BYTES);
   try {
     writeFileSync(path, `${encodeBase64(key)}\n`, { flag: 'wx', mode: 0o600 });
   } catch (err) {
     // another attest command created it a moment ago: use that one
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return { key: toMasterKey(parseKey(readFileSync(path, 'utf8'), path)), source: path, defaultFile: path, created: false };
-    throw new ConfigError(`cannot create the master key ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST')
+      return {
+        key: toMasterKey(parseKey(readFileSync(path, 'utf8'), path)),
+        source: path,
+        defaultFile: path,
+        created: false,
+      };
+    throw new ConfigError(
+      `cannot create the master key ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   return { key: toMasterKey(key), source: path, defaultFile: path, created: true };
 }
@@ -59,7 +88,9 @@ export function readMasterKeyFile(path: string, what: string): MasterKey {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ConfigError(`${what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new ConfigError(
+      `${what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
   return toMasterKey(parseKey(text, `${what} (${path})`));
 }
@@ -80,7 +111,10 @@ export function replaceDefaultKeyFile(path: string, oldKey: MasterKey, newKey: M
 
 function parseKey(text: string, what: string): Uint8Array {
   const bytes = decodeBase64(text.trim());
-  if (!bytes || bytes.length !== MASTER_KEY_BYTES) throw new ConfigError(`${what} is not a master key: expected ${MASTER_KEY_BYTES} bytes in base64 (make one with: openssl rand -base64 32)`);
+  if (!bytes || bytes.length !== MASTER_KEY_BYTES)
+    throw new ConfigError(
+      `${what} is not a master key: expected ${MASTER_KEY_BYTES} bytes in base64 (make one with: openssl rand -base64 32)`,
+    );
   return bytes;
 }
 
@@ -89,6 +123,8 @@ function readIfPresent(path: string): string | null {
     return readFileSync(path, 'utf8');
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    throw new ConfigError(`cannot read the master key ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw new ConfigError(
+      `cannot read the master key ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
 }

@@ -35,13 +35,19 @@ export async function runMigrations(
   handle: DatabaseHandle,
   options: { onProgress?: (message: string) => void; secrets?: SecretsStep } = {},
 ): Promise<{ applied: number; sealed: number }> {
-  const announce = (n: number) => options.onProgress?.(`applying ${n} migration${n === 1 ? '' : 's'}…`);
+  const announce = (n: number) =>
+    options.onProgress?.(`applying ${n} migration${n === 1 ? '' : 's'}…`);
   const secrets = options.secrets;
   const before = await migrationStatus(handle.db);
   const pending = before.filter((m) => !m.applied).length;
-  const sealStep = async (db: Database) => (secrets ? (await sealClearSecrets(db, secrets.box, secrets.source)).sealed : 0);
+  const sealStep = async (db: Database) =>
+    secrets ? (await sealClearSecrets(db, secrets.box, secrets.source)).sealed : 0;
   // the running server sealed everything when it started
-  if (pending === 0) return { applied: 0, sealed: handle.kind === 'embedded-shared' ? 0 : await sealStep(handle.db) };
+  if (pending === 0)
+    return {
+      applied: 0,
+      sealed: handle.kind === 'embedded-shared' ? 0 : await sealStep(handle.db),
+    };
   if (handle.kind === 'embedded-shared') {
     // the socket has no URL of its own, and a migration transaction there would interleave with
     // the running server's own statements: only the process that owns the directory may migrate
@@ -52,7 +58,9 @@ export async function runMigrations(
   if (handle.kind === 'embedded') {
     announce(pending);
     const { migrate: migratePglite } = await import('drizzle-orm/pglite/migrator');
-    await migratePglite(handle.db as unknown as PgliteDatabase<Record<string, never>>, { migrationsFolder: MIGRATIONS_FOLDER });
+    await migratePglite(handle.db as unknown as PgliteDatabase<Record<string, never>>, {
+      migrationsFolder: MIGRATIONS_FOLDER,
+    });
     return { applied: pending, sealed: await sealStep(handle.db) };
   }
   // the advisory lock belongs to a session: take it and migrate on one dedicated connection
@@ -61,11 +69,17 @@ export async function runMigrations(
     import('drizzle-orm/postgres-js'),
     import('drizzle-orm/postgres-js/migrator'),
   ]);
-  const client = postgres(handle.url!, { max: 1, onnotice: () => {}, connect_timeout: handle.connectTimeoutSeconds });
+  const client = postgres(handle.url!, {
+    max: 1,
+    onnotice: () => {},
+    connect_timeout: handle.connectTimeoutSeconds,
+  });
   try {
     await client`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
     const locked = drizzle(client);
-    const stillPending = (await migrationStatus(locked as unknown as Database)).filter((m) => !m.applied).length;
+    const stillPending = (await migrationStatus(locked as unknown as Database)).filter(
+      (m) => !m.applied,
+    ).length;
     if (stillPending > 0) announce(stillPending);
     if (stillPending > 0) await migratePostgres(locked, { migrationsFolder: MIGRATIONS_FOLDER });
     return { applied: stillPending, sealed: await sealStep(locked as unknown as Database) };
@@ -81,7 +95,9 @@ export class MigrationsPendingError extends Error {
     where: string,
     readonly pending: number,
   ) {
-    super(`the database at ${where} lacks ${pending} migration(s): run "attest db migrate" (or start "attest serve" without --no-migrate)`);
+    super(
+      `the database at ${where} lacks ${pending} migration(s): run "attest db migrate" (or start "attest serve" without --no-migrate)`,
+    );
   }
 }
 
@@ -100,10 +116,14 @@ export async function migrationStatus(db: Database): Promise<MigrationStatus[]> 
   const journal = shippedMigrationNames();
   let appliedAt = new Set<number>();
   const exists = rowsOf<{ present: boolean }>(
-    await db.execute(sql`select to_regclass('drizzle.__drizzle_migrations') is not null as present`),
+    await db.execute(
+      sql`select to_regclass('drizzle.__drizzle_migrations') is not null as present`,
+    ),
   );
   if (exists[0]?.present) {
-    const rows = rowsOf<{ created_at: string | number }>(await db.execute(sql`select created_at from drizzle.__drizzle_migrations`));
+    const rows = rowsOf<{ created_at: string | number }>(
+      await db.execute(sql`select created_at from drizzle.__drizzle_migrations`),
+    );
     appliedAt = new Set(rows.map((r) => Number(r.created_at)));
   }
   const last = Math.max(0, ...appliedAt);
@@ -117,6 +137,8 @@ export async function migrationStatus(db: Database): Promise<MigrationStatus[]> 
 
 function shippedMigrationNames(): string[] {
   // readMigrationFiles does not return the tags; the journal next to the SQL files has them
-  const journal = JSON.parse(readFileSync(`${MIGRATIONS_FOLDER}/meta/_journal.json`, 'utf8')) as { entries: { tag: string }[] };
+  const journal = JSON.parse(readFileSync(`${MIGRATIONS_FOLDER}/meta/_journal.json`, 'utf8')) as {
+    entries: { tag: string }[];
+  };
   return journal.entries.map((e) => e.tag);
 }

@@ -18,7 +18,10 @@ export interface PoolWatchdogOptions {
  * client-side query timeout), and the pool is replaced. A database that is really down fails the
  * probe too, and the pool is left to reconnect by itself.
  */
-export function createPoolWatchdog(handle: DatabaseHandle, options: PoolWatchdogOptions = {}): () => void {
+export function createPoolWatchdog(
+  handle: DatabaseHandle,
+  options: PoolWatchdogOptions = {},
+): () => void {
   const threshold = options.threshold ?? 3;
   const windowMs = options.windowMs ?? 10_000;
   const probeTimeoutMs = options.probeTimeoutMs ?? 3000;
@@ -37,7 +40,11 @@ export function createPoolWatchdog(handle: DatabaseHandle, options: PoolWatchdog
       timer = setTimeout(() => reject(new Error('probe timed out')), probeTimeoutMs);
     });
     const answered = import('postgres').then(({ default: connect }) => {
-      probe = connect(url, { max: 1, connect_timeout: Math.ceil(probeTimeoutMs / 1000), onnotice: () => {} });
+      probe = connect(url, {
+        max: 1,
+        connect_timeout: Math.ceil(probeTimeoutMs / 1000),
+        onnotice: () => {},
+      });
       return probe`select 1`;
     });
     Promise.race([answered, timeout])

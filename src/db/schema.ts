@@ -48,7 +48,10 @@ export const attestationSessions = pgTable(
     consumedAt: timestamp('consumed_at', { withTimezone: true }),
   },
   // both indexes serve the pruner's batches
-  (t) => [index('attestation_sessions_expires_at_idx').on(t.expiresAt), index('attestation_sessions_consumed_at_idx').on(t.consumedAt)],
+  (t) => [
+    index('attestation_sessions_expires_at_idx').on(t.expiresAt),
+    index('attestation_sessions_consumed_at_idx').on(t.consumedAt),
+  ],
 );
 
 export const appleApps = pgTable('apple_apps', {
@@ -66,10 +69,14 @@ export const androidPackages = pgTable('android_packages', {
     .notNull()
     .default(sql`'{}'::text[]`),
   minVerdict: text('min_verdict').notNull().default(DEFAULT_ANDROID_POLICY.minVerdict),
-  allowUnrecognized: boolean('allow_unrecognized').notNull().default(DEFAULT_ANDROID_POLICY.allowUnrecognized),
+  allowUnrecognized: boolean('allow_unrecognized')
+    .notNull()
+    .default(DEFAULT_ANDROID_POLICY.allowUnrecognized),
   maxAgeSeconds: integer('max_age_seconds').notNull().default(DEFAULT_ANDROID_POLICY.maxAgeSeconds),
   /** newer verdicts: empty lists and null mean "not checked" */
-  requireLicensed: boolean('require_licensed').notNull().default(DEFAULT_ANDROID_POLICY.requireLicensed),
+  requireLicensed: boolean('require_licensed')
+    .notNull()
+    .default(DEFAULT_ANDROID_POLICY.requireLicensed),
   playProtectVerdicts: text('play_protect_verdicts')
     .array()
     .notNull()
@@ -106,7 +113,9 @@ export const androidKeyPairs = pgTable(
   (t) => [
     primaryKey({ columns: [t.packageName, t.id] }),
     // one test-only pair per package, even when two first mints race
-    uniqueIndex('android_key_pairs_one_test_pair').on(t.packageName).where(sql`test_only`),
+    uniqueIndex('android_key_pairs_one_test_pair')
+      .on(t.packageName)
+      .where(sql`test_only`),
   ],
 );
 

@@ -57,7 +57,8 @@ export function masterKeyId(key: Uint8Array): string {
 }
 
 export function toMasterKey(key: Uint8Array): MasterKey {
-  if (key.length !== MASTER_KEY_BYTES) throw new RangeError(`a master key is ${MASTER_KEY_BYTES} bytes, got ${key.length}`);
+  if (key.length !== MASTER_KEY_BYTES)
+    throw new RangeError(`a master key is ${MASTER_KEY_BYTES} bytes, got ${key.length}`);
   return { id: masterKeyId(key), key: new Uint8Array(key) };
 }
 
@@ -67,14 +68,24 @@ export function createSecretBox(keys: readonly MasterKey[]): SecretBox {
   const current = keys[0]!;
   const byId = new Map(keys.map((k) => [k.id, k]));
 
-  const wrapWith = (master: MasterKey, dataKey: Uint8Array, aad: string) => encrypt(master.key, dataKey, aad);
+  const wrapWith = (master: MasterKey, dataKey: Uint8Array, aad: string) =>
+    encrypt(master.key, dataKey, aad);
   const unwrap = (sealed: Sealed, aad: string): Uint8Array => {
     const master = byId.get(sealed.keyId);
-    if (!master) throw new SecretOpenError(`the value is sealed with master key ${sealed.keyId}, which is not the one given (${current.id})`, sealed.keyId);
+    if (!master)
+      throw new SecretOpenError(
+        `the value is sealed with master key ${sealed.keyId}, which is not the one given (${current.id})`,
+        sealed.keyId,
+      );
     const blob = sealed.ciphertext;
-    if (blob.length < HEADER + IV + TAG || blob[0] !== VERSION) throw new SecretOpenError(`the sealed value is not in a known format`, sealed.keyId);
+    if (blob.length < HEADER + IV + TAG || blob[0] !== VERSION)
+      throw new SecretOpenError(`the sealed value is not in a known format`, sealed.keyId);
     const dataKey = decrypt(master.key, blob.subarray(1, HEADER), aad);
-    if (!dataKey) throw new SecretOpenError(`the sealed value does not open with master key ${sealed.keyId}: altered, or moved from another row`, sealed.keyId);
+    if (!dataKey)
+      throw new SecretOpenError(
+        `the sealed value does not open with master key ${sealed.keyId}: altered, or moved from another row`,
+        sealed.keyId,
+      );
     return dataKey;
   };
 
@@ -83,7 +94,11 @@ export function createSecretBox(keys: readonly MasterKey[]): SecretBox {
     keyIds: keys.map((k) => k.id),
     seal(plaintext, aad) {
       const dataKey = randomBytes(DATA_KEY);
-      const ciphertext = Buffer.concat([Buffer.of(VERSION), wrapWith(current, dataKey, aad), encrypt(dataKey, plaintext, aad)]);
+      const ciphertext = Buffer.concat([
+        Buffer.of(VERSION),
+        wrapWith(current, dataKey, aad),
+        encrypt(dataKey, plaintext, aad),
+      ]);
       dataKey.fill(0);
       return { keyId: current.id, ciphertext: new Uint8Array(ciphertext) };
     },
@@ -91,12 +106,20 @@ export function createSecretBox(keys: readonly MasterKey[]): SecretBox {
       const dataKey = unwrap(sealed, aad);
       const plaintext = decrypt(dataKey, sealed.ciphertext.subarray(HEADER), aad);
       dataKey.fill(0);
-      if (!plaintext) throw new SecretOpenError(`the sealed value does not open with master key ${sealed.keyId}: altered`, sealed.keyId);
+      if (!plaintext)
+        throw new SecretOpenError(
+          `the sealed value does not open with master key ${sealed.keyId}: altered`,
+          sealed.keyId,
+        );
       return plaintext;
     },
     rewrap(sealed, aad) {
       const dataKey = unwrap(sealed, aad);
-      const ciphertext = Buffer.concat([Buffer.of(VERSION), wrapWith(current, dataKey, aad), sealed.ciphertext.subarray(HEADER)]);
+      const ciphertext = Buffer.concat([
+        Buffer.of(VERSION),
+        wrapWith(current, dataKey, aad),
+        sealed.ciphertext.subarray(HEADER),
+      ]);
       dataKey.fill(0);
       return { keyId: current.id, ciphertext: new Uint8Array(ciphertext) };
     },
@@ -114,11 +137,15 @@ function encrypt(key: Uint8Array, plaintext: Uint8Array, aad: string): Buffer {
 
 function decrypt(key: Uint8Array, blob: Uint8Array, aad: string): Uint8Array | null {
   if (blob.length < IV + TAG) return null;
-  const decipher = createDecipheriv('aes-256-gcm', key, blob.subarray(0, IV), { authTagLength: TAG });
+  const decipher = createDecipheriv('aes-256-gcm', key, blob.subarray(0, IV), {
+    authTagLength: TAG,
+  });
   decipher.setAAD(Buffer.from(aad, 'utf8'));
   decipher.setAuthTag(blob.subarray(blob.length - TAG));
   try {
-    return new Uint8Array(Buffer.concat([decipher.update(blob.subarray(IV, blob.length - TAG)), decipher.final()]));
+    return new Uint8Array(
+      Buffer.concat([decipher.update(blob.subarray(IV, blob.length - TAG)), decipher.final()]),
+    );
   } catch {
     return null;
   }

@@ -19,8 +19,18 @@ export interface SealedTable {
 }
 
 export const SEALED_TABLES: readonly SealedTable[] = [
-  { table: 'android_key_pairs', key: ['package_name', 'id'], columns: ['decryption_key', 'verification_key', 'signing_key'], keyIdColumn: 'master_key_id' },
-  { table: 'android_packages', key: ['package_name'], columns: ['service_account'], keyIdColumn: 'service_account_key_id' },
+  {
+    table: 'android_key_pairs',
+    key: ['package_name', 'id'],
+    columns: ['decryption_key', 'verification_key', 'signing_key'],
+    keyIdColumn: 'master_key_id',
+  },
+  {
+    table: 'android_packages',
+    key: ['package_name'],
+    columns: ['service_account'],
+    keyIdColumn: 'service_account_key_id',
+  },
   { table: 'dev_ca', key: ['id'], columns: ['intermediate_key'], keyIdColumn: 'master_key_id' },
 ];
 
@@ -39,9 +49,13 @@ const CHECK_AAD = aadFor('master_key_check', 'check_value', ['1']);
 
 /** The master key id the database's secrets are under, or null (none yet, or the schema predates it). */
 export async function sealedUnderKeyId(db: Database): Promise<string | null> {
-  const present = rowsOf<{ present: boolean }>(await db.execute(sql`select to_regclass('master_key_check') is not null as present`));
+  const present = rowsOf<{ present: boolean }>(
+    await db.execute(sql`select to_regclass('master_key_check') is not null as present`),
+  );
   if (!present[0]?.present) return null;
-  const rows = rowsOf<{ key_id: string }>(await db.execute(sql`select key_id from master_key_check where id = 1`));
+  const rows = rowsOf<{ key_id: string }>(
+    await db.execute(sql`select key_id from master_key_check where id = 1`),
+  );
   return rows[0]?.key_id ?? null;
 }
 
@@ -58,13 +72,23 @@ export interface CheckOptions {
  * Refuses a master key that is not the one the database's secrets are under, naming both key ids,
  * so a wrong key fails once at start rather than as a decryption failure on every token.
  */
-export async function checkMasterKey(db: Database, box: SecretBox, options: CheckOptions): Promise<void> {
-  let rows = rowsOf<{ key_id: string; check_value: Uint8Array }>(await db.execute(sql`select key_id, check_value from master_key_check where id = 1`));
+export async function checkMasterKey(
+  db: Database,
+  box: SecretBox,
+  options: CheckOptions,
+): Promise<void> {
+  let rows = rowsOf<{ key_id: string; check_value: Uint8Array }>(
+    await db.execute(sql`select key_id, check_value from master_key_check where id = 1`),
+  );
   if (!rows[0] && options.establish !== false) {
     const sealed = box.seal(CHECK_PLAINTEXT, CHECK_AAD);
     // two instances starting together: the first one's key wins and the other is refused below
-    await db.execute(sql`insert into master_key_check (id, key_id, check_value) values (1, ${sealed.keyId}, ${Buffer.from(sealed.ciphertext)}) on conflict (id) do nothing`);
-    rows = rowsOf(await db.execute(sql`select key_id, check_value from master_key_check where id = 1`));
+    await db.execute(
+      sql`insert into master_key_check (id, key_id, check_value) values (1, ${sealed.keyId}, ${Buffer.from(sealed.ciphertext)}) on conflict (id) do nothing`,
+    );
+    rows = rowsOf(
+      await db.execute(sql`select key_id, check_value from master_key_check where id = 1`),
+    );
   }
   const row = rows[0];
   if (row) {
@@ -72,7 +96,10 @@ export async function checkMasterKey(db: Database, box: SecretBox, options: Chec
     try {
       box.open({ keyId: row.key_id, ciphertext: new Uint8Array(row.check_value) }, CHECK_AAD);
     } catch (err) {
-      if (err instanceof SecretOpenError) throw new MasterKeyError(`the master key check value of the database does not open with key ${row.key_id}: it was altered; restore the database from a backup`);
+      if (err instanceof SecretOpenError)
+        throw new MasterKeyError(
+          `the master key check value of the database does not open with key ${row.key_id}: it was altered; restore the database from a backup`,
+        );
       throw err;
     }
   }
@@ -81,12 +108,18 @@ export async function checkMasterKey(db: Database, box: SecretBox, options: Chec
       // a row without any secret (a package without a service account) is neither clear nor sealed
       await db.execute(
         sql`select ${sql.identifier(t.keyIdColumn)} as key_id, count(*) as n from ${sql.identifier(t.table)}
-            where ${sql.join(t.columns.map((c) => sql`${sql.identifier(c)} is not null`), sql` or `)} group by 1`,
+            where ${sql.join(
+              t.columns.map((c) => sql`${sql.identifier(c)} is not null`),
+              sql` or `,
+            )} group by 1`,
       ),
     );
     for (const { key_id, n } of ids) {
       if (key_id === null) {
-        if (!options.allowClear) throw new MasterKeyError(`${n} row(s) of ${t.table} hold secrets in clear: run "attest db migrate" to seal them`);
+        if (!options.allowClear)
+          throw new MasterKeyError(
+            `${n} row(s) of ${t.table} hold secrets in clear: run "attest db migrate" to seal them`,
+          );
       } else if (!box.keyIds.includes(key_id)) {
         throw mismatch(key_id, box, options.source);
       }
@@ -105,7 +138,11 @@ function mismatch(expected: string, box: SecretBox, source: string): MasterKeyEr
  * Seals every secret still in clear (rows of the previous release) in one transaction. Part of
  * the migration path; rows sealed meanwhile by another instance are left as they are.
  */
-export async function sealClearSecrets(db: Database, box: SecretBox, source: string): Promise<{ sealed: number }> {
+export async function sealClearSecrets(
+  db: Database,
+  box: SecretBox,
+  source: string,
+): Promise<{ sealed: number }> {
   return db.transaction(async (tx) => {
     await checkMasterKey(tx as unknown as Database, box, { source, allowClear: true });
     return { sealed: await reseal(tx as unknown as Database, box, 'clear') };
@@ -127,9 +164,14 @@ export async function rotateMasterKey(
   const result = await db.transaction(async (tx) => {
     const t = tx as unknown as Database;
     // the row lock makes concurrent rotations (and first-time checks) wait for this one
-    const rows = rowsOf<{ key_id: string }>(await t.execute(sql`select key_id from master_key_check where id = 1 for update`));
+    const rows = rowsOf<{ key_id: string }>(
+      await t.execute(sql`select key_id from master_key_check where id = 1 for update`),
+    );
     const previousKeyId = rows[0]?.key_id ?? null;
-    if (previousKeyId === box.keyId) throw new MasterKeyError(`the database's secrets are already sealed with master key ${box.keyId}; nothing to rotate`);
+    if (previousKeyId === box.keyId)
+      throw new MasterKeyError(
+        `the database's secrets are already sealed with master key ${box.keyId}; nothing to rotate`,
+      );
     await checkMasterKey(t, box, { source, allowClear: true, establish: false });
     const rewrapped = await reseal(t, box, 'all');
     const check = box.seal(CHECK_PLAINTEXT, CHECK_AAD);
@@ -154,12 +196,20 @@ async function reseal(db: Database, box: SecretBox, which: 'clear' | 'all'): Pro
   for (const t of SEALED_TABLES) {
     const id = (name: string) => sql.identifier(name);
     const list = (names: readonly string[]) => sql.join(names.map(id), sql`, `);
-    const holdsSecret = sql.join(t.columns.map((c) => sql`${id(c)} is not null`), sql` or `);
-    const under = which === 'clear' ? sql`${id(t.keyIdColumn)} is null` : sql`${id(t.keyIdColumn)} is distinct from ${box.keyId}`;
+    const holdsSecret = sql.join(
+      t.columns.map((c) => sql`${id(c)} is not null`),
+      sql` or `,
+    );
+    const under =
+      which === 'clear'
+        ? sql`${id(t.keyIdColumn)} is null`
+        : sql`${id(t.keyIdColumn)} is distinct from ${box.keyId}`;
     // rows without any secret (a package without a service account) are left alone
     const condition = sql`${under} and (${holdsSecret})`;
     const rows = rowsOf<Record<string, unknown>>(
-      await db.execute(sql`select ${list(t.key)}, ${list(t.columns)}, ${id(t.keyIdColumn)} from ${id(t.table)} where ${condition} for update`),
+      await db.execute(
+        sql`select ${list(t.key)}, ${list(t.columns)}, ${id(t.keyIdColumn)} from ${id(t.table)} where ${condition} for update`,
+      ),
     );
     for (const row of rows) {
       const key = t.key.map((k) => String(row[k]));
@@ -168,11 +218,19 @@ async function reseal(db: Database, box: SecretBox, which: 'clear' | 'all'): Pro
         const value = row[column] as Uint8Array | null;
         if (value === null) return sql`${id(column)} = null`;
         const aad = aadFor(t.table, column, key);
-        const sealed: Sealed = keyId === null ? box.seal(new Uint8Array(value), aad) : box.rewrap({ keyId, ciphertext: new Uint8Array(value) }, aad);
+        const sealed: Sealed =
+          keyId === null
+            ? box.seal(new Uint8Array(value), aad)
+            : box.rewrap({ keyId, ciphertext: new Uint8Array(value) }, aad);
         return sql`${id(column)} = ${Buffer.from(sealed.ciphertext)}`;
       });
-      const where = sql.join(t.key.map((k, i) => sql`${id(k)} = ${key[i]}`), sql` and `);
-      await db.execute(sql`update ${id(t.table)} set ${sql.join(sets, sql`, `)}, ${id(t.keyIdColumn)} = ${box.keyId} where ${where}`);
+      const where = sql.join(
+        t.key.map((k, i) => sql`${id(k)} = ${key[i]}`),
+        sql` and `,
+      );
+      await db.execute(
+        sql`update ${id(t.table)} set ${sql.join(sets, sql`, `)}, ${id(t.keyIdColumn)} = ${box.keyId} where ${where}`,
+      );
       count++;
     }
   }

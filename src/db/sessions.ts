@@ -12,7 +12,12 @@ export type ConsumeResult =
 export function createSessionRepository(db: Database) {
   return {
     /** Stores a new session; expiry is computed by the database clock. */
-    async create(input: { reference: string; apiKeyId: string; serverNonce: Uint8Array; ttlSeconds: number }): Promise<{ expiresAt: Date }> {
+    async create(input: {
+      reference: string;
+      apiKeyId: string;
+      serverNonce: Uint8Array;
+      ttlSeconds: number;
+    }): Promise<{ expiresAt: Date }> {
       const rows = rowsOf<{ expires_at: Date | string }>(
         await db.execute(sql`
           insert into attestation_sessions (reference, api_key_id, server_nonce, expires_at)
@@ -28,7 +33,11 @@ export function createSessionRepository(db: Database) {
      * left untouched. Concurrent calls: exactly one gets `ok`.
      */
     async consume(reference: string, apiKeyId: string): Promise<ConsumeResult> {
-      const rows = rowsOf<{ found: number; server_nonce: Uint8Array | null; expired: boolean | null }>(
+      const rows = rowsOf<{
+        found: number;
+        server_nonce: Uint8Array | null;
+        expired: boolean | null;
+      }>(
         await db.execute(sql`
           with target as (
             select reference from attestation_sessions where reference = ${reference} and api_key_id = ${apiKeyId}
@@ -66,7 +75,11 @@ export function createSessionRepository(db: Database) {
      * many, or null when `advisoryLock` is set and another instance is pruning (PostgreSQL only:
      * the lock is the transaction's, so a crashed pruner never leaves it held).
      */
-    async pruneBatch(cutoff: Date, limit: number, options: { advisoryLock?: boolean } = {}): Promise<number | null> {
+    async pruneBatch(
+      cutoff: Date,
+      limit: number,
+      options: { advisoryLock?: boolean } = {},
+    ): Promise<number | null> {
       const batch = async (tx: Pick<Database, 'execute'>) => {
         const rows = rowsOf<{ n: number }>(
           await tx.execute(sql`
@@ -82,7 +95,9 @@ export function createSessionRepository(db: Database) {
       };
       if (!options.advisoryLock) return batch(db);
       return db.transaction(async (tx) => {
-        const locked = rowsOf<{ locked: boolean }>(await tx.execute(sql`select pg_try_advisory_xact_lock(${PRUNE_LOCK_ID}) as locked`));
+        const locked = rowsOf<{ locked: boolean }>(
+          await tx.execute(sql`select pg_try_advisory_xact_lock(${PRUNE_LOCK_ID}) as locked`),
+        );
         return locked[0]?.locked ? batch(tx) : null;
       });
     },

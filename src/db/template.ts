@@ -3,7 +3,16 @@
  * start: PGlite's initdb costs seconds of CPU, a copy a fraction of one. Migrations are not in
  * it: they stay the migrator's business, so a template from an older build is still correct.
  */
-import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +25,11 @@ const MARKER = `${TEMPLATE_DIR}.json`;
 /** The installed PGlite's version: a template from another version may not be readable by it. */
 function pgliteVersion(): string {
   const entry = createRequire(import.meta.url).resolve('@electric-sql/pglite');
-  return (JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as { version: string }).version;
+  return (
+    JSON.parse(readFileSync(join(dirname(entry), '..', 'package.json'), 'utf8')) as {
+      version: string;
+    }
+  ).version;
 }
 
 interface Marker {
@@ -28,7 +41,11 @@ interface Marker {
 function usableTemplate(): Marker | null {
   try {
     const marker = JSON.parse(readFileSync(MARKER, 'utf8')) as Marker;
-    return marker.pglite === pgliteVersion() && Array.isArray(marker.dirs) && existsSync(join(TEMPLATE_DIR, 'PG_VERSION')) ? marker : null;
+    return marker.pglite === pgliteVersion() &&
+      Array.isArray(marker.dirs) &&
+      existsSync(join(TEMPLATE_DIR, 'PG_VERSION'))
+      ? marker
+      : null;
   } catch {
     return null;
   }

@@ -18,7 +18,16 @@ export const TOKEN_REFRESH_MARGIN_MS = 60_000;
 /** Lifetime of the signed assertion; Google accepts at most one hour. */
 const ASSERTION_SECONDS = 3600;
 
-export type GoogleFaultCode = 'timeout' | 'unreachable' | 'rate_limited' | 'server_error' | 'unauthorized' | 'forbidden' | 'oauth_refused' | 'bad_response' | 'credentials';
+export type GoogleFaultCode =
+  | 'timeout'
+  | 'unreachable'
+  | 'rate_limited'
+  | 'server_error'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'oauth_refused'
+  | 'bad_response'
+  | 'credentials';
 
 /** No verdict from Google: a fault (HTTP 500), logged with `code`. Never carries a secret. */
 export class GoogleFault extends Error {
@@ -65,13 +74,16 @@ interface AccessToken {
  * Creates the decoder. Access tokens are cached per service account until shortly before they
  * expire; concurrent requests share one token request.
  */
-export function createPlayIntegrityClient(options: PlayIntegrityClientOptions): IntegrityTokenDecoder & { inFlight(): number } {
+export function createPlayIntegrityClient(
+  options: PlayIntegrityClientOptions,
+): IntegrityTokenDecoder & { inFlight(): number } {
   const oauthUrl = options.oauthUrl ?? GOOGLE_OAUTH_URL;
   const baseUrl = (options.playIntegrityUrl ?? GOOGLE_PLAY_INTEGRITY_URL).replace(/\/+$/, '');
   const now = options.now ?? Date.now;
   const emit = options.onEvent ?? (() => {});
   const { timeoutMs, maxInFlight } = options;
-  if (!(timeoutMs > 0) || !(maxInFlight >= 1)) throw new TypeError('createPlayIntegrityClient: timeoutMs and maxInFlight must be positive');
+  if (!(timeoutMs > 0) || !(maxInFlight >= 1))
+    throw new TypeError('createPlayIntegrityClient: timeoutMs and maxInFlight must be positive');
   const tokens = new Map<string, { value?: AccessToken; pending?: Promise<AccessToken> }>();
   let inFlight = 0;
 
@@ -79,7 +91,8 @@ export function createPlayIntegrityClient(options: PlayIntegrityClientOptions): 
     const key = cacheKey(account);
     let entry = tokens.get(key);
     if (!entry) tokens.set(key, (entry = {}));
-    if (entry.value && now() < entry.value.expiresAt - TOKEN_REFRESH_MARGIN_MS) return entry.value.token;
+    if (entry.value && now() < entry.value.expiresAt - TOKEN_REFRESH_MARGIN_MS)
+      return entry.value.token;
     const slot = entry;
     // the shared request has its own time bound: one caller giving up must not fail the others
     slot.pending ??= fetchAccessToken(account)
@@ -100,46 +113,84 @@ export function createPlayIntegrityClient(options: PlayIntegrityClientOptions): 
     try {
       key = await importPKCS8(account.privateKey, 'RS256');
     } catch {
-      throw new GoogleFault('credentials', `the service account ${account.clientEmail} has no usable RSA key`);
+      throw new GoogleFault(
+        'credentials',
+        `the service account ${account.clientEmail} has no usable RSA key`,
+      );
     }
     const iat = Math.floor(now() / 1000);
     const assertion = await new SignJWT({ scope: PLAY_INTEGRITY_SCOPE })
-      .setProtectedHeader({ alg: 'RS256', typ: 'JWT', ...(account.privateKeyId ? { kid: account.privateKeyId } : {}) })
+      .setProtectedHeader({
+        alg: 'RS256',
+        typ: 'JWT',
+        ...(account.privateKeyId ? { kid: account.privateKeyId } : {}),
+      })
       .setIssuer(account.clientEmail)
       .setAudience(oauthUrl)
       .setIssuedAt(iat)
       .setExpirationTime(iat + ASSERTION_SECONDS)
       .sign(key);
     const started = now();
-    const { status, body } = await exchange('token', oauthUrl, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
-      body: new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion }).toString(),
-    }, AbortSignal.timeout(timeoutMs));
+    const { status, body } = await exchange(
+      'token',
+      oauthUrl,
+      {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ grant_type: JWT_BEARER_GRANT, assertion }).toString(),
+      },
+      AbortSignal.timeout(timeoutMs),
+    );
     if (status !== 200) {
-      const fault = httpFault(status, `the OAuth token endpoint answered HTTP ${status}${oauthError(body)} for ${account.clientEmail}`, 'oauth_refused');
+      const fault = httpFault(
+        status,
+        `the OAuth token endpoint answered HTTP ${status}${oauthError(body)} for ${account.clientEmail}`,
+        'oauth_refused',
+      );
       emit({ endpoint: 'token', outcome: fault.code });
       throw fault;
     }
     const b = body as { access_token?: unknown; expires_in?: unknown } | null;
-    if (typeof b?.access_token !== 'string' || typeof b.expires_in !== 'number' || !(b.expires_in > 0)) {
+    if (
+      typeof b?.access_token !== 'string' ||
+      typeof b.expires_in !== 'number' ||
+      !(b.expires_in > 0)
+    ) {
       emit({ endpoint: 'token', outcome: 'bad_response' });
-      throw new GoogleFault('bad_response', 'the OAuth token endpoint answered without access_token and expires_in');
+      throw new GoogleFault(
+        'bad_response',
+        'the OAuth token endpoint answered without access_token and expires_in',
+      );
     }
     emit({ endpoint: 'token', outcome: 'ok' });
     return { token: b.access_token, expiresAt: started + b.expires_in * 1000 };
   }
 
-  async function callDecode(packageName: string, integrityToken: string, token: string, signal: AbortSignal) {
-    return exchange('decode', `${baseUrl}/v1/${encodeURIComponent(packageName)}:decodeIntegrityToken`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify({ integrity_token: integrityToken }),
-    }, signal);
+  async function callDecode(
+    packageName: string,
+    integrityToken: string,
+    token: string,
+    signal: AbortSignal,
+  ) {
+    return exchange(
+      'decode',
+      `${baseUrl}/v1/${encodeURIComponent(packageName)}:decodeIntegrityToken`,
+      {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ integrity_token: integrityToken }),
+      },
+      signal,
+    );
   }
 
   /** One HTTP exchange with its JSON body; no answer in time or no connection is a fault. */
-  async function exchange(endpoint: GoogleEvent['endpoint'], url: string, init: RequestInit, signal: AbortSignal): Promise<{ status: number; body: unknown }> {
+  async function exchange(
+    endpoint: GoogleEvent['endpoint'],
+    url: string,
+    init: RequestInit,
+    signal: AbortSignal,
+  ): Promise<{ status: number; body: unknown }> {
     try {
       const res = await fetch(url, { ...init, signal, redirect: 'error' });
       const text = await res.text();
@@ -159,7 +210,11 @@ export function createPlayIntegrityClient(options: PlayIntegrityClientOptions): 
     }
   }
 
-  async function decode(request: { packageName: string; integrityToken: string; serviceAccount: GoogleServiceAccount }) {
+  async function decode(request: {
+    packageName: string;
+    integrityToken: string;
+    serviceAccount: GoogleServiceAccount;
+  }) {
     if (inFlight >= maxInFlight) {
       emit({ endpoint: 'decode', outcome: 'busy' });
       throw new GoogleBusyError(`${maxInFlight} Google decodes are already in flight`);
@@ -182,16 +237,26 @@ export function createPlayIntegrityClient(options: PlayIntegrityClientOptions): 
         const payload = (body as { tokenPayloadExternal?: unknown } | null)?.tokenPayloadExternal;
         if (typeof payload !== 'object' || payload === null) {
           emit({ endpoint: 'decode', outcome: 'bad_response' });
-          throw new GoogleFault('bad_response', 'decodeIntegrityToken answered without tokenPayloadExternal');
+          throw new GoogleFault(
+            'bad_response',
+            'decodeIntegrityToken answered without tokenPayloadExternal',
+          );
         }
         emit({ endpoint: 'decode', outcome: 'ok' });
         return { ok: true as const, payload };
       }
       if (status >= 400 && status < 500 && status !== 401 && status !== 403 && status !== 429) {
         emit({ endpoint: 'decode', outcome: 'rejected' });
-        return { ok: false as const, problem: `Google refused the token: HTTP ${status}${googleStatus(body)}` };
+        return {
+          ok: false as const,
+          problem: `Google refused the token: HTTP ${status}${googleStatus(body)}`,
+        };
       }
-      const fault = httpFault(status, `decodeIntegrityToken answered HTTP ${status}${googleStatus(body)} for ${packageName}`, 'bad_response');
+      const fault = httpFault(
+        status,
+        `decodeIntegrityToken answered HTTP ${status}${googleStatus(body)} for ${packageName}`,
+        'bad_response',
+      );
       emit({ endpoint: 'decode', outcome: fault.code });
       throw fault;
     } finally {
@@ -218,7 +283,8 @@ function httpFault(status: number, message: string, otherwise: GoogleFaultCode):
 
 /** Waits for `work`, or rejects with a timeout fault when `signal` aborts first. */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(new GoogleFault('timeout', 'no access token from Google in time'));
+  if (signal.aborted)
+    return Promise.reject(new GoogleFault('timeout', 'no access token from Google in time'));
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(new GoogleFault('timeout', 'no access token from Google in time'));
     signal.addEventListener('abort', onAbort, { once: true });

@@ -17,17 +17,25 @@ const keyFile = z.object({
  * @param text the file's JSON text
  * @returns the account, or a one-line problem that never quotes the key
  */
-export async function parseServiceAccount(text: string): Promise<{ ok: true; account: GoogleServiceAccount } | { ok: false; problem: string }> {
+export async function parseServiceAccount(
+  text: string,
+): Promise<{ ok: true; account: GoogleServiceAccount } | { ok: false; problem: string }> {
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    return { ok: false, problem: 'not JSON: expected the service-account key file from the Google Cloud console' };
+    return {
+      ok: false,
+      problem: 'not JSON: expected the service-account key file from the Google Cloud console',
+    };
   }
   const parsed = keyFile.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return { ok: false, problem: `not a service-account key file: ${issue?.path.join('.') || 'file'} is missing or wrong` };
+    return {
+      ok: false,
+      problem: `not a service-account key file: ${issue?.path.join('.') || 'file'} is missing or wrong`,
+    };
   }
   const f = parsed.data;
   try {
@@ -35,16 +43,32 @@ export async function parseServiceAccount(text: string): Promise<{ ok: true; acc
   } catch {
     return { ok: false, problem: 'private_key is not an RSA private key in PKCS#8 PEM' };
   }
-  return { ok: true, account: { clientEmail: f.client_email, ...(f.private_key_id ? { privateKeyId: f.private_key_id } : {}), privateKey: f.private_key } };
+  return {
+    ok: true,
+    account: {
+      clientEmail: f.client_email,
+      ...(f.private_key_id ? { privateKeyId: f.private_key_id } : {}),
+      privateKey: f.private_key,
+    },
+  };
 }
 
 /** The stored form: only what the grant needs, in the key file's own field names. */
 export function serializeServiceAccount(account: GoogleServiceAccount): string {
-  return JSON.stringify({ type: 'service_account', client_email: account.clientEmail, private_key_id: account.privateKeyId, private_key: account.privateKey });
+  return JSON.stringify({
+    type: 'service_account',
+    client_email: account.clientEmail,
+    private_key_id: account.privateKeyId,
+    private_key: account.privateKey,
+  });
 }
 
 /** Reads the stored form back (no key import: it was checked when stored). */
 export function deserializeServiceAccount(text: string): GoogleServiceAccount {
   const f = keyFile.parse(JSON.parse(text));
-  return { clientEmail: f.client_email, ...(f.private_key_id ? { privateKeyId: f.private_key_id } : {}), privateKey: f.private_key };
+  return {
+    clientEmail: f.client_email,
+    ...(f.private_key_id ? { privateKeyId: f.private_key_id } : {}),
+    privateKey: f.private_key,
+  };
 }

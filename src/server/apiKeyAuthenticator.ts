@@ -5,13 +5,30 @@ import type { KeyMode } from '../core/types.js';
 
 export interface ApiKeyLookup {
   /** `mode` absent: live */
-  find(id: string): Promise<{ id: string; hash: string; expiresAt: Date | null; revokedAt: Date | null; mode?: KeyMode } | null>;
+  find(id: string): Promise<{
+    id: string;
+    hash: string;
+    expiresAt: Date | null;
+    revokedAt: Date | null;
+    mode?: KeyMode;
+  } | null>;
   touch(id: string): Promise<void>;
 }
 
-export type AuthFailure = 'missing' | 'malformed' | 'unknown' | 'revoked' | 'expired' | 'mismatch' | 'busy' | 'locked_id' | 'locked_address';
+export type AuthFailure =
+  | 'missing'
+  | 'malformed'
+  | 'unknown'
+  | 'revoked'
+  | 'expired'
+  | 'mismatch'
+  | 'busy'
+  | 'locked_id'
+  | 'locked_address';
 
-export type AuthResult = { ok: true; keyId: string; mode: KeyMode } | { ok: false; status: 401 | 403 | 503; why: AuthFailure; keyId?: string };
+export type AuthResult =
+  | { ok: true; keyId: string; mode: KeyMode }
+  | { ok: false; status: 401 | 403 | 503; why: AuthFailure; keyId?: string };
 
 /** What the request adds to the presented value. */
 export interface AuthContext {
@@ -76,7 +93,10 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const cacheSecret = randomBytes(32);
   const verified = new LruCache<string, Verified>(maxEntries);
   // when a value failed, and why (the log of a repeated attempt must name the real cause)
-  const failures = new LruCache<string, { at: number; why: 'unknown' | 'revoked' | 'expired' | 'mismatch' }>(maxEntries);
+  const failures = new LruCache<
+    string,
+    { at: number; why: 'unknown' | 'revoked' | 'expired' | 'mismatch' }
+  >(maxEntries);
   const inflight = new Map<string, Promise<AuthResult>>();
   const touched = new LruCache<string, number>(maxEntries);
   const limiter = createLimiter(options.maxConcurrentHashes ?? 2, options.maxQueuedHashes ?? 64);
@@ -87,11 +107,13 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const idFailures = new LruCache<string, FailureWindow>(maxEntries);
   const addressFailures = new LruCache<string, FailureWindow>(maxEntries);
 
-  const fingerprint = (presented: string) => createHmac('sha256', cacheSecret).update(presented).digest('base64url');
+  const fingerprint = (presented: string) =>
+    createHmac('sha256', cacheSecret).update(presented).digest('base64url');
 
   function windowOf(map: LruCache<string, FailureWindow>, key: string): FailureWindow {
     let w = map.get(key);
-    if (!w || now() - w.start >= failureWindowMs) w = { start: now(), count: 0, probedAt: w?.probedAt ?? -Infinity };
+    if (!w || now() - w.start >= failureWindowMs)
+      w = { start: now(), count: 0, probedAt: w?.probedAt ?? -Infinity };
     map.set(key, w);
     return w;
   }
@@ -100,13 +122,19 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
    * Counts a verification against its id and address before it runs (so a burst cannot pass the
    * limit while its hashes are queued); what turns out not to be a failure gives it back.
    */
-  function admit(id: string, address: string | undefined): { ok: true; release(): void } | { ok: false; why: 'locked_id' | 'locked_address' } {
+  function admit(
+    id: string,
+    address: string | undefined,
+  ): { ok: true; release(): void } | { ok: false; why: 'locked_id' | 'locked_address' } {
     const byAddress = address === undefined ? undefined : windowOf(addressFailures, address);
-    if (byAddress && byAddress.count >= maxFailuresPerAddress) return { ok: false, why: 'locked_address' };
+    if (byAddress && byAddress.count >= maxFailuresPerAddress)
+      return { ok: false, why: 'locked_address' };
     const byId = windowOf(idFailures, id);
     if (byId.count >= maxFailuresPerId) {
       // the owner of the key, from an address that has not failed, still gets in now and then
-      const probe = (byAddress === undefined || byAddress.count === 0) && now() - byId.probedAt >= lockedProbeMs;
+      const probe =
+        (byAddress === undefined || byAddress.count === 0) &&
+        now() - byId.probedAt >= lockedProbeMs;
       if (!probe) return { ok: false, why: 'locked_id' };
       byId.probedAt = now();
     }
@@ -129,9 +157,13 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     options.lookup.touch(id).catch((err) => options.onTouchError?.(err));
   }
 
-  function liveness(row: { expiresAt: Date | null; revokedAt: Date | null }): { ok: false; status: 403; why: 'revoked' | 'expired' } | null {
+  function liveness(row: {
+    expiresAt: Date | null;
+    revokedAt: Date | null;
+  }): { ok: false; status: 403; why: 'revoked' | 'expired' } | null {
     if (row.revokedAt) return { ok: false, status: 403, why: 'revoked' };
-    if (row.expiresAt && row.expiresAt.getTime() <= now()) return { ok: false, status: 403, why: 'expired' };
+    if (row.expiresAt && row.expiresAt.getTime() <= now())
+      return { ok: false, status: 403, why: 'expired' };
     return null;
   }
 
@@ -139,10 +171,17 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
    * Reads the row and runs argon2 whatever the row says: an unknown id is checked against a dummy
    * hash and a revoked or expired key against its own, so each costs what a wrong secret costs.
    */
-  async function verifyFresh(presented: string, id: string, fp: string, backend: Budget): Promise<AuthResult> {
+  async function verifyFresh(
+    presented: string,
+    id: string,
+    fp: string,
+    backend: Budget,
+  ): Promise<AuthResult> {
     const row = await backend(options.lookup.find(id));
     const dead = row ? liveness(row) : null;
-    const matches = await limiter.run(() => verifyApiKeyHash(row?.hash ?? DUMMY_API_KEY_HASH, presented));
+    const matches = await limiter.run(() =>
+      verifyApiKeyHash(row?.hash ?? DUMMY_API_KEY_HASH, presented),
+    );
     if (matches === undefined) return { ok: false, status: 503, why: 'busy', keyId: id };
     if (!row) {
       failures.set(fp, { at: now(), why: 'unknown' });
@@ -157,15 +196,25 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       return { ok: false, status: 403, why: 'mismatch', keyId: id };
     }
     const mode = row.mode ?? 'live';
-    verified.set(fp, { id, mode, hash: row.hash, expiresAt: row.expiresAt?.getTime() ?? null, checkedAt: now() });
+    verified.set(fp, {
+      id,
+      mode,
+      hash: row.hash,
+      expiresAt: row.expiresAt?.getTime() ?? null,
+      checkedAt: now(),
+    });
     return { ok: true, keyId: id, mode };
   }
 
   return {
     /** Authenticates one request's header value (undefined when the header is absent). */
-    async authenticate(presented: string | undefined, context: AuthContext = {}): Promise<AuthResult> {
+    async authenticate(
+      presented: string | undefined,
+      context: AuthContext = {},
+    ): Promise<AuthResult> {
       const backend: Budget = context.backend ?? ((work) => work);
-      if (presented === undefined || presented.trim() === '') return { ok: false, status: 401, why: 'missing' };
+      if (presented === undefined || presented.trim() === '')
+        return { ok: false, status: 401, why: 'missing' };
       const parsed = parseApiKey(presented);
       if (!parsed) return { ok: false, status: 403, why: 'malformed' };
       const fp = fingerprint(presented);
@@ -182,10 +231,15 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
         const row = await backend(options.lookup.find(hit.id));
-        const dead = row ? liveness(row) : { ok: false as const, status: 403 as const, why: 'unknown' as const };
+        const dead = row
+          ? liveness(row)
+          : { ok: false as const, status: 403 as const, why: 'unknown' as const };
         if (dead || !row || row.hash !== hit.hash) {
           verified.delete(fp);
-          return { ...(dead ?? { ok: false, status: 403, why: 'unknown' }), keyId: hit.id } as AuthResult;
+          return {
+            ...(dead ?? { ok: false, status: 403, why: 'unknown' }),
+            keyId: hit.id,
+          } as AuthResult;
         }
         hit.checkedAt = now();
         hit.expiresAt = row.expiresAt?.getTime() ?? null;
@@ -195,7 +249,8 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       }
 
       const failed = failures.get(fp);
-      if (failed !== undefined && now() - failed.at < failureTtlMs) return { ok: false, status: 403, why: failed.why, keyId: parsed.id };
+      if (failed !== undefined && now() - failed.at < failureTtlMs)
+        return { ok: false, status: 403, why: failed.why, keyId: parsed.id };
 
       // concurrent first requests with one key share one argon2 run
       let pending = inflight.get(fp);

@@ -9,7 +9,12 @@ import type { ConsumeResult } from '../db/sessions.js';
 import { GoogleBusyError } from '../google/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import type { AppEnv, RequestLog } from './appEnv.js';
-import { errorBody, STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
+import {
+  errorBody,
+  STATUS_INTERNAL_ERROR,
+  STATUS_INVALID_REQUEST,
+  STATUS_OK,
+} from './errorBody.js';
 import type { Metrics } from './metrics.js';
 import { apiKeyAuth } from './middleware/apiKeyAuth.js';
 import { backendBudget, DeadlineExceeded } from './middleware/backendBudget.js';
@@ -26,7 +31,12 @@ export interface AppDeps {
   logger: Logger;
   auth: Pick<ApiKeyAuthenticator, 'authenticate'>;
   sessions: {
-    create(input: { reference: string; apiKeyId: string; serverNonce: Uint8Array; ttlSeconds: number }): Promise<{ expiresAt: Date }>;
+    create(input: {
+      reference: string;
+      apiKeyId: string;
+      serverNonce: Uint8Array;
+      ttlSeconds: number;
+    }): Promise<{ expiresAt: Date }>;
     consume(reference: string, apiKeyId: string): Promise<ConsumeResult>;
   };
   /** the core verification, bound to the trust roots, allowlist and key store of the key's mode */
@@ -82,59 +92,76 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     const serverNonce = randomBytes(32);
     const reference = `ses_${randomBytes(24).toString('base64url')}`;
     const { expiresAt } = await c.get('backend')(
-      deps.sessions.create({ reference, apiKeyId: c.get('keyId'), serverNonce, ttlSeconds: deps.sessionTtlSeconds }),
+      deps.sessions.create({
+        reference,
+        apiKeyId: c.get('keyId'),
+        serverNonce,
+        ttlSeconds: deps.sessionTtlSeconds,
+      }),
     );
     deps.metrics.sessionCreated();
-    return c.json({ sessionReference: reference, serverNonce: encodeBase64(serverNonce), expiresAtUtc: expiresAt.toISOString(), statusCode: STATUS_OK });
+    return c.json({
+      sessionReference: reference,
+      serverNonce: encodeBase64(serverNonce),
+      expiresAtUtc: expiresAt.toISOString(),
+      statusCode: STATUS_OK,
+    });
   });
 
-  app.post(
-    '/api/v1/attestation/verify',
-    async (c) => {
-      const log = c.get('log');
-      let body: Uint8Array | typeof TOO_LARGE | undefined;
-      try {
-        body = await readBody(c, BODY_LIMIT_BYTES);
-      } catch {
-        // the client broke off: as before, an unreadable body (nobody is left to read the answer)
-      }
-      if (body === TOO_LARGE) return errorBody(c, 413, STATUS_INVALID_REQUEST, `Request body larger than ${BODY_LIMIT_BYTES} bytes`);
-      if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) {
-        return errorBody(c, 400, STATUS_INVALID_REQUEST, 'Content-Type must be application/json');
-      }
-      let json: unknown;
-      try {
-        // TextDecoder as fetch's text(): a UTF-8 BOM is dropped, bad bytes become U+FFFD
-        json = JSON.parse(utf8.decode(body));
-      } catch {
-        return errorBody(c, 400, STATUS_INVALID_REQUEST, 'The body is not valid JSON');
-      }
-      const parsed = parseVerifyRequest(json);
-      if (!parsed.ok) return errorBody(c, 400, STATUS_INVALID_REQUEST, parsed.message);
-      const request = parsed.request;
-      log.approach = request.approach;
+  app.post('/api/v1/attestation/verify', async (c) => {
+    const log = c.get('log');
+    let body: Uint8Array | typeof TOO_LARGE | undefined;
+    try {
+      body = await readBody(c, BODY_LIMIT_BYTES);
+    } catch {
+      // the client broke off: as before, an unreadable body (nobody is left to read the answer)
+    }
+    if (body === TOO_LARGE)
+      return errorBody(
+        c,
+        413,
+        STATUS_INVALID_REQUEST,
+        `Request body larger than ${BODY_LIMIT_BYTES} bytes`,
+      );
+    if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) {
+      return errorBody(c, 400, STATUS_INVALID_REQUEST, 'Content-Type must be application/json');
+    }
+    let json: unknown;
+    try {
+      // TextDecoder as fetch's text(): a UTF-8 BOM is dropped, bad bytes become U+FFFD
+      json = JSON.parse(utf8.decode(body));
+    } catch {
+      return errorBody(c, 400, STATUS_INVALID_REQUEST, 'The body is not valid JSON');
+    }
+    const parsed = parseVerifyRequest(json);
+    if (!parsed.ok) return errorBody(c, 400, STATUS_INVALID_REQUEST, parsed.message);
+    const request = parsed.request;
+    log.approach = request.approach;
 
-      let nonce: Uint8Array;
-      if (request.approach === 'session') {
-        const consumed = await c.get('backend')(deps.sessions.consume(request.sessionReference, c.get('keyId')));
-        if (!consumed.ok) {
-          log.service = peekService(request.token);
-          return rejected(c, consumed.reason, sessionDetail[consumed.reason]);
-        }
-        nonce = finalNonce(consumed.serverNonce, request.deviceNonce);
-      } else {
-        nonce = request.expectedNonce;
+    let nonce: Uint8Array;
+    if (request.approach === 'session') {
+      const consumed = await c.get('backend')(
+        deps.sessions.consume(request.sessionReference, c.get('keyId')),
+      );
+      if (!consumed.ok) {
+        log.service = peekService(request.token);
+        return rejected(c, consumed.reason, sessionDetail[consumed.reason]);
       }
+      nonce = finalNonce(consumed.serverNonce, request.deviceNonce);
+    } else {
+      nonce = request.expectedNonce;
+    }
 
-      const outcome = await c.get('backend')(deps.verify({ token: request.token, expectedNonce: nonce }, c.get('mode')));
-      Object.assign(log, pickFacts(outcome.facts));
-      if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
-      log.isValid = true;
-      deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
-      const { service, ...details } = outcome.details;
-      return c.json({ isValid: true, statusCode: STATUS_OK, ...details });
-    },
-  );
+    const outcome = await c.get('backend')(
+      deps.verify({ token: request.token, expectedNonce: nonce }, c.get('mode')),
+    );
+    Object.assign(log, pickFacts(outcome.facts));
+    if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
+    log.isValid = true;
+    deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
+    const { service, ...details } = outcome.details;
+    return c.json({ isValid: true, statusCode: STATUS_OK, ...details });
+  });
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
@@ -204,15 +231,26 @@ function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
  * references, keys), so only the driver's own error code and message are kept.
  */
 export function describeFault(err: unknown): { type: string; code?: string; message: string } {
-  const e = err as { name?: string; message?: string; code?: unknown; cause?: { code?: string; message?: string } };
+  const e = err as {
+    name?: string;
+    message?: string;
+    code?: unknown;
+    cause?: { code?: string; message?: string };
+  };
   const cause = e?.cause;
   if (cause && typeof cause === 'object') {
-    return { type: e.name ?? 'Error', ...(cause.code ? { code: String(cause.code) } : {}), message: String(cause.message ?? '').slice(0, 300) };
+    return {
+      type: e.name ?? 'Error',
+      ...(cause.code ? { code: String(cause.code) } : {}),
+      message: String(cause.message ?? '').slice(0, 300),
+    };
   }
   const message = String(e?.message ?? err);
   return {
     type: e?.name ?? 'Error',
     ...(typeof e?.code === 'string' ? { code: e.code } : {}),
-    message: /failed query|params:/i.test(message) ? 'database query failed' : message.slice(0, 300),
+    message: /failed query|params:/i.test(message)
+      ? 'database query failed'
+      : message.slice(0, 300),
   };
 }

@@ -42,7 +42,11 @@ export function createMetrics(options: MetricsOptions = {}) {
     labelNames: ['endpoint', 'outcome'] as const,
     registers: [registry],
   });
-  const sessionsCreated = new Counter({ name: 'attest_sessions_created_total', help: 'sessions created by init', registers: [registry] });
+  const sessionsCreated = new Counter({
+    name: 'attest_sessions_created_total',
+    help: 'sessions created by init',
+    registers: [registry],
+  });
   if (options.sessionCounts) {
     const read = options.sessionCounts;
     const now = options.now ?? Date.now;
@@ -56,10 +60,16 @@ export function createMetrics(options: MetricsOptions = {}) {
       attemptedAt = now();
       let timer: NodeJS.Timeout | undefined;
       // a read that never answers must not stop every later refresh
-      const giveUp = new Promise<void>((resolve) => (timer = setTimeout(resolve, Math.max(maxAgeMs, SESSION_COUNTS_TIMEOUT_MS)).unref()));
-      const done = read().then((counts) => {
-        last = counts;
-      }, () => {});
+      const giveUp = new Promise<void>(
+        (resolve) =>
+          (timer = setTimeout(resolve, Math.max(maxAgeMs, SESSION_COUNTS_TIMEOUT_MS)).unref()),
+      );
+      const done = read().then(
+        (counts) => {
+          last = counts;
+        },
+        () => {},
+      );
       refreshing = Promise.race([done, giveUp]).finally(() => {
         clearTimeout(timer);
         refreshing = null;
@@ -75,7 +85,10 @@ export function createMetrics(options: MetricsOptions = {}) {
         const pending = refresh();
         // only a first scrape waits, and not for long: a hanging database must not hang scrapes
         if (!last && pending) {
-          await Promise.race([pending, new Promise<void>((resolve) => setTimeout(resolve, SESSION_COUNTS_TIMEOUT_MS).unref())]);
+          await Promise.race([
+            pending,
+            new Promise<void>((resolve) => setTimeout(resolve, SESSION_COUNTS_TIMEOUT_MS).unref()),
+          ]);
         }
         if (!last) return;
         for (const [state, n] of Object.entries(last)) this.set({ state }, n);
@@ -105,7 +118,9 @@ export type Metrics = ReturnType<typeof createMetrics>;
 /** `/metrics` alone, for a listener of its own (ATTEST_METRICS_PORT), apart from the API. */
 export function createMetricsApp(metrics: Metrics): Hono {
   const app = new Hono();
-  app.get('/metrics', async (c) => c.text(await metrics.registry.metrics(), 200, { 'Content-Type': metrics.registry.contentType }));
+  app.get('/metrics', async (c) =>
+    c.text(await metrics.registry.metrics(), 200, { 'Content-Type': metrics.registry.contentType }),
+  );
   app.notFound((c) => c.text('Not found: this port serves GET /metrics only\n', 404));
   return app;
 }

@@ -1,6 +1,11 @@
 import type { X509Certificate } from 'node:crypto';
 import { withDevelopmentRoot } from '../core/apple/trustRoots.js';
-import type { AllowlistReader, AppleKeyStore, IntegrityTokenDecoder, KeyMode } from '../core/types.js';
+import type {
+  AllowlistReader,
+  AppleKeyStore,
+  IntegrityTokenDecoder,
+  KeyMode,
+} from '../core/types.js';
 import { buildVerifiers } from '../core/verifiers.js';
 import type { PlatformVerifiers } from '../core/verify.js';
 
@@ -24,10 +29,18 @@ export interface ModeVerifierDeps {
  * development root, re-read at most every `ttlMs`. Each mode has its own verifiers, so an
  * intermediate verified under the development root is never cached for live keys.
  */
-export function createModeVerifiers(deps: ModeVerifierDeps): (mode: KeyMode) => Promise<PlatformVerifiers> {
+export function createModeVerifiers(
+  deps: ModeVerifierDeps,
+): (mode: KeyMode) => Promise<PlatformVerifiers> {
   const now = deps.now ?? Date.now;
   const decoder = deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {};
-  const live = buildVerifiers({ allowlist: deps.allowlist, appleKeys: deps.appleKeys, appleRoots: deps.appleRoots, mode: 'live', ...decoder });
+  const live = buildVerifiers({
+    allowlist: deps.allowlist,
+    appleKeys: deps.appleKeys,
+    appleRoots: deps.appleRoots,
+    mode: 'live',
+    ...decoder,
+  });
   let test: { root: string; at: number; verifiers: PlatformVerifiers } | null = null;
   // `dev mint gms` adds a package's test-only pair on its first mint, and the RP verifies that
   // token at once: a package still cached without one is re-read (test keys only)
@@ -52,7 +65,13 @@ export function createModeVerifiers(deps: ModeVerifierDeps): (mode: KeyMode) => 
       test.at = now();
       return test.verifiers;
     }
-    const verifiers = buildVerifiers({ allowlist: testAllowlist, appleKeys: deps.appleKeys, appleRoots: withDevelopmentRoot(deps.appleRoots, der), mode: 'test', ...decoder });
+    const verifiers = buildVerifiers({
+      allowlist: testAllowlist,
+      appleKeys: deps.appleKeys,
+      appleRoots: withDevelopmentRoot(deps.appleRoots, der),
+      mode: 'test',
+      ...decoder,
+    });
     test = { root, at: now(), verifiers };
     return verifiers;
   };

@@ -3,13 +3,19 @@ const errorBody = {
   type: 'object',
   required: ['statusCode', 'errorMessage'],
   properties: {
-    statusCode: { type: 'integer', description: '268505088 internal error, 268505089 invalid request' },
+    statusCode: {
+      type: 'integer',
+      description: '268505088 internal error, 268505089 invalid request',
+    },
     errorMessage: { type: 'string' },
   },
 } as const;
 
 const base64 = { type: 'string', contentEncoding: 'base64' } as const;
-const err = (description: string) => ({ description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } });
+const err = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
+});
 
 export const OPENAPI_DOCUMENT = {
   openapi: '3.1.0',
@@ -34,12 +40,36 @@ export const OPENAPI_DOCUMENT = {
           packageName: { type: 'string' },
           deviceIntegrityVerdicts: { type: 'array', items: { type: 'string' } },
           timestampMillis: { type: 'integer', format: 'int64' },
-          appLicensingVerdict: { type: 'string', description: 'extension: accountDetails.appLicensingVerdict (LICENSED, UNLICENSED, UNEVALUATED)' },
-          playProtectVerdict: { type: 'string', description: 'extension: environmentDetails.playProtectVerdict (NO_ISSUES, NO_DATA, POSSIBLE_RISK, MEDIUM_RISK, HIGH_RISK, UNEVALUATED)' },
-          appsDetected: { type: 'array', items: { type: 'string' }, description: 'extension: environmentDetails.appAccessRiskVerdict.appsDetected (KNOWN_/UNKNOWN_ INSTALLED, CAPTURING, CONTROLLING, OVERLAYS)' },
-          deviceActivityLevel: { type: 'string', description: 'extension: deviceIntegrity.recentDeviceActivity.deviceActivityLevel (LEVEL_1 to LEVEL_4, UNEVALUATED)' },
-          sdkVersion: { type: 'integer', description: 'extension: deviceIntegrity.deviceAttributes.sdkVersion (Android API level)' },
-          versionCode: { type: 'string', description: 'extension: appIntegrity.versionCode, as a decimal string' },
+          appLicensingVerdict: {
+            type: 'string',
+            description:
+              'extension: accountDetails.appLicensingVerdict (LICENSED, UNLICENSED, UNEVALUATED)',
+          },
+          playProtectVerdict: {
+            type: 'string',
+            description:
+              'extension: environmentDetails.playProtectVerdict (NO_ISSUES, NO_DATA, POSSIBLE_RISK, MEDIUM_RISK, HIGH_RISK, UNEVALUATED)',
+          },
+          appsDetected: {
+            type: 'array',
+            items: { type: 'string' },
+            description:
+              'extension: environmentDetails.appAccessRiskVerdict.appsDetected (KNOWN_/UNKNOWN_ INSTALLED, CAPTURING, CONTROLLING, OVERLAYS)',
+          },
+          deviceActivityLevel: {
+            type: 'string',
+            description:
+              'extension: deviceIntegrity.recentDeviceActivity.deviceActivityLevel (LEVEL_1 to LEVEL_4, UNEVALUATED)',
+          },
+          sdkVersion: {
+            type: 'integer',
+            description:
+              'extension: deviceIntegrity.deviceAttributes.sdkVersion (Android API level)',
+          },
+          versionCode: {
+            type: 'string',
+            description: 'extension: appIntegrity.versionCode, as a decimal string',
+          },
         },
       },
       AppleTokenDetails: {
@@ -96,10 +126,19 @@ export const OPENAPI_DOCUMENT = {
                 type: 'object',
                 required: ['attestationToken'],
                 properties: {
-                  attestationToken: { ...base64, description: 'the token CBOR, base64 or base64url' },
-                  sessionReference: { type: 'string', description: 'session approach; exclusive with expectedNonce' },
+                  attestationToken: {
+                    ...base64,
+                    description: 'the token CBOR, base64 or base64url',
+                  },
+                  sessionReference: {
+                    type: 'string',
+                    description: 'session approach; exclusive with expectedNonce',
+                  },
                   deviceNonce: { ...base64, description: 'session approach only, 1 to 128 bytes' },
-                  expectedNonce: { ...base64, description: 'sessionless approach: the final nonce, 16 to 512 bytes' },
+                  expectedNonce: {
+                    ...base64,
+                    description: 'sessionless approach: the final nonce, 16 to 512 bytes',
+                  },
                 },
               },
             },
@@ -107,7 +146,8 @@ export const OPENAPI_DOCUMENT = {
         },
         responses: {
           '200': {
-            description: 'Verified: isValid true with the platform details, or rejected: isValid false',
+            description:
+              'Verified: isValid true with the platform details, or rejected: isValid false',
             content: {
               'application/json': {
                 schema: {
@@ -127,8 +167,12 @@ export const OPENAPI_DOCUMENT = {
           '401': { description: 'X-Api-Key missing or empty' },
           '403': { description: 'Key invalid, unknown, revoked or expired' },
           '413': err('Body over 64 KiB (statusCode 268505089)'),
-          '500': err('Unexpected failure, including Google giving no verdict for a standard Play Integrity request (unreachable, slow, 429, 5xx) (statusCode 268505088)'),
-          '503': err('Too many new API keys being checked at once, or too many standard Play Integrity requests waiting on Google; retry after Retry-After (statusCode 268505088)'),
+          '500': err(
+            'Unexpected failure, including Google giving no verdict for a standard Play Integrity request (unreachable, slow, 429, 5xx) (statusCode 268505088)',
+          ),
+          '503': err(
+            'Too many new API keys being checked at once, or too many standard Play Integrity requests waiting on Google; retry after Retry-After (statusCode 268505088)',
+          ),
         },
       },
     },

@@ -12,17 +12,30 @@ export const TOO_LARGE = Symbol('too large');
  * web stream around it, a measurable share of a verify's CPU (docs/benchmark-http.md). Elsewhere
  * (app.request in tests) the Web Request's stream is read. A client that breaks off rejects.
  */
-export async function readBody(c: Context<AppEnv>, limit: number): Promise<Uint8Array | typeof TOO_LARGE> {
+export async function readBody(
+  c: Context<AppEnv>,
+  limit: number,
+): Promise<Uint8Array | typeof TOO_LARGE> {
   const length = c.req.header('content-length');
-  if (length !== undefined && c.req.header('transfer-encoding') === undefined && Number.parseInt(length, 10) > limit) return TOO_LARGE;
+  if (
+    length !== undefined &&
+    c.req.header('transfer-encoding') === undefined &&
+    Number.parseInt(length, 10) > limit
+  )
+    return TOO_LARGE;
   const incoming = c.env?.incoming;
-  if (incoming && typeof (incoming as IncomingMessage).on === 'function') return readIncoming(incoming as IncomingMessage, limit);
+  if (incoming && typeof (incoming as IncomingMessage).on === 'function')
+    return readIncoming(incoming as IncomingMessage, limit);
   return readStream(c.req.raw.body, limit);
 }
 
-function readIncoming(incoming: IncomingMessage, limit: number): Promise<Uint8Array | typeof TOO_LARGE> {
+function readIncoming(
+  incoming: IncomingMessage,
+  limit: number,
+): Promise<Uint8Array | typeof TOO_LARGE> {
   if (incoming.readableEnded) return Promise.resolve(new Uint8Array(0));
-  if (incoming.destroyed) return Promise.reject(new Error('the client closed the connection before the body ended'));
+  if (incoming.destroyed)
+    return Promise.reject(new Error('the client closed the connection before the body ended'));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -62,7 +75,10 @@ function readIncoming(incoming: IncomingMessage, limit: number): Promise<Uint8Ar
   });
 }
 
-async function readStream(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Uint8Array | typeof TOO_LARGE> {
+async function readStream(
+  body: ReadableStream<Uint8Array> | null,
+  limit: number,
+): Promise<Uint8Array | typeof TOO_LARGE> {
   if (!body) return new Uint8Array(0);
   const reader = body.getReader();
   const chunks: Uint8Array[] = [];

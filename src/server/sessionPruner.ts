@@ -54,7 +54,8 @@ export function startSessionPruner(options: SessionPrunerOptions) {
       running
         .then(
           (result) => {
-            if (result.deleted > 0 || result.skipped) options.onRun?.({ deleted: result.deleted, skipped: result.skipped });
+            if (result.deleted > 0 || result.skipped)
+              options.onRun?.({ deleted: result.deleted, skipped: result.skipped });
             return result.more ? 0 : intervalMs;
           },
           (err: unknown) => {
@@ -81,7 +82,10 @@ export function startSessionPruner(options: SessionPrunerOptions) {
       if (!running) return;
       let limit: NodeJS.Timeout | undefined;
       // a database that hangs must not hang the shutdown
-      await Promise.race([running.catch(() => {}), new Promise<void>((resolve) => (limit = setTimeout(resolve, waitMs)))]);
+      await Promise.race([
+        running.catch(() => {}),
+        new Promise<void>((resolve) => (limit = setTimeout(resolve, waitMs))),
+      ]);
       clearTimeout(limit);
     },
   };

@@ -7,7 +7,11 @@ import type { Config } from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
 import { configuredAppleRoots } from '../configuredAppleRoots.js';
-import { createAllowlistRepository, createCachedAllowlist, type AllowlistRepository } from '../db/allowlist.js';
+import {
+  createAllowlistRepository,
+  createCachedAllowlist,
+  type AllowlistRepository,
+} from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
@@ -51,7 +55,10 @@ export async function startServer(
 ): Promise<RunningServer> {
   const appleRoots = configuredAppleRoots(config.appleRootCaPath);
   if (config.appleRootCaPath) {
-    logger.warn({ path: config.appleRootCaPath, roots: appleRoots.length }, 'ATTEST_APPLE_ROOT_CA is set: App Attest trusts these roots instead of the built-in Apple root');
+    logger.warn(
+      { path: config.appleRootCaPath, roots: appleRoots.length },
+      'ATTEST_APPLE_ROOT_CA is set: App Attest trusts these roots instead of the built-in Apple root',
+    );
   }
 
   // a port in use is the commonest start-up failure: find it before loading the database
@@ -70,7 +77,10 @@ export async function startServer(
   } catch (err) {
     await database.close().catch(() => {});
     if (isConnectionError(err)) {
-      throw unavailable(database.where, err, { connectTimeoutSeconds: database.connectTimeoutSeconds, embedded: database.kind !== 'postgres' });
+      throw unavailable(database.where, err, {
+        connectTimeoutSeconds: database.connectTimeoutSeconds,
+        embedded: database.kind !== 'postgres',
+      });
     }
     throw err;
   }
@@ -84,7 +94,11 @@ async function serveOn(
   options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
 ): Promise<RunningServer> {
   const masterKey = await resolveMasterKey(config, database);
-  if (masterKey.created) logger.warn({ path: masterKey.source, keyId: masterKey.key.id }, 'created a master key for the embedded database: back it up with the data dir');
+  if (masterKey.created)
+    logger.warn(
+      { path: masterKey.source, keyId: masterKey.key.id },
+      'created a master key for the embedded database: back it up with the data dir',
+    );
   const box = createSecretBox([masterKey.key]);
   if (options.migrate) {
     const { applied, sealed } = await runMigrations(database, {
@@ -92,7 +106,8 @@ async function serveOn(
       secrets: { box, source: masterKey.source },
     });
     if (applied > 0) logger.info({ applied }, 'migrations applied');
-    if (sealed > 0) logger.info({ sealed, keyId: box.keyId }, 'secrets stored in clear were sealed');
+    if (sealed > 0)
+      logger.info({ sealed, keyId: box.keyId }, 'secrets stored in clear were sealed');
   }
   await assertMigrated(database);
   // a wrong key fails here, once, rather than as gms_decrypt_failed on every token
@@ -108,7 +123,10 @@ async function serveOn(
     maxInFlight: config.googleMaxInFlight,
     onEvent: (e) => metrics.observeGoogle(e.endpoint, e.outcome),
   });
-  const allowlist = createCachedAllowlist(reportingKeyFailures(createAllowlistRepository(database.db, box), logger), { ttlMs: PROPAGATION_MS });
+  const allowlist = createCachedAllowlist(
+    reportingKeyFailures(createAllowlistRepository(database.db, box), logger),
+    { ttlMs: PROPAGATION_MS },
+  );
   const devCa = createDevCaRepository(database.db);
   const verifiersFor = createModeVerifiers({
     allowlist,
@@ -118,7 +136,8 @@ async function serveOn(
     ttlMs: PROPAGATION_MS,
     googleDecoder,
   });
-  if (!config.testKeys) logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
+  if (!config.testKeys)
+    logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
   const auth = createApiKeyAuthenticator({
     lookup: apiKeys,
     revalidateMs: PROPAGATION_MS,
@@ -129,7 +148,8 @@ async function serveOn(
     logger,
     auth,
     sessions,
-    verify: async (input, mode) => verifyToken(input, { now: () => new Date(), verifiers: await verifiersFor(mode) }),
+    verify: async (input, mode) =>
+      verifyToken(input, { now: () => new Date(), verifiers: await verifiersFor(mode) }),
     testKeys: config.testKeys,
     metrics,
     ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
@@ -137,14 +157,22 @@ async function serveOn(
     // Google's own bound must run out first, or a slow Google would pass for a hanging database
     requestDeadlineMs: Math.max(5000, config.googleTimeoutMs + 2000),
     onBackendTimeout: createPoolWatchdog(database, {
-      onRecycle: () => logger.warn('the database answers on a new connection while the pool hangs: replacing the pool'),
+      onRecycle: () =>
+        logger.warn(
+          'the database answers on a new connection while the pool hangs: replacing the pool',
+        ),
     }),
     metricsRoute: !separateMetrics,
   });
 
   // slow clients must not hold sockets: whole request within 10 s, headers within 5 s. Node checks
   // those limits only every connectionsCheckingInterval (30 s by default): check every second.
-  const serverOptions = { requestTimeout: 10_000, headersTimeout: 5_000, keepAliveTimeout: 5_000, connectionsCheckingInterval: 1_000 };
+  const serverOptions = {
+    requestTimeout: 10_000,
+    headersTimeout: 5_000,
+    keepAliveTimeout: 5_000,
+    connectionsCheckingInterval: 1_000,
+  };
   // a failure from here on is released by startServer, which closes the database
   const server = await listen(app.fetch, config.port, config.host, serverOptions);
   server.maxHeadersCount = 100;
@@ -155,7 +183,12 @@ async function serveOn(
   let metricsUrl: string | undefined;
   if (separateMetrics) {
     try {
-      metricsServer = await listen(createMetricsApp(metrics).fetch, config.metricsPort!, config.metricsHost, serverOptions);
+      metricsServer = await listen(
+        createMetricsApp(metrics).fetch,
+        config.metricsPort!,
+        config.metricsHost,
+        serverOptions,
+      );
     } catch (err) {
       await closeServer(server);
       const e = err as NodeJS.ErrnoException;
@@ -171,10 +204,15 @@ async function serveOn(
 
   // PGlite belongs to this process alone; PostgreSQL may be shared by several instances
   const pruner = startSessionPruner({
-    pruneBatch: (cutoff, limit) => sessions.pruneBatch(cutoff, limit, { advisoryLock: database.kind === 'postgres' }),
+    pruneBatch: (cutoff, limit) =>
+      sessions.pruneBatch(cutoff, limit, { advisoryLock: database.kind === 'postgres' }),
     retentionSeconds: config.sessionRetentionSeconds,
     ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
-    onRun: ({ deleted, skipped }) => logger.info({ deleted, skipped }, skipped ? 'another instance is pruning sessions' : 'sessions pruned'),
+    onRun: ({ deleted, skipped }) =>
+      logger.info(
+        { deleted, skipped },
+        skipped ? 'another instance is pruning sessions' : 'sessions pruned',
+      ),
     onError: (err) => logger.warn({ err: describeFault(err) }, 'could not prune sessions'),
   });
 
@@ -186,10 +224,18 @@ async function serveOn(
     port: portOf(server, config.port),
     ...(metricsUrl ? { metricsUrl } : {}),
     database,
-    masterKey: { id: masterKey.key.id, source: masterKey.source, created: masterKey.created, ...(masterKey.defaultFile ? { defaultFile: masterKey.defaultFile } : {}) },
+    masterKey: {
+      id: masterKey.key.id,
+      source: masterKey.source,
+      created: masterKey.created,
+      ...(masterKey.defaultFile ? { defaultFile: masterKey.defaultFile } : {}),
+    },
     async close() {
       await pruner.stop();
-      await Promise.all([closeServer(server), metricsServer ? closeServer(metricsServer) : undefined]);
+      await Promise.all([
+        closeServer(server),
+        metricsServer ? closeServer(metricsServer) : undefined,
+      ]);
       await database.close();
     },
   };
@@ -204,7 +250,12 @@ function assertPortFree(port: number, host: string): Promise<void> {
   });
 }
 
-function listen(fetch: Parameters<typeof serve>[0]['fetch'], port: number, hostname: string, serverOptions: object): Promise<Server> {
+function listen(
+  fetch: Parameters<typeof serve>[0]['fetch'],
+  port: number,
+  hostname: string,
+  serverOptions: object,
+): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {
     const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s as Server));
     (s as Server).once('error', reject);
@@ -242,7 +293,11 @@ function reportingKeyFailures(repo: AllowlistRepository, logger: Logger): Allowl
       try {
         return await repo.listAndroid();
       } catch (err) {
-        if (err instanceof MasterKeyError) logger.error({ reason: err.message }, 'cannot load the allowlist: restart this instance with the current master key');
+        if (err instanceof MasterKeyError)
+          logger.error(
+            { reason: err.message },
+            'cannot load the allowlist: restart this instance with the current master key',
+          );
         throw err;
       }
     },

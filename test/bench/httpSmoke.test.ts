@@ -11,7 +11,12 @@ import { buildOnce } from '../support/binary.js';
 // the benchmark runs the built binary, as `npm run bench:http` builds it
 beforeAll(buildOnce, 180_000);
 it('runs every scenario with correct answers and refuses the replays', async () => {
-  const result = await runHttpBench({ connections: [2], seconds: 1, registrations: 6, warmupSeconds: 0 });
+  const result = await runHttpBench({
+    connections: [2],
+    seconds: 1,
+    registrations: 6,
+    warmupSeconds: 0,
+  });
   expect(result.results.map((r) => r.scenario)).toEqual([
     'hello-world',
     'init',
@@ -22,7 +27,12 @@ it('runs every scenario with correct answers and refuses the replays', async () 
     'session: init + verify',
   ]);
   for (const r of result.results) {
-    expect({ scenario: r.scenario, wrong: r.wrong, errors: r.errors, sample: r.sampleWrong }).toEqual({ scenario: r.scenario, wrong: 0, errors: 0, sample: undefined });
+    expect({
+      scenario: r.scenario,
+      wrong: r.wrong,
+      errors: r.errors,
+      sample: r.sampleWrong,
+    }).toEqual({ scenario: r.scenario, wrong: 0, errors: 0, sample: undefined });
     expect(r.correct, r.scenario).toBeGreaterThan(0);
     expect(r.ratio, r.scenario).toBeGreaterThan(0);
   }

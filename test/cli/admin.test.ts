@@ -30,13 +30,16 @@ interface EventJson {
 
 const playKeys = () => ({
   decryption: randomBytes(32).toString('base64'),
-  verification: generateKeyPairSync('ec', { namedCurve: 'prime256v1' }).publicKey.export({ format: 'der', type: 'spki' }).toString('base64'),
+  verification: generateKeyPairSync('ec', { namedCurve: 'prime256v1' })
+    .publicKey.export({ format: 'der', type: 'spki' })
+    .toString('base64'),
 });
 
 /** the exit code, with stderr as the failure message (the one line says why) */
 async function runCode(...args: string[]): Promise<number> {
   const run = await runCli(...args);
-  if (run.code !== 0) process.stdout.write(`attest ${args.join(' ')} exited ${run.code}: ${run.stderr}`);
+  if (run.code !== 0)
+    process.stdout.write(`attest ${args.join(' ')} exited ${run.code}: ${run.stderr}`);
   return run.code;
 }
 
@@ -57,7 +60,9 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
     delete process.env.DATABASE_URL;
     process.env.ATTEST_DATA_DIR = join(dir, 'data');
     const { logger } = captureLogger();
-    server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, { migrate: true });
+    server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, {
+      migrate: true,
+    });
   }, 120_000);
   afterAll(async () => {
     await server?.close();
@@ -65,7 +70,12 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
     delete process.env.ATTEST_DATA_DIR;
   });
   beforeEach(async () => {
-    fromId = Math.max(0, ...(JSON.parse((await runCli('audit', 'list', '--json')).stdout) as EventJson[]).map((e) => e.id));
+    fromId = Math.max(
+      0,
+      ...(JSON.parse((await runCli('audit', 'list', '--json')).stdout) as EventJson[]).map(
+        (e) => e.id,
+      ),
+    );
   }, 120_000);
 
   it('the actor is --actor (before or after the command), else ATTEST_ACTOR, else user@host', async () => {
@@ -101,10 +111,18 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
       created = JSON.parse(run.stdout) as { id: string; key: string };
       const revoke = await runCli('--actor', 'ops', 'keys', 'revoke', created.id, '--yes');
       expect(revoke.code).toBe(0);
-      const stderrLines = [run.stderr, revoke.stderr].map((s) => JSON.parse(s.trim()) as { msg: string; audit: EventJson });
-      const fileLines = readFileSync(logFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { msg: string; audit: EventJson });
+      const stderrLines = [run.stderr, revoke.stderr].map(
+        (s) => JSON.parse(s.trim()) as { msg: string; audit: EventJson },
+      );
+      const fileLines = readFileSync(logFile, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { msg: string; audit: EventJson });
       expect(fileLines).toEqual(stderrLines);
-      expect(fileLines.map((l) => l.msg)).toEqual([`keys.create ${created.id} by ops`, `keys.revoke ${created.id} by ops`]);
+      expect(fileLines.map((l) => l.msg)).toEqual([
+        `keys.create ${created.id} by ops`,
+        `keys.revoke ${created.id} by ops`,
+      ]);
       // the log carries what the trail stores
       expect(fileLines.map((l) => l.audit)).toEqual(await events());
       expect(readFileSync(logFile, 'utf8')).not.toContain(created.key.slice(-43));
@@ -114,20 +132,35 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
   });
 
   it('audit list: table, --json, --action (an action or its group), --since; bad filters exit 2', async () => {
-    const key = JSON.parse((await runCli('--actor', 'alice', 'keys', 'create', '--name', 'listed', '--json')).stdout) as { id: string };
+    const key = JSON.parse(
+      (await runCli('--actor', 'alice', 'keys', 'create', '--name', 'listed', '--json')).stdout,
+    ) as { id: string };
     await runCli('--actor', 'alice', 'keys', 'revoke', key.id, '--yes');
     await runCli('--actor', 'alice', 'allowlist', 'add', 'apple', 'ABCDE12345.com.listed');
     const table = await runCli('audit', 'list', '--since', '1h');
     expect(table.code).toBe(0);
     expect(table.stdout.split('\n')[0]).toMatch(/^TIME\s+ACTOR\s+ACTION\s+TARGET\s+CHANGE$/);
-    expect(table.stdout).toMatch(new RegExp(`alice\\s+keys\\.revoke\\s+${key.id}\\s+revokedAt - -> \\d{4}-`));
-    expect(table.stdout).toMatch(/alice\s+allowlist\.add\s+apple:ABCDE12345\.com\.listed\s+env=production/);
-    expect((await events('--action', 'keys')).map((e) => e.action)).toEqual(['keys.create', 'keys.revoke']);
+    expect(table.stdout).toMatch(
+      new RegExp(`alice\\s+keys\\.revoke\\s+${key.id}\\s+revokedAt - -> \\d{4}-`),
+    );
+    expect(table.stdout).toMatch(
+      /alice\s+allowlist\.add\s+apple:ABCDE12345\.com\.listed\s+env=production/,
+    );
+    expect((await events('--action', 'keys')).map((e) => e.action)).toEqual([
+      'keys.create',
+      'keys.revoke',
+    ]);
     expect((await events('--action', 'keys.revoke')).map((e) => e.target)).toEqual([key.id]);
-    expect((await events('--action', 'allowlist', '--since', '10m')).map((e) => e.target)).toEqual(['apple:ABCDE12345.com.listed']);
+    expect((await events('--action', 'allowlist', '--since', '10m')).map((e) => e.target)).toEqual([
+      'apple:ABCDE12345.com.listed',
+    ]);
     const none = await runCli('audit', 'list', '--action', 'dev.init');
     expect(none.stdout).toBe('no audit events match\n');
-    for (const args of [['--since', '24'], ['--since', 'yesterday'], ['--action', 'Keys Revoke']]) {
+    for (const args of [
+      ['--since', '24'],
+      ['--since', 'yesterday'],
+      ['--action', 'Keys Revoke'],
+    ]) {
       const run = await runCli('audit', 'list', ...args);
       expect(run.code).toBe(2);
       expect(oneLine(run)).toMatch(/^attest: --(since|action) /);
@@ -146,11 +179,18 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
     const app = 'ABCDE12345.com.kept';
     await runCli('allowlist', 'add', 'apple', app, '--env', 'development');
     const again = await runCli('allowlist', 'add', 'apple', app, '--json');
-    expect(JSON.parse(again.stdout)).toEqual({ kind: 'apple', appId: app, env: 'development', result: 'updated' });
+    expect(JSON.parse(again.stdout)).toEqual({
+      kind: 'apple',
+      appId: app,
+      env: 'development',
+      result: 'updated',
+    });
     const plain = await runCli('allowlist', 'add', 'apple', app);
     expect(plain.stdout).toBe(`updated apple ${app} (env development, kept)\n`);
     await runCli('allowlist', 'add', 'apple', app, '--env', 'any');
-    const list = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as { apple: { appId: string; env: string }[] };
+    const list = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as {
+      apple: { appId: string; env: string }[];
+    };
     expect(list.apple.find((a) => a.appId === app)).toEqual({ appId: app, env: 'any' });
     // adds that change nothing are not changes
     expect((await events()).map((e) => [e.action, e.before, e.after])).toEqual([
@@ -162,14 +202,45 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
   it('android: add, rotate, retire the last pair; the trail shows fingerprints, never key material', async () => {
     const k1 = playKeys();
     const k2 = playKeys();
-    const add = (k: typeof k1) => runCli('allowlist', 'add', 'android', 'com.example.audited', '--decryption-key', k.decryption, '--verification-key', k.verification, '--json');
+    const add = (k: typeof k1) =>
+      runCli(
+        'allowlist',
+        'add',
+        'android',
+        'com.example.audited',
+        '--decryption-key',
+        k.decryption,
+        '--verification-key',
+        k.verification,
+        '--json',
+      );
     const first = JSON.parse((await add(k1)).stdout) as { keyId: string };
     const second = JSON.parse((await add(k2)).stdout) as { keyId: string };
-    expect(await runCode('allowlist', 'remove', 'android', 'com.example.audited', '--key-id', first.keyId, '--yes')).toBe(0);
-    const last = await runCli('allowlist', 'remove', 'android', 'com.example.audited', '--key-id', second.keyId, '--yes');
+    expect(
+      await runCode(
+        'allowlist',
+        'remove',
+        'android',
+        'com.example.audited',
+        '--key-id',
+        first.keyId,
+        '--yes',
+      ),
+    ).toBe(0);
+    const last = await runCli(
+      'allowlist',
+      'remove',
+      'android',
+      'com.example.audited',
+      '--key-id',
+      second.keyId,
+      '--yes',
+    );
     expect(last.code).toBe(0);
     const trail = await events('--action', 'allowlist');
-    expect(trail.map((e) => [e.action, e.before?.keyPairs ?? null, e.after?.keyPairs ?? null])).toEqual([
+    expect(
+      trail.map((e) => [e.action, e.before?.keyPairs ?? null, e.after?.keyPairs ?? null]),
+    ).toEqual([
       ['allowlist.add', null, [first.keyId]],
       ['allowlist.key.add', [first.keyId], [first.keyId, second.keyId]],
       ['allowlist.key.remove', [first.keyId, second.keyId], [second.keyId]],
@@ -187,20 +258,35 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
       ['keys', 'revoke', '0000000000000000', '--yes'],
       ['allowlist', 'remove', 'apple', 'ABCDE12345.com.none', '--yes'],
       ['allowlist', 'remove', 'android', 'com.example.none', '--yes'],
-      ['allowlist', 'remove', 'android', 'com.example.none', '--key-id', '0123456789abcdef', '--yes'],
+      [
+        'allowlist',
+        'remove',
+        'android',
+        'com.example.none',
+        '--key-id',
+        '0123456789abcdef',
+        '--yes',
+      ],
     ]) {
       const run = await runCli(...args);
       expect(run.code).toBe(1);
       expect(run.stdout).toBe('');
-      expect(oneLine(run)).toMatch(/^attest: (no API key with id "0000000000000000"|.* is not on the allowlist)/);
+      expect(oneLine(run)).toMatch(
+        /^attest: (no API key with id "0000000000000000"|.* is not on the allowlist)/,
+      );
     }
     expect(await events()).toEqual([]);
   });
 
   it('without a terminal and without --yes, revoke and remove exit 2 before changing anything', async () => {
-    const key = JSON.parse((await runCli('keys', 'create', '--name', 'asked', '--json')).stdout) as { id: string };
+    const key = JSON.parse(
+      (await runCli('keys', 'create', '--name', 'asked', '--json')).stdout,
+    ) as { id: string };
     await runCli('allowlist', 'add', 'apple', 'ABCDE12345.com.asked');
-    for (const args of [['keys', 'revoke', key.id], ['allowlist', 'remove', 'apple', 'ABCDE12345.com.asked']]) {
+    for (const args of [
+      ['keys', 'revoke', key.id],
+      ['allowlist', 'remove', 'apple', 'ABCDE12345.com.asked'],
+    ]) {
       const run = await runCli(...args);
       expect(run.code).toBe(2);
       expect(oneLine(run)).toMatch(/without a terminal to ask on, add --yes$/);
@@ -224,17 +310,22 @@ describe('the confirmation prompt', () => {
     const done = confirm(['This removes everything.'], false, io);
     // answer once the question is shown
     await new Promise<void>((resolve) => {
-      const check = () => (io.written().includes('Proceed? [y/N]') ? resolve() : io.output.once('data', check));
+      const check = () =>
+        io.written().includes('Proceed? [y/N]') ? resolve() : io.output.once('data', check);
       check();
     });
     if (answer === null) io.input.end();
     else io.input.write(`${answer}\n`);
-    const outcome = await done.then(() => 'confirmed', (err: unknown) => err);
+    const outcome = await done.then(
+      () => 'confirmed',
+      (err: unknown) => err,
+    );
     return { outcome, written: io.written() };
   };
 
   it('shows what will happen and goes on only on y or yes', async () => {
-    for (const yes of ['y', 'Y', 'yes', ' YES ']) expect((await answered(yes)).outcome).toBe('confirmed');
+    for (const yes of ['y', 'Y', 'yes', ' YES '])
+      expect((await answered(yes)).outcome).toBe('confirmed');
     const first = await answered('y');
     expect(first.written).toContain('This removes everything.\n');
   });
@@ -253,7 +344,9 @@ describe('the confirmation prompt', () => {
     await confirm(['x'], true, io);
     expect(io.written()).toBe('');
     const pipe: PromptIo = { input: new PassThrough(), output: new PassThrough() };
-    expect(() => requireConfirmation('keys revoke', false, pipe)).toThrow(/keys revoke .* add --yes/);
+    expect(() => requireConfirmation('keys revoke', false, pipe)).toThrow(
+      /keys revoke .* add --yes/,
+    );
     expect(() => requireConfirmation('keys revoke', true, pipe)).not.toThrow();
     expect(() => requireConfirmation('keys revoke', false, fakeTerminal())).not.toThrow();
   });
@@ -263,9 +356,12 @@ describe('help', () => {
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
   const path = (c: Command): string[] => (c.parent ? [...path(c.parent), c.name()] : []);
 
-  it.each(all(buildProgram()).map((c) => [path(c).join(' ') || '(root)', path(c)] as const))('%s --help has an example', async (_, args) => {
-    const run = await runCli(...args, '--help');
-    expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/\nExamples?( \([^)]*\))?:\n {2}\$ .*attest/);
-  });
+  it.each(all(buildProgram()).map((c) => [path(c).join(' ') || '(root)', path(c)] as const))(
+    '%s --help has an example',
+    async (_, args) => {
+      const run = await runCli(...args, '--help');
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/\nExamples?( \([^)]*\))?:\n {2}\$ .*attest/);
+    },
+  );
 });

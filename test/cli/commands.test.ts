@@ -45,9 +45,19 @@ function commandSuite(where: () => string) {
     const run = await runCli('keys', 'create', '--name', 'mobile banking', '--json');
     expect(run.code).toBe(0);
     // stderr: the change's one log line, which never holds the key
-    expect(JSON.parse(oneLine(run))).toMatchObject({ level: 30, audit: { action: 'keys.create', after: { name: 'mobile banking' } } });
+    expect(JSON.parse(oneLine(run))).toMatchObject({
+      level: 30,
+      audit: { action: 'keys.create', after: { name: 'mobile banking' } },
+    });
     const created = JSON.parse(run.stdout) as KeyJson;
-    expect(Object.keys(created).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'key', 'mode', 'name']);
+    expect(Object.keys(created).sort()).toEqual([
+      'createdAt',
+      'expiresAt',
+      'id',
+      'key',
+      'mode',
+      'name',
+    ]);
     expect(created.key).toMatch(KEY);
     expect(run.stderr).not.toContain(created.key.slice(-43));
     expect(created.key.slice(7, 23)).toBe(created.id);
@@ -55,7 +65,9 @@ function commandSuite(where: () => string) {
     expect(created.expiresAt).toBeNull();
     expect(Math.abs(Date.parse(created.createdAt) - Date.now())).toBeLessThan(60_000);
 
-    const expiring = JSON.parse((await runCli('keys', 'create', '--name', 'ci', '--expires-in', '90d', '--json')).stdout) as KeyJson;
+    const expiring = JSON.parse(
+      (await runCli('keys', 'create', '--name', 'ci', '--expires-in', '90d', '--json')).stdout,
+    ) as KeyJson;
     expect(Date.parse(expiring.expiresAt!) - Date.parse(expiring.createdAt)).toBe(90 * 86_400_000);
 
     const plain = await runCli('keys', 'create', '--name', 'plain');
@@ -64,7 +76,9 @@ function commandSuite(where: () => string) {
   });
 
   it('keys list (--json) shows state and dates, never a key or its hash; revoke revokes once', async () => {
-    const created = JSON.parse((await runCli('keys', 'create', '--name', 'to revoke', '--json')).stdout) as KeyJson;
+    const created = JSON.parse(
+      (await runCli('keys', 'create', '--name', 'to revoke', '--json')).stdout,
+    ) as KeyJson;
     const list = await runCli('keys', 'list', '--json');
     expect(list.code).toBe(0);
     expect(list.stdout).not.toContain(created.key);
@@ -72,20 +86,50 @@ function commandSuite(where: () => string) {
     expect(list.stdout).not.toContain('$argon2');
     const rows = JSON.parse(list.stdout) as Record<string, unknown>[];
     const row = rows.find((r) => r.id === created.id)!;
-    expect(Object.keys(row).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'mode', 'name', 'revokedAt', 'state']);
-    expect(row).toMatchObject({ name: 'to revoke', state: 'active', revokedAt: null, lastUsedAt: null });
+    expect(Object.keys(row).sort()).toEqual([
+      'createdAt',
+      'expiresAt',
+      'id',
+      'lastUsedAt',
+      'mode',
+      'name',
+      'revokedAt',
+      'state',
+    ]);
+    expect(row).toMatchObject({
+      name: 'to revoke',
+      state: 'active',
+      revokedAt: null,
+      lastUsedAt: null,
+    });
 
     const revoke = await runCli('keys', 'revoke', created.id, '--yes', '--json');
     expect(revoke.code).toBe(0);
-    expect(JSON.parse(revoke.stdout)).toEqual({ id: created.id, revoked: true, alreadyRevoked: false });
+    expect(JSON.parse(revoke.stdout)).toEqual({
+      id: created.id,
+      revoked: true,
+      alreadyRevoked: false,
+    });
     const twice = await runCli('keys', 'revoke', created.id, '--yes', '--json');
     expect(twice.code).toBe(0);
-    expect(JSON.parse(twice.stdout)).toEqual({ id: created.id, revoked: true, alreadyRevoked: true });
-    const after = JSON.parse((await runCli('keys', 'list', '--json')).stdout) as Record<string, unknown>[];
-    expect(after.find((r) => r.id === created.id)).toMatchObject({ state: 'revoked', revokedAt: expect.any(String) });
+    expect(JSON.parse(twice.stdout)).toEqual({
+      id: created.id,
+      revoked: true,
+      alreadyRevoked: true,
+    });
+    const after = JSON.parse((await runCli('keys', 'list', '--json')).stdout) as Record<
+      string,
+      unknown
+    >[];
+    expect(after.find((r) => r.id === created.id)).toMatchObject({
+      state: 'revoked',
+      revokedAt: expect.any(String),
+    });
 
     const table = await runCli('keys', 'list');
-    expect(table.stdout.split('\n')[0]).toMatch(/^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/);
+    expect(table.stdout.split('\n')[0]).toMatch(
+      /^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/,
+    );
     expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+live\\s+revoked`));
 
     const unknown = await runCli('keys', 'revoke', 'nosuchkey0000000', '--yes');
@@ -97,10 +141,26 @@ function commandSuite(where: () => string) {
     const add = await runCli('allowlist', 'add', 'apple', 'ABCDE12345.com.example.bank');
     expect(add.code).toBe(0);
     expect(add.stdout).toMatch(/added apple ABCDE12345\.com\.example\.bank \(env production\)/);
-    const update = await runCli('allowlist', 'add', 'apple', 'ABCDE12345.com.example.bank', '--env', 'any', '--json');
-    expect(JSON.parse(update.stdout)).toEqual({ kind: 'apple', appId: 'ABCDE12345.com.example.bank', env: 'any', result: 'updated' });
+    const update = await runCli(
+      'allowlist',
+      'add',
+      'apple',
+      'ABCDE12345.com.example.bank',
+      '--env',
+      'any',
+      '--json',
+    );
+    expect(JSON.parse(update.stdout)).toEqual({
+      kind: 'apple',
+      appId: 'ABCDE12345.com.example.bank',
+      env: 'any',
+      result: 'updated',
+    });
     await runCli('allowlist', 'add', 'apple', 'ZZZZZ99999.org.beta-app', '--env', 'development');
-    const list = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as { apple: unknown[]; android: unknown[] };
+    const list = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as {
+      apple: unknown[];
+      android: unknown[];
+    };
     expect(list.apple).toEqual([
       { appId: 'ABCDE12345.com.example.bank', env: 'any' },
       { appId: 'ZZZZZ99999.org.beta-app', env: 'development' },
@@ -109,13 +169,26 @@ function commandSuite(where: () => string) {
     const table = await runCli('allowlist', 'list');
     expect(table.stdout).toMatch(/apple\s+ABCDE12345\.com\.example\.bank\s+env any/);
 
-    const remove = await runCli('allowlist', 'remove', 'apple', 'ZZZZZ99999.org.beta-app', '--yes', '--json');
+    const remove = await runCli(
+      'allowlist',
+      'remove',
+      'apple',
+      'ZZZZZ99999.org.beta-app',
+      '--yes',
+      '--json',
+    );
     expect(remove.code).toBe(0);
-    expect(JSON.parse(remove.stdout)).toEqual({ kind: 'apple', id: 'ZZZZZ99999.org.beta-app', removed: true });
+    expect(JSON.parse(remove.stdout)).toEqual({
+      kind: 'apple',
+      id: 'ZZZZZ99999.org.beta-app',
+      removed: true,
+    });
     const again = await runCli('allowlist', 'remove', 'apple', 'ZZZZZ99999.org.beta-app', '--yes');
     expect(again.code).toBe(1);
     expect(oneLine(again)).toMatch(/not on the allowlist/);
-    const after = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as { apple: { appId: string }[] };
+    const after = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as {
+      apple: { appId: string }[];
+    };
     expect(after.apple.map((a) => a.appId)).toEqual(['ABCDE12345.com.example.bank']);
   });
 
@@ -141,11 +214,16 @@ describe('attest CLI in-process on the embedded database', () => {
   });
 
   it('before the database exists: commands other than db migrate refuse to create one', async () => {
-    for (const args of [['db', 'status'], ['keys', 'list']]) {
+    for (const args of [
+      ['db', 'status'],
+      ['keys', 'list'],
+    ]) {
       const run = await runCli(...args);
       expect(run.code).toBe(3);
       expect(run.stdout).toBe('');
-      expect(oneLine(run)).toMatch(/^attest: no attest database in .*data \(the folder ATTEST_DATA_DIR names/);
+      expect(oneLine(run)).toMatch(
+        /^attest: no attest database in .*data \(the folder ATTEST_DATA_DIR names/,
+      );
     }
     expect(existsSync(process.env.ATTEST_DATA_DIR!)).toBe(false);
   });
@@ -154,7 +232,9 @@ describe('attest CLI in-process on the embedded database', () => {
     await (await openDatabase({ dataDir: process.env.ATTEST_DATA_DIR!, role: 'cli' })).close();
     const status = await runCli('db', 'status', '--json');
     expect(status.code).toBe(0);
-    expect((JSON.parse(status.stdout) as { applied: boolean }[]).every((m) => !m.applied)).toBe(true);
+    expect((JSON.parse(status.stdout) as { applied: boolean }[]).every((m) => !m.applied)).toBe(
+      true,
+    );
     const list = await runCli('keys', 'list');
     expect(list.code).toBe(3);
     expect(list.stdout).toBe('');
@@ -172,27 +252,39 @@ describe('attest CLI in-process on the embedded database', () => {
   describe('through a running server’s socket', () => {
     beforeAll(async () => {
       const { logger } = captureLogger();
-      server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, { migrate: false });
+      server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, {
+        migrate: false,
+      });
     });
     commandSuite(() => process.env.ATTEST_DATA_DIR!);
 
     it('db migrate with a migration pending refuses while the server holds the directory (never another database)', async () => {
-      await server!.database.db.execute(sql`create table saved_migrations as select * from drizzle.__drizzle_migrations`);
+      await server!.database.db.execute(
+        sql`create table saved_migrations as select * from drizzle.__drizzle_migrations`,
+      );
       await server!.database.db.execute(sql`delete from drizzle.__drizzle_migrations`);
       try {
         const run = await runCli('db', 'migrate');
         expect(run.code).toBe(3);
         expect(run.stdout).toBe('');
-        expect(oneLine(run)).toMatch(/^attest: \d+ migration\(s\) are pending but a running "attest serve" holds .*: stop it/);
+        expect(oneLine(run)).toMatch(
+          /^attest: \d+ migration\(s\) are pending but a running "attest serve" holds .*: stop it/,
+        );
       } finally {
-        await server!.database.db.execute(sql`insert into drizzle.__drizzle_migrations select * from saved_migrations`);
+        await server!.database.db.execute(
+          sql`insert into drizzle.__drizzle_migrations select * from saved_migrations`,
+        );
         await server!.database.db.execute(sql`drop table saved_migrations`);
       }
-      expect((await runCli('db', 'migrate', '--json')).stdout).toBe('{\n  "applied": 0,\n  "sealed": 0\n}\n');
+      expect((await runCli('db', 'migrate', '--json')).stdout).toBe(
+        '{\n  "applied": 0,\n  "sealed": 0\n}\n',
+      );
     });
 
     it('a database error is exit 3 with one line, without the query or its parameters (the key hash)', async () => {
-      await server!.database.db.execute(sql`alter table api_keys add constraint test_short_names check (length(name) < 5) not valid`);
+      await server!.database.db.execute(
+        sql`alter table api_keys add constraint test_short_names check (length(name) < 5) not valid`,
+      );
       try {
         const run = await runCli('keys', 'create', '--name', 'too long a name');
         expect(run.code).toBe(3);
@@ -200,13 +292,20 @@ describe('attest CLI in-process on the embedded database', () => {
         expect(line).toMatch(/^attest: unexpected failure: .*test_short_names/);
         expect(line).not.toMatch(/argon2|Failed query|params|insert into/i);
       } finally {
-        await server!.database.db.execute(sql`alter table api_keys drop constraint test_short_names`);
+        await server!.database.db.execute(
+          sql`alter table api_keys drop constraint test_short_names`,
+        );
       }
     });
 
     it('a key made by the CLI works on the running server at once', async () => {
-      const created = JSON.parse((await runCli('keys', 'create', '--name', 'live', '--json')).stdout) as KeyJson;
-      const res = await fetch(`${server!.url}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': created.key } });
+      const created = JSON.parse(
+        (await runCli('keys', 'create', '--name', 'live', '--json')).stdout,
+      ) as KeyJson;
+      const res = await fetch(`${server!.url}/api/v1/attestation/init`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': created.key },
+      });
       expect(res.status).toBe(200);
     });
   });
@@ -247,7 +346,9 @@ describe('attest CLI: bad usage and bad input exit 2 with one line on stderr', (
     try {
       const run = await runCli('keys', 'list');
       expect(run.code).toBe(2);
-      expect(oneLine(run)).toBe('attest: environment variable ATTEST_SESSION_TTL_SECONDS must be a whole number of seconds from 1 to 86400, got "forever"; fix it and run again');
+      expect(oneLine(run)).toBe(
+        'attest: environment variable ATTEST_SESSION_TTL_SECONDS must be a whole number of seconds from 1 to 86400, got "forever"; fix it and run again',
+      );
     } finally {
       delete process.env.ATTEST_SESSION_TTL_SECONDS;
     }

@@ -16,8 +16,6 @@ const APP_ID = 'ABCDE12345.com.example.rp';
 const PACKAGE = 'com.example.rp';
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
-
-
 let env: NodeJS.ProcessEnv;
 let dir: string;
 
@@ -40,13 +38,24 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
     buildOnce();
     dir = mkdtempSync(join(tmpdir(), 'attest-dev-'));
     logFile = join(dir, 'attest.log');
-    env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info', ATTEST_LOG_FILE: logFile });
-    saved = { ATTEST_DATA_DIR: process.env.ATTEST_DATA_DIR, DATABASE_URL: process.env.DATABASE_URL };
+    env = baseEnv({
+      ATTEST_DATA_DIR: join(dir, 'data'),
+      LOG_LEVEL: 'info',
+      ATTEST_LOG_FILE: logFile,
+    });
+    saved = {
+      ATTEST_DATA_DIR: process.env.ATTEST_DATA_DIR,
+      DATABASE_URL: process.env.DATABASE_URL,
+    };
     process.env.ATTEST_DATA_DIR = env.ATTEST_DATA_DIR;
     delete process.env.DATABASE_URL;
     server = await serveBin(env);
-    testKey = (JSON.parse(await ok('keys', 'create', '--name', 'ci', '--test', '--json')) as { key: string }).key;
-    liveKey = (JSON.parse(await ok('keys', 'create', '--name', 'prod', '--json')) as { key: string }).key;
+    testKey = (
+      JSON.parse(await ok('keys', 'create', '--name', 'ci', '--test', '--json')) as { key: string }
+    ).key;
+    liveKey = (
+      JSON.parse(await ok('keys', 'create', '--name', 'prod', '--json')) as { key: string }
+    ).key;
     await ok('allowlist', 'add', 'apple', APP_ID);
     await ok('allowlist', 'add', 'android', PACKAGE, '--without-keys');
     await ok('dev', 'init');
@@ -63,8 +72,12 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
   /** the request's log line, waited for by its id (the file is written asynchronously) */
   async function logLine(requestId: string): Promise<Record<string, unknown>> {
     for (;;) {
-      const lines = existsSync(logFile) ? readFileSync(logFile, 'utf8').split('\n').filter(Boolean) : [];
-      const line = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'request' && l.requestId === requestId);
+      const lines = existsSync(logFile)
+        ? readFileSync(logFile, 'utf8').split('\n').filter(Boolean)
+        : [];
+      const line = lines
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .find((l) => l.msg === 'request' && l.requestId === requestId);
       if (line) return line;
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -74,10 +87,18 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
     const requestId = `rq-${++requestCount}`;
     const res = await fetch(`${server!.url}${path}`, {
       method: 'POST',
-      headers: { 'X-Api-Key': key, 'X-Request-Id': requestId, ...(body ? { 'Content-Type': 'application/json' } : {}) },
+      headers: {
+        'X-Api-Key': key,
+        'X-Request-Id': requestId,
+        ...(body ? { 'Content-Type': 'application/json' } : {}),
+      },
       ...(body ? { body: JSON.stringify(body) } : {}),
     });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown>, log: () => logLine(requestId) };
+    return {
+      status: res.status,
+      body: (await res.json()) as Record<string, unknown>,
+      log: () => logLine(requestId),
+    };
   }
 
   /** init with `key`, mint over its server nonce with `mint(...nonceFlags)`, verify with `key` */
@@ -85,7 +106,10 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
     const init = await post('/api/v1/attestation/init', key);
     expect(init.status).toBe(200);
     const token = await mint(['--server-nonce', init.body.serverNonce as string]);
-    const verified = await post('/api/v1/attestation/verify', key, { attestationToken: token, sessionReference: init.body.sessionReference });
+    const verified = await post('/api/v1/attestation/verify', key, {
+      attestationToken: token,
+      sessionReference: init.body.sessionReference,
+    });
     expect(verified.status).toBe(200);
     return { body: verified.body, log: await verified.log() };
   }
@@ -93,16 +117,39 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
   async function sessionlessRound(key: string, mint: (nonceFlags: string[]) => Promise<string>) {
     const nonce = b64(randomBytes(32));
     const token = await mint(['--nonce', nonce]);
-    const verified = await post('/api/v1/attestation/verify', key, { attestationToken: token, expectedNonce: nonce });
+    const verified = await post('/api/v1/attestation/verify', key, {
+      attestationToken: token,
+      expectedNonce: nonce,
+    });
     expect(verified.status).toBe(200);
     return { body: verified.body, log: await verified.log(), token, nonce };
   }
 
-  const mintApple = (device: string, ...extra: string[]) => async (nonceFlags: string[]) =>
-    (JSON.parse(await ok('dev', 'mint', 'apple', '--app-id', APP_ID, '--device', join(dir, device), ...nonceFlags, ...extra, '--json')) as { token: string }).token;
-  const mintGms = (...extra: string[]) => async (nonceFlags: string[]) => (await ok('dev', 'mint', 'gms', '--package', PACKAGE, ...nonceFlags, ...extra)).trim();
+  const mintApple =
+    (device: string, ...extra: string[]) =>
+    async (nonceFlags: string[]) =>
+      (
+        JSON.parse(
+          await ok(
+            'dev',
+            'mint',
+            'apple',
+            '--app-id',
+            APP_ID,
+            '--device',
+            join(dir, device),
+            ...nonceFlags,
+            ...extra,
+            '--json',
+          ),
+        ) as { token: string }
+      ).token;
+  const mintGms =
+    (...extra: string[]) =>
+    async (nonceFlags: string[]) =>
+      (await ok('dev', 'mint', 'gms', '--package', PACKAGE, ...nonceFlags, ...extra)).trim();
 
-  it('keys list shows each key\'s mode', async () => {
+  it("keys list shows each key's mode", async () => {
     const keys = JSON.parse(await ok('keys', 'list', '--json')) as { name: string; mode: string }[];
     expect(keys.map((k) => [k.name, k.mode])).toEqual([
       ['ci', 'test'],
@@ -112,19 +159,28 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
   });
 
   it('dev init is idempotent; --rotate replaces the CA', async () => {
-    const again = JSON.parse(await ok('dev', 'init', '--json')) as { created: boolean; rootSha256: string };
+    const again = JSON.parse(await ok('dev', 'init', '--json')) as {
+      created: boolean;
+      rootSha256: string;
+    };
     expect(again.created).toBe(false);
     expect(again.rootSha256).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it('registration then assertions: valid for the test key; the live key refuses the same device, with the reason in the log', async () => {
     const registered = await sessionRound(testKey, mintApple('phone-1.json'));
-    expect(registered.body).toMatchObject({ isValid: true, appleTokenDetails: { appId: APP_ID, environment: 'Production', assertionCounter: 0 } });
+    expect(registered.body).toMatchObject({
+      isValid: true,
+      appleTokenDetails: { appId: APP_ID, environment: 'Production', assertionCounter: 0 },
+    });
     expect(registered.log).toMatchObject({ mode: 'test', isValid: true, service: 'apple' });
     expect(statSync(join(dir, 'phone-1.json')).mode & 0o777).toBe(0o600);
 
     const asserted = await sessionRound(testKey, mintApple('phone-1.json'));
-    expect(asserted.body).toMatchObject({ isValid: true, appleTokenDetails: { assertionCounter: 1 } });
+    expect(asserted.body).toMatchObject({
+      isValid: true,
+      appleTokenDetails: { assertionCounter: 1 },
+    });
     const next = await sessionlessRound(testKey, mintApple('phone-1.json'));
     expect(next.body).toMatchObject({ isValid: true, appleTokenDetails: { assertionCounter: 2 } });
 
@@ -148,26 +204,56 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
 
   it('Play Integrity: a test-only pair is made on first mint, listed as such, and tried only for test keys', async () => {
     const test = await sessionlessRound(testKey, mintGms());
-    expect(test.body).toMatchObject({ isValid: true, googleTokenDetails: { packageName: PACKAGE, deviceIntegrityVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'] } });
+    expect(test.body).toMatchObject({
+      isValid: true,
+      googleTokenDetails: {
+        packageName: PACKAGE,
+        deviceIntegrityVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'],
+      },
+    });
     expect(test.log).toMatchObject({ mode: 'test', isValid: true, service: 'gms' });
     const live = await sessionRound(liveKey, mintGms('--verdict', 'strong'));
     expect(live.log).toMatchObject({ mode: 'live', isValid: false, reason: 'gms_decrypt_failed' });
 
-    const listed = JSON.parse(await ok('allowlist', 'list', '--json')) as { android: { packageName: string; keyPairs: string[]; testOnlyKeyPairs: string[] }[] };
-    expect(listed.android).toEqual([expect.objectContaining({ packageName: PACKAGE, keyPairs: [], testOnlyKeyPairs: [expect.stringMatching(/^[0-9a-f]{16}$/)] })]);
+    const listed = JSON.parse(await ok('allowlist', 'list', '--json')) as {
+      android: { packageName: string; keyPairs: string[]; testOnlyKeyPairs: string[] }[];
+    };
+    expect(listed.android).toEqual([
+      expect.objectContaining({
+        packageName: PACKAGE,
+        keyPairs: [],
+        testOnlyKeyPairs: [expect.stringMatching(/^[0-9a-f]{16}$/)],
+      }),
+    ]);
     expect(await ok('allowlist', 'list')).toMatch(/[0-9a-f]{16} \(test-only\)/);
   });
 
   it.each([
-    ['apple --wrong-nonce (registration)', () => mintApple('phone-5.json', '--wrong-nonce'), 'apple_nonce_mismatch'],
-    ['apple --wrong-app-id', () => mintApple('phone-5.json', '--wrong-app-id'), 'apple_app_not_allowed'],
+    [
+      'apple --wrong-nonce (registration)',
+      () => mintApple('phone-5.json', '--wrong-nonce'),
+      'apple_nonce_mismatch',
+    ],
+    [
+      'apple --wrong-app-id',
+      () => mintApple('phone-5.json', '--wrong-app-id'),
+      'apple_app_not_allowed',
+    ],
     ['apple --expired', () => mintApple('phone-5.json', '--expired'), 'apple_chain_invalid'],
     ['gms --wrong-nonce', () => mintGms('--wrong-nonce'), 'gms_nonce_mismatch'],
     ['gms --wrong-package', () => mintGms('--wrong-package'), 'gms_package_mismatch'],
     ['gms --stale', () => mintGms('--stale'), 'gms_token_stale'],
     ['gms --age 20m (over the 600 s default)', () => mintGms('--age', '20m'), 'gms_token_stale'],
-    ['gms --verdict basic (package minimum is device)', () => mintGms('--verdict', 'basic'), 'gms_integrity_insufficient'],
-    ['gms --recognition UNEVALUATED', () => mintGms('--recognition', 'UNEVALUATED'), 'gms_app_not_recognized'],
+    [
+      'gms --verdict basic (package minimum is device)',
+      () => mintGms('--verdict', 'basic'),
+      'gms_integrity_insufficient',
+    ],
+    [
+      'gms --recognition UNEVALUATED',
+      () => mintGms('--recognition', 'UNEVALUATED'),
+      'gms_app_not_recognized',
+    ],
   ])('deny path %s is refused for the test key with %s', async (_name, mint, reason) => {
     const round = await sessionlessRound(testKey, mint());
     expect(round.body).toEqual({ isValid: false, statusCode: 0 });
@@ -177,7 +263,10 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
   it('a deny-path registration leaves the device file unregistered; a replayed counter is refused', async () => {
     // phone-5 only ever minted deny-path tokens: its next mint is still a registration
     const registered = await sessionlessRound(testKey, mintApple('phone-5.json'));
-    expect(registered.body).toMatchObject({ isValid: true, appleTokenDetails: { assertionCounter: 0 } });
+    expect(registered.body).toMatchObject({
+      isValid: true,
+      appleTokenDetails: { assertionCounter: 0 },
+    });
     const first = await sessionlessRound(testKey, mintApple('phone-5.json'));
     expect(first.body).toMatchObject({ isValid: true, appleTokenDetails: { assertionCounter: 1 } });
     const replay = await sessionlessRound(testKey, mintApple('phone-5.json', '--counter', '1'));
@@ -193,7 +282,12 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
       writeFileSync(file, await mint(['--nonce', nonce]));
       const live = await runCli('verify-file', file, '--nonce', nonce, '--json');
       expect(live.code).toBe(1);
-      const liveJson = JSON.parse(live.stdout) as { valid: boolean; reason: string; mode: string; hints: { code: string }[] };
+      const liveJson = JSON.parse(live.stdout) as {
+        valid: boolean;
+        reason: string;
+        mode: string;
+        hints: { code: string }[];
+      };
       expect(liveJson).toMatchObject({ valid: false, mode: 'live' });
       expect(['apple_chain_invalid', 'gms_decrypt_failed']).toContain(liveJson.reason);
       expect(liveJson.hints.map((h) => h.code)).toContain('test_keys_only');
@@ -211,12 +305,20 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
     const run = await runCli('verify-file', file, '--dev-roots', '--json');
     expect(run.code).toBe(0);
     expect(JSON.parse(run.stdout)).toMatchObject({ valid: true, nonceChecked: true });
-    writeFileSync(file, JSON.stringify({ attestationToken: token, expectedNonce: b64(randomBytes(32)) }));
-    expect(JSON.parse((await runCli('verify-file', file, '--dev-roots', '--json')).stdout)).toMatchObject({ valid: false, reason: 'nonce_mismatch' });
+    writeFileSync(
+      file,
+      JSON.stringify({ attestationToken: token, expectedNonce: b64(randomBytes(32)) }),
+    );
+    expect(
+      JSON.parse((await runCli('verify-file', file, '--dev-roots', '--json')).stdout),
+    ).toMatchObject({ valid: false, reason: 'nonce_mismatch' });
   });
 
   it('dev init --rotate: tokens under the new CA verify for test keys within the propagation time', async () => {
-    const rotated = JSON.parse(await ok('dev', 'init', '--rotate', '--json')) as { created: boolean; rotated: boolean };
+    const rotated = JSON.parse(await ok('dev', 'init', '--rotate', '--json')) as {
+      created: boolean;
+      rotated: boolean;
+    };
     expect(rotated).toMatchObject({ created: true, rotated: true });
     // the server re-reads the development root at most every 5 s: bounded retries, not a sleep
     const deadline = Date.now() + 15_000;

@@ -28,7 +28,12 @@ afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 const probe = () =>
   new Promise<number>((resolve) => {
     const port = String((server.address() as AddressInfo).port);
-    execFile(process.execPath, ['-e', script!], { env: { ...process.env, PORT: port }, timeout: 20_000 }, (err) => resolve(err ? Number(err.code ?? 1) : 0));
+    execFile(
+      process.execPath,
+      ['-e', script!],
+      { env: { ...process.env, PORT: port }, timeout: 20_000 },
+      (err) => resolve(err ? Number(err.code ?? 1) : 0),
+    );
   });
 
 describe('Docker HEALTHCHECK', () => {

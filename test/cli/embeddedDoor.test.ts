@@ -4,7 +4,18 @@
  * that other users could tamper with is refused. Spawned binaries, real exit codes and stderr.
  */
 import { spawnSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -31,7 +42,8 @@ function tcpListenPorts(pid: number): number[] {
     if (!existsSync(table)) continue;
     for (const line of readFileSync(table, 'utf8').split('\n').slice(1)) {
       const f = line.trim().split(/\s+/);
-      if (f.length > 9 && f[3] === '0A' && inodes.has(f[9]!)) ports.push(parseInt(f[1]!.split(':')[1]!, 16));
+      if (f.length > 9 && f[3] === '0A' && inodes.has(f[9]!))
+        ports.push(parseInt(f[1]!.split(':')[1]!, 16));
     }
   }
   return ports;
@@ -43,14 +55,20 @@ function connectAs(socketPath: string, uid?: number): string {
   const script = `${drop} const s = require('node:net').connect(process.argv[1]);
     s.on('connect', () => { console.log('connected'); s.destroy(); });
     s.on('error', (e) => console.log(e.code));`;
-  const run = spawnSync(process.execPath, ['-e', script, socketPath], { encoding: 'utf8', timeout: 20_000 });
+  const run = spawnSync(process.execPath, ['-e', script, socketPath], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  });
   return run.stdout.trim() || run.stderr.trim();
 }
 
 function readAs(path: string, uid: number): string {
   const script = `process.setgid(${uid}); process.setuid(${uid});
     try { require('node:fs').readFileSync(process.argv[1]); console.log('read'); } catch (e) { console.log(e.code); }`;
-  return spawnSync(process.execPath, ['-e', script, path], { encoding: 'utf8', timeout: 20_000 }).stdout.trim();
+  return spawnSync(process.execPath, ['-e', script, path], {
+    encoding: 'utf8',
+    timeout: 20_000,
+  }).stdout.trim();
 }
 
 describe.skipIf(!onLinux)('the embedded database behind a long data dir path', () => {
@@ -85,7 +103,10 @@ describe.skipIf(!onLinux)('the embedded database behind a long data dir path', (
   it('shares the database on a 0600 socket in a 0700 folder of its own, recorded in the 0600 lock file', () => {
     const lockPath = join(dataDir, 'attest.lock');
     expect(statSync(lockPath).mode & 0o777).toBe(0o600);
-    const lock = JSON.parse(readFileSync(lockPath, 'utf8')) as { pid: number; socket: { path: string } };
+    const lock = JSON.parse(readFileSync(lockPath, 'utf8')) as {
+      pid: number;
+      socket: { path: string };
+    };
     expect(lock.pid).toBe(server.child.pid);
     expect(Object.keys(lock.socket)).toEqual(['path']);
     expect(Buffer.byteLength(lock.socket.path)).toBeLessThan(100);
@@ -102,16 +123,23 @@ describe.skipIf(!onLinux)('the embedded database behind a long data dir path', (
     const created = await runBin(['keys', 'create', '--name', 'through the socket', '--json'], env);
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
-    const lock = JSON.parse(readFileSync(join(dataDir, 'attest.lock'), 'utf8')) as { socket: { path: string } };
+    const lock = JSON.parse(readFileSync(join(dataDir, 'attest.lock'), 'utf8')) as {
+      socket: { path: string };
+    };
     expect(connectAs(lock.socket.path)).toBe('connected');
   });
 
   // pglite-socket accepts any user and password, so file permissions are the whole door
-  it.skipIf(!isRoot)('another OS user can neither connect to the socket nor read the lock file', () => {
-    const lock = JSON.parse(readFileSync(join(dataDir, 'attest.lock'), 'utf8')) as { socket: { path: string } };
-    expect(connectAs(lock.socket.path, OTHER_UID)).toBe('EACCES');
-    expect(readAs(join(dataDir, 'attest.lock'), OTHER_UID)).toBe('EACCES');
-  });
+  it.skipIf(!isRoot)(
+    'another OS user can neither connect to the socket nor read the lock file',
+    () => {
+      const lock = JSON.parse(readFileSync(join(dataDir, 'attest.lock'), 'utf8')) as {
+        socket: { path: string };
+      };
+      expect(connectAs(lock.socket.path, OTHER_UID)).toBe('EACCES');
+      expect(readAs(join(dataDir, 'attest.lock'), OTHER_UID)).toBe('EACCES');
+    },
+  );
 
   it('SIGTERM removes the socket, its folder and the lock', async () => {
     server.child.kill('SIGTERM');
@@ -130,23 +158,42 @@ describe.skipIf(!onLinux || !isRoot)('a data dir other users could tamper with i
   afterAll(() => rmSync(root, { recursive: true, force: true }));
 
   it.each([
-    ['group-writable', (dir: string) => chmodSync(dir, 0o770), /the data dir .* is writable by other users \(mode 770\): run "chmod go-w /],
-    ['world-writable', (dir: string) => chmodSync(dir, 0o707), /the data dir .* is writable by other users \(mode 707\)/],
-    ['owned by another user', (dir: string) => chownSync(dir, OTHER_UID, OTHER_UID), new RegExp(`the data dir .* belongs to user ${OTHER_UID}, not to you \\(0\\)`)],
-  ] as const)('%s: serve and keys list exit 3 with one line, and open nothing', async (name, spoil, message) => {
-    const dir = join(root, name.replace(/ /g, '-'));
-    mkdirSync(dir, { mode: 0o700 });
-    spoil(dir);
-    const env = baseEnv({ ATTEST_DATA_DIR: dir });
-    const [serve, list] = await Promise.all([runBin(['serve', '--port', '0', '--host', '127.0.0.1'], env), runBin(['keys', 'list'], env)]);
-    for (const run of [serve, list]) {
-      expect(run.code).toBe(3);
-      expect(run.stdout).toBe('');
-      const lines = run.stderr.split('\n').filter(Boolean);
-      expect(lines).toHaveLength(1);
-      expect(lines[0]).toMatch(/^attest: /);
-      expect(lines[0]).toMatch(message);
-    }
-    expect(readdirSync(dir)).toEqual([]);
-  }, 60_000);
+    [
+      'group-writable',
+      (dir: string) => chmodSync(dir, 0o770),
+      /the data dir .* is writable by other users \(mode 770\): run "chmod go-w /,
+    ],
+    [
+      'world-writable',
+      (dir: string) => chmodSync(dir, 0o707),
+      /the data dir .* is writable by other users \(mode 707\)/,
+    ],
+    [
+      'owned by another user',
+      (dir: string) => chownSync(dir, OTHER_UID, OTHER_UID),
+      new RegExp(`the data dir .* belongs to user ${OTHER_UID}, not to you \\(0\\)`),
+    ],
+  ] as const)(
+    '%s: serve and keys list exit 3 with one line, and open nothing',
+    async (name, spoil, message) => {
+      const dir = join(root, name.replace(/ /g, '-'));
+      mkdirSync(dir, { mode: 0o700 });
+      spoil(dir);
+      const env = baseEnv({ ATTEST_DATA_DIR: dir });
+      const [serve, list] = await Promise.all([
+        runBin(['serve', '--port', '0', '--host', '127.0.0.1'], env),
+        runBin(['keys', 'list'], env),
+      ]);
+      for (const run of [serve, list]) {
+        expect(run.code).toBe(3);
+        expect(run.stdout).toBe('');
+        const lines = run.stderr.split('\n').filter(Boolean);
+        expect(lines).toHaveLength(1);
+        expect(lines[0]).toMatch(/^attest: /);
+        expect(lines[0]).toMatch(message);
+      }
+      expect(readdirSync(dir)).toEqual([]);
+    },
+    60_000,
+  );
 });

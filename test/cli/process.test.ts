@@ -7,7 +7,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { baseEnv, BIN, buildOnce, ROOT, runBin, runProcess, serveBin, stopBin, type Served } from '../support/binary.js';
+import {
+  baseEnv,
+  BIN,
+  buildOnce,
+  ROOT,
+  runBin,
+  runProcess,
+  serveBin,
+  stopBin,
+  type Served,
+} from '../support/binary.js';
 
 let env: NodeJS.ProcessEnv;
 
@@ -31,12 +41,20 @@ describe('the attest binary on one embedded data dir', () => {
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     const created = JSON.parse(run.stdout) as { key: string };
-    const res = await fetch(`${server!.url}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': created.key } });
+    const res = await fetch(`${server!.url}/api/v1/attestation/init`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': created.key },
+    });
     expect(res.status).toBe(200);
-    const allow = await runBin(['allowlist', 'add', 'apple', 'ABCDE12345.com.example.bank', '--json'], env);
+    const allow = await runBin(
+      ['allowlist', 'add', 'apple', 'ABCDE12345.com.example.bank', '--json'],
+      env,
+    );
     expect(allow.code).toBe(0);
     const status = await runBin(['db', 'status', '--json'], env);
-    expect((JSON.parse(status.stdout) as { applied: boolean }[]).every((m) => m.applied)).toBe(true);
+    expect((JSON.parse(status.stdout) as { applied: boolean }[]).every((m) => m.applied)).toBe(
+      true,
+    );
   });
 
   it('a second serve on the same data dir fails with one clear line, exit 3', async () => {
@@ -45,19 +63,35 @@ describe('the attest binary on one embedded data dir', () => {
     expect(second.stdout).toBe('');
     const lines = second.stderr.split('\n').filter(Boolean);
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatch(new RegExp(`^attest: the embedded database in .* is in use by process ${server!.child.pid}.*ATTEST_DATA_DIR`));
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^attest: the embedded database in .* is in use by process ${server!.child.pid}.*ATTEST_DATA_DIR`,
+      ),
+    );
     // and the first server is unharmed
     expect((await fetch(`${server!.url}/readyz`)).status).toBe(200);
   });
 
   it('keys list piped into head exits cleanly (no EPIPE noise, exit 0)', async () => {
     // enough rows that the output outlives head: written straight into the database through the socket
-    const lock = JSON.parse(readFileSync(join(dir, 'data', 'attest.lock'), 'utf8')) as { socket: { path: string } };
-    const sql = postgres({ path: lock.socket.path, username: 'postgres', database: 'postgres', max: 1, onnotice: () => {} });
+    const lock = JSON.parse(readFileSync(join(dir, 'data', 'attest.lock'), 'utf8')) as {
+      socket: { path: string };
+    };
+    const sql = postgres({
+      path: lock.socket.path,
+      username: 'postgres',
+      database: 'postgres',
+      max: 1,
+      onnotice: () => {},
+    });
     await sql`insert into api_keys (id, name, hash) select 'bulk' || lpad(i::text, 12, '0'), 'bulk key ' || i, 'x' from generate_series(1, 3000) as i`;
     await sql.end();
     for (const command of ['keys list', 'keys list --json']) {
-      const run = await runProcess('bash', ['-c', `node ${BIN} ${command} | head -1; echo "exit=\${PIPESTATUS[0]}"`], env);
+      const run = await runProcess(
+        'bash',
+        ['-c', `node ${BIN} ${command} | head -1; echo "exit=\${PIPESTATUS[0]}"`],
+        env,
+      );
       const lines = run.stdout.split('\n').filter(Boolean);
       expect(lines).toHaveLength(2);
       expect(lines[1]).toBe('exit=0');
@@ -81,9 +115,15 @@ describe('the attest binary outside its checkout', () => {
     buildOnce();
     const cwd = mkdtempSync(join(tmpdir(), 'attest-version-'));
     try {
-      const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+      const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+        version: string;
+      };
       // npm exec (npx) sets npm_package_version to the surrounding project's version
-      const run = await runBin(['--version'], { PATH: process.env.PATH, npm_package_version: '9.9.9' }, { cwd });
+      const run = await runBin(
+        ['--version'],
+        { PATH: process.env.PATH, npm_package_version: '9.9.9' },
+        { cwd },
+      );
       expect(run).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
     } finally {
       rmSync(cwd, { recursive: true, force: true });

@@ -60,8 +60,12 @@ describe('serve on a fresh data dir says what it does and where it listens', () 
       expect(said[0]).toBe(`creating the embedded database in ${dataDir}…`);
       expect(said[1]).toMatch(/^applying \d+ migrations?…$/);
       // the embedded database makes its own master key, once, and says so
-      expect(said[2]).toBe(`attest: created a master key in ${join(dataDir, 'master.key')}: back it up with the data dir (not inside the same backup)`);
-      expect(said[3]).toMatch(/^attest listening on http:\/\/0\.0\.0\.0:\d+ \(database: embedded, /);
+      expect(said[2]).toBe(
+        `attest: created a master key in ${join(dataDir, 'master.key')}: back it up with the data dir (not inside the same backup)`,
+      );
+      expect(said[3]).toMatch(
+        /^attest listening on http:\/\/0\.0\.0\.0:\d+ \(database: embedded, /,
+      );
       expect((await fetch(`http://127.0.0.1:${listening.match[1]}/readyz`)).status).toBe(200);
     } finally {
       first.child.kill('SIGTERM');
@@ -87,7 +91,10 @@ const targets: Target[] = [
   {
     name: 'embedded',
     env: async () => {
-      return { env: baseEnv({ ATTEST_DATA_DIR: join(root, 'busy-port') }), cleanup: async () => {} };
+      return {
+        env: baseEnv({ ATTEST_DATA_DIR: join(root, 'busy-port') }),
+        cleanup: async () => {},
+      };
     },
   },
 ];
@@ -97,7 +104,10 @@ if (pg) {
     name: 'postgres',
     env: async () => {
       const db: TestDatabase = await pg.open();
-      return { env: baseEnv({ DATABASE_URL: db.url!, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV }), cleanup: () => db.close() };
+      return {
+        env: baseEnv({ DATABASE_URL: db.url!, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV }),
+        cleanup: () => db.close(),
+      };
     },
   });
 }
@@ -108,7 +118,9 @@ describe.each(targets)('serve on a port in use ($name)', (target) => {
     const { env, cleanup } = await target.env();
     try {
       const run = watchBin(['serve', '--port', String(taken.port), '--host', '127.0.0.1'], env);
-      const said = await run.line(new RegExp(`attest: port ${taken.port} on 127\\.0\\.0\\.1 is in use`));
+      const said = await run.line(
+        new RegExp(`attest: port ${taken.port} on 127\\.0\\.0\\.1 is in use`),
+      );
       const exit = await run.exited;
       expect(exit.code).toBe(3);
       // within a second on a quiet machine; the bound leaves room for a loaded one (it used to never exit)
@@ -129,18 +141,26 @@ describe('serve failing after it opened the embedded database', () => {
     const runDir = mkdtempSync(join(root, 'run-'));
     const env = baseEnv({ ATTEST_DATA_DIR: dataDir, XDG_RUNTIME_DIR: runDir });
     const run = watchBin(['serve', '--port', '0', '--host', '127.0.0.1', '--no-migrate'], env);
-    const said = await run.line(/attest: cannot start: the database at \S+ lacks \d+ migration\(s\): run "attest db migrate" \(or start "attest serve" without --no-migrate\)/);
+    const said = await run.line(
+      /attest: cannot start: the database at \S+ lacks \d+ migration\(s\): run "attest db migrate" \(or start "attest serve" without --no-migrate\)/,
+    );
     const exit = await run.exited;
     expect(exit.code).toBe(3);
     // node takes a few seconds to tear down PGlite's WebAssembly instance on a loaded machine
     expect(exit.at - said.at).toBeLessThan(10_000);
-    expect(lines(run.stderr())).toEqual([`creating the embedded database in ${dataDir}…`, said.match[0]]);
+    expect(lines(run.stderr())).toEqual([
+      `creating the embedded database in ${dataDir}…`,
+      said.match[0],
+    ]);
     expect(existsSync(join(dataDir, 'attest.lock'))).toBe(false);
     expect(readdirSync(runDir)).toEqual([]);
     // nobody holds it: the next command opens the directory itself
     // a command other than serve says the same line about the same database, and exits 3 too
     const listed = await runBin(['keys', 'list'], env);
-    expect({ code: listed.code, stderr: listed.stderr }).toEqual({ code: 3, stderr: `${said.match[0].replace('cannot start: ', '')}\n` });
+    expect({ code: listed.code, stderr: listed.stderr }).toEqual({
+      code: 3,
+      stderr: `${said.match[0].replace('cannot start: ', '')}\n`,
+    });
     const migrate = await runBin(['db', 'migrate', '--json'], env);
     expect(migrate.code).toBe(0);
     expect(JSON.parse(migrate.stdout)).toEqual({ applied: expect.any(Number), sealed: 0 });
@@ -148,50 +168,96 @@ describe('serve failing after it opened the embedded database', () => {
 });
 
 describe('an unusable database: one line naming the cause, exit 3, never a hang', () => {
-  const COMMANDS = [['serve', '--port', '0', '--host', '127.0.0.1'], ['keys', 'list'], ['db', 'migrate'], ['db', 'status']];
+  const COMMANDS = [
+    ['serve', '--port', '0', '--host', '127.0.0.1'],
+    ['keys', 'list'],
+    ['db', 'migrate'],
+    ['db', 'status'],
+  ];
 
-  async function expectEveryCommand(url: string, cause: RegExp, extra: Record<string, string> = {}) {
-    const runs = await Promise.all(COMMANDS.map((args) => runBin(args, baseEnv({ DATABASE_URL: url, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV, ...extra }))));
+  async function expectEveryCommand(
+    url: string,
+    cause: RegExp,
+    extra: Record<string, string> = {},
+  ) {
+    const runs = await Promise.all(
+      COMMANDS.map((args) =>
+        runBin(
+          args,
+          baseEnv({ DATABASE_URL: url, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV, ...extra }),
+        ),
+      ),
+    );
     const shownUrl = url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
     for (const [i, run] of runs.entries()) {
-      expect({ command: COMMANDS[i]!.join(' '), code: run.code, stdout: run.stdout }).toEqual({ command: COMMANDS[i]!.join(' '), code: 3, stdout: '' });
+      expect({ command: COMMANDS[i]!.join(' '), code: run.code, stdout: run.stdout }).toEqual({
+        command: COMMANDS[i]!.join(' '),
+        code: 3,
+        stdout: '',
+      });
       const said = lines(run.stderr);
       expect(said).toHaveLength(1);
-      expect(said[0]).toMatch(new RegExp(`^attest: cannot reach the database at ${shownUrl}: ${cause.source}; check DATABASE_URL and that the server runs$`));
+      expect(said[0]).toMatch(
+        new RegExp(
+          `^attest: cannot reach the database at ${shownUrl}: ${cause.source}; check DATABASE_URL and that the server runs$`,
+        ),
+      );
     }
   }
 
   it('a refused port', async () => {
-    await expectEveryCommand(`postgres://attest@127.0.0.1:${await refusedPort()}/attest`, /connection refused/);
+    await expectEveryCommand(
+      `postgres://attest@127.0.0.1:${await refusedPort()}/attest`,
+      /connection refused/,
+    );
   }, 120_000);
 
   it('a listener that never answers: the connect timeout (ATTEST_DB_CONNECT_TIMEOUT)', async () => {
     const silent = await silentListener();
     try {
       const started = performance.now();
-      await expectEveryCommand(`postgres://attest@127.0.0.1:${silent.port}/attest`, /no answer within 1 s \(ATTEST_DB_CONNECT_TIMEOUT\)/, { ATTEST_DB_CONNECT_TIMEOUT: '1' });
+      await expectEveryCommand(
+        `postgres://attest@127.0.0.1:${silent.port}/attest`,
+        /no answer within 1 s \(ATTEST_DB_CONNECT_TIMEOUT\)/,
+        { ATTEST_DB_CONNECT_TIMEOUT: '1' },
+      );
       expect(performance.now() - started).toBeGreaterThanOrEqual(1000);
     } finally {
       await silent.close();
     }
   }, 120_000);
 
-  it.skipIf(!process.env.TEST_DATABASE_URL)('a database that does not exist, and a role that does not exist', async () => {
-    const missing = new URL(process.env.TEST_DATABASE_URL!);
-    missing.pathname = '/attest_no_such_database';
-    await expectEveryCommand(missing.toString(), /database "attest_no_such_database" does not exist/);
-    const stranger = new URL(process.env.TEST_DATABASE_URL!);
-    stranger.username = 'attest_no_such_role';
-    stranger.password = '';
-    await expectEveryCommand(stranger.toString(), /authentication failed \(role "attest_no_such_role" does not exist\)/);
-  }, 120_000);
+  it.skipIf(!process.env.TEST_DATABASE_URL)(
+    'a database that does not exist, and a role that does not exist',
+    async () => {
+      const missing = new URL(process.env.TEST_DATABASE_URL!);
+      missing.pathname = '/attest_no_such_database';
+      await expectEveryCommand(
+        missing.toString(),
+        /database "attest_no_such_database" does not exist/,
+      );
+      const stranger = new URL(process.env.TEST_DATABASE_URL!);
+      stranger.username = 'attest_no_such_role';
+      stranger.password = '';
+      await expectEveryCommand(
+        stranger.toString(),
+        /authentication failed \(role "attest_no_such_role" does not exist\)/,
+      );
+    },
+    120_000,
+  );
 });
 
 describe('a command in a folder without a database', () => {
   it('refuses to create one, naming the folder it looked in and ATTEST_DATA_DIR', async () => {
     const cwd = join(root, 'elsewhere');
     mkdirSync(cwd);
-    for (const args of [['keys', 'create', '--name', 'mobile'], ['keys', 'list'], ['allowlist', 'list'], ['db', 'status']]) {
+    for (const args of [
+      ['keys', 'create', '--name', 'mobile'],
+      ['keys', 'list'],
+      ['allowlist', 'list'],
+      ['db', 'status'],
+    ]) {
       const run = await runBin(args, baseEnv(), { cwd });
       expect(run.code).toBe(3);
       expect(run.stdout).toBe('');
@@ -206,30 +272,43 @@ describe('a command in a folder without a database', () => {
 describe('ATTEST_APPLE_ROOT_CA that cannot be used: serve and verify-file say the same line, exit 2', () => {
   it.each([
     ['a missing file', () => join(root, 'no-such-root.pem'), /cannot read the file \(ENOENT\)/],
-    ['a file that is not PEM', () => {
-      const path = join(root, 'not-pem.pem');
-      writeFileSync(path, 'this is not a certificate\n');
-      return path;
-    }, /trust roots: no PEM certificate found/],
-  ])('%s', async (_what, makePath, cause) => {
-    const path = makePath();
-    const capture = loadCaptures()[0]!;
-    const tokenFile = join(root, 'roots-token.cbor');
-    writeFileSync(tokenFile, captureToken(capture));
-    const env = baseEnv({ ATTEST_DATA_DIR: join(root, 'roots-unused'), ATTEST_APPLE_ROOT_CA: path });
-    const [served, verified] = await Promise.all([
-      runBin(['serve', '--port', '0', '--host', '127.0.0.1'], env),
-      runBin(['verify-file', tokenFile, '--app-id', capture.appId], env),
-    ]);
-    const shown = path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-    const line = new RegExp(`^attest: ATTEST_APPLE_ROOT_CA \\(${shown}\\): ${cause.source}; fix it and run again$`);
-    for (const run of [served, verified]) {
-      expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 2, stdout: '' });
-      expect(lines(run.stderr)).toHaveLength(1);
-      expect(lines(run.stderr)[0]).toMatch(line);
-    }
-    expect(served.stderr).toBe(verified.stderr);
-    // the roots are read before the database is touched
-    expect(existsSync(join(root, 'roots-unused'))).toBe(false);
-  }, 120_000);
+    [
+      'a file that is not PEM',
+      () => {
+        const path = join(root, 'not-pem.pem');
+        writeFileSync(path, 'this is not a certificate\n');
+        return path;
+      },
+      /trust roots: no PEM certificate found/,
+    ],
+  ])(
+    '%s',
+    async (_what, makePath, cause) => {
+      const path = makePath();
+      const capture = loadCaptures()[0]!;
+      const tokenFile = join(root, 'roots-token.cbor');
+      writeFileSync(tokenFile, captureToken(capture));
+      const env = baseEnv({
+        ATTEST_DATA_DIR: join(root, 'roots-unused'),
+        ATTEST_APPLE_ROOT_CA: path,
+      });
+      const [served, verified] = await Promise.all([
+        runBin(['serve', '--port', '0', '--host', '127.0.0.1'], env),
+        runBin(['verify-file', tokenFile, '--app-id', capture.appId], env),
+      ]);
+      const shown = path.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      const line = new RegExp(
+        `^attest: ATTEST_APPLE_ROOT_CA \\(${shown}\\): ${cause.source}; fix it and run again$`,
+      );
+      for (const run of [served, verified]) {
+        expect({ code: run.code, stdout: run.stdout }).toEqual({ code: 2, stdout: '' });
+        expect(lines(run.stderr)).toHaveLength(1);
+        expect(lines(run.stderr)[0]).toMatch(line);
+      }
+      expect(served.stderr).toBe(verified.stderr);
+      // the roots are read before the database is touched
+      expect(existsSync(join(root, 'roots-unused'))).toBe(false);
+    },
+    120_000,
+  );
 });

@@ -12,7 +12,9 @@ describe('safeText', () => {
   });
 
   it('names what it escaped', () => {
-    expect(safeText('x\u001b[2J\t\n\r\u007f\u009b\u202e\ud800')).toBe('x\\x1B[2J\\t\\n\\r\\x7F\\x9B<U+202E><U+D800>');
+    expect(safeText('x\u001b[2J\t\n\r\u007f\u009b\u202e\ud800')).toBe(
+      'x\\x1B[2J\\t\\n\\r\\x7F\\x9B<U+202E><U+D800>',
+    );
   });
 
   it('leaves ordinary text, accents and emoji alone', () => {

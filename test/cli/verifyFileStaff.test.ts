@@ -9,9 +9,20 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INPUT_MAX_BYTES } from '../../src/cli/commands/verifyFile.js';
 import { encodeCbor, TEST_APP_ID, TEST_NOW } from '../support/appleFactory.js';
-import { createGoogleTestKeys, mintIntegrityToken, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
+import {
+  createGoogleTestKeys,
+  mintIntegrityToken,
+  TEST_PACKAGE,
+  type GoogleTestKeys,
+} from '../support/googleFactory.js';
 import { HOSTILE, INERT } from '../support/hostileText.js';
-import { captureToken, gmsToken, loadCaptures, scratch, verifyFile } from '../support/verifyFileTokens.js';
+import {
+  captureToken,
+  gmsToken,
+  loadCaptures,
+  scratch,
+  verifyFile,
+} from '../support/verifyFileTokens.js';
 
 const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
 const NONCE = Buffer.alloc(32, 0x4e);
@@ -27,14 +38,36 @@ afterAll(() => files?.remove());
 
 /** Tokens that carry `payload` in a field verify-file reports. */
 const hostileTokens = (payload: string) => ({
-  'device.service': encodeCbor(new Map<string, unknown>([['v', 1], ['nonce', NONCE], ['device', new Map([['service', payload]])], [payload, new Map()]])),
+  'device.service': encodeCbor(
+    new Map<string, unknown>([
+      ['v', 1],
+      ['nonce', NONCE],
+      ['device', new Map([['service', payload]])],
+      [payload, new Map()],
+    ]),
+  ),
   'gms.packageName': gmsToken({ nonce: NONCE, packageName: payload, integrityToken: 'a.b.c.d.e' }),
   'attestation fmt': encodeCbor(
     new Map<string, unknown>([
       ['v', 1],
       ['nonce', NONCE],
       ['device', new Map([['service', 'apple']])],
-      ['apple', new Map<string, unknown>([['keyId', Buffer.alloc(32, 1)], ['attestation', encodeCbor(new Map<string, unknown>([['fmt', payload], ['attStmt', new Map()], ['authData', Buffer.alloc(37)]]))]])],
+      [
+        'apple',
+        new Map<string, unknown>([
+          ['keyId', Buffer.alloc(32, 1)],
+          [
+            'attestation',
+            encodeCbor(
+              new Map<string, unknown>([
+                ['fmt', payload],
+                ['attStmt', new Map()],
+                ['authData', Buffer.alloc(37)],
+              ]),
+            ),
+          ],
+        ]),
+      ],
     ]),
   ),
 });
@@ -56,7 +89,11 @@ describe('hostile text from the token', () => {
         expect(json.json, field).toBeDefined();
         const doc = JSON.stringify(json.json);
         // the payload is still there, as JSON escapes: nothing lost for a script
-        expect(doc.includes(JSON.stringify(payload.slice(0, 8)).slice(1, -1)) || doc.includes(payload.slice(0, 8)), field).toBe(true);
+        expect(
+          doc.includes(JSON.stringify(payload.slice(0, 8)).slice(1, -1)) ||
+            doc.includes(payload.slice(0, 8)),
+          field,
+        ).toBe(true);
       }
     });
   }
@@ -68,18 +105,27 @@ describe('input limits', () => {
     truncateSync(path, 200 * 1024 * 1024); // sparse: reading it would take 200 MB
     const run = await verifyFile([path, '--json']);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/huge\.b64 is 209715200 bytes, more than verify-file reads \(128 KiB/);
+    expect(run.stderr).toMatch(
+      /huge\.b64 is 209715200 bytes, more than verify-file reads \(128 KiB/,
+    );
     expect(run.json).toMatchObject({ valid: false, error: 'input_unreadable' });
   });
 
-  it.skipIf(!existsSync('/dev/zero'))('stops reading an endless input one byte past the limit', async () => {
-    const run = await verifyFile(['/dev/zero']);
-    expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/more than verify-file reads/);
-  });
+  it.skipIf(!existsSync('/dev/zero'))(
+    'stops reading an endless input one byte past the limit',
+    async () => {
+      const run = await verifyFile(['/dev/zero']);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toMatch(/more than verify-file reads/);
+    },
+  );
 
   it('reads a token of the service maximum as base64 text', async () => {
-    const run = await verifyFile([files.file(`${b64(randomBytes(90 * 1024))}\n`), '--app-id', TEST_APP_ID]);
+    const run = await verifyFile([
+      files.file(`${b64(randomBytes(90 * 1024))}\n`),
+      '--app-id',
+      TEST_APP_ID,
+    ]);
     expect(run.code).toBe(1); // read, and rejected as no token: not refused as too large
     expect(run.stdout).toMatch(/token_malformed/);
   });
@@ -87,27 +133,53 @@ describe('input limits', () => {
 
 describe('unreadable input', () => {
   it.each([
-    ['an unreadable file', () => join(files.dir, 'missing.cbor'), /cannot read .*missing\.cbor \(ENOENT\)/],
-    ['text that is not base64', () => files.file('this is not a token!\n'), /neither a CBOR token nor base64 text: text with "!" at character 20/],
-    ['JSON that is not a verify request body', () => files.file('{"hello":1}'), /is JSON without an "attestationToken" string: give a saved verify request body/],
-    ['binary that is not a CBOR map', () => files.file(Uint8Array.of(0x1f, 0x8b, 0x08, 0x00)), /binary data whose first byte 0x1f starts an unsigned integer in CBOR, and a token is a CBOR map/],
+    [
+      'an unreadable file',
+      () => join(files.dir, 'missing.cbor'),
+      /cannot read .*missing\.cbor \(ENOENT\)/,
+    ],
+    [
+      'text that is not base64',
+      () => files.file('this is not a token!\n'),
+      /neither a CBOR token nor base64 text: text with "!" at character 20/,
+    ],
+    [
+      'JSON that is not a verify request body',
+      () => files.file('{"hello":1}'),
+      /is JSON without an "attestationToken" string: give a saved verify request body/,
+    ],
+    [
+      'binary that is not a CBOR map',
+      () => files.file(Uint8Array.of(0x1f, 0x8b, 0x08, 0x00)),
+      /binary data whose first byte 0x1f starts an unsigned integer in CBOR, and a token is a CBOR map/,
+    ],
     ['an empty file', () => files.file(''), /is empty/],
     ['a directory', () => files.dir, /is a directory/],
-  ] as const)('%s: one line in words, and a JSON document with --json', async (_name, path, message) => {
-    const text = await verifyFile([path()]);
-    expect(text.code).toBe(2);
-    expect(text.stderr.trim().split('\n')).toHaveLength(1);
-    expect(text.stderr).toMatch(message);
-    const json = await verifyFile([path(), '--json']);
-    expect(json.code).toBe(2);
-    expect(json.json).toMatchObject({ valid: false, error: 'input_unreadable' });
-    expect((json.json as unknown as { detail: string }).detail).toMatch(message);
-  });
+  ] as const)(
+    '%s: one line in words, and a JSON document with --json',
+    async (_name, path, message) => {
+      const text = await verifyFile([path()]);
+      expect(text.code).toBe(2);
+      expect(text.stderr.trim().split('\n')).toHaveLength(1);
+      expect(text.stderr).toMatch(message);
+      const json = await verifyFile([path(), '--json']);
+      expect(json.code).toBe(2);
+      expect(json.json).toMatchObject({ valid: false, error: 'input_unreadable' });
+      expect((json.json as unknown as { detail: string }).detail).toMatch(message);
+    },
+  );
 
   it('a CBOR map that is garbage inside is described in words', async () => {
-    const run = await verifyFile([files.file(Uint8Array.of(0xbd, 0x00, 0x01)), '--json', '--app-id', TEST_APP_ID]);
+    const run = await verifyFile([
+      files.file(Uint8Array.of(0xbd, 0x00, 0x01)),
+      '--json',
+      '--app-id',
+      TEST_APP_ID,
+    ]);
     expect(run.json).toMatchObject({ valid: false, reason: 'token_malformed' });
-    expect(run.json!.detail).toMatch(/byte 0xbd at offset 0 starts no CBOR item .*not CBOR, or corrupted/);
+    expect(run.json!.detail).toMatch(
+      /byte 0xbd at offset 0 starts no CBOR item .*not CBOR, or corrupted/,
+    );
     expect(run.json!.detail).not.toMatch(/^CBOR: reserved additional information/);
   });
 });
@@ -119,17 +191,40 @@ describe('keys from files', () => {
     const path = files.file(gmsToken({ nonce, packageName: TEST_PACKAGE, integrityToken }));
     const dec = files.file(`${b64(google.decryptionKey)}\n`);
     const ver = files.file(`${b64(google.verificationKey)}\n`);
-    const common = [path, '--json', '--nonce', b64(nonce), '--at', TEST_NOW.toISOString(), '--package', TEST_PACKAGE];
-    const fromFiles = await verifyFile([...common, '--decryption-key-file', dec, '--verification-key-file', ver]);
+    const common = [
+      path,
+      '--json',
+      '--nonce',
+      b64(nonce),
+      '--at',
+      TEST_NOW.toISOString(),
+      '--package',
+      TEST_PACKAGE,
+    ];
+    const fromFiles = await verifyFile([
+      ...common,
+      '--decryption-key-file',
+      dec,
+      '--verification-key-file',
+      ver,
+    ]);
     expect(fromFiles.stderr).toBe('');
     expect(fromFiles.json?.valid).toBe(true);
-    const inline = await verifyFile([...common, '--decryption-key', b64(google.decryptionKey), '--verification-key', b64(google.verificationKey)]);
+    const inline = await verifyFile([
+      ...common,
+      '--decryption-key',
+      b64(google.decryptionKey),
+      '--verification-key',
+      b64(google.verificationKey),
+    ]);
     expect(inline.json?.valid).toBe(true);
   });
 });
 
 describe('a registered key (--apple-key)', () => {
-  const capture = loadCaptures().find((c) => c.assertions.length > 0 && c.id !== 'thedhejavu-appattest-rs')!;
+  const capture = loadCaptures().find(
+    (c) => c.assertions.length > 0 && c.id !== 'thedhejavu-appattest-rs',
+  )!;
   const assertion = capture.assertions[0]!;
   const run = (...flags: string[]) =>
     verifyFile([
@@ -146,23 +241,52 @@ describe('a registered key (--apple-key)', () => {
 
   it('--env says which environment the stored key had (Production by default)', async () => {
     const counter = String(assertion.expectedCounter - 1);
-    expect((await run('--counter', counter)).json?.details).toMatchObject({ appleTokenDetails: { environment: 'Production' } });
-    expect((await run('--counter', counter, '--env', 'development')).json?.details).toMatchObject({ appleTokenDetails: { environment: 'Development' } });
+    expect((await run('--counter', counter)).json?.details).toMatchObject({
+      appleTokenDetails: { environment: 'Production' },
+    });
+    expect((await run('--counter', counter, '--env', 'development')).json?.details).toMatchObject({
+      appleTokenDetails: { environment: 'Development' },
+    });
   });
 
   it('apple_counter_replay says what it usually means: a replayed request, or a cloned key', async () => {
     const same = await run('--counter', String(assertion.expectedCounter));
-    expect(same.json?.hints).toEqual([{ code: 'counter_replay', message: expect.stringMatching(/counter \d+ is the one already accepted .*replayed request/) }]);
+    expect(same.json?.hints).toEqual([
+      {
+        code: 'counter_replay',
+        message: expect.stringMatching(
+          /counter \d+ is the one already accepted .*replayed request/,
+        ),
+      },
+    ]);
     const above = await run('--counter', String(assertion.expectedCounter + 5));
-    expect(above.json?.hints).toEqual([{ code: 'counter_replay', message: expect.stringMatching(/below the \d+ already accepted .*cloned key/) }]);
-    const text = await verifyFile([files.file(captureToken(capture, { assertion: assertion.assertion })), '--apple-key', assertion.publicKeyPem, '--app-id', capture.appId, '--client-data-hash', assertion.clientDataHash, '--counter', String(assertion.expectedCounter)], NO_COLOR);
+    expect(above.json?.hints).toEqual([
+      {
+        code: 'counter_replay',
+        message: expect.stringMatching(/below the \d+ already accepted .*cloned key/),
+      },
+    ]);
+    const text = await verifyFile(
+      [
+        files.file(captureToken(capture, { assertion: assertion.assertion })),
+        '--apple-key',
+        assertion.publicKeyPem,
+        '--app-id',
+        capture.appId,
+        '--client-data-hash',
+        assertion.clientDataHash,
+        '--counter',
+        String(assertion.expectedCounter),
+      ],
+      NO_COLOR,
+    );
     expect(text.stdout).toMatch(/hint \(counter_replay\)/);
     expect(text.stdout).not.toMatch(/no common integration mistake explains it/);
   });
 });
 
 describe('colours', () => {
-  const withTty = async <T,>(fn: () => Promise<T>): Promise<T> => {
+  const withTty = async <T>(fn: () => Promise<T>): Promise<T> => {
     const saved = Object.getOwnPropertyDescriptor(process.stdout, 'isTTY');
     Object.defineProperty(process.stdout, 'isTTY', { value: true, configurable: true });
     try {

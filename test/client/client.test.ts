@@ -62,7 +62,8 @@ describe.each(backends())('client against the app on $name', (backend) => {
     await db?.close();
   });
 
-  const client = (options: Partial<AttestClientOptions> = {}) => createAttestClient({ baseUrl: url, apiKey: key, timeoutMs: 10_000, ...options });
+  const client = (options: Partial<AttestClientOptions> = {}) =>
+    createAttestClient({ baseUrl: url, apiKey: key, timeoutMs: 10_000, ...options });
 
   it('init then verify (session approach): valid with the apple details, and the request id reaches the log', async () => {
     const attest = client();
@@ -70,13 +71,22 @@ describe.each(backends())('client against the app on $name', (backend) => {
     expect(session.statusCode).toBe(0);
     expect(Buffer.from(session.serverNonce, 'base64')).toHaveLength(32);
     const result = await attest.verify(
-      { attestationToken: token(Buffer.from(session.serverNonce, 'base64')), sessionReference: session.sessionReference },
+      {
+        attestationToken: token(Buffer.from(session.serverNonce, 'base64')),
+        sessionReference: session.sessionReference,
+      },
       { requestId: 'rp-login-1' },
     );
     expect(result.isValid).toBe(true);
     if (!result.isValid || result.service !== 'apple') throw new Error('expected apple');
-    expect(result.appleTokenDetails).toMatchObject({ appId: 'ABCDE12345.com.example.bank', environment: 'Production', assertionCounter: 1 });
-    expect(service.logs.requests().some((l) => l.requestId === 'rp-login-1' && l.isValid === true)).toBe(true);
+    expect(result.appleTokenDetails).toMatchObject({
+      appId: 'ABCDE12345.com.example.bank',
+      environment: 'Production',
+      assertionCounter: 1,
+    });
+    expect(
+      service.logs.requests().some((l) => l.requestId === 'rp-login-1' && l.isValid === true),
+    ).toBe(true);
   });
 
   it('a device nonce is appended to the server nonce (bytes or base64 accepted)', async () => {
@@ -84,7 +94,11 @@ describe.each(backends())('client against the app on $name', (backend) => {
     const session = await attest.init();
     const deviceNonce = new Uint8Array([1, 2, 3, 4]);
     const final = Buffer.concat([Buffer.from(session.serverNonce, 'base64'), deviceNonce]);
-    const result = await attest.verify({ attestationToken: b64(token(final)), sessionReference: session.sessionReference, deviceNonce });
+    const result = await attest.verify({
+      attestationToken: b64(token(final)),
+      sessionReference: session.sessionReference,
+      deviceNonce,
+    });
     expect(result.isValid).toBe(true);
   });
 
@@ -92,41 +106,89 @@ describe.each(backends())('client against the app on $name', (backend) => {
     const attest = client();
     const session = await attest.init();
     const nonce = Buffer.from(session.serverNonce, 'base64');
-    const bad = await attest.verify({ attestationToken: token(nonce, { evidence: appleEvidence(undefined, Buffer.from('forged')) }), sessionReference: session.sessionReference });
+    const bad = await attest.verify({
+      attestationToken: token(nonce, { evidence: appleEvidence(undefined, Buffer.from('forged')) }),
+      sessionReference: session.sessionReference,
+    });
     expect(bad).toEqual({ isValid: false, statusCode: 0 });
-    const again = await attest.verify({ attestationToken: token(nonce), sessionReference: session.sessionReference });
+    const again = await attest.verify({
+      attestationToken: token(nonce),
+      sessionReference: session.sessionReference,
+    });
     expect(again).toEqual({ isValid: false, statusCode: 0 });
   });
 
   it('sessionless: expectedNonce', async () => {
     const nonce = new Uint8Array(32).fill(9);
-    expect((await client().verify({ attestationToken: token(nonce), expectedNonce: nonce })).isValid).toBe(true);
-    expect((await client().verify({ attestationToken: token(nonce), expectedNonce: new Uint8Array(32).fill(8) })).isValid).toBe(false);
+    expect(
+      (await client().verify({ attestationToken: token(nonce), expectedNonce: nonce })).isValid,
+    ).toBe(true);
+    expect(
+      (
+        await client().verify({
+          attestationToken: token(nonce),
+          expectedNonce: new Uint8Array(32).fill(8),
+        })
+      ).isValid,
+    ).toBe(false);
   });
 
   it('401 without a usable key and 403 with a wrong one, typed, never retried', async () => {
     const calls: string[] = [];
     const counting: typeof fetch = (input, init) => (calls.push(String(input)), fetch(input, init));
-    const wrong = await caught(client({ apiKey: 'attest_0000000000000000_not-a-real-secret-at-all-000000000', fetch: counting }).init());
+    const wrong = await caught(
+      client({
+        apiKey: 'attest_0000000000000000_not-a-real-secret-at-all-000000000',
+        fetch: counting,
+      }).init(),
+    );
     expect(wrong).toBeInstanceOf(AttestHttpError);
-    expect(wrong).toMatchObject({ status: 403, kind: 'forbidden', statusCode: undefined, operation: 'init' });
+    expect(wrong).toMatchObject({
+      status: 403,
+      kind: 'forbidden',
+      statusCode: undefined,
+      operation: 'init',
+    });
     expect(calls).toHaveLength(1);
     // a blank header value is "missing" for the service
-    const blank = await caught(client({ apiKey: ' ' }).verify({ attestationToken: 'AAAA', expectedNonce: b64(new Uint8Array(16)) }));
+    const blank = await caught(
+      client({ apiKey: ' ' }).verify({
+        attestationToken: 'AAAA',
+        expectedNonce: b64(new Uint8Array(16)),
+      }),
+    );
     expect(blank).toMatchObject({ status: 401, kind: 'unauthorized' });
   });
 
   it('400 from the service carries the contract statusCode and message, and the service request id', async () => {
-    const err = await caught(client().verify({ attestationToken: '!!not base64!!', expectedNonce: b64(new Uint8Array(16)) }));
+    const err = await caught(
+      client().verify({
+        attestationToken: '!!not base64!!',
+        expectedNonce: b64(new Uint8Array(16)),
+      }),
+    );
     expect(err).toBeInstanceOf(AttestHttpError);
-    expect(err).toMatchObject({ status: 400, kind: 'invalid_request', statusCode: STATUS_INVALID_REQUEST });
+    expect(err).toMatchObject({
+      status: 400,
+      kind: 'invalid_request',
+      statusCode: STATUS_INVALID_REQUEST,
+    });
     expect((err as AttestHttpError).errorMessage).toEqual(expect.any(String));
     expect((err as AttestHttpError).requestId).toMatch(/.+/);
   });
 
   it('413 for a body over 64 KiB', async () => {
-    const err = await caught(client().verify({ attestationToken: 'A'.repeat(70_000), expectedNonce: b64(new Uint8Array(16)) }));
-    expect(err).toMatchObject({ status: 413, kind: 'too_large', statusCode: STATUS_INVALID_REQUEST });
+    const err = await caught(
+      client().verify({
+        attestationToken: 'A'.repeat(70_000),
+        expectedNonce: b64(new Uint8Array(16)),
+      }),
+    );
+    expect(err).toMatchObject({
+      status: 413,
+      kind: 'too_large',
+      statusCode: STATUS_INVALID_REQUEST,
+    });
   });
 
   it('a base URL with a path prefix keeps it', async () => {
@@ -141,16 +203,38 @@ describe('client argument checks', () => {
     expect(() => createAttestClient({ baseUrl: 'not a url', apiKey: 'k' })).toThrow(TypeError);
     expect(() => createAttestClient({ baseUrl: 'ftp://x', apiKey: 'k' })).toThrow(/http/);
     expect(() => createAttestClient({ baseUrl: 'http://x', apiKey: '' })).toThrow(/apiKey/);
-    expect(() => createAttestClient({ baseUrl: 'http://x', apiKey: 'k', timeoutMs: 0 })).toThrow(/timeoutMs/);
-    expect(() => createAttestClient({ baseUrl: 'http://x', apiKey: 'k', initRetries: -1 })).toThrow(/initRetries/);
+    expect(() => createAttestClient({ baseUrl: 'http://x', apiKey: 'k', timeoutMs: 0 })).toThrow(
+      /timeoutMs/,
+    );
+    expect(() => createAttestClient({ baseUrl: 'http://x', apiKey: 'k', initRetries: -1 })).toThrow(
+      /initRetries/,
+    );
   });
 
   it('verify needs exactly one of sessionReference and expectedNonce, and no deviceNonce with expectedNonce (no request sent)', async () => {
     let sent = 0;
-    const attest = createAttestClient({ baseUrl: 'http://127.0.0.1:9', apiKey: 'k', fetch: async () => (sent++, new Response()) });
-    await expect(attest.verify({ attestationToken: 'AAAA' } as never)).rejects.toThrow(/exactly one/);
-    await expect(attest.verify({ attestationToken: 'AAAA', sessionReference: 's', expectedNonce: 'AAAA' } as never)).rejects.toThrow(/exactly one/);
-    await expect(attest.verify({ attestationToken: 'AAAA', expectedNonce: 'AAAA', deviceNonce: 'AA' } as never)).rejects.toThrow(/deviceNonce/);
+    const attest = createAttestClient({
+      baseUrl: 'http://127.0.0.1:9',
+      apiKey: 'k',
+      fetch: async () => (sent++, new Response()),
+    });
+    await expect(attest.verify({ attestationToken: 'AAAA' } as never)).rejects.toThrow(
+      /exactly one/,
+    );
+    await expect(
+      attest.verify({
+        attestationToken: 'AAAA',
+        sessionReference: 's',
+        expectedNonce: 'AAAA',
+      } as never),
+    ).rejects.toThrow(/exactly one/);
+    await expect(
+      attest.verify({
+        attestationToken: 'AAAA',
+        expectedNonce: 'AAAA',
+        deviceNonce: 'AA',
+      } as never),
+    ).rejects.toThrow(/deviceNonce/);
     expect(sent).toBe(0);
   });
 });
@@ -170,9 +254,18 @@ function faultServer() {
   return { server, hits, script: (...h: typeof handlers) => handlers.push(...h) };
 }
 
-const json = (status: number, body: unknown, headers: Record<string, string> = {}) => (_req: IncomingMessage, res: ServerResponse) =>
-  res.writeHead(status, { 'Content-Type': 'application/json', ...headers }).end(JSON.stringify(body));
-const SESSION = { sessionReference: 'ses_x', serverNonce: b64(new Uint8Array(32)), expiresAtUtc: '2026-01-01T00:00:00.000Z', statusCode: 0 };
+const json =
+  (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  (_req: IncomingMessage, res: ServerResponse) =>
+    res
+      .writeHead(status, { 'Content-Type': 'application/json', ...headers })
+      .end(JSON.stringify(body));
+const SESSION = {
+  sessionReference: 'ses_x',
+  serverNonce: b64(new Uint8Array(32)),
+  expiresAtUtc: '2026-01-01T00:00:00.000Z',
+  statusCode: 0,
+};
 const INTERNAL = { statusCode: STATUS_INTERNAL_ERROR, errorMessage: 'Internal error' };
 
 describe('client against a fault server', () => {
@@ -206,15 +299,27 @@ describe('client against a fault server', () => {
 
   it('init: 500 then 503 with Retry-After, then a session; backoff doubles, Retry-After wins', async () => {
     fault.hits.length = 0;
-    fault.script(json(500, INTERNAL), json(503, INTERNAL, { 'Retry-After': '3' }), json(200, SESSION));
+    fault.script(
+      json(500, INTERNAL),
+      json(503, INTERNAL, { 'Retry-After': '3' }),
+      json(200, SESSION),
+    );
     const { attest, waits } = client({ retryDelayMs: 100 });
     expect(await attest.init()).toEqual(SESSION);
     expect(waits).toEqual([100, 3000]);
-    expect(fault.hits).toEqual(['/api/v1/attestation/init', '/api/v1/attestation/init', '/api/v1/attestation/init']);
+    expect(fault.hits).toEqual([
+      '/api/v1/attestation/init',
+      '/api/v1/attestation/init',
+      '/api/v1/attestation/init',
+    ]);
   });
 
   it('init: Retry-After as an HTTP date, capped by maxRetryDelayMs', async () => {
-    fault.script(json(503, INTERNAL, { 'Retry-After': 'Thu, 01 Jan 2026 00:00:02 GMT' }), json(503, INTERNAL, { 'Retry-After': '3600' }), json(200, SESSION));
+    fault.script(
+      json(503, INTERNAL, { 'Retry-After': 'Thu, 01 Jan 2026 00:00:02 GMT' }),
+      json(503, INTERNAL, { 'Retry-After': '3600' }),
+      json(200, SESSION),
+    );
     const { attest, waits } = client({ maxRetryDelayMs: 4_000 });
     await attest.init();
     expect(waits).toEqual([2000, 4000]);
@@ -225,7 +330,11 @@ describe('client against a fault server', () => {
     fault.script(json(500, INTERNAL), json(500, INTERNAL), json(503, INTERNAL));
     const err = await caught(client({ initRetries: 2 }).attest.init());
     expect(err).toBeInstanceOf(AttestHttpError);
-    expect(err).toMatchObject({ status: 503, kind: 'unavailable', statusCode: STATUS_INTERNAL_ERROR });
+    expect(err).toMatchObject({
+      status: 503,
+      kind: 'unavailable',
+      statusCode: STATUS_INTERNAL_ERROR,
+    });
     expect(fault.hits).toHaveLength(3);
   });
 
@@ -263,16 +372,28 @@ describe('client against a fault server', () => {
 
   it('verify: a 200 that breaks the contract is never taken as valid', async () => {
     const body = { attestationToken: 'AAAA', expectedNonce: 'AAAAAAAAAAAAAAAAAAAAAA==' };
-    const apple = { keyIdentifier: 'AA==', appId: 'T.b', environment: 'Production', assertionCounter: 1 };
+    const apple = {
+      keyIdentifier: 'AA==',
+      appId: 'T.b',
+      environment: 'Production',
+      assertionCounter: 1,
+    };
     for (const answer of [
       { isValid: 'true', statusCode: 0, appleTokenDetails: apple },
       { isValid: true, statusCode: 1, appleTokenDetails: apple },
       { isValid: true, statusCode: 0 },
       { isValid: true, statusCode: 0, appleTokenDetails: { ...apple, environment: 'Sandbox' } },
-      { isValid: true, statusCode: 0, appleTokenDetails: apple, googleTokenDetails: { packageName: 'p', deviceIntegrityVerdicts: [], timestampMillis: 1 } },
+      {
+        isValid: true,
+        statusCode: 0,
+        appleTokenDetails: apple,
+        googleTokenDetails: { packageName: 'p', deviceIntegrityVerdicts: [], timestampMillis: 1 },
+      },
       'not json',
     ]) {
-      fault.script(answer === 'not json' ? (_req, res) => res.writeHead(200).end('{') : json(200, answer));
+      fault.script(
+        answer === 'not json' ? (_req, res) => res.writeHead(200).end('{') : json(200, answer),
+      );
       expect(await caught(client().attest.verify(body))).toBeInstanceOf(AttestResponseError);
     }
     // a rejection's stray details are dropped, not passed on
@@ -289,7 +410,9 @@ describe('client against a fault server', () => {
     expect(err).toBeInstanceOf(AttestNetworkError);
     expect(waits).toHaveLength(2);
     const v = client({ baseUrl: closedUrl });
-    expect(await caught(v.attest.verify({ attestationToken: 'AAAA', sessionReference: 's' }))).toBeInstanceOf(AttestNetworkError);
+    expect(
+      await caught(v.attest.verify({ attestationToken: 'AAAA', sessionReference: 's' })),
+    ).toBeInstanceOf(AttestNetworkError);
     expect(v.waits).toEqual([]);
   });
 

@@ -10,7 +10,8 @@ import { pathToFileURL } from 'node:url';
 import { beforeAll, expect, it } from 'vitest';
 import { ROOT, buildOnce } from '../support/binary.js';
 
-const NAME = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string }).name;
+const NAME = (JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string })
+  .name;
 
 // runs in the hooks thread; each resolved URL goes to stderr as one line
 const HOOKS = `
@@ -27,13 +28,24 @@ beforeAll(() => buildOnce(), 120_000);
 it(`${NAME}/client loads only its own files and node: built-ins`, () => {
   const run = spawnSync(
     process.execPath,
-    ['--import', `data:text/javascript,${encodeURIComponent(REGISTER)}`, '--input-type=module', '-e', `const m = await import('${NAME}/client'); console.log(typeof m.createAttestClient);`],
+    [
+      '--import',
+      `data:text/javascript,${encodeURIComponent(REGISTER)}`,
+      '--input-type=module',
+      '-e',
+      `const m = await import('${NAME}/client'); console.log(typeof m.createAttestClient);`,
+    ],
     { cwd: ROOT, encoding: 'utf8', env: { PATH: process.env.PATH } },
   );
   expect(run.status, run.stderr).toBe(0);
   expect(run.stdout.trim()).toBe('function');
-  const loaded = run.stderr.split('\n').filter((l) => l.startsWith('loaded ')).map((l) => l.slice('loaded '.length));
+  const loaded = run.stderr
+    .split('\n')
+    .filter((l) => l.startsWith('loaded '))
+    .map((l) => l.slice('loaded '.length));
   const clientDir = pathToFileURL(join(ROOT, 'dist', 'client')).href + '/';
   expect(loaded).toContain(`${clientDir}index.js`);
-  expect(loaded.filter((url) => !url.startsWith('node:') && !url.startsWith(clientDir))).toEqual([]);
+  expect(loaded.filter((url) => !url.startsWith('node:') && !url.startsWith(clientDir))).toEqual(
+    [],
+  );
 });

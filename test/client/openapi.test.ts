@@ -20,10 +20,19 @@ import type { FieldType } from '../../src/client/shapes.js';
 import { openMemoryDatabase } from '../../src/db/client.js';
 import { BASE, createTestService } from '../support/service.js';
 
-type Schema = Record<string, unknown> & { $ref?: string; required?: string[]; properties?: Record<string, Schema> };
+type Schema = Record<string, unknown> & {
+  $ref?: string;
+  required?: string[];
+  properties?: Record<string, Schema>;
+};
 interface Doc {
   components: { schemas: Record<string, Schema> };
-  paths: Record<string, { post: { responses: Record<string, { content?: { 'application/json': { schema: Schema } } }> } }>;
+  paths: Record<
+    string,
+    {
+      post: { responses: Record<string, { content?: { 'application/json': { schema: Schema } } }> };
+    }
+  >;
 }
 
 let doc: Doc;
@@ -36,8 +45,10 @@ beforeAll(async () => {
   await db.close();
 });
 
-const resolve = (schema: Schema): Schema => (schema.$ref ? doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')]! : schema);
-const responseSchema = (path: string, status: string) => resolve(doc.paths[path]!.post.responses[status]!.content!['application/json'].schema);
+const resolve = (schema: Schema): Schema =>
+  schema.$ref ? doc.components.schemas[schema.$ref.replace('#/components/schemas/', '')]! : schema;
+const responseSchema = (path: string, status: string) =>
+  resolve(doc.paths[path]!.post.responses[status]!.content!['application/json'].schema);
 
 /** The client's field type for an OpenAPI property schema (what it must be, given the document). */
 function expectedType(schema: Schema, shapes: Record<string, Shape>): FieldType {
@@ -48,7 +59,10 @@ function expectedType(schema: Schema, shapes: Record<string, Shape>): FieldType 
     expect((schema.items as Schema).type).toBe('string');
     return { type: 'string[]' };
   }
-  if (schema.type === 'integer') return schema.minimum === undefined ? { type: 'integer' } : { type: 'integer', minimum: schema.minimum as number };
+  if (schema.type === 'integer')
+    return schema.minimum === undefined
+      ? { type: 'integer' }
+      : { type: 'integer', minimum: schema.minimum as number };
   return { type: schema.type as 'string' | 'boolean' };
 }
 
@@ -56,14 +70,21 @@ function expectSameShape(shape: Shape, schema: Schema, shapes: Record<string, Sh
   expect([...shape.required].sort()).toEqual([...schema.required!].sort());
   expect(Object.keys(shape.properties).sort()).toEqual(Object.keys(schema.properties!).sort());
   for (const [name, property] of Object.entries(schema.properties!)) {
-    expect({ name, type: shape.properties[name] }).toEqual({ name, type: expectedType(property, shapes) });
+    expect({ name, type: shape.properties[name] }).toEqual({
+      name,
+      type: expectedType(property, shapes),
+    });
   }
 }
 
 describe('client shapes against /openapi.json', () => {
-  const details = { AppleTokenDetails: APPLE_TOKEN_DETAILS, GoogleTokenDetails: GOOGLE_TOKEN_DETAILS };
+  const details = {
+    AppleTokenDetails: APPLE_TOKEN_DETAILS,
+    GoogleTokenDetails: GOOGLE_TOKEN_DETAILS,
+  };
 
-  it('init 200', () => expectSameShape(INIT_RESPONSE, responseSchema('/api/v1/attestation/init', '200')));
+  it('init 200', () =>
+    expectSameShape(INIT_RESPONSE, responseSchema('/api/v1/attestation/init', '200')));
   it('verify 200, with both details objects', () => {
     expectSameShape(VERIFY_RESPONSE, responseSchema('/api/v1/attestation/verify', '200'), details);
     expectSameShape(APPLE_TOKEN_DETAILS, doc.components.schemas.AppleTokenDetails!);
@@ -82,7 +103,9 @@ describe('client shapes against /openapi.json', () => {
     }
   });
   it('every error status the document lists has its own kind in the client', () => {
-    const statuses = new Set(Object.values(doc.paths).flatMap((item) => Object.keys(item.post.responses)));
+    const statuses = new Set(
+      Object.values(doc.paths).flatMap((item) => Object.keys(item.post.responses)),
+    );
     statuses.delete('200');
     expect([...statuses].sort()).toEqual(Object.keys(HTTP_ERROR_KINDS).sort());
   });
@@ -91,12 +114,22 @@ describe('client shapes against /openapi.json', () => {
     type Props<S extends Shape> = keyof S['properties'];
     type RequiredKeys<T> = { [K in keyof T]-?: object extends Pick<T, K> ? never : K }[keyof T];
     expectTypeOf<keyof AppleTokenDetails>().toEqualTypeOf<Props<typeof APPLE_TOKEN_DETAILS>>();
-    expectTypeOf<RequiredKeys<AppleTokenDetails>>().toEqualTypeOf<(typeof APPLE_TOKEN_DETAILS)['required'][number]>();
-    expectTypeOf<AppleTokenDetails['environment']>().toEqualTypeOf<(typeof APPLE_TOKEN_DETAILS)['properties']['environment']['enum'][number]>();
+    expectTypeOf<RequiredKeys<AppleTokenDetails>>().toEqualTypeOf<
+      (typeof APPLE_TOKEN_DETAILS)['required'][number]
+    >();
+    expectTypeOf<AppleTokenDetails['environment']>().toEqualTypeOf<
+      (typeof APPLE_TOKEN_DETAILS)['properties']['environment']['enum'][number]
+    >();
     expectTypeOf<keyof GoogleTokenDetails>().toEqualTypeOf<Props<typeof GOOGLE_TOKEN_DETAILS>>();
-    expectTypeOf<RequiredKeys<GoogleTokenDetails>>().toEqualTypeOf<(typeof GOOGLE_TOKEN_DETAILS)['required'][number]>();
+    expectTypeOf<RequiredKeys<GoogleTokenDetails>>().toEqualTypeOf<
+      (typeof GOOGLE_TOKEN_DETAILS)['required'][number]
+    >();
     expectTypeOf<keyof AttestSession>().toEqualTypeOf<Props<typeof INIT_RESPONSE>>();
-    expectTypeOf<RequiredKeys<AttestSession>>().toEqualTypeOf<(typeof INIT_RESPONSE)['required'][number]>();
-    expectTypeOf<AttestSession['statusCode']>().toEqualTypeOf<(typeof INIT_RESPONSE)['properties']['statusCode']['const']>();
+    expectTypeOf<RequiredKeys<AttestSession>>().toEqualTypeOf<
+      (typeof INIT_RESPONSE)['required'][number]
+    >();
+    expectTypeOf<AttestSession['statusCode']>().toEqualTypeOf<
+      (typeof INIT_RESPONSE)['properties']['statusCode']['const']
+    >();
   });
 });

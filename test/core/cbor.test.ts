@@ -1,7 +1,27 @@
 import { Encoder } from 'cbor-x';
 import { describe, expect, it } from 'vitest';
-import { CborError, decodeStrictCbor, decodeStrictCborPrefix, isBytes, isMap, MAX_ITEMS } from '../../src/core/cbor.js';
-import { arr, bstr, cat, FLOAT16_ONE, head, map, rawTstr, tag, tmap, tstr, uint, type Bytes } from '../support/cborBytes.js';
+import {
+  CborError,
+  decodeStrictCbor,
+  decodeStrictCborPrefix,
+  isBytes,
+  isMap,
+  MAX_ITEMS,
+} from '../../src/core/cbor.js';
+import {
+  arr,
+  bstr,
+  cat,
+  FLOAT16_ONE,
+  head,
+  map,
+  rawTstr,
+  tag,
+  tmap,
+  tstr,
+  uint,
+  type Bytes,
+} from '../support/cborBytes.js';
 
 const LIMITS = { maxBytes: 64 * 1024, maxDepth: 8 };
 const decode = (b: Bytes) => decodeStrictCbor(b, LIMITS);
@@ -30,7 +50,14 @@ const nestedMaps = (levels: number) => {
 
 describe('decodeStrictCbor', () => {
   it('decodes maps to Map, byte strings to Uint8Array, text to string', () => {
-    const v = decode(tmap({ b: bstr(Uint8Array.of(1, 2)), t: tstr('héllo'), n: uint(500), l: arr([uint(1), uint(2)]) }));
+    const v = decode(
+      tmap({
+        b: bstr(Uint8Array.of(1, 2)),
+        t: tstr('héllo'),
+        n: uint(500),
+        l: arr([uint(1), uint(2)]),
+      }),
+    );
     expect(isMap(v)).toBe(true);
     const m = v as Map<string, unknown>;
     expect(isBytes(m.get('b'))).toBe(true);
@@ -42,9 +69,19 @@ describe('decodeStrictCbor', () => {
   });
 
   it('accepts what cbor-x itself writes (16-bit map sizes) and other non-shortest definite heads', () => {
-    const written = new Encoder({ mapsAsObjects: false, useRecords: false } as never).encode(new Map([['v', 1]]));
+    const written = new Encoder({ mapsAsObjects: false, useRecords: false } as never).encode(
+      new Map([['v', 1]]),
+    );
     expect((decode(written) as Map<string, unknown>).get('v')).toBe(1);
-    const m = decode(map([[tstr('a', 2), uint(1, 8)], [tstr('b'), head(1, 41, 8)]], 4)) as Map<string, unknown>;
+    const m = decode(
+      map(
+        [
+          [tstr('a', 2), uint(1, 8)],
+          [tstr('b'), head(1, 41, 8)],
+        ],
+        4,
+      ),
+    ) as Map<string, unknown>;
     // the value, not its encoding: an 8-byte uint 1 is the number 1, like the shortest form
     expect(m.get('a')).toBe(1);
     expect(m.get('b')).toBe(-42);
@@ -53,18 +90,61 @@ describe('decodeStrictCbor', () => {
 
   describe('duplicate keys', () => {
     it('rejects a duplicate text key at the top level', () => {
-      rejects(map([[tstr('a'), uint(1)], [tstr('a'), uint(2)]]), /duplicate/);
+      rejects(
+        map([
+          [tstr('a'), uint(1)],
+          [tstr('a'), uint(2)],
+        ]),
+        /duplicate/,
+      );
     });
     it('rejects a duplicate whose second copy is a non-shortest encoding', () => {
-      rejects(map([[tstr('a'), uint(1)], [tstr('a', 1), uint(2)]]), /duplicate/);
-      rejects(map([[tstr('authData', 2), bstr(Uint8Array.of(1))], [tstr('authData'), bstr(Uint8Array.of(2))]]), /duplicate/);
-      rejects(map([[uint(1), uint(1)], [uint(1, 8), uint(2)]]), /duplicate/);
+      rejects(
+        map([
+          [tstr('a'), uint(1)],
+          [tstr('a', 1), uint(2)],
+        ]),
+        /duplicate/,
+      );
+      rejects(
+        map([
+          [tstr('authData', 2), bstr(Uint8Array.of(1))],
+          [tstr('authData'), bstr(Uint8Array.of(2))],
+        ]),
+        /duplicate/,
+      );
+      rejects(
+        map([
+          [uint(1), uint(1)],
+          [uint(1, 8), uint(2)],
+        ]),
+        /duplicate/,
+      );
     });
     it('rejects duplicates nested deep inside', () => {
-      rejects(tmap({ x: arr([tmap({ y: map([[bstr(Uint8Array.of(1)), uint(1)], [bstr(Uint8Array.of(1)), uint(1)]]) })]) }), /duplicate/);
+      rejects(
+        tmap({
+          x: arr([
+            tmap({
+              y: map([
+                [bstr(Uint8Array.of(1)), uint(1)],
+                [bstr(Uint8Array.of(1)), uint(1)],
+              ]),
+            }),
+          ]),
+        }),
+        /duplicate/,
+      );
     });
     it('keeps keys that merely look alike (text vs bytes, 1 vs -1)', () => {
-      const m = decode(map([[tstr('a'), uint(1)], [bstr(Buffer.from('a')), uint(2)], [uint(1), uint(3)], [head(1, 0), uint(4)]])) as Map<unknown, unknown>;
+      const m = decode(
+        map([
+          [tstr('a'), uint(1)],
+          [bstr(Buffer.from('a')), uint(2)],
+          [uint(1), uint(3)],
+          [head(1, 0), uint(4)],
+        ]),
+      ) as Map<unknown, unknown>;
       expect(m.size).toBe(4);
     });
   });
@@ -73,10 +153,16 @@ describe('decodeStrictCbor', () => {
     it.each([
       ['indefinite map', cat(Uint8Array.of(0xbf), tstr('a'), uint(1), Uint8Array.of(0xff))],
       ['indefinite array', cat(Uint8Array.of(0x9f), uint(1), Uint8Array.of(0xff))],
-      ['indefinite byte string', cat(Uint8Array.of(0x5f), bstr(Uint8Array.of(1)), Uint8Array.of(0xff))],
+      [
+        'indefinite byte string',
+        cat(Uint8Array.of(0x5f), bstr(Uint8Array.of(1)), Uint8Array.of(0xff)),
+      ],
       ['indefinite text string', cat(Uint8Array.of(0x7f), tstr('a'), Uint8Array.of(0xff))],
       ['a lone break code', Uint8Array.of(0xff)],
-      ['indefinite map nested in a map', tmap({ a: cat(Uint8Array.of(0xbf), Uint8Array.of(0xff)) })],
+      [
+        'indefinite map nested in a map',
+        tmap({ a: cat(Uint8Array.of(0xbf), Uint8Array.of(0xff)) }),
+      ],
     ])('rejects %s', (_why, bytes) => rejects(bytes, /indefinite|break/));
   });
 
@@ -147,7 +233,10 @@ describe('decodeStrictCbor', () => {
       ['a text string claiming 4 GiB', cat(head(3, 0xffffffff, 4), Uint8Array.of(0x61))],
       ['an array claiming 2^63 items', cat(head(4, 0x8000000000000000n, 8), uint(1))],
       ['a map claiming 2^32-1 entries', cat(head(5, 0xffffffff, 4), tstr('a'), uint(1))],
-      ['a map claiming more entries than bytes can hold', cat(head(5, 3), tstr('a'), uint(1), tstr('b'))],
+      [
+        'a map claiming more entries than bytes can hold',
+        cat(head(5, 3), tstr('a'), uint(1), tstr('b')),
+      ],
     ])('rejects %s quickly', (_why, bytes) => {
       const started = performance.now();
       rejects(bytes, /longer than the input|truncated/);
@@ -173,7 +262,8 @@ describe('decodeStrictCbor', () => {
   });
 
   it('rejects reserved additional information 28..30', () => {
-    for (const initial of [0x1c, 0x1d, 0x1e, 0x5c, 0xbc, 0xfc]) rejects(Uint8Array.of(initial, 0, 0, 0, 0, 0, 0, 0, 0));
+    for (const initial of [0x1c, 0x1d, 0x1e, 0x5c, 0xbc, 0xfc])
+      rejects(Uint8Array.of(initial, 0, 0, 0, 0, 0, 0, 0, 0));
   });
 
   it('keeps integers beyond 2^53 exact (bigint)', () => {
@@ -190,21 +280,41 @@ describe('decodeStrictCbor', () => {
       // 48 KiB of empty maps cost 110-200 ms a request before the cap
       rejects(tmap({ v: uint(1), x: emptyMaps(48 * 1024) }), /items/);
       rejects(emptyMaps(MAX_ITEMS), /more than 1024 items/); // the array itself is an item
-      rejects(tmap({ x: arr(Array.from({ length: 600 }, () => tmap({}))) , y: arr(Array.from({ length: 600 }, () => uint(1))) }), /more than 1024 items/);
-      rejects(map(Array.from({ length: 600 }, (_, i) => [uint(i), uint(0)] as [Bytes, Bytes])), /items allowed/);
+      rejects(
+        tmap({
+          x: arr(Array.from({ length: 600 }, () => tmap({}))),
+          y: arr(Array.from({ length: 600 }, () => uint(1))),
+        }),
+        /more than 1024 items/,
+      );
+      rejects(
+        map(Array.from({ length: 600 }, (_, i) => [uint(i), uint(0)] as [Bytes, Bytes])),
+        /items allowed/,
+      );
       expect(() => decodeStrictCborPrefix(emptyMaps(2000), LIMITS)).toThrow(/items/);
     });
     it('accepts up to the cap, and a lower cap when asked', () => {
       expect((decode(emptyMaps(MAX_ITEMS - 1)) as unknown[]).length).toBe(MAX_ITEMS - 1);
-      expect(() => decodeStrictCbor(emptyMaps(10), { ...LIMITS, maxItems: 10 })).toThrow(/more than 10 items/);
+      expect(() => decodeStrictCbor(emptyMaps(10), { ...LIMITS, maxItems: 10 })).toThrow(
+        /more than 10 items/,
+      );
       expect(decodeStrictCbor(emptyMaps(9), { ...LIMITS, maxItems: 10 })).toHaveLength(9);
     });
   });
 
   it('says in words what is wrong, with the offset', () => {
-    rejects(Uint8Array.of(0xbd, 1, 2), /byte 0xbd at offset 0 starts no CBOR item .*reserved.*not CBOR/);
-    rejects(Uint8Array.of(0xa1, 0x62, 0x61), /text string at offset 1 claims 2 bytes, more than the 1 left: truncated/);
-    rejects(cat(Uint8Array.of(0xa1), tstr('a')), /ends where an item should start \(offset 3\): truncated/);
+    rejects(
+      Uint8Array.of(0xbd, 1, 2),
+      /byte 0xbd at offset 0 starts no CBOR item .*reserved.*not CBOR/,
+    );
+    rejects(
+      Uint8Array.of(0xa1, 0x62, 0x61),
+      /text string at offset 1 claims 2 bytes, more than the 1 left: truncated/,
+    );
+    rejects(
+      cat(Uint8Array.of(0xa1), tstr('a')),
+      /ends where an item should start \(offset 3\): truncated/,
+    );
     rejects(Uint8Array.of(0x5f, 0xff), /indefinite-length byte string at offset 0/);
     rejects(tmap({ a: tag(1, uint(0)) }), /tag 1 at offset 3/);
   });
@@ -214,7 +324,8 @@ describe('decodeStrictCbor', () => {
     rejects(Uint8Array.of(0xa1, 0x01, 0xf3), /simple value 19/);
     rejects(Uint8Array.of(0xa1, 0xf8, 0x20, 0x01), /simple value 32/);
     rejects(Uint8Array.of(0xf8, 0xff), /simple value 255/);
-    for (const ok of [0xf4, 0xf5, 0xf6, 0xf7]) expect(() => decode(Uint8Array.of(0xa1, 0x61, 0x61, ok))).not.toThrow();
+    for (const ok of [0xf4, 0xf5, 0xf6, 0xf7])
+      expect(() => decode(Uint8Array.of(0xa1, 0x61, 0x61, ok))).not.toThrow();
   });
 });
 

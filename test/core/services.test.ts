@@ -1,14 +1,25 @@
 import { describe, expect, it } from 'vitest';
-import { acceptedServiceNames, isService, serviceNamed, SERVICES } from '../../src/core/services.js';
+import {
+  acceptedServiceNames,
+  isService,
+  serviceNamed,
+  SERVICES,
+} from '../../src/core/services.js';
 
 describe('the service registry', () => {
   it('names the two services and maps each alias to its canonical name', () => {
     expect(SERVICES).toEqual(['apple', 'gms']);
-    expect(['apple', 'gms', 'android', 'google'].map(serviceNamed)).toEqual(['apple', 'gms', 'gms', 'gms']);
+    expect(['apple', 'gms', 'android', 'google'].map(serviceNamed)).toEqual([
+      'apple',
+      'gms',
+      'gms',
+      'gms',
+    ]);
   });
 
   it('refuses other names, inherited object keys and other case', () => {
-    for (const name of ['ios', 'Apple', 'GMS', '', 'toString', '__proto__', 'constructor']) expect(serviceNamed(name)).toBeUndefined();
+    for (const name of ['ios', 'Apple', 'GMS', '', 'toString', '__proto__', 'constructor'])
+      expect(serviceNamed(name)).toBeUndefined();
     expect(isService('android')).toBe(false);
     expect(isService(undefined)).toBe(false);
   });

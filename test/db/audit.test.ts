@@ -3,7 +3,12 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
-import { createAuditRepository, recordAudit, type AuditEvent, type Auditor } from '../../src/db/audit.js';
+import {
+  createAuditRepository,
+  recordAudit,
+  type AuditEvent,
+  type Auditor,
+} from '../../src/db/audit.js';
 import type { Database } from '../../src/db/client.js';
 import { backends, type TestDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';
@@ -14,7 +19,8 @@ describe.each(backends())('the audit trail on $name', (backend) => {
   let auditor: Auditor;
   /** events recorded by the current test (the trail outlives reset(): it cannot be truncated) */
   let fromId: number;
-  const recorded = async () => (await createAuditRepository(handle.db).list()).filter((e) => e.id > fromId);
+  const recorded = async () =>
+    (await createAuditRepository(handle.db).list()).filter((e) => e.id > fromId);
 
   beforeAll(async () => {
     handle = await backend.open();
@@ -31,7 +37,10 @@ describe.each(backends())('the audit trail on $name', (backend) => {
 
   it('keys create and revoke are recorded with the database time and the actor, never the hash', async () => {
     const keys = createApiKeyRepository(handle.db);
-    const row = await keys.insert({ id: 'k1', name: 'ci', hash: '$argon2id$secret-hash', expiresInSeconds: 3600 }, auditor);
+    const row = await keys.insert(
+      { id: 'k1', name: 'ci', hash: '$argon2id$secret-hash', expiresInSeconds: 3600 },
+      auditor,
+    );
     expect(await keys.revoke('k1', auditor)).toBe(true);
     expect(await keys.revoke('k1', auditor)).toBe(false); // no change, no event
     const events = await recorded();
@@ -78,23 +87,60 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     await repo.removeAndroid('com.x', 'fp1', auditor);
     await repo.removeAndroid('com.x', undefined, auditor);
     const events = await recorded();
-    const policy = { minVerdict: 'MEETS_DEVICE_INTEGRITY', allowUnrecognized: false, certificateDigests: [digest.toString('hex')] };
+    const policy = {
+      minVerdict: 'MEETS_DEVICE_INTEGRITY',
+      allowUnrecognized: false,
+      certificateDigests: [digest.toString('hex')],
+    };
     expect(events.map((e) => [e.action, e.target, e.before, e.after])).toEqual([
-      ['allowlist.add', 'android:com.x', null, { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1'] }],
-      ['allowlist.key.add', 'android:com.x', { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1'] }, { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1', 'fp2'] }],
-      ['allowlist.update', 'android:com.x', { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1', 'fp2'] }, { ...policy, maxAgeSeconds: 60, keyPairs: ['fp1', 'fp2'] }],
-      ['allowlist.key.remove', 'android:com.x', { keyPairs: ['fp1', 'fp2'] }, { keyPairs: ['fp2'] }],
-      ['allowlist.remove', 'android:com.x', { ...policy, maxAgeSeconds: 60, keyPairs: ['fp2'] }, null],
+      [
+        'allowlist.add',
+        'android:com.x',
+        null,
+        { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1'] },
+      ],
+      [
+        'allowlist.key.add',
+        'android:com.x',
+        { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1'] },
+        { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1', 'fp2'] },
+      ],
+      [
+        'allowlist.update',
+        'android:com.x',
+        { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1', 'fp2'] },
+        { ...policy, maxAgeSeconds: 60, keyPairs: ['fp1', 'fp2'] },
+      ],
+      [
+        'allowlist.key.remove',
+        'android:com.x',
+        { keyPairs: ['fp1', 'fp2'] },
+        { keyPairs: ['fp2'] },
+      ],
+      [
+        'allowlist.remove',
+        'android:com.x',
+        { ...policy, maxAgeSeconds: 60, keyPairs: ['fp2'] },
+        null,
+      ],
     ]);
     const text = JSON.stringify(events);
-    for (const key of [p1.decryptionKey, p1.verificationKey, p2.decryptionKey, p2.verificationKey]) {
+    for (const key of [
+      p1.decryptionKey,
+      p1.verificationKey,
+      p2.decryptionKey,
+      p2.verificationKey,
+    ]) {
       expect(text).not.toContain(key.toString('hex'));
       expect(text).not.toContain(key.toString('base64'));
     }
   });
 
   it('the database refuses UPDATE, DELETE and TRUNCATE of audit events', async () => {
-    await createApiKeyRepository(handle.db).insert({ id: 'k2', name: 'x', hash: 'h', expiresInSeconds: null }, auditor);
+    await createApiKeyRepository(handle.db).insert(
+      { id: 'k2', name: 'x', hash: 'h', expiresInSeconds: null },
+      auditor,
+    );
     const [event] = await recorded();
     for (const statement of [
       sql`update audit_events set actor = 'mallory' where id = ${event!.id}`,
@@ -107,11 +153,22 @@ describe.each(backends())('the audit trail on $name', (backend) => {
   });
 
   it('recordAudit commits with its transaction, and leaves nothing when it rolls back', async () => {
-    const change = (target: string) => ({ action: 'test.change', target, before: null, after: { state: 'on' } });
-    const inTransaction = (work: (tx: Database) => Promise<void>) => handle.db.transaction(async (tx) => work(tx as unknown as Database));
+    const change = (target: string) => ({
+      action: 'test.change',
+      target,
+      before: null,
+      after: { state: 'on' },
+    });
+    const inTransaction = (work: (tx: Database) => Promise<void>) =>
+      handle.db.transaction(async (tx) => work(tx as unknown as Database));
     await inTransaction(async (tx) => {
       const event = await recordAudit(tx, auditor, change('kept'));
-      expect(event).toMatchObject({ actor: 'alice@ops', action: 'test.change', target: 'kept', after: { state: 'on' } });
+      expect(event).toMatchObject({
+        actor: 'alice@ops',
+        action: 'test.change',
+        target: 'kept',
+        after: { state: 'on' },
+      });
     });
     await expect(
       inTransaction(async (tx) => {
@@ -126,14 +183,32 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     const keys = createApiKeyRepository(handle.db);
     await keys.insert({ id: 'k3', name: 'x', hash: 'h', expiresInSeconds: null }, auditor);
     await keys.revoke('k3', auditor);
-    await createAllowlistRepository(handle.db, TEST_SECRETS).addApple('ABCDE12345.com.y', undefined, auditor);
-    await handle.db.execute(sql`insert into audit_events (at, actor, action, target) values (now() - interval '2 days', 'old', 'keys.create', 'k0')`);
+    await createAllowlistRepository(handle.db, TEST_SECRETS).addApple(
+      'ABCDE12345.com.y',
+      undefined,
+      auditor,
+    );
+    await handle.db.execute(
+      sql`insert into audit_events (at, actor, action, target) values (now() - interval '2 days', 'old', 'keys.create', 'k0')`,
+    );
     const audit = createAuditRepository(handle.db);
-    const mine = (events: AuditEvent[]) => events.filter((e) => e.id > fromId).map((e) => `${e.action} ${e.target}`);
+    const mine = (events: AuditEvent[]) =>
+      events.filter((e) => e.id > fromId).map((e) => `${e.action} ${e.target}`);
     expect(mine(await audit.list({ action: 'keys.revoke' }))).toEqual(['keys.revoke k3']);
-    expect(mine(await audit.list({ action: 'keys' }))).toEqual(['keys.create k3', 'keys.revoke k3', 'keys.create k0']);
+    expect(mine(await audit.list({ action: 'keys' }))).toEqual([
+      'keys.create k3',
+      'keys.revoke k3',
+      'keys.create k0',
+    ]);
     expect(mine(await audit.list({ action: 'key' }))).toEqual([]);
-    expect(mine(await audit.list({ sinceSeconds: 86_400 }))).toEqual(['keys.create k3', 'keys.revoke k3', 'allowlist.add apple:ABCDE12345.com.y']);
-    expect(mine(await audit.list({ sinceSeconds: 3 * 86_400, action: 'keys.create' }))).toEqual(['keys.create k3', 'keys.create k0']);
+    expect(mine(await audit.list({ sinceSeconds: 86_400 }))).toEqual([
+      'keys.create k3',
+      'keys.revoke k3',
+      'allowlist.add apple:ABCDE12345.com.y',
+    ]);
+    expect(mine(await audit.list({ sinceSeconds: 3 * 86_400, action: 'keys.create' }))).toEqual([
+      'keys.create k3',
+      'keys.create k0',
+    ]);
   });
 });

@@ -21,8 +21,12 @@ describe('openDatabase: the embedded data dir lock', () => {
 
   it('a half-written lock counts as held, for the CLI and for a server', async () => {
     const dir = dirWithLock('half', '{"pi');
-    await expect(openDatabase({ dataDir: dir, role: 'cli' })).rejects.toBeInstanceOf(DatabaseBusyError);
-    await expect(openDatabase({ dataDir: dir, role: 'server' })).rejects.toBeInstanceOf(DatabaseBusyError);
+    await expect(openDatabase({ dataDir: dir, role: 'cli' })).rejects.toBeInstanceOf(
+      DatabaseBusyError,
+    );
+    await expect(openDatabase({ dataDir: dir, role: 'server' })).rejects.toBeInstanceOf(
+      DatabaseBusyError,
+    );
     expect(existsSync(join(dir, 'attest.lock'))).toBe(true);
   });
 
@@ -30,16 +34,23 @@ describe('openDatabase: the embedded data dir lock', () => {
     const dir = dirWithLock('busy', JSON.stringify({ pid: process.pid }));
     const err = await openDatabase({ dataDir: dir, role: 'cli' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DatabaseBusyError);
-    expect((err as Error).message).toMatch(new RegExp(`in use by process ${process.pid}.*wait for it to finish`));
+    expect((err as Error).message).toMatch(
+      new RegExp(`in use by process ${process.pid}.*wait for it to finish`),
+    );
   });
 
   it('a lock left by a dead process is taken over, and released on close', async () => {
     const dead = spawnSync(process.execPath, ['-e', '']).pid;
-    const dir = dirWithLock('stale', JSON.stringify({ pid: dead, socket: { path: '/nonexistent.sock' } }));
+    const dir = dirWithLock(
+      'stale',
+      JSON.stringify({ pid: dead, socket: { path: '/nonexistent.sock' } }),
+    );
     const handle = await openDatabase({ dataDir: dir, role: 'cli' });
     try {
       expect(handle.kind).toBe('embedded');
-      expect(JSON.parse(readFileSync(join(dir, 'attest.lock'), 'utf8'))).toEqual({ pid: process.pid });
+      expect(JSON.parse(readFileSync(join(dir, 'attest.lock'), 'utf8'))).toEqual({
+        pid: process.pid,
+      });
     } finally {
       await handle.close();
     }
@@ -49,7 +60,9 @@ describe('openDatabase: the embedded data dir lock', () => {
 
 describe('redactUrl', () => {
   it('hides the password and survives garbage', () => {
-    expect(redactUrl('postgres://attest:s3cret@db:5432/attest')).toBe('postgres://attest:***@db:5432/attest');
+    expect(redactUrl('postgres://attest:s3cret@db:5432/attest')).toBe(
+      'postgres://attest:***@db:5432/attest',
+    );
     expect(redactUrl('postgres://db/attest')).toBe('postgres://db/attest');
     expect(redactUrl('::::')).not.toContain(':::');
   });

@@ -5,7 +5,13 @@ import { cleanDatabaseError, isConnectionError, unavailable } from '../../src/db
 
 /** the error a real query raises through drizzle against `url` */
 async function failureOf(url: string): Promise<unknown> {
-  const handle = await openDatabase({ url, dataDir: '', role: 'cli', poolSize: 1, connectTimeoutSeconds: 2 });
+  const handle = await openDatabase({
+    url,
+    dataDir: '',
+    role: 'cli',
+    poolSize: 1,
+    connectTimeoutSeconds: 2,
+  });
   try {
     await handle.db.execute(sql`select ${'a secret parameter'}::text as leaked`);
   } catch (err) {
@@ -23,7 +29,9 @@ describe('cleanDatabaseError', () => {
     expect(isConnectionError(err)).toBe(true);
     expect(cleanDatabaseError(err)).toBe('connection refused');
     const line = unavailable('postgres://attest@127.0.0.1:1/attest', err).message;
-    expect(line).toBe('cannot reach the database at postgres://attest@127.0.0.1:1/attest: connection refused; check DATABASE_URL and that the server runs');
+    expect(line).toBe(
+      'cannot reach the database at postgres://attest@127.0.0.1:1/attest: connection refused; check DATABASE_URL and that the server runs',
+    );
   });
 
   it('names an unknown host', async () => {
@@ -33,7 +41,12 @@ describe('cleanDatabaseError', () => {
 
   it('says when the server accepts only TLS (pg_hba.conf hostssl: SQLSTATE 28000, "no encryption")', () => {
     // the shape postgres-js gives a server's ErrorResponse; no TLS-only server runs in the tests
-    const err = Object.assign(new Error('no pg_hba.conf entry for host "10.0.0.5", user "attest", database "attest", no encryption'), { code: '28000' });
+    const err = Object.assign(
+      new Error(
+        'no pg_hba.conf entry for host "10.0.0.5", user "attest", database "attest", no encryption',
+      ),
+      { code: '28000' },
+    );
     expect(isConnectionError(err)).toBe(true);
     expect(cleanDatabaseError(err)).toMatch(/^TLS required: .*sslmode=require/);
   });
@@ -41,6 +54,8 @@ describe('cleanDatabaseError', () => {
   it('a statement error is not a connection error, and keeps the driver’s words', () => {
     const err = Object.assign(new Error('relation "nope" does not exist'), { code: '42P01' });
     expect(isConnectionError(err)).toBe(false);
-    expect(cleanDatabaseError(new Error('Failed query: select 1', { cause: err }))).toBe('relation "nope" does not exist');
+    expect(cleanDatabaseError(new Error('Failed query: select 1', { cause: err }))).toBe(
+      'relation "nope" does not exist',
+    );
   });
 });

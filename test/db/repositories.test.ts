@@ -12,7 +12,12 @@ describe.each(backends())('repositories on $name', (backend) => {
   const handle = useDatabase(backend);
 
   const apiKey = async (id = 'k1') => {
-    await createApiKeyRepository(handle.db).insert({ id, name: id, hash: 'h', expiresInSeconds: null });
+    await createApiKeyRepository(handle.db).insert({
+      id,
+      name: id,
+      hash: 'h',
+      expiresInSeconds: null,
+    });
     return id;
   };
 
@@ -27,7 +32,12 @@ describe.each(backends())('repositories on $name', (backend) => {
     it('consumes a session exactly once and returns its nonce', async () => {
       const sessions = createSessionRepository(handle.db);
       const nonce = randomBytes(32);
-      const { expiresAt } = await sessions.create({ reference: 'r1', apiKeyId: await apiKey(), serverNonce: nonce, ttlSeconds: 300 });
+      const { expiresAt } = await sessions.create({
+        reference: 'r1',
+        apiKeyId: await apiKey(),
+        serverNonce: nonce,
+        ttlSeconds: 300,
+      });
       expect(expiresAt.getTime()).toBeGreaterThan(Date.now() + 290_000);
       const first = await sessions.consume('r1', 'k1');
       expect(first).toEqual({ ok: true, serverNonce: new Uint8Array(nonce) });
@@ -36,7 +46,12 @@ describe.each(backends())('repositories on $name', (backend) => {
 
     it('reports a session of another key as unknown and leaves it active', async () => {
       const sessions = createSessionRepository(handle.db);
-      await sessions.create({ reference: 'r1', apiKeyId: await apiKey('k1'), serverNonce: randomBytes(32), ttlSeconds: 300 });
+      await sessions.create({
+        reference: 'r1',
+        apiKeyId: await apiKey('k1'),
+        serverNonce: randomBytes(32),
+        ttlSeconds: 300,
+      });
       await apiKey('k2');
       expect(await sessions.consume('r1', 'k2')).toEqual({ ok: false, reason: 'session_unknown' });
       expect((await sessions.consume('r1', 'k1')).ok).toBe(true);
@@ -44,18 +59,44 @@ describe.each(backends())('repositories on $name', (backend) => {
 
     it('reports unknown references and expired sessions', async () => {
       const sessions = createSessionRepository(handle.db);
-      await sessions.create({ reference: 'old', apiKeyId: await apiKey(), serverNonce: randomBytes(32), ttlSeconds: 0 });
-      expect(await sessions.consume('nope', 'k1')).toEqual({ ok: false, reason: 'session_unknown' });
+      await sessions.create({
+        reference: 'old',
+        apiKeyId: await apiKey(),
+        serverNonce: randomBytes(32),
+        ttlSeconds: 0,
+      });
+      expect(await sessions.consume('nope', 'k1')).toEqual({
+        ok: false,
+        reason: 'session_unknown',
+      });
       expect(await sessions.consume('old', 'k1')).toEqual({ ok: false, reason: 'session_expired' });
-      expect(await sessions.consume('old', 'k1')).toEqual({ ok: false, reason: 'session_consumed' });
+      expect(await sessions.consume('old', 'k1')).toEqual({
+        ok: false,
+        reason: 'session_consumed',
+      });
     });
 
     it('prunes only sessions expired or consumed before the cut-off', async () => {
       const sessions = createSessionRepository(handle.db);
       const id = await apiKey();
-      await sessions.create({ reference: 'live', apiKeyId: id, serverNonce: randomBytes(32), ttlSeconds: 300 });
-      await sessions.create({ reference: 'expired', apiKeyId: id, serverNonce: randomBytes(32), ttlSeconds: 0 });
-      await sessions.create({ reference: 'used', apiKeyId: id, serverNonce: randomBytes(32), ttlSeconds: 300 });
+      await sessions.create({
+        reference: 'live',
+        apiKeyId: id,
+        serverNonce: randomBytes(32),
+        ttlSeconds: 300,
+      });
+      await sessions.create({
+        reference: 'expired',
+        apiKeyId: id,
+        serverNonce: randomBytes(32),
+        ttlSeconds: 0,
+      });
+      await sessions.create({
+        reference: 'used',
+        apiKeyId: id,
+        serverNonce: randomBytes(32),
+        ttlSeconds: 300,
+      });
       await sessions.consume('used', id);
       await new Promise((r) => setTimeout(r, 20));
       expect(await sessions.prune(3600)).toBe(0);
@@ -65,14 +106,25 @@ describe.each(backends())('repositories on $name', (backend) => {
   });
 
   describe('apple keys', () => {
-    const record = () => ({ keyId: randomBytes(32), publicKey: randomBytes(91), appId: 'T.app', environment: 'Production' as const, counter: 0 });
+    const record = () => ({
+      keyId: randomBytes(32),
+      publicKey: randomBytes(91),
+      appId: 'T.app',
+      environment: 'Production' as const,
+      counter: 0,
+    });
 
     it('registers once, finds, and raises the counter only upwards', async () => {
       const keys = createAppleKeyRepository(handle.db);
       const r = record();
       expect(await keys.register(r)).toBe(true);
       expect(await keys.register({ ...r, counter: 9 })).toBe(false);
-      expect(await keys.find(r.keyId)).toEqual({ ...r, keyId: new Uint8Array(r.keyId), publicKey: new Uint8Array(r.publicKey), mode: 'live' });
+      expect(await keys.find(r.keyId)).toEqual({
+        ...r,
+        keyId: new Uint8Array(r.keyId),
+        publicKey: new Uint8Array(r.publicKey),
+        mode: 'live',
+      });
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(true);
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(false);
       expect(await keys.raiseCounter(r.keyId, 4)).toBe(false);
@@ -88,9 +140,13 @@ describe.each(backends())('repositories on $name', (backend) => {
       await keys.register(r);
       expect(await keys.raiseCounterIfUnchanged!(r, 3)).toBe(true);
       expect(await keys.raiseCounterIfUnchanged!(r, 3)).toBe(false);
-      expect(await keys.raiseCounterIfUnchanged!({ ...r, publicKey: randomBytes(91) }, 4)).toBe(false);
+      expect(await keys.raiseCounterIfUnchanged!({ ...r, publicKey: randomBytes(91) }, 4)).toBe(
+        false,
+      );
       expect(await keys.raiseCounterIfUnchanged!({ ...r, appId: 'T.other' }, 4)).toBe(false);
-      expect(await keys.raiseCounterIfUnchanged!({ ...r, environment: 'Development' }, 4)).toBe(false);
+      expect(await keys.raiseCounterIfUnchanged!({ ...r, environment: 'Development' }, 4)).toBe(
+        false,
+      );
       expect(await keys.raiseCounterIfUnchanged!({ ...r, mode: 'test' }, 4)).toBe(false);
       expect(await keys.raiseCounterIfUnchanged!({ ...r, keyId: randomBytes(32) }, 4)).toBe(false);
       expect((await keys.find(r.keyId))?.counter).toBe(3);
@@ -102,7 +158,12 @@ describe.each(backends())('repositories on $name', (backend) => {
   describe('api keys', () => {
     it('inserts, lists and revokes once', async () => {
       const repo = createApiKeyRepository(handle.db);
-      const row = await repo.insert({ id: 'abc', name: 'ci', hash: '$argon2id$x', expiresInSeconds: 3600 });
+      const row = await repo.insert({
+        id: 'abc',
+        name: 'ci',
+        hash: '$argon2id$x',
+        expiresInSeconds: 3600,
+      });
       expect(row.expiresAt!.getTime()).toBeGreaterThan(Date.now() + 3500_000);
       expect((await repo.list()).map((r) => r.id)).toEqual(['abc']);
       expect(await repo.revoke('abc')).toBe(true);
@@ -113,11 +174,18 @@ describe.each(backends())('repositories on $name', (backend) => {
   });
 
   describe('allowlist', () => {
-    const pair = (id: string) => ({ id, decryptionKey: randomBytes(32), verificationKey: randomBytes(91) });
+    const pair = (id: string) => ({
+      id,
+      decryptionKey: randomBytes(32),
+      verificationKey: randomBytes(91),
+    });
 
     it('adds, updates and removes apple apps', async () => {
       const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
-      expect(await repo.addApple('T.a', 'production')).toEqual({ result: 'added', env: 'production' });
+      expect(await repo.addApple('T.a', 'production')).toEqual({
+        result: 'added',
+        env: 'production',
+      });
       expect(await repo.addApple('T.a', 'any')).toEqual({ result: 'updated', env: 'any' });
       // without an env, an existing app keeps its own
       expect(await repo.addApple('T.a', undefined)).toEqual({ result: 'updated', env: 'any' });
@@ -132,11 +200,28 @@ describe.each(backends())('repositories on $name', (backend) => {
       const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
       const digest = randomBytes(32);
       const p1 = pair('p1');
-      expect(await repo.addAndroid('com.x', p1, { certificateDigests: [digest], minVerdict: 'MEETS_STRONG_INTEGRITY', maxAgeSeconds: 60 })).toEqual({ package: 'added', pair: 'added' });
-      expect(await repo.addAndroid('com.x', pair('p2'), {})).toEqual({ package: 'updated', pair: 'added' });
-      expect(await repo.addAndroid('com.x', pair('p2'), {})).toEqual({ package: 'updated', pair: 'exists' });
+      expect(
+        await repo.addAndroid('com.x', p1, {
+          certificateDigests: [digest],
+          minVerdict: 'MEETS_STRONG_INTEGRITY',
+          maxAgeSeconds: 60,
+        }),
+      ).toEqual({ package: 'added', pair: 'added' });
+      expect(await repo.addAndroid('com.x', pair('p2'), {})).toEqual({
+        package: 'updated',
+        pair: 'added',
+      });
+      expect(await repo.addAndroid('com.x', pair('p2'), {})).toEqual({
+        package: 'updated',
+        pair: 'exists',
+      });
       let [pkg] = await repo.listAndroid();
-      expect(pkg).toMatchObject({ packageName: 'com.x', minVerdict: 'MEETS_STRONG_INTEGRITY', allowUnrecognized: false, maxAgeSeconds: 60 });
+      expect(pkg).toMatchObject({
+        packageName: 'com.x',
+        minVerdict: 'MEETS_STRONG_INTEGRITY',
+        allowUnrecognized: false,
+        maxAgeSeconds: 60,
+      });
       expect(pkg!.certificateDigests).toEqual([new Uint8Array(digest)]);
       expect(pkg!.keys.map((k) => k.id)).toEqual(['p1', 'p2']);
       expect(pkg!.keys[0]!.decryptionKey).toEqual(new Uint8Array(p1.decryptionKey));

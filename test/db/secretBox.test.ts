@@ -1,6 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createSecretBox, masterKeyId, SecretOpenError, toMasterKey } from '../../src/db/secretBox.js';
+import {
+  createSecretBox,
+  masterKeyId,
+  SecretOpenError,
+  toMasterKey,
+} from '../../src/db/secretBox.js';
 
 const key = (fill: number) => toMasterKey(new Uint8Array(32).fill(fill));
 
@@ -31,13 +36,21 @@ describe('secretBox', () => {
     for (let i = 0; i < sealed.ciphertext.length; i++) {
       const altered = new Uint8Array(sealed.ciphertext);
       altered[i]! ^= 0x01;
-      expect(() => box.open({ keyId: sealed.keyId, ciphertext: altered }, 'row-1')).toThrow(SecretOpenError);
+      expect(() => box.open({ keyId: sealed.keyId, ciphertext: altered }, 'row-1')).toThrow(
+        SecretOpenError,
+      );
     }
-    expect(() => box.open({ keyId: sealed.keyId, ciphertext: sealed.ciphertext.subarray(0, 40) }, 'row-1')).toThrow(SecretOpenError);
+    expect(() =>
+      box.open({ keyId: sealed.keyId, ciphertext: sealed.ciphertext.subarray(0, 40) }, 'row-1'),
+    ).toThrow(SecretOpenError);
     const other = createSecretBox([key(2)]);
-    expect(() => other.open(sealed, 'row-1')).toThrow(new RegExp(`sealed with master key ${key(1).id}.*given \\(${key(2).id}\\)`));
+    expect(() => other.open(sealed, 'row-1')).toThrow(
+      new RegExp(`sealed with master key ${key(1).id}.*given \\(${key(2).id}\\)`),
+    );
     // the same id with other key bytes (a forged id) does not open either
-    expect(() => other.open({ keyId: key(2).id, ciphertext: sealed.ciphertext }, 'row-1')).toThrow(SecretOpenError);
+    expect(() => other.open({ keyId: key(2).id, ciphertext: sealed.ciphertext }, 'row-1')).toThrow(
+      SecretOpenError,
+    );
   });
 
   it('rewraps under the new key: only the wrapped data key changes, and only the new key opens it', () => {
@@ -49,9 +62,19 @@ describe('secretBox', () => {
     const rewrapped = rotating.rewrap(sealed, 'row-1');
     expect(rewrapped.keyId).toBe(key(2).id);
     // envelope: the secret's own ciphertext (after the 61-byte header) is untouched
-    expect(Buffer.from(rewrapped.ciphertext.subarray(61)).equals(Buffer.from(sealed.ciphertext.subarray(61)))).toBe(true);
-    expect(Buffer.from(rewrapped.ciphertext.subarray(0, 61)).equals(Buffer.from(sealed.ciphertext.subarray(0, 61)))).toBe(false);
-    expect(Buffer.from(createSecretBox([key(2)]).open(rewrapped, 'row-1')).equals(secret)).toBe(true);
+    expect(
+      Buffer.from(rewrapped.ciphertext.subarray(61)).equals(
+        Buffer.from(sealed.ciphertext.subarray(61)),
+      ),
+    ).toBe(true);
+    expect(
+      Buffer.from(rewrapped.ciphertext.subarray(0, 61)).equals(
+        Buffer.from(sealed.ciphertext.subarray(0, 61)),
+      ),
+    ).toBe(false);
+    expect(Buffer.from(createSecretBox([key(2)]).open(rewrapped, 'row-1')).equals(secret)).toBe(
+      true,
+    );
     expect(() => old.open(rewrapped, 'row-1')).toThrow(SecretOpenError);
     expect(() => rotating.rewrap(sealed, 'row-2')).toThrow(SecretOpenError);
   });

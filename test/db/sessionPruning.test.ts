@@ -17,7 +17,12 @@ import { captureLogger } from '../support/service.js';
 const HOUR = 3600_000;
 
 /** `n` sessions of key k1 in one statement, all expired `hoursAgo` hours ago (consumed too when asked) */
-async function oldSessions(handle: DatabaseHandle, n: number, hoursAgo: number, options: { consumed?: boolean; prefix?: string } = {}) {
+async function oldSessions(
+  handle: DatabaseHandle,
+  n: number,
+  hoursAgo: number,
+  options: { consumed?: boolean; prefix?: string } = {},
+) {
   await handle.db.execute(sql`
     insert into attestation_sessions (reference, api_key_id, server_nonce, expires_at, consumed_at)
     select ${options.prefix ?? 'old'} || '_' || i, 'k1', ${randomBytes(32)}, now() - make_interval(secs => ${hoursAgo * 3600}),
@@ -26,19 +31,36 @@ async function oldSessions(handle: DatabaseHandle, n: number, hoursAgo: number, 
 }
 
 async function references(handle: DatabaseHandle): Promise<string[]> {
-  return rowsOf<{ reference: string }>(await handle.db.execute(sql`select reference from attestation_sessions order by reference`)).map((r) => r.reference);
+  return rowsOf<{ reference: string }>(
+    await handle.db.execute(sql`select reference from attestation_sessions order by reference`),
+  ).map((r) => r.reference);
 }
 
 describe.each(backends())('session pruning on $name', (backend) => {
   const handle = useDatabase(backend);
   beforeEach(async () => {
-    await createApiKeyRepository(handle.db).insert({ id: 'k1', name: 'k1', hash: 'h', expiresInSeconds: null });
+    await createApiKeyRepository(handle.db).insert({
+      id: 'k1',
+      name: 'k1',
+      hash: 'h',
+      expiresInSeconds: null,
+    });
   });
 
   it('pruneBatch deletes at most `limit` sessions expired or consumed before the cut-off, and nothing else', async () => {
     const sessions = createSessionRepository(handle.db);
-    await sessions.create({ reference: 'live', apiKeyId: 'k1', serverNonce: randomBytes(32), ttlSeconds: 300 });
-    await sessions.create({ reference: 'used', apiKeyId: 'k1', serverNonce: randomBytes(32), ttlSeconds: 300 });
+    await sessions.create({
+      reference: 'live',
+      apiKeyId: 'k1',
+      serverNonce: randomBytes(32),
+      ttlSeconds: 300,
+    });
+    await sessions.create({
+      reference: 'used',
+      apiKeyId: 'k1',
+      serverNonce: randomBytes(32),
+      ttlSeconds: 300,
+    });
     await sessions.consume('used', 'k1');
     await oldSessions(handle, 5, 2);
     await oldSessions(handle, 1, 0.5, { prefix: 'recent' });
@@ -76,7 +98,12 @@ describe.each(backends())('session pruning on $name', (backend) => {
         },
       });
     });
-    await sessions.create({ reference: 'live', apiKeyId: 'k1', serverNonce: randomBytes(32), ttlSeconds: 300 });
+    await sessions.create({
+      reference: 'live',
+      apiKeyId: 'k1',
+      serverNonce: randomBytes(32),
+      ttlSeconds: 300,
+    });
     await done;
     expect(runs[0]).toEqual({ deleted: 29, skipped: false });
     expect(sizes).toEqual([10, 10, 9]);
@@ -126,7 +153,11 @@ describe.each(backends())('session pruning on $name', (backend) => {
         reserved.release();
         expect(await sessions.pruneBatch(cutoff, 10, { advisoryLock: true })).toBe(5);
         // the lock was the batch's transaction's: nothing is left held
-        const held = rowsOf<{ n: number }>(await handle.db.execute(sql`select count(*)::int as n from pg_locks where locktype = 'advisory'`));
+        const held = rowsOf<{ n: number }>(
+          await handle.db.execute(
+            sql`select count(*)::int as n from pg_locks where locktype = 'advisory'`,
+          ),
+        );
         expect(held[0]!.n).toBe(0);
       } finally {
         await other.end();
@@ -157,8 +188,12 @@ describe('startSessionPruner.stop', () => {
 describe('ATTEST_SESSION_RETENTION', () => {
   it('defaults to 1h, takes a duration, and a bad one is a configuration error naming it', () => {
     expect(loadConfig({}, {}).sessionRetentionSeconds).toBe(3600);
-    expect(loadConfig({}, { ATTEST_SESSION_RETENTION: '7d' }).sessionRetentionSeconds).toBe(7 * 86_400);
-    expect(() => loadConfig({}, { ATTEST_SESSION_RETENTION: 'soon' })).toThrow(/^environment variable ATTEST_SESSION_RETENTION must be a duration such as 30m, 1h or 7d, got "soon"$/);
+    expect(loadConfig({}, { ATTEST_SESSION_RETENTION: '7d' }).sessionRetentionSeconds).toBe(
+      7 * 86_400,
+    );
+    expect(() => loadConfig({}, { ATTEST_SESSION_RETENTION: 'soon' })).toThrow(
+      /^environment variable ATTEST_SESSION_RETENTION must be a duration such as 30m, 1h or 7d, got "soon"$/,
+    );
   });
 });
 
@@ -168,7 +203,10 @@ describe('attest serve prunes by itself', () => {
   const { logger, capture } = captureLogger();
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'attest-prune-'));
-    const config = loadConfig({ dataDir: dir, port: 0, host: '127.0.0.1' }, { ATTEST_SESSION_RETENTION: '30m' });
+    const config = loadConfig(
+      { dataDir: dir, port: 0, host: '127.0.0.1' },
+      { ATTEST_SESSION_RETENTION: '30m' },
+    );
     expect(config.sessionRetentionSeconds).toBe(1800);
     server = await startServer(config, logger, { migrate: true, pruneIntervalMs: 50 });
   });
@@ -178,11 +216,23 @@ describe('attest serve prunes by itself', () => {
   });
 
   it('deletes sessions older than ATTEST_SESSION_RETENTION on its schedule, and logs it', async () => {
-    await createApiKeyRepository(server!.database.db).insert({ id: 'k1', name: 'k1', hash: 'h', expiresInSeconds: null });
+    await createApiKeyRepository(server!.database.db).insert({
+      id: 'k1',
+      name: 'k1',
+      hash: 'h',
+      expiresInSeconds: null,
+    });
     await oldSessions(server!.database, 7, 1);
     await oldSessions(server!.database, 3, 0.25, { prefix: 'recent' });
     // bounded by the event (the log line), generously for a loaded machine
-    await vi.waitFor(() => expect(capture.lines.find((l) => l.msg === 'sessions pruned')).toMatchObject({ deleted: 7, skipped: false }), { timeout: 50_000, interval: 50 });
+    await vi.waitFor(
+      () =>
+        expect(capture.lines.find((l) => l.msg === 'sessions pruned')).toMatchObject({
+          deleted: 7,
+          skipped: false,
+        }),
+      { timeout: 50_000, interval: 50 },
+    );
     expect(await references(server!.database)).toEqual(['recent_1', 'recent_2', 'recent_3']);
   }, 60_000);
 });

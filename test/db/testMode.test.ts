@@ -11,7 +11,11 @@ import { createDevCaRepository } from '../../src/db/devCa.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 import { backends, useDatabase } from '../support/databases.js';
 
-const ca = (tag: number) => ({ rootCert: new Uint8Array([tag, 1]), intermediateCert: new Uint8Array([tag, 2]), intermediateKey: new Uint8Array([tag, 3]) });
+const ca = (tag: number) => ({
+  rootCert: new Uint8Array([tag, 1]),
+  intermediateCert: new Uint8Array([tag, 2]),
+  intermediateKey: new Uint8Array([tag, 3]),
+});
 
 describe.each(backends())('test-mode storage on $name', (backend) => {
   const handle = useDatabase(backend);
@@ -29,7 +33,14 @@ describe.each(backends())('test-mode storage on $name', (backend) => {
 
   it('App Attest keys keep the mode they were registered with (live by default)', async () => {
     const repo = createAppleKeyRepository(handle.db);
-    const record = (mode?: 'test') => ({ keyId: randomBytes(32), publicKey: randomBytes(65), appId: 'T.a', environment: 'Production' as const, counter: 0, ...(mode ? { mode } : {}) });
+    const record = (mode?: 'test') => ({
+      keyId: randomBytes(32),
+      publicKey: randomBytes(65),
+      appId: 'T.a',
+      environment: 'Production' as const,
+      counter: 0,
+      ...(mode ? { mode } : {}),
+    });
     const a = record();
     const b = record('test');
     await repo.register(a);
@@ -40,9 +51,18 @@ describe.each(backends())('test-mode storage on $name', (backend) => {
 
   it('a package gets one test-only pair; racing first mints agree on it; live readers never see it', async () => {
     const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
-    expect(await repo.ensureTestPair('com.example.none', async () => createTestPlayKeys())).toBeNull();
-    expect(await repo.addAndroid('com.example.app', null, {})).toEqual({ package: 'added', pair: 'none' });
-    const results = await Promise.all(Array.from({ length: 6 }, () => repo.ensureTestPair('com.example.app', async () => createTestPlayKeys())));
+    expect(
+      await repo.ensureTestPair('com.example.none', async () => createTestPlayKeys()),
+    ).toBeNull();
+    expect(await repo.addAndroid('com.example.app', null, {})).toEqual({
+      package: 'added',
+      pair: 'none',
+    });
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () =>
+        repo.ensureTestPair('com.example.app', async () => createTestPlayKeys()),
+      ),
+    );
     const ids = new Set(results.map((r) => r!.pair.id));
     expect(ids.size).toBe(1);
     expect(results.filter((r) => r!.created)).toHaveLength(1);
@@ -70,7 +90,11 @@ describe.each(backends())('test-mode storage on $name', (backend) => {
     expect(Buffer.from(second.ca.rootCert)).toEqual(Buffer.from([1, 1]));
     const rotated = await repo.put(ca(3), { replace: true });
     expect(rotated.stored).toBe(true);
-    expect(await repo.get()).toMatchObject({ rootCert: new Uint8Array([3, 1]), intermediateCert: new Uint8Array([3, 2]), intermediateKey: new Uint8Array([3, 3]) });
+    expect(await repo.get()).toMatchObject({
+      rootCert: new Uint8Array([3, 1]),
+      intermediateCert: new Uint8Array([3, 2]),
+      intermediateKey: new Uint8Array([3, 3]),
+    });
     expect(await repo.root()).toEqual(new Uint8Array([3, 1]));
   });
 });

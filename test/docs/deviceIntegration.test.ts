@@ -31,9 +31,17 @@ function example(name: string): { lines: DumpLine[]; bytes: Uint8Array; base64: 
   const lines = rows.map((row) => {
     const m = /^(\d+)\s+((?:[0-9a-f]{2} )*[0-9a-f]{2})\s{2,}(.+)$/.exec(row);
     if (!m) throw new Error(`not a dump line: ${row}`);
-    return { offset: Number(m[1]), bytes: Uint8Array.from(m[2]!.split(' '), (h) => parseInt(h, 16)), meaning: m[3]!.trim() };
+    return {
+      offset: Number(m[1]),
+      bytes: Uint8Array.from(m[2]!.split(' '), (h) => parseInt(h, 16)),
+      meaning: m[3]!.trim(),
+    };
   });
-  return { lines, bytes: new Uint8Array(Buffer.concat(lines.map((l) => l.bytes))), base64: block[2]! };
+  return {
+    lines,
+    bytes: new Uint8Array(Buffer.concat(lines.map((l) => l.bytes))),
+    base64: block[2]!,
+  };
 }
 
 /** What each annotated line claims, checked against its bytes with a real CBOR encoder. */
@@ -51,7 +59,10 @@ function checkMeanings(lines: DumpLine[]) {
       expect(line.bytes, line.meaning).toEqual(Uint8Array.of(0xa0 + Number(pairs[1])));
     } else if (bytes) {
       // the head cbor-x writes for a byte string of that length (a Buffer: a Uint8Array would get a typed-array tag)
-      const head = Buffer.from(encode(Buffer.alloc(Number(bytes[1])))).subarray(0, line.bytes.length);
+      const head = Buffer.from(encode(Buffer.alloc(Number(bytes[1])))).subarray(
+        0,
+        line.bytes.length,
+      );
       expect(hex, line.meaning).toBe(head.toString('hex'));
     } else continue;
     checked++;
@@ -88,7 +99,10 @@ describe.each(['gms', 'apple'])('docs/device-integration.md example token %s', (
       // a compact JWE has five parts, the first a JOSE header naming the algorithms the service requires
       const jwe = evidence.get('integrityToken') as string;
       expect(jwe.split('.')).toHaveLength(5);
-      expect(JSON.parse(Buffer.from(jwe.split('.')[0]!, 'base64url').toString())).toEqual({ alg: 'A256KW', enc: 'A256GCM' });
+      expect(JSON.parse(Buffer.from(jwe.split('.')[0]!, 'base64url').toString())).toEqual({
+        alg: 'A256KW',
+        enc: 'A256GCM',
+      });
     } else {
       expect(evidence.get('keyId')).toEqual(Uint8Array.from({ length: 32 }, (_, i) => 0xa0 + i));
       expect(evidence.get('assertion')).toBeInstanceOf(Uint8Array);

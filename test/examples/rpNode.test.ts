@@ -43,7 +43,10 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
   let url: string;
   let testKey: string;
   let liveKey: string;
-  const saved = { ATTEST_DATA_DIR: process.env.ATTEST_DATA_DIR, DATABASE_URL: process.env.DATABASE_URL };
+  const saved = {
+    ATTEST_DATA_DIR: process.env.ATTEST_DATA_DIR,
+    DATABASE_URL: process.env.DATABASE_URL,
+  };
   const denials: Record<string, unknown>[] = [];
 
   beforeAll(async () => {
@@ -54,8 +57,16 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
     delete process.env.DATABASE_URL;
     service = await serveBin(env);
     url = service.url;
-    testKey = (JSON.parse(await attest('keys', 'create', '--name', 'rp-node', '--test', '--json')) as { key: string }).key;
-    liveKey = (JSON.parse(await attest('keys', 'create', '--name', 'rp-node-live', '--json')) as { key: string }).key;
+    testKey = (
+      JSON.parse(await attest('keys', 'create', '--name', 'rp-node', '--test', '--json')) as {
+        key: string;
+      }
+    ).key;
+    liveKey = (
+      JSON.parse(await attest('keys', 'create', '--name', 'rp-node-live', '--json')) as {
+        key: string;
+      }
+    ).key;
     await attest('allowlist', 'add', 'apple', APP_ID);
     await attest('allowlist', 'add', 'apple', OTHER_APP_ID);
     await attest('allowlist', 'add', 'android', PACKAGE, '--without-keys');
@@ -83,26 +94,59 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
     expect(res.status).toBe(200);
     return (await res.json()) as { challengeId: string; nonce: string };
   }
-  async function login(rp: ReturnType<typeof createRpApp>, challengeId: string, attestationToken: string) {
-    const res = await rp.request('/login', { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ challengeId, attestationToken }) });
+  async function login(
+    rp: ReturnType<typeof createRpApp>,
+    challengeId: string,
+    attestationToken: string,
+  ) {
+    const res = await rp.request('/login', {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ challengeId, attestationToken }),
+    });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   }
   const mintApple = (device: string, nonce: string, ...flags: string[]) =>
-    attest('dev', 'mint', 'apple', '--app-id', APP_ID, '--device', join(dir, device), '--server-nonce', nonce, ...flags);
-  const mintGms = (nonce: string, ...flags: string[]) => attest('dev', 'mint', 'gms', '--package', PACKAGE, '--server-nonce', nonce, ...flags);
+    attest(
+      'dev',
+      'mint',
+      'apple',
+      '--app-id',
+      APP_ID,
+      '--device',
+      join(dir, device),
+      '--server-nonce',
+      nonce,
+      ...flags,
+    );
+  const mintGms = (nonce: string, ...flags: string[]) =>
+    attest('dev', 'mint', 'gms', '--package', PACKAGE, '--server-nonce', nonce, ...flags);
 
   it('iOS: a registration then an assertion log in; replaying the assertion on a new challenge is denied', async () => {
     const rp = rpWith(testKey);
     const first = await challenge(rp);
-    const registration = await login(rp, first.challengeId, await mintApple('iphone.json', first.nonce));
-    expect(registration).toEqual({ status: 200, body: { loggedIn: true, device: { platform: 'ios', appId: APP_ID, environment: 'Production' } } });
+    const registration = await login(
+      rp,
+      first.challengeId,
+      await mintApple('iphone.json', first.nonce),
+    );
+    expect(registration).toEqual({
+      status: 200,
+      body: {
+        loggedIn: true,
+        device: { platform: 'ios', appId: APP_ID, environment: 'Production' },
+      },
+    });
 
     const second = await challenge(rp);
     const assertion = await mintApple('iphone.json', second.nonce);
     expect((await login(rp, second.challengeId, assertion)).status).toBe(200);
 
     const third = await challenge(rp);
-    expect(await login(rp, third.challengeId, assertion)).toEqual({ status: 403, body: { error: 'device check failed' } });
+    expect(await login(rp, third.challengeId, assertion)).toEqual({
+      status: 403,
+      body: { error: 'device check failed' },
+    });
   });
 
   it('Android: a minted Play Integrity token logs in with its verdicts', async () => {
@@ -110,12 +154,20 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
     const c = await challenge(rp);
     const res = await login(rp, c.challengeId, await mintGms(c.nonce));
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ loggedIn: true, device: { platform: 'android', packageName: PACKAGE } });
-    expect((res.body.device as { verdicts: string[] }).verdicts).toContain('MEETS_DEVICE_INTEGRITY');
+    expect(res.body).toMatchObject({
+      loggedIn: true,
+      device: { platform: 'android', packageName: PACKAGE },
+    });
+    expect((res.body.device as { verdicts: string[] }).verdicts).toContain(
+      'MEETS_DEVICE_INTEGRITY',
+    );
   });
 
   it.each([
-    ['apple, evidence over another nonce', (n: string) => mintApple('iphone-deny.json', n, '--wrong-nonce')],
+    [
+      'apple, evidence over another nonce',
+      (n: string) => mintApple('iphone-deny.json', n, '--wrong-nonce'),
+    ],
     ['apple, an expired attestation', (n: string) => mintApple('iphone-deny.json', n, '--expired')],
     ['gms, a basic-integrity device', (n: string) => mintGms(n, '--verdict', 'basic')],
     ['gms, a verdict for another package', (n: string) => mintGms(n, '--wrong-package')],
@@ -123,7 +175,10 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
   ])('deny: %s', async (_name, mint) => {
     const rp = rpWith(testKey);
     const c = await challenge(rp);
-    expect(await login(rp, c.challengeId, await mint(c.nonce))).toEqual({ status: 403, body: { error: 'device check failed' } });
+    expect(await login(rp, c.challengeId, await mint(c.nonce))).toEqual({
+      status: 403,
+      body: { error: 'device check failed' },
+    });
   });
 
   it('deny: a challenge is single use, even when its first login succeeded', async () => {
@@ -137,14 +192,27 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
   it('deny: an app the service allows but this RP does not accept', async () => {
     const rp = rpWith(testKey);
     const c = await challenge(rp);
-    const token = await attest('dev', 'mint', 'apple', '--app-id', OTHER_APP_ID, '--device', join(dir, 'other.json'), '--server-nonce', c.nonce);
+    const token = await attest(
+      'dev',
+      'mint',
+      'apple',
+      '--app-id',
+      OTHER_APP_ID,
+      '--device',
+      join(dir, 'other.json'),
+      '--server-nonce',
+      c.nonce,
+    );
     expect((await login(rp, c.challengeId, token)).status).toBe(403);
     expect(denials.at(-1)).toMatchObject({ why: 'another app', service: 'apple' });
   });
 
   it('deny: minted tokens never pass for a live API key', async () => {
     const rp = rpWith(liveKey);
-    for (const mint of [(n: string) => mintGms(n), (n: string) => mintApple('iphone-live.json', n)]) {
+    for (const mint of [
+      (n: string) => mintGms(n),
+      (n: string) => mintApple('iphone-live.json', n),
+    ]) {
       const c = await challenge(rp);
       expect((await login(rp, c.challengeId, await mint(c.nonce))).status).toBe(403);
     }
@@ -156,9 +224,13 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
     expect(denials.at(-1)).toMatchObject({ msg: 'challenge unavailable', code: 'ERR_ATTEST_HTTP' });
 
     // revoked before this RP ever used it (a key in use is refused within the service's 5 s key cache)
-    const revoked = JSON.parse(await attest('keys', 'create', '--name', 'rp-node-revoked', '--test', '--json')) as { id: string; key: string };
+    const revoked = JSON.parse(
+      await attest('keys', 'create', '--name', 'rp-node-revoked', '--test', '--json'),
+    ) as { id: string; key: string };
     await attest('keys', 'revoke', revoked.id, '--yes');
-    expect((await rpWith(revoked.key).request('/login/challenge', { method: 'POST' })).status).toBe(503);
+    expect((await rpWith(revoked.key).request('/login/challenge', { method: 'POST' })).status).toBe(
+      503,
+    );
     expect(denials.at(-1)).toMatchObject({ msg: 'challenge unavailable', code: 'ERR_ATTEST_HTTP' });
   });
 
@@ -170,7 +242,12 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
     // a challenge issued while the service answered; its login finds the path to it stalled
     const proxy = await startTcpProxy('127.0.0.1', Number(new URL(url).port));
     try {
-      const rp = createRpApp({ attest: { baseUrl: `http://127.0.0.1:${proxy.port}`, apiKey: testKey, timeoutMs: 500 }, appleAppIds: [APP_ID], androidPackages: [PACKAGE], log: (line) => denials.push(line) });
+      const rp = createRpApp({
+        attest: { baseUrl: `http://127.0.0.1:${proxy.port}`, apiKey: testKey, timeoutMs: 500 },
+        appleAppIds: [APP_ID],
+        androidPackages: [PACKAGE],
+        log: (line) => denials.push(line),
+      });
       const c = await challenge(rp);
       const token = await mintGms(c.nonce);
       // the client's kept-alive connection freezes too: the request is held back, never answered
@@ -185,11 +262,21 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
   });
 
   it('the example runs as its own process (node examples/rp-node/server.js) and gates a login', async () => {
-    const child: ChildProcess = spawn(process.execPath, [join(ROOT, 'examples', 'rp-node', 'server.js')], {
-      cwd: ROOT,
-      env: { PATH: process.env.PATH, ATTEST_URL: url, ATTEST_API_KEY: testKey, RP_ANDROID_PACKAGES: PACKAGE, RP_PORT: '0' },
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child: ChildProcess = spawn(
+      process.execPath,
+      [join(ROOT, 'examples', 'rp-node', 'server.js')],
+      {
+        cwd: ROOT,
+        env: {
+          PATH: process.env.PATH,
+          ATTEST_URL: url,
+          ATTEST_API_KEY: testKey,
+          RP_ANDROID_PACKAGES: PACKAGE,
+          RP_PORT: '0',
+        },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     try {
       let stderr = '';
       const rpUrl = await new Promise<string>((resolve, reject) => {
@@ -200,9 +287,17 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
         });
         child.once('exit', (code) => reject(new Error(`rp-node exited ${code}: ${stderr}`)));
       });
-      const c = (await (await fetch(`${rpUrl}/login/challenge`, { method: 'POST' })).json()) as { challengeId: string; nonce: string };
+      const c = (await (await fetch(`${rpUrl}/login/challenge`, { method: 'POST' })).json()) as {
+        challengeId: string;
+        nonce: string;
+      };
       const token = await mintGms(c.nonce);
-      const post = (t: string) => fetch(`${rpUrl}/login`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ challengeId: c.challengeId, attestationToken: t }) });
+      const post = (t: string) =>
+        fetch(`${rpUrl}/login`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json' },
+          body: JSON.stringify({ challengeId: c.challengeId, attestationToken: t }),
+        });
       expect((await post(token)).status).toBe(200);
     } finally {
       child.kill('SIGTERM');

@@ -30,7 +30,15 @@ import { Rejection } from '../../src/core/reasons.js';
 import type { PlatformVerifier } from '../../src/core/types.js';
 import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH, verifyToken } from '../../src/core/verify.js';
 import { encodeCbor } from '../support/appleFactory.js';
-import { createGoogleTestKeys, googlePolicy, keyPairOf, mintIntegrityToken, randomNonce, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
+import {
+  createGoogleTestKeys,
+  googlePolicy,
+  keyPairOf,
+  mintIntegrityToken,
+  randomNonce,
+  TEST_PACKAGE,
+  type GoogleTestKeys,
+} from '../support/googleFactory.js';
 import { captureToken, gmsToken, loadCaptures, type Capture } from '../support/verifyFileTokens.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 0) || undefined;
@@ -50,7 +58,13 @@ type Mutation =
   | { op: 'overwrite'; at: number; bytes: Uint8Array }
   | { op: 'hugeLength'; at: number; major: number }
   | { op: 'nest'; depth: number }
-  | { op: 'entries'; kind: 'duplicate' | 'reorder' | 'retype' | 'drop'; inner: boolean; index: number; value: unknown };
+  | {
+      op: 'entries';
+      kind: 'duplicate' | 'reorder' | 'retype' | 'drop';
+      inner: boolean;
+      index: number;
+      value: unknown;
+    };
 
 const at = fc.nat({ max: 70_000 });
 const cborValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
@@ -61,20 +75,35 @@ const cborValue: fc.Arbitrary<unknown> = fc.letrec((tie) => ({
     fc.uint8Array({ maxLength: 40 }).map((b) => Buffer.from(b)),
     fc.constantFrom(null, true, false, 1.5, -1, 2 ** 53 + 2),
     fc.array(tie('value'), { maxLength: 4 }),
-    fc.array(fc.tuple(fc.string({ maxLength: 8 }), tie('value')), { maxLength: 4 }).map((e) => new Map(e)),
+    fc
+      .array(fc.tuple(fc.string({ maxLength: 8 }), tie('value')), { maxLength: 4 })
+      .map((e) => new Map(e)),
   ),
 })).value;
 
 const mutation: fc.Arbitrary<Mutation> = fc.oneof(
   fc.record({ op: fc.constant('flip' as const), at, bit: fc.integer({ min: 0, max: 7 }) }),
   fc.record({ op: fc.constant('truncate' as const), at }),
-  fc.record({ op: fc.constant('insert' as const), at, bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }) }),
-  fc.record({ op: fc.constant('overwrite' as const), at, bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }) }),
+  fc.record({
+    op: fc.constant('insert' as const),
+    at,
+    bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }),
+  }),
+  fc.record({
+    op: fc.constant('overwrite' as const),
+    at,
+    bytes: fc.uint8Array({ minLength: 1, maxLength: 16 }),
+  }),
   fc.record({ op: fc.constant('hugeLength' as const), at, major: fc.integer({ min: 0, max: 7 }) }),
   fc.record({ op: fc.constant('nest' as const), depth: fc.integer({ min: 1, max: 200 }) }),
   fc.record({
     op: fc.constant('entries' as const),
-    kind: fc.constantFrom('duplicate' as const, 'reorder' as const, 'retype' as const, 'drop' as const),
+    kind: fc.constantFrom(
+      'duplicate' as const,
+      'reorder' as const,
+      'retype' as const,
+      'drop' as const,
+    ),
     inner: fc.boolean(),
     index: fc.nat({ max: 10 }),
     value: cborValue,
@@ -84,7 +113,11 @@ const mutation: fc.Arbitrary<Mutation> = fc.oneof(
 const cat = (...parts: Uint8Array[]) => new Uint8Array(Buffer.concat(parts));
 
 /** A map written entry by entry (so keys may repeat), as cbor-x would write each key and value. */
-const rawMap = (entries: [unknown, unknown][]) => cat(Uint8Array.of(0xb8, entries.length), ...entries.flatMap(([k, v]) => [encodeCbor(k), encodeCbor(v)]));
+const rawMap = (entries: [unknown, unknown][]) =>
+  cat(
+    Uint8Array.of(0xb8, entries.length),
+    ...entries.flatMap(([k, v]) => [encodeCbor(k), encodeCbor(v)]),
+  );
 
 function mutateEntries(bytes: Uint8Array, m: Extract<Mutation, { op: 'entries' }>): Uint8Array {
   let root: unknown;
@@ -95,13 +128,17 @@ function mutateEntries(bytes: Uint8Array, m: Extract<Mutation, { op: 'entries' }
   }
   if (!isMap(root)) return bytes;
   // the evidence map (apple / gms) or the top map
-  const service = isMap(root.get('device')) ? (root.get('device') as Map<unknown, unknown>).get('service') : undefined;
-  const inner = m.inner && isMap(root.get(service)) ? (root.get(service) as Map<unknown, unknown>) : undefined;
+  const service = isMap(root.get('device'))
+    ? (root.get('device') as Map<unknown, unknown>).get('service')
+    : undefined;
+  const inner =
+    m.inner && isMap(root.get(service)) ? (root.get(service) as Map<unknown, unknown>) : undefined;
   const target = [...(inner ?? root)] as [unknown, unknown][];
   if (target.length === 0) return bytes;
   const i = m.index % target.length;
   const edited = [...target];
-  if (m.kind === 'duplicate') edited.splice((i + 1) % (edited.length + 1), 0, [target[i]![0], m.value]);
+  if (m.kind === 'duplicate')
+    edited.splice((i + 1) % (edited.length + 1), 0, [target[i]![0], m.value]);
   if (m.kind === 'reorder') edited.reverse();
   if (m.kind === 'retype') edited[i] = [target[i]![0], m.value];
   if (m.kind === 'drop') edited.splice(i, 1);
@@ -134,7 +171,11 @@ function mutate(bytes: Uint8Array, m: Mutation): Uint8Array {
     }
     case 'hugeLength':
       // a head claiming 2^64-1 bytes / items / value at a random offset
-      return cat(bytes.subarray(0, pos(m.at)), Uint8Array.of((m.major << 5) | 27, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff), bytes.subarray(pos(m.at) + 1));
+      return cat(
+        bytes.subarray(0, pos(m.at)),
+        Uint8Array.of((m.major << 5) | 27, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff),
+        bytes.subarray(pos(m.at) + 1),
+      );
     case 'nest':
       return cat(new Uint8Array(m.depth).fill(0x81), bytes);
     case 'entries':
@@ -147,7 +188,12 @@ const applyAll = (bytes: Uint8Array, ms: Mutation[]) => ms.reduce(mutate, bytes)
 
 // ---- properties ----
 
-const hex = (b: unknown) => (isBytes(b) ? Buffer.from(b).toString('hex') : typeof b === 'string' ? b : JSON.stringify(b ?? null));
+const hex = (b: unknown) =>
+  isBytes(b)
+    ? Buffer.from(b).toString('hex')
+    : typeof b === 'string'
+      ? b
+      : JSON.stringify(b ?? null);
 
 /**
  * What a verdict rests on, or null when the token does not even decode: an accepted mutation
@@ -155,17 +201,28 @@ const hex = (b: unknown) => (isBytes(b) ? Buffer.from(b).toString('hex') : typeo
  */
 function significant(token: Uint8Array): string | null {
   try {
-    const root = decodeStrictCbor(token, { maxBytes: TOKEN_MAX_BYTES, maxDepth: TOKEN_MAX_DEPTH }) as Map<unknown, unknown>;
+    const root = decodeStrictCbor(token, {
+      maxBytes: TOKEN_MAX_BYTES,
+      maxDepth: TOKEN_MAX_DEPTH,
+    }) as Map<unknown, unknown>;
     const device = root.get('device') as Map<unknown, unknown>;
     const service = device.get('service');
     const evidence = root.get(service) as Map<unknown, unknown>;
     const parts = [hex(root.get('v')), hex(root.get('nonce')), String(service)];
-    for (const key of ['keyId', 'assertion', 'packageName', 'integrityToken']) parts.push(hex(evidence.get(key)));
+    for (const key of ['keyId', 'assertion', 'packageName', 'integrityToken'])
+      parts.push(hex(evidence.get(key)));
     const attestation = evidence.get('attestation');
     if (isBytes(attestation)) {
-      const object = decodeStrictCbor(attestation, { maxBytes: TOKEN_MAX_BYTES, maxDepth: TOKEN_MAX_DEPTH }) as Map<unknown, unknown>;
+      const object = decodeStrictCbor(attestation, {
+        maxBytes: TOKEN_MAX_BYTES,
+        maxDepth: TOKEN_MAX_DEPTH,
+      }) as Map<unknown, unknown>;
       const stmt = object.get('attStmt') as Map<unknown, unknown>;
-      parts.push(hex(object.get('fmt')), hex(object.get('authData')), ...((stmt.get('x5c') as unknown[]) ?? []).map(hex));
+      parts.push(
+        hex(object.get('fmt')),
+        hex(object.get('authData')),
+        ...((stmt.get('x5c') as unknown[]) ?? []).map(hex),
+      );
     }
     return parts.join('|');
   } catch {
@@ -174,13 +231,17 @@ function significant(token: Uint8Array): string | null {
 }
 
 /** Runs `work`, which may only reject with one of `allowed`, within the bound. */
-async function bounded(work: () => unknown, allowed: readonly (new (...args: never[]) => Error)[]): Promise<unknown> {
+async function bounded(
+  work: () => unknown,
+  allowed: readonly (new (...args: never[]) => Error)[],
+): Promise<unknown> {
   const started = performance.now();
   let result: unknown;
   try {
     result = await work();
   } catch (err) {
-    if (!allowed.some((type) => err instanceof type)) throw new Error(`a fault, not a rejection: ${String((err as Error)?.stack ?? err)}`);
+    if (!allowed.some((type) => err instanceof type))
+      throw new Error(`a fault, not a rejection: ${String((err as Error)?.stack ?? err)}`);
   }
   const elapsed = performance.now() - started;
   if (elapsed > BOUND_MS) throw new Error(`took ${elapsed.toFixed(0)} ms`);
@@ -191,7 +252,9 @@ async function bounded(work: () => unknown, allowed: readonly (new (...args: nev
 
 const captures = loadCaptures();
 const registration = captures.find((c) => c.id === 'veehaitch-ios-14.4')!;
-const withAssertion = captures.find((c) => c.id === 'veehaitch-ios-14.2' && c.assertions.length > 0)!;
+const withAssertion = captures.find(
+  (c) => c.id === 'veehaitch-ios-14.2' && c.assertions.length > 0,
+)!;
 const TOKEN_NONCE = Buffer.alloc(32, 0x5a); // captureToken's nonce
 const b64 = (s: string) => Buffer.from(s, 'base64');
 
@@ -200,9 +263,23 @@ function appleVerifier(capture: Capture, registered: boolean): PlatformVerifier 
   const a = capture.assertions[0];
   const keys =
     registered && a
-      ? [{ keyId: b64(capture.keyId), publicKey: new Uint8Array(createPublicKey(a.publicKeyPem).export({ type: 'spki', format: 'der' })), appId: capture.appId, environment: 'Production' as const, counter: a.expectedCounter - 1 }]
+      ? [
+          {
+            keyId: b64(capture.keyId),
+            publicKey: new Uint8Array(
+              createPublicKey(a.publicKeyPem).export({ type: 'spki', format: 'der' }),
+            ),
+            appId: capture.appId,
+            environment: 'Production' as const,
+            counter: a.expectedCounter - 1,
+          },
+        ]
       : [];
-  return createAppleVerifier({ allowlist, keys: createMemoryAppleKeyStore(keys, { readOnly: true }), roots: defaultAppleRoots() });
+  return createAppleVerifier({
+    allowlist,
+    keys: createMemoryAppleKeyStore(keys, { readOnly: true }),
+    roots: defaultAppleRoots(),
+  });
 }
 
 let google: GoogleTestKeys;
@@ -231,7 +308,10 @@ const seeds: Seed[] = [
     verify: (token) =>
       verifyToken(
         { token, expectedNonce: TOKEN_NONCE, clientDataHash: b64(registration.clientDataHash!) },
-        { now: () => new Date(registration.verifyAt!), verifiers: { apple: appleVerifier(registration, false) } },
+        {
+          now: () => new Date(registration.verifyAt!),
+          verifiers: { apple: appleVerifier(registration, false) },
+        },
       ),
   },
   {
@@ -239,8 +319,15 @@ const seeds: Seed[] = [
     token: () => captureToken(withAssertion, { assertion: withAssertion.assertions[0]!.assertion }),
     verify: (token) =>
       verifyToken(
-        { token, expectedNonce: TOKEN_NONCE, clientDataHash: b64(withAssertion.assertions[0]!.clientDataHash) },
-        { now: () => new Date(withAssertion.verifyAt ?? Date.now()), verifiers: { apple: appleVerifier(withAssertion, true) } },
+        {
+          token,
+          expectedNonce: TOKEN_NONCE,
+          clientDataHash: b64(withAssertion.assertions[0]!.clientDataHash),
+        },
+        {
+          now: () => new Date(withAssertion.verifyAt ?? Date.now()),
+          verifiers: { apple: appleVerifier(withAssertion, true) },
+        },
       ),
   },
   {
@@ -249,7 +336,14 @@ const seeds: Seed[] = [
     verify: (token) =>
       verifyToken(
         { token, expectedNonce: gmsNonce },
-        { now: () => GMS_NOW, verifiers: { gms: createGoogleVerifier({ allowlist: createMemoryAllowlist({ android: [googlePolicy(google)] }) }) } },
+        {
+          now: () => GMS_NOW,
+          verifiers: {
+            gms: createGoogleVerifier({
+              allowlist: createMemoryAllowlist({ android: [googlePolicy(google)] }),
+            }),
+          },
+        },
       ),
   },
 ];
@@ -268,7 +362,9 @@ describe('fuzz: verifyToken end to end', () => {
       await fc.assert(
         fc.asyncProperty(mutations, async (ms) => {
           const token = applyAll(original, ms);
-          const outcome = (await bounded(() => seed.verify(token), [])) as Awaited<ReturnType<typeof verifyToken>>;
+          const outcome = (await bounded(() => seed.verify(token), [])) as Awaited<
+            ReturnType<typeof verifyToken>
+          >;
           if (outcome.ok) expect(significant(token)).toBe(fingerprint);
         }),
         params(60),
@@ -282,10 +378,18 @@ describe('fuzz: verifyToken end to end', () => {
     async () => {
       const verify = seeds[2]!.verify;
       await fc.assert(
-        fc.asyncProperty(fc.oneof(fc.uint8Array({ maxLength: 512 }), cborValue.map((v) => new Uint8Array(encodeCbor(v)))), async (token) => {
-          const outcome = (await bounded(() => verify(token), [])) as Awaited<ReturnType<typeof verifyToken>>;
-          expect(outcome.ok).toBe(false);
-        }),
+        fc.asyncProperty(
+          fc.oneof(
+            fc.uint8Array({ maxLength: 512 }),
+            cborValue.map((v) => new Uint8Array(encodeCbor(v))),
+          ),
+          async (token) => {
+            const outcome = (await bounded(() => verify(token), [])) as Awaited<
+              ReturnType<typeof verifyToken>
+            >;
+            expect(outcome.ok).toBe(false);
+          },
+        ),
         params(200),
       );
     },
@@ -297,7 +401,15 @@ describe('fuzz: parsers', () => {
   const apple = captures.filter((c) => c.attestation).slice(0, 4);
   const assertions = captures.flatMap((c) => c.assertions.map((a) => b64(a.assertion))).slice(0, 4);
   // the raw authData of each attestation, for the authenticator data parser
-  const authDatas = apple.map((c) => (decodeStrictCbor(b64(c.attestation!), { maxBytes: TOKEN_MAX_BYTES, maxDepth: TOKEN_MAX_DEPTH }) as Map<string, unknown>).get('authData') as Uint8Array);
+  const authDatas = apple.map(
+    (c) =>
+      (
+        decodeStrictCbor(b64(c.attestation!), {
+          maxBytes: TOKEN_MAX_BYTES,
+          maxDepth: TOKEN_MAX_DEPTH,
+        }) as Map<string, unknown>
+      ).get('authData') as Uint8Array,
+  );
 
   it(
     'the strict CBOR decoder only ever throws CborError',
@@ -305,7 +417,14 @@ describe('fuzz: parsers', () => {
       const originals = [captureToken(registration), ...apple.map((c) => b64(c.attestation!))];
       await fc.assert(
         fc.asyncProperty(fc.nat({ max: originals.length - 1 }), mutations, async (i, ms) => {
-          await bounded(() => decodeStrictCbor(applyAll(new Uint8Array(originals[i]!), ms), { maxBytes: TOKEN_MAX_BYTES, maxDepth: TOKEN_MAX_DEPTH }), [CborError]);
+          await bounded(
+            () =>
+              decodeStrictCbor(applyAll(new Uint8Array(originals[i]!), ms), {
+                maxBytes: TOKEN_MAX_BYTES,
+                maxDepth: TOKEN_MAX_DEPTH,
+              }),
+            [CborError],
+          );
         }),
         params(300),
       );
@@ -327,14 +446,32 @@ describe('fuzz: parsers', () => {
     'the App Attest attestation, assertion and authData parsers only ever reject',
     async () => {
       await fc.assert(
-        fc.asyncProperty(fc.nat({ max: apple.length - 1 }), fc.nat({ max: assertions.length - 1 }), mutations, async (i, j, ms) => {
-          await bounded(() => parseAttestationObject(applyAll(new Uint8Array(b64(apple[i]!.attestation!)), ms)), [Rejection]);
-          await bounded(() => parseAssertionObject(applyAll(new Uint8Array(assertions[j]!), ms)), [Rejection]);
-          const authData = authDatas[i];
-          expect(isBytes(authData)).toBe(true);
-          await bounded(() => parseAuthenticatorData(applyAll(authData!, ms), 'attestation'), [Rejection]);
-          await bounded(() => parseAuthenticatorData(applyAll(authData!, ms), 'assertion'), [Rejection]);
-        }),
+        fc.asyncProperty(
+          fc.nat({ max: apple.length - 1 }),
+          fc.nat({ max: assertions.length - 1 }),
+          mutations,
+          async (i, j, ms) => {
+            await bounded(
+              () =>
+                parseAttestationObject(applyAll(new Uint8Array(b64(apple[i]!.attestation!)), ms)),
+              [Rejection],
+            );
+            await bounded(
+              () => parseAssertionObject(applyAll(new Uint8Array(assertions[j]!), ms)),
+              [Rejection],
+            );
+            const authData = authDatas[i];
+            expect(isBytes(authData)).toBe(true);
+            await bounded(
+              () => parseAuthenticatorData(applyAll(authData!, ms), 'attestation'),
+              [Rejection],
+            );
+            await bounded(
+              () => parseAuthenticatorData(applyAll(authData!, ms), 'assertion'),
+              [Rejection],
+            );
+          },
+        ),
         params(150),
       );
     },
@@ -348,12 +485,20 @@ describe('fuzz: parsers', () => {
       const pairs = [keyPairOf(google)];
       const segment = fc.constantFrom(0, 1, 2, 3, 4);
       const textMutation = fc.oneof(
-        fc.record({ op: fc.constant('char' as const), at: fc.nat(), char: fc.constantFrom('A', '_', '-', '.', '=', '+', '/', '\u0000', 'é') }),
+        fc.record({
+          op: fc.constant('char' as const),
+          at: fc.nat(),
+          char: fc.constantFrom('A', '_', '-', '.', '=', '+', '/', '\u0000', 'é'),
+        }),
         fc.record({ op: fc.constant('drop' as const), segment }),
         fc.record({ op: fc.constant('duplicate' as const), segment }),
         fc.record({ op: fc.constant('swap' as const), segment, other: segment }),
         fc.record({ op: fc.constant('truncate' as const), at: fc.nat() }),
-        fc.record({ op: fc.constant('huge' as const), segment, size: fc.integer({ min: 1, max: 20_000 }) }),
+        fc.record({
+          op: fc.constant('huge' as const),
+          segment,
+          size: fc.integer({ min: 1, max: 20_000 }),
+        }),
       );
       const apply = (jwe: string, m: Record<string, unknown>): string => {
         const parts = jwe.split('.');
@@ -365,10 +510,17 @@ describe('fuzz: parsers', () => {
           case 'drop':
             return parts.filter((_, i) => i !== m.segment).join('.');
           case 'duplicate':
-            return [...parts.slice(0, (m.segment as number) + 1), parts[m.segment as number], ...parts.slice((m.segment as number) + 1)].join('.');
+            return [
+              ...parts.slice(0, (m.segment as number) + 1),
+              parts[m.segment as number],
+              ...parts.slice((m.segment as number) + 1),
+            ].join('.');
           case 'swap': {
             const out = [...parts];
-            [out[m.segment as number], out[m.other as number]] = [parts[m.other as number]!, parts[m.segment as number]!];
+            [out[m.segment as number], out[m.other as number]] = [
+              parts[m.other as number]!,
+              parts[m.segment as number]!,
+            ];
             return out.join('.');
           }
           case 'truncate':
@@ -386,9 +538,13 @@ describe('fuzz: parsers', () => {
       await fc.assert(
         fc.asyncProperty(fc.array(textMutation, { minLength: 1, maxLength: 3 }), async (ms) => {
           const jwe = ms.reduce((t, m) => apply(t, m as Record<string, unknown>), jweSeed);
-          const opened = (await bounded(() => openIntegrityToken(jwe, pairs, (p) => cache.get(p)), [])) as Awaited<ReturnType<typeof openIntegrityToken>>;
+          const opened = (await bounded(
+            () => openIntegrityToken(jwe, pairs, (p) => cache.get(p)),
+            [],
+          )) as Awaited<ReturnType<typeof openIntegrityToken>>;
           // only an encoding-level no-op (the same bytes) may still open, and only to the same payload
-          if (opened.stage === 'verified') expect(Buffer.from(opened.payload).toString('hex')).toBe(payload);
+          if (opened.stage === 'verified')
+            expect(Buffer.from(opened.payload).toString('hex')).toBe(payload);
         }),
         params(150),
       );

@@ -14,7 +14,12 @@ import {
   type GoogleEvent,
   type PlayIntegrityClientOptions,
 } from '../../src/google/playIntegrityClient.js';
-import { createTestServiceAccount, startFakeGoogle, type FakeGoogle, type TestServiceAccount } from '../support/fakeGoogle.js';
+import {
+  createTestServiceAccount,
+  startFakeGoogle,
+  type FakeGoogle,
+  type TestServiceAccount,
+} from '../support/fakeGoogle.js';
 import { TEST_PACKAGE } from '../support/googleFactory.js';
 
 let sa: TestServiceAccount;
@@ -51,7 +56,8 @@ function client(over: Partial<PlayIntegrityClientOptions> = {}) {
 }
 
 const payload = { requestDetails: { requestPackageName: TEST_PACKAGE } };
-const decodeWith = (c: ReturnType<typeof client>, token: string, account = sa.account) => c.decode({ packageName: TEST_PACKAGE, integrityToken: token, serviceAccount: account });
+const decodeWith = (c: ReturnType<typeof client>, token: string, account = sa.account) =>
+  c.decode({ packageName: TEST_PACKAGE, integrityToken: token, serviceAccount: account });
 
 async function faultOf(work: Promise<unknown>): Promise<string> {
   const err = await work.then(
@@ -68,7 +74,13 @@ describe('decodeIntegrityToken', () => {
     expect(await decodeWith(c, fake.issue(TEST_PACKAGE, payload))).toEqual({ ok: true, payload });
     const { header, claims } = fake.lastAssertion!;
     expect(header).toMatchObject({ alg: 'RS256', typ: 'JWT', kid: sa.account.privateKeyId });
-    expect(claims).toMatchObject({ iss: sa.account.clientEmail, aud: fake.oauthUrl, scope: PLAY_INTEGRITY_SCOPE, iat: clock / 1000, exp: clock / 1000 + 3600 });
+    expect(claims).toMatchObject({
+      iss: sa.account.clientEmail,
+      aud: fake.oauthUrl,
+      scope: PLAY_INTEGRITY_SCOPE,
+      iat: clock / 1000,
+      exp: clock / 1000 + 3600,
+    });
     expect(events).toEqual([
       { endpoint: 'token', outcome: 'ok' },
       { endpoint: 'decode', outcome: 'ok' },
@@ -88,7 +100,9 @@ describe('decodeIntegrityToken', () => {
 
   it('shares one token request among concurrent first uses', async () => {
     const c = client();
-    const results = await Promise.all(Array.from({ length: 6 }, () => decodeWith(c, fake.issue(TEST_PACKAGE, payload))));
+    const results = await Promise.all(
+      Array.from({ length: 6 }, () => decodeWith(c, fake.issue(TEST_PACKAGE, payload))),
+    );
     expect(results.every((r) => r.ok)).toBe(true);
     expect(fake.counts).toEqual({ token: 1, decode: 6 });
   });
@@ -136,7 +150,9 @@ describe('decodeIntegrityToken', () => {
   });
 
   it('an assertion signed with another key is refused by Google: a fault', async () => {
-    expect(await faultOf(decodeWith(client(), fake.issue(TEST_PACKAGE, payload), stranger.account))).toBe('oauth_refused');
+    expect(
+      await faultOf(decodeWith(client(), fake.issue(TEST_PACKAGE, payload), stranger.account)),
+    ).toBe('oauth_refused');
     expect(fake.counts).toEqual({ token: 1, decode: 0 });
   });
 
@@ -145,27 +161,39 @@ describe('decodeIntegrityToken', () => {
     const c = client({ timeoutMs: 300 });
     expect(await faultOf(decodeWith(c, fake.issue(TEST_PACKAGE, payload)))).toBe('timeout');
     fake.faultNext('token', { hang: true });
-    expect(await faultOf(decodeWith(client({ timeoutMs: 300 }), fake.issue(TEST_PACKAGE, payload)))).toBe('timeout');
+    expect(
+      await faultOf(decodeWith(client({ timeoutMs: 300 }), fake.issue(TEST_PACKAGE, payload))),
+    ).toBe('timeout');
   });
 
   it('a slow answer inside the bound is fine', async () => {
     fake.faultNext('decode', { delayMs: 100 });
-    expect(await decodeWith(client(), fake.issue(TEST_PACKAGE, payload))).toMatchObject({ ok: true });
+    expect(await decodeWith(client(), fake.issue(TEST_PACKAGE, payload))).toMatchObject({
+      ok: true,
+    });
   });
 
   it('an unreachable Google is a fault', async () => {
     const port = await closedPort();
-    const c = client({ oauthUrl: `http://127.0.0.1:${port}/token`, playIntegrityUrl: `http://127.0.0.1:${port}` });
+    const c = client({
+      oauthUrl: `http://127.0.0.1:${port}/token`,
+      playIntegrityUrl: `http://127.0.0.1:${port}`,
+    });
     expect(await faultOf(decodeWith(c, 'x'))).toBe('unreachable');
   });
 
   it('refuses decodes beyond the concurrency limit, and takes them again once one finishes', async () => {
     const c = client({ maxInFlight: 2 });
     const gate = fake.gate();
-    const held = [decodeWith(c, fake.issue(TEST_PACKAGE, payload)), decodeWith(c, fake.issue(TEST_PACKAGE, payload))];
+    const held = [
+      decodeWith(c, fake.issue(TEST_PACKAGE, payload)),
+      decodeWith(c, fake.issue(TEST_PACKAGE, payload)),
+    ];
     await gate.arrived(2);
     expect(c.inFlight()).toBe(2);
-    await expect(decodeWith(c, fake.issue(TEST_PACKAGE, payload))).rejects.toBeInstanceOf(GoogleBusyError);
+    await expect(decodeWith(c, fake.issue(TEST_PACKAGE, payload))).rejects.toBeInstanceOf(
+      GoogleBusyError,
+    );
     gate.release();
     expect((await Promise.all(held)).every((r) => r.ok)).toBe(true);
     expect(c.inFlight()).toBe(0);
@@ -182,4 +210,3 @@ async function closedPort(): Promise<number> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return port;
 }
-

@@ -1,7 +1,10 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as apiKeys from '../../src/core/apiKeys.js';
 import { DUMMY_API_KEY_HASH, generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
-import { createApiKeyAuthenticator, type ApiKeyLookup } from '../../src/server/apiKeyAuthenticator.js';
+import {
+  createApiKeyAuthenticator,
+  type ApiKeyLookup,
+} from '../../src/server/apiKeyAuthenticator.js';
 
 vi.mock('../../src/core/apiKeys.js', async (importOriginal) => {
   const actual = await importOriginal<typeof import('../../src/core/apiKeys.js')>();
@@ -39,7 +42,13 @@ function fakeLookup() {
 
 async function addKey(lookup: ReturnType<typeof fakeLookup>, options: Partial<Row> = {}) {
   const { id, key } = generateApiKey('attest');
-  lookup.rows.set(id, { id, hash: await hashApiKey(key), expiresAt: null, revokedAt: null, ...options });
+  lookup.rows.set(id, {
+    id,
+    hash: await hashApiKey(key),
+    expiresAt: null,
+    revokedAt: null,
+    ...options,
+  });
   return { id, key };
 }
 
@@ -56,7 +65,9 @@ function slowArgon() {
 
 afterEach(() => {
   argon.mockClear();
-  argon.mockImplementation((hash, presented) => import('argon2').then((m) => m.default.verify(hash, presented)));
+  argon.mockImplementation((hash, presented) =>
+    import('argon2').then((m) => m.default.verify(hash, presented)),
+  );
 });
 
 describe('createApiKeyAuthenticator', () => {
@@ -65,7 +76,8 @@ describe('createApiKeyAuthenticator', () => {
     const { id, key } = await addKey(lookup);
     const auth = createApiKeyAuthenticator({ lookup });
     argon.mockClear();
-    for (let i = 0; i < 20; i++) expect(await auth.authenticate(key)).toEqual({ ok: true, keyId: id, mode: 'live' });
+    for (let i = 0; i < 20; i++)
+      expect(await auth.authenticate(key)).toEqual({ ok: true, keyId: id, mode: 'live' });
     expect(argon).toHaveBeenCalledTimes(1);
     expect(lookup.finds).toBe(1);
   });
@@ -73,10 +85,24 @@ describe('createApiKeyAuthenticator', () => {
   it('answers missing (401) and malformed (403) without a lookup or argon2', async () => {
     const lookup = fakeLookup();
     const auth = createApiKeyAuthenticator({ lookup });
-    expect(await auth.authenticate(undefined)).toMatchObject({ ok: false, status: 401, why: 'missing' });
+    expect(await auth.authenticate(undefined)).toMatchObject({
+      ok: false,
+      status: 401,
+      why: 'missing',
+    });
     expect(await auth.authenticate('')).toMatchObject({ ok: false, status: 401, why: 'missing' });
-    for (const bad of ['x', 'attest_short', `Attest_${'a'.repeat(16)}${'A'.repeat(43)}`, `attest_${'a'.repeat(16)}${'A'.repeat(42)}`, `attest_${'a'.repeat(16)}${'A'.repeat(43)} `]) {
-      expect(await auth.authenticate(bad)).toMatchObject({ ok: false, status: 403, why: 'malformed' });
+    for (const bad of [
+      'x',
+      'attest_short',
+      `Attest_${'a'.repeat(16)}${'A'.repeat(43)}`,
+      `attest_${'a'.repeat(16)}${'A'.repeat(42)}`,
+      `attest_${'a'.repeat(16)}${'A'.repeat(43)} `,
+    ]) {
+      expect(await auth.authenticate(bad)).toMatchObject({
+        ok: false,
+        status: 403,
+        why: 'malformed',
+      });
     }
     expect(lookup.finds).toBe(0);
     expect(argon).not.toHaveBeenCalled();
@@ -89,7 +115,12 @@ describe('createApiKeyAuthenticator', () => {
     const wrong = key.slice(0, -1) + (key.endsWith('A') ? 'B' : 'A');
     const auth = createApiKeyAuthenticator({ lookup, now: () => now, failureTtlMs: 60_000 });
     argon.mockClear();
-    for (let i = 0; i < 10; i++) expect(await auth.authenticate(wrong)).toMatchObject({ ok: false, status: 403, why: 'mismatch' });
+    for (let i = 0; i < 10; i++)
+      expect(await auth.authenticate(wrong)).toMatchObject({
+        ok: false,
+        status: 403,
+        why: 'mismatch',
+      });
     expect(argon).toHaveBeenCalledTimes(1);
     now += 60_001;
     expect(await auth.authenticate(wrong)).toMatchObject({ ok: false, status: 403 });
@@ -105,8 +136,16 @@ describe('createApiKeyAuthenticator', () => {
     const unknown = generateApiKey('attest').key;
     const auth = createApiKeyAuthenticator({ lookup });
     argon.mockClear();
-    expect(await auth.authenticate(revoked.key)).toMatchObject({ status: 403, why: 'revoked', keyId: revoked.id });
-    expect(await auth.authenticate(expired.key)).toMatchObject({ status: 403, why: 'expired', keyId: expired.id });
+    expect(await auth.authenticate(revoked.key)).toMatchObject({
+      status: 403,
+      why: 'revoked',
+      keyId: revoked.id,
+    });
+    expect(await auth.authenticate(expired.key)).toMatchObject({
+      status: 403,
+      why: 'expired',
+      keyId: expired.id,
+    });
     expect(await auth.authenticate(unknown)).toMatchObject({ status: 403, why: 'unknown' });
     expect(argon).toHaveBeenCalledTimes(3);
     // an id with no row is checked against a hash of the same cost, so its timing tells nothing
@@ -141,9 +180,17 @@ describe('createApiKeyAuthenticator', () => {
     now = 4999;
     for (const k of [a, b, c]) expect(await auth.authenticate(k.key)).toMatchObject({ ok: true });
     now = 5000;
-    expect(await auth.authenticate(a.key)).toMatchObject({ ok: false, status: 403, why: 'revoked' });
+    expect(await auth.authenticate(a.key)).toMatchObject({
+      ok: false,
+      status: 403,
+      why: 'revoked',
+    });
     expect(await auth.authenticate(b.key)).toMatchObject({ ok: false, status: 403 });
-    expect(await auth.authenticate(c.key)).toMatchObject({ ok: false, status: 403, why: 'unknown' });
+    expect(await auth.authenticate(c.key)).toMatchObject({
+      ok: false,
+      status: 403,
+      why: 'unknown',
+    });
     // and they stay out
     now = 5001;
     expect(await auth.authenticate(a.key)).toMatchObject({ ok: false, status: 403 });
@@ -229,7 +276,12 @@ describe('createApiKeyAuthenticator', () => {
     const lookup = fakeLookup();
     const { id, key } = await addKey(lookup);
     const errors: unknown[] = [];
-    const auth = createApiKeyAuthenticator({ lookup, now: () => now, touchIntervalMs: 60_000, onTouchError: (e) => errors.push(e) });
+    const auth = createApiKeyAuthenticator({
+      lookup,
+      now: () => now,
+      touchIntervalMs: 60_000,
+      onTouchError: (e) => errors.push(e),
+    });
     for (let i = 0; i < 5; i++) await auth.authenticate(key);
     expect(lookup.touches).toEqual([id]);
     now += 60_000;
@@ -267,9 +319,11 @@ describe('failure limiter', () => {
     const auth = createApiKeyAuthenticator({ lookup, now: () => 0, maxFailuresPerId: 5 });
     argon.mockClear();
     const results = [];
-    for (const wrong of wrongSecrets(key, 40)) results.push(await auth.authenticate(wrong, { address: `10.0.0.${results.length}` }));
+    for (const wrong of wrongSecrets(key, 40))
+      results.push(await auth.authenticate(wrong, { address: `10.0.0.${results.length}` }));
     expect(results.slice(0, 5).every((r) => !r.ok && r.why === 'mismatch')).toBe(true);
-    for (const r of results.slice(5)) expect(r).toEqual({ ok: false, status: 403, why: 'locked_id', keyId: id });
+    for (const r of results.slice(5))
+      expect(r).toEqual({ ok: false, status: 403, why: 'locked_id', keyId: id });
     expect(argon).toHaveBeenCalledTimes(5);
     expect(lookup.finds).toBe(5);
   });
@@ -293,8 +347,16 @@ describe('failure limiter', () => {
     const auth = createApiKeyAuthenticator({ lookup, now: () => 0, maxFailuresPerId: 3 });
     argon.mockClear();
     const whys = [];
-    for (const wrong of wrongSecrets(unknown, 6)) whys.push((await auth.authenticate(wrong)) as { why: string });
-    expect(whys.map((r) => r.why)).toEqual(['unknown', 'unknown', 'unknown', 'locked_id', 'locked_id', 'locked_id']);
+    for (const wrong of wrongSecrets(unknown, 6))
+      whys.push((await auth.authenticate(wrong)) as { why: string });
+    expect(whys.map((r) => r.why)).toEqual([
+      'unknown',
+      'unknown',
+      'unknown',
+      'locked_id',
+      'locked_id',
+      'locked_id',
+    ]);
     expect(argon).toHaveBeenCalledTimes(3);
   });
 
@@ -302,10 +364,19 @@ describe('failure limiter', () => {
     const lookup = fakeLookup();
     const { id, key } = await addKey(lookup);
     const auth = createApiKeyAuthenticator({ lookup, maxFailuresPerId: 3 });
-    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({ ok: true, keyId: id, mode: 'live' });
-    for (const wrong of wrongSecrets(key, 20)) await auth.authenticate(wrong, { address: '10.0.0.1' });
+    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({
+      ok: true,
+      keyId: id,
+      mode: 'live',
+    });
+    for (const wrong of wrongSecrets(key, 20))
+      await auth.authenticate(wrong, { address: '10.0.0.1' });
     argon.mockClear();
-    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({ ok: true, keyId: id, mode: 'live' });
+    expect(await auth.authenticate(key, { address: '10.0.0.1' })).toEqual({
+      ok: true,
+      keyId: id,
+      mode: 'live',
+    });
     expect(argon).not.toHaveBeenCalled();
   });
 
@@ -313,20 +384,42 @@ describe('failure limiter', () => {
     let now = 1_000_000;
     const lookup = fakeLookup();
     const { id, key } = await addKey(lookup);
-    const auth = createApiKeyAuthenticator({ lookup, now: () => now, maxFailuresPerId: 3, maxFailuresPerAddress: 1000, lockedProbeMs: 1000 });
-    for (const wrong of wrongSecrets(key, 10)) await auth.authenticate(wrong, { address: '192.0.2.66' });
+    const auth = createApiKeyAuthenticator({
+      lookup,
+      now: () => now,
+      maxFailuresPerId: 3,
+      maxFailuresPerAddress: 1000,
+      lockedProbeMs: 1000,
+    });
+    for (const wrong of wrongSecrets(key, 10))
+      await auth.authenticate(wrong, { address: '192.0.2.66' });
     // the attacker's own address never gets a probe, however long it waits
     now += 5000;
-    expect(await auth.authenticate(wrongSecrets(key, 1)[0], { address: '192.0.2.66' })).toMatchObject({ why: 'locked_id' });
-    expect(await auth.authenticate(key, { address: '192.0.2.66' })).toMatchObject({ ok: false, why: 'locked_id' });
+    expect(
+      await auth.authenticate(wrongSecrets(key, 1)[0], { address: '192.0.2.66' }),
+    ).toMatchObject({ why: 'locked_id' });
+    expect(await auth.authenticate(key, { address: '192.0.2.66' })).toMatchObject({
+      ok: false,
+      why: 'locked_id',
+    });
     // a clean address gets one verification per lockedProbeMs
-    expect(await auth.authenticate(key, { address: '198.51.100.7' })).toEqual({ ok: true, keyId: id, mode: 'live' });
+    expect(await auth.authenticate(key, { address: '198.51.100.7' })).toEqual({
+      ok: true,
+      keyId: id,
+      mode: 'live',
+    });
     const other = wrongSecrets(key, 2);
-    expect(await auth.authenticate(other[0], { address: '198.51.100.8' })).toMatchObject({ why: 'locked_id' });
+    expect(await auth.authenticate(other[0], { address: '198.51.100.8' })).toMatchObject({
+      why: 'locked_id',
+    });
     now += 999;
-    expect(await auth.authenticate(other[1], { address: '198.51.100.9' })).toMatchObject({ why: 'locked_id' });
+    expect(await auth.authenticate(other[1], { address: '198.51.100.9' })).toMatchObject({
+      why: 'locked_id',
+    });
     now += 1;
-    expect(await auth.authenticate(other[1], { address: '198.51.100.9' })).toMatchObject({ why: 'mismatch' });
+    expect(await auth.authenticate(other[1], { address: '198.51.100.9' })).toMatchObject({
+      why: 'mismatch',
+    });
   });
 
   it('after maxFailuresPerAddress failures from one address, it is refused for any id; other addresses are not', async () => {
@@ -335,27 +428,54 @@ describe('failure limiter', () => {
     const auth = createApiKeyAuthenticator({ lookup, maxFailuresPerAddress: 4 });
     argon.mockClear();
     const whys = [];
-    for (let i = 0; i < 8; i++) whys.push((await auth.authenticate(generateApiKey('attest').key, { address: '203.0.113.5' })) as { why: string });
-    expect(whys.map((r) => r.why)).toEqual(['unknown', 'unknown', 'unknown', 'unknown', 'locked_address', 'locked_address', 'locked_address', 'locked_address']);
+    for (let i = 0; i < 8; i++)
+      whys.push(
+        (await auth.authenticate(generateApiKey('attest').key, { address: '203.0.113.5' })) as {
+          why: string;
+        },
+      );
+    expect(whys.map((r) => r.why)).toEqual([
+      'unknown',
+      'unknown',
+      'unknown',
+      'unknown',
+      'locked_address',
+      'locked_address',
+      'locked_address',
+      'locked_address',
+    ]);
     expect(argon).toHaveBeenCalledTimes(4);
-    expect(await auth.authenticate(good.key, { address: '203.0.113.5' })).toMatchObject({ ok: false, why: 'locked_address' });
-    expect(await auth.authenticate(good.key, { address: '203.0.113.6' })).toMatchObject({ ok: true });
+    expect(await auth.authenticate(good.key, { address: '203.0.113.5' })).toMatchObject({
+      ok: false,
+      why: 'locked_address',
+    });
+    expect(await auth.authenticate(good.key, { address: '203.0.113.6' })).toMatchObject({
+      ok: true,
+    });
     // and once verified, the key passes from the locked address too (cache first)
-    expect(await auth.authenticate(good.key, { address: '203.0.113.5' })).toMatchObject({ ok: true });
+    expect(await auth.authenticate(good.key, { address: '203.0.113.5' })).toMatchObject({
+      ok: true,
+    });
   });
 
   it('successes do not count: a busy team of good keys from one address is never locked', async () => {
     const lookup = fakeLookup();
     const keys = await Promise.all(Array.from({ length: 6 }, () => addKey(lookup)));
     const auth = createApiKeyAuthenticator({ lookup, maxFailuresPerAddress: 2 });
-    for (const k of keys) expect(await auth.authenticate(k.key, { address: '10.1.1.1' })).toMatchObject({ ok: true });
+    for (const k of keys)
+      expect(await auth.authenticate(k.key, { address: '10.1.1.1' })).toMatchObject({ ok: true });
   });
 
   it('the window passes: hashing resumes after failureWindowMs', async () => {
     let now = 0;
     const lookup = fakeLookup();
     const { key } = await addKey(lookup);
-    const auth = createApiKeyAuthenticator({ lookup, now: () => now, maxFailuresPerId: 2, failureWindowMs: 60_000 });
+    const auth = createApiKeyAuthenticator({
+      lookup,
+      now: () => now,
+      maxFailuresPerId: 2,
+      failureWindowMs: 60_000,
+    });
     const wrong = wrongSecrets(key, 4);
     expect(await auth.authenticate(wrong[0])).toMatchObject({ why: 'mismatch' });
     expect(await auth.authenticate(wrong[1])).toMatchObject({ why: 'mismatch' });
@@ -377,7 +497,8 @@ describe('failure limiter', () => {
     lookup.find = async () => {
       throw new Error('connection refused');
     };
-    for (const wrong of wrongSecrets(key, 5)) await expect(auth.authenticate(wrong)).rejects.toThrow('connection refused');
+    for (const wrong of wrongSecrets(key, 5))
+      await expect(auth.authenticate(wrong)).rejects.toThrow('connection refused');
     lookup.find = find;
     expect(await auth.authenticate(key)).toMatchObject({ ok: true });
   });
@@ -403,7 +524,12 @@ describe('failure limiter', () => {
 
   it('keeps its failure windows bounded (LRU)', async () => {
     const lookup = fakeLookup();
-    const auth = createApiKeyAuthenticator({ lookup, now: () => 0, maxEntries: 10, maxFailuresPerId: 1 });
+    const auth = createApiKeyAuthenticator({
+      lookup,
+      now: () => 0,
+      maxEntries: 10,
+      maxFailuresPerId: 1,
+    });
     const first = generateApiKey('attest').key;
     await auth.authenticate(first);
     expect(await auth.authenticate(wrongSecrets(first, 1)[0])).toMatchObject({ why: 'locked_id' });

@@ -14,7 +14,14 @@ import {
   type TestCa,
 } from '../support/appleFactory.js';
 import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';
-import { createPlatformService, init, issueKey, verify, verifyInSession, verifySessionless } from '../support/service.js';
+import {
+  createPlatformService,
+  init,
+  issueKey,
+  verify,
+  verifyInSession,
+  verifySessionless,
+} from '../support/service.js';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
@@ -23,7 +30,8 @@ beforeAll(async () => {
   ca = await createTestCa();
 });
 
-const appleService = (db: TestDatabase) => createPlatformService(db, { now: TEST_NOW, appleRoots: ca.roots });
+const appleService = (db: TestDatabase) =>
+  createPlatformService(db, { now: TEST_NOW, appleRoots: ca.roots });
 
 describe.each(backends())('App Attest over HTTP on $name', (backend) => {
   const db = useDatabase(backend);
@@ -37,7 +45,10 @@ describe.each(backends())('App Attest over HTTP on $name', (backend) => {
   });
 
   /** session approach: init, build the token over the server nonce (and device nonce), verify */
-  async function sessionVerify(build: (finalNonce: Buffer) => Promise<Buffer> | Buffer, deviceNonce?: Buffer) {
+  async function sessionVerify(
+    build: (finalNonce: Buffer) => Promise<Buffer> | Buffer,
+    deviceNonce?: Buffer,
+  ) {
     const { res } = await verifyInSession(service.app, key, build, deviceNonce);
     expect(res.status).toBe(200);
     return { body: (await res.json()) as Record<string, unknown>, log: service.logs.last() };
@@ -57,58 +68,139 @@ describe.each(backends())('App Attest over HTTP on $name', (backend) => {
   it.each(approaches)('registration, then assertions, then replay (%s)', async (_name, run) => {
     const device = await createDeviceKey();
     const registered = await run(async (nonce) =>
-      encodeAppleToken({ nonce, keyId: device.keyId, attestation: (await createAttestation(ca, device, { nonce })).attestation }),
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        attestation: (await createAttestation(ca, device, { nonce })).attestation,
+      }),
     );
     expect(registered.body).toEqual({
       isValid: true,
       statusCode: 0,
-      appleTokenDetails: { keyIdentifier: b64(device.keyId), appId: TEST_APP_ID, environment: 'Production', assertionCounter: 0 },
+      appleTokenDetails: {
+        keyIdentifier: b64(device.keyId),
+        appId: TEST_APP_ID,
+        environment: 'Production',
+        assertionCounter: 0,
+      },
     });
 
-    const first = await run((nonce) => encodeAppleToken({ nonce, keyId: device.keyId, assertion: createAssertion(device, { nonce, counter: 1 }).assertion }));
+    const first = await run((nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        assertion: createAssertion(device, { nonce, counter: 1 }).assertion,
+      }),
+    );
     expect(first.body).toMatchObject({ isValid: true, appleTokenDetails: { assertionCounter: 1 } });
 
-    const replay = await run((nonce) => encodeAppleToken({ nonce, keyId: device.keyId, assertion: createAssertion(device, { nonce, counter: 1 }).assertion }));
+    const replay = await run((nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        assertion: createAssertion(device, { nonce, counter: 1 }).assertion,
+      }),
+    );
     expect(replay.body).toEqual({ isValid: false, statusCode: 0 });
-    expect(replay.log).toMatchObject({ reason: 'apple_counter_replay', service: 'apple', keyId: b64(device.keyId) });
+    expect(replay.log).toMatchObject({
+      reason: 'apple_counter_replay',
+      service: 'apple',
+      keyId: b64(device.keyId),
+    });
 
     const again = await run(async (nonce) =>
-      encodeAppleToken({ nonce, keyId: device.keyId, attestation: (await createAttestation(ca, device, { nonce })).attestation }),
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        attestation: (await createAttestation(ca, device, { nonce })).attestation,
+      }),
     );
     expect(again.log).toMatchObject({ isValid: false, reason: 'apple_key_registered' });
     expect((await createAppleKeyRepository(db.db).find(device.keyId))?.counter).toBe(1);
   });
 
-  it.each(approaches)('attestation plus assertion registers the key with the assertion counter (%s)', async (_name, run) => {
-    const device = await createDeviceKey();
-    // the attestation was made at key creation, for another nonce; the assertion carries freshness
-    const attestation = (await createAttestation(ca, device, { nonce: randomBytes(32) })).attestation;
-    const result = await run((nonce) => encodeAppleToken({ nonce, keyId: device.keyId, attestation, assertion: createAssertion(device, { nonce, counter: 3 }).assertion }));
-    expect(result.body).toMatchObject({ isValid: true, appleTokenDetails: { assertionCounter: 3 } });
-    expect((await createAppleKeyRepository(db.db).find(device.keyId))?.counter).toBe(3);
-    const next = await run((nonce) => encodeAppleToken({ nonce, keyId: device.keyId, attestation, assertion: createAssertion(device, { nonce, counter: 4 }).assertion }));
-    expect(next.body).toMatchObject({ isValid: true, appleTokenDetails: { assertionCounter: 4 } });
-  });
+  it.each(approaches)(
+    'attestation plus assertion registers the key with the assertion counter (%s)',
+    async (_name, run) => {
+      const device = await createDeviceKey();
+      // the attestation was made at key creation, for another nonce; the assertion carries freshness
+      const attestation = (await createAttestation(ca, device, { nonce: randomBytes(32) }))
+        .attestation;
+      const result = await run((nonce) =>
+        encodeAppleToken({
+          nonce,
+          keyId: device.keyId,
+          attestation,
+          assertion: createAssertion(device, { nonce, counter: 3 }).assertion,
+        }),
+      );
+      expect(result.body).toMatchObject({
+        isValid: true,
+        appleTokenDetails: { assertionCounter: 3 },
+      });
+      expect((await createAppleKeyRepository(db.db).find(device.keyId))?.counter).toBe(3);
+      const next = await run((nonce) =>
+        encodeAppleToken({
+          nonce,
+          keyId: device.keyId,
+          attestation,
+          assertion: createAssertion(device, { nonce, counter: 4 }).assertion,
+        }),
+      );
+      expect(next.body).toMatchObject({
+        isValid: true,
+        appleTokenDetails: { assertionCounter: 4 },
+      });
+    },
+  );
 
   it('binds the device nonce: a token over the server nonce alone is rejected when a device nonce is sent', async () => {
     const device = await createDeviceKey();
     const deviceNonce = randomBytes(16);
-    const ok = await sessionVerify(async (nonce) => encodeAppleToken({ nonce, keyId: device.keyId, attestation: (await createAttestation(ca, device, { nonce })).attestation }), deviceNonce);
+    const ok = await sessionVerify(
+      async (nonce) =>
+        encodeAppleToken({
+          nonce,
+          keyId: device.keyId,
+          attestation: (await createAttestation(ca, device, { nonce })).attestation,
+        }),
+      deviceNonce,
+    );
     expect(ok.body).toMatchObject({ isValid: true });
 
     const { body } = await init(service.app, key);
     const serverNonce = Buffer.from(body.serverNonce, 'base64');
-    const token = encodeAppleToken({ nonce: serverNonce, keyId: device.keyId, assertion: createAssertion(device, { nonce: serverNonce, counter: 2 }).assertion });
-    const res = await verify(service.app, key, { attestationToken: b64(token), sessionReference: body.sessionReference, deviceNonce: b64(deviceNonce) });
+    const token = encodeAppleToken({
+      nonce: serverNonce,
+      keyId: device.keyId,
+      assertion: createAssertion(device, { nonce: serverNonce, counter: 2 }).assertion,
+    });
+    const res = await verify(service.app, key, {
+      attestationToken: b64(token),
+      sessionReference: body.sessionReference,
+      deviceNonce: b64(deviceNonce),
+    });
     expect(await res.json()).toEqual({ isValid: false, statusCode: 0 });
     expect(service.logs.last()).toMatchObject({ reason: 'nonce_mismatch' });
   });
 
   it('stops a registered key when its app leaves the allowlist', async () => {
     const device = await createDeviceKey();
-    await sessionlessVerify(async (nonce) => encodeAppleToken({ nonce, keyId: device.keyId, attestation: (await createAttestation(ca, device, { nonce })).attestation }));
+    await sessionlessVerify(async (nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        attestation: (await createAttestation(ca, device, { nonce })).attestation,
+      }),
+    );
     await createAllowlistRepository(db.db, null).removeApple(TEST_APP_ID);
-    const after = await sessionlessVerify((nonce) => encodeAppleToken({ nonce, keyId: device.keyId, assertion: createAssertion(device, { nonce, counter: 1 }).assertion }));
+    const after = await sessionlessVerify((nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        assertion: createAssertion(device, { nonce, counter: 1 }).assertion,
+      }),
+    );
     expect(after.body).toEqual({ isValid: false, statusCode: 0 });
     expect(after.log).toMatchObject({ reason: 'apple_app_not_allowed' });
     // the rejected assertion did not raise the counter
@@ -135,23 +227,39 @@ describe.skipIf(!pg)('App Attest counter races on PostgreSQL', () => {
   async function register() {
     const device = await createDeviceKey();
     const nonce = randomBytes(32);
-    const token = encodeAppleToken({ nonce, keyId: device.keyId, attestation: (await createAttestation(ca, device, { nonce })).attestation });
-    const res = await verify(service.app, key, { attestationToken: b64(token), expectedNonce: b64(nonce) });
+    const token = encodeAppleToken({
+      nonce,
+      keyId: device.keyId,
+      attestation: (await createAttestation(ca, device, { nonce })).attestation,
+    });
+    const res = await verify(service.app, key, {
+      attestationToken: b64(token),
+      expectedNonce: b64(nonce),
+    });
     expect(await res.json()).toMatchObject({ isValid: true });
     return device;
   }
 
   async function assertWith(device: Awaited<ReturnType<typeof createDeviceKey>>, counter: number) {
     const nonce = randomBytes(32);
-    const token = encodeAppleToken({ nonce, keyId: device.keyId, assertion: createAssertion(device, { nonce, counter }).assertion });
-    const res = await verify(service.app, key, { attestationToken: b64(token), expectedNonce: b64(nonce) });
+    const token = encodeAppleToken({
+      nonce,
+      keyId: device.keyId,
+      assertion: createAssertion(device, { nonce, counter }).assertion,
+    });
+    const res = await verify(service.app, key, {
+      attestationToken: b64(token),
+      expectedNonce: b64(nonce),
+    });
     return ((await res.json()) as { isValid: boolean }).isValid;
   }
 
   it('accepts exactly one of many concurrent assertions with the same counter (repeated)', async () => {
     const device = await register();
     for (let round = 1; round <= 5; round++) {
-      const results = await Promise.all(Array.from({ length: 20 }, () => assertWith(device, round)));
+      const results = await Promise.all(
+        Array.from({ length: 20 }, () => assertWith(device, round)),
+      );
       expect(results.filter(Boolean)).toHaveLength(1);
     }
     expect((await createAppleKeyRepository(db.db).find(device.keyId))?.counter).toBe(5);
@@ -164,7 +272,9 @@ describe.skipIf(!pg)('App Attest counter races on PostgreSQL', () => {
     const accepted: number[] = [];
     for (const c of counters.slice(0, 20)) if (await assertWith(device, c)) accepted.push(c);
     let max = 0;
-    expect(accepted).toEqual(counters.slice(0, 20).filter((c) => (c > max ? ((max = c), true) : false)));
+    expect(accepted).toEqual(
+      counters.slice(0, 20).filter((c) => (c > max ? ((max = c), true) : false)),
+    );
     // concurrently: whatever wins, the stored counter ends at the maximum accepted, never lower
     const rest = counters.slice(20);
     const results = await Promise.all(rest.map((c) => assertWith(device, c)));
@@ -180,11 +290,28 @@ describe.skipIf(!pg)('App Attest counter races on PostgreSQL', () => {
     const tokens = await Promise.all(
       Array.from({ length: 10 }, async () => {
         const nonce = randomBytes(32);
-        return { nonce, token: encodeAppleToken({ nonce, keyId: device.keyId, attestation: (await createAttestation(ca, device, { nonce })).attestation }) };
+        return {
+          nonce,
+          token: encodeAppleToken({
+            nonce,
+            keyId: device.keyId,
+            attestation: (await createAttestation(ca, device, { nonce })).attestation,
+          }),
+        };
       }),
     );
     const results = await Promise.all(
-      tokens.map(async ({ nonce, token }) => ((await (await verify(service.app, key, { attestationToken: b64(token), expectedNonce: b64(nonce) })).json()) as { isValid: boolean }).isValid),
+      tokens.map(
+        async ({ nonce, token }) =>
+          (
+            (await (
+              await verify(service.app, key, {
+                attestationToken: b64(token),
+                expectedNonce: b64(nonce),
+              })
+            ).json()) as { isValid: boolean }
+          ).isValid,
+      ),
     );
     expect(results.filter(Boolean)).toHaveLength(1);
   });

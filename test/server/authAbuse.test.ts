@@ -9,7 +9,8 @@ vi.mock('../../src/core/apiKeys.js', async (importOriginal) => {
   return { ...actual, verifyApiKeyHash: vi.fn(actual.verifyApiKeyHash) };
 });
 const argon = vi.mocked(apiKeys.verifyApiKeyHash);
-const realArgon = (hash: string, presented: string) => import('argon2').then((m) => m.default.verify(hash, presented));
+const realArgon = (hash: string, presented: string) =>
+  import('argon2').then((m) => m.default.verify(hash, presented));
 
 afterEach(() => {
   argon.mockClear();
@@ -17,8 +18,16 @@ afterEach(() => {
 });
 
 /** POST init as a client at `address` (what @hono/node-server passes as the app's env) */
-function initFrom(app: ReturnType<typeof createTestService>['app'], key: string, address = '192.0.2.10') {
-  return app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key } }, { incoming: { socket: { remoteAddress: address } } });
+function initFrom(
+  app: ReturnType<typeof createTestService>['app'],
+  key: string,
+  address = '192.0.2.10',
+) {
+  return app.request(
+    `${BASE}/api/v1/attestation/init`,
+    { method: 'POST', headers: { 'X-Api-Key': key } },
+    { incoming: { socket: { remoteAddress: address } } },
+  );
 }
 
 function wrongSecret(key: string): string {
@@ -38,11 +47,17 @@ describe.each(backends())('auth abuse on $name', (backend) => {
   });
 
   it('a lockout answers exactly as a wrong secret does (403, no body) and logs its own cause, without argon2', async () => {
-    const service = createTestService(db, { auth: { now: () => 0, maxFailuresPerId: 2, maxFailuresPerAddress: 1000 } });
+    const service = createTestService(db, {
+      auth: { now: () => 0, maxFailuresPerId: 2, maxFailuresPerAddress: 1000 },
+    });
     const answers = [];
     for (let i = 0; i < 4; i++) {
       const res = await initFrom(service.app, wrongSecret(good.key), `192.0.2.${20 + i}`);
-      answers.push({ status: res.status, body: await res.text(), type: res.headers.get('content-type') });
+      answers.push({
+        status: res.status,
+        body: await res.text(),
+        type: res.headers.get('content-type'),
+      });
     }
     expect(new Set(answers.map((a) => JSON.stringify(a))).size).toBe(1);
     expect(answers[0]).toEqual({ status: 403, body: '', type: null });
@@ -57,8 +72,13 @@ describe.each(backends())('auth abuse on $name', (backend) => {
 
   it('the client address is the TCP peer: one address failing too often is refused for every id', async () => {
     const service = createTestService(db, { auth: { maxFailuresPerAddress: 2 } });
-    for (let i = 0; i < 3; i++) await initFrom(service.app, generateApiKey('attest').key, '198.51.100.77');
-    expect(service.logs.requests().map((l) => l.auth)).toEqual(['unknown', 'unknown', 'locked_address']);
+    for (let i = 0; i < 3; i++)
+      await initFrom(service.app, generateApiKey('attest').key, '198.51.100.77');
+    expect(service.logs.requests().map((l) => l.auth)).toEqual([
+      'unknown',
+      'unknown',
+      'locked_address',
+    ]);
     expect((await initFrom(service.app, good.key, '198.51.100.78')).status).toBe(200);
   });
 
@@ -83,7 +103,11 @@ describe.each(backends())('auth abuse on $name', (backend) => {
 
   it('the row read still counts against the deadline (a hanging database is a 500 and tells the watchdog)', async () => {
     const onBackendTimeout = vi.fn();
-    const service = createTestService(db, { requestDeadlineMs: 100, onBackendTimeout, auth: { lookup: { find: () => new Promise(() => {}), touch: async () => {} } } });
+    const service = createTestService(db, {
+      requestDeadlineMs: 100,
+      onBackendTimeout,
+      auth: { lookup: { find: () => new Promise(() => {}), touch: async () => {} } },
+    });
     const res = await initFrom(service.app, good.key);
     expect(res.status).toBe(500);
     expect(onBackendTimeout).toHaveBeenCalledTimes(1);

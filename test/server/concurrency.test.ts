@@ -13,7 +13,8 @@ describe.each(backends())('one session, 100 parallel verifies, on $name', (backe
   beforeAll(async () => {
     db = await backend.open();
     // on PostgreSQL a second pool plays a second instance behind the load balancer
-    if (db.url) second = await openDatabase({ url: db.url, dataDir: '', role: 'server', poolSize: 20 });
+    if (db.url)
+      second = await openDatabase({ url: db.url, dataDir: '', role: 'server', poolSize: 20 });
   });
   afterAll(async () => {
     await second?.close();
@@ -28,7 +29,10 @@ describe.each(backends())('one session, 100 parallel verifies, on $name', (backe
       a.logs.clear();
       b.logs.clear();
       const { body } = await init(a.app, key);
-      const payload = { attestationToken: b64(token(new Uint8Array(Buffer.from(body.serverNonce, 'base64')))), sessionReference: body.sessionReference };
+      const payload = {
+        attestationToken: b64(token(new Uint8Array(Buffer.from(body.serverNonce, 'base64')))),
+        sessionReference: body.sessionReference,
+      };
       const results = await Promise.all(
         Array.from({ length: 100 }, async (_, i) => {
           const res = await verify((i % 2 ? b : a).app, key, payload);
@@ -37,7 +41,9 @@ describe.each(backends())('one session, 100 parallel verifies, on $name', (backe
         }),
       );
       expect(results.filter((r) => r.isValid)).toHaveLength(1);
-      const reasons = [...a.logs.requests(), ...(b === a ? [] : b.logs.requests())].filter((l) => l.route === '/api/v1/attestation/verify').map((l) => l.reason ?? 'valid');
+      const reasons = [...a.logs.requests(), ...(b === a ? [] : b.logs.requests())]
+        .filter((l) => l.route === '/api/v1/attestation/verify')
+        .map((l) => l.reason ?? 'valid');
       expect(reasons).toHaveLength(100);
       expect(reasons.filter((r) => r === 'valid')).toHaveLength(1);
       expect(reasons.filter((r) => r === 'session_consumed')).toHaveLength(99);
@@ -66,7 +72,9 @@ describe.skipIf(!pg)('concurrent migrations on PostgreSQL', () => {
   });
 
   it('two handles migrating an empty database at once: applied once, both succeed', async () => {
-    const handles = await Promise.all([0, 1, 2].map(() => openDatabase({ url, dataDir: '', role: 'cli', poolSize: 2 })));
+    const handles = await Promise.all(
+      [0, 1, 2].map(() => openDatabase({ url, dataDir: '', role: 'cli', poolSize: 2 })),
+    );
     try {
       const results = await Promise.all(handles.map((h) => runMigrations(h)));
       const shipped = (await migrationStatus(handles[0]!.db)).length;

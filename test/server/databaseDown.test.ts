@@ -14,7 +14,11 @@ const pg = postgresBackend();
 async function timed(request: () => Response | Promise<Response>) {
   const started = performance.now();
   const res = await request();
-  return { status: res.status, body: (await res.json().catch(() => null)) as Record<string, unknown> | null, ms: performance.now() - started };
+  return {
+    status: res.status,
+    body: (await res.json().catch(() => null)) as Record<string, unknown> | null,
+    ms: performance.now() - started,
+  };
 }
 
 describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
@@ -32,12 +36,25 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
   it('a closed port: 500 268505088 fast, validation errors still 400, readyz 503', async () => {
     const url = new URL(db.url!);
     url.port = String(await closedPort());
-    const handle = await openDatabase({ url: url.toString(), dataDir: '', role: 'server', poolSize: 2 });
+    const handle = await openDatabase({
+      url: url.toString(),
+      dataDir: '',
+      role: 'server',
+      poolSize: 2,
+    });
     try {
       const service = createTestService(handle, { requestDeadlineMs: DEADLINE });
-      const i = await timed(() => service.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key.key } }));
+      const i = await timed(() =>
+        service.app.request(`${BASE}/api/v1/attestation/init`, {
+          method: 'POST',
+          headers: { 'X-Api-Key': key.key },
+        }),
+      );
       expect(i.status).toBe(500); // the key lookup itself fails
-      expect(i.body).toEqual({ statusCode: STATUS_INTERNAL_ERROR, errorMessage: expect.any(String) });
+      expect(i.body).toEqual({
+        statusCode: STATUS_INTERNAL_ERROR,
+        errorMessage: expect.any(String),
+      });
       expect(i.ms).toBeLessThan(DEADLINE + 1500);
       expect(service.logs.last()).toMatchObject({ status: 500, level: 50 });
       // no key at all needs no database: still 401
@@ -58,8 +75,16 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
     beforeAll(async () => {
       const u = new URL(db.url!);
       proxy = await startTcpProxy(u.hostname, Number(u.port || 5432));
-      handle = await openDatabase({ url: proxy.urlFor(db.url!), dataDir: '', role: 'server', poolSize: 3 });
-      service = createTestService(handle, { requestDeadlineMs: DEADLINE, onBackendTimeout: createPoolWatchdog(handle, { probeTimeoutMs: 1000 }) });
+      handle = await openDatabase({
+        url: proxy.urlFor(db.url!),
+        dataDir: '',
+        role: 'server',
+        poolSize: 3,
+      });
+      service = createTestService(handle, {
+        requestDeadlineMs: DEADLINE,
+        onBackendTimeout: createPoolWatchdog(handle, { probeTimeoutMs: 1000 }),
+      });
       // the first request pays argon2 for the key and opens the pool's connections: on a loaded
       // machine that alone can exceed the 1 s deadline, which these tests aim at stalls, not at that
       while ((await init(service.app, key.key)).res.status !== 200);
@@ -77,7 +102,10 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       return body;
     };
     const goodVerify = (s: { sessionReference: string; serverNonce: string }) =>
-      verify(service.app, key.key, { attestationToken: b64(token(new Uint8Array(Buffer.from(s.serverNonce, 'base64')))), sessionReference: s.sessionReference });
+      verify(service.app, key.key, {
+        attestationToken: b64(token(new Uint8Array(Buffer.from(s.serverNonce, 'base64')))),
+        sessionReference: s.sessionReference,
+      });
 
     it('works while forwarding', async () => {
       const s = await session();
@@ -89,9 +117,21 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       proxy.setMode('stall');
       // more stalled requests than the pool has connections
       const stalled = await Promise.all([
-        timed(() => service.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key.key } })),
+        timed(() =>
+          service.app.request(`${BASE}/api/v1/attestation/init`, {
+            method: 'POST',
+            headers: { 'X-Api-Key': key.key },
+          }),
+        ),
         timed(() => goodVerify(prepared)),
-        ...Array.from({ length: 5 }, () => timed(() => service.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key.key } }))),
+        ...Array.from({ length: 5 }, () =>
+          timed(() =>
+            service.app.request(`${BASE}/api/v1/attestation/init`, {
+              method: 'POST',
+              headers: { 'X-Api-Key': key.key },
+            }),
+          ),
+        ),
       ]);
       for (const r of stalled) {
         expect(r.status).toBe(500);
@@ -100,9 +140,16 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
         expect(r.ms).toBeGreaterThanOrEqual(DEADLINE - 50);
         expect(r.ms).toBeLessThan(DEADLINE + 2000);
       }
-      expect(service.logs.requests().filter((l) => l.status === 500).every((l) => (l.err as { type?: string })?.type === 'DeadlineExceeded')).toBe(true);
+      expect(
+        service.logs
+          .requests()
+          .filter((l) => l.status === 500)
+          .every((l) => (l.err as { type?: string })?.type === 'DeadlineExceeded'),
+      ).toBe(true);
       // validation never waits for the database and is never 268505088
-      const bad = await timed(() => verify(service.app, key.key, { attestationToken: '!', sessionReference: 'x' }));
+      const bad = await timed(() =>
+        verify(service.app, key.key, { attestationToken: '!', sessionReference: 'x' }),
+      );
       expect(bad.status).toBe(400);
       expect(bad.body).toMatchObject({ statusCode: STATUS_INVALID_REQUEST });
       expect(bad.ms).toBeLessThan(1500);
@@ -113,12 +160,25 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       const metricsStarted = performance.now();
       const metrics = await service.app.request(`${BASE}/metrics`);
       expect(metrics.status).toBe(200);
-      expect(await metrics.text()).toMatch(/attest_http_requests_total\{route="\/api\/v1\/attestation\/init",method="POST",status="500"\}/);
+      expect(await metrics.text()).toMatch(
+        /attest_http_requests_total\{route="\/api\/v1\/attestation\/init",method="POST",status="500"\}/,
+      );
       expect(performance.now() - metricsStarted).toBeLessThan(DEADLINE + 2000);
 
       proxy.setMode('forward');
       // recovery without a restart: the held queries finish, new ones go through
-      await expect.poll(async () => (await service.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key.key } })).status, { timeout: 8000, interval: 200 }).toBe(200);
+      await expect
+        .poll(
+          async () =>
+            (
+              await service.app.request(`${BASE}/api/v1/attestation/init`, {
+                method: 'POST',
+                headers: { 'X-Api-Key': key.key },
+              })
+            ).status,
+          { timeout: 8000, interval: 200 },
+        )
+        .toBe(200);
       const s = await session();
       expect(await (await goodVerify(s)).json()).toMatchObject({ isValid: true });
       // the verify that timed out during the stall consumed its session late, or not at all: never valid now
@@ -131,9 +191,27 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
     it('connections frozen for good (no reset) do not keep the service down', async () => {
       await Promise.all(Array.from({ length: 6 }, () => service.sessions.counts())); // fill the pool
       proxy.setMode('stall');
-      await Promise.all(Array.from({ length: 5 }, () => service.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key.key } })));
+      await Promise.all(
+        Array.from({ length: 5 }, () =>
+          service.app.request(`${BASE}/api/v1/attestation/init`, {
+            method: 'POST',
+            headers: { 'X-Api-Key': key.key },
+          }),
+        ),
+      );
       proxy.setMode('forward', { keepFrozen: true });
-      await expect.poll(async () => (await service.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key.key } })).status, { timeout: 15_000, interval: 500 }).toBe(200);
+      await expect
+        .poll(
+          async () =>
+            (
+              await service.app.request(`${BASE}/api/v1/attestation/init`, {
+                method: 'POST',
+                headers: { 'X-Api-Key': key.key },
+              })
+            ).status,
+          { timeout: 15_000, interval: 500 },
+        )
+        .toBe(200);
     }, 30_000);
 
     it('connections cut mid-query: 500 quickly, then recovery', async () => {
@@ -147,7 +225,18 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       expect(r.status).toBe(500);
       expect(r.body).toMatchObject({ statusCode: STATUS_INTERNAL_ERROR });
       expect(r.ms).toBeLessThan(DEADLINE + 1500);
-      await expect.poll(async () => (await service.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key.key } })).status, { timeout: 8000, interval: 200 }).toBe(200);
+      await expect
+        .poll(
+          async () =>
+            (
+              await service.app.request(`${BASE}/api/v1/attestation/init`, {
+                method: 'POST',
+                headers: { 'X-Api-Key': key.key },
+              })
+            ).status,
+          { timeout: 8000, interval: 200 },
+        )
+        .toBe(200);
       const s = await session();
       expect(await (await goodVerify(s)).json()).toMatchObject({ isValid: true });
     }, 20_000);

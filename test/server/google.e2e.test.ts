@@ -15,7 +15,14 @@ import {
   type GoogleTestKeys,
   type MintOptions,
 } from '../support/googleFactory.js';
-import { createPlatformService, init, issueKey, verify, verifyInSession, verifySessionless } from '../support/service.js';
+import {
+  createPlatformService,
+  init,
+  issueKey,
+  verify,
+  verifyInSession,
+  verifySessionless,
+} from '../support/service.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
@@ -28,7 +35,14 @@ function gmsToken(nonce: Uint8Array, integrityToken: string, packageName = TEST_
       new Map<string, unknown>([
         ['v', 1],
         ['nonce', Buffer.from(nonce)],
-        ['device', new Map<string, unknown>([['service', 'gms'], ['model', 'Pixel 9'], ['os', 'Android 16']])],
+        [
+          'device',
+          new Map<string, unknown>([
+            ['service', 'gms'],
+            ['model', 'Pixel 9'],
+            ['os', 'Android 16'],
+          ]),
+        ],
         [
           'gms',
           new Map<string, unknown>([
@@ -44,7 +58,10 @@ function gmsToken(nonce: Uint8Array, integrityToken: string, packageName = TEST_
 let pair1: GoogleTestKeys;
 let pair2: GoogleTestKeys;
 beforeAll(async () => {
-  [pair1, pair2] = await Promise.all([createGoogleTestKeys('pair-2025'), createGoogleTestKeys('pair-2026')]);
+  [pair1, pair2] = await Promise.all([
+    createGoogleTestKeys('pair-2025'),
+    createGoogleTestKeys('pair-2026'),
+  ]);
 });
 
 describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
@@ -54,60 +71,120 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
 
   beforeEach(async () => {
     key = (await issueKey(db)).key;
-    await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, keyPairOf(pair1), { certificateDigests: [TEST_CERT_DIGEST] });
+    await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(
+      TEST_PACKAGE,
+      keyPairOf(pair1),
+      { certificateDigests: [TEST_CERT_DIGEST] },
+    );
     service = createPlatformService(db, { now: NOW, appleRoots: defaultAppleRoots() });
   });
 
   type Mint = Partial<Omit<MintOptions, 'nonce'>>;
 
   /** session approach: init, mint over serverNonce (|| deviceNonce), verify */
-  async function sessionVerify(mint: Mint = {}, options: { deviceNonce?: Buffer; packageName?: string; tokenNonce?: (n: Buffer) => Buffer } = {}) {
-    const { res, sessionReference } = await verifyInSession(service.app, key, (finalNonce) => mintedToken(finalNonce, mint, options), options.deviceNonce);
+  async function sessionVerify(
+    mint: Mint = {},
+    options: {
+      deviceNonce?: Buffer;
+      packageName?: string;
+      tokenNonce?: (n: Buffer) => Buffer;
+    } = {},
+  ) {
+    const { res, sessionReference } = await verifyInSession(
+      service.app,
+      key,
+      (finalNonce) => mintedToken(finalNonce, mint, options),
+      options.deviceNonce,
+    );
     expect(res.status).toBe(200);
-    return { body: (await res.json()) as Record<string, unknown>, log: service.logs.last(), sessionReference };
+    return {
+      body: (await res.json()) as Record<string, unknown>,
+      log: service.logs.last(),
+      sessionReference,
+    };
   }
 
-  async function sessionlessVerify(mint: Mint = {}, options: { packageName?: string; tokenNonce?: (n: Buffer) => Buffer } = {}) {
-    const res = await verifySessionless(service.app, key, (nonce) => mintedToken(nonce, mint, options));
+  async function sessionlessVerify(
+    mint: Mint = {},
+    options: { packageName?: string; tokenNonce?: (n: Buffer) => Buffer } = {},
+  ) {
+    const res = await verifySessionless(service.app, key, (nonce) =>
+      mintedToken(nonce, mint, options),
+    );
     expect(res.status).toBe(200);
     return { body: (await res.json()) as Record<string, unknown>, log: service.logs.last() };
   }
 
   /** a token over `finalNonce` (or what `tokenNonce` makes of it) with a verdict minted for it */
-  async function mintedToken(finalNonce: Buffer, mint: Mint, options: { packageName?: string; tokenNonce?: (n: Buffer) => Buffer }) {
-    const integrityToken = await mintIntegrityToken({ keys: pair1, now: new Date(NOW.getTime() - 20_000), ...mint, nonce: finalNonce });
-    return gmsToken(options.tokenNonce?.(finalNonce) ?? finalNonce, integrityToken, options.packageName);
+  async function mintedToken(
+    finalNonce: Buffer,
+    mint: Mint,
+    options: { packageName?: string; tokenNonce?: (n: Buffer) => Buffer },
+  ) {
+    const integrityToken = await mintIntegrityToken({
+      keys: pair1,
+      now: new Date(NOW.getTime() - 20_000),
+      ...mint,
+      nonce: finalNonce,
+    });
+    return gmsToken(
+      options.tokenNonce?.(finalNonce) ?? finalNonce,
+      integrityToken,
+      options.packageName,
+    );
   }
 
   const approaches = [
-    ['session', (mint?: Mint, o?: { packageName?: string; tokenNonce?: (n: Buffer) => Buffer }) => sessionVerify(mint, o)],
+    [
+      'session',
+      (mint?: Mint, o?: { packageName?: string; tokenNonce?: (n: Buffer) => Buffer }) =>
+        sessionVerify(mint, o),
+    ],
     ['sessionless', sessionlessVerify],
   ] as const;
 
-  it.each(approaches)('accepts a valid token with exactly the documented body (%s)', async (approach, run) => {
-    const issued = new Date(NOW.getTime() - 20_000);
-    const { body, log } = await run({ now: issued, deviceVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'] });
-    expect(body).toEqual({
-      isValid: true,
-      statusCode: 0,
-      googleTokenDetails: {
+  it.each(approaches)(
+    'accepts a valid token with exactly the documented body (%s)',
+    async (approach, run) => {
+      const issued = new Date(NOW.getTime() - 20_000);
+      const { body, log } = await run({
+        now: issued,
+        deviceVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'],
+      });
+      expect(body).toEqual({
+        isValid: true,
+        statusCode: 0,
+        googleTokenDetails: {
+          packageName: TEST_PACKAGE,
+          deviceIntegrityVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'],
+          timestampMillis: issued.getTime(),
+          // extensions: the factory's verdict carries a licensing verdict and a version code
+          appLicensingVerdict: 'LICENSED',
+          versionCode: '42',
+        },
+      });
+      expect(typeof (body.googleTokenDetails as { timestampMillis: unknown }).timestampMillis).toBe(
+        'number',
+      );
+      expect(log).toMatchObject({
+        route: '/api/v1/attestation/verify',
+        status: 200,
+        approach,
+        service: 'gms',
+        isValid: true,
         packageName: TEST_PACKAGE,
-        deviceIntegrityVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'],
-        timestampMillis: issued.getTime(),
-        // extensions: the factory's verdict carries a licensing verdict and a version code
-        appLicensingVerdict: 'LICENSED',
-        versionCode: '42',
-      },
-    });
-    expect(typeof (body.googleTokenDetails as { timestampMillis: unknown }).timestampMillis).toBe('number');
-    expect(log).toMatchObject({ route: '/api/v1/attestation/verify', status: 200, approach, service: 'gms', isValid: true, packageName: TEST_PACKAGE });
-    expect(log.reason).toBeUndefined();
-  });
+      });
+      expect(log.reason).toBeUndefined();
+    },
+  );
 
   it('binds the device nonce: the integrity token must carry serverNonce || deviceNonce', async () => {
     const deviceNonce = randomBytes(24);
     const ok = await sessionVerify({}, { deviceNonce });
-    expect(ok.body).toMatchObject({ isValid: true, googleTokenDetails: { packageName: TEST_PACKAGE } });
+    expect(ok.body).toMatchObject({
+      isValid: true,
+      googleTokenDetails: { packageName: TEST_PACKAGE },
+    });
 
     // the device asked Google for a nonce over the server nonce alone, but put the right final nonce in the token
     const { body } = await init(service.app, key);
@@ -119,34 +196,94 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
       deviceNonce: b64(deviceNonce),
     });
     expect(await res.json()).toEqual({ isValid: false, statusCode: 0 });
-    expect(service.logs.last()).toMatchObject({ approach: 'session', service: 'gms', isValid: false, reason: 'gms_nonce_mismatch', packageName: TEST_PACKAGE });
+    expect(service.logs.last()).toMatchObject({
+      approach: 'session',
+      service: 'gms',
+      isValid: false,
+      reason: 'gms_nonce_mismatch',
+      packageName: TEST_PACKAGE,
+    });
   });
 
   it('consumes the session: the same session again is session_consumed', async () => {
     const first = await sessionVerify();
     expect(first.body).toMatchObject({ isValid: true });
-    const res = await verify(service.app, key, { attestationToken: gmsToken(randomBytes(32), 'x.y.z.w.v'), sessionReference: first.sessionReference });
+    const res = await verify(service.app, key, {
+      attestationToken: gmsToken(randomBytes(32), 'x.y.z.w.v'),
+      sessionReference: first.sessionReference,
+    });
     expect(await res.json()).toEqual({ isValid: false, statusCode: 0 });
     expect(service.logs.last()).toMatchObject({ reason: 'session_consumed' });
   });
 
   describe.each(approaches)('rejections, each with its logged reason (%s)', (approach, run) => {
     it.each([
-      ['token nonce differs from the final nonce', () => ({}), { tokenNonce: () => randomBytes(32) }, 'nonce_mismatch'],
-      ['package not on the allowlist', () => ({ packageName: 'com.example.unknown' }), { packageName: 'com.example.unknown' }, 'gms_package_not_allowed'],
-      ['sealed with a key pair not on the allowlist', (stranger: GoogleTestKeys) => ({ jwe: { encryptWith: stranger } }), {}, 'gms_decrypt_failed'],
-      ['signed with a key pair not on the allowlist', (stranger: GoogleTestKeys) => ({ jws: { signWith: stranger } }), {}, 'gms_signature_invalid'],
-      ['requestDetails.nonce of another request', () => ({ nonceText: randomBytes(32).toString('base64url') }), {}, 'gms_nonce_mismatch'],
-      ['unrecognized app version', () => ({ appRecognitionVerdict: 'UNRECOGNIZED_VERSION' }), {}, 'gms_app_not_recognized'],
-      ['unknown signing certificate', () => ({ certificateDigests: [randomBytes(32)] }), {}, 'gms_certificate_mismatch'],
-      ['basic integrity only', () => ({ deviceVerdicts: ['MEETS_BASIC_INTEGRITY'] }), {}, 'gms_integrity_insufficient'],
-      ['issued 601 s ago', () => ({ now: new Date(NOW.getTime() - 601_000) }), {}, 'gms_token_stale'],
-      ['issued 61 s ahead', () => ({ now: new Date(NOW.getTime() + 61_000) }), {}, 'gms_token_stale'],
+      [
+        'token nonce differs from the final nonce',
+        () => ({}),
+        { tokenNonce: () => randomBytes(32) },
+        'nonce_mismatch',
+      ],
+      [
+        'package not on the allowlist',
+        () => ({ packageName: 'com.example.unknown' }),
+        { packageName: 'com.example.unknown' },
+        'gms_package_not_allowed',
+      ],
+      [
+        'sealed with a key pair not on the allowlist',
+        (stranger: GoogleTestKeys) => ({ jwe: { encryptWith: stranger } }),
+        {},
+        'gms_decrypt_failed',
+      ],
+      [
+        'signed with a key pair not on the allowlist',
+        (stranger: GoogleTestKeys) => ({ jws: { signWith: stranger } }),
+        {},
+        'gms_signature_invalid',
+      ],
+      [
+        'requestDetails.nonce of another request',
+        () => ({ nonceText: randomBytes(32).toString('base64url') }),
+        {},
+        'gms_nonce_mismatch',
+      ],
+      [
+        'unrecognized app version',
+        () => ({ appRecognitionVerdict: 'UNRECOGNIZED_VERSION' }),
+        {},
+        'gms_app_not_recognized',
+      ],
+      [
+        'unknown signing certificate',
+        () => ({ certificateDigests: [randomBytes(32)] }),
+        {},
+        'gms_certificate_mismatch',
+      ],
+      [
+        'basic integrity only',
+        () => ({ deviceVerdicts: ['MEETS_BASIC_INTEGRITY'] }),
+        {},
+        'gms_integrity_insufficient',
+      ],
+      [
+        'issued 601 s ago',
+        () => ({ now: new Date(NOW.getTime() - 601_000) }),
+        {},
+        'gms_token_stale',
+      ],
+      [
+        'issued 61 s ahead',
+        () => ({ now: new Date(NOW.getTime() + 61_000) }),
+        {},
+        'gms_token_stale',
+      ],
     ] as const)('%s', async (_name, mint, options, reason) => {
       const { body, log } = await run(mint(await createGoogleTestKeys()), options);
       expect(body).toEqual({ isValid: false, statusCode: 0 });
       expect(log).toMatchObject({ approach, service: 'gms', isValid: false, reason });
-      if (reason !== 'nonce_mismatch') expect(log.packageName).toBe('packageName' in options ? options.packageName : TEST_PACKAGE);
+      if (reason !== 'nonce_mismatch')
+        expect(log.packageName).toBe('packageName' in options ? options.packageName : TEST_PACKAGE);
       // the reason is logged, never sent
       expect(JSON.stringify(body)).not.toContain(reason);
     });
@@ -154,22 +291,34 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
 
   it('rotates keys: both pairs accepted, then the retired pair is gms_decrypt_failed', async () => {
     const allowlist = createAllowlistRepository(db.db, TEST_SECRETS);
-    expect(await allowlist.addAndroid(TEST_PACKAGE, keyPairOf(pair2), {})).toEqual({ package: 'updated', pair: 'added' });
+    expect(await allowlist.addAndroid(TEST_PACKAGE, keyPairOf(pair2), {})).toEqual({
+      package: 'updated',
+      pair: 'added',
+    });
     // adding a pair keeps the policy: the certificate digest still applies
     const [entry] = await allowlist.listAndroid();
     expect(entry!.keys.map((k) => k.id)).toEqual(['pair-2025', 'pair-2026']);
-    expect(entry!.certificateDigests.map((d) => Buffer.from(d).toString('hex'))).toEqual([Buffer.from(TEST_CERT_DIGEST).toString('hex')]);
+    expect(entry!.certificateDigests.map((d) => Buffer.from(d).toString('hex'))).toEqual([
+      Buffer.from(TEST_CERT_DIGEST).toString('hex'),
+    ]);
 
     for (const [, run] of approaches) {
       expect((await run({ keys: pair1 })).body).toMatchObject({ isValid: true });
-      expect((await run({ keys: pair2 })).body).toMatchObject({ isValid: true, googleTokenDetails: { packageName: TEST_PACKAGE } });
+      expect((await run({ keys: pair2 })).body).toMatchObject({
+        isValid: true,
+        googleTokenDetails: { packageName: TEST_PACKAGE },
+      });
     }
 
     expect(await allowlist.removeAndroid(TEST_PACKAGE, 'pair-2025')).toBe(true);
     for (const [approach, run] of approaches) {
       const old = await run({ keys: pair1 });
       expect(old.body).toEqual({ isValid: false, statusCode: 0 });
-      expect(old.log).toMatchObject({ approach, reason: 'gms_decrypt_failed', packageName: TEST_PACKAGE });
+      expect(old.log).toMatchObject({
+        approach,
+        reason: 'gms_decrypt_failed',
+        packageName: TEST_PACKAGE,
+      });
       expect((await run({ keys: pair2 })).body).toMatchObject({ isValid: true });
     }
 
@@ -181,9 +330,27 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
 
   it('applies a policy change to the next request (minimum verdict raised to strong)', async () => {
     expect((await sessionlessVerify()).body).toMatchObject({ isValid: true });
-    await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, keyPairOf(pair1), { minVerdict: 'MEETS_STRONG_INTEGRITY' });
-    expect((await sessionlessVerify()).log).toMatchObject({ isValid: false, reason: 'gms_integrity_insufficient' });
-    const strong = await sessionlessVerify({ deviceVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'] });
-    expect(strong.body).toMatchObject({ isValid: true, googleTokenDetails: { deviceIntegrityVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'] } });
+    await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(
+      TEST_PACKAGE,
+      keyPairOf(pair1),
+      { minVerdict: 'MEETS_STRONG_INTEGRITY' },
+    );
+    expect((await sessionlessVerify()).log).toMatchObject({
+      isValid: false,
+      reason: 'gms_integrity_insufficient',
+    });
+    const strong = await sessionlessVerify({
+      deviceVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'],
+    });
+    expect(strong.body).toMatchObject({
+      isValid: true,
+      googleTokenDetails: {
+        deviceIntegrityVerdicts: [
+          'MEETS_BASIC_INTEGRITY',
+          'MEETS_DEVICE_INTEGRITY',
+          'MEETS_STRONG_INTEGRITY',
+        ],
+      },
+    });
   });
 });

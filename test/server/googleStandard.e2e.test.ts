@@ -11,13 +11,36 @@ import { loadConfig } from '../../src/config.js';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
-import { createPlayIntegrityClient, type PlayIntegrityClientOptions } from '../../src/google/playIntegrityClient.js';
+import {
+  createPlayIntegrityClient,
+  type PlayIntegrityClientOptions,
+} from '../../src/google/playIntegrityClient.js';
 import { startServer } from '../../src/server/start.js';
 import { encodeCbor } from '../support/appleFactory.js';
 import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';
-import { createTestServiceAccount, startFakeGoogle, type FakeGoogle, type TestServiceAccount } from '../support/fakeGoogle.js';
-import { createGoogleTestKeys, keyPairOf, mintIntegrityToken, TEST_CERT_DIGEST, TEST_PACKAGE, type GoogleTestKeys } from '../support/googleFactory.js';
-import { captureLogger, createPlatformService, init, issueKey, verify, verifyInSession, verifySessionless } from '../support/service.js';
+import {
+  createTestServiceAccount,
+  startFakeGoogle,
+  type FakeGoogle,
+  type TestServiceAccount,
+} from '../support/fakeGoogle.js';
+import {
+  createGoogleTestKeys,
+  keyPairOf,
+  mintIntegrityToken,
+  TEST_CERT_DIGEST,
+  TEST_PACKAGE,
+  type GoogleTestKeys,
+} from '../support/googleFactory.js';
+import {
+  captureLogger,
+  createPlatformService,
+  init,
+  issueKey,
+  verify,
+  verifyInSession,
+  verifySessionless,
+} from '../support/service.js';
 import { standardPayload, type StandardPayload } from '../support/standardPayload.js';
 
 const NOW = new Date('2026-11-22T12:00:00Z');
@@ -25,7 +48,11 @@ const ISSUED = new Date(NOW.getTime() - 20_000);
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
 /** a format-1 `gms` token; `request` "standard" for a standard request */
-function gmsToken(nonce: Uint8Array, integrityToken: string, request?: 'standard' | 'classic'): string {
+function gmsToken(
+  nonce: Uint8Array,
+  integrityToken: string,
+  request?: 'standard' | 'classic',
+): string {
   const gms = new Map<string, unknown>([
     ['packageName', TEST_PACKAGE],
     ['integrityToken', integrityToken],
@@ -36,7 +63,13 @@ function gmsToken(nonce: Uint8Array, integrityToken: string, request?: 'standard
       new Map<string, unknown>([
         ['v', 1],
         ['nonce', Buffer.from(nonce)],
-        ['device', new Map<string, unknown>([['service', 'gms'], ['model', 'Pixel 9']])],
+        [
+          'device',
+          new Map<string, unknown>([
+            ['service', 'gms'],
+            ['model', 'Pixel 9'],
+          ]),
+        ],
         ['gms', gms],
       ]),
     ),
@@ -58,7 +91,10 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
 
   beforeEach(async () => {
     key = (await issueKey(db)).key;
-    await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, keyPairOf(pair), { certificateDigests: [TEST_CERT_DIGEST], serviceAccount: sa.account });
+    await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, keyPairOf(pair), {
+      certificateDigests: [TEST_CERT_DIGEST],
+      serviceAccount: sa.account,
+    });
     fake = await startFakeGoogle({ accounts: [sa] });
     service = serviceWith();
   });
@@ -86,16 +122,32 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
 
   /** the device side of a standard request over `finalNonce`: Google issues a token for its verdict */
   function standardToken(finalNonce: Uint8Array, mint: Mint) {
-    return mint.integrityToken ?? fake.issue(TEST_PACKAGE, standardPayload({ nonce: finalNonce, now: ISSUED, ...(mint.edit ? { edit: mint.edit } : {}) }));
+    return (
+      mint.integrityToken ??
+      fake.issue(
+        TEST_PACKAGE,
+        standardPayload({
+          nonce: finalNonce,
+          now: ISSUED,
+          ...(mint.edit ? { edit: mint.edit } : {}),
+        }),
+      )
+    );
   }
 
   async function sessionVerify(mint: Mint = {}, s = service) {
-    const standard = (finalNonce: Buffer) => gmsToken(finalNonce, standardToken(finalNonce, mint), 'standard');
+    const standard = (finalNonce: Buffer) =>
+      gmsToken(finalNonce, standardToken(finalNonce, mint), 'standard');
     return (await verifyInSession(s.app, key, standard, randomBytes(16))).res;
   }
 
   async function sessionlessVerify(mint: Mint = {}, s = service) {
-    return verifySessionless(s.app, key, (nonce) => gmsToken(nonce, standardToken(nonce, mint), 'standard'), randomBytes(32));
+    return verifySessionless(
+      s.app,
+      key,
+      (nonce) => gmsToken(nonce, standardToken(nonce, mint), 'standard'),
+      randomBytes(32),
+    );
   }
 
   const approaches = [
@@ -103,59 +155,125 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
     ['sessionless', sessionlessVerify],
   ] as const;
 
-  it.each(approaches)('accepts a standard token with the contract fields and the extensions (%s)', async (approach, run) => {
-    const res = await run();
-    expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({
-      isValid: true,
-      statusCode: 0,
-      googleTokenDetails: {
+  it.each(approaches)(
+    'accepts a standard token with the contract fields and the extensions (%s)',
+    async (approach, run) => {
+      const res = await run();
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({
+        isValid: true,
+        statusCode: 0,
+        googleTokenDetails: {
+          packageName: TEST_PACKAGE,
+          deviceIntegrityVerdicts: ['MEETS_DEVICE_INTEGRITY'],
+          timestampMillis: ISSUED.getTime(),
+          appLicensingVerdict: 'LICENSED',
+          playProtectVerdict: 'NO_ISSUES',
+          appsDetected: [
+            'KNOWN_INSTALLED',
+            'KNOWN_CAPTURING',
+            'UNKNOWN_INSTALLED',
+            'UNKNOWN_OVERLAYS',
+          ],
+          deviceActivityLevel: 'LEVEL_2',
+          sdkVersion: 33,
+          versionCode: '42',
+        },
+      });
+      expect(service.logs.last()).toMatchObject({
+        status: 200,
+        approach,
+        service: 'gms',
         packageName: TEST_PACKAGE,
-        deviceIntegrityVerdicts: ['MEETS_DEVICE_INTEGRITY'],
-        timestampMillis: ISSUED.getTime(),
-        appLicensingVerdict: 'LICENSED',
-        playProtectVerdict: 'NO_ISSUES',
-        appsDetected: ['KNOWN_INSTALLED', 'KNOWN_CAPTURING', 'UNKNOWN_INSTALLED', 'UNKNOWN_OVERLAYS'],
-        deviceActivityLevel: 'LEVEL_2',
-        sdkVersion: 33,
-        versionCode: '42',
-      },
-    });
-    expect(service.logs.last()).toMatchObject({ status: 200, approach, service: 'gms', packageName: TEST_PACKAGE, isValid: true });
-    expect(fake.counts).toEqual({ token: 1, decode: 1 });
-  });
+        isValid: true,
+      });
+      expect(fake.counts).toEqual({ token: 1, decode: 1 });
+    },
+  );
 
   it('accepts classic tokens of the same package alongside, in both approaches', async () => {
     const nonce = randomBytes(32);
-    const sessionless = await verify(service.app, key, { attestationToken: gmsToken(nonce, await mintIntegrityToken({ keys: pair, nonce, now: ISSUED }), 'classic'), expectedNonce: b64(nonce) });
-    expect(await sessionless.json()).toMatchObject({ isValid: true, googleTokenDetails: { packageName: TEST_PACKAGE } });
+    const sessionless = await verify(service.app, key, {
+      attestationToken: gmsToken(
+        nonce,
+        await mintIntegrityToken({ keys: pair, nonce, now: ISSUED }),
+        'classic',
+      ),
+      expectedNonce: b64(nonce),
+    });
+    expect(await sessionless.json()).toMatchObject({
+      isValid: true,
+      googleTokenDetails: { packageName: TEST_PACKAGE },
+    });
     const { body } = await init(service.app, key);
     const serverNonce = Buffer.from(body.serverNonce, 'base64');
-    const session = await verify(service.app, key, { attestationToken: gmsToken(serverNonce, await mintIntegrityToken({ keys: pair, nonce: serverNonce, now: ISSUED })), sessionReference: body.sessionReference });
-    expect(await session.json()).toMatchObject({ isValid: true, googleTokenDetails: { packageName: TEST_PACKAGE } });
+    const session = await verify(service.app, key, {
+      attestationToken: gmsToken(
+        serverNonce,
+        await mintIntegrityToken({ keys: pair, nonce: serverNonce, now: ISSUED }),
+      ),
+      sessionReference: body.sessionReference,
+    });
+    expect(await session.json()).toMatchObject({
+      isValid: true,
+      googleTokenDetails: { packageName: TEST_PACKAGE },
+    });
     expect(fake.counts.decode).toBe(0);
   });
 
   it('shares one access token across requests', async () => {
-    for (let i = 0; i < 3; i++) expect(await (await sessionlessVerify()).json()).toMatchObject({ isValid: true });
+    for (let i = 0; i < 3; i++)
+      expect(await (await sessionlessVerify()).json()).toMatchObject({ isValid: true });
     expect(fake.counts).toEqual({ token: 1, decode: 3 });
   });
 
   describe.each(approaches)('rejections, each with its logged reason (%s)', (_approach, run) => {
     it.each([
-      ['a request hash over another nonce', { edit: (p: StandardPayload): void => void (p.requestDetails.requestHash = randomBytes(32).toString('base64url')) }, 'gms_nonce_mismatch'],
-      ['a token Google did not issue', { integrityToken: 'forged-standard-token' }, 'gms_decode_rejected'],
-      ['an unrecognized app', { edit: (p: StandardPayload): void => void (p.appIntegrity.appRecognitionVerdict = 'UNRECOGNIZED_VERSION') }, 'gms_app_not_recognized'],
-      ['a stale verdict', { edit: (p: StandardPayload): void => void (p.requestDetails.timestampMillis = String(NOW.getTime() - 601_000)) }, 'gms_token_stale'],
+      [
+        'a request hash over another nonce',
+        {
+          edit: (p: StandardPayload): void =>
+            void (p.requestDetails.requestHash = randomBytes(32).toString('base64url')),
+        },
+        'gms_nonce_mismatch',
+      ],
+      [
+        'a token Google did not issue',
+        { integrityToken: 'forged-standard-token' },
+        'gms_decode_rejected',
+      ],
+      [
+        'an unrecognized app',
+        {
+          edit: (p: StandardPayload): void =>
+            void (p.appIntegrity.appRecognitionVerdict = 'UNRECOGNIZED_VERSION'),
+        },
+        'gms_app_not_recognized',
+      ],
+      [
+        'a stale verdict',
+        {
+          edit: (p: StandardPayload): void =>
+            void (p.requestDetails.timestampMillis = String(NOW.getTime() - 601_000)),
+        },
+        'gms_token_stale',
+      ],
     ] as const)('%s', async (_name, mint, reason) => {
       const res = await run(mint);
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ isValid: false, statusCode: 0 });
-      expect(service.logs.last()).toMatchObject({ isValid: false, reason, service: 'gms', packageName: TEST_PACKAGE });
+      expect(service.logs.last()).toMatchObject({
+        isValid: false,
+        reason,
+        service: 'gms',
+        packageName: TEST_PACKAGE,
+      });
     });
 
     it('a package without a service account: gms_standard_not_configured, Google never asked', async () => {
-      await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, null, { serviceAccount: null });
+      await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, null, {
+        serviceAccount: null,
+      });
       const res = await run();
       expect(await res.json()).toEqual({ isValid: false, statusCode: 0 });
       expect(service.logs.last()).toMatchObject({ reason: 'gms_standard_not_configured' });
@@ -163,10 +281,15 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
     });
 
     it('the package policy on the newer verdicts, stored in the database, applies', async () => {
-      await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, null, { requireLicensed: true, maxDeviceActivity: 'LEVEL_1' });
+      await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, null, {
+        requireLicensed: true,
+        maxDeviceActivity: 'LEVEL_1',
+      });
       await run();
       expect(service.logs.last()).toMatchObject({ isValid: false, reason: 'gms_device_activity' });
-      await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, null, { maxDeviceActivity: 'LEVEL_3' });
+      await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, null, {
+        maxDeviceActivity: 'LEVEL_3',
+      });
       expect(await (await run()).json()).toMatchObject({ isValid: true });
       await run({ edit: (p) => void (p.accountDetails = { appLicensingVerdict: 'UNLICENSED' }) });
       expect(service.logs.last()).toMatchObject({ isValid: false, reason: 'gms_not_licensed' });
@@ -187,7 +310,9 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
       const log = s.logs.last();
       expect(log).toMatchObject({ status: 500, err: { type: 'GoogleFault', code } });
       expect(log.isValid).toBeUndefined();
-      expect(await s.metrics.registry.metrics()).toContain(`attest_google_requests_total{endpoint="decode",outcome="${code}"} 1`);
+      expect(await s.metrics.registry.metrics()).toContain(
+        `attest_google_requests_total{endpoint="decode",outcome="${code}"} 1`,
+      );
     });
 
     it('a slow Google holds at most the limit: beyond it 503 with Retry-After', async () => {
@@ -198,10 +323,15 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
       const second = await sessionlessVerify({}, s);
       expect(second.status).toBe(503);
       expect(second.headers.get('Retry-After')).toBe('1');
-      expect(await second.json()).toEqual({ statusCode: 268505088, errorMessage: 'Busy, retry shortly' });
+      expect(await second.json()).toEqual({
+        statusCode: 268505088,
+        errorMessage: 'Busy, retry shortly',
+      });
       gate.release();
       expect(await (await first).json()).toMatchObject({ isValid: true });
-      expect(await s.metrics.registry.metrics()).toContain('attest_google_requests_total{endpoint="decode",outcome="busy"} 1');
+      expect(await s.metrics.registry.metrics()).toContain(
+        'attest_google_requests_total{endpoint="decode",outcome="busy"} 1',
+      );
     });
   });
 });
@@ -226,15 +356,25 @@ describe('startServer wires the Google client from the configuration', () => {
     const server = await startServer(config, logger, { migrate: true });
     try {
       const apiKey = (await issueKey(server.database)).key;
-      await createAllowlistRepository(server.database.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, null, { certificateDigests: [TEST_CERT_DIGEST], serviceAccount: sa.account });
+      await createAllowlistRepository(server.database.db, TEST_SECRETS).addAndroid(
+        TEST_PACKAGE,
+        null,
+        { certificateDigests: [TEST_CERT_DIGEST], serviceAccount: sa.account },
+      );
       const nonce = randomBytes(32);
       const integrityToken = fake.issue(TEST_PACKAGE, standardPayload({ nonce, now: new Date() }));
       const res = await fetch(`${server.url}/api/v1/attestation/verify`, {
         method: 'POST',
         headers: { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ attestationToken: gmsToken(nonce, integrityToken, 'standard'), expectedNonce: b64(nonce) }),
+        body: JSON.stringify({
+          attestationToken: gmsToken(nonce, integrityToken, 'standard'),
+          expectedNonce: b64(nonce),
+        }),
       });
-      expect(await res.json()).toMatchObject({ isValid: true, googleTokenDetails: { packageName: TEST_PACKAGE, appLicensingVerdict: 'LICENSED' } });
+      expect(await res.json()).toMatchObject({
+        isValid: true,
+        googleTokenDetails: { packageName: TEST_PACKAGE, appLicensingVerdict: 'LICENSED' },
+      });
       const metrics = await (await fetch(`${server.url}/metrics`)).text();
       expect(metrics).toContain('attest_google_requests_total{endpoint="token",outcome="ok"} 1');
       expect(metrics).toContain('attest_google_requests_total{endpoint="decode",outcome="ok"} 1');

@@ -16,7 +16,10 @@ describe('the log file', () => {
     const logger = createLogger({ level: 'info', file: path, stdout: false });
     logger.info({ requestId: 'r1' }, 'request');
     logger.flush();
-    await vi.waitFor(() => expect(statSync(path).size).toBeGreaterThan(0), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(statSync(path).size).toBeGreaterThan(0), {
+      timeout: 10_000,
+      interval: 5,
+    });
     const umask = process.umask();
     expect(LOG_FILE_MODE).toBe(0o640);
     expect(statSync(path).mode & 0o777).toBe(0o640 & ~umask);

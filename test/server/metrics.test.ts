@@ -15,8 +15,13 @@ describe('session gauges', () => {
   it('any number of scrapes read the sessions table at most once per sessionCountsMaxAgeMs', async () => {
     let now = 1_000_000;
     const read = vi.fn(async () => ({ ...counts }));
-    const metrics = createMetrics({ sessionCounts: read, sessionCountsMaxAgeMs: 15_000, now: () => now });
-    for (let i = 0; i < 50; i++) expect(await metrics.registry.metrics()).toContain('attest_sessions{state="active"} 3');
+    const metrics = createMetrics({
+      sessionCounts: read,
+      sessionCountsMaxAgeMs: 15_000,
+      now: () => now,
+    });
+    for (let i = 0; i < 50; i++)
+      expect(await metrics.registry.metrics()).toContain('attest_sessions{state="active"} 3');
     expect(read).toHaveBeenCalledTimes(1);
     now += 14_999;
     await metrics.registry.metrics();
@@ -25,7 +30,9 @@ describe('session gauges', () => {
     read.mockResolvedValue({ active: 7, consumed: 2, expired: 1 });
     await metrics.registry.metrics(); // starts the refresh, answers the last values at once
     expect(read).toHaveBeenCalledTimes(2);
-    await vi.waitFor(async () => expect(await metrics.registry.metrics()).toContain('attest_sessions{state="active"} 7'));
+    await vi.waitFor(async () =>
+      expect(await metrics.registry.metrics()).toContain('attest_sessions{state="active"} 7'),
+    );
     expect(read).toHaveBeenCalledTimes(2);
   });
 
@@ -33,9 +40,16 @@ describe('session gauges', () => {
     let now = 0;
     let release!: () => void;
     const read = vi.fn(async () => ({ ...counts }));
-    const metrics = createMetrics({ sessionCounts: read, sessionCountsMaxAgeMs: 1000, now: () => now });
+    const metrics = createMetrics({
+      sessionCounts: read,
+      sessionCountsMaxAgeMs: 1000,
+      now: () => now,
+    });
     await metrics.registry.metrics();
-    read.mockImplementation(() => new Promise((resolve) => (release = () => resolve({ active: 9, consumed: 0, expired: 0 }))));
+    read.mockImplementation(
+      () =>
+        new Promise((resolve) => (release = () => resolve({ active: 9, consumed: 0, expired: 0 }))),
+    );
     now += 5000;
     const scrapes = await Promise.all(Array.from({ length: 12 }, () => metrics.registry.metrics()));
     expect(read).toHaveBeenCalledTimes(2);
@@ -45,7 +59,9 @@ describe('session gauges', () => {
     await metrics.registry.metrics();
     expect(read).toHaveBeenCalledTimes(2);
     release();
-    await vi.waitFor(async () => expect(await metrics.registry.metrics()).toContain('attest_sessions{state="active"} 9'));
+    await vi.waitFor(async () =>
+      expect(await metrics.registry.metrics()).toContain('attest_sessions{state="active"} 9'),
+    );
   });
 
   it('a failing read leaves the gauge out and is not retried on every scrape', async () => {
@@ -53,7 +69,8 @@ describe('session gauges', () => {
       throw new Error('db down');
     });
     const metrics = createMetrics({ sessionCounts: read, now: () => 0 });
-    for (let i = 0; i < 5; i++) expect(await metrics.registry.metrics()).not.toContain('attest_sessions{');
+    for (let i = 0; i < 5; i++)
+      expect(await metrics.registry.metrics()).not.toContain('attest_sessions{');
     expect(read).toHaveBeenCalledTimes(1);
   });
 });
@@ -64,7 +81,10 @@ describe('/metrics apart from the API', () => {
     const app = createApp({
       logger,
       auth: { authenticate: async () => ({ ok: false, status: 401, why: 'missing' }) },
-      sessions: { create: async () => ({ expiresAt: new Date() }), consume: async () => ({ ok: false, reason: 'session_unknown' }) },
+      sessions: {
+        create: async () => ({ expiresAt: new Date() }),
+        consume: async () => ({ ok: false, reason: 'session_unknown' }),
+      },
       verify: fakeVerify(),
       metrics: createMetrics(),
       ready: async () => true,
@@ -82,7 +102,10 @@ describe('/metrics apart from the API', () => {
     beforeAll(async () => {
       dir = mkdtempSync(join(tmpdir(), 'attest-metrics-'));
       const { logger } = captureLogger();
-      const config = loadConfig({ dataDir: dir, port: 0, host: '127.0.0.1' }, { ATTEST_METRICS_PORT: '0' });
+      const config = loadConfig(
+        { dataDir: dir, port: 0, host: '127.0.0.1' },
+        { ATTEST_METRICS_PORT: '0' },
+      );
       expect(config.metricsHost).toBe('127.0.0.1');
       server = await startServer(config, logger, { migrate: true });
     });
@@ -95,14 +118,28 @@ describe('/metrics apart from the API', () => {
       expect(server.metricsUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/metrics$/);
       expect(new URL(server.metricsUrl!).port).not.toBe(String(server.port));
       const { key } = await issueKey(server.database);
-      expect((await fetch(`${server.url}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key } })).status).toBe(200);
+      expect(
+        (
+          await fetch(`${server.url}/api/v1/attestation/init`, {
+            method: 'POST',
+            headers: { 'X-Api-Key': key },
+          })
+        ).status,
+      ).toBe(200);
       const scraped = await fetch(server.metricsUrl!);
       expect(scraped.status).toBe(200);
       const text = await scraped.text();
       expect(text).toContain('attest_sessions_created_total 1');
       expect(text).toMatch(/attest_sessions\{state="active"\} 1/);
       expect((await fetch(`${server.url}/metrics`)).status).toBe(404);
-      expect((await fetch(new URL('/api/v1/attestation/init', server.metricsUrl!), { method: 'POST', headers: { 'X-Api-Key': key } })).status).toBe(404);
+      expect(
+        (
+          await fetch(new URL('/api/v1/attestation/init', server.metricsUrl!), {
+            method: 'POST',
+            headers: { 'X-Api-Key': key },
+          })
+        ).status,
+      ).toBe(404);
     });
   });
 });

@@ -37,7 +37,11 @@ function configFor(over: Partial<Config>): Config {
 
 interface Target {
   name: string;
-  start(): Promise<{ server: RunningServer; logs: ReturnType<typeof captureLogger>['capture']; cleanup(): Promise<void> }>;
+  start(): Promise<{
+    server: RunningServer;
+    logs: ReturnType<typeof captureLogger>['capture'];
+    cleanup(): Promise<void>;
+  }>;
 }
 
 const targets: Target[] = [
@@ -47,7 +51,11 @@ const targets: Target[] = [
       const dir = mkdtempSync(join(tmpdir(), 'attest-start-'));
       const { logger, capture } = captureLogger();
       const server = await startServer(configFor({ dataDir: dir }), logger, { migrate: true });
-      return { server, logs: capture, cleanup: async () => rmSync(dir, { recursive: true, force: true }) };
+      return {
+        server,
+        logs: capture,
+        cleanup: async () => rmSync(dir, { recursive: true, force: true }),
+      };
     },
   },
 ];
@@ -58,7 +66,11 @@ if (pg) {
     async start() {
       const db: TestDatabase = await pg.open();
       const { logger, capture } = captureLogger();
-      const server = await startServer(configFor({ databaseUrl: db.url, masterKey: TEST_MASTER_KEY_ENV }), logger, { migrate: true });
+      const server = await startServer(
+        configFor({ databaseUrl: db.url, masterKey: TEST_MASTER_KEY_ENV }),
+        logger,
+        { migrate: true },
+      );
       return { server, logs: capture, cleanup: () => db.close() };
     },
   });
@@ -85,17 +97,32 @@ describe.each(targets)('startServer on $name', (target) => {
 
   it('init, then verify over a real socket; the retry is rejected', async () => {
     const { url } = running.server;
-    const initRes = await fetch(`${url}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': key, Accept: 'application/json' } });
+    const initRes = await fetch(`${url}/api/v1/attestation/init`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': key, Accept: 'application/json' },
+    });
     expect(initRes.status).toBe(200);
     expect(initRes.headers.get('x-request-id')).toBeTruthy();
     const session = (await initRes.json()) as { sessionReference: string; serverNonce: string };
-    const body = JSON.stringify({ attestationToken: b64(token(new Uint8Array(Buffer.from(session.serverNonce, 'base64')))), sessionReference: session.sessionReference });
-    const post = () => fetch(`${url}/api/v1/attestation/verify`, { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' }, body });
+    const body = JSON.stringify({
+      attestationToken: b64(token(new Uint8Array(Buffer.from(session.serverNonce, 'base64')))),
+      sessionReference: session.sessionReference,
+    });
+    const post = () =>
+      fetch(`${url}/api/v1/attestation/verify`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+        body,
+      });
     const first = await post();
     expect(first.status).toBe(200);
     // the fake evidence cannot pass the real App Attest verifier: a rejection, but past the session
     expect(await first.text()).toBe(REJECTED);
-    expect(running.logs.last()).toMatchObject({ approach: 'session', isValid: false, service: 'apple' });
+    expect(running.logs.last()).toMatchObject({
+      approach: 'session',
+      isValid: false,
+      service: 'apple',
+    });
     expect(String(running.logs.last().reason)).not.toMatch(/^session_/);
     const retry = await post();
     expect(await retry.text()).toBe(REJECTED);
@@ -106,10 +133,13 @@ describe.each(targets)('startServer on $name', (target) => {
 
   it('a chunked body over 64 KiB is cut off with 413', async () => {
     const conn = await rawConnect(running.server.url);
-    await conn.write(`POST /api/v1/attestation/verify HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`);
+    await conn.write(
+      `POST /api/v1/attestation/verify HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n`,
+    );
     const chunk = 'x'.repeat(8192);
     const writes: Promise<boolean>[] = [];
-    for (let i = 0; i < 9; i++) writes.push(conn.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`));
+    for (let i = 0; i < 9; i++)
+      writes.push(conn.write(`${chunk.length.toString(16)}\r\n${chunk}\r\n`));
     expect(await conn.status()).toBe(413);
     expect(conn.received()).toContain('268505089');
     expect(conn.received().toLowerCase()).toContain('x-request-id:');
@@ -120,7 +150,9 @@ describe.each(targets)('startServer on $name', (target) => {
   it('a Content-Length over 64 KiB is answered 413 before any body byte is sent', async () => {
     const conn = await rawConnect(running.server.url);
     const started = performance.now();
-    await conn.write(`POST /api/v1/attestation/verify HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`);
+    await conn.write(
+      `POST /api/v1/attestation/verify HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nContent-Length: 10000000\r\n\r\n`,
+    );
     expect(await conn.status()).toBe(413);
     expect(performance.now() - started).toBeLessThan(2000);
     conn.socket.destroy();
@@ -128,8 +160,13 @@ describe.each(targets)('startServer on $name', (target) => {
 
   it('a chunked body within the limit is read', async () => {
     const conn = await rawConnect(running.server.url);
-    const body = JSON.stringify({ attestationToken: 'AQID', expectedNonce: b64(new Uint8Array(16)) });
-    await conn.write(`POST /api/v1/attestation/verify HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`);
+    const body = JSON.stringify({
+      attestationToken: 'AQID',
+      expectedNonce: b64(new Uint8Array(16)),
+    });
+    await conn.write(
+      `POST /api/v1/attestation/verify HTTP/1.1\r\nHost: x\r\nX-Api-Key: ${key}\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n`,
+    );
     await conn.write(`${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`);
     expect(await conn.status()).toBe(200);
     await conn.closed();
@@ -142,7 +179,9 @@ describe('startServer: slow clients and the data dir lock (embedded)', () => {
   let server: RunningServer;
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'attest-slow-'));
-    server = await startServer(configFor({ dataDir: dir }), captureLogger().logger, { migrate: true });
+    server = await startServer(configFor({ dataDir: dir }), captureLogger().logger, {
+      migrate: true,
+    });
   });
   afterAll(async () => {
     await server?.close();
@@ -153,7 +192,10 @@ describe('startServer: slow clients and the data dir lock (embedded)', () => {
     const conn = await rawConnect(server.url);
     await conn.write('POST /api/v1/attestation/verify HTTP/1.1\r\nHost: x\r\nX-Slow: ');
     const tick = setInterval(() => void conn.write('a'), 500); // trickling bytes must not keep it alive
-    const closedAfter = await Promise.race([conn.closed(), new Promise<number>((r) => setTimeout(() => r(Infinity), 9000))]);
+    const closedAfter = await Promise.race([
+      conn.closed(),
+      new Promise<number>((r) => setTimeout(() => r(Infinity), 9000)),
+    ]);
     clearInterval(tick);
     conn.socket.destroy();
     expect(closedAfter).toBeGreaterThanOrEqual(4500);
@@ -161,7 +203,9 @@ describe('startServer: slow clients and the data dir lock (embedded)', () => {
   }, 15_000);
 
   it('a second server on the same data dir fails with DatabaseBusyError', async () => {
-    await expect(startServer(configFor({ dataDir: dir }), captureLogger().logger, { migrate: true })).rejects.toBeInstanceOf(DatabaseBusyError);
+    await expect(
+      startServer(configFor({ dataDir: dir }), captureLogger().logger, { migrate: true }),
+    ).rejects.toBeInstanceOf(DatabaseBusyError);
     // and the first one is unharmed
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
   });
@@ -169,8 +213,13 @@ describe('startServer: slow clients and the data dir lock (embedded)', () => {
   it('after close the data dir can be opened again and keeps its data', async () => {
     const issued = await issueKey(server.database);
     await server.close();
-    server = await startServer(configFor({ dataDir: dir }), captureLogger().logger, { migrate: true });
-    const res = await fetch(`${server.url}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': issued.key } });
+    server = await startServer(configFor({ dataDir: dir }), captureLogger().logger, {
+      migrate: true,
+    });
+    const res = await fetch(`${server.url}/api/v1/attestation/init`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': issued.key },
+    });
     expect(res.status).toBe(200);
   });
 });

@@ -20,7 +20,10 @@ describe.each(backends())('test-mode API keys on $name', (backend) => {
   function service(options: { testKeys?: boolean } = {}) {
     const modes: KeyMode[] = [];
     const inner = fakeVerify();
-    const s = createTestService(db, { ...options, verify: (input, mode) => (modes.push(mode), inner(input)) });
+    const s = createTestService(db, {
+      ...options,
+      verify: (input, mode) => (modes.push(mode), inner(input)),
+    });
     return { ...s, modes };
   }
 
@@ -28,37 +31,70 @@ describe.each(backends())('test-mode API keys on $name', (backend) => {
     const s = service();
     const nonce = new Uint8Array(32).fill(3);
     for (const key of [live, test]) {
-      const res = await verify(s.app, key.key, { attestationToken: b64(token(nonce)), expectedNonce: b64(nonce) });
+      const res = await verify(s.app, key.key, {
+        attestationToken: b64(token(nonce)),
+        expectedNonce: b64(nonce),
+      });
       expect(await res.json()).toMatchObject({ isValid: true });
-      expect(s.logs.last()).toMatchObject({ apiKeyId: key.id, mode: key === test ? 'test' : 'live', isValid: true });
+      expect(s.logs.last()).toMatchObject({
+        apiKeyId: key.id,
+        mode: key === test ? 'test' : 'live',
+        isValid: true,
+      });
     }
     expect(s.modes).toEqual(['live', 'test']);
-    const bad = await verify(s.app, test.key, { attestationToken: b64(token(nonce)), expectedNonce: b64(new Uint8Array(32).fill(4)) });
+    const bad = await verify(s.app, test.key, {
+      attestationToken: b64(token(nonce)),
+      expectedNonce: b64(new Uint8Array(32).fill(4)),
+    });
     expect(await bad.json()).toEqual({ isValid: false, statusCode: 0 });
     const text = await (await s.app.request(`${BASE}/metrics`)).text();
-    expect(text).toMatch(/attest_verify_total\{service="apple",valid="true",reason="none",mode="live"\} 1/);
-    expect(text).toMatch(/attest_verify_total\{service="apple",valid="true",reason="none",mode="test"\} 1/);
-    expect(text).toMatch(/attest_verify_total\{service="apple",valid="false",reason="nonce_mismatch",mode="test"\} 1/);
+    expect(text).toMatch(
+      /attest_verify_total\{service="apple",valid="true",reason="none",mode="live"\} 1/,
+    );
+    expect(text).toMatch(
+      /attest_verify_total\{service="apple",valid="true",reason="none",mode="test"\} 1/,
+    );
+    expect(text).toMatch(
+      /attest_verify_total\{service="apple",valid="false",reason="nonce_mismatch",mode="test"\} 1/,
+    );
   });
 
   it('sessions of a test key are its own, as for live keys', async () => {
     const s = service();
     const { body } = await init(s.app, test.key);
     const nonce = Buffer.from(body.serverNonce, 'base64');
-    const byLive = await verify(s.app, live.key, { attestationToken: b64(token(nonce)), sessionReference: body.sessionReference });
+    const byLive = await verify(s.app, live.key, {
+      attestationToken: b64(token(nonce)),
+      sessionReference: body.sessionReference,
+    });
     expect(await byLive.json()).toEqual({ isValid: false, statusCode: 0 });
     expect(s.logs.last()).toMatchObject({ mode: 'live', reason: 'session_unknown' });
-    const byTest = await verify(s.app, test.key, { attestationToken: b64(token(nonce)), sessionReference: body.sessionReference });
+    const byTest = await verify(s.app, test.key, {
+      attestationToken: b64(token(nonce)),
+      sessionReference: body.sessionReference,
+    });
     expect(await byTest.json()).toMatchObject({ isValid: true });
   });
 
   it('with test keys off, a test key answers 403 on every route (cause test_keys_disabled); live keys work', async () => {
     const s = service({ testKeys: false });
-    const refused = await s.app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { 'X-Api-Key': test.key } });
+    const refused = await s.app.request(`${BASE}/api/v1/attestation/init`, {
+      method: 'POST',
+      headers: { 'X-Api-Key': test.key },
+    });
     expect(refused.status).toBe(403);
-    expect(s.logs.last()).toMatchObject({ status: 403, apiKeyId: test.id, mode: 'test', auth: 'test_keys_disabled' });
+    expect(s.logs.last()).toMatchObject({
+      status: 403,
+      apiKeyId: test.id,
+      mode: 'test',
+      auth: 'test_keys_disabled',
+    });
     const nonce = new Uint8Array(32).fill(5);
-    const res = await verify(s.app, test.key, { attestationToken: b64(token(nonce)), expectedNonce: b64(nonce) });
+    const res = await verify(s.app, test.key, {
+      attestationToken: b64(token(nonce)),
+      expectedNonce: b64(nonce),
+    });
     expect(res.status).toBe(403);
     expect(s.modes).toEqual([]);
     const ok = await init(s.app, live.key);

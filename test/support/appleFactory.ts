@@ -8,7 +8,13 @@
  * signatures) and cbor-x (objects); only the deliberately invalid encodings (duplicate keys,
  * indefinite lengths) are assembled from cbor-x-encoded parts by hand, since no encoder writes them.
  */
-import { createHash, KeyObject, sign, webcrypto, X509Certificate as NodeCertificate } from 'node:crypto';
+import {
+  createHash,
+  KeyObject,
+  sign,
+  webcrypto,
+  X509Certificate as NodeCertificate,
+} from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { Encoder } from 'cbor-x';
 import { encodeAppleToken as encodeToken } from '../../src/core/dev/encodeToken.js';
@@ -26,7 +32,12 @@ const DAY = 24 * HOUR;
 const subtle = webcrypto.subtle;
 
 // Shortest-form CBOR, byte strings untagged, maps with any key type: what devices send.
-const cbor = new Encoder({ useRecords: false, tagUint8Array: false, variableMapSize: true, mapsAsObjects: false } as never);
+const cbor = new Encoder({
+  useRecords: false,
+  tagUint8Array: false,
+  variableMapSize: true,
+  mapsAsObjects: false,
+} as never);
 
 /** CBOR-encodes a value the way a device would. */
 export function encodeCbor(value: unknown): Buffer {
@@ -53,7 +64,10 @@ export interface Validity {
 }
 
 async function ecKeys(namedCurve: 'P-256' | 'P-384'): Promise<CryptoKeyPair> {
-  return subtle.generateKey({ name: 'ECDSA', namedCurve }, true, ['sign', 'verify']) as Promise<CryptoKeyPair>;
+  return subtle.generateKey({ name: 'ECDSA', namedCurve }, true, [
+    'sign',
+    'verify',
+  ]) as Promise<CryptoKeyPair>;
 }
 
 function wrap(cert: x509.X509Certificate, keys: CryptoKeyPair): TestCertificate {
@@ -61,7 +75,9 @@ function wrap(cert: x509.X509Certificate, keys: CryptoKeyPair): TestCertificate 
 }
 
 /** A self-signed P-384 CA, like Apple's App Attestation Root CA. */
-export async function createTestRoot(options: Partial<Validity> & { name?: string } = {}): Promise<TestCertificate> {
+export async function createTestRoot(
+  options: Partial<Validity> & { name?: string } = {},
+): Promise<TestCertificate> {
   const keys = await ecKeys('P-384');
   const cert = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: '01',
@@ -72,7 +88,10 @@ export async function createTestRoot(options: Partial<Validity> & { name?: strin
     signingAlgorithm: { name: 'ECDSA', hash: 'SHA-384' },
     extensions: [
       new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign,
+        true,
+      ),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
     ],
   });
@@ -98,7 +117,9 @@ export async function createTestIntermediate(
     extensions: [
       new x509.BasicConstraintsExtension(ca, ca ? 0 : undefined, true),
       new x509.KeyUsagesExtension(
-        ca ? x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign : x509.KeyUsageFlags.digitalSignature,
+        ca
+          ? x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign
+          : x509.KeyUsageFlags.digitalSignature,
         true,
       ),
       await x509.SubjectKeyIdentifierExtension.create(keys.publicKey),
@@ -120,7 +141,12 @@ export interface TestCa {
 export async function createTestCa(): Promise<TestCa> {
   const root = await createTestRoot();
   const intermediate = await createTestIntermediate(root);
-  return { root, intermediate, roots: [new NodeCertificate(root.der)], rootPem: root.cert.toString('pem') };
+  return {
+    root,
+    intermediate,
+    roots: [new NodeCertificate(root.der)],
+    rootPem: root.cert.toString('pem'),
+  };
 }
 
 // ---- device keys ----
@@ -142,7 +168,14 @@ export async function createDeviceKey(): Promise<DeviceKey> {
   const keys = await ecKeys('P-256');
   const point = Buffer.from(await subtle.exportKey('raw', keys.publicKey));
   const spki = Buffer.from(await subtle.exportKey('spki', keys.publicKey));
-  return { keyId: sha256(point), spki, publicKey: KeyObject.from(keys.publicKey), privateKey: KeyObject.from(keys.privateKey), keys, point };
+  return {
+    keyId: sha256(point),
+    spki,
+    publicKey: KeyObject.from(keys.publicKey),
+    privateKey: KeyObject.from(keys.privateKey),
+    keys,
+    point,
+  };
 }
 
 /** The COSE_Key map of a device key (EC2, ES256, P-256). */
@@ -195,15 +228,27 @@ export function attestationAuthData(fields: AttestationAuthDataFields): Buffer {
   ]);
 }
 
-export function assertionAuthData(fields: { rpIdHash: Uint8Array; flags: number; counter: number; trailer?: Uint8Array }): Buffer {
-  return Buffer.concat([header(fields.rpIdHash, fields.flags, fields.counter), fields.trailer ?? Buffer.alloc(0)]);
+export function assertionAuthData(fields: {
+  rpIdHash: Uint8Array;
+  flags: number;
+  counter: number;
+  trailer?: Uint8Array;
+}): Buffer {
+  return Buffer.concat([
+    header(fields.rpIdHash, fields.flags, fields.counter),
+    fields.trailer ?? Buffer.alloc(0),
+  ]);
 }
 
 // ---- hand-assembled CBOR maps (for encodings no encoder writes) ----
 
 /** A CBOR map from entries that may repeat a key; `indefinite` writes 0xbf ... 0xff. */
-export function rawCborMap(entries: readonly (readonly [unknown, unknown])[], options: { indefinite?: boolean } = {}): Buffer {
-  if (!options.indefinite && entries.length > 23) throw new RangeError('rawCborMap: at most 23 entries');
+export function rawCborMap(
+  entries: readonly (readonly [unknown, unknown])[],
+  options: { indefinite?: boolean } = {},
+): Buffer {
+  if (!options.indefinite && entries.length > 23)
+    throw new RangeError('rawCborMap: at most 23 entries');
   const head = Buffer.from([options.indefinite ? 0xbf : 0xa0 | entries.length]);
   const body = entries.flatMap(([k, v]) => [encodeCbor(k), encodeCbor(v)]);
   return Buffer.concat([head, ...body, options.indefinite ? Buffer.from([0xff]) : Buffer.alloc(0)]);
@@ -219,7 +264,12 @@ export type ObjectEncoding =
   /** one stray byte after the item */
   | 'trailingBytes';
 
-function encodeObject(entries: [string, unknown][], encoding: ObjectEncoding, decoyKey: string, decoy: unknown): Buffer {
+function encodeObject(
+  entries: [string, unknown][],
+  encoding: ObjectEncoding,
+  decoyKey: string,
+  decoy: unknown,
+): Buffer {
   switch (encoding) {
     case 'strict':
       return encodeCbor(new Map(entries));
@@ -289,7 +339,11 @@ export interface BuiltAttestation {
 }
 
 /** An attestation object for `device`, valid at `TEST_NOW` for `TEST_APP_ID` unless options break it. */
-export async function createAttestation(ca: TestCa, device: DeviceKey, options: AttestationOptions = {}): Promise<BuiltAttestation> {
+export async function createAttestation(
+  ca: TestCa,
+  device: DeviceKey,
+  options: AttestationOptions = {},
+): Promise<BuiltAttestation> {
   const environment = options.environment ?? 'Production';
   const clientDataHash = Buffer.from(options.clientDataHash ?? sha256(options.nonce ?? TEST_NONCE));
   const authData = attestationAuthData({
@@ -299,19 +353,32 @@ export async function createAttestation(ca: TestCa, device: DeviceKey, options: 
     aaguid: options.aaguid ?? AAGUID[environment],
     credentialId: options.credentialId ?? device.keyId,
     coseKey: options.coseKeyBytes ?? encodeCbor(coseKey(device)),
-    trailer: options.authDataTrailer ?? (options.extensions ? encodeCbor(options.extensions) : undefined),
+    trailer:
+      options.authDataTrailer ?? (options.extensions ? encodeCbor(options.extensions) : undefined),
   });
   const nonce = options.wrongNonce ?? sha256(authData, clientDataHash);
   const intermediate = options.intermediate ?? ca.intermediate;
   const leafKey = options.leafKey ?? device;
-  const validity = options.leafValidity ?? { notBefore: new Date(TEST_NOW.getTime() - DAY), notAfter: new Date(TEST_NOW.getTime() + 2 * DAY) };
+  const validity = options.leafValidity ?? {
+    notBefore: new Date(TEST_NOW.getTime() - DAY),
+    notAfter: new Date(TEST_NOW.getTime() + 2 * DAY),
+  };
   const extensions: x509.Extension[] = [
     new x509.BasicConstraintsExtension(false, undefined, true),
-    new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement, true),
+    new x509.KeyUsagesExtension(
+      x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyAgreement,
+      true,
+    ),
   ];
   if (!options.omitNonceExtension) {
     // SEQUENCE { [1] EXPLICIT OCTET STRING (32 bytes) }, as Apple writes it
-    extensions.push(new x509.Extension(NONCE_EXTENSION_OID, false, Buffer.concat([Buffer.from([0x30, 0x24, 0xa1, 0x22, 0x04, 0x20]), nonce])));
+    extensions.push(
+      new x509.Extension(
+        NONCE_EXTENSION_OID,
+        false,
+        Buffer.concat([Buffer.from([0x30, 0x24, 0xa1, 0x22, 0x04, 0x20]), nonce]),
+      ),
+    );
   }
   const leaf = await x509.X509CertificateGenerator.create({
     serialNumber: device.keyId.subarray(0, 8).toString('hex'),
@@ -322,12 +389,20 @@ export async function createAttestation(ca: TestCa, device: DeviceKey, options: 
     publicKey: leafKey.keys.publicKey,
     signingKey: intermediate.keys.privateKey,
     signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
-    extensions: [...extensions, await x509.AuthorityKeyIdentifierExtension.create(intermediate.keys.publicKey)],
+    extensions: [
+      ...extensions,
+      await x509.AuthorityKeyIdentifierExtension.create(intermediate.keys.publicKey),
+    ],
   });
   const leafDer = Buffer.from(leaf.rawData);
-  const parts: X5cParts = { leaf: leafDer, intermediate: intermediate.der, root: (options.root ?? ca.root).der };
+  const parts: X5cParts = {
+    leaf: leafDer,
+    intermediate: intermediate.der,
+    root: (options.root ?? ca.root).der,
+  };
   const attStmt = new Map<string, unknown>([['receipt', Buffer.from('test receipt')]]);
-  if (!options.omitX5c) attStmt.set('x5c', options.x5c ? options.x5c(parts) : [parts.leaf, parts.intermediate]);
+  if (!options.omitX5c)
+    attStmt.set('x5c', options.x5c ? options.x5c(parts) : [parts.leaf, parts.intermediate]);
   const entries: [string, unknown][] = [
     ['fmt', options.fmt ?? 'apple-appattest'],
     ['attStmt', attStmt],
@@ -342,7 +417,12 @@ export async function createAttestation(ca: TestCa, device: DeviceKey, options: 
     credentialId: device.keyId,
     coseKey: encodeCbor(coseKey(device)),
   });
-  return { attestation: encodeObject(entries, options.encoding ?? 'strict', 'authData', decoy), authData, leafDer, clientDataHash };
+  return {
+    attestation: encodeObject(entries, options.encoding ?? 'strict', 'authData', decoy),
+    authData,
+    leafDer,
+    clientDataHash,
+  };
 }
 
 // ---- assertion ----
@@ -383,12 +463,17 @@ export function createAssertion(device: DeviceKey, options: AssertionOptions = {
   });
   const nonce = sha256(authenticatorData, clientDataHash);
   if (options.corruptSignature) nonce[0]! ^= 0x01;
-  const signature = options.signature ?? sign('sha256', nonce, options.signWith ?? device.privateKey);
+  const signature =
+    options.signature ?? sign('sha256', nonce, options.signWith ?? device.privateKey);
   const entries: [string, unknown][] = [
     ['signature', Buffer.from(signature)],
     ['authenticatorData', authenticatorData],
   ];
-  const decoy = assertionAuthData({ rpIdHash: sha256(Buffer.from('EVILTEAM99.com.example.decoy')), flags: 0x40, counter: 0xffffffff });
+  const decoy = assertionAuthData({
+    rpIdHash: sha256(Buffer.from('EVILTEAM99.com.example.decoy')),
+    flags: 0x40,
+    counter: 0xffffffff,
+  });
   return {
     assertion: encodeObject(entries, options.encoding ?? 'strict', 'authenticatorData', decoy),
     authenticatorData,

@@ -23,7 +23,15 @@ export function buildOnce(): void {
   const built = join(ROOT, 'dist', 'cli', 'main.js');
   if (existsSync(built) && statSync(built).mtimeMs >= newest(join(ROOT, 'src'))) return;
   // tsc emits even when a file elsewhere has a type error; what matters here is that it emitted
-  spawnSync(process.execPath, [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'ignore' });
+  spawnSync(
+    process.execPath,
+    [
+      join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'),
+      '-p',
+      join(ROOT, 'tsconfig.build.json'),
+    ],
+    { stdio: 'ignore' },
+  );
   if (!existsSync(built)) throw new Error('the build did not produce dist/cli/main.js');
 }
 
@@ -39,9 +47,18 @@ export function baseEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 /** Runs `command` to its end; stdin holds `input` (empty by default), so it is never a terminal. */
-export function runProcess(command: string, args: string[], env: NodeJS.ProcessEnv, options: { cwd?: string; input?: string } = {}): Promise<BinResult> {
+export function runProcess(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { cwd?: string; input?: string } = {},
+): Promise<BinResult> {
   return new Promise((resolve) => {
-    const child = spawn(command, args, { env, cwd: options.cwd ?? ROOT, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      env,
+      cwd: options.cwd ?? ROOT,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -54,14 +71,19 @@ export function runProcess(command: string, args: string[], env: NodeJS.ProcessE
 }
 
 /** Runs the binary to its end. */
-export function runBin(args: string[], env: NodeJS.ProcessEnv, options: { cwd?: string; input?: string } = {}): Promise<BinResult> {
+export function runBin(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  options: { cwd?: string; input?: string } = {},
+): Promise<BinResult> {
   return runProcess(process.execPath, [BIN, ...args], env, options);
 }
 
 /** The one line a failed command prints on stderr (anything else is a failure). */
 export function oneLine(run: { stderr: string }): string {
   const lines = run.stderr.split('\n').filter(Boolean);
-  if (lines.length !== 1) throw new Error(`expected one stderr line, got ${lines.length}: ${run.stderr}`);
+  if (lines.length !== 1)
+    throw new Error(`expected one stderr line, got ${lines.length}: ${run.stderr}`);
   return lines[0]!;
 }
 
@@ -79,9 +101,16 @@ export interface Watched {
 
 /** Starts the binary and watches its stderr line by line, and its stdout as JSON log lines. */
 export function watchBin(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Watched {
-  const child = spawn(process.execPath, [BIN, ...args], { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [BIN, ...args], {
+    env,
+    cwd,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
-  const waiters: { pattern: RegExp; resolve: (v: { match: RegExpExecArray; at: number }) => void }[] = [];
+  const waiters: {
+    pattern: RegExp;
+    resolve: (v: { match: RegExpExecArray; at: number }) => void;
+  }[] = [];
   const check = () => {
     for (const w of [...waiters]) {
       const match = w.pattern.exec(stderr);
@@ -96,7 +125,10 @@ export function watchBin(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Wa
     check();
   });
   const logs: Record<string, unknown>[] = [];
-  const logWaiters: { test: (l: Record<string, unknown>) => boolean; resolve: (l: Record<string, unknown>) => void }[] = [];
+  const logWaiters: {
+    test: (l: Record<string, unknown>) => boolean;
+    resolve: (l: Record<string, unknown>) => void;
+  }[] = [];
   let pending = '';
   child.stdout!.on('data', (d) => {
     pending += d;
@@ -113,9 +145,14 @@ export function watchBin(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Wa
       for (const w of logWaiters.filter((w) => w.test(line))) w.resolve(line);
     }
   });
-  const exited = new Promise<{ code: number | null; at: number }>((resolve) => child.on('exit', (code) => resolve({ code, at: performance.now() })));
+  const exited = new Promise<{ code: number | null; at: number }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, at: performance.now() })),
+  );
   // 'close' comes after the last output chunk: a line that came at all has been seen by then
-  const closed = (what: string) => new Promise<never>((_, reject) => child.once('close', (code) => reject(new Error(`exited ${code} before ${what}: ${stderr}`))));
+  const closed = (what: string) =>
+    new Promise<never>((_, reject) =>
+      child.once('close', (code) => reject(new Error(`exited ${code} before ${what}: ${stderr}`))),
+    );
   return {
     child,
     stderr: () => stderr,

@@ -38,12 +38,19 @@ export const tstr = (s: string, width: Width = 0) => {
 };
 /** A text string with raw (possibly invalid UTF-8) content. */
 export const rawTstr = (b: Bytes) => cat(head(3, b.length), b);
-export const arr = (items: Bytes[], width: Width = 0) => cat(head(4, items.length, width), ...items);
+export const arr = (items: Bytes[], width: Width = 0) =>
+  cat(head(4, items.length, width), ...items);
 /** A map from already encoded key/value pairs, in the order given (duplicates allowed). */
-export const map = (entries: [Bytes, Bytes][], width: Width = 0) => cat(head(5, entries.length, width), ...entries.flat());
+export const map = (entries: [Bytes, Bytes][], width: Width = 0) =>
+  cat(head(5, entries.length, width), ...entries.flat());
 /** A map with text keys. */
 export const tmap = (entries: Record<string, Bytes> | [string, Bytes][], width: Width = 0) =>
-  map((Array.isArray(entries) ? entries : Object.entries(entries)).map(([k, v]) => [tstr(k), v] as [Bytes, Bytes]), width);
+  map(
+    (Array.isArray(entries) ? entries : Object.entries(entries)).map(
+      ([k, v]) => [tstr(k), v] as [Bytes, Bytes],
+    ),
+    width,
+  );
 export const tag = (n: number, item: Bytes) => cat(head(6, n), item);
 export const TRUE = Uint8Array.of(0xf5);
 export const FALSE = Uint8Array.of(0xf4);

@@ -11,8 +11,12 @@ export interface CliRun {
 export async function runCli(...args: string[]): Promise<CliRun> {
   const out: string[] = [];
   const err: string[] = [];
-  const o = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: unknown) => (out.push(String(chunk)), true));
-  const e = vi.spyOn(process.stderr, 'write').mockImplementation((chunk: unknown) => (err.push(String(chunk)), true));
+  const o = vi
+    .spyOn(process.stdout, 'write')
+    .mockImplementation((chunk: unknown) => (out.push(String(chunk)), true));
+  const e = vi
+    .spyOn(process.stderr, 'write')
+    .mockImplementation((chunk: unknown) => (err.push(String(chunk)), true));
   const listeners = process.stdout.listeners('error');
   process.exitCode = undefined;
   let code: number;
@@ -22,7 +26,8 @@ export async function runCli(...args: string[]): Promise<CliRun> {
     o.mockRestore();
     e.mockRestore();
     // main() adds an EPIPE handler per call: drop the ones this run added
-    for (const l of process.stdout.listeners('error')) if (!listeners.includes(l)) process.stdout.off('error', l as never);
+    for (const l of process.stdout.listeners('error'))
+      if (!listeners.includes(l)) process.stdout.off('error', l as never);
     process.exitCode = undefined;
   }
   return { code, stdout: out.join(''), stderr: err.join('') };

@@ -19,12 +19,14 @@ export interface TestDatabase extends DatabaseHandle {
   reset(): Promise<void>;
 }
 
-const TABLES = 'api_keys, attestation_sessions, apple_apps, android_packages, android_key_pairs, apple_keys, dev_ca, master_key_check';
+const TABLES =
+  'api_keys, attestation_sessions, apple_apps, android_packages, android_key_pairs, apple_keys, dev_ca, master_key_check';
 
 /** PGlite always; PostgreSQL too when TEST_DATABASE_URL is set (each file gets its own database). */
 export function backends(): Backend[] {
   const list: Backend[] = [{ name: 'pglite', open: openPglite }];
-  if (process.env.TEST_DATABASE_URL) list.push({ name: 'postgres', open: () => openPostgres(process.env.TEST_DATABASE_URL!) });
+  if (process.env.TEST_DATABASE_URL)
+    list.push({ name: 'postgres', open: () => openPostgres(process.env.TEST_DATABASE_URL!) });
   return list;
 }
 
@@ -50,7 +52,8 @@ export function useDatabase(backend: Backend): TestDatabase {
   });
   return new Proxy({} as TestDatabase, {
     get(_, key) {
-      if (!opened) throw new Error('the test database is opened in beforeAll: use it inside tests and hooks');
+      if (!opened)
+        throw new Error('the test database is opened in beforeAll: use it inside tests and hooks');
       return Reflect.get(opened, key);
     },
   });
@@ -73,7 +76,12 @@ async function openPostgres(adminUrl: string): Promise<TestDatabase> {
   await admin.end();
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const handle = await openDatabase({ url: url.toString(), dataDir: '', role: 'server', poolSize: 20 });
+  const handle = await openDatabase({
+    url: url.toString(),
+    dataDir: '',
+    role: 'server',
+    poolSize: 20,
+  });
   await runMigrations(handle);
   const db = withReset(handle);
   return {

@@ -28,7 +28,9 @@ export interface TestServiceAccount {
 }
 
 /** A service account with a fresh RSA key (what Google Cloud's "Create key" makes). */
-export function createTestServiceAccount(clientEmail = 'attest-verifier@example-project.iam.gserviceaccount.com'): TestServiceAccount {
+export function createTestServiceAccount(
+  clientEmail = 'attest-verifier@example-project.iam.gserviceaccount.com',
+): TestServiceAccount {
   const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
   const privateKeyId = randomBytes(20).toString('hex');
@@ -72,13 +74,24 @@ export interface FakeGoogle {
   close(): Promise<void>;
 }
 
-const GOOGLE_ERRORS: Record<number, string> = { 400: 'INVALID_ARGUMENT', 401: 'UNAUTHENTICATED', 403: 'PERMISSION_DENIED', 404: 'NOT_FOUND', 429: 'RESOURCE_EXHAUSTED', 500: 'INTERNAL', 503: 'UNAVAILABLE' };
+const GOOGLE_ERRORS: Record<number, string> = {
+  400: 'INVALID_ARGUMENT',
+  401: 'UNAUTHENTICATED',
+  403: 'PERMISSION_DENIED',
+  404: 'NOT_FOUND',
+  429: 'RESOURCE_EXHAUSTED',
+  500: 'INTERNAL',
+  503: 'UNAVAILABLE',
+};
 
 /**
  * Starts the fake.
  * @param options the accounts it knows (by email) and the clock it judges assertions by
  */
-export async function startFakeGoogle(options: { accounts: TestServiceAccount[]; now?: () => number }): Promise<FakeGoogle> {
+export async function startFakeGoogle(options: {
+  accounts: TestServiceAccount[];
+  now?: () => number;
+}): Promise<FakeGoogle> {
   const now = options.now ?? Date.now;
   const accounts = new Map(options.accounts.map((a) => [a.account.clientEmail, a.publicKey]));
   const integrityTokens = new Map<string, { packageName: string; payload: unknown }>();
@@ -88,7 +101,8 @@ export async function startFakeGoogle(options: { accounts: TestServiceAccount[];
 
   const server = createServer((req, res) => {
     void handle(req, res).catch(() => {
-      if (!res.headersSent) send(res, 500, { error: { code: 500, status: 'INTERNAL', message: 'fake failed' } });
+      if (!res.headersSent)
+        send(res, 500, { error: { code: 500, status: 'INTERNAL', message: 'fake failed' } });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -114,7 +128,10 @@ export async function startFakeGoogle(options: { accounts: TestServiceAccount[];
       const g = { held: [] as (() => void)[], waiters: [] as { n: number; resolve: () => void }[] };
       gate = g;
       return {
-        arrived: (n) => new Promise<void>((resolve) => (g.held.length >= n ? resolve() : g.waiters.push({ n, resolve }))),
+        arrived: (n) =>
+          new Promise<void>((resolve) =>
+            g.held.length >= n ? resolve() : g.waiters.push({ n, resolve }),
+          ),
         release: () => {
           if (gate === g) gate = null;
           for (const go of g.held.splice(0)) go();
@@ -161,21 +178,30 @@ export async function startFakeGoogle(options: { accounts: TestServiceAccount[];
       return false;
     }
     const status = GOOGLE_ERRORS[fault.status] ?? 'UNKNOWN';
-    if (endpoint === 'token') send(res, fault.status, { error: fault.status === 400 ? 'invalid_grant' : status.toLowerCase(), error_description: 'injected fault' });
-    else send(res, fault.status, { error: { code: fault.status, message: 'injected fault', status } });
+    if (endpoint === 'token')
+      send(res, fault.status, {
+        error: fault.status === 400 ? 'invalid_grant' : status.toLowerCase(),
+        error_description: 'injected fault',
+      });
+    else
+      send(res, fault.status, { error: { code: fault.status, message: 'injected fault', status } });
     return true;
   }
 
   async function tokenEndpoint(body: string, res: ServerResponse) {
     const form = new URLSearchParams(body);
-    if (form.get('grant_type') !== JWT_BEARER_GRANT) return send(res, 400, { error: 'unsupported_grant_type' });
+    if (form.get('grant_type') !== JWT_BEARER_GRANT)
+      return send(res, 400, { error: 'unsupported_grant_type' });
     const assertion = form.get('assertion') ?? '';
-    const refuse = (why: string) => send(res, 400, { error: 'invalid_grant', error_description: why });
+    const refuse = (why: string) =>
+      send(res, 400, { error: 'invalid_grant', error_description: why });
     let claims: Record<string, unknown>;
     let header: Record<string, unknown>;
     try {
       const [headerPart] = assertion.split('.');
-      const iss = JSON.parse(Buffer.from(assertion.split('.')[1] ?? '', 'base64url').toString()) as { iss?: unknown };
+      const iss = JSON.parse(
+        Buffer.from(assertion.split('.')[1] ?? '', 'base64url').toString(),
+      ) as { iss?: unknown };
       const publicKey = typeof iss.iss === 'string' ? accounts.get(iss.iss) : undefined;
       if (!publicKey) return refuse('Invalid issuer: unknown service account');
       const verified = await jwtVerify(assertion, publicKey, {
@@ -185,25 +211,42 @@ export async function startFakeGoogle(options: { accounts: TestServiceAccount[];
         requiredClaims: ['iss', 'aud', 'iat', 'exp', 'scope'],
       });
       claims = verified.payload as Record<string, unknown>;
-      header = JSON.parse(Buffer.from(headerPart ?? '', 'base64url').toString()) as Record<string, unknown>;
+      header = JSON.parse(Buffer.from(headerPart ?? '', 'base64url').toString()) as Record<
+        string,
+        unknown
+      >;
     } catch (err) {
       return refuse(`Invalid JWT: ${(err as Error).message}`);
     }
     if (claims.scope !== PLAY_INTEGRITY_SCOPE) return refuse('Invalid scope');
     const iat = claims.iat as number;
     const exp = claims.exp as number;
-    if (exp - iat > 3600 || iat > now() / 1000 + 60) return refuse('Invalid JWT: iat and exp must be at most an hour apart, iat not in the future');
+    if (exp - iat > 3600 || iat > now() / 1000 + 60)
+      return refuse(
+        'Invalid JWT: iat and exp must be at most an hour apart, iat not in the future',
+      );
     fake.lastAssertion = { header, claims };
     const accessToken = `ya29.fake-${randomBytes(16).toString('hex')}`;
     accessTokens.set(accessToken, now() + fake.expiresIn * 1000);
     send(res, 200, { access_token: accessToken, expires_in: fake.expiresIn, token_type: 'Bearer' });
   }
 
-  function decodeEndpoint(packageName: string, req: IncomingMessage, body: string, res: ServerResponse) {
+  function decodeEndpoint(
+    packageName: string,
+    req: IncomingMessage,
+    body: string,
+    res: ServerResponse,
+  ) {
     const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     const expiry = bearer ? accessTokens.get(bearer) : undefined;
     if (expiry === undefined || expiry <= now()) {
-      return send(res, 401, { error: { code: 401, message: 'Request had invalid authentication credentials.', status: 'UNAUTHENTICATED' } });
+      return send(res, 401, {
+        error: {
+          code: 401,
+          message: 'Request had invalid authentication credentials.',
+          status: 'UNAUTHENTICATED',
+        },
+      });
     }
     let token: unknown;
     try {
@@ -213,7 +256,13 @@ export async function startFakeGoogle(options: { accounts: TestServiceAccount[];
     }
     const issued = typeof token === 'string' ? integrityTokens.get(token) : undefined;
     if (!issued || issued.packageName !== packageName) {
-      return send(res, 400, { error: { code: 400, message: 'Integrity token cannot be decoded due to invalid arguments.', status: 'INVALID_ARGUMENT' } });
+      return send(res, 400, {
+        error: {
+          code: 400,
+          message: 'Integrity token cannot be decoded due to invalid arguments.',
+          status: 'INVALID_ARGUMENT',
+        },
+      });
     }
     send(res, 200, { tokenPayloadExternal: issued.payload });
   }

@@ -8,7 +8,14 @@ import { CompactEncrypt, CompactSign, generateKeyPair } from 'jose';
 import { createHash, randomBytes, webcrypto } from 'node:crypto';
 import { Rejection, type RejectReason } from '../../src/core/reasons.js';
 import { TraceRecorder } from '../../src/core/trace.js';
-import type { AndroidKeyPair, AndroidPackagePolicy, CheckRecord, PlatformDetails, PlatformVerifier, VerifyFacts } from '../../src/core/types.js';
+import type {
+  AndroidKeyPair,
+  AndroidPackagePolicy,
+  CheckRecord,
+  PlatformDetails,
+  PlatformVerifier,
+  VerifyFacts,
+} from '../../src/core/types.js';
 
 type CryptoKey = webcrypto.CryptoKey;
 
@@ -16,7 +23,9 @@ type CryptoKey = webcrypto.CryptoKey;
 export const TEST_PACKAGE = 'com.example.attest';
 
 /** SHA-256 of a made-up signing certificate: the digest tokens carry and policies allow by default. */
-export const TEST_CERT_DIGEST: Uint8Array = new Uint8Array(createHash('sha256').update('attest test signing certificate').digest());
+export const TEST_CERT_DIGEST: Uint8Array = new Uint8Array(
+  createHash('sha256').update('attest test signing certificate').digest(),
+);
 
 /** One throwaway Play Integrity key pair, plus the signing half that Google would hold. */
 export interface GoogleTestKeys {
@@ -37,8 +46,15 @@ let pairCounter = 0;
  */
 export async function createGoogleTestKeys(id = `pair-${++pairCounter}`): Promise<GoogleTestKeys> {
   const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
-  const verificationKey = new Uint8Array(await webcrypto.subtle.exportKey('spki', publicKey as CryptoKey));
-  return { id, decryptionKey: new Uint8Array(randomBytes(32)), verificationKey, signingKey: privateKey as CryptoKey };
+  const verificationKey = new Uint8Array(
+    await webcrypto.subtle.exportKey('spki', publicKey as CryptoKey),
+  );
+  return {
+    id,
+    decryptionKey: new Uint8Array(randomBytes(32)),
+    verificationKey,
+    signingKey: privateKey as CryptoKey,
+  };
 }
 
 /** The allowlist form of test keys. */
@@ -52,7 +68,10 @@ export function keyPairOf(keys: GoogleTestKeys): AndroidKeyPair {
  * @param keys the pairs, in allowlist order
  * @param overrides any field to change
  */
-export function googlePolicy(keys: GoogleTestKeys | readonly GoogleTestKeys[], overrides: Partial<AndroidPackagePolicy> = {}): AndroidPackagePolicy {
+export function googlePolicy(
+  keys: GoogleTestKeys | readonly GoogleTestKeys[],
+  overrides: Partial<AndroidPackagePolicy> = {},
+): AndroidPackagePolicy {
   const list = Array.isArray(keys) ? (keys as readonly GoogleTestKeys[]) : [keys as GoogleTestKeys];
   return {
     packageName: TEST_PACKAGE,
@@ -90,11 +109,14 @@ export interface PayloadOptions {
 /** A classic-request Play Integrity verdict, laid out as Google documents it. */
 export function playIntegrityPayload(o: PayloadOptions): Record<string, unknown> {
   const packageName = o.packageName ?? TEST_PACKAGE;
-  const appIntegrity: Record<string, unknown> = { appRecognitionVerdict: o.appRecognitionVerdict ?? 'PLAY_RECOGNIZED' };
+  const appIntegrity: Record<string, unknown> = {
+    appRecognitionVerdict: o.appRecognitionVerdict ?? 'PLAY_RECOGNIZED',
+  };
   const appPackageName = o.appPackageName === undefined ? packageName : o.appPackageName;
   if (appPackageName !== null) appIntegrity.packageName = appPackageName;
   const digests = o.certificateDigests === undefined ? [TEST_CERT_DIGEST] : o.certificateDigests;
-  if (digests !== null) appIntegrity.certificateSha256Digest = digests.map((d) => Buffer.from(d).toString('base64url'));
+  if (digests !== null)
+    appIntegrity.certificateSha256Digest = digests.map((d) => Buffer.from(d).toString('base64url'));
   appIntegrity.versionCode = '42';
   const verdicts = o.deviceVerdicts === undefined ? ['MEETS_DEVICE_INTEGRITY'] : o.deviceVerdicts;
   return {
@@ -109,7 +131,8 @@ export function playIntegrityPayload(o: PayloadOptions): Record<string, unknown>
   };
 }
 
-export type JweAlg = 'A256KW' | 'A128KW' | 'dir' | 'RSA-OAEP' | 'RSA-OAEP-256' | 'PBES2-HS256+A128KW';
+export type JweAlg =
+  'A256KW' | 'A128KW' | 'dir' | 'RSA-OAEP' | 'RSA-OAEP-256' | 'PBES2-HS256+A128KW';
 export type JweEnc = 'A256GCM' | 'A128GCM' | 'A256CBC-HS512';
 export type JwsAlg = 'ES256' | 'ES384' | 'RS256' | 'HS256' | 'none';
 
@@ -168,7 +191,11 @@ function applyEdit(payload: Record<string, unknown>, edit: MintOptions['editPayl
   return replaced === undefined ? payload : replaced;
 }
 
-async function signJws(payload: Uint8Array, keys: GoogleTestKeys, o: NonNullable<MintOptions['jws']>): Promise<string> {
+async function signJws(
+  payload: Uint8Array,
+  keys: GoogleTestKeys,
+  o: NonNullable<MintOptions['jws']>,
+): Promise<string> {
   const alg = o.alg ?? 'ES256';
   const extra = o.crit ? { crit: [CRIT_NAME], [CRIT_NAME]: true } : {};
   if (alg === 'none') {
@@ -184,13 +211,24 @@ async function signJws(payload: Uint8Array, keys: GoogleTestKeys, o: NonNullable
         : alg === 'ES384'
           ? (await generateKeyPair('ES384')).privateKey
           : (await rsaKeys('RS256')).privateKey;
-  return new CompactSign(payload).setProtectedHeader({ alg, ...extra }).sign(key, o.crit ? { crit: { [CRIT_NAME]: true } } : undefined);
+  return new CompactSign(payload)
+    .setProtectedHeader({ alg, ...extra })
+    .sign(key, o.crit ? { crit: { [CRIT_NAME]: true } } : undefined);
 }
 
-async function sealJwe(jws: string, keys: GoogleTestKeys, o: NonNullable<MintOptions['jwe']>): Promise<string> {
+async function sealJwe(
+  jws: string,
+  keys: GoogleTestKeys,
+  o: NonNullable<MintOptions['jwe']>,
+): Promise<string> {
   const alg = o.alg ?? 'A256KW';
   const enc = o.enc ?? 'A256GCM';
-  const header = { alg, enc, ...(o.zip ? { zip: 'DEF' } : {}), ...(o.crit ? { crit: [CRIT_NAME], [CRIT_NAME]: true } : {}) };
+  const header = {
+    alg,
+    enc,
+    ...(o.zip ? { zip: 'DEF' } : {}),
+    ...(o.crit ? { crit: [CRIT_NAME], [CRIT_NAME]: true } : {}),
+  };
   const key =
     alg === 'A256KW' || alg === 'dir' || alg === 'PBES2-HS256+A128KW'
       ? keys.decryptionKey // `dir` with the AES key itself: what a confused verifier would accept
@@ -205,10 +243,15 @@ async function sealJwe(jws: string, keys: GoogleTestKeys, o: NonNullable<MintOpt
 const rsaCache = new Map<string, Promise<{ publicKey: CryptoKey; privateKey: CryptoKey }>>();
 
 /** RSA keys are slow to make: one per algorithm per test file. */
-export function rsaKeys(alg: 'RS256' | 'RSA-OAEP' | 'RSA-OAEP-256'): Promise<{ publicKey: CryptoKey; privateKey: CryptoKey }> {
+export function rsaKeys(
+  alg: 'RS256' | 'RSA-OAEP' | 'RSA-OAEP-256',
+): Promise<{ publicKey: CryptoKey; privateKey: CryptoKey }> {
   let keys = rsaCache.get(alg);
   if (!keys) {
-    keys = generateKeyPair(alg, { modulusLength: 2048 }) as Promise<{ publicKey: CryptoKey; privateKey: CryptoKey }>;
+    keys = generateKeyPair(alg, { modulusLength: 2048 }) as Promise<{
+      publicKey: CryptoKey;
+      privateKey: CryptoKey;
+    }>;
     rsaCache.set(alg, keys);
   }
   return keys;
@@ -237,7 +280,10 @@ export function randomNonce(bytes = 32): Uint8Array {
 }
 
 /** The `gms` evidence map as the strict CBOR decoder hands it to the verifier. */
-export function googleEvidence(integrityToken: string, packageName = TEST_PACKAGE): Map<string, unknown> {
+export function googleEvidence(
+  integrityToken: string,
+  packageName = TEST_PACKAGE,
+): Map<string, unknown> {
   return new Map<string, unknown>([
     ['packageName', packageName],
     ['integrityToken', integrityToken],
@@ -253,13 +299,23 @@ export type GoogleRun =
  * Runs a platform verifier the way `verifyToken` does: a `Rejection` becomes `{ ok: false }`,
  * anything else is thrown.
  */
-export async function runVerifier(verifier: PlatformVerifier, evidence: unknown, ctx: { nonce: Uint8Array; now: Date }): Promise<GoogleRun> {
+export async function runVerifier(
+  verifier: PlatformVerifier,
+  evidence: unknown,
+  ctx: { nonce: Uint8Array; now: Date },
+): Promise<GoogleRun> {
   const trace = new TraceRecorder();
   try {
     const details = await verifier.verify(evidence, { ...ctx, trace });
     return { ok: true, details, checks: trace.finish(), facts: trace.facts };
   } catch (err) {
     if (!(err instanceof Rejection)) throw err;
-    return { ok: false, reason: err.reason, detail: err.detail, checks: trace.finish(err), facts: trace.facts };
+    return {
+      ok: false,
+      reason: err.reason,
+      detail: err.detail,
+      checks: trace.finish(err),
+      facts: trace.facts,
+    };
   }
 }

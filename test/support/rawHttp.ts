@@ -28,7 +28,9 @@ export async function rawConnect(url: string): Promise<RawExchange> {
     for (const w of waiters.splice(0)) w();
   });
   socket.on('error', () => {});
-  const closed = new Promise<number>((resolve) => socket.once('close', () => resolve(performance.now() - started)));
+  const closed = new Promise<number>((resolve) =>
+    socket.once('close', () => resolve(performance.now() - started)),
+  );
   return {
     socket,
     received: () => text,
@@ -39,7 +41,11 @@ export async function rawConnect(url: string): Promise<RawExchange> {
           if (m) return resolve(Number(m[1]));
           waiters.push(check);
         };
-        closed.then(() => (/^HTTP\/1\.1 (\d{3})/.test(text) ? check() : reject(new Error(`closed without a status: ${text}`))));
+        closed.then(() =>
+          /^HTTP\/1\.1 (\d{3})/.test(text)
+            ? check()
+            : reject(new Error(`closed without a status: ${text}`)),
+        );
         check();
       }),
     closed: () => closed,

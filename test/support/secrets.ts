@@ -1,5 +1,10 @@
 /** Master keys for tests: fixed bytes, so a failure names the same key ids run after run. */
-import { createSecretBox, toMasterKey, type MasterKey, type SecretBox } from '../../src/db/secretBox.js';
+import {
+  createSecretBox,
+  toMasterKey,
+  type MasterKey,
+  type SecretBox,
+} from '../../src/db/secretBox.js';
 import { encodeBase64 } from '../../src/core/base64.js';
 
 export function testMasterKey(fill = 7): MasterKey {

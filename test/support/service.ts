@@ -16,7 +16,10 @@ import type { DatabaseHandle } from '../../src/db/client.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { migrationStatus } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
-import { createApiKeyAuthenticator, type AuthenticatorOptions } from '../../src/server/apiKeyAuthenticator.js';
+import {
+  createApiKeyAuthenticator,
+  type AuthenticatorOptions,
+} from '../../src/server/apiKeyAuthenticator.js';
 import { createApp, type AppDeps } from '../../src/server/app.js';
 import { loggerOptions } from '../../src/server/logger.js';
 import { createMetrics } from '../../src/server/metrics.js';
@@ -60,10 +63,23 @@ export function captureLogger(level = 'info') {
 }
 
 /** Issues an API key straight into the database (what `attest keys create` does). */
-export async function issueKey(db: DatabaseHandle, options: { name?: string; expiresInSeconds?: number | null; prefix?: string; secretWith?: RegExp; mode?: KeyMode } = {}) {
+export async function issueKey(
+  db: DatabaseHandle,
+  options: {
+    name?: string;
+    expiresInSeconds?: number | null;
+    prefix?: string;
+    secretWith?: RegExp;
+    mode?: KeyMode;
+  } = {},
+) {
   let generated = generateApiKey(options.prefix ?? 'attest');
   // some tests want a secret with `_` or `-` in it
-  while (options.secretWith && !options.secretWith.test(generated.key.slice(generated.key.indexOf('_') + 17))) generated = generateApiKey(options.prefix ?? 'attest');
+  while (
+    options.secretWith &&
+    !options.secretWith.test(generated.key.slice(generated.key.indexOf('_') + 17))
+  )
+    generated = generateApiKey(options.prefix ?? 'attest');
   const row = await createApiKeyRepository(db.db).insert({
     id: generated.id,
     name: options.name ?? 'test',
@@ -89,7 +105,10 @@ export interface ServiceOptions {
 export function createTestService(db: DatabaseHandle, options: ServiceOptions = {}) {
   const { logger, capture } = captureLogger();
   const sessions = createSessionRepository(db.db);
-  const auth = createApiKeyAuthenticator({ lookup: createApiKeyRepository(db.db), ...options.auth });
+  const auth = createApiKeyAuthenticator({
+    lookup: createApiKeyRepository(db.db),
+    ...options.auth,
+  });
   const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
   const app = createApp({
     logger,
@@ -109,9 +128,23 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
 const BASE = 'http://attest.test';
 
 /** POST init with a key. */
-export async function init(app: { request: (url: string, init?: RequestInit) => Response | Promise<Response> }, key: string | undefined) {
-  const res = await app.request(`${BASE}/api/v1/attestation/init`, { method: 'POST', headers: { ...(key !== undefined ? { 'X-Api-Key': key } : {}), Accept: 'application/json' } });
-  return { res, body: (await res.json()) as { sessionReference: string; serverNonce: string; expiresAtUtc: string; statusCode: number } };
+export async function init(
+  app: { request: (url: string, init?: RequestInit) => Response | Promise<Response> },
+  key: string | undefined,
+) {
+  const res = await app.request(`${BASE}/api/v1/attestation/init`, {
+    method: 'POST',
+    headers: { ...(key !== undefined ? { 'X-Api-Key': key } : {}), Accept: 'application/json' },
+  });
+  return {
+    res,
+    body: (await res.json()) as {
+      sessionReference: string;
+      serverNonce: string;
+      expiresAtUtc: string;
+      statusCode: number;
+    },
+  };
 }
 
 /** POST verify with a JSON body (an object is stringified; a string is sent as is). */
@@ -123,7 +156,11 @@ export function verify(
 ) {
   return app.request(`${BASE}/api/v1/attestation/verify`, {
     method: 'POST',
-    headers: { ...(key !== undefined ? { 'X-Api-Key': key } : {}), 'Content-Type': 'application/json', ...headers },
+    headers: {
+      ...(key !== undefined ? { 'X-Api-Key': key } : {}),
+      'Content-Type': 'application/json',
+      ...headers,
+    },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
 }
@@ -134,24 +171,41 @@ export { BASE };
  * The app with the real platform verifiers over `db` (as `startServer` wires them), at a fixed
  * instant. The allowlist is re-read on every request so edits in a test apply at once.
  */
-export function createPlatformService(db: DatabaseHandle, options: { now: Date; appleRoots: readonly X509Certificate[]; googleDecoder?: IntegrityTokenDecoder }) {
-  const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), { ttlMs: 0 });
+export function createPlatformService(
+  db: DatabaseHandle,
+  options: {
+    now: Date;
+    appleRoots: readonly X509Certificate[];
+    googleDecoder?: IntegrityTokenDecoder;
+  },
+) {
+  const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), {
+    ttlMs: 0,
+  });
   const verifiers = buildVerifiers({
     allowlist,
     appleKeys: createAppleKeyRepository(db.db),
     appleRoots: options.appleRoots,
     ...(options.googleDecoder ? { googleDecoder: options.googleDecoder } : {}),
   });
-  return createTestService(db, { verify: (input) => verifyToken(input, { now: () => options.now, verifiers }) });
+  return createTestService(db, {
+    verify: (input) => verifyToken(input, { now: () => options.now, verifiers }),
+  });
 }
 
 type RequestApp = { request: (url: string, init?: RequestInit) => Response | Promise<Response> };
 /** makes the token (bytes, or already base64) over the final nonce */
 type BuildToken = (finalNonce: Buffer) => Promise<Uint8Array | string> | Uint8Array | string;
-const tokenText = (token: Uint8Array | string) => (typeof token === 'string' ? token : Buffer.from(token).toString('base64'));
+const tokenText = (token: Uint8Array | string) =>
+  typeof token === 'string' ? token : Buffer.from(token).toString('base64');
 
 /** The session approach (docs/http-api.md): init, the token over serverNonce (|| deviceNonce), verify. */
-export async function verifyInSession(app: RequestApp, key: string, build: BuildToken, deviceNonce?: Buffer) {
+export async function verifyInSession(
+  app: RequestApp,
+  key: string,
+  build: BuildToken,
+  deviceNonce?: Buffer,
+) {
   const { body } = await init(app, key);
   const serverNonce = Buffer.from(body.serverNonce, 'base64');
   const finalNonce = deviceNonce ? Buffer.concat([serverNonce, deviceNonce]) : serverNonce;
@@ -164,6 +218,14 @@ export async function verifyInSession(app: RequestApp, key: string, build: Build
 }
 
 /** The sessionless approach: the RP's own nonce is the final nonce. */
-export async function verifySessionless(app: RequestApp, key: string, build: BuildToken, nonce: Buffer = randomBytes(48)) {
-  return verify(app, key, { attestationToken: tokenText(await build(nonce)), expectedNonce: nonce.toString('base64') });
+export async function verifySessionless(
+  app: RequestApp,
+  key: string,
+  build: BuildToken,
+  nonce: Buffer = randomBytes(48),
+) {
+  return verify(app, key, {
+    attestationToken: tokenText(await build(nonce)),
+    expectedNonce: nonce.toString('base64'),
+  });
 }

@@ -48,7 +48,9 @@ export function standardPayload(o: StandardPayloadOptions): StandardPayload {
   payload.requestDetails.requestHash = requestHashOf(o.nonce);
   payload.requestDetails.timestampMillis = String(o.now.getTime());
   payload.appIntegrity.packageName = packageName;
-  payload.appIntegrity.certificateSha256Digest = [Buffer.from(TEST_CERT_DIGEST).toString('base64url')];
+  payload.appIntegrity.certificateSha256Digest = [
+    Buffer.from(TEST_CERT_DIGEST).toString('base64url'),
+  ];
   o.edit?.(payload);
   return payload;
 }

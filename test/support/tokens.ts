@@ -12,7 +12,10 @@ export const FAKE_GOOD_ASSERTION = Buffer.from('good assertion');
 export const FAKE_APP_ID = 'ABCDE12345.com.example.bank';
 
 /** A valid format-1 token for `service` over `nonce`. */
-export function token(nonce: Bytes, options: { service?: string; evidence?: Bytes | null; v?: Bytes } = {}): Bytes {
+export function token(
+  nonce: Bytes,
+  options: { service?: string; evidence?: Bytes | null; v?: Bytes } = {},
+): Bytes {
   const service = options.service ?? 'apple';
   const entries: [string, Bytes][] = [
     ['v', options.v ?? uint(1)],
@@ -25,7 +28,10 @@ export function token(nonce: Bytes, options: { service?: string; evidence?: Byte
 }
 
 /** Evidence the fake verifier accepts (or not, with `assertion` changed). */
-export function appleEvidence(keyId: Bytes = new Uint8Array(32).fill(7), assertion: Bytes = FAKE_GOOD_ASSERTION): Bytes {
+export function appleEvidence(
+  keyId: Bytes = new Uint8Array(32).fill(7),
+  assertion: Bytes = FAKE_GOOD_ASSERTION,
+): Bytes {
   return tmap({ keyId: bstr(keyId), assertion: bstr(assertion) });
 }
 
@@ -43,8 +49,12 @@ export function fakeAppleVerifier(): PlatformVerifier & { calls: number; nonces:
       const map = evidence as Map<string, unknown>;
       const keyId = map.get('keyId');
       const assertion = map.get('assertion');
-      if (!(keyId instanceof Uint8Array) || keyId.length !== 32) throw new Rejection('apple_assertion_malformed', 'keyId must be 32 bytes');
-      if (!(assertion instanceof Uint8Array) || !Buffer.from(assertion).equals(FAKE_GOOD_ASSERTION)) {
+      if (!(keyId instanceof Uint8Array) || keyId.length !== 32)
+        throw new Rejection('apple_assertion_malformed', 'keyId must be 32 bytes');
+      if (
+        !(assertion instanceof Uint8Array) ||
+        !Buffer.from(assertion).equals(FAKE_GOOD_ASSERTION)
+      ) {
         throw new Rejection('apple_signature_invalid', 'not the good assertion');
       }
       ctx.trace.facts.keyId = Buffer.from(keyId).toString('base64');
@@ -52,7 +62,12 @@ export function fakeAppleVerifier(): PlatformVerifier & { calls: number; nonces:
       ctx.trace.pass('apple.shape', 'fake assertion accepted');
       return {
         service: 'apple' as const,
-        appleTokenDetails: { keyIdentifier: Buffer.from(keyId).toString('base64'), appId: FAKE_APP_ID, environment: 'Production' as const, assertionCounter: 1 },
+        appleTokenDetails: {
+          keyIdentifier: Buffer.from(keyId).toString('base64'),
+          appId: FAKE_APP_ID,
+          environment: 'Production' as const,
+          assertionCounter: 1,
+        },
       };
     },
   };

@@ -46,10 +46,17 @@ export function loadCaptures(): Capture[] {
 const b64 = (text: string) => Buffer.from(text, 'base64');
 
 /** A format-1 `apple` token around a capture's attestation and/or one of its assertions. */
-export function captureToken(capture: Capture, options: { nonce?: Uint8Array; assertion?: string; withAttestation?: boolean } = {}): Buffer {
+export function captureToken(
+  capture: Capture,
+  options: { nonce?: Uint8Array; assertion?: string; withAttestation?: boolean } = {},
+): Buffer {
   const apple = new Map<string, unknown>([['keyId', b64(capture.keyId)]]);
   // an assertion goes alone unless `withAttestation` (the attestation plus assertion shape)
-  if (capture.attestation && (options.assertion ? options.withAttestation === true : options.withAttestation !== false)) apple.set('attestation', b64(capture.attestation));
+  if (
+    capture.attestation &&
+    (options.assertion ? options.withAttestation === true : options.withAttestation !== false)
+  )
+    apple.set('attestation', b64(capture.attestation));
   if (options.assertion) apple.set('assertion', b64(options.assertion));
   return encodeCbor(
     new Map<string, unknown>([
@@ -64,7 +71,11 @@ export function captureToken(capture: Capture, options: { nonce?: Uint8Array; as
 }
 
 /** A format-1 `gms` token (the encoder `attest dev mint` and `token wrap` ship). */
-export function gmsToken(fields: { nonce: Uint8Array; packageName: string; integrityToken: string }): Buffer {
+export function gmsToken(fields: {
+  nonce: Uint8Array;
+  packageName: string;
+  integrityToken: string;
+}): Buffer {
   return Buffer.from(encodeGmsToken(fields, { model: 'Pixel 9' }));
 }
 
@@ -98,7 +109,13 @@ export interface VerifyFileJson {
   source: 'flags' | 'database';
   trustRoots: string;
   facts: Record<string, unknown>;
-  checks: { id: string; title: string; status: 'pass' | 'fail' | 'skip'; detail: string; reason?: string }[];
+  checks: {
+    id: string;
+    title: string;
+    status: 'pass' | 'fail' | 'skip';
+    detail: string;
+    reason?: string;
+  }[];
   details?: Record<string, unknown>;
   hints: { code: string; message: string }[];
 }
@@ -113,7 +130,10 @@ export interface VerifyFileRun extends CliRun {
  * `undefined` unsets). DATABASE_URL is always unset unless given, so database mode uses
  * ATTEST_DATA_DIR.
  */
-export async function verifyFile(args: string[], env: Record<string, string | undefined> = {}): Promise<VerifyFileRun> {
+export async function verifyFile(
+  args: string[],
+  env: Record<string, string | undefined> = {},
+): Promise<VerifyFileRun> {
   const vars = { DATABASE_URL: undefined, ...env };
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
   for (const [k, v] of Object.entries(vars)) {
@@ -129,9 +149,13 @@ export async function verifyFile(args: string[], env: Record<string, string | un
       else process.env[k] = v;
     }
   }
-  const json = args.includes('--json') && run.stdout.trim().startsWith('{') ? (JSON.parse(run.stdout) as VerifyFileJson) : undefined;
+  const json =
+    args.includes('--json') && run.stdout.trim().startsWith('{')
+      ? (JSON.parse(run.stdout) as VerifyFileJson)
+      : undefined;
   return json ? { ...run, json } : run;
 }
 
 /** The hint codes of a `--json` run. */
-export const hintCodes = (run: VerifyFileRun): string[] => (run.json?.hints ?? []).map((h) => h.code);
+export const hintCodes = (run: VerifyFileRun): string[] =>
+  (run.json?.hints ?? []).map((h) => h.code);

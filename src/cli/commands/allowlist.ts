@@ -1,12 +1,28 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { formatCertificateDigest, parseCertificateDigest } from '../../core/google/certificateDigest.js';
+import {
+  formatCertificateDigest,
+  parseCertificateDigest,
+} from '../../core/google/certificateDigest.js';
 import { parsePlayKeys } from '../../core/google/keyMaterial.js';
-import { isDeviceActivityLevel, parseAppAccessRiskList, parsePlayProtectList } from '../../core/google/verdictPolicy.js';
+import {
+  isDeviceActivityLevel,
+  parseAppAccessRiskList,
+  parsePlayProtectList,
+} from '../../core/google/verdictPolicy.js';
 import { DEFAULT_ANDROID_POLICY } from '../../core/google/defaultAndroidPolicy.js';
-import { MIN_VERDICT_LEVEL_NAMES, MIN_VERDICT_LEVELS, minVerdictLevelOf, type MinVerdictLevel } from '../../core/google/deviceVerdict.js';
-import type { AppleEnvPolicy, DeviceActivityLevel, GoogleServiceAccount } from '../../core/types.js';
+import {
+  MIN_VERDICT_LEVEL_NAMES,
+  MIN_VERDICT_LEVELS,
+  minVerdictLevelOf,
+  type MinVerdictLevel,
+} from '../../core/google/deviceVerdict.js';
+import type {
+  AppleEnvPolicy,
+  DeviceActivityLevel,
+  GoogleServiceAccount,
+} from '../../core/types.js';
 import { createAllowlistRepository, type AndroidPolicyInput } from '../../db/allowlist.js';
 import type { DatabaseHandle } from '../../db/client.js';
 import { parseServiceAccount } from '../../google/serviceAccount.js';
@@ -23,72 +39,138 @@ export const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 /** An Android application ID: at least two dot-separated segments, each starting with a letter. */
 export const ANDROID_PACKAGE = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
 
-
 /** A short public fingerprint of a key pair: never the key material itself. */
 export function keyPairId(decryptionKey: Uint8Array, verificationKey: Uint8Array): string {
-  return createHash('sha256').update(decryptionKey).update(verificationKey).digest('hex').slice(0, 16);
+  return createHash('sha256')
+    .update(decryptionKey)
+    .update(verificationKey)
+    .digest('hex')
+    .slice(0, 16);
 }
 
 export function allowlistCommand(): Command {
   const allowlist = new Command('allowlist')
     .description('apps and packages whose tokens are accepted')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest allowlist add apple ABCDE12345.com.example.bank
   $ attest allowlist add android com.example.bank --decryption-key-file dec.txt --verification-key-file ver.txt
   $ attest allowlist list
-  $ attest allowlist remove apple ABCDE12345.com.example.bank`);
+  $ attest allowlist remove apple ABCDE12345.com.example.bank`,
+    );
   const add = allowlist
     .command('add')
     .description('allow an iOS app or an Android package')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest allowlist add apple ABCDE12345.com.example.bank --env any
-  $ attest allowlist add android com.example.bank --decryption-key-file dec.txt --verification-key-file ver.txt`);
+  $ attest allowlist add android com.example.bank --decryption-key-file dec.txt --verification-key-file ver.txt`,
+    );
 
-  add.command('apple')
+  add
+    .command('apple')
     .description('allow an App Attest app ID')
     .argument('<app-id>', 'TEAMID.bundle.id, e.g. ABCDE12345.com.example.app')
     .addOption(
-      new Option('--env <env>', 'App Attest environment(s) accepted (default: production for a new app; an existing app keeps its own)')
-        .choices(['production', 'development', 'any']),
+      new Option(
+        '--env <env>',
+        'App Attest environment(s) accepted (default: production for a new app; an existing app keeps its own)',
+      ).choices(['production', 'development', 'any']),
     )
     .option('--json', 'print the result as JSON')
-    .addHelpText('after', '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any')
-    .action(async (appId: string, opts: { env?: AppleEnvPolicy; json?: boolean }, command: Command) => {
-      if (!APPLE_APP_ID.test(appId)) throw usageError(`"${appId}" is not an app ID: expected TEAMID.bundle.id with a 10-character uppercase team ID`);
-      const auditor = auditorFor(command);
-      await withDatabase(async (handle) => {
-        const { result, env } = await createAllowlistRepository(handle.db, null).addApple(appId, opts.env, auditor);
-        if (opts.json) printJson({ kind: 'apple', appId, env, result });
-        else process.stdout.write(`${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''})\n`);
-      });
-    });
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any',
+    )
+    .action(
+      async (appId: string, opts: { env?: AppleEnvPolicy; json?: boolean }, command: Command) => {
+        if (!APPLE_APP_ID.test(appId))
+          throw usageError(
+            `"${appId}" is not an app ID: expected TEAMID.bundle.id with a 10-character uppercase team ID`,
+          );
+        const auditor = auditorFor(command);
+        await withDatabase(async (handle) => {
+          const { result, env } = await createAllowlistRepository(handle.db, null).addApple(
+            appId,
+            opts.env,
+            auditor,
+          );
+          if (opts.json) printJson({ kind: 'apple', appId, env, result });
+          else
+            process.stdout.write(
+              `${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''})\n`,
+            );
+        });
+      },
+    );
 
-  add.command('android')
-    .description('allow an Android package with its Play Integrity keys; on an existing package, adds a key pair (rotation)')
+  add
+    .command('android')
+    .description(
+      'allow an Android package with its Play Integrity keys; on an existing package, adds a key pair (rotation)',
+    )
     .argument('<package>', 'application ID, e.g. com.example.app')
     .option('--decryption-key <b64>', 'AES-256 decryption key from the Play Console (base64)')
     .option('--decryption-key-file <path>', 'read the decryption key from a file instead')
-    .option('--verification-key <b64>', 'EC P-256 verification key from the Play Console (base64 DER SPKI)')
+    .option(
+      '--verification-key <b64>',
+      'EC P-256 verification key from the Play Console (base64 DER SPKI)',
+    )
     .option('--verification-key-file <path>', 'read the verification key from a file instead')
-    .option('--cert-digest <digest>', 'SHA-256 of an allowed signing certificate (hex or base64); repeatable', collect, [])
-    .addOption(new Option('--min-verdict <verdict>', `minimum device integrity (default ${minVerdictLevelOf(DEFAULT_ANDROID_POLICY.minVerdict)})`).choices(MIN_VERDICT_LEVEL_NAMES))
+    .option(
+      '--cert-digest <digest>',
+      'SHA-256 of an allowed signing certificate (hex or base64); repeatable',
+      collect,
+      [],
+    )
+    .addOption(
+      new Option(
+        '--min-verdict <verdict>',
+        `minimum device integrity (default ${minVerdictLevelOf(DEFAULT_ANDROID_POLICY.minVerdict)})`,
+      ).choices(MIN_VERDICT_LEVEL_NAMES),
+    )
     .option('--allow-unrecognized', 'also accept UNRECOGNIZED_VERSION app verdicts')
-    .option('--max-age <seconds>', `oldest accepted token age in seconds (default ${DEFAULT_ANDROID_POLICY.maxAgeSeconds})`)
-    .option('--without-keys', 'no Play Console keys yet: only tokens from "attest dev mint gms" (test API keys) can pass')
-    .option('--service-account-file <path>', 'Google service-account key (JSON) that decodes standard-request tokens')
-    .option('--remove-service-account', 'forget the stored service account (standard requests are then refused)')
+    .option(
+      '--max-age <seconds>',
+      `oldest accepted token age in seconds (default ${DEFAULT_ANDROID_POLICY.maxAgeSeconds})`,
+    )
+    .option(
+      '--without-keys',
+      'no Play Console keys yet: only tokens from "attest dev mint gms" (test API keys) can pass',
+    )
+    .option(
+      '--service-account-file <path>',
+      'Google service-account key (JSON) that decodes standard-request tokens',
+    )
+    .option(
+      '--remove-service-account',
+      'forget the stored service account (standard requests are then refused)',
+    )
     .option('--require-licensed', 'require accountDetails.appLicensingVerdict LICENSED')
     .option('--no-require-licensed', 'stop requiring it')
-    .option('--require-play-protect [verdicts]', 'require environmentDetails.playProtectVerdict NO_ISSUES, or one of these (comma-separated)')
+    .option(
+      '--require-play-protect [verdicts]',
+      'require environmentDetails.playProtectVerdict NO_ISSUES, or one of these (comma-separated)',
+    )
     .option('--no-require-play-protect', 'stop checking the Play Protect verdict')
-    .option('--deny-app-access-risk <risks>', 'reject these appsDetected: capturing,controlling,overlays,installed (both known and unknown apps) or exact values such as UNKNOWN_CAPTURING')
+    .option(
+      '--deny-app-access-risk <risks>',
+      'reject these appsDetected: capturing,controlling,overlays,installed (both known and unknown apps) or exact values such as UNKNOWN_CAPTURING',
+    )
     .option('--no-deny-app-access-risk', 'stop checking app-access risk')
-    .option('--max-device-activity <level>', 'highest accepted recentDeviceActivity level, LEVEL_1 to LEVEL_4')
+    .option(
+      '--max-device-activity <level>',
+      'highest accepted recentDeviceActivity level, LEVEL_1 to LEVEL_4',
+    )
     .option('--no-max-device-activity', 'stop checking recent device activity')
     .option('--json', 'print the result as JSON')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest allowlist add android com.example.bank \\
       --decryption-key-file dec.txt --verification-key-file ver.txt \\
@@ -100,41 +182,71 @@ Examples:
       --deny-app-access-risk capturing,controlling --max-device-activity LEVEL_2
   # rotation: add the new pair, then retire the old one
   $ attest allowlist add android com.example.bank --decryption-key NEW... --verification-key NEW...
-  $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`)
+  $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`,
+    )
     .action(async (pkg: string, opts: AndroidOptions, command: Command) => {
-      if (!ANDROID_PACKAGE.test(pkg)) throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
+      if (!ANDROID_PACKAGE.test(pkg))
+        throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
       const verdicts = verdictPolicy(opts);
       const serviceAccount = await serviceAccountOption(opts);
-      const anyKey = [opts.decryptionKey, opts.decryptionKeyFile, opts.verificationKey, opts.verificationKeyFile].some((v) => v !== undefined);
+      const anyKey = [
+        opts.decryptionKey,
+        opts.decryptionKeyFile,
+        opts.verificationKey,
+        opts.verificationKeyFile,
+      ].some((v) => v !== undefined);
       if (opts.withoutKeys && anyKey) throw usageError('--without-keys takes no key options');
       // without keys: a service account alone (standard requests only), or a policy change of an existing package
-      const policyOnly = !anyKey && (serviceAccount !== undefined || Object.keys(verdicts).length > 0 || opts.certDigest.length > 0 || opts.minVerdict !== undefined || opts.allowUnrecognized === true || opts.maxAge !== undefined);
-      let pair: { id: string; decryptionKey: Uint8Array; verificationKey: Uint8Array } | null = null;
+      const policyOnly =
+        !anyKey &&
+        (serviceAccount !== undefined ||
+          Object.keys(verdicts).length > 0 ||
+          opts.certDigest.length > 0 ||
+          opts.minVerdict !== undefined ||
+          opts.allowUnrecognized === true ||
+          opts.maxAge !== undefined);
+      let pair: { id: string; decryptionKey: Uint8Array; verificationKey: Uint8Array } | null =
+        null;
       if (!opts.withoutKeys && !policyOnly) {
         const decryption = keyText(opts.decryptionKey, opts.decryptionKeyFile, '--decryption-key');
-        const verification = keyText(opts.verificationKey, opts.verificationKeyFile, '--verification-key');
+        const verification = keyText(
+          opts.verificationKey,
+          opts.verificationKeyFile,
+          '--verification-key',
+        );
         try {
           const { decryptionKey, verificationKey } = parsePlayKeys(decryption, verification);
           pair = { id: keyPairId(decryptionKey, verificationKey), decryptionKey, verificationKey };
         } catch (err) {
-          throw usageError(`${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption), or give --without-keys`);
+          throw usageError(
+            `${(err as Error).message}; copy the keys from the Play Console (App integrity > Response encryption), or give --without-keys`,
+          );
         }
       }
       const digests = opts.certDigest.map((d) => {
         const bytes = parseCertificateDigest(d);
-        if (!bytes) throw usageError(`--cert-digest "${d}" is not a SHA-256 digest in hex or base64`);
+        if (!bytes)
+          throw usageError(`--cert-digest "${d}" is not a SHA-256 digest in hex or base64`);
         return bytes;
       });
       let maxAgeSeconds: number | undefined;
       if (opts.maxAge !== undefined) {
         maxAgeSeconds = Number(opts.maxAge);
-        if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 1 || maxAgeSeconds > 86_400) throw usageError('--max-age must be 1 to 86400 seconds');
+        if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 1 || maxAgeSeconds > 86_400)
+          throw usageError('--max-age must be 1 to 86400 seconds');
       }
       const auditor = auditorFor(command);
       await withSecrets(async (handle, secrets) => {
         const repo = createAllowlistRepository(handle.db, secrets.box);
-        if (!pair && !opts.withoutKeys && serviceAccount == null && !(await repo.listAndroid()).some((p) => p.packageName === pkg)) {
-          throw usageError(`${pkg} is not on the allowlist: a new package needs --decryption-key and --verification-key, --service-account-file, or --without-keys`);
+        if (
+          !pair &&
+          !opts.withoutKeys &&
+          serviceAccount == null &&
+          !(await repo.listAndroid()).some((p) => p.packageName === pkg)
+        ) {
+          throw usageError(
+            `${pkg} is not on the allowlist: a new package needs --decryption-key and --verification-key, --service-account-file, or --without-keys`,
+          );
         }
         const result = await repo.addAndroid(
           pkg,
@@ -149,11 +261,24 @@ Examples:
           },
           auditor,
         );
-        const account = serviceAccount === undefined ? {} : { serviceAccount: serviceAccount?.clientEmail ?? null };
-        if (opts.json) printJson({ kind: 'android', packageName: pkg, keyId: pair?.id ?? null, ...account, ...result });
+        const account =
+          serviceAccount === undefined
+            ? {}
+            : { serviceAccount: serviceAccount?.clientEmail ?? null };
+        if (opts.json)
+          printJson({
+            kind: 'android',
+            packageName: pkg,
+            keyId: pair?.id ?? null,
+            ...account,
+            ...result,
+          });
         else {
           const parts = [`${result.package} android ${pkg}`];
-          if (pair) parts.push(`key pair ${pair.id} ${result.pair === 'added' ? 'added' : 'was already there'}`);
+          if (pair)
+            parts.push(
+              `key pair ${pair.id} ${result.pair === 'added' ? 'added' : 'was already there'}`,
+            );
           else if (opts.withoutKeys) parts.push('without Play keys');
           if (serviceAccount) parts.push(`service account ${serviceAccount.clientEmail}`);
           if (serviceAccount === null) parts.push('service account removed');
@@ -162,7 +287,8 @@ Examples:
       });
     });
 
-  allowlist.command('list')
+  allowlist
+    .command('list')
     .description('list allowed apps and packages (key fingerprints only, never key material)')
     .option('--json', 'print the list as JSON')
     .addHelpText('after', '\nExample:\n  $ attest allowlist list --json')
@@ -189,69 +315,111 @@ Examples:
           printJson({ apple, android: androidView });
           return;
         }
-        printTable(['KIND', 'ID', 'POLICY', 'KEY PAIRS'], [
-          ...apple.map((a) => ['apple', a.appId, `env ${a.env}`, '-']),
-          ...androidView.map((p) => [
-            'android',
-            p.packageName,
-            `min ${minVerdictLevelOf(p.minVerdict)}, max-age ${p.maxAgeSeconds}s` +
-              `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}` +
-              `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
-              `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
-              `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}`,
-            [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') || (p.serviceAccount ? '(none: standard requests only)' : '(none: no token can pass)'),
-          ]),
-        ]);
+        printTable(
+          ['KIND', 'ID', 'POLICY', 'KEY PAIRS'],
+          [
+            ...apple.map((a) => ['apple', a.appId, `env ${a.env}`, '-']),
+            ...androidView.map((p) => [
+              'android',
+              p.packageName,
+              `min ${minVerdictLevelOf(p.minVerdict)}, max-age ${p.maxAgeSeconds}s` +
+                `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}` +
+                `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
+                `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
+                `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}`,
+              [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') ||
+                (p.serviceAccount ? '(none: standard requests only)' : '(none: no token can pass)'),
+            ]),
+          ],
+        );
       });
     });
 
-  allowlist.command('remove')
-    .description('remove an app or package; with --key-id, retire one key pair of a package. Asks first on a terminal')
+  allowlist
+    .command('remove')
+    .description(
+      'remove an app or package; with --key-id, retire one key pair of a package. Asks first on a terminal',
+    )
     .argument('<kind>', 'apple or android')
     .argument('<id>', 'app ID or package name')
     .option('--key-id <id>', 'android: retire only this key pair (see "attest allowlist list")')
     .option('--yes', 'do not ask (needed without a terminal)')
     .option('--json', 'print the result as JSON')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest allowlist remove apple ABCDE12345.com.example.bank
   $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980
-  $ attest allowlist remove android com.example.bank --yes --json   # from a script`)
-    .action(async (kind: string, id: string, opts: { keyId?: string; yes?: boolean; json?: boolean }, command: Command) => {
-      if (kind !== 'apple' && kind !== 'android') throw usageError(`kind must be "apple" or "android", got "${kind}"`);
-      if (kind === 'apple' && opts.keyId) throw usageError('--key-id applies to android packages only');
-      requireConfirmation('allowlist remove', opts.yes);
-      const auditor = auditorFor(command);
-      // listing a package opens its key pairs, which needs the master key
-      const run = kind === 'android' ? withSecrets : <T>(work: (h: DatabaseHandle, s: Secrets | null) => Promise<T>) => withDatabase((h) => work(h, null));
-      await run(async (handle, unsealed) => {
-        const repo = createAllowlistRepository(handle.db, unsealed?.box ?? null);
-        const what = opts.keyId ? `key pair ${opts.keyId} of ${id}` : `${kind} ${id}`;
-        const missing = () => negativeError(`${what} is not on the allowlist; see "attest allowlist list"`);
-        if (kind === 'apple') {
-          const app = (await repo.listApple()).find((a) => a.appId === id);
-          if (!app) throw missing();
-          await confirm([`This removes apple ${id} (env ${app.env}): its tokens are rejected within 5 seconds.`], opts.yes);
-        } else {
-          const pkg = (await repo.listAndroid()).find((p) => p.packageName === id);
-          const pairs = pkg?.keys.map((k) => k.id) ?? [];
-          if (!pkg || (opts.keyId && !pairs.includes(opts.keyId))) throw missing();
-          await confirm(
-            !opts.keyId
-              ? [`This removes android ${id} with its policy and ${pairs.length} key pair(s): its tokens are rejected within 5 seconds.`]
-              : pairs.length === 1
-                ? [`This retires key pair ${opts.keyId}, the last one of ${id}: after it no token of ${id} can pass until a new pair is added.`]
-                : [`This retires key pair ${opts.keyId} of ${id}; ${pairs.filter((p) => p !== opts.keyId).join(', ')} stay(s). Tokens still encrypted with it are rejected within 5 seconds.`],
-            opts.yes,
-          );
-        }
-        const removed = kind === 'apple' ? await repo.removeApple(id, auditor) : await repo.removeAndroid(id, opts.keyId, auditor);
-        // removed by someone else while we asked
-        if (!removed) throw missing();
-        if (opts.json) printJson({ kind, id, ...(opts.keyId ? { keyId: opts.keyId } : {}), removed: true });
-        else process.stdout.write(`removed ${what}; running instances stop accepting it within 5 seconds\n`);
-      });
-    });
+  $ attest allowlist remove android com.example.bank --yes --json   # from a script`,
+    )
+    .action(
+      async (
+        kind: string,
+        id: string,
+        opts: { keyId?: string; yes?: boolean; json?: boolean },
+        command: Command,
+      ) => {
+        if (kind !== 'apple' && kind !== 'android')
+          throw usageError(`kind must be "apple" or "android", got "${kind}"`);
+        if (kind === 'apple' && opts.keyId)
+          throw usageError('--key-id applies to android packages only');
+        requireConfirmation('allowlist remove', opts.yes);
+        const auditor = auditorFor(command);
+        // listing a package opens its key pairs, which needs the master key
+        const run =
+          kind === 'android'
+            ? withSecrets
+            : <T>(work: (h: DatabaseHandle, s: Secrets | null) => Promise<T>) =>
+                withDatabase((h) => work(h, null));
+        await run(async (handle, unsealed) => {
+          const repo = createAllowlistRepository(handle.db, unsealed?.box ?? null);
+          const what = opts.keyId ? `key pair ${opts.keyId} of ${id}` : `${kind} ${id}`;
+          const missing = () =>
+            negativeError(`${what} is not on the allowlist; see "attest allowlist list"`);
+          if (kind === 'apple') {
+            const app = (await repo.listApple()).find((a) => a.appId === id);
+            if (!app) throw missing();
+            await confirm(
+              [
+                `This removes apple ${id} (env ${app.env}): its tokens are rejected within 5 seconds.`,
+              ],
+              opts.yes,
+            );
+          } else {
+            const pkg = (await repo.listAndroid()).find((p) => p.packageName === id);
+            const pairs = pkg?.keys.map((k) => k.id) ?? [];
+            if (!pkg || (opts.keyId && !pairs.includes(opts.keyId))) throw missing();
+            await confirm(
+              !opts.keyId
+                ? [
+                    `This removes android ${id} with its policy and ${pairs.length} key pair(s): its tokens are rejected within 5 seconds.`,
+                  ]
+                : pairs.length === 1
+                  ? [
+                      `This retires key pair ${opts.keyId}, the last one of ${id}: after it no token of ${id} can pass until a new pair is added.`,
+                    ]
+                  : [
+                      `This retires key pair ${opts.keyId} of ${id}; ${pairs.filter((p) => p !== opts.keyId).join(', ')} stay(s). Tokens still encrypted with it are rejected within 5 seconds.`,
+                    ],
+              opts.yes,
+            );
+          }
+          const removed =
+            kind === 'apple'
+              ? await repo.removeApple(id, auditor)
+              : await repo.removeAndroid(id, opts.keyId, auditor);
+          // removed by someone else while we asked
+          if (!removed) throw missing();
+          if (opts.json)
+            printJson({ kind, id, ...(opts.keyId ? { keyId: opts.keyId } : {}), removed: true });
+          else
+            process.stdout.write(
+              `removed ${what}; running instances stop accepting it within 5 seconds\n`,
+            );
+        });
+      },
+    );
 
   return allowlist;
 }
@@ -296,25 +464,34 @@ function verdictPolicy(opts: AndroidOptions): AndroidPolicyInput {
   else if (typeof opts.maxDeviceActivity === 'string') {
     const text = opts.maxDeviceActivity.trim().toUpperCase();
     const level = /^\d$/.test(text) ? `LEVEL_${text}` : text;
-    if (!isDeviceActivityLevel(level)) throw usageError(`--max-device-activity must be LEVEL_1 to LEVEL_4, got "${opts.maxDeviceActivity}"`);
+    if (!isDeviceActivityLevel(level))
+      throw usageError(
+        `--max-device-activity must be LEVEL_1 to LEVEL_4, got "${opts.maxDeviceActivity}"`,
+      );
     out.maxDeviceActivity = level as DeviceActivityLevel;
   }
   return out;
 }
 
 /** `--service-account-file` read and checked, `null` for `--remove-service-account`, else undefined. */
-async function serviceAccountOption(opts: AndroidOptions): Promise<GoogleServiceAccount | null | undefined> {
-  if (opts.removeServiceAccount && opts.serviceAccountFile !== undefined) throw usageError('give --service-account-file or --remove-service-account, not both');
+async function serviceAccountOption(
+  opts: AndroidOptions,
+): Promise<GoogleServiceAccount | null | undefined> {
+  if (opts.removeServiceAccount && opts.serviceAccountFile !== undefined)
+    throw usageError('give --service-account-file or --remove-service-account, not both');
   if (opts.removeServiceAccount) return null;
   if (opts.serviceAccountFile === undefined) return undefined;
   let text: string;
   try {
     text = readFileSync(opts.serviceAccountFile, 'utf8');
   } catch (err) {
-    throw usageError(`--service-account-file: cannot read ${opts.serviceAccountFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw usageError(
+      `--service-account-file: cannot read ${opts.serviceAccountFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
   const parsed = await parseServiceAccount(text);
-  if (!parsed.ok) throw usageError(`--service-account-file ${opts.serviceAccountFile}: ${parsed.problem}`);
+  if (!parsed.ok)
+    throw usageError(`--service-account-file ${opts.serviceAccountFile}: ${parsed.problem}`);
   return parsed.account;
 }
 
@@ -323,12 +500,15 @@ function collect(value: string, previous: string[]): string[] {
 }
 
 function keyText(inline: string | undefined, file: string | undefined, flag: string): string {
-  if (inline !== undefined && file !== undefined) throw usageError(`give ${flag} or ${flag}-file, not both`);
+  if (inline !== undefined && file !== undefined)
+    throw usageError(`give ${flag} or ${flag}-file, not both`);
   if (file !== undefined) {
     try {
       return readFileSync(file, 'utf8').trim();
     } catch (err) {
-      throw usageError(`${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      throw usageError(
+        `${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      );
     }
   }
   if (inline === undefined) throw usageError(`${flag} (or ${flag}-file) is required`);

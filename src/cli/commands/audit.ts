@@ -10,21 +10,34 @@ const ACTION = /^[a-z][a-z0-9_-]*(\.[a-z0-9_-]+)*$/;
 export function auditCommand(): Command {
   const audit = new Command('audit')
     .description('the append-only trail of administrative changes (who changed what, when)')
-    .addHelpText('after', '\nExamples:\n  $ attest audit list --since 24h\n  $ attest audit list --action keys.revoke --json');
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ attest audit list --since 24h\n  $ attest audit list --action keys.revoke --json',
+    );
 
-  audit.command('list')
+  audit
+    .command('list')
     .description('list recorded changes, oldest first')
     .option('--since <duration>', 'only the last 30m, 24h, 7d... (database clock)')
-    .option('--action <action>', 'only this action (keys.revoke) or group of actions (keys, allowlist)')
+    .option(
+      '--action <action>',
+      'only this action (keys.revoke) or group of actions (keys, allowlist)',
+    )
     .option('--json', 'print the events as JSON')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest audit list --since 24h
-  $ attest audit list --action allowlist --json | jq '.[] | select(.actor == "alice@ops")'`)
+  $ attest audit list --action allowlist --json | jq '.[] | select(.actor == "alice@ops")'`,
+    )
     .action(async (opts: { since?: string; action?: string; json?: boolean }) => {
       const sinceSeconds = opts.since === undefined ? undefined : parseDuration(opts.since);
       if (sinceSeconds === null) throw usageError(durationProblem('--since', opts.since!));
-      if (opts.action !== undefined && !ACTION.test(opts.action)) throw usageError(`--action takes an action such as keys.revoke or a group such as keys, got "${opts.action}"`);
+      if (opts.action !== undefined && !ACTION.test(opts.action))
+        throw usageError(
+          `--action takes an action such as keys.revoke or a group such as keys, got "${opts.action}"`,
+        );
       await withDatabase(async (handle) => {
         const events = await createAuditRepository(handle.db).list({
           ...(sinceSeconds !== undefined ? { sinceSeconds } : {}),
@@ -38,7 +51,10 @@ Examples:
           process.stdout.write('no audit events match\n');
           return;
         }
-        printTable(['TIME', 'ACTOR', 'ACTION', 'TARGET', 'CHANGE'], events.map((e) => [when(e.at), e.actor, e.action, e.target, changeText(e)]));
+        printTable(
+          ['TIME', 'ACTOR', 'ACTION', 'TARGET', 'CHANGE'],
+          events.map((e) => [when(e.at), e.actor, e.action, e.target, changeText(e)]),
+        );
       });
     });
 
@@ -51,7 +67,10 @@ export function changeText(event: Pick<AuditEvent, 'before' | 'after'>): string 
   let text: string;
   if (before && after) {
     const keys = [...new Set([...Object.keys(before), ...Object.keys(after)])];
-    text = keys.filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k])).map((k) => `${k} ${value(before[k])} -> ${value(after[k])}`).join(', ');
+    text = keys
+      .filter((k) => JSON.stringify(before[k]) !== JSON.stringify(after[k]))
+      .map((k) => `${k} ${value(before[k])} -> ${value(after[k])}`)
+      .join(', ');
   } else if (after) {
     text = fields(after);
   } else if (before) {
@@ -63,7 +82,9 @@ export function changeText(event: Pick<AuditEvent, 'before' | 'after'>): string 
 }
 
 function fields(summary: AuditSummary): string {
-  return Object.entries(summary).map(([k, v]) => `${k}=${value(v)}`).join(' ');
+  return Object.entries(summary)
+    .map(([k, v]) => `${k}=${value(v)}`)
+    .join(' ');
 }
 
 function value(v: unknown): string {

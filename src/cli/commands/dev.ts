@@ -2,11 +2,28 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { encodeBase64 } from '../../core/base64.js';
-import { createDevCa, createSimulatedKey, loadSimulatedKey, mintAssertion, mintAttestation, type SimulatedKey } from '../../core/dev/devCa.js';
+import {
+  createDevCa,
+  createSimulatedKey,
+  loadSimulatedKey,
+  mintAssertion,
+  mintAttestation,
+  type SimulatedKey,
+} from '../../core/dev/devCa.js';
 import { encodeAppleToken, encodeGmsToken } from '../../core/dev/encodeToken.js';
-import { createTestPlayKeys, DEVICE_VERDICTS, sealIntegrityToken, verdictPayload, type Recognition } from '../../core/dev/playIntegrityMint.js';
+import {
+  createTestPlayKeys,
+  DEVICE_VERDICTS,
+  sealIntegrityToken,
+  verdictPayload,
+  type Recognition,
+} from '../../core/dev/playIntegrityMint.js';
 import { parseCertificateDigest } from '../../core/google/certificateDigest.js';
-import { MIN_VERDICT_LEVEL_NAMES, MIN_VERDICT_LEVELS, type MinVerdictLevel } from '../../core/google/deviceVerdict.js';
+import {
+  MIN_VERDICT_LEVEL_NAMES,
+  MIN_VERDICT_LEVELS,
+  type MinVerdictLevel,
+} from '../../core/google/deviceVerdict.js';
 import type { AppleEnvironment } from '../../core/types.js';
 import { createAllowlistRepository } from '../../db/allowlist.js';
 import { createDevCaRepository } from '../../db/devCa.js';
@@ -21,14 +38,22 @@ const UINT32_MAX = 0xffffffff;
 const DEVICE_KIND = 'attest-simulated-app-attest-device';
 
 export function devCommand(): Command {
-  const dev = new Command('dev').description('development roots and test tokens for test-mode API keys (no device needed)').addHelpText('after', `
+  const dev = new Command('dev')
+    .description('development roots and test tokens for test-mode API keys (no device needed)')
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest dev init
   $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --nonce <b64>
-  $ attest dev mint gms --package com.example.bank --nonce <b64>`);
+  $ attest dev mint gms --package com.example.bank --nonce <b64>`,
+    );
 
-  dev.command('init')
-    .description('create the development App Attest CA in the database (once; test API keys trust it)')
+  dev
+    .command('init')
+    .description(
+      'create the development App Attest CA in the database (once; test API keys trust it)',
+    )
     .option('--rotate', 'replace the existing CA: tokens minted under the old one stop verifying')
     .option('--json', 'print {"created","rotated","rootSha256","createdAt"}')
     .addHelpText('after', '\nExamples:\n  $ attest dev init\n  $ attest dev init --rotate')
@@ -36,10 +61,19 @@ Examples:
       const fresh = await createDevCa(new Date());
       const auditor = auditorFor(command);
       await withSecrets(async (handle, secrets) => {
-        const { ca, stored } = await createDevCaRepository(handle.db, secrets.box).put(fresh, { replace: opts.rotate === true }, auditor);
+        const { ca, stored } = await createDevCaRepository(handle.db, secrets.box).put(
+          fresh,
+          { replace: opts.rotate === true },
+          auditor,
+        );
         const rootSha256 = createHash('sha256').update(ca.rootCert).digest('hex');
         if (opts.json) {
-          printJson({ created: stored, rotated: stored && opts.rotate === true, rootSha256, createdAt: ca.createdAt.toISOString() });
+          printJson({
+            created: stored,
+            rotated: stored && opts.rotate === true,
+            rootSha256,
+            createdAt: ca.createdAt.toISOString(),
+          });
           return;
         }
         const subject = new X509Certificate(ca.rootCert).subject.replace(/\n/g, ', ');
@@ -51,65 +85,104 @@ Examples:
       });
     });
 
-  const mint = dev.command('mint').description('mint a token as a device would, for test API keys').addHelpText('after', `
+  const mint = dev
+    .command('mint')
+    .description('mint a token as a device would, for test API keys')
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --server-nonce <b64>
-  $ attest dev mint gms --package com.example.bank --nonce <b64> --verdict strong --json`);
+  $ attest dev mint gms --package com.example.bank --nonce <b64> --verdict strong --json`,
+    );
 
-  mint.command('apple')
-    .description('mint an App Attest token from a simulated device: a registration first, then assertions')
+  mint
+    .command('apple')
+    .description(
+      'mint an App Attest token from a simulated device: a registration first, then assertions',
+    )
     .option('--app-id <id>', 'TEAMID.bundle.id (required when the device file is new)')
-    .requiredOption('--device <file>', 'the simulated device (its P-256 key and key id, kept 0600); created on first use')
-    .addOption(new Option('--env <env>', 'App Attest environment of attestations (default: the device\'s, else production)').choices(['development', 'production']))
+    .requiredOption(
+      '--device <file>',
+      'the simulated device (its P-256 key and key id, kept 0600); created on first use',
+    )
+    .addOption(
+      new Option(
+        '--env <env>',
+        "App Attest environment of attestations (default: the device's, else production)",
+      ).choices(['development', 'production']),
+    )
     .option('--nonce <b64>', 'the final nonce (sessionless expectedNonce)')
     .option('--server-nonce <b64>', 'the serverNonce from init (session approach)')
     .option('--device-nonce <b64>', 'with --server-nonce: the deviceNonce you will send to verify')
     .option('--counter <n>', 'assertion counter (default: one more than the last minted)')
     .option('--attest', 'mint a registration (attestation) even though the device has one')
     .option('--both', 'mint attestation plus assertion (the third token shape)')
-    .option('--wrong-nonce', 'deny path: the evidence binds another nonce (apple_nonce_mismatch / apple_signature_invalid)')
+    .option(
+      '--wrong-nonce',
+      'deny path: the evidence binds another nonce (apple_nonce_mismatch / apple_signature_invalid)',
+    )
     .option('--wrong-app-id', 'deny path: the evidence names another app (apple_app_not_allowed)')
     .option('--expired', 'deny path: the attestation leaf expired days ago (apple_chain_invalid)')
     .option('--json', 'print {"token","keyId","counter"}')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 The first run creates the device file and mints a registration; later runs mint assertions
 with the next counter. The device file holds a private key: keep it out of source control.
 
 Examples:
   $ attest dev mint apple --app-id ABCDE12345.com.example.app --device dev.json --nonce "$NONCE"
   $ attest dev mint apple --device dev.json --server-nonce "$SERVER_NONCE" --json
-  $ attest dev mint apple --device dev.json --nonce "$NONCE" --counter 1   # a replay`)
+  $ attest dev mint apple --device dev.json --nonce "$NONCE" --counter 1   # a replay`,
+    )
     .action(async (opts: AppleMintOptions) => {
       const nonce = finalNonceOf(opts);
       const clientDataHash = createHash('sha256').update(nonce).digest();
       const existing = existsSync(opts.device) ? readDevice(opts.device) : null;
-      if (opts.appId !== undefined && !APPLE_APP_ID.test(opts.appId)) throw usageError(`--app-id "${opts.appId}" is not TEAMID.bundle.id`);
+      if (opts.appId !== undefined && !APPLE_APP_ID.test(opts.appId))
+        throw usageError(`--app-id "${opts.appId}" is not TEAMID.bundle.id`);
       if (existing && opts.appId !== undefined && opts.appId !== existing.appId) {
-        throw usageError(`${opts.device} is a device of ${existing.appId}; use another --device file for ${opts.appId} (or --wrong-app-id for a deny test)`);
+        throw usageError(
+          `${opts.device} is a device of ${existing.appId}; use another --device file for ${opts.appId} (or --wrong-app-id for a deny test)`,
+        );
       }
-      if (!existing && opts.appId === undefined) throw usageError(`${opts.device} does not exist yet: give --app-id to create the device`);
+      if (!existing && opts.appId === undefined)
+        throw usageError(`${opts.device} does not exist yet: give --app-id to create the device`);
       if (opts.attest && opts.both) throw usageError('give --attest or --both, not both');
-      const device: DeviceFile = existing ?? newDevice(opts.appId!, opts.env === 'development' ? 'Development' : 'Production');
+      const device: DeviceFile =
+        existing ??
+        newDevice(opts.appId!, opts.env === 'development' ? 'Development' : 'Production');
       if (opts.env) device.environment = opts.env === 'development' ? 'Development' : 'Production';
       const key = loadKey(device, opts.device);
 
-      const attestation = !existing || !device.attested || opts.attest === true || opts.both === true;
+      const attestation =
+        !existing || !device.attested || opts.attest === true || opts.both === true;
       const assertion = opts.both === true || !attestation;
-      if (opts.expired && !attestation) throw usageError('--expired applies to attestations: add --attest or --both');
+      if (opts.expired && !attestation)
+        throw usageError('--expired applies to attestations: add --attest or --both');
       let counter = 0;
       if (assertion) {
         counter = opts.counter === undefined ? device.counter + 1 : counterFlag(opts.counter);
         if (counter === 0) throw usageError('an assertion counter must be at least 1');
-        if (counter > UINT32_MAX) throw usageError('the device counter is exhausted: create a new --device file');
+        if (counter > UINT32_MAX)
+          throw usageError('the device counter is exhausted: create a new --device file');
       } else if (opts.counter !== undefined) {
-        throw usageError('--counter applies to assertions; a registration always has counter 0 (add --both for attestation plus assertion)');
+        throw usageError(
+          '--counter applies to assertions; a registration always has counter 0 (add --both for attestation plus assertion)',
+        );
       }
       const appId = opts.wrongAppId ? wrongAppId(device.appId) : device.appId;
 
       let attestationObject: Uint8Array | undefined;
       if (attestation) {
-        const ca = await withSecrets(async (handle, secrets) => createDevCaRepository(handle.db, secrets.box).get());
-        if (!ca) throw runtimeError('this deployment has no development CA yet: run "attest dev init" first');
+        const ca = await withSecrets(async (handle, secrets) =>
+          createDevCaRepository(handle.db, secrets.box).get(),
+        );
+        if (!ca)
+          throw runtimeError(
+            'this deployment has no development CA yet: run "attest dev init" first',
+          );
         attestationObject = await mintAttestation(ca, key, {
           appId,
           environment: device.environment,
@@ -119,7 +192,14 @@ Examples:
           ...(opts.expired ? { expired: true } : {}),
         });
       }
-      const assertionObject = assertion ? mintAssertion(key, { appId, counter, clientDataHash, ...(opts.wrongNonce ? { wrongNonce: true } : {}) }) : undefined;
+      const assertionObject = assertion
+        ? mintAssertion(key, {
+            appId,
+            counter,
+            clientDataHash,
+            ...(opts.wrongNonce ? { wrongNonce: true } : {}),
+          })
+        : undefined;
       const token = encodeAppleToken({
         nonce,
         keyId: key.keyId,
@@ -128,7 +208,8 @@ Examples:
       });
 
       // a deny-path token is refused by the service, so it changes nothing the device remembers
-      const denyPath = opts.wrongNonce === true || opts.wrongAppId === true || opts.expired === true;
+      const denyPath =
+        opts.wrongNonce === true || opts.wrongAppId === true || opts.expired === true;
       if (!denyPath) {
         device.attested = true;
         device.counter = Math.max(device.counter, counter);
@@ -137,51 +218,86 @@ Examples:
       printToken(token, opts.json, { keyId: key.keyId, counter });
     });
 
-  mint.command('gms')
-    .description('mint a Play Integrity token sealed with the package\'s test-only key pair (made on first use)')
+  mint
+    .command('gms')
+    .description(
+      "mint a Play Integrity token sealed with the package's test-only key pair (made on first use)",
+    )
     .requiredOption('--package <name>', 'an allowlisted Android package')
-    .addOption(new Option('--verdict <level>', 'device integrity (default: the package\'s minimum)').choices(MIN_VERDICT_LEVEL_NAMES))
-    .addOption(new Option('--recognition <verdict>', 'app recognition verdict').choices(['PLAY_RECOGNIZED', 'UNRECOGNIZED_VERSION', 'UNEVALUATED']).default('PLAY_RECOGNIZED'))
-    .option('--cert-digest <digest>', 'signing certificate SHA-256 (hex or base64; default: the package\'s first allowed one)')
+    .addOption(
+      new Option('--verdict <level>', "device integrity (default: the package's minimum)").choices(
+        MIN_VERDICT_LEVEL_NAMES,
+      ),
+    )
+    .addOption(
+      new Option('--recognition <verdict>', 'app recognition verdict')
+        .choices(['PLAY_RECOGNIZED', 'UNRECOGNIZED_VERSION', 'UNEVALUATED'])
+        .default('PLAY_RECOGNIZED'),
+    )
+    .option(
+      '--cert-digest <digest>',
+      "signing certificate SHA-256 (hex or base64; default: the package's first allowed one)",
+    )
     .option('--issued-at <iso-time>', 'when Play issued the verdict (default now)')
     .option('--age <duration>', 'or: issued this long ago, e.g. 30s, 5m')
     .option('--nonce <b64>', 'the final nonce (sessionless expectedNonce)')
     .option('--server-nonce <b64>', 'the serverNonce from init (session approach)')
     .option('--device-nonce <b64>', 'with --server-nonce: the deviceNonce you will send to verify')
     .option('--wrong-nonce', 'deny path: the verdict binds another nonce (gms_nonce_mismatch)')
-    .option('--wrong-package', 'deny path: the verdict names another requesting package (gms_package_mismatch)')
-    .option('--stale', 'deny path: issued just beyond the package\'s maximum age (gms_token_stale)')
+    .option(
+      '--wrong-package',
+      'deny path: the verdict names another requesting package (gms_package_mismatch)',
+    )
+    .option('--stale', "deny path: issued just beyond the package's maximum age (gms_token_stale)")
     .option('--json', 'print {"token"}')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest allowlist add android com.example.app --without-keys
   $ attest dev mint gms --package com.example.app --nonce "$NONCE"
-  $ attest dev mint gms --package com.example.app --server-nonce "$SERVER_NONCE" --verdict basic --age 2m`)
+  $ attest dev mint gms --package com.example.app --server-nonce "$SERVER_NONCE" --verdict basic --age 2m`,
+    )
     .action(async (opts: GmsMintOptions) => {
       const nonce = finalNonceOf(opts);
-      if (!ANDROID_PACKAGE.test(opts.package)) throw usageError(`"${opts.package}" is not an Android package name such as com.example.app`);
-      const given = [opts.issuedAt !== undefined, opts.age !== undefined, opts.stale === true].filter(Boolean).length;
+      if (!ANDROID_PACKAGE.test(opts.package))
+        throw usageError(
+          `"${opts.package}" is not an Android package name such as com.example.app`,
+        );
+      const given = [
+        opts.issuedAt !== undefined,
+        opts.age !== undefined,
+        opts.stale === true,
+      ].filter(Boolean).length;
       if (given > 1) throw usageError('give one of --issued-at, --age and --stale');
       let digest: Uint8Array | undefined;
       if (opts.certDigest !== undefined) {
         digest = parseCertificateDigest(opts.certDigest) ?? undefined;
-        if (!digest) throw usageError(`--cert-digest "${opts.certDigest}" is not a SHA-256 digest in hex or base64`);
+        if (!digest)
+          throw usageError(
+            `--cert-digest "${opts.certDigest}" is not a SHA-256 digest in hex or base64`,
+          );
       }
       const now = new Date();
       let issuedAt = now;
       if (opts.issuedAt !== undefined) issuedAt = isoInstant(opts.issuedAt, '--issued-at');
       if (opts.age !== undefined) {
         const seconds = parseDuration(opts.age);
-        if (seconds === null) throw usageError(`--age takes a duration such as 30s or 5m, got "${opts.age}"`);
+        if (seconds === null)
+          throw usageError(`--age takes a duration such as 30s or 5m, got "${opts.age}"`);
         issuedAt = new Date(now.getTime() - seconds * 1000);
       }
 
       const { token, created } = await withSecrets(async (handle, secrets) => {
         const repo = createAllowlistRepository(handle.db, secrets.box);
         const policy = (await repo.listAndroid()).find((p) => p.packageName === opts.package);
-        if (!policy) throw usageError(`${opts.package} is not on the allowlist: run "attest allowlist add android ${opts.package} --without-keys" (or with its Play keys) first`);
+        if (!policy)
+          throw usageError(
+            `${opts.package} is not on the allowlist: run "attest allowlist add android ${opts.package} --without-keys" (or with its Play keys) first`,
+          );
         const ensured = await repo.ensureTestPair(opts.package, async () => createTestPlayKeys());
-        if (!ensured) throw runtimeError(`${opts.package} was removed from the allowlist meanwhile`);
+        if (!ensured)
+          throw runtimeError(`${opts.package} was removed from the allowlist meanwhile`);
         if (opts.stale) issuedAt = new Date(now.getTime() - (policy.maxAgeSeconds + 60) * 1000);
         const level = opts.verdict ? MIN_VERDICT_LEVELS[opts.verdict] : policy.minVerdict;
         const payload = verdictPayload({
@@ -195,9 +311,15 @@ Examples:
           ...(opts.wrongPackage ? { wrongPackage: true } : {}),
         });
         const integrityToken = await sealIntegrityToken(ensured.pair, payload);
-        return { token: encodeGmsToken({ nonce, packageName: opts.package, integrityToken }), created: ensured.created ? ensured.pair.id : null };
+        return {
+          token: encodeGmsToken({ nonce, packageName: opts.package, integrityToken }),
+          created: ensured.created ? ensured.pair.id : null,
+        };
       });
-      if (created) process.stderr.write(`added test-only key pair ${created} to ${opts.package} (tried for test API keys only)\n`);
+      if (created)
+        process.stderr.write(
+          `added test-only key pair ${created} to ${opts.package} (tried for test API keys only)\n`,
+        );
       printToken(token, opts.json);
     });
 
@@ -265,7 +387,9 @@ function readDevice(path: string): DeviceFile {
   try {
     parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<DeviceFile>;
   } catch (err) {
-    throw usageError(`cannot read the device file ${path} (${(err as NodeJS.ErrnoException).code ?? 'not JSON'}); give a new path to create a device`);
+    throw usageError(
+      `cannot read the device file ${path} (${(err as NodeJS.ErrnoException).code ?? 'not JSON'}); give a new path to create a device`,
+    );
   }
   const ok =
     parsed?.kind === DEVICE_KIND &&
@@ -279,7 +403,8 @@ function readDevice(path: string): DeviceFile {
     parsed.counter! >= 0 &&
     parsed.counter! <= UINT32_MAX &&
     typeof parsed.attested === 'boolean';
-  if (!ok) throw usageError(`${path} is not a simulated device file made by "attest dev mint apple"`);
+  if (!ok)
+    throw usageError(`${path} is not a simulated device file made by "attest dev mint apple"`);
   return parsed as DeviceFile;
 }
 
@@ -290,7 +415,8 @@ function loadKey(device: DeviceFile, path: string): SimulatedKey {
   } catch {
     throw usageError(`${path}: the device key is not a P-256 private key`);
   }
-  if (encodeBase64(key.keyId) !== device.keyId) throw usageError(`${path}: the key id does not match the device key`);
+  if (encodeBase64(key.keyId) !== device.keyId)
+    throw usageError(`${path}: the key id does not match the device key`);
   return key;
 }
 
@@ -307,12 +433,15 @@ function writeDevice(path: string, device: DeviceFile, create: boolean): void {
     renameSync(tmp, path);
     chmodSync(path, 0o600);
   } catch (err) {
-    throw runtimeError(`cannot write the device file ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw runtimeError(
+      `cannot write the device file ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
 }
 
 function counterFlag(text: string): number {
-  if (!/^\d{1,10}$/.test(text) || Number(text) > UINT32_MAX) throw usageError('--counter must be 1 to 4294967295');
+  if (!/^\d{1,10}$/.test(text) || Number(text) > UINT32_MAX)
+    throw usageError('--counter must be 1 to 4294967295');
   return Number(text);
 }
 
@@ -325,7 +454,9 @@ const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}
 
 function isoInstant(text: string, flag: string): Date {
   const d = new Date(text);
-  if (!ISO_INSTANT.test(text) || Number.isNaN(d.getTime())) throw usageError(`${flag} takes an ISO 8601 time with its offset, such as 2026-01-23T12:13:33Z, got "${text}"`);
+  if (!ISO_INSTANT.test(text) || Number.isNaN(d.getTime()))
+    throw usageError(
+      `${flag} takes an ISO 8601 time with its offset, such as 2026-01-23T12:13:33Z, got "${text}"`,
+    );
   return d;
 }
-

@@ -52,11 +52,18 @@ async function checkFile(file: string): Promise<void> {
     await (await open(file, 'r')).close();
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw usageError(`cannot read ${file}: no such file; give the path of the server's ATTEST_LOG_FILE, or pipe the log on stdin`);
-    if (code === 'EACCES' || code === 'EPERM') throw usageError(`cannot read ${file}: permission denied; run as a user that can read it`);
-    throw usageError(`cannot read ${file}: ${code ?? String(e)}; give a readable log file, or pipe the log on stdin`);
+    if (code === 'ENOENT')
+      throw usageError(
+        `cannot read ${file}: no such file; give the path of the server's ATTEST_LOG_FILE, or pipe the log on stdin`,
+      );
+    if (code === 'EACCES' || code === 'EPERM')
+      throw usageError(`cannot read ${file}: permission denied; run as a user that can read it`);
+    throw usageError(
+      `cannot read ${file}: ${code ?? String(e)}; give a readable log file, or pipe the log on stdin`,
+    );
   }
-  if (isDirectory) throw usageError(`${file} is a directory: give the log file (ATTEST_LOG_FILE) itself`);
+  if (isDirectory)
+    throw usageError(`${file} is a directory: give the log file (ATTEST_LOG_FILE) itself`);
 }
 
 /** ISO 8601 with an offset (as pino writes `time`), minutes at least; without an offset JavaScript would read local time. */
@@ -70,7 +77,9 @@ function instantFlag(flag: string, text: string, now: () => Date): number {
   }
   const seconds = parseDuration(text);
   if (seconds !== null && !ISO_INSTANT.test(text)) return now().getTime() - seconds * 1000;
-  throw usageError(`${flag} takes an ISO time with its offset (2026-11-22T21:00:00Z) or a duration before now (30m, 2h, 1d), got "${text}"`);
+  throw usageError(
+    `${flag} takes an ISO time with its offset (2026-11-22T21:00:00Z) or a duration before now (30m, 2h, 1d), got "${text}"`,
+  );
 }
 
 /** `--status`: `403`, or a class such as `4xx`. */
@@ -79,7 +88,9 @@ function statusFlag(text: string): { min: number; max: number } {
   if (exact) return { min: Number(text), max: Number(text) };
   const range = /^([1-5])xx$/i.exec(text);
   if (range) return { min: Number(range[1]) * 100, max: Number(range[1]) * 100 + 99 };
-  throw usageError(`--status takes an HTTP status such as 403, or a class such as 4xx, got "${text}"`);
+  throw usageError(
+    `--status takes an HTTP status such as 403, or a class such as 4xx, got "${text}"`,
+  );
 }
 
 /**
@@ -88,11 +99,18 @@ function statusFlag(text: string): { min: number; max: number } {
  * @param raw - commander's options
  * @param now - the clock for `--since 1h`
  */
-export async function parseLogsOptions(files: string | readonly string[] | undefined, raw: RawOptions, now: () => Date = () => new Date()): Promise<LogsOptions> {
+export async function parseLogsOptions(
+  files: string | readonly string[] | undefined,
+  raw: RawOptions,
+  now: () => Date = () => new Date(),
+): Promise<LogsOptions> {
   const service = raw.service === undefined ? undefined : serviceNamed(raw.service);
-  if (raw.service !== undefined && service === undefined) throw usageError(`unknown service "${raw.service}": use ${acceptedServiceNames()}`);
+  if (raw.service !== undefined && service === undefined)
+    throw usageError(`unknown service "${raw.service}": use ${acceptedServiceNames()}`);
   if (raw.reason !== undefined && !(REJECT_REASONS as readonly string[]).includes(raw.reason)) {
-    throw usageError(`unknown reason "${raw.reason}": use a code such as apple_counter_replay (listed in docs/checks.md)`);
+    throw usageError(
+      `unknown reason "${raw.reason}": use a code such as apple_counter_replay (listed in docs/checks.md)`,
+    );
   }
   let limit: number | undefined;
   if (raw.limit !== undefined) {
@@ -104,12 +122,18 @@ export async function parseLogsOptions(files: string | readonly string[] | undef
   if (raw.key === '') throw usageError('--key needs an API key id (see attest keys list)');
   const since = raw.since === undefined ? undefined : instantFlag('--since', raw.since, now);
   const until = raw.until === undefined ? undefined : instantFlag('--until', raw.until, now);
-  if (since !== undefined && until !== undefined && since > until) throw usageError('--since is after --until: nothing could match');
+  if (since !== undefined && until !== undefined && since > until)
+    throw usageError('--since is after --until: nothing could match');
   const args = typeof files === 'string' ? [files] : [...(files ?? [])];
-  if (args.includes('-') && args.length > 1) throw usageError('"-" (stdin) cannot be merged with files: give files, or pipe one log');
-  const paths = args.length === 0 || (args.length === 1 && args[0] === '-') ? [] : await expandFiles(args);
+  if (args.includes('-') && args.length > 1)
+    throw usageError('"-" (stdin) cannot be merged with files: give files, or pipe one log');
+  const paths =
+    args.length === 0 || (args.length === 1 && args[0] === '-') ? [] : await expandFiles(args);
   for (const path of paths) await checkFile(path);
-  if (paths.length > 1 && raw.follow === true) throw usageError('--follow takes one file: merge several files without --follow, or follow each in its own terminal');
+  if (paths.length > 1 && raw.follow === true)
+    throw usageError(
+      '--follow takes one file: merge several files without --follow, or follow each in its own terminal',
+    );
   const filter: LogFilter = {
     rejectionsOnly: raw.rejections === true,
     reason: raw.reason,
@@ -132,18 +156,30 @@ export async function parseLogsOptions(files: string | readonly string[] | undef
 export function logsCommand(io?: LogsIo): Command {
   return new Command('logs')
     .description('browse the service log: a viewer on a terminal, filtered plain lines otherwise')
-    .argument('[files...]', 'the pino JSON log (the server\'s ATTEST_LOG_FILE); several files or a quoted glob: merged by time; "-" or none: stdin')
-    .option('-f, --follow', 'keep reading as the file grows; survives rotation (rename or copytruncate); stdin is always read to its end')
+    .argument(
+      '[files...]',
+      'the pino JSON log (the server\'s ATTEST_LOG_FILE); several files or a quoted glob: merged by time; "-" or none: stdin',
+    )
+    .option(
+      '-f, --follow',
+      'keep reading as the file grows; survives rotation (rename or copytruncate); stdin is always read to its end',
+    )
     .option('--json', 'print the matching lines as NDJSON, exactly as written (never the viewer)')
     .option('--rejections', 'only rejected verifications (isValid false)')
     .option('--reason <code>', 'only this reason code, e.g. apple_counter_replay')
     .option('--service <service>', 'only this platform: apple, or gms (android)')
-    .option('--since <time>', 'only lines at or after this ISO time, or this long ago (30m, 2h, 1d)')
+    .option(
+      '--since <time>',
+      'only lines at or after this ISO time, or this long ago (30m, 2h, 1d)',
+    )
     .option('--until <time>', 'only lines at or before this ISO time, or this long ago')
     .option('--status <code>', 'only responses with this HTTP status (403) or class (4xx)')
     .option('--key <id>', 'only requests made with this API key id')
     .option('--search <text>', 'only lines containing this text (case-insensitive)')
-    .option('--limit <n>', 'viewer: lines kept in memory (default 10000); plain output: only the last N matching lines')
+    .option(
+      '--limit <n>',
+      'viewer: lines kept in memory (default 10000); plain output: only the last N matching lines',
+    )
     .addHelpText('after', EXAMPLES)
     .action(async (files: string[], raw: RawOptions) => {
       const options = await parseLogsOptions(files, raw);

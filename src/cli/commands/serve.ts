@@ -10,61 +10,111 @@ import { runtimeError, usageError } from '../errors.js';
 export function serveCommand(): Command {
   return new Command('serve')
     .description('run the HTTP API (applies pending migrations first)')
-    .addOption(new Option('--port <n>', 'listen port (env PORT, default 8080)').argParser((v) => port(v, '--port')))
+    .addOption(
+      new Option('--port <n>', 'listen port (env PORT, default 8080)').argParser((v) =>
+        port(v, '--port'),
+      ),
+    )
     .option('--host <h>', 'listen address (env HOST, default 0.0.0.0)')
     .option('--no-migrate', 'do not apply pending migrations; refuse to start if any are missing')
-    .addOption(new Option('--metrics-port <n>', 'serve /metrics on this port instead of the API port (env ATTEST_METRICS_PORT); keep it private').argParser((v) => port(v, '--metrics-port')))
-    .option('--metrics-host <h>', 'listen address for --metrics-port (env ATTEST_METRICS_HOST, default 127.0.0.1)')
+    .addOption(
+      new Option(
+        '--metrics-port <n>',
+        'serve /metrics on this port instead of the API port (env ATTEST_METRICS_PORT); keep it private',
+      ).argParser((v) => port(v, '--metrics-port')),
+    )
+    .option(
+      '--metrics-host <h>',
+      'listen address for --metrics-port (env ATTEST_METRICS_HOST, default 127.0.0.1)',
+    )
     .option('--no-test-keys', 'refuse test-mode API keys (403), as ATTEST_TEST_KEYS=off does')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Examples:
   $ attest serve                      # embedded database in ./.attest, port 8080
   $ DATABASE_URL=postgres://attest@db/attest attest serve --port 9000 --no-migrate
-  $ attest serve --metrics-port 9464     # /metrics on 127.0.0.1:9464 only`)
-    .action(async (opts: { port?: number; host?: string; migrate: boolean; metricsPort?: number; metricsHost?: string; testKeys: boolean }) => {
-      const cfg = config({ port: opts.port, host: opts.host, metricsPort: opts.metricsPort, metricsHost: opts.metricsHost, ...(opts.testKeys ? {} : { testKeys: false }) });
-      // the HTTP stack loads only for the command that serves
-      const [{ createLogger }, { startServer }] = await Promise.all([import('../../server/logger.js'), import('../../server/start.js')]);
-      const logger = createLogger({ level: cfg.logLevel, file: cfg.logFile });
-      let server: RunningServer;
-      try {
-        server = await startServer(cfg, logger, { migrate: opts.migrate, onProgress: (message) => process.stderr.write(`${message}\n`) });
-      } catch (err) {
-        logger.flush();
-        if (err instanceof DatabaseBusyError || err instanceof DataDirUnsafeError || err instanceof DatabaseUnavailableError) throw runtimeError(err.message);
-        const e = err as NodeJS.ErrnoException;
-        if (e.code === 'EADDRINUSE') throw runtimeError(`port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`);
-        if (err instanceof ConfigError) throw configProblem(err);
-        if (err instanceof MasterKeyError) throw usageError(err.message);
-        throw runtimeError(`cannot start: ${e.message}`);
-      }
-      if (server.masterKey.created) process.stderr.write(`attest: created a master key in ${server.masterKey.source}: back it up with the data dir (not inside the same backup)\n`);
-      process.stderr.write(`attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`);
-      if (server.metricsUrl) process.stderr.write(`metrics on ${server.metricsUrl}\n`);
-      const running = server;
-      await new Promise<void>((resolve) => {
-        let stopping = false;
-        const stop = () => {
-          // SIGINT and SIGTERM often come together (npx forwards one, the terminal sends the other)
-          if (stopping) return;
-          stopping = true;
-          logger.info('shutting down');
-          // a shutdown that hangs (a database that never answers) must still end the process
-          setTimeout(() => process.exit(1), 10_000).unref();
-          running.close().finally(() => {
-            logger.flush();
-            resolve();
+  $ attest serve --metrics-port 9464     # /metrics on 127.0.0.1:9464 only`,
+    )
+    .action(
+      async (opts: {
+        port?: number;
+        host?: string;
+        migrate: boolean;
+        metricsPort?: number;
+        metricsHost?: string;
+        testKeys: boolean;
+      }) => {
+        const cfg = config({
+          port: opts.port,
+          host: opts.host,
+          metricsPort: opts.metricsPort,
+          metricsHost: opts.metricsHost,
+          ...(opts.testKeys ? {} : { testKeys: false }),
+        });
+        // the HTTP stack loads only for the command that serves
+        const [{ createLogger }, { startServer }] = await Promise.all([
+          import('../../server/logger.js'),
+          import('../../server/start.js'),
+        ]);
+        const logger = createLogger({ level: cfg.logLevel, file: cfg.logFile });
+        let server: RunningServer;
+        try {
+          server = await startServer(cfg, logger, {
+            migrate: opts.migrate,
+            onProgress: (message) => process.stderr.write(`${message}\n`),
           });
-        };
-        process.on('SIGINT', stop);
-        process.on('SIGTERM', stop);
-        process.on('SIGHUP', () => logger.reopen());
-      });
-    });
+        } catch (err) {
+          logger.flush();
+          if (
+            err instanceof DatabaseBusyError ||
+            err instanceof DataDirUnsafeError ||
+            err instanceof DatabaseUnavailableError
+          )
+            throw runtimeError(err.message);
+          const e = err as NodeJS.ErrnoException;
+          if (e.code === 'EADDRINUSE')
+            throw runtimeError(
+              `port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`,
+            );
+          if (err instanceof ConfigError) throw configProblem(err);
+          if (err instanceof MasterKeyError) throw usageError(err.message);
+          throw runtimeError(`cannot start: ${e.message}`);
+        }
+        if (server.masterKey.created)
+          process.stderr.write(
+            `attest: created a master key in ${server.masterKey.source}: back it up with the data dir (not inside the same backup)\n`,
+          );
+        process.stderr.write(
+          `attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`,
+        );
+        if (server.metricsUrl) process.stderr.write(`metrics on ${server.metricsUrl}\n`);
+        const running = server;
+        await new Promise<void>((resolve) => {
+          let stopping = false;
+          const stop = () => {
+            // SIGINT and SIGTERM often come together (npx forwards one, the terminal sends the other)
+            if (stopping) return;
+            stopping = true;
+            logger.info('shutting down');
+            // a shutdown that hangs (a database that never answers) must still end the process
+            setTimeout(() => process.exit(1), 10_000).unref();
+            running.close().finally(() => {
+              logger.flush();
+              resolve();
+            });
+          };
+          process.on('SIGINT', stop);
+          process.on('SIGTERM', stop);
+          process.on('SIGHUP', () => logger.reopen());
+        });
+      },
+    );
 }
 
 function port(value: string, flag: string): number {
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw usageError(`${flag} must be 0-65535, got "${value}"`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw usageError(`${flag} must be 0-65535, got "${value}"`);
   return n;
 }

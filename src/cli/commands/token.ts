@@ -14,35 +14,80 @@ export function tokenCommand(): Command {
 Examples:
   $ attest token wrap apple --key-id <b64> --attestation attestation.cbor --nonce <b64>
   $ attest token wrap gms --package com.example.bank --integrity-token token.jwe --nonce <b64>`;
-  const token = new Command('token').description('build format-1 tokens from evidence an app captured').addHelpText('after', examples);
-  const wrap = token.command('wrap').description('wrap raw platform evidence into a format-1 token (base64 on stdout)').addHelpText('after', examples);
+  const token = new Command('token')
+    .description('build format-1 tokens from evidence an app captured')
+    .addHelpText('after', examples);
+  const wrap = token
+    .command('wrap')
+    .description('wrap raw platform evidence into a format-1 token (base64 on stdout)')
+    .addHelpText('after', examples);
 
-  wrap.command('apple')
+  wrap
+    .command('apple')
     .description('wrap an App Attest attestation and/or assertion object')
-    .requiredOption('--key-id <b64>', 'the App Attest key identifier (32 bytes, base64 as attestKey returns it)')
-    .option('--attestation <file>', 'the attestation object from attestKey (raw CBOR or base64 text)')
-    .option('--assertion <file>', 'the assertion object from generateAssertion (raw CBOR or base64 text)')
+    .requiredOption(
+      '--key-id <b64>',
+      'the App Attest key identifier (32 bytes, base64 as attestKey returns it)',
+    )
+    .option(
+      '--attestation <file>',
+      'the attestation object from attestKey (raw CBOR or base64 text)',
+    )
+    .option(
+      '--assertion <file>',
+      'the assertion object from generateAssertion (raw CBOR or base64 text)',
+    )
     .option('--nonce <b64>', 'the final nonce the app hashed into clientDataHash (sessionless)')
     .option('--server-nonce <b64>', 'the serverNonce from init (session approach)')
     .option('--device-nonce <b64>', 'with --server-nonce: the deviceNonce')
     .option('--json', 'print {"token","keyId"}')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 The app must have used clientDataHash = SHA-256(final nonce).
 
 Examples:
   $ attest token wrap apple --key-id "$KEY_ID" --attestation attestation.cbor --nonce "$NONCE"
-  $ attest token wrap apple --key-id "$KEY_ID" --assertion assertion.b64 --server-nonce "$SERVER_NONCE"`)
-    .action((opts: NonceFlags & { keyId: string; attestation?: string; assertion?: string; json?: boolean }) => {
-      const keyId = decodeBase64(opts.keyId);
-      if (!keyId || keyId.length !== KEY_ID_BYTES) throw usageError(`--key-id must be base64 of ${KEY_ID_BYTES} bytes (the key identifier attestKey returned)`);
-      if (opts.attestation === undefined && opts.assertion === undefined) throw usageError('give --attestation <file>, --assertion <file>, or both');
-      const nonce = finalNonceOf(opts);
-      const attestation = opts.attestation === undefined ? undefined : readObject(opts.attestation, '--attestation');
-      const assertion = opts.assertion === undefined ? undefined : readObject(opts.assertion, '--assertion');
-      printToken(encodeAppleToken({ nonce, keyId, ...(attestation ? { attestation } : {}), ...(assertion ? { assertion } : {}) }), opts.json, { keyId });
-    });
+  $ attest token wrap apple --key-id "$KEY_ID" --assertion assertion.b64 --server-nonce "$SERVER_NONCE"`,
+    )
+    .action(
+      (
+        opts: NonceFlags & {
+          keyId: string;
+          attestation?: string;
+          assertion?: string;
+          json?: boolean;
+        },
+      ) => {
+        const keyId = decodeBase64(opts.keyId);
+        if (!keyId || keyId.length !== KEY_ID_BYTES)
+          throw usageError(
+            `--key-id must be base64 of ${KEY_ID_BYTES} bytes (the key identifier attestKey returned)`,
+          );
+        if (opts.attestation === undefined && opts.assertion === undefined)
+          throw usageError('give --attestation <file>, --assertion <file>, or both');
+        const nonce = finalNonceOf(opts);
+        const attestation =
+          opts.attestation === undefined
+            ? undefined
+            : readObject(opts.attestation, '--attestation');
+        const assertion =
+          opts.assertion === undefined ? undefined : readObject(opts.assertion, '--assertion');
+        printToken(
+          encodeAppleToken({
+            nonce,
+            keyId,
+            ...(attestation ? { attestation } : {}),
+            ...(assertion ? { assertion } : {}),
+          }),
+          opts.json,
+          { keyId },
+        );
+      },
+    );
 
-  wrap.command('gms')
+  wrap
+    .command('gms')
     .description('wrap a Play Integrity integrity token (the compact JWE the app received)')
     .requiredOption('--package <name>', 'the Android package that requested it')
     .requiredOption('--integrity-token <file>', 'file holding the integrity token text')
@@ -50,20 +95,32 @@ Examples:
     .option('--server-nonce <b64>', 'the serverNonce from init (session approach)')
     .option('--device-nonce <b64>', 'with --server-nonce: the deviceNonce')
     .option('--json', 'print {"token"}')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 The app must have requested the token with nonce = base64url(final nonce), no padding.
 
 Example:
-  $ attest token wrap gms --package com.example.app --integrity-token play.jwe --nonce "$NONCE"`)
+  $ attest token wrap gms --package com.example.app --integrity-token play.jwe --nonce "$NONCE"`,
+    )
     .action((opts: NonceFlags & { package: string; integrityToken: string; json?: boolean }) => {
-      if (!ANDROID_PACKAGE.test(opts.package)) throw usageError(`"${opts.package}" is not an Android package name such as com.example.app`);
+      if (!ANDROID_PACKAGE.test(opts.package))
+        throw usageError(
+          `"${opts.package}" is not an Android package name such as com.example.app`,
+        );
       const nonce = finalNonceOf(opts);
       const text = readText(opts.integrityToken, '--integrity-token').trim();
       if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*){4}$/.test(text)) {
-        throw usageError(`${opts.integrityToken} does not hold a compact JWE (five base64url parts joined by dots), which is what the Play Integrity API returns`);
+        throw usageError(
+          `${opts.integrityToken} does not hold a compact JWE (five base64url parts joined by dots), which is what the Play Integrity API returns`,
+        );
       }
-      if (Buffer.byteLength(text) > INTEGRITY_TOKEN_MAX_BYTES) throw usageError(`the integrity token is over ${INTEGRITY_TOKEN_MAX_BYTES} bytes`);
-      printToken(encodeGmsToken({ nonce, packageName: opts.package, integrityToken: text }), opts.json);
+      if (Buffer.byteLength(text) > INTEGRITY_TOKEN_MAX_BYTES)
+        throw usageError(`the integrity token is over ${INTEGRITY_TOKEN_MAX_BYTES} bytes`);
+      printToken(
+        encodeGmsToken({ nonce, packageName: opts.package, integrityToken: text }),
+        opts.json,
+      );
     });
 
   return token;
@@ -73,7 +130,9 @@ function readRaw(path: string, flag: string): Buffer {
   try {
     return readFileSync(path === '-' ? 0 : path);
   } catch (err) {
-    throw usageError(`${flag}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw usageError(
+      `${flag}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
 }
 
@@ -88,6 +147,7 @@ function readObject(path: string, flag: string): Uint8Array {
   // a CBOR map starts with major type 5; base64 text never does (it is ASCII)
   if (raw[0]! >> 5 === 5) return new Uint8Array(raw);
   const bytes = decodeBase64(raw.toString('latin1').replace(/\s+/g, ''));
-  if (!bytes || bytes.length === 0 || bytes[0]! >> 5 !== 5) throw usageError(`${flag}: ${path} is neither a CBOR object nor its base64 text`);
+  if (!bytes || bytes.length === 0 || bytes[0]! >> 5 !== 5)
+    throw usageError(`${flag}: ${path} is neither a CBOR object nor its base64 text`);
   return bytes;
 }

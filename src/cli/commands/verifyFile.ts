@@ -10,14 +10,34 @@ import { findHints, type Hint } from '../../core/explain.js';
 import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
 import { DEFAULT_ANDROID_POLICY } from '../../core/google/defaultAndroidPolicy.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
-import type { AllowlistReader, AppleKeyRecord, AppleKeyStore, GoogleServiceAccount, IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../core/types.js';
+import type {
+  AllowlistReader,
+  AppleKeyRecord,
+  AppleKeyStore,
+  GoogleServiceAccount,
+  IntegrityTokenDecoder,
+  KeyMode,
+  VerifyOutcome,
+} from '../../core/types.js';
 import { buildVerifiers } from '../../core/verifiers.js';
-import { DEVICE_NONCE_BYTES, finalNonce, parseEnvelope, TOKEN_NONCE_MAX, TOKEN_NONCE_MIN, verifyToken, type VerifyInput } from '../../core/verify.js';
+import {
+  DEVICE_NONCE_BYTES,
+  finalNonce,
+  parseEnvelope,
+  TOKEN_NONCE_MAX,
+  TOKEN_NONCE_MIN,
+  verifyToken,
+  type VerifyInput,
+} from '../../core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../db/allowlist.js';
 import { createAppleKeyRepository } from '../../db/appleKeys.js';
 import { colorWanted } from '../../config.js';
 import { createDevCaRepository } from '../../db/devCa.js';
-import { createPlayIntegrityClient, GoogleBusyError, GoogleFault } from '../../google/playIntegrityClient.js';
+import {
+  createPlayIntegrityClient,
+  GoogleBusyError,
+  GoogleFault,
+} from '../../google/playIntegrityClient.js';
 import { parseServiceAccount } from '../../google/serviceAccount.js';
 import { appleRootsOf, config, withSecrets } from '../context.js';
 import { CliError, EXIT, runtimeError, usageError } from '../errors.js';
@@ -54,27 +74,71 @@ const KEY_FILE_MAX_BYTES = 4096;
 
 export function verifyFileCommand(): Command {
   return new Command('verify-file')
-    .description('check a token offline, step by step, and explain why it is rejected (changes no state)')
-    .argument('<token>', 'file with the token as raw CBOR, base64 text, or a saved verify request body (JSON); - for stdin')
+    .description(
+      'check a token offline, step by step, and explain why it is rejected (changes no state)',
+    )
+    .argument(
+      '<token>',
+      'file with the token as raw CBOR, base64 text, or a saved verify request body (JSON); - for stdin',
+    )
     .option('--nonce <b64>', 'the final nonce (sessionless expectedNonce)')
     .option('--server-nonce <b64>', 'the serverNonce from init (session approach)')
     .option('--device-nonce <b64>', 'with --server-nonce: the deviceNonce sent to verify')
     .option('--at <iso-time>', 'verify as of this instant (certificate validity, freshness)')
-    .option('--client-data-hash <b64>', 'App Attest: use these bytes instead of SHA-256(final nonce)')
-    .option('--app-id <id>', 'no database: allow this App Attest app ID (either environment); repeatable', (v: string, p: string[]) => [...p, v], [])
-    .option('--package <name>', 'no database: allow this Android package, with --decryption-key and --verification-key (or --service-account-file)')
-    .option('--decryption-key-file <path>', 'with --package: a file holding its AES-256 decryption key (base64)')
-    .option('--verification-key-file <path>', 'with --package: a file holding its EC P-256 verification key (base64)')
-    .option('--decryption-key <b64>', 'the key itself (visible to other users in ps: prefer --decryption-key-file)')
+    .option(
+      '--client-data-hash <b64>',
+      'App Attest: use these bytes instead of SHA-256(final nonce)',
+    )
+    .option(
+      '--app-id <id>',
+      'no database: allow this App Attest app ID (either environment); repeatable',
+      (v: string, p: string[]) => [...p, v],
+      [],
+    )
+    .option(
+      '--package <name>',
+      'no database: allow this Android package, with --decryption-key and --verification-key (or --service-account-file)',
+    )
+    .option(
+      '--decryption-key-file <path>',
+      'with --package: a file holding its AES-256 decryption key (base64)',
+    )
+    .option(
+      '--verification-key-file <path>',
+      'with --package: a file holding its EC P-256 verification key (base64)',
+    )
+    .option(
+      '--decryption-key <b64>',
+      'the key itself (visible to other users in ps: prefer --decryption-key-file)',
+    )
     .option('--verification-key <b64>', 'the key itself (prefer --verification-key-file)')
-    .option('--apple-key <pem>', 'no database: a registered App Attest public key (PEM file or text), with --app-id')
+    .option(
+      '--apple-key <pem>',
+      'no database: a registered App Attest public key (PEM file or text), with --app-id',
+    )
     .option('--counter <n>', 'with --apple-key: the stored assertion counter', '0')
-    .addOption(new Option('--env <env>', 'with --apple-key: the environment the key was registered in').choices(['production', 'development']))
-    .option('--online', 'Play Integrity standard requests: let Google decode the token with the package service account (network)')
-    .option('--service-account-file <path>', 'with --package and --online: the service-account key file (JSON)')
-    .option('--dev-roots', 'verify as a test API key would: also trust the database\'s development CA and test-only Play pairs')
+    .addOption(
+      new Option(
+        '--env <env>',
+        'with --apple-key: the environment the key was registered in',
+      ).choices(['production', 'development']),
+    )
+    .option(
+      '--online',
+      'Play Integrity standard requests: let Google decode the token with the package service account (network)',
+    )
+    .option(
+      '--service-account-file <path>',
+      'with --package and --online: the service-account key file (JSON)',
+    )
+    .option(
+      '--dev-roots',
+      "verify as a test API key would: also trust the database's development CA and test-only Play pairs",
+    )
     .option('--json', 'print a JSON document (documented in the README)')
-    .addHelpText('after', `
+    .addHelpText(
+      'after',
+      `
 Uses the allowlist and registered keys of the configured database, read-only, unless --app-id,
 --package or --apple-key is given. Without a nonce flag the nonce is not checked; a saved verify
 request body supplies its expectedNonce. Verifies as a live API key does unless --dev-roots.
@@ -87,11 +151,17 @@ Examples:
       --client-data-hash SGVsbG8=
   $ attest verify-file play.cbor --nonce ... --package com.example.app \\
       --decryption-key-file dec.key --verification-key-file ver.key --json
-  $ attest verify-file standard.cbor --nonce ... --online`)
+  $ attest verify-file standard.cbor --nonce ... --online`,
+    )
     .action(async (tokenPath: string, opts: Options) => {
       if (opts.package === undefined) {
-        const stray = (['decryptionKey', 'verificationKey', 'decryptionKeyFile', 'verificationKeyFile'] as const).find((k) => opts[k] !== undefined);
-        if (stray) throw usageError(`--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --package`);
+        const stray = (
+          ['decryptionKey', 'verificationKey', 'decryptionKeyFile', 'verificationKeyFile'] as const
+        ).find((k) => opts[k] !== undefined);
+        if (stray)
+          throw usageError(
+            `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --package`,
+          );
       }
       let token: Uint8Array;
       let bodyNonce: string | undefined;
@@ -99,73 +169,151 @@ Examples:
         ({ token, bodyNonce } = await readTokenInput(tokenPath));
       } catch (err) {
         // scripts reading --json get a document for an unreadable input too (exit 2 as well)
-        if (opts.json === true && err instanceof CliError) printJson({ valid: false, error: 'input_unreadable', detail: err.message });
+        if (opts.json === true && err instanceof CliError)
+          printJson({ valid: false, error: 'input_unreadable', detail: err.message });
         throw err;
       }
-      if (bodyNonce !== undefined && opts.nonce === undefined && opts.serverNonce === undefined) opts.nonce = bodyNonce;
+      if (bodyNonce !== undefined && opts.nonce === undefined && opts.serverNonce === undefined)
+        opts.nonce = bodyNonce;
       const { expectedNonce, serverNonce, deviceNonce } = nonces(opts);
       const at = opts.at === undefined ? new Date() : instant(opts.at);
-      const clientDataHash = opts.clientDataHash === undefined ? undefined : bytesFlag(opts.clientDataHash, '--client-data-hash');
-      const input: VerifyInput = { token, expectedNonce, ...(clientDataHash ? { clientDataHash } : {}) };
-      const offline = opts.appId.length > 0 || opts.package !== undefined || opts.appleKey !== undefined;
-      if (offline && opts.devRoots) throw usageError('--dev-roots reads the development CA from the database: leave out --app-id, --package and --apple-key');
+      const clientDataHash =
+        opts.clientDataHash === undefined
+          ? undefined
+          : bytesFlag(opts.clientDataHash, '--client-data-hash');
+      const input: VerifyInput = {
+        token,
+        expectedNonce,
+        ...(clientDataHash ? { clientDataHash } : {}),
+      };
+      const offline =
+        opts.appId.length > 0 || opts.package !== undefined || opts.appleKey !== undefined;
+      if (offline && opts.devRoots)
+        throw usageError(
+          '--dev-roots reads the development CA from the database: leave out --app-id, --package and --apple-key',
+        );
       const mode: KeyMode = opts.devRoots ? 'test' : 'live';
-      if (opts.serviceAccountFile !== undefined && (opts.package === undefined || !opts.online)) throw usageError('--service-account-file needs --package and --online');
+      if (opts.serviceAccountFile !== undefined && (opts.package === undefined || !opts.online))
+        throw usageError('--service-account-file needs --package and --online');
       if (!opts.online && isStandardRequest(token)) {
-        throw usageError('this is a Play Integrity standard-request token: only Google can decode it; re-run with --online (calls Google with the package service account)');
+        throw usageError(
+          'this is a Play Integrity standard-request token: only Google can decode it; re-run with --online (calls Google with the package service account)',
+        );
       }
       const cfg = config();
       const appleRoots = appleRootsOf(cfg);
-      const serviceAccount = opts.serviceAccountFile === undefined ? undefined : await readServiceAccount(opts.serviceAccountFile);
+      const serviceAccount =
+        opts.serviceAccountFile === undefined
+          ? undefined
+          : await readServiceAccount(opts.serviceAccountFile);
       const googleDecoder = opts.online
-        ? oncePerToken(createPlayIntegrityClient({ oauthUrl: cfg.googleOauthUrl, playIntegrityUrl: cfg.googlePlayIntegrityUrl, timeoutMs: cfg.googleTimeoutMs, maxInFlight: 4 }))
+        ? oncePerToken(
+            createPlayIntegrityClient({
+              oauthUrl: cfg.googleOauthUrl,
+              playIntegrityUrl: cfg.googlePlayIntegrityUrl,
+              timeoutMs: cfg.googleTimeoutMs,
+              maxInFlight: 4,
+            }),
+          )
         : undefined;
 
-      const explain = async (allowlist: AllowlistReader, keys: AppleKeyStore, devRoot: Uint8Array | null) => {
-        const rootsOf = (m: KeyMode) => (m === 'test' ? withDevelopmentRoot(appleRoots, devRoot) : appleRoots);
-        const runAs = (m: KeyMode) => (i: VerifyInput, o: { allowlist?: AllowlistReader; at?: Date } = {}) =>
-          verifyToken(i, {
-            now: () => o.at ?? at,
-            verifiers: buildVerifiers({ allowlist: o.allowlist ?? allowlist, appleKeys: keys, appleRoots: rootsOf(m), mode: m, ...(googleDecoder ? { googleDecoder } : {}) }),
-          });
+      const explain = async (
+        allowlist: AllowlistReader,
+        keys: AppleKeyStore,
+        devRoot: Uint8Array | null,
+      ) => {
+        const rootsOf = (m: KeyMode) =>
+          m === 'test' ? withDevelopmentRoot(appleRoots, devRoot) : appleRoots;
+        const runAs =
+          (m: KeyMode) =>
+          (i: VerifyInput, o: { allowlist?: AllowlistReader; at?: Date } = {}) =>
+            verifyToken(i, {
+              now: () => o.at ?? at,
+              verifiers: buildVerifiers({
+                allowlist: o.allowlist ?? allowlist,
+                appleKeys: keys,
+                appleRoots: rootsOf(m),
+                mode: m,
+                ...(googleDecoder ? { googleDecoder } : {}),
+              }),
+            });
         const run = runAs(mode);
         try {
           const outcome = await run(input);
           const hints = outcome.ok
             ? []
-            : await findHints(outcome, { input, at, allowlist, run, ...(serverNonce ? { serverNonce } : {}), ...(deviceNonce ? { deviceNonce } : {}) });
-          if (!outcome.ok && mode === 'live' && !offline && TEST_TRUST_REASONS.has(outcome.reason)) {
+            : await findHints(outcome, {
+                input,
+                at,
+                allowlist,
+                run,
+                ...(serverNonce ? { serverNonce } : {}),
+                ...(deviceNonce ? { deviceNonce } : {}),
+              });
+          if (
+            !outcome.ok &&
+            mode === 'live' &&
+            !offline &&
+            TEST_TRUST_REASONS.has(outcome.reason)
+          ) {
             // a token minted by `attest dev mint` (or a key a test key registered) passes only for test keys
             const asTest = await runAs('test')(input);
             if (asTest.ok || failedAt(asTest) > failedAt(outcome)) {
-              hints.push({ code: 'test_keys_only', message: 'this token gets further as a test API key would verify it (development CA, test-only Play pairs, keys test keys registered): a live key rejects it; run again with --dev-roots to see the rest' });
+              hints.push({
+                code: 'test_keys_only',
+                message:
+                  'this token gets further as a test API key would verify it (development CA, test-only Play pairs, keys test keys registered): a live key rejects it; run again with --dev-roots to see the rest',
+              });
             }
           }
           return { outcome, hints, devRoot: devRoot !== null };
         } catch (err) {
-          if (err instanceof GoogleFault || err instanceof GoogleBusyError) throw runtimeError(`Google gave no verdict: ${err.message}`);
+          if (err instanceof GoogleFault || err instanceof GoogleBusyError)
+            throw runtimeError(`Google gave no verdict: ${err.message}`);
           throw err;
         }
       };
 
       const result = offline
         ? await explain(offlineAllowlist(opts, serviceAccount), offlineKeys(opts, token), null)
-        : await withSecrets(async (handle, secrets) => {
-            // one snapshot for the whole run, so the re-tries see the same allowlist
-            const allowlist = createCachedAllowlist(createAllowlistRepository(handle.db, secrets.box), { ttlMs: Number.POSITIVE_INFINITY });
-            const devRoot = await createDevCaRepository(handle.db).root();
-            if (opts.devRoots && !devRoot) process.stderr.write('attest: note: this deployment has no development CA ("attest dev init"); --dev-roots adds only test-only Play pairs\n');
-            return explain(allowlist, readOnlyKeys(createAppleKeyRepository(handle.db)), devRoot);
-          }, { establish: false });
+        : await withSecrets(
+            async (handle, secrets) => {
+              // one snapshot for the whole run, so the re-tries see the same allowlist
+              const allowlist = createCachedAllowlist(
+                createAllowlistRepository(handle.db, secrets.box),
+                { ttlMs: Number.POSITIVE_INFINITY },
+              );
+              const devRoot = await createDevCaRepository(handle.db).root();
+              if (opts.devRoots && !devRoot)
+                process.stderr.write(
+                  'attest: note: this deployment has no development CA ("attest dev init"); --dev-roots adds only test-only Play pairs\n',
+                );
+              return explain(allowlist, readOnlyKeys(createAppleKeyRepository(handle.db)), devRoot);
+            },
+            { establish: false },
+          );
 
       const roots = appleRoots === defaultAppleRoots() ? 'apple' : 'ATTEST_APPLE_ROOT_CA';
-      report(result.outcome, result.hints, { at, nonceChecked: expectedNonce !== null, json: opts.json === true, offline, roots: mode === 'test' && result.devRoot ? `${roots}+development` : roots, mode });
+      report(result.outcome, result.hints, {
+        at,
+        nonceChecked: expectedNonce !== null,
+        json: opts.json === true,
+        offline,
+        roots: mode === 'test' && result.devRoot ? `${roots}+development` : roots,
+        mode,
+      });
       process.exitCode = result.outcome.ok ? EXIT.ok : EXIT.negative;
     });
 }
 
 /** The rejections a test key's wider trust can change: only these are re-run as a test key. */
-const TEST_TRUST_REASONS = new Set(['apple_chain_invalid', 'apple_key_unknown', 'apple_key_registered', 'gms_decrypt_failed', 'gms_signature_invalid']);
+const TEST_TRUST_REASONS = new Set([
+  'apple_chain_invalid',
+  'apple_key_unknown',
+  'apple_key_registered',
+  'gms_decrypt_failed',
+  'gms_signature_invalid',
+]);
 
 const COMPACT_JWE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*){4}$/;
 
@@ -178,10 +326,15 @@ const COMPACT_JWE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*){4}$/;
  * @param path - the TOKEN argument
  * @throws CliError (exit 2) saying in words what the input is when it is not a token
  */
-export async function readTokenInput(path: string): Promise<{ token: Uint8Array; bodyNonce?: string }> {
+export async function readTokenInput(
+  path: string,
+): Promise<{ token: Uint8Array; bodyNonce?: string }> {
   const raw = await readBounded(path);
   const text = raw.toString('latin1').trim();
-  if (text.length === 0) throw usageError(`${path} is empty: give a file holding the token as CBOR or base64, or a saved verify request body`);
+  if (text.length === 0)
+    throw usageError(
+      `${path} is empty: give a file holding the token as CBOR or base64, or a saved verify request body`,
+    );
   // a CBOR map starts with major type 5; base64 text never does (it is ASCII)
   if (raw[0]! >> 5 === 5) return { token: notRawEvidence(new Uint8Array(raw), path) };
   if (text.startsWith('{')) return fromRequestBody(raw, path);
@@ -191,13 +344,16 @@ export async function readTokenInput(path: string): Promise<{ token: Uint8Array;
     );
   }
   const bytes = decodeBase64(text.replace(/\s+/g, ''));
-  if (!bytes) throw usageError(`${path} is neither a CBOR token nor base64 text: ${describeInput(raw)}`);
+  if (!bytes)
+    throw usageError(`${path} is neither a CBOR token nor base64 text: ${describeInput(raw)}`);
   return { token: notRawEvidence(bytes, path) };
 }
 
 async function readBounded(path: string): Promise<Buffer> {
   const tooLarge = (what: string) =>
-    usageError(`${path} is ${what}, more than verify-file reads (${INPUT_MAX_BYTES / 1024} KiB; a token is at most 64 KiB): is it the token?`);
+    usageError(
+      `${path} is ${what}, more than verify-file reads (${INPUT_MAX_BYTES / 1024} KiB; a token is at most 64 KiB): is it the token?`,
+    );
   if (path === '-') {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -215,11 +371,14 @@ async function readBounded(path: string): Promise<Buffer> {
   try {
     file = await open(path, 'r');
   } catch (err) {
-    throw usageError(`cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}): give a file holding the token as CBOR or base64`);
+    throw usageError(
+      `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}): give a file holding the token as CBOR or base64`,
+    );
   }
   try {
     const info = await file.stat();
-    if (info.isDirectory()) throw usageError(`${path} is a directory: give the file holding the token`);
+    if (info.isDirectory())
+      throw usageError(`${path} is a directory: give the file holding the token`);
     if (info.size > INPUT_MAX_BYTES) throw tooLarge(`${info.size} bytes`);
     // at most one byte past the limit, whatever the file claims (a device, a growing file)
     const buffer = Buffer.alloc(INPUT_MAX_BYTES + 1);
@@ -233,24 +392,39 @@ async function readBounded(path: string): Promise<Buffer> {
     return buffer.subarray(0, size);
   } catch (err) {
     if (err instanceof CliError) throw err;
-    throw usageError(`cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}): give a file holding the token as CBOR or base64`);
+    throw usageError(
+      `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}): give a file holding the token as CBOR or base64`,
+    );
   } finally {
     await file.close();
   }
 }
 
-const MAJOR_TYPES = ['an unsigned integer', 'a negative integer', 'a byte string', 'a text string', 'an array', 'a map', 'a tag', 'a simple value or float'];
+const MAJOR_TYPES = [
+  'an unsigned integer',
+  'a negative integer',
+  'a byte string',
+  'a text string',
+  'an array',
+  'a map',
+  'a tag',
+  'a simple value or float',
+];
 
 /** What an input that is not a token looks like, in words. */
 function describeInput(raw: Buffer): string {
-  const isText = raw.every((b) => b === 0x09 || b === 0x0a || b === 0x0d || (b >= 0x20 && b < 0x7f));
+  const isText = raw.every(
+    (b) => b === 0x09 || b === 0x0a || b === 0x0d || (b >= 0x20 && b < 0x7f),
+  );
   if (!isText) {
     return `binary data whose first byte 0x${raw[0]!.toString(16).padStart(2, '0')} starts ${MAJOR_TYPES[raw[0]! >> 5]} in CBOR, and a token is a CBOR map (first byte 0xa0 to 0xbb)`;
   }
   const text = raw.toString('latin1').trim();
-  if (text.startsWith('{')) return 'it looks like JSON; give the token itself (the attestationToken value), not the request body';
+  if (text.startsWith('{'))
+    return 'it looks like JSON; give the token itself (the attestationToken value), not the request body';
   const stray = /[^A-Za-z0-9+/_=\s-]/.exec(text);
-  if (stray) return `text with "${safeText(stray[0])}" at character ${stray.index + 1}; base64 uses only A-Z a-z 0-9 + / (or - _) and = at the end`;
+  if (stray)
+    return `text with "${safeText(stray[0])}" at character ${stray.index + 1}; base64 uses only A-Z a-z 0-9 + / (or - _) and = at the end`;
   return 'text that is not well-formed base64 (its length or padding is wrong)';
 }
 
@@ -259,16 +433,33 @@ function fromRequestBody(raw: Buffer, path: string): { token: Uint8Array; bodyNo
   try {
     body = JSON.parse(raw.toString('utf8'));
   } catch {
-    throw usageError(`${path} starts like JSON but is not valid JSON; give a saved verify request body ({"attestationToken": ...}), CBOR or base64`);
+    throw usageError(
+      `${path} starts like JSON but is not valid JSON; give a saved verify request body ({"attestationToken": ...}), CBOR or base64`,
+    );
   }
-  const b = body as { attestationToken?: unknown; expectedNonce?: unknown; sessionReference?: unknown };
+  const b = body as {
+    attestationToken?: unknown;
+    expectedNonce?: unknown;
+    sessionReference?: unknown;
+  };
   if (typeof b !== 'object' || b === null || typeof b.attestationToken !== 'string') {
-    throw usageError(`${path} is JSON without an "attestationToken" string: give a saved verify request body`);
+    throw usageError(
+      `${path} is JSON without an "attestationToken" string: give a saved verify request body`,
+    );
   }
   const token = decodeBase64(b.attestationToken);
-  if (!token) throw usageError(`${path}: "attestationToken" is not base64 (the service answers such a request 400)`);
-  if (b.sessionReference !== undefined) process.stderr.write('attest: note: the body uses a session: give --server-nonce (and --device-nonce) to check the nonce\n');
-  return { token: notRawEvidence(token, path), ...(typeof b.expectedNonce === 'string' ? { bodyNonce: b.expectedNonce } : {}) };
+  if (!token)
+    throw usageError(
+      `${path}: "attestationToken" is not base64 (the service answers such a request 400)`,
+    );
+  if (b.sessionReference !== undefined)
+    process.stderr.write(
+      'attest: note: the body uses a session: give --server-nonce (and --device-nonce) to check the nonce\n',
+    );
+  return {
+    token: notRawEvidence(token, path),
+    ...(typeof b.expectedNonce === 'string' ? { bodyNonce: b.expectedNonce } : {}),
+  };
 }
 
 /** Refuses an App Attest attestation or assertion object given where a token belongs. */
@@ -286,7 +477,9 @@ function notRawEvidence(bytes: Uint8Array, path: string): Uint8Array {
     );
   }
   if (value.has('signature') && value.has('authenticatorData')) {
-    throw usageError(`${path} holds a raw App Attest assertion object, not a format-1 token: wrap it with "attest token wrap apple --key-id <b64> --assertion ${path} --nonce <b64>"`);
+    throw usageError(
+      `${path} holds a raw App Attest assertion object, not a format-1 token: wrap it with "attest token wrap apple --key-id <b64> --assertion ${path} --nonce <b64>"`,
+    );
   }
   return bytes;
 }
@@ -304,24 +497,39 @@ function bytesFlag(value: string, flag: string): Uint8Array {
   return bytes;
 }
 
-function nonces(opts: Options): { expectedNonce: Uint8Array | null; serverNonce?: Uint8Array; deviceNonce?: Uint8Array } {
-  if (opts.nonce !== undefined && (opts.serverNonce !== undefined || opts.deviceNonce !== undefined)) {
-    throw usageError('give --nonce (sessionless) or --server-nonce [--device-nonce] (session), not both');
+function nonces(opts: Options): {
+  expectedNonce: Uint8Array | null;
+  serverNonce?: Uint8Array;
+  deviceNonce?: Uint8Array;
+} {
+  if (
+    opts.nonce !== undefined &&
+    (opts.serverNonce !== undefined || opts.deviceNonce !== undefined)
+  ) {
+    throw usageError(
+      'give --nonce (sessionless) or --server-nonce [--device-nonce] (session), not both',
+    );
   }
-  if (opts.deviceNonce !== undefined && opts.serverNonce === undefined) throw usageError('--device-nonce needs --server-nonce');
+  if (opts.deviceNonce !== undefined && opts.serverNonce === undefined)
+    throw usageError('--device-nonce needs --server-nonce');
   if (opts.nonce !== undefined) {
     const nonce = bytesFlag(opts.nonce, '--nonce');
     // the service's expectedNonce rule: a shorter or longer one is a malformed request there
     if (nonce.length < TOKEN_NONCE_MIN || nonce.length > TOKEN_NONCE_MAX) {
-      throw usageError(`--nonce must be ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes, as the service requires of expectedNonce; got ${nonce.length}`);
+      throw usageError(
+        `--nonce must be ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes, as the service requires of expectedNonce; got ${nonce.length}`,
+      );
     }
     return { expectedNonce: nonce };
   }
   if (opts.serverNonce === undefined) return { expectedNonce: null };
   const serverNonce = bytesFlag(opts.serverNonce, '--server-nonce');
-  const deviceNonce = opts.deviceNonce === undefined ? undefined : bytesFlag(opts.deviceNonce, '--device-nonce');
+  const deviceNonce =
+    opts.deviceNonce === undefined ? undefined : bytesFlag(opts.deviceNonce, '--device-nonce');
   if (deviceNonce && deviceNonce.length > DEVICE_NONCE_BYTES.max) {
-    throw usageError(`--device-nonce must be ${DEVICE_NONCE_BYTES.min} to ${DEVICE_NONCE_BYTES.max} bytes, as the service requires of deviceNonce; got ${deviceNonce.length}`);
+    throw usageError(
+      `--device-nonce must be ${DEVICE_NONCE_BYTES.min} to ${DEVICE_NONCE_BYTES.max} bytes, as the service requires of deviceNonce; got ${deviceNonce.length}`,
+    );
   }
   const expectedNonce = finalNonce(serverNonce, deviceNonce);
   return { expectedNonce, serverNonce, ...(deviceNonce ? { deviceNonce } : {}) };
@@ -333,23 +541,40 @@ const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}
 function instant(text: string): Date {
   const d = new Date(text);
   if (!ISO_INSTANT.test(text) || Number.isNaN(d.getTime())) {
-    throw usageError(`--at takes an ISO 8601 time with its offset, such as 2021-01-23T12:13:33Z, got "${text}"`);
+    throw usageError(
+      `--at takes an ISO 8601 time with its offset, such as 2021-01-23T12:13:33Z, got "${text}"`,
+    );
   }
   return d;
 }
 
-function offlineAllowlist(opts: Options, serviceAccount: GoogleServiceAccount | undefined): AllowlistReader {
-  for (const id of opts.appId) if (!APPLE_APP_ID.test(id)) throw usageError(`--app-id "${id}" is not TEAMID.bundle.id`);
+function offlineAllowlist(
+  opts: Options,
+  serviceAccount: GoogleServiceAccount | undefined,
+): AllowlistReader {
+  for (const id of opts.appId)
+    if (!APPLE_APP_ID.test(id)) throw usageError(`--app-id "${id}" is not TEAMID.bundle.id`);
   const android = [];
   if (opts.package !== undefined) {
     const decryption = keyFlag(opts, 'decryptionKey', '--decryption-key');
     const verification = keyFlag(opts, 'verificationKey', '--verification-key');
-    const keyless = serviceAccount !== undefined && decryption === undefined && verification === undefined;
+    const keyless =
+      serviceAccount !== undefined && decryption === undefined && verification === undefined;
     if (!keyless && (decryption === undefined || verification === undefined)) {
-      throw usageError('--package needs --decryption-key-file and --verification-key-file (or --decryption-key and --verification-key; for standard requests, --service-account-file with --online)');
+      throw usageError(
+        '--package needs --decryption-key-file and --verification-key-file (or --decryption-key and --verification-key; for standard requests, --service-account-file with --online)',
+      );
     }
     try {
-      const keys = keyless ? [] : [{ id: 'cli', decryptionKey: parseDecryptionKey(decryption!), verificationKey: parseVerificationKey(verification!) }];
+      const keys = keyless
+        ? []
+        : [
+            {
+              id: 'cli',
+              decryptionKey: parseDecryptionKey(decryption!),
+              verificationKey: parseVerificationKey(verification!),
+            },
+          ];
       android.push({
         packageName: opts.package,
         keys,
@@ -360,14 +585,22 @@ function offlineAllowlist(opts: Options, serviceAccount: GoogleServiceAccount | 
       throw usageError((err as Error).message);
     }
   }
-  return createMemoryAllowlist({ apple: opts.appId.map((appId) => ({ appId, env: 'any' as const })), android });
+  return createMemoryAllowlist({
+    apple: opts.appId.map((appId) => ({ appId, env: 'any' as const })),
+    android,
+  });
 }
 
 /** A key given as itself or, kept out of `ps`, as a file holding it. */
-function keyFlag(opts: Options, name: 'decryptionKey' | 'verificationKey', flag: string): string | undefined {
+function keyFlag(
+  opts: Options,
+  name: 'decryptionKey' | 'verificationKey',
+  flag: string,
+): string | undefined {
   const inline = opts[name];
   const file = opts[`${name}File`];
-  if (inline !== undefined && file !== undefined) throw usageError(`give ${flag} or ${flag}-file, not both`);
+  if (inline !== undefined && file !== undefined)
+    throw usageError(`give ${flag} or ${flag}-file, not both`);
   if (file === undefined) return inline;
   try {
     // a bounded read: a key is a few dozen bytes, and the path may name a device or a pipe
@@ -375,15 +608,21 @@ function keyFlag(opts: Options, name: 'decryptionKey' | 'verificationKey', flag:
     const buffer = Buffer.alloc(KEY_FILE_MAX_BYTES + 1);
     let size = 0;
     try {
-      for (let n = 1; n > 0 && size <= KEY_FILE_MAX_BYTES; size += n) n = readSync(fd, buffer, size, buffer.length - size, null);
+      for (let n = 1; n > 0 && size <= KEY_FILE_MAX_BYTES; size += n)
+        n = readSync(fd, buffer, size, buffer.length - size, null);
     } finally {
       closeSync(fd);
     }
-    if (size > KEY_FILE_MAX_BYTES) throw usageError(`${flag}-file ${file} is larger than a key (${KEY_FILE_MAX_BYTES} bytes at most)`);
+    if (size > KEY_FILE_MAX_BYTES)
+      throw usageError(
+        `${flag}-file ${file} is larger than a key (${KEY_FILE_MAX_BYTES} bytes at most)`,
+      );
     return buffer.subarray(0, size).toString('utf8').trim();
   } catch (err) {
     if (err instanceof CliError) throw err;
-    throw usageError(`${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw usageError(
+      `${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
 }
 
@@ -402,7 +641,9 @@ async function readServiceAccount(path: string): Promise<GoogleServiceAccount> {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw usageError(`--service-account-file: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+    throw usageError(
+      `--service-account-file: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
   const parsed = await parseServiceAccount(text);
   if (!parsed.ok) throw usageError(`--service-account-file ${path}: ${parsed.problem}`);
@@ -424,18 +665,23 @@ function oncePerToken(decoder: IntegrityTokenDecoder): IntegrityTokenDecoder {
 
 function offlineKeys(opts: Options, token: Uint8Array): AppleKeyStore {
   if (opts.appleKey === undefined) {
-    if (opts.env !== undefined) throw usageError('--env needs --apple-key: it is the environment of that registered key');
+    if (opts.env !== undefined)
+      throw usageError('--env needs --apple-key: it is the environment of that registered key');
     return createMemoryAppleKeyStore([], { readOnly: true });
   }
-  if (opts.appId.length !== 1) throw usageError('--apple-key needs exactly one --app-id: the app the key was registered for');
+  if (opts.appId.length !== 1)
+    throw usageError('--apple-key needs exactly one --app-id: the app the key was registered for');
   const counter = /^\d{1,10}$/.test(opts.counter ?? '') ? Number(opts.counter) : Number.NaN;
-  if (!(counter >= 0 && counter <= 0xffffffff)) throw usageError('--counter must be 0 to 4294967295');
+  if (!(counter >= 0 && counter <= 0xffffffff))
+    throw usageError('--counter must be 0 to 4294967295');
   let pem = opts.appleKey;
   if (!pem.includes('-----BEGIN')) {
     try {
       pem = readFileSync(pem, 'utf8');
     } catch {
-      throw usageError(`--apple-key: cannot read ${opts.appleKey}; give a PEM file or the PEM text`);
+      throw usageError(
+        `--apple-key: cannot read ${opts.appleKey}; give a PEM file or the PEM text`,
+      );
     }
   }
   let publicKey: Uint8Array;
@@ -477,9 +723,22 @@ function readOnlyKeys(store: AppleKeyStore): AppleKeyStore {
 function report(
   outcome: VerifyOutcome,
   hints: Hint[],
-  ctx: { at: Date; nonceChecked: boolean; json: boolean; offline: boolean; roots: string; mode: KeyMode },
+  ctx: {
+    at: Date;
+    nonceChecked: boolean;
+    json: boolean;
+    offline: boolean;
+    roots: string;
+    mode: KeyMode;
+  },
 ) {
-  const checks = outcome.checks.map((c) => ({ id: c.id, title: checkTitle(c.id) ?? c.id, status: c.status, detail: c.detail, ...(c.reason ? { reason: c.reason } : {}) }));
+  const checks = outcome.checks.map((c) => ({
+    id: c.id,
+    title: checkTitle(c.id) ?? c.id,
+    status: c.status,
+    detail: c.detail,
+    ...(c.reason ? { reason: c.reason } : {}),
+  }));
   if (ctx.json) {
     printJson({
       valid: outcome.ok,
@@ -502,9 +761,14 @@ function report(
   const out: string[] = [];
   const line = (text: string) => out.push(safeText(text));
   const f = outcome.facts;
-  line(`token: service ${f.service ?? '?'}${f.shape ? `, ${f.shape}` : ''}${f.appId ? `, app ${f.appId}` : ''}${f.packageName ? `, package ${f.packageName}` : ''}${f.keyId ? `, key ${f.keyId}` : ''}`);
-  line(`verified at ${ctx.at.toISOString()} against ${ctx.offline ? 'the flags given' : 'the configured database (read-only)'}, as a ${ctx.mode} API key would`);
-  if (!ctx.nonceChecked) out.push(p.yellow('nonce: NOT CHECKED (no --nonce or --server-nonce given)'));
+  line(
+    `token: service ${f.service ?? '?'}${f.shape ? `, ${f.shape}` : ''}${f.appId ? `, app ${f.appId}` : ''}${f.packageName ? `, package ${f.packageName}` : ''}${f.keyId ? `, key ${f.keyId}` : ''}`,
+  );
+  line(
+    `verified at ${ctx.at.toISOString()} against ${ctx.offline ? 'the flags given' : 'the configured database (read-only)'}, as a ${ctx.mode} API key would`,
+  );
+  if (!ctx.nonceChecked)
+    out.push(p.yellow('nonce: NOT CHECKED (no --nonce or --server-nonce given)'));
   out.push('');
   const mark = { pass: p.green('pass'), fail: p.red(p.bold('FAIL')), skip: p.dim('skip') } as const;
   for (const c of checks) {

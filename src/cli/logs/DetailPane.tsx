@@ -44,7 +44,10 @@ export function DetailPane({ entry, position, width, height, scroll }: DetailPan
             {fit(line.key, keyWidth)}
           </Text>
           {'  '}
-          <Text color={line.tone ? TONE_COLOR[line.tone] : undefined} dimColor={line.tone === 'dim'}>
+          <Text
+            color={line.tone ? TONE_COLOR[line.tone] : undefined}
+            dimColor={line.tone === 'dim'}
+          >
             {line.value}
           </Text>
         </Text>

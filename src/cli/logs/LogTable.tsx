@@ -1,6 +1,13 @@
 import { Box, Text } from 'ink';
 import { clean, fit, formatClock, shortenRoute } from './formatLog.js';
-import { deviceIdOf, isRequest, levelLabel, messageLine, type LogEntry, type LogRecord } from './logRecord.js';
+import {
+  deviceIdOf,
+  isRequest,
+  levelLabel,
+  messageLine,
+  type LogEntry,
+  type LogRecord,
+} from './logRecord.js';
 import type { TableColumns } from './viewLayout.js';
 
 /** A piece of a row with its colour; the row is the pieces side by side. */
@@ -25,8 +32,10 @@ const SERVICE_COLOR: Readonly<Record<string, string>> = { apple: 'cyan', gms: 'm
  */
 function whyCell(r: LogRecord, width: number): Cell {
   if (r.reason !== undefined) return { text: fit(clean(r.reason), width), color: 'red' };
-  if (r.auth !== undefined) return { text: fit(clean(`API key ${r.auth}`), width), color: 'yellow' };
-  if (r.errorMessage !== undefined) return { text: fit(clean(r.errorMessage), width), color: 'red', dim: true };
+  if (r.auth !== undefined)
+    return { text: fit(clean(`API key ${r.auth}`), width), color: 'yellow' };
+  if (r.errorMessage !== undefined)
+    return { text: fit(clean(r.errorMessage), width), color: 'red', dim: true };
   return { text: fit('', width) };
 }
 
@@ -36,20 +45,42 @@ function rowCells(entry: LogEntry, c: TableColumns, withDate: boolean): Cell[] {
   const gap: Cell = { text: ' ' };
   // Everything after the status column, for lines that are not requests.
   const restWidth =
-    c.route + c.service + c.valid + c.reason + c.apiKey + 4 + (c.device > 0 ? c.device + 1 : 0) + (c.detail > 0 ? c.detail + 1 : 0);
+    c.route +
+    c.service +
+    c.valid +
+    c.reason +
+    c.apiKey +
+    4 +
+    (c.device > 0 ? c.device + 1 : 0) +
+    (c.detail > 0 ? c.detail + 1 : 0);
   if (r === undefined) {
-    return [{ text: fit('', c.time) }, gap, { text: 'raw', dim: true }, gap, { text: fit(clean(entry.raw), restWidth), dim: true }];
+    return [
+      { text: fit('', c.time) },
+      gap,
+      { text: 'raw', dim: true },
+      gap,
+      { text: fit(clean(entry.raw), restWidth), dim: true },
+    ];
   }
   const time: Cell = { text: fit(formatClock(r.timeMs, withDate), c.time), color: 'gray' };
   if (!isRequest(r)) {
     const label = levelLabel(r.level).slice(0, 3).toUpperCase();
-    return [time, gap, { text: label, color: levelColor(r.level), bold: true }, gap, { text: fit(clean(messageLine(r)), restWidth) }];
+    return [
+      time,
+      gap,
+      { text: label, color: levelColor(r.level), bold: true },
+      gap,
+      { text: fit(clean(messageLine(r)), restWidth) },
+    ];
   }
   const valid = r.isValid === undefined ? ' ' : r.isValid ? '✓' : '✗';
   const cells: Cell[] = [
     time,
     gap,
-    { text: fit(r.status === undefined ? '' : String(r.status), c.status), color: statusColor(r.status) },
+    {
+      text: fit(r.status === undefined ? '' : String(r.status), c.status),
+      color: statusColor(r.status),
+    },
     gap,
     { text: fit(shortenRoute(clean(r.route ?? ''), c.route), c.route) },
     gap,
@@ -97,7 +128,15 @@ export interface LogTableProps {
 }
 
 /** The list of lines: a column header, then one row per line, the selected one highlighted. */
-export function LogTable({ rows, selected, columns, withDate, width, height, emptyText }: LogTableProps) {
+export function LogTable({
+  rows,
+  selected,
+  columns,
+  withDate,
+  width,
+  height,
+  emptyText,
+}: LogTableProps) {
   const lines = rows.slice(0, height);
   return (
     <Box flexDirection="column" width={width} height={height + 1}>

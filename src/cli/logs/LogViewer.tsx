@@ -38,7 +38,11 @@ const spansDays = (entries: readonly LogEntry[]) => {
 };
 
 const formatBytes = (n: number) =>
-  n >= 1 << 30 ? `${(n / (1 << 30)).toFixed(1)} GiB` : n >= 1 << 20 ? `${(n / (1 << 20)).toFixed(1)} MiB` : `${Math.ceil(n / 1024)} KiB`;
+  n >= 1 << 30
+    ? `${(n / (1 << 30)).toFixed(1)} GiB`
+    : n >= 1 << 20
+      ? `${(n / (1 << 20)).toFixed(1)} MiB`
+      : `${Math.ceil(n / 1024)} KiB`;
 
 function phaseText(status: SourceStatus): { text: string; color: string } {
   switch (status.phase) {
@@ -57,13 +61,30 @@ function phaseText(status: SourceStatus): { text: string; color: string } {
  * The title line. Takes counts, not the snapshot: React's development build walks changed props
  * to record them, and a snapshot holds every loaded line.
  */
-function Header({ status, lines, received, shown, width }: { status: SourceStatus; lines: number; received: number; shown: number; width: number }) {
+function Header({
+  status,
+  lines,
+  received,
+  shown,
+  width,
+}: {
+  status: SourceStatus;
+  lines: number;
+  received: number;
+  shown: number;
+  width: number;
+}) {
   const phase = phaseText(status);
   const notes: string[] = [];
   if (status.rotations > 0) notes.push(`↻ rotated ${status.rotations}×`);
-  if (status.skippedBytes > 0) notes.push(`head of file skipped (${formatBytes(status.skippedBytes)})`);
-  const problem = status.phase !== 'error' && status.error !== undefined ? ` ⚠ ${status.error}` : '';
-  const count = received > lines ? `last ${formatCount(lines)} of ${formatCount(received)} read` : `${formatCount(lines)} lines`;
+  if (status.skippedBytes > 0)
+    notes.push(`head of file skipped (${formatBytes(status.skippedBytes)})`);
+  const problem =
+    status.phase !== 'error' && status.error !== undefined ? ` ⚠ ${status.error}` : '';
+  const count =
+    received > lines
+      ? `last ${formatCount(lines)} of ${formatCount(received)} read`
+      : `${formatCount(lines)} lines`;
   const right = `${count} · ${formatCount(shown)} shown `;
   const title = ' attest logs';
   const source = `  ${status.source}  `;
@@ -96,7 +117,13 @@ function FilterLine({ filter, width }: { filter: LogFilter; width: number }) {
     { k: '/', label: 'search', value: filter.search === '' ? undefined : `"${filter.search}"` },
   ];
   const tail = 'c clear';
-  const fixed = 1 + tail.length + items.reduce((n, it) => n + it.k.length + 3 + (it.value === undefined ? it.label.length : 0), 0);
+  const fixed =
+    1 +
+    tail.length +
+    items.reduce(
+      (n, it) => n + it.k.length + 3 + (it.value === undefined ? it.label.length : 0),
+      0,
+    );
   const widths = items.map((it) => it.value?.length ?? 0);
   const total = () => widths.reduce((a, b) => a + b, 0);
   while (total() > width - fixed) {
@@ -157,7 +184,14 @@ function KeyLine({ state }: { state: ViewState }) {
  * record (Enter/Tab), a summary of what is loaded, and the filters and keys always on screen.
  * It reads the store through {@link useLogStore} and keeps only view state of its own.
  */
-export function LogViewer({ store, initialFilter = NO_FILTER, width: w, height: h, refreshMs = 0, onQuit }: LogViewerProps) {
+export function LogViewer({
+  store,
+  initialFilter = NO_FILTER,
+  width: w,
+  height: h,
+  refreshMs = 0,
+  onQuit,
+}: LogViewerProps) {
   const snap = useLogStore(store, refreshMs);
   const term = useTerminalSize();
   const width = w ?? term.columns;
@@ -205,7 +239,13 @@ export function LogViewer({ store, initialFilter = NO_FILTER, width: w, height: 
           : 'the log has no lines';
   return (
     <Box flexDirection="column" width={width} height={height}>
-      <Header status={snap.status} lines={snap.summary.lines} received={snap.received} shown={visible.length} width={width} />
+      <Header
+        status={snap.status}
+        lines={snap.summary.lines}
+        received={snap.received}
+        shown={visible.length}
+        width={width}
+      />
       <Box flexDirection="row" height={layout.mainHeight}>
         <Box flexDirection="column" width={layout.mainWidth} height={layout.mainHeight}>
           <LogTable
@@ -220,19 +260,31 @@ export function LogViewer({ store, initialFilter = NO_FILTER, width: w, height: 
           {state.detail && (
             <DetailPane
               entry={visible[cursor]}
-              position={cursor < 0 ? '' : `${formatCount(cursor + 1)} of ${formatCount(visible.length)}`}
+              position={
+                cursor < 0 ? '' : `${formatCount(cursor + 1)} of ${formatCount(visible.length)}`
+              }
               width={layout.mainWidth}
               height={layout.detailRows}
               scroll={state.detailScroll}
             />
           )}
           {layout.summary === 'bottom' && (
-            <SummaryLines summary={snap.summary} filter={state.filter} width={layout.mainWidth} height={layout.summaryRows} />
+            <SummaryLines
+              summary={snap.summary}
+              filter={state.filter}
+              width={layout.mainWidth}
+              height={layout.summaryRows}
+            />
           )}
         </Box>
         {layout.summary === 'side' && (
           <Box marginLeft={1}>
-            <SummarySide summary={snap.summary} filter={state.filter} width={layout.sideWidth - 1} height={layout.mainHeight} />
+            <SummarySide
+              summary={snap.summary}
+              filter={state.filter}
+              width={layout.sideWidth - 1}
+              height={layout.mainHeight}
+            />
           </Box>
         )}
       </Box>

@@ -3,7 +3,8 @@ import { clean, fit, formatCount } from './formatLog.js';
 import type { LogFilter } from './logFilter.js';
 import type { LogSummary, VerifyCounts } from './logStore.js';
 
-const percent = (part: number, whole: number) => (whole === 0 ? '' : `${((100 * part) / whole).toFixed(1)}%`);
+const percent = (part: number, whole: number) =>
+  whole === 0 ? '' : `${((100 * part) / whole).toFixed(1)}%`;
 
 /** A text piece of a summary line. */
 interface Piece {
@@ -29,7 +30,11 @@ function Line({ pieces, width }: { pieces: readonly Piece[]; width: number }) {
 }
 
 /** Puts as many `name count` items on a line as fit, then `+N more`. */
-function packed(label: string, items: readonly { name: string; count: number; active: boolean }[], width: number): Piece[] {
+function packed(
+  label: string,
+  items: readonly { name: string; count: number; active: boolean }[],
+  width: number,
+): Piece[] {
   const pieces: Piece[] = [{ text: label, dim: true }];
   let used = label.length;
   for (let i = 0; i < items.length; i++) {
@@ -63,7 +68,10 @@ function totalsPieces(s: LogSummary, filter: LogFilter): Piece[] {
     { text: ' verify ', dim: true },
     { text: formatCount(s.verifications), bold: true },
     { text: ` ✗${formatCount(s.rejected)}`, color: 'red', bold: true },
-    { text: s.verifications > 0 ? ` ${Math.round((100 * s.rejected) / s.verifications)}%` : '', color: 'red' },
+    {
+      text: s.verifications > 0 ? ` ${Math.round((100 * s.rejected) / s.verifications)}%` : '',
+      color: 'red',
+    },
   ];
   for (const svc of s.services) {
     pieces.push(
@@ -73,8 +81,16 @@ function totalsPieces(s: LogSummary, filter: LogFilter): Piece[] {
       { text: `/${formatCount(svc.total)}`, dim: true },
     );
   }
-  if (s.clientErrors > 0) pieces.push({ text: ' │ ', dim: true }, { text: `4xx ${formatCount(s.clientErrors)}`, color: 'yellow' });
-  if (s.serverErrors > 0) pieces.push({ text: ' │ ', dim: true }, { text: `5xx ${formatCount(s.serverErrors)}`, color: 'red' });
+  if (s.clientErrors > 0)
+    pieces.push(
+      { text: ' │ ', dim: true },
+      { text: `4xx ${formatCount(s.clientErrors)}`, color: 'yellow' },
+    );
+  if (s.serverErrors > 0)
+    pieces.push(
+      { text: ' │ ', dim: true },
+      { text: `5xx ${formatCount(s.serverErrors)}`, color: 'red' },
+    );
   if (s.unparsed > 0) pieces.push({ text: ` │ ${formatCount(s.unparsed)} not JSON`, dim: true });
   return pieces;
 }
@@ -82,7 +98,11 @@ function totalsPieces(s: LogSummary, filter: LogFilter): Piece[] {
 /** The summary as two or three lines under the list, for narrow terminals. */
 export function SummaryLines({ summary, filter, width, height }: SummaryProps) {
   const reasons = summary.reasons.map((r) => ({ ...r, active: r.name === filter.reason }));
-  const keys = summary.apiKeys.map((k) => ({ name: k.name, count: k.total, active: k.name === filter.apiKeyId }));
+  const keys = summary.apiKeys.map((k) => ({
+    name: k.name,
+    count: k.total,
+    active: k.name === filter.apiKeyId,
+  }));
   const lines = [totalsPieces(summary, filter), packed(' top reasons: ', reasons, width)];
   if (height >= 3) lines.push(packed(' API keys: ', keys, width));
   return (
@@ -97,19 +117,35 @@ export function SummaryLines({ summary, filter, width, height }: SummaryProps) {
   );
 }
 
-function countsRows(title: string, rows: readonly VerifyCounts[], active: string | undefined, width: number, max: number): Piece[][] {
+function countsRows(
+  title: string,
+  rows: readonly VerifyCounts[],
+  active: string | undefined,
+  width: number,
+  max: number,
+): Piece[][] {
   if (rows.length === 0 || max < 2) return [];
   const nameWidth = width - 14;
-  const out: Piece[][] = [[{ text: fit(title, nameWidth), bold: true }, { text: '   rej   total', dim: true }]];
+  const out: Piece[][] = [
+    [
+      { text: fit(title, nameWidth), bold: true },
+      { text: '   rej   total', dim: true },
+    ],
+  ];
   const shown = rows.length > max - 1 ? rows.slice(0, max - 2) : rows;
   for (const r of shown) {
     out.push([
       { text: fit(r.name, nameWidth), inverse: r.name === active },
-      { text: fit(formatCount(r.rejected), 6, 'right'), color: r.rejected > 0 ? 'red' : undefined, dim: r.rejected === 0 },
+      {
+        text: fit(formatCount(r.rejected), 6, 'right'),
+        color: r.rejected > 0 ? 'red' : undefined,
+        dim: r.rejected === 0,
+      },
       { text: fit(formatCount(r.total), 8, 'right') },
     ]);
   }
-  if (shown.length < rows.length) out.push([{ text: `+${rows.length - shown.length} more`, dim: true }]);
+  if (shown.length < rows.length)
+    out.push([{ text: `+${rows.length - shown.length} more`, dim: true }]);
   return out;
 }
 
@@ -119,18 +155,40 @@ export function SummarySide({ summary: s, filter, width, height }: SummaryProps)
   const num = (n: number) => fit(formatCount(n), 8, 'right');
   const label = (t: string) => fit(t, inner - 8);
   const lines: Piece[][] = [
-    [{ text: 'SUMMARY', bold: true }, { text: ` of ${formatCount(s.lines)} lines`, dim: true }],
+    [
+      { text: 'SUMMARY', bold: true },
+      { text: ` of ${formatCount(s.lines)} lines`, dim: true },
+    ],
     [{ text: label('requests') }, { text: num(s.requests) }],
     [{ text: label('verifications') }, { text: num(s.verifications) }],
-    [{ text: label('  valid'), color: 'green' }, { text: num(s.verifications - s.rejected), color: 'green' }],
     [
-      { text: fit(`  rejected ${percent(s.rejected, s.verifications)}`, inner - 8), color: 'red', bold: true },
+      { text: label('  valid'), color: 'green' },
+      { text: num(s.verifications - s.rejected), color: 'green' },
+    ],
+    [
+      {
+        text: fit(`  rejected ${percent(s.rejected, s.verifications)}`, inner - 8),
+        color: 'red',
+        bold: true,
+      },
       { text: num(s.rejected), color: 'red', bold: true },
     ],
   ];
-  if (s.clientErrors > 0) lines.push([{ text: label('HTTP 4xx'), color: 'yellow' }, { text: num(s.clientErrors), color: 'yellow' }]);
-  if (s.serverErrors > 0) lines.push([{ text: label('HTTP 5xx'), color: 'red' }, { text: num(s.serverErrors), color: 'red' }]);
-  if (s.unparsed > 0) lines.push([{ text: label('not JSON'), dim: true }, { text: num(s.unparsed), dim: true }]);
+  if (s.clientErrors > 0)
+    lines.push([
+      { text: label('HTTP 4xx'), color: 'yellow' },
+      { text: num(s.clientErrors), color: 'yellow' },
+    ]);
+  if (s.serverErrors > 0)
+    lines.push([
+      { text: label('HTTP 5xx'), color: 'red' },
+      { text: num(s.serverErrors), color: 'red' },
+    ]);
+  if (s.unparsed > 0)
+    lines.push([
+      { text: label('not JSON'), dim: true },
+      { text: num(s.unparsed), dim: true },
+    ]);
   lines.push([], ...countsRows('PLATFORM', s.services, filter.service, inner, 5));
 
   // Reasons take the room left after a short API key section.
@@ -149,9 +207,11 @@ export function SummarySide({ summary: s, filter, width, height }: SummaryProps)
         { text: ` ${bar}`, color: 'red', dim: true },
       ]);
     }
-    if (shown.length < s.reasons.length) lines.push([{ text: `+${s.reasons.length - shown.length} more (e cycles)`, dim: true }]);
+    if (shown.length < s.reasons.length)
+      lines.push([{ text: `+${s.reasons.length - shown.length} more (e cycles)`, dim: true }]);
   }
-  if (keyRows > 0) lines.push([], ...countsRows('API KEY', s.apiKeys, filter.apiKeyId, inner, keyRows - 1));
+  if (keyRows > 0)
+    lines.push([], ...countsRows('API KEY', s.apiKeys, filter.apiKeyId, inner, keyRows - 1));
   return (
     <Box
       flexDirection="column"

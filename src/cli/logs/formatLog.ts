@@ -1,5 +1,12 @@
 import { paint, safeText, type Paint } from '../terminalText.js';
-import { deviceIdOf, isRequest, levelLabel, messageLine, type LogEntry, type LogRecord } from './logRecord.js';
+import {
+  deviceIdOf,
+  isRequest,
+  levelLabel,
+  messageLine,
+  type LogEntry,
+  type LogRecord,
+} from './logRecord.js';
 
 /** The longest reason code (`apple_environment_not_allowed`): plain lines pad to it so columns line up. */
 const REASON_WIDTH = 29;
@@ -72,7 +79,10 @@ export const formatCount = (n: number): string => n.toLocaleString('en-US');
  * @param options.instance - print the instance column
  * @param options.paint - colours for the verdict
  */
-export function formatPlainLine(entry: LogEntry, options: { instance?: boolean; paint?: Paint } = {}): string {
+export function formatPlainLine(
+  entry: LogEntry,
+  options: { instance?: boolean; paint?: Paint } = {},
+): string {
   const r = entry.record;
   const prefix = options.instance === true ? `${safeText(instanceOf(entry)).padEnd(12)} ` : '';
   if (r === undefined) return prefix + safeText(entry.raw);
@@ -88,7 +98,8 @@ export function instanceOf(entry: LogEntry): string {
 
 function recordLine(r: LogRecord, p: Paint): string {
   const time = r.timeMs === undefined ? '-' : new Date(r.timeMs).toISOString();
-  if (!isRequest(r)) return safeText(`${time} ${levelLabel(r.level).toUpperCase().padEnd(5)} ${messageLine(r)}`);
+  if (!isRequest(r))
+    return safeText(`${time} ${levelLabel(r.level).toUpperCase().padEnd(5)} ${messageLine(r)}`);
   const valid = r.isValid === undefined ? '-' : r.isValid ? 'valid' : 'invalid';
   const why = r.reason ?? (r.auth !== undefined ? `auth:${r.auth}` : '-');
   const colour = r.isValid === true ? p.green : r.isValid === false ? p.red : (s: string) => s;
@@ -101,6 +112,10 @@ function recordLine(r: LogRecord, p: Paint): string {
     safeText(why).padEnd(REASON_WIDTH),
     safeText(deviceIdOf(r) ?? '-').padEnd(DEVICE_WIDTH),
     safeText(r.requestId ?? '-'),
-    ...(r.detail !== undefined ? [safeText(JSON.stringify(r.detail))] : r.errorMessage !== undefined ? [safeText(JSON.stringify(r.errorMessage))] : []),
+    ...(r.detail !== undefined
+      ? [safeText(JSON.stringify(r.detail))]
+      : r.errorMessage !== undefined
+        ? [safeText(JSON.stringify(r.errorMessage))]
+        : []),
   ].join(' ');
 }

@@ -63,9 +63,15 @@ export function compileFilter(filter: LogFilter): (entry: LogEntry) => boolean {
       if (filter.reason !== undefined && r.reason !== filter.reason) return false;
       if (filter.service !== undefined && r.service !== filter.service) return false;
       if (filter.apiKeyId !== undefined && r.apiKeyId !== filter.apiKeyId) return false;
-      if (filter.since !== undefined && !(r.timeMs !== undefined && r.timeMs >= filter.since)) return false;
-      if (filter.until !== undefined && !(r.timeMs !== undefined && r.timeMs <= filter.until)) return false;
-      if (filter.status !== undefined && !(r.status !== undefined && r.status >= filter.status.min && r.status <= filter.status.max)) return false;
+      if (filter.since !== undefined && !(r.timeMs !== undefined && r.timeMs >= filter.since))
+        return false;
+      if (filter.until !== undefined && !(r.timeMs !== undefined && r.timeMs <= filter.until))
+        return false;
+      if (
+        filter.status !== undefined &&
+        !(r.status !== undefined && r.status >= filter.status.min && r.status <= filter.status.max)
+      )
+        return false;
     }
     return search === undefined || search.test(entry.raw);
   };

@@ -63,7 +63,11 @@ const sameFile = (a: Stats, b: Stats) => a.ino === b.ino && a.dev === b.dev;
  * @param options - follow, tail and polling options
  * @returns a promise that resolves at the end of the file (not following) or when `signal` aborts
  */
-export async function readLogFile(path: string, sink: LineSink, options: ReadFileOptions): Promise<void> {
+export async function readLogFile(
+  path: string,
+  sink: LineSink,
+  options: ReadFileOptions,
+): Promise<void> {
   const { signal, follow, onEvent } = options;
   // A function, not a narrowed property read: the signal changes across awaits.
   const aborted = () => signal?.aborted === true;

@@ -151,10 +151,12 @@ const HOUSEKEEPING = new Set(['level', 'time', 'pid', 'hostname', 'msg', 'err', 
 export function messageLine(r: LogRecord): string {
   const parts: string[] = [];
   if (r.msg !== undefined) parts.push(r.msg);
-  if (r.errorMessage !== undefined && r.errorMessage !== r.msg) parts.push(`err="${r.errorMessage}"`);
+  if (r.errorMessage !== undefined && r.errorMessage !== r.msg)
+    parts.push(`err="${r.errorMessage}"`);
   for (const [k, v] of Object.entries(r.fields)) {
     if (HOUSEKEEPING.has(k)) continue;
-    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean') parts.push(`${k}=${String(v)}`);
+    if (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean')
+      parts.push(`${k}=${String(v)}`);
   }
   return parts.join(' ');
 }

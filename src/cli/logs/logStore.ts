@@ -94,7 +94,8 @@ export class LogStore {
     readonly limit: number = DEFAULT_LIMIT,
     source = 'stdin',
   ) {
-    if (!Number.isInteger(limit) || limit < 1) throw new RangeError(`limit must be a positive integer, got ${limit}`);
+    if (!Number.isInteger(limit) || limit < 1)
+      throw new RangeError(`limit must be a positive integer, got ${limit}`);
     this.ring = new Array<LogEntry | undefined>(limit).fill(undefined);
     this.status = { source, phase: 'loading', rotations: 0, skippedBytes: 0 };
   }
@@ -123,7 +124,8 @@ export class LogStore {
     if (lines.length === 0) return;
     const from = Math.max(0, lines.length - this.limit);
     this.nextSeq += from;
-    for (let i = from; i < lines.length; i++) this.push({ seq: this.nextSeq++, ...(lines[i] as Omit<LogEntry, 'seq'>) });
+    for (let i = from; i < lines.length; i++)
+      this.push({ seq: this.nextSeq++, ...(lines[i] as Omit<LogEntry, 'seq'>) });
     this.changed();
   }
 
@@ -197,12 +199,14 @@ export class LogStore {
 
   private entries(): LogEntry[] {
     const out = new Array<LogEntry>(this.size);
-    for (let i = 0; i < this.size; i++) out[i] = this.ring[(this.head + i) % this.limit] as LogEntry;
+    for (let i = 0; i < this.size; i++)
+      out[i] = this.ring[(this.head + i) % this.limit] as LogEntry;
     return out;
   }
 
   private summary(): LogSummary {
-    const byCount = (a: VerifyCounts, b: VerifyCounts) => b.total - a.total || a.name.localeCompare(b.name);
+    const byCount = (a: VerifyCounts, b: VerifyCounts) =>
+      b.total - a.total || a.name.localeCompare(b.name);
     const counts = (m: Map<string, MutableCounts>) =>
       [...m].map(([name, c]) => ({ name, total: c.total, rejected: c.rejected })).sort(byCount);
     return {

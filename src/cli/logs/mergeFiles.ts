@@ -21,7 +21,10 @@ function globRegExp(pattern: string): RegExp {
       const end = pattern.indexOf(']', i + 1);
       if (end === -1) re += '\\[';
       else {
-        const body = pattern.slice(i + 1, end).replace(/^!/, '^').replace(/\\/g, '\\\\');
+        const body = pattern
+          .slice(i + 1, end)
+          .replace(/^!/, '^')
+          .replace(/\\/g, '\\\\');
         re += `[${body}]`;
         i = end;
       }
@@ -88,8 +91,17 @@ interface Cursor {
  * @param sink - receives the merged lines
  * @param signal - stops reading
  */
-export async function readMergedFiles(paths: readonly string[], sink: SourcedSink, signal?: AbortSignal): Promise<void> {
-  const cursors: Cursor[] = paths.map((p) => ({ lines: fileLines(p, signal), source: basename(p), head: undefined, at: Number.NEGATIVE_INFINITY }));
+export async function readMergedFiles(
+  paths: readonly string[],
+  sink: SourcedSink,
+  signal?: AbortSignal,
+): Promise<void> {
+  const cursors: Cursor[] = paths.map((p) => ({
+    lines: fileLines(p, signal),
+    source: basename(p),
+    head: undefined,
+    at: Number.NEGATIVE_INFINITY,
+  }));
   const advance = async (c: Cursor) => {
     const next = await c.lines.next();
     if (next.done === true) {
@@ -105,7 +117,8 @@ export async function readMergedFiles(paths: readonly string[], sink: SourcedSin
     let batch: SourcedLine[] = [];
     while (signal?.aborted !== true) {
       let pick: Cursor | undefined;
-      for (const c of cursors) if (c.head !== undefined && (pick === undefined || c.at < pick.at)) pick = c;
+      for (const c of cursors)
+        if (c.head !== undefined && (pick === undefined || c.at < pick.at)) pick = c;
       if (pick === undefined) break;
       batch.push(pick.head!);
       if (batch.length >= 512) {

@@ -53,7 +53,8 @@ export class PlainPrinter {
   }
 
   /** The sink to give the reader. */
-  readonly sink: LineSink = (lines) => this.take(lines.map((raw) => ({ raw, record: parseLogLine(raw) })));
+  readonly sink: LineSink = (lines) =>
+    this.take(lines.map((raw) => ({ raw, record: parseLogLine(raw) })));
 
   /** The sink for lines already parsed and tagged with their file (several files merged). */
   readonly take: SourcedSink = async (lines: SourcedLine[]) => {
@@ -65,7 +66,9 @@ export class PlainPrinter {
       if (this.options.json) {
         if (entry.record !== undefined) out.push(entry.raw);
       } else {
-        out.push(formatPlainLine(entry, { instance: this.options.instance, paint: this.options.paint }));
+        out.push(
+          formatPlainLine(entry, { instance: this.options.instance, paint: this.options.paint }),
+        );
       }
     }
     if (this.held !== undefined) {

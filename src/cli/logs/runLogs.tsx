@@ -46,7 +46,11 @@ function openDevTty(): NodeJS.ReadStream | undefined {
 }
 
 /** The real process streams. */
-export const processIo = (): LogsIo => ({ stdin: process.stdin, stdout: process.stdout, openKeyboard: openDevTty });
+export const processIo = (): LogsIo => ({
+  stdin: process.stdin,
+  stdout: process.stdout,
+  openKeyboard: openDevTty,
+});
 
 /**
  * Reads the log into `sink`: the file (following it if asked), several files merged by time
@@ -65,11 +69,15 @@ function readSource(
   onStdinCaughtUp?: () => void,
 ): Promise<void> {
   if (options.files !== undefined) {
-    return readMergedFiles(options.files, sourced, signal).then(() => onEvent({ type: 'caught-up' }));
+    return readMergedFiles(options.files, sourced, signal).then(() =>
+      onEvent({ type: 'caught-up' }),
+    );
   }
   if (options.file === undefined) {
     // stdin cannot be rotated or re-read: it is read to its end, which is following it anyway.
-    return readLogStream(io.stdin, sink, signal, onStdinCaughtUp).then(() => onEvent({ type: 'caught-up' }));
+    return readLogStream(io.stdin, sink, signal, onStdinCaughtUp).then(() =>
+      onEvent({ type: 'caught-up' }),
+    );
   }
   return readLogFile(options.file, sink, {
     follow: options.follow,
@@ -103,16 +111,26 @@ export async function runPlain(options: LogsOptions, io: LogsIo): Promise<void> 
     if (e.type === 'caught-up') catchingUp = catchingUp.then(() => printer.caughtUp());
   });
   await catchingUp;
-  if (printer.error !== undefined) throw runtimeError(`cannot write the output: ${printer.error.message}`);
+  if (printer.error !== undefined)
+    throw runtimeError(`cannot write the output: ${printer.error.message}`);
 }
 
 /**
  * The viewer: renders {@link LogViewer} over a store the reader fills, until `q`.
  * @param keyboard - where keys come from (a terminal)
  */
-export async function runViewer(options: LogsOptions, io: LogsIo, keyboard: NodeJS.ReadStream): Promise<void> {
+export async function runViewer(
+  options: LogsOptions,
+  io: LogsIo,
+  keyboard: NodeJS.ReadStream,
+): Promise<void> {
   const limit = options.limit ?? DEFAULT_LIMIT;
-  const name = options.files !== undefined ? `${options.files.length} files` : options.file === undefined ? 'stdin' : basename(options.file);
+  const name =
+    options.files !== undefined
+      ? `${options.files.length} files`
+      : options.file === undefined
+        ? 'stdin'
+        : basename(options.file);
   const store = new LogStore(limit, name);
   const stop = new AbortController();
   // Only the last `limit` lines are kept, so a huge file is read from near its end: 4 KiB a line
@@ -125,7 +143,10 @@ export async function runViewer(options: LogsOptions, io: LogsIo, keyboard: Node
         store.setStatus({ skippedBytes: e.skippedBytes });
         break;
       case 'caught-up':
-        store.setStatus({ phase: options.follow && options.file !== undefined ? 'following' : 'done', error: undefined });
+        store.setStatus({
+          phase: options.follow && options.file !== undefined ? 'following' : 'done',
+          error: undefined,
+        });
         break;
       case 'truncated':
       case 'rotated':
@@ -147,8 +168,17 @@ export async function runViewer(options: LogsOptions, io: LogsIo, keyboard: Node
     });
     // stdin shows what has arrived as soon as it has (a `tail -f` upstream never ends it); done at its end
     const live = () => store.setStatus({ phase: 'following', error: undefined });
-    const reading = readSource(options, io, (lines) => store.append(lines), (lines) => store.appendSourced(lines), stop.signal, onEvent, tailBytes, live).catch(
-      (e: unknown) => store.setStatus({ phase: 'error', error: e instanceof Error ? e.message : String(e) }),
+    const reading = readSource(
+      options,
+      io,
+      (lines) => store.append(lines),
+      (lines) => store.appendSourced(lines),
+      stop.signal,
+      onEvent,
+      tailBytes,
+      live,
+    ).catch((e: unknown) =>
+      store.setStatus({ phase: 'error', error: e instanceof Error ? e.message : String(e) }),
     );
     try {
       await app.waitUntilExit();
@@ -171,7 +201,9 @@ export async function runViewer(options: LogsOptions, io: LogsIo, keyboard: Node
  */
 export async function runLogs(options: LogsOptions, io: LogsIo = processIo()): Promise<void> {
   if (options.file === undefined && options.files === undefined && io.stdin.isTTY === true) {
-    throw usageError('no log to read: pass a FILE (the ATTEST_LOG_FILE of the server) or pipe the log on stdin');
+    throw usageError(
+      'no log to read: pass a FILE (the ATTEST_LOG_FILE of the server) or pipe the log on stdin',
+    );
   }
   if (options.json || io.stdout.isTTY !== true) return runPlain(options, io);
   const fromFiles = options.file !== undefined || options.files !== undefined;

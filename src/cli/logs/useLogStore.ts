@@ -45,7 +45,10 @@ export function useLogStore(store: LogStore, throttleMs = 0): LogStoreSnapshot {
  */
 export function useTerminalSize(): { columns: number; rows: number } {
   const { stdout } = useStdout();
-  const read = useCallback(() => ({ columns: stdout.columns || 80, rows: stdout.rows || 24 }), [stdout]);
+  const read = useCallback(
+    () => ({ columns: stdout.columns || 80, rows: stdout.rows || 24 }),
+    [stdout],
+  );
   const [size, setSize] = useState(read);
   useEffect(() => {
     const onResize = () => setSize(read());

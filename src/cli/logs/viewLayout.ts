@@ -60,7 +60,17 @@ export function computeLayout(width: number, height: number, detail: boolean): V
     listRows = Math.max(3, Math.round((main - COLUMN_HEADER) * 0.33));
     detailRows = Math.max(1, main - COLUMN_HEADER - listRows - 1);
   }
-  return { width, height, summary, sideWidth, mainWidth, mainHeight: main, listRows: Math.max(1, listRows), detailRows, summaryRows };
+  return {
+    width,
+    height,
+    summary,
+    sideWidth,
+    mainWidth,
+    mainHeight: main,
+    listRows: Math.max(1, listRows),
+    detailRows,
+    summaryRows,
+  };
 }
 
 /** Widths of the list's columns; a 0 width hides the column. */
@@ -89,7 +99,17 @@ export interface TableColumns {
  */
 export function tableColumns(width: number, withDate: boolean): TableColumns {
   const time = withDate ? 14 : 12;
-  const cols = { time, status: 3, route: 8, service: 5, valid: 1, reason: 12, apiKey: 8, device: 0, detail: 0 };
+  const cols = {
+    time,
+    status: 3,
+    route: 8,
+    service: 5,
+    valid: 1,
+    reason: 12,
+    apiKey: 8,
+    device: 0,
+    detail: 0,
+  };
   let rest = width - 1 - (time + 3 + 5 + 1) - 6 - (cols.route + cols.reason + cols.apiKey);
   const grow = (col: 'route' | 'reason' | 'apiKey' | 'device' | 'detail', upTo: number) => {
     const add = Math.max(0, Math.min(rest, upTo - cols[col]));
@@ -182,10 +202,13 @@ function valueText(key: string, v: unknown): { text: string; tone?: DetailLine['
     const label = levelLabel(v);
     return { text: `${v} (${label})`, tone: v >= 50 ? 'bad' : v >= 40 ? 'warn' : undefined };
   }
-  if (key === 'time' && typeof v === 'number') return { text: `${v} (${new Date(v).toISOString()})` };
-  if (key === 'isValid' && typeof v === 'boolean') return { text: v ? 'true' : 'false (rejected)', tone: v ? 'good' : 'bad' };
+  if (key === 'time' && typeof v === 'number')
+    return { text: `${v} (${new Date(v).toISOString()})` };
+  if (key === 'isValid' && typeof v === 'boolean')
+    return { text: v ? 'true' : 'false (rejected)', tone: v ? 'good' : 'bad' };
   if (key === 'reason') return { text: String(v), tone: 'bad' };
-  if (key === 'status' && typeof v === 'number') return { text: String(v), tone: v >= 500 ? 'bad' : v >= 400 ? 'warn' : 'good' };
+  if (key === 'status' && typeof v === 'number')
+    return { text: String(v), tone: v >= 500 ? 'bad' : v >= 400 ? 'warn' : 'good' };
   if (typeof v === 'string') return { text: v };
   return { text: JSON.stringify(v) ?? String(v) };
 }
@@ -206,12 +229,16 @@ export function detailLines(entry: LogEntry, width: number): DetailLine[] {
     }));
   }
   const order = isRequest(r) ? REQUEST_ORDER : OTHER_ORDER;
-  const keys = [...order.filter((k) => k in r.fields), ...Object.keys(r.fields).filter((k) => !order.includes(k))];
+  const keys = [
+    ...order.filter((k) => k in r.fields),
+    ...Object.keys(r.fields).filter((k) => !order.includes(k)),
+  ];
   const fields: [string, unknown][] = [];
   for (const k of keys) {
     const v = r.fields[k];
     if (v !== null && typeof v === 'object' && !Array.isArray(v)) {
-      for (const [k2, v2] of Object.entries(v as Record<string, unknown>)) fields.push([`${k}.${k2}`, v2]);
+      for (const [k2, v2] of Object.entries(v as Record<string, unknown>))
+        fields.push([`${k}.${k2}`, v2]);
     } else {
       fields.push([k, v]);
     }
@@ -221,7 +248,9 @@ export function detailLines(entry: LogEntry, width: number): DetailLine[] {
   const out: DetailLine[] = [];
   for (const [k, v] of fields) {
     const { text, tone } = valueText(k, v);
-    wrapText(text, valueWidth).forEach((value, i) => out.push({ key: i === 0 ? clean(k) : '', value, tone }));
+    wrapText(text, valueWidth).forEach((value, i) =>
+      out.push({ key: i === 0 ? clean(k) : '', value, tone }),
+    );
   }
   return out;
 }

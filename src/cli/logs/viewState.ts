@@ -91,7 +91,12 @@ export function cursorOf(state: ViewState, visible: readonly LogEntry[]): number
  * The first shown index: where the list was, moved just enough to show the cursor, and never
  * leaving empty rows at the bottom while there are lines above.
  */
-export function topOf(state: ViewState, visible: readonly LogEntry[], cursor: number, pageSize: number): number {
+export function topOf(
+  state: ViewState,
+  visible: readonly LogEntry[],
+  cursor: number,
+  pageSize: number,
+): number {
   const page = Math.max(1, pageSize);
   let top = state.topSeq === undefined ? 0 : lowerBound(visible, state.topSeq);
   top = Math.min(top, Math.max(0, visible.length - page));
@@ -106,7 +111,11 @@ export function topOf(state: ViewState, visible: readonly LogEntry[], cursor: nu
  * @param options - the values to go through
  * @param dir - direction
  */
-export function cycle(current: string | undefined, options: readonly string[], dir: 1 | -1): string | undefined {
+export function cycle(
+  current: string | undefined,
+  options: readonly string[],
+  dir: 1 | -1,
+): string | undefined {
   if (options.length === 0) return undefined;
   const i = current === undefined ? -1 : options.indexOf(current);
   if (dir === 1) return i + 1 < options.length ? options[i + 1] : undefined;
@@ -150,7 +159,12 @@ const withFilter = (state: ViewState, patch: Partial<LogFilter>): ViewState => (
  * @param ctx - the visible lines, page size and summary
  * @returns the state after, or `quit`
  */
-export function applyKey(state: ViewState, input: string, key: KeyPress, ctx: ViewContext): ViewState | 'quit' {
+export function applyKey(
+  state: ViewState,
+  input: string,
+  key: KeyPress,
+  ctx: ViewContext,
+): ViewState | 'quit' {
   if (key.ctrl === true && input === 'c') return 'quit';
   if (state.searching) return applySearchKey(state, input, key);
 
@@ -158,12 +172,18 @@ export function applyKey(state: ViewState, input: string, key: KeyPress, ctx: Vi
   const page = Math.max(1, ctx.pageSize - 1);
   if (key.upArrow === true || input === 'k') return select(state, ctx, cursor - 1);
   if (key.downArrow === true || input === 'j') return select(state, ctx, cursor + 1);
-  if (key.pageUp === true || (key.ctrl === true && (input === 'b' || input === 'u'))) return select(state, ctx, cursor - page);
-  if (key.pageDown === true || input === ' ' || (key.ctrl === true && (input === 'f' || input === 'd')))
+  if (key.pageUp === true || (key.ctrl === true && (input === 'b' || input === 'u')))
+    return select(state, ctx, cursor - page);
+  if (
+    key.pageDown === true ||
+    input === ' ' ||
+    (key.ctrl === true && (input === 'f' || input === 'd'))
+  )
     return select(state, ctx, cursor + page);
   if (key.home === true || input === 'g') return select(state, ctx, 0);
   if (key.end === true || input === 'G') return select(state, ctx, ctx.visible.length - 1);
-  if (key.return === true || key.tab === true) return { ...state, detail: !state.detail, detailScroll: 0 };
+  if (key.return === true || key.tab === true)
+    return { ...state, detail: !state.detail, detailScroll: 0 };
   if (key.escape === true) return { ...state, detail: false, detailScroll: 0 };
   if (key.ctrl === true || key.meta === true) return state;
 
@@ -177,16 +197,22 @@ export function applyKey(state: ViewState, input: string, key: KeyPress, ctx: Vi
     case 'r':
       return withFilter(state, { rejectionsOnly: !state.filter.rejectionsOnly });
     case 's':
-      return withFilter(state, { service: cycle(state.filter.service, serviceOptions(ctx.summary), 1) });
+      return withFilter(state, {
+        service: cycle(state.filter.service, serviceOptions(ctx.summary), 1),
+      });
     case 'e':
     case 'E': {
       const reasons = ctx.summary.reasons.map((r) => r.name);
-      return withFilter(state, { reason: cycle(state.filter.reason, reasons, input === 'e' ? 1 : -1) });
+      return withFilter(state, {
+        reason: cycle(state.filter.reason, reasons, input === 'e' ? 1 : -1),
+      });
     }
     case 'a':
     case 'A': {
       const keys = ctx.summary.apiKeys.map((k) => k.name);
-      return withFilter(state, { apiKeyId: cycle(state.filter.apiKeyId, keys, input === 'a' ? 1 : -1) });
+      return withFilter(state, {
+        apiKeyId: cycle(state.filter.apiKeyId, keys, input === 'a' ? 1 : -1),
+      });
     }
     case '/':
       return { ...state, searching: true, searchBefore: state.filter.search };
@@ -199,8 +225,10 @@ export function applyKey(state: ViewState, input: string, key: KeyPress, ctx: Vi
 
 function applySearchKey(state: ViewState, input: string, key: KeyPress): ViewState {
   if (key.return === true) return { ...state, searching: false };
-  if (key.escape === true) return { ...withFilter(state, { search: state.searchBefore }), searching: false };
-  if (key.backspace === true || key.delete === true) return withFilter(state, { search: state.filter.search.slice(0, -1) });
+  if (key.escape === true)
+    return { ...withFilter(state, { search: state.searchBefore }), searching: false };
+  if (key.backspace === true || key.delete === true)
+    return withFilter(state, { search: state.filter.search.slice(0, -1) });
   if (key.ctrl === true && input === 'u') return withFilter(state, { search: '' });
   if (key.ctrl === true || key.meta === true || input === '') return state;
   // Pasted text arrives as one input; keep it to one line.

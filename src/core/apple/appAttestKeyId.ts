@@ -10,6 +10,10 @@ export function appAttestKeyId(publicKey: KeyObject): Buffer | null {
   if (publicKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') return null;
   const jwk = publicKey.export({ format: 'jwk' });
   if (typeof jwk.x !== 'string' || typeof jwk.y !== 'string') return null;
-  const point = Buffer.concat([Buffer.from([0x04]), Buffer.from(jwk.x, 'base64url'), Buffer.from(jwk.y, 'base64url')]);
+  const point = Buffer.concat([
+    Buffer.from([0x04]),
+    Buffer.from(jwk.x, 'base64url'),
+    Buffer.from(jwk.y, 'base64url'),
+  ]);
   return createHash('sha256').update(point).digest();
 }

@@ -3,7 +3,10 @@ import type { AppleEnvPolicy, AppleEnvironment } from '../types.js';
 /** AAGUID of keys made by the App Attest development environment: ASCII `appattestdevelop`. */
 export const AAGUID_DEVELOPMENT = Buffer.from('appattestdevelop', 'ascii');
 /** AAGUID of production keys: ASCII `appattest` followed by seven 0x00 bytes. */
-export const AAGUID_PRODUCTION = Buffer.concat([Buffer.from('appattest', 'ascii'), Buffer.alloc(7)]);
+export const AAGUID_PRODUCTION = Buffer.concat([
+  Buffer.from('appattest', 'ascii'),
+  Buffer.alloc(7),
+]);
 
 /**
  * The App Attest environment an AAGUID names, or `null` for any other value.

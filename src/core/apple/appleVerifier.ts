@@ -31,7 +31,12 @@ export type AppleTokenShape = NonNullable<VerifyFacts['shape']>;
 export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly CheckId[]>> = {
   registration: ['apple.shape', ...ATTESTATION_CHECKS, 'apple.register'],
   assertion: ['apple.shape', ...ASSERTION_CHECKS],
-  'attestation+assertion': ['apple.shape', ...ATTESTATION_CHECKS, ...ASSERTION_CHECKS, 'apple.register'],
+  'attestation+assertion': [
+    'apple.shape',
+    ...ATTESTATION_CHECKS,
+    ...ASSERTION_CHECKS,
+    'apple.register',
+  ],
 };
 
 const KEY_ID_LENGTH = 32;
@@ -68,14 +73,22 @@ export function readAppleEvidence(evidence: unknown): AppleEvidence {
   if (!isMap(evidence)) throw new Rejection('token_malformed', 'the "apple" evidence is not a map');
   const keyId = evidence.get('keyId');
   if (!isBytes(keyId) || keyId.length !== KEY_ID_LENGTH) {
-    throw new Rejection('token_malformed', `"apple.keyId" must be a byte string of ${KEY_ID_LENGTH} bytes`);
+    throw new Rejection(
+      'token_malformed',
+      `"apple.keyId" must be a byte string of ${KEY_ID_LENGTH} bytes`,
+    );
   }
   const attestation = evidence.get('attestation');
-  if (attestation !== undefined && !isBytes(attestation)) throw new Rejection('token_malformed', '"apple.attestation" must be a byte string');
+  if (attestation !== undefined && !isBytes(attestation))
+    throw new Rejection('token_malformed', '"apple.attestation" must be a byte string');
   const assertion = evidence.get('assertion');
-  if (assertion !== undefined && !isBytes(assertion)) throw new Rejection('token_malformed', '"apple.assertion" must be a byte string');
+  if (assertion !== undefined && !isBytes(assertion))
+    throw new Rejection('token_malformed', '"apple.assertion" must be a byte string');
   if (attestation === undefined && assertion === undefined) {
-    throw new Rejection('token_malformed', '"apple" carries neither an attestation nor an assertion');
+    throw new Rejection(
+      'token_malformed',
+      '"apple" carries neither an attestation nor an assertion',
+    );
   }
   return { keyId, attestation: attestation ?? null, assertion: assertion ?? null };
 }
@@ -85,11 +98,15 @@ export function readAppleEvidence(evidence: unknown): AppleEvidence {
  * @param deps trust roots, allowlist, key store and cache sizes
  */
 export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
-  const chain = createCertificateChainVerifier(deps.roots, { intermediateCacheSize: deps.intermediateCacheSize });
+  const chain = createCertificateChainVerifier(deps.roots, {
+    intermediateCacheSize: deps.intermediateCacheSize,
+  });
   const { allowlist, keys } = deps;
   const mode = deps.mode ?? 'live';
   // Creating a KeyObject from DER costs about three signature checks; an assertion should cost one.
-  const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(deps.keyCacheSize ?? 10_000);
+  const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(
+    deps.keyCacheSize ?? 10_000,
+  );
 
   function publicKeyOf(record: AppleKeyRecord): KeyObject {
     const cacheKey = Buffer.from(record.keyId).toString('hex');
@@ -102,7 +119,9 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       key = createPublicKey({ key: spki, format: 'der', type: 'spki' });
     } catch (err) {
       // stored by this service after verification: unreadable means damaged storage, a fault
-      throw new Error(`stored App Attest public key of ${encodeBase64(record.keyId)} is unreadable: ${(err as Error).message}`);
+      throw new Error(
+        `stored App Attest public key of ${encodeBase64(record.keyId)} is unreadable: ${(err as Error).message}`,
+      );
     }
     publicKeys.set(cacheKey, { spki, key });
     return key;
@@ -121,7 +140,13 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     publicKeys.set(Buffer.from(keyId).toString('hex'), { spki: Buffer.from(spki), key });
   }
 
-  async function assertWith(record: AppleKeyRecord, assertion: Uint8Array, clientDataHash: Uint8Array, ctx: PlatformContext, raiseCounter: (n: number) => Promise<boolean>) {
+  async function assertWith(
+    record: AppleKeyRecord,
+    assertion: Uint8Array,
+    clientDataHash: Uint8Array,
+    ctx: PlatformContext,
+    raiseCounter: (n: number) => Promise<boolean>,
+  ) {
     begin(ctx, 'assertion');
     ctx.trace.facts.appId = record.appId;
     ctx.trace.facts.environment = record.environment;
@@ -129,11 +154,24 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       {
         assertion,
         clientDataHash,
-        key: { publicKey: publicKeyOf(record), appId: record.appId, environment: record.environment, counter: record.counter },
+        key: {
+          publicKey: publicKeyOf(record),
+          appId: record.appId,
+          environment: record.environment,
+          counter: record.counter,
+        },
       },
       { allowlist, trace: ctx.trace, raiseCounter },
     );
-    return { counter, result: details({ keyId: record.keyId, appId: record.appId, environment: record.environment, counter }) };
+    return {
+      counter,
+      result: details({
+        keyId: record.keyId,
+        appId: record.appId,
+        environment: record.environment,
+        counter,
+      }),
+    };
   }
 
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
@@ -151,7 +189,9 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     let record: AppleKeyRecord | null;
     if (seen && assertion && raiseIfUnchanged) {
       try {
-        const { counter, result } = await assertWith(seen, assertion, clientDataHash, ctx, (n) => raiseIfUnchanged(seen, n));
+        const { counter, result } = await assertWith(seen, assertion, clientDataHash, ctx, (n) =>
+          raiseIfUnchanged(seen, n),
+        );
         seen.counter = counter;
         return result;
       } catch (err) {
@@ -172,17 +212,30 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     if (record?.mode === 'test' && mode !== 'test') {
       // the key store is shared: a key whose attestation only a test key accepted (it may chain
       // to the development CA) must not become usable in production
-      throw new Rejection('apple_key_unknown', 'this key was registered with a test API key; live API keys do not accept it');
+      throw new Rejection(
+        'apple_key_unknown',
+        'this key was registered with a test API key; live API keys do not accept it',
+      );
     }
     if (record) {
       // An attestation sent along with an assertion for a registered key is ignored.
-      if (!assertion) throw new Rejection('apple_key_registered', 'an attestation for a key that is already registered');
-      const { counter, result } = await assertWith(record, assertion, clientDataHash, ctx, (n) => keys.raiseCounter(keyId, n));
+      if (!assertion)
+        throw new Rejection(
+          'apple_key_registered',
+          'an attestation for a key that is already registered',
+        );
+      const { counter, result } = await assertWith(record, assertion, clientDataHash, ctx, (n) =>
+        keys.raiseCounter(keyId, n),
+      );
       knownRows.set(rowKey, { ...record, counter });
       return result;
     }
 
-    if (!attestation) throw new Rejection('apple_key_unknown', 'an assertion for a key that is not registered, with no attestation');
+    if (!attestation)
+      throw new Rejection(
+        'apple_key_unknown',
+        'an assertion for a key that is not registered, with no attestation',
+      );
     const shape = assertion ? 'attestation+assertion' : 'registration';
     begin(ctx, shape);
 
@@ -200,7 +253,12 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
           assertion,
           clientDataHash,
           // counter 0: "greater than 0 on the first assertion", so at least 1
-          key: { publicKey: attested.publicKeyObject, appId: attested.appId, environment: attested.environment, counter: 0 },
+          key: {
+            publicKey: attested.publicKeyObject,
+            appId: attested.appId,
+            environment: attested.environment,
+            counter: 0,
+          },
         },
         { allowlist, trace },
       );
@@ -216,10 +274,21 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       counter,
       mode,
     });
-    if (!registered) throw new Rejection('apple_key_registered', 'another request registered this key first');
+    if (!registered)
+      throw new Rejection('apple_key_registered', 'another request registered this key first');
     remember(keyId, attested.publicKey, attested.publicKeyObject);
-    knownRows.set(rowKey, { keyId, publicKey: attested.publicKey, appId: attested.appId, environment: attested.environment, counter, mode });
-    trace.pass('apple.register', `key registered for "${attested.appId}" (${attested.environment}) with counter ${counter}${mode === 'test' ? ', for test API keys only' : ''}`);
+    knownRows.set(rowKey, {
+      keyId,
+      publicKey: attested.publicKey,
+      appId: attested.appId,
+      environment: attested.environment,
+      counter,
+      mode,
+    });
+    trace.pass(
+      'apple.register',
+      `key registered for "${attested.appId}" (${attested.environment}) with counter ${counter}${mode === 'test' ? ', for test API keys only' : ''}`,
+    );
     return details({ keyId, appId: attested.appId, environment: attested.environment, counter });
   }
 
@@ -243,7 +312,12 @@ function describeShape(shape: AppleTokenShape): string {
   }
 }
 
-function details(fields: { keyId: Uint8Array; appId: string; environment: AppleTokenDetails['environment']; counter: number }): PlatformDetails {
+function details(fields: {
+  keyId: Uint8Array;
+  appId: string;
+  environment: AppleTokenDetails['environment'];
+  counter: number;
+}): PlatformDetails {
   return {
     service: 'apple',
     appleTokenDetails: {

@@ -50,17 +50,25 @@ const CBOR_LIMITS = { maxDepth: 8, maxBytes: 64 * 1024 };
  * @param bytes the authData byte string
  * @param kind `attestation` (attested credential data follows the counter) or `assertion` (it does not)
  */
-export function parseAuthenticatorData(bytes: Uint8Array, kind: 'attestation'): AttestationAuthenticatorData;
-export function parseAuthenticatorData(bytes: Uint8Array, kind: 'assertion'): AssertionAuthenticatorData;
+export function parseAuthenticatorData(
+  bytes: Uint8Array,
+  kind: 'attestation',
+): AttestationAuthenticatorData;
+export function parseAuthenticatorData(
+  bytes: Uint8Array,
+  kind: 'assertion',
+): AssertionAuthenticatorData;
 export function parseAuthenticatorData(
   bytes: Uint8Array,
   kind: AuthenticatorDataKind,
 ): AttestationAuthenticatorData | AssertionAuthenticatorData {
-  const reason = kind === 'attestation' ? 'apple_attestation_malformed' : 'apple_assertion_malformed';
+  const reason =
+    kind === 'attestation' ? 'apple_attestation_malformed' : 'apple_assertion_malformed';
   function fail(detail: string): never {
     throw new Rejection(reason, `${kind} authData: ${detail}`);
   }
-  if (bytes.length < HEADER_LENGTH) fail(`${bytes.length} bytes, shorter than the ${HEADER_LENGTH}-byte header`);
+  if (bytes.length < HEADER_LENGTH)
+    fail(`${bytes.length} bytes, shorter than the ${HEADER_LENGTH}-byte header`);
   const view = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   const common = {
     bytes,
@@ -106,7 +114,10 @@ export function parseAuthenticatorData(
 }
 
 /** The optional extensions after the fixed part: nothing, or exactly one strict CBOR map. */
-function readExtensions(rest: Uint8Array, fail: (detail: string) => never): Map<unknown, unknown> | null {
+function readExtensions(
+  rest: Uint8Array,
+  fail: (detail: string) => never,
+): Map<unknown, unknown> | null {
   if (rest.length === 0) return null;
   let item: { value: unknown; length: number };
   try {
@@ -116,6 +127,7 @@ function readExtensions(rest: Uint8Array, fail: (detail: string) => never): Map<
     throw err;
   }
   if (!isMap(item.value)) return fail('bytes after the fixed part are not a CBOR extensions map');
-  if (item.length !== rest.length) return fail(`${rest.length - item.length} trailing bytes after the extensions map`);
+  if (item.length !== rest.length)
+    return fail(`${rest.length - item.length} trailing bytes after the extensions map`);
   return item.value;
 }

@@ -59,7 +59,9 @@ export function createCertificateChainVerifier(
     if (!cert.ca) throw new Error(`trust root "${oneLine(cert.subject)}" is not a CA certificate`);
     return { cert, der: cert.raw, publicKey: cert.publicKey, validity: certificateValidity(cert) };
   });
-  const intermediates = new LruCache<string, VerifiedIntermediate>(options.intermediateCacheSize ?? 64);
+  const intermediates = new LruCache<string, VerifiedIntermediate>(
+    options.intermediateCacheSize ?? 64,
+  );
 
   function intermediateFor(der: Uint8Array): VerifiedIntermediate {
     const cacheKey = createHash('sha256').update(der).digest('hex');
@@ -70,10 +72,18 @@ export function createCertificateChainVerifier(
     if (anchors.some((a) => a.der.equals(der))) {
       fail('x5c[1] is a trust root itself; App Attest sends an intermediate there');
     }
-    if (!cert.ca) fail('x5c[1] is not a CA certificate (missing intermediate, or leaf and intermediate swapped)');
+    if (!cert.ca)
+      fail(
+        'x5c[1] is not a CA certificate (missing intermediate, or leaf and intermediate swapped)',
+      );
     const root = anchors.find((a) => cert.checkIssued(a.cert) && signedBy(cert, a.publicKey));
     if (!root) fail('the intermediate is not signed by a configured trust root');
-    const verified: VerifiedIntermediate = { cert, publicKey: cert.publicKey, validity: certificateValidity(cert), root };
+    const verified: VerifiedIntermediate = {
+      cert,
+      publicKey: cert.publicKey,
+      validity: certificateValidity(cert),
+      root,
+    };
     intermediates.set(cacheKey, verified);
     return verified;
   }
@@ -81,8 +91,12 @@ export function createCertificateChainVerifier(
   return {
     roots,
     verify(x5c, now) {
-      if (x5c.length < 2) fail(`x5c holds ${x5c.length} certificate(s): the intermediate is missing`);
-      if (x5c.length > 2) fail(`x5c holds ${x5c.length} certificates; App Attest sends exactly a leaf and one intermediate`);
+      if (x5c.length < 2)
+        fail(`x5c holds ${x5c.length} certificate(s): the intermediate is missing`);
+      if (x5c.length > 2)
+        fail(
+          `x5c holds ${x5c.length} certificates; App Attest sends exactly a leaf and one intermediate`,
+        );
       const leaf = parseCertificate(x5c[0]!, 'leaf (x5c[0])');
       const intermediate = intermediateFor(x5c[1]!);
 
@@ -115,7 +129,9 @@ export function certificateValidity(cert: X509Certificate): CertificateValidity 
 
 function checkValidity(validity: CertificateValidity, now: Date, what: string): void {
   if (now.getTime() < validity.notBefore.getTime()) {
-    fail(`${what} is not valid before ${validity.notBefore.toISOString()} (checked at ${now.toISOString()})`);
+    fail(
+      `${what} is not valid before ${validity.notBefore.toISOString()} (checked at ${now.toISOString()})`,
+    );
   }
   if (now.getTime() > validity.notAfter.getTime()) {
     fail(`${what} expired at ${validity.notAfter.toISOString()} (checked at ${now.toISOString()})`);

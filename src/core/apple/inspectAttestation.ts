@@ -63,7 +63,10 @@ export function inspectAttestation(attestation: Uint8Array): AttestationInspecti
  * @param inspection from `inspectAttestation`
  * @param clientDataHash a candidate
  */
-export function attestationMadeWith(inspection: AttestationInspection, clientDataHash: Uint8Array): boolean {
+export function attestationMadeWith(
+  inspection: AttestationInspection,
+  clientDataHash: Uint8Array,
+): boolean {
   if (!inspection.attestedNonce) return false;
   return inspection.attestedNonce.equals(appAttestNonce(inspection.authData.bytes, clientDataHash));
 }

@@ -34,7 +34,8 @@ export function appAttestNonce(authData: Uint8Array, clientDataHash: Uint8Array)
  * @param nonce 32 bytes, from `appAttestNonce`
  */
 export function nonceExtensionValue(nonce: Uint8Array): Buffer {
-  if (nonce.length !== NONCE_LENGTH) throw new RangeError(`an App Attest nonce is ${NONCE_LENGTH} bytes`);
+  if (nonce.length !== NONCE_LENGTH)
+    throw new RangeError(`an App Attest nonce is ${NONCE_LENGTH} bytes`);
   return Buffer.concat([NONCE_EXTENSION_HEADER, nonce]);
 }
 
@@ -50,7 +51,9 @@ export function readNonceExtensionValue(leafDer: Uint8Array): Buffer | null {
   } catch {
     return null;
   }
-  const extension = cert.tbsCertificate.extensions?.find((e) => e.extnID === APPLE_NONCE_EXTENSION_OID);
+  const extension = cert.tbsCertificate.extensions?.find(
+    (e) => e.extnID === APPLE_NONCE_EXTENSION_OID,
+  );
   return extension ? Buffer.from(extension.extnValue.buffer) : null;
 }
 

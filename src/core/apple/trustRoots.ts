@@ -14,19 +14,26 @@ export function parseTrustRoots(pem: string): X509Certificate[] {
   const roots: X509Certificate[] = [];
   for (const match of pem.matchAll(PEM_BLOCK)) {
     const label = match[1];
-    if (label !== 'CERTIFICATE') throw new Error(`trust roots: a "${label}" PEM block is not a certificate`);
+    if (label !== 'CERTIFICATE')
+      throw new Error(`trust roots: a "${label}" PEM block is not a certificate`);
     let cert: X509Certificate;
     try {
       cert = new X509Certificate(match[0]);
     } catch (err) {
-      throw new Error(`trust roots: certificate ${roots.length + 1} is unreadable (${(err as Error).message})`);
+      throw new Error(
+        `trust roots: certificate ${roots.length + 1} is unreadable (${(err as Error).message})`,
+      );
     }
-    if (!cert.ca) throw new Error(`trust roots: "${cert.subject.replace(/\n/g, ', ')}" is not a CA certificate`);
+    if (!cert.ca)
+      throw new Error(
+        `trust roots: "${cert.subject.replace(/\n/g, ', ')}" is not a CA certificate`,
+      );
     roots.push(cert);
   }
   if (roots.length === 0) throw new Error('trust roots: no PEM certificate found');
   // a block cut short (BEGIN without its END) would otherwise be skipped without a word
-  if ((pem.match(/-----BEGIN /g) ?? []).length !== roots.length) throw new Error('trust roots: a PEM block is incomplete');
+  if ((pem.match(/-----BEGIN /g) ?? []).length !== roots.length)
+    throw new Error('trust roots: a PEM block is incomplete');
   return roots;
 }
 
@@ -44,6 +51,9 @@ export function defaultAppleRoots(): readonly X509Certificate[] {
  * @param roots the live roots
  * @param devRoot the development CA root (DER), or null
  */
-export function withDevelopmentRoot(roots: readonly X509Certificate[], devRoot: Uint8Array | null): readonly X509Certificate[] {
+export function withDevelopmentRoot(
+  roots: readonly X509Certificate[],
+  devRoot: Uint8Array | null,
+): readonly X509Certificate[] {
   return devRoot ? [...roots, new X509Certificate(devRoot)] : roots;
 }

@@ -44,9 +44,11 @@ export function parseAssertionObject(bytes: Uint8Array): AssertionObject {
   }
   if (!isMap(root)) throw malformed('not a CBOR map');
   const signature = root.get('signature');
-  if (!isBytes(signature) || signature.length === 0) throw malformed('signature is missing or not a byte string');
+  if (!isBytes(signature) || signature.length === 0)
+    throw malformed('signature is missing or not a byte string');
   const authenticatorData = root.get('authenticatorData');
-  if (!isBytes(authenticatorData)) throw malformed('authenticatorData is missing or not a byte string');
+  if (!isBytes(authenticatorData))
+    throw malformed('authenticatorData is missing or not a byte string');
   return { signature, authenticatorData: parseAuthenticatorData(authenticatorData, 'assertion') };
 }
 
@@ -88,35 +90,56 @@ export interface VerifiedAssertion {
  * @param input the assertion, clientDataHash and the key it must be signed with
  * @param deps allowlist, trace, and the store's counter compare-and-set
  */
-export async function verifyAssertion(input: AssertionInput, deps: AssertionDeps): Promise<VerifiedAssertion> {
+export async function verifyAssertion(
+  input: AssertionInput,
+  deps: AssertionDeps,
+): Promise<VerifiedAssertion> {
   const trace = deps.trace ?? silentTrace();
   const { key } = input;
 
   // Assertion step (format): a strict CBOR map with signature and authenticatorData
   trace.current('apple.assertion.format');
   const { signature, authenticatorData } = parseAssertionObject(input.assertion);
-  trace.pass('apple.assertion.format', `strict CBOR, authenticatorData ${authenticatorData.bytes.length} bytes`);
+  trace.pass(
+    'apple.assertion.format',
+    `strict CBOR, authenticatorData ${authenticatorData.bytes.length} bytes`,
+  );
 
   // Assertion steps 1-3: the key signed nonce = SHA-256(authenticatorData || clientDataHash)
   // (ECDSA P-256 with SHA-256 over the nonce, so the nonce is hashed once more inside verify)
   trace.current('apple.assertion.signature');
   const nonce = appAttestNonce(authenticatorData.bytes, input.clientDataHash);
   if (!signatureValid(nonce, key.publicKey, signature)) {
-    throw new Rejection('apple_signature_invalid', `the signature does not verify with the registered key (clientDataHash ${input.clientDataHash.length} bytes)`);
+    throw new Rejection(
+      'apple_signature_invalid',
+      `the signature does not verify with the registered key (clientDataHash ${input.clientDataHash.length} bytes)`,
+    );
   }
-  trace.pass('apple.assertion.signature', 'ECDSA P-256 signature over SHA-256(authenticatorData || clientDataHash) verifies');
+  trace.pass(
+    'apple.assertion.signature',
+    'ECDSA P-256 signature over SHA-256(authenticatorData || clientDataHash) verifies',
+  );
 
   // Assertion step 4: rpIdHash is the key's App ID, which (with its environment) is still allowlisted
   trace.current('apple.assertion.appId');
   if (!appIdHash(key.appId).equals(authenticatorData.rpIdHash)) {
-    throw new Rejection('apple_app_not_allowed', `rpIdHash is not SHA-256 of the key's App ID "${key.appId}"`);
+    throw new Rejection(
+      'apple_app_not_allowed',
+      `rpIdHash is not SHA-256 of the key's App ID "${key.appId}"`,
+    );
   }
   const app = await deps.allowlist.appleApp(key.appId);
   if (!app) throw new Rejection('apple_app_not_allowed', `"${key.appId}" is no longer allowlisted`);
   if (!environmentAllowed(app.env, key.environment)) {
-    throw new Rejection('apple_app_not_allowed', `"${key.appId}" is allowlisted for ${app.env} keys; this key is ${key.environment}`);
+    throw new Rejection(
+      'apple_app_not_allowed',
+      `"${key.appId}" is allowlisted for ${app.env} keys; this key is ${key.environment}`,
+    );
   }
-  trace.pass('apple.assertion.appId', `rpIdHash is SHA-256 of "${key.appId}", allowlisted for ${key.environment} keys`);
+  trace.pass(
+    'apple.assertion.appId',
+    `rpIdHash is SHA-256 of "${key.appId}", allowlisted for ${key.environment} keys`,
+  );
 
   // Assertion step 5: the counter is strictly above every counter accepted before
   trace.current('apple.assertion.counter');
@@ -126,11 +149,16 @@ export async function verifyAssertion(input: AssertionInput, deps: AssertionDeps
   if (counter <= key.counter) {
     throw new Rejection(
       'apple_counter_replay',
-      key.counter === 0 && counter === 0 ? 'counter is 0; a first assertion counts from 1' : `counter ${counter} is not above the stored ${key.counter}`,
+      key.counter === 0 && counter === 0
+        ? 'counter is 0; a first assertion counts from 1'
+        : `counter ${counter} is not above the stored ${key.counter}`,
     );
   }
   if (deps.raiseCounter && !(await deps.raiseCounter(counter))) {
-    throw new Rejection('apple_counter_replay', `counter ${counter} was already reached by another request`);
+    throw new Rejection(
+      'apple_counter_replay',
+      `counter ${counter} was already reached by another request`,
+    );
   }
   trace.pass('apple.assertion.counter', `counter ${counter} is above the stored ${key.counter}`);
 

@@ -55,7 +55,11 @@ export function parseAttestationObject(bytes: Uint8Array): AttestationObject {
   if (!isMap(root)) throw malformed('not a CBOR map');
   const fmt = root.get('fmt');
   if (fmt !== APPLE_ATTESTATION_FORMAT) {
-    throw malformed(typeof fmt === 'string' ? `fmt is "${fmt.slice(0, 32)}", not "${APPLE_ATTESTATION_FORMAT}"` : 'fmt is missing');
+    throw malformed(
+      typeof fmt === 'string'
+        ? `fmt is "${fmt.slice(0, 32)}", not "${APPLE_ATTESTATION_FORMAT}"`
+        : 'fmt is missing',
+    );
   }
   const attStmt = root.get('attStmt');
   if (!isMap(attStmt)) throw malformed('attStmt is missing or not a map');
@@ -64,10 +68,15 @@ export function parseAttestationObject(bytes: Uint8Array): AttestationObject {
     throw malformed('attStmt.x5c is missing or not a list of certificates');
   }
   const receipt = attStmt.get('receipt');
-  if (receipt !== undefined && !isBytes(receipt)) throw malformed('attStmt.receipt is not a byte string');
+  if (receipt !== undefined && !isBytes(receipt))
+    throw malformed('attStmt.receipt is not a byte string');
   const authData = root.get('authData');
   if (!isBytes(authData)) throw malformed('authData is missing or not a byte string');
-  return { x5c, receipt: receipt ?? null, authData: parseAuthenticatorData(authData, 'attestation') };
+  return {
+    x5c,
+    receipt: receipt ?? null,
+    authData: parseAuthenticatorData(authData, 'attestation'),
+  };
 }
 
 export interface AttestationInput {
@@ -108,32 +117,54 @@ export interface VerifiedAttestation {
  * @param input the attestation, key id, clientDataHash and instant
  * @param deps chain verifier (trust roots), allowlist, and the trace to record steps in
  */
-export async function verifyAttestation(input: AttestationInput, deps: AttestationDeps): Promise<VerifiedAttestation> {
+export async function verifyAttestation(
+  input: AttestationInput,
+  deps: AttestationDeps,
+): Promise<VerifiedAttestation> {
   const trace = deps.trace ?? silentTrace();
 
   // Attestation step (format): the object decodes strictly, fmt apple-appattest, x5c and authData present
   trace.current('apple.attestation.format');
   const attestation = parseAttestationObject(input.attestation);
   const { authData } = attestation;
-  trace.pass('apple.attestation.format', `strict CBOR, fmt "${APPLE_ATTESTATION_FORMAT}", ${attestation.x5c.length} certificates, authData ${authData.bytes.length} bytes`);
+  trace.pass(
+    'apple.attestation.format',
+    `strict CBOR, fmt "${APPLE_ATTESTATION_FORMAT}", ${attestation.x5c.length} certificates, authData ${authData.bytes.length} bytes`,
+  );
 
   // Attestation step 1: x5c chains to a configured root, every certificate valid at `now`
   trace.current('apple.attestation.chain');
   const leaf = deps.chain.verify(attestation.x5c, input.now);
-  trace.pass('apple.attestation.chain', `leaf, intermediate and configured root verified and valid at ${input.now.toISOString()}`);
+  trace.pass(
+    'apple.attestation.chain',
+    `leaf, intermediate and configured root verified and valid at ${input.now.toISOString()}`,
+  );
 
   // Attestation steps 2-4: nonce = SHA-256(authData || clientDataHash) is in the leaf's extension
   if (input.clientDataHash === null) {
-    trace.skip('apple.attestation.nonce', 'not checked: this attestation was made at key creation; the assertion carries the freshness');
+    trace.skip(
+      'apple.attestation.nonce',
+      'not checked: this attestation was made at key creation; the assertion carries the freshness',
+    );
   } else {
     trace.current('apple.attestation.nonce');
     const actual = readNonceExtensionValue(attestation.x5c[0]!);
-    if (!actual) throw new Rejection('apple_nonce_mismatch', 'the leaf certificate has no App Attest nonce extension');
+    if (!actual)
+      throw new Rejection(
+        'apple_nonce_mismatch',
+        'the leaf certificate has no App Attest nonce extension',
+      );
     const expected = nonceExtensionValue(appAttestNonce(authData.bytes, input.clientDataHash));
     if (!actual.equals(expected)) {
-      throw new Rejection('apple_nonce_mismatch', `the leaf's nonce is not SHA-256(authData || clientDataHash) for this ${input.clientDataHash.length}-byte clientDataHash`);
+      throw new Rejection(
+        'apple_nonce_mismatch',
+        `the leaf's nonce is not SHA-256(authData || clientDataHash) for this ${input.clientDataHash.length}-byte clientDataHash`,
+      );
     }
-    trace.pass('apple.attestation.nonce', `the leaf's nonce equals SHA-256(authData || clientDataHash), clientDataHash ${input.clientDataHash.length} bytes`);
+    trace.pass(
+      'apple.attestation.nonce',
+      `the leaf's nonce equals SHA-256(authData || clientDataHash), clientDataHash ${input.clientDataHash.length} bytes`,
+    );
   }
 
   // Attestation step 5: SHA-256 of the leaf's public key (uncompressed point) is the key id
@@ -141,10 +172,18 @@ export async function verifyAttestation(input: AttestationInput, deps: Attestati
   trace.current('apple.attestation.keyId');
   const publicKeyObject = leaf.publicKey;
   const leafKeyId = appAttestKeyId(publicKeyObject);
-  if (!leafKeyId) throw new Rejection('apple_key_id_mismatch', 'the leaf key is not an EC P-256 key');
-  if (!leafKeyId.equals(input.keyId)) throw new Rejection('apple_key_id_mismatch', "the token's keyId is not the hash of the leaf certificate's key");
+  if (!leafKeyId)
+    throw new Rejection('apple_key_id_mismatch', 'the leaf key is not an EC P-256 key');
+  if (!leafKeyId.equals(input.keyId))
+    throw new Rejection(
+      'apple_key_id_mismatch',
+      "the token's keyId is not the hash of the leaf certificate's key",
+    );
   if (!Buffer.from(authData.credentialId).equals(input.keyId)) {
-    throw new Rejection('apple_key_id_mismatch', `authData credentialId (${authData.credentialId.length} bytes) differs from keyId`);
+    throw new Rejection(
+      'apple_key_id_mismatch',
+      `authData credentialId (${authData.credentialId.length} bytes) differs from keyId`,
+    );
   }
   trace.pass('apple.attestation.keyId', 'keyId is SHA-256 of the leaf key and equals credentialId');
 
@@ -157,18 +196,29 @@ export async function verifyAttestation(input: AttestationInput, deps: Attestati
 
   // Attestation step 7: a new key has never signed, so its counter is 0
   trace.current('apple.attestation.counter');
-  if (authData.counter !== 0) throw new Rejection('apple_counter_invalid', `signCount is ${authData.counter}, not 0`);
+  if (authData.counter !== 0)
+    throw new Rejection('apple_counter_invalid', `signCount is ${authData.counter}, not 0`);
   trace.pass('apple.attestation.counter', 'signCount is 0');
 
   // Attestation step 8: aaguid names the environment, which the App ID must allow
   trace.current('apple.attestation.environment');
   const environment = environmentFromAaguid(authData.aaguid);
-  if (!environment) throw new Rejection('apple_environment_not_allowed', 'aaguid is neither "appattestdevelop" nor "appattest" + 7 zero bytes');
+  if (!environment)
+    throw new Rejection(
+      'apple_environment_not_allowed',
+      'aaguid is neither "appattestdevelop" nor "appattest" + 7 zero bytes',
+    );
   trace.facts.environment = environment;
   if (!environmentAllowed(app.env, environment)) {
-    throw new Rejection('apple_environment_not_allowed', `"${app.appId}" is allowlisted for ${app.env} keys; this key is ${environment}`);
+    throw new Rejection(
+      'apple_environment_not_allowed',
+      `"${app.appId}" is allowlisted for ${app.env} keys; this key is ${environment}`,
+    );
   }
-  trace.pass('apple.attestation.environment', `${environment} key; "${app.appId}" allows ${app.env}`);
+  trace.pass(
+    'apple.attestation.environment',
+    `${environment} key; "${app.appId}" allows ${app.env}`,
+  );
 
   return {
     keyId: input.keyId,
@@ -186,7 +236,10 @@ export async function verifyAttestation(input: AttestationInput, deps: Attestati
  * @param allowlist where the Apple apps are listed
  * @param rpIdHash the 32 bytes at the start of authData
  */
-export async function findAppByRpIdHash(allowlist: AllowlistReader, rpIdHash: Uint8Array): Promise<AppleAppPolicy | null> {
+export async function findAppByRpIdHash(
+  allowlist: AllowlistReader,
+  rpIdHash: Uint8Array,
+): Promise<AppleAppPolicy | null> {
   const apps = await allowlist.appleApps();
   return apps.find((app) => appIdHash(app.appId).equals(rpIdHash)) ?? null;
 }

@@ -4,9 +4,21 @@
  * under it. Test API keys trust its root; live keys never do. Certificates come from
  * @peculiar/x509 over WebCrypto, signatures from node:crypto, objects from cbor-x.
  */
-import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, sign, webcrypto, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  createPublicKey,
+  generateKeyPairSync,
+  sign,
+  webcrypto,
+  type KeyObject,
+} from 'node:crypto';
 import type { AppleEnvironment } from '../types.js';
-import { APPLE_NONCE_EXTENSION_OID, appAttestNonce, nonceExtensionValue } from '../apple/nonceExtension.js';
+import {
+  APPLE_NONCE_EXTENSION_OID,
+  appAttestNonce,
+  nonceExtensionValue,
+} from '../apple/nonceExtension.js';
 import { peculiarX509 } from '../apple/peculiarX509.js';
 import { encodeCbor } from './encodeToken.js';
 
@@ -31,8 +43,14 @@ export interface DevCa {
 export async function createDevCa(now: Date): Promise<DevCa> {
   const x509 = peculiarX509();
   const notBefore = new Date(now.getTime() - HOUR);
-  const serial = () => Buffer.from(webcrypto.getRandomValues(new Uint8Array(8))).toString('hex').replace(/^[89a-f]/, '1');
-  const rootKeys = (await subtle.generateKey(P384, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const serial = () =>
+    Buffer.from(webcrypto.getRandomValues(new Uint8Array(8)))
+      .toString('hex')
+      .replace(/^[89a-f]/, '1');
+  const rootKeys = (await subtle.generateKey(P384, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
   const root = await x509.X509CertificateGenerator.createSelfSigned({
     serialNumber: serial(),
     name: 'CN=attest Development App Attestation Root CA, O=attest (test keys only)',
@@ -42,11 +60,17 @@ export async function createDevCa(now: Date): Promise<DevCa> {
     signingAlgorithm: { name: 'ECDSA', hash: 'SHA-384' },
     extensions: [
       new x509.BasicConstraintsExtension(true, undefined, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign,
+        true,
+      ),
       await x509.SubjectKeyIdentifierExtension.create(rootKeys.publicKey),
     ],
   });
-  const intermediateKeys = (await subtle.generateKey(P384, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
+  const intermediateKeys = (await subtle.generateKey(P384, true, [
+    'sign',
+    'verify',
+  ])) as webcrypto.CryptoKeyPair;
   const intermediate = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
     subject: 'CN=attest Development App Attestation CA 1, O=attest (test keys only)',
@@ -58,7 +82,10 @@ export async function createDevCa(now: Date): Promise<DevCa> {
     signingAlgorithm: { name: 'ECDSA', hash: 'SHA-384' },
     extensions: [
       new x509.BasicConstraintsExtension(true, 0, true),
-      new x509.KeyUsagesExtension(x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign,
+        true,
+      ),
       await x509.SubjectKeyIdentifierExtension.create(intermediateKeys.publicKey),
       await x509.AuthorityKeyIdentifierExtension.create(rootKeys.publicKey),
     ],
@@ -86,7 +113,10 @@ export function createSimulatedKey(): SimulatedKey {
 /** A simulated key from its PKCS#8 PEM (as a device file keeps it). */
 export function loadSimulatedKey(pem: string): SimulatedKey {
   const privateKey = createPrivateKey(pem);
-  if (privateKey.asymmetricKeyType !== 'ec' || privateKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1') {
+  if (
+    privateKey.asymmetricKeyType !== 'ec' ||
+    privateKey.asymmetricKeyDetails?.namedCurve !== 'prime256v1'
+  ) {
     throw new Error('the device key is not an EC P-256 private key');
   }
   return { keyId: keyIdOf(privateKey), privateKey };
@@ -94,7 +124,11 @@ export function loadSimulatedKey(pem: string): SimulatedKey {
 
 function uncompressedPoint(key: KeyObject): Buffer {
   const jwk = createPublicKey(key).export({ format: 'jwk' });
-  return Buffer.concat([Buffer.from([0x04]), Buffer.from(jwk.x!, 'base64url'), Buffer.from(jwk.y!, 'base64url')]);
+  return Buffer.concat([
+    Buffer.from([0x04]),
+    Buffer.from(jwk.x!, 'base64url'),
+    Buffer.from(jwk.y!, 'base64url'),
+  ]);
 }
 
 function keyIdOf(key: KeyObject): Uint8Array {
@@ -135,7 +169,11 @@ export interface AttestationRequest {
  * An attestation object for `key` under the development CA, built as Apple's: x5c [leaf,
  * intermediate], authData with counter 0 and the environment's aaguid, the nonce extension.
  */
-export async function mintAttestation(ca: DevCa, key: SimulatedKey, request: AttestationRequest): Promise<Uint8Array> {
+export async function mintAttestation(
+  ca: DevCa,
+  key: SimulatedKey,
+  request: AttestationRequest,
+): Promise<Uint8Array> {
   const x509 = peculiarX509();
   const point = uncompressedPoint(key.privateKey);
   const cose = encodeCbor(
@@ -149,12 +187,26 @@ export async function mintAttestation(ca: DevCa, key: SimulatedKey, request: Att
   );
   const credentialLength = Buffer.alloc(2);
   credentialLength.writeUInt16BE(key.keyId.length, 0);
-  const authData = Buffer.concat([authDataHeader(request.appId, 0x40, 0), AAGUID[request.environment], credentialLength, key.keyId, cose]);
-  const clientDataHash = request.wrongNonce ? sha256(Buffer.from('not the final nonce'), request.clientDataHash) : request.clientDataHash;
+  const authData = Buffer.concat([
+    authDataHeader(request.appId, 0x40, 0),
+    AAGUID[request.environment],
+    credentialLength,
+    key.keyId,
+    cose,
+  ]);
+  const clientDataHash = request.wrongNonce
+    ? sha256(Buffer.from('not the final nonce'), request.clientDataHash)
+    : request.clientDataHash;
 
   const intermediate = new x509.X509Certificate(ca.intermediateCert);
   const signingKey = await subtle.importKey('pkcs8', ca.intermediateKey, P384, false, ['sign']);
-  const leafPublicKey = await subtle.importKey('spki', createPublicKey(key.privateKey).export({ type: 'spki', format: 'der' }), P256, true, ['verify']);
+  const leafPublicKey = await subtle.importKey(
+    'spki',
+    createPublicKey(key.privateKey).export({ type: 'spki', format: 'der' }),
+    P256,
+    true,
+    ['verify'],
+  );
   const t = request.now.getTime();
   const leaf = await x509.X509CertificateGenerator.create({
     serialNumber: `1${Buffer.from(key.keyId.subarray(0, 7)).toString('hex')}`,
@@ -168,7 +220,11 @@ export async function mintAttestation(ca: DevCa, key: SimulatedKey, request: Att
     extensions: [
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
-      new x509.Extension(APPLE_NONCE_EXTENSION_OID, false, nonceExtensionValue(appAttestNonce(authData, clientDataHash))),
+      new x509.Extension(
+        APPLE_NONCE_EXTENSION_OID,
+        false,
+        nonceExtensionValue(appAttestNonce(authData, clientDataHash)),
+      ),
     ],
   });
   return encodeCbor(
@@ -187,10 +243,19 @@ export async function mintAttestation(ca: DevCa, key: SimulatedKey, request: Att
 }
 
 /** An assertion object by `key`: authenticatorData (flags 0x40, as devices set) and a DER signature. */
-export function mintAssertion(key: SimulatedKey, request: { appId: string; counter: number; clientDataHash: Uint8Array; wrongNonce?: boolean }): Uint8Array {
+export function mintAssertion(
+  key: SimulatedKey,
+  request: { appId: string; counter: number; clientDataHash: Uint8Array; wrongNonce?: boolean },
+): Uint8Array {
   const authenticatorData = authDataHeader(request.appId, 0x40, request.counter);
-  const clientDataHash = request.wrongNonce ? sha256(Buffer.from('not the final nonce'), request.clientDataHash) : request.clientDataHash;
-  const signature = sign('sha256', appAttestNonce(authenticatorData, clientDataHash), key.privateKey);
+  const clientDataHash = request.wrongNonce
+    ? sha256(Buffer.from('not the final nonce'), request.clientDataHash)
+    : request.clientDataHash;
+  const signature = sign(
+    'sha256',
+    appAttestNonce(authenticatorData, clientDataHash),
+    key.privateKey,
+  );
   return encodeCbor(
     new Map<string, unknown>([
       ['signature', signature],

@@ -5,7 +5,12 @@
 import { Encoder } from 'cbor-x';
 
 // shortest form, byte strings untagged, Maps kept as maps: what device SDKs send
-const encoder = new Encoder({ useRecords: false, tagUint8Array: false, variableMapSize: true, mapsAsObjects: false } as never);
+const encoder = new Encoder({
+  useRecords: false,
+  tagUint8Array: false,
+  variableMapSize: true,
+  mapsAsObjects: false,
+} as never);
 
 /** CBOR-encodes a value as a device would. */
 export function encodeCbor(value: unknown): Uint8Array {
@@ -21,7 +26,10 @@ export interface AppleTokenParts {
 }
 
 /** A format-1 token for the `apple` service. */
-export function encodeAppleToken(parts: AppleTokenParts, device: { model?: string; os?: string; sdk?: string } = {}): Uint8Array {
+export function encodeAppleToken(
+  parts: AppleTokenParts,
+  device: { model?: string; os?: string; sdk?: string } = {},
+): Uint8Array {
   const apple = new Map<string, unknown>([['keyId', Buffer.from(parts.keyId)]]);
   if (parts.attestation) apple.set('attestation', Buffer.from(parts.attestation));
   if (parts.assertion) apple.set('assertion', Buffer.from(parts.assertion));
@@ -29,7 +37,10 @@ export function encodeAppleToken(parts: AppleTokenParts, device: { model?: strin
 }
 
 /** A format-1 token for the `gms` service. */
-export function encodeGmsToken(parts: { nonce: Uint8Array; packageName: string; integrityToken: string }, device: { model?: string; os?: string; sdk?: string } = {}): Uint8Array {
+export function encodeGmsToken(
+  parts: { nonce: Uint8Array; packageName: string; integrityToken: string },
+  device: { model?: string; os?: string; sdk?: string } = {},
+): Uint8Array {
   const gms = new Map<string, unknown>([
     ['packageName', parts.packageName],
     ['integrityToken', parts.integrityToken],
@@ -37,7 +48,12 @@ export function encodeGmsToken(parts: { nonce: Uint8Array; packageName: string; 
   return envelope(parts.nonce, 'gms', gms, device);
 }
 
-function envelope(nonce: Uint8Array, service: 'apple' | 'gms', evidence: Map<string, unknown>, device: Record<string, string | undefined>): Uint8Array {
+function envelope(
+  nonce: Uint8Array,
+  service: 'apple' | 'gms',
+  evidence: Map<string, unknown>,
+  device: Record<string, string | undefined>,
+): Uint8Array {
   const deviceMap = new Map<string, string>([['service', service]]);
   for (const [k, v] of Object.entries(device)) if (v !== undefined) deviceMap.set(k, v);
   return encodeCbor(

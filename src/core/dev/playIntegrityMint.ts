@@ -24,8 +24,17 @@ export function createTestPlayKeys(): TestPlayKeys {
   const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
   const decryptionKey = new Uint8Array(randomBytes(32));
   const verificationKey = new Uint8Array(publicKey.export({ type: 'spki', format: 'der' }));
-  const id = createHash('sha256').update(decryptionKey).update(verificationKey).digest('hex').slice(0, 16);
-  return { id, decryptionKey, verificationKey, signingKey: new Uint8Array(privateKey.export({ type: 'pkcs8', format: 'der' })) };
+  const id = createHash('sha256')
+    .update(decryptionKey)
+    .update(verificationKey)
+    .digest('hex')
+    .slice(0, 16);
+  return {
+    id,
+    decryptionKey,
+    verificationKey,
+    signingKey: new Uint8Array(privateKey.export({ type: 'pkcs8', format: 'der' })),
+  };
 }
 
 export type Recognition = 'PLAY_RECOGNIZED' | 'UNRECOGNIZED_VERSION' | 'UNEVALUATED';
@@ -34,11 +43,17 @@ export type Recognition = 'PLAY_RECOGNIZED' | 'UNRECOGNIZED_VERSION' | 'UNEVALUA
 export const DEVICE_VERDICTS: Readonly<Record<MinVerdict, readonly string[]>> = {
   MEETS_BASIC_INTEGRITY: ['MEETS_BASIC_INTEGRITY'],
   MEETS_DEVICE_INTEGRITY: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'],
-  MEETS_STRONG_INTEGRITY: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'],
+  MEETS_STRONG_INTEGRITY: [
+    'MEETS_BASIC_INTEGRITY',
+    'MEETS_DEVICE_INTEGRITY',
+    'MEETS_STRONG_INTEGRITY',
+  ],
 };
 
 /** The signing-certificate digest minted tokens carry when the package lists none. */
-export const DEVELOPMENT_CERT_DIGEST: Uint8Array = new Uint8Array(createHash('sha256').update('attest development signing certificate').digest());
+export const DEVELOPMENT_CERT_DIGEST: Uint8Array = new Uint8Array(
+  createHash('sha256').update('attest development signing certificate').digest(),
+);
 
 export interface VerdictRequest {
   packageName: string;
@@ -56,9 +71,12 @@ export interface VerdictRequest {
 
 /** A classic-request verdict payload. */
 export function verdictPayload(r: VerdictRequest): Record<string, unknown> {
-  const nonce = r.wrongNonce ? createHash('sha256').update('not the final nonce').update(r.nonce).digest() : Buffer.from(r.nonce);
+  const nonce = r.wrongNonce
+    ? createHash('sha256').update('not the final nonce').update(r.nonce).digest()
+    : Buffer.from(r.nonce);
   // as Google lays it out: an UNEVALUATED verdict comes without the app's identity
-  const digests = r.certificateDigests.length > 0 ? r.certificateDigests : [DEVELOPMENT_CERT_DIGEST];
+  const digests =
+    r.certificateDigests.length > 0 ? r.certificateDigests : [DEVELOPMENT_CERT_DIGEST];
   const appIntegrity: Record<string, unknown> =
     r.recognition === 'UNEVALUATED'
       ? { appRecognitionVerdict: r.recognition }
@@ -75,14 +93,26 @@ export function verdictPayload(r: VerdictRequest): Record<string, unknown> {
       nonce: nonce.toString('base64url'),
     },
     appIntegrity,
-    deviceIntegrity: r.deviceVerdicts.length > 0 ? { deviceRecognitionVerdict: [...r.deviceVerdicts] } : {},
+    deviceIntegrity:
+      r.deviceVerdicts.length > 0 ? { deviceRecognitionVerdict: [...r.deviceVerdicts] } : {},
     accountDetails: { appLicensingVerdict: 'LICENSED' },
   };
 }
 
 /** Seals a verdict as Google does: JWS ES256 with the signing key, inside JWE A256KW/A256GCM. */
-export async function sealIntegrityToken(keys: Pick<TestPlayKeys, 'decryptionKey' | 'signingKey'>, payload: unknown): Promise<string> {
-  const signingKey = createPrivateKey({ key: Buffer.from(keys.signingKey), format: 'der', type: 'pkcs8' });
-  const jws = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload))).setProtectedHeader({ alg: 'ES256' }).sign(signingKey);
-  return new CompactEncrypt(new TextEncoder().encode(jws)).setProtectedHeader({ alg: 'A256KW', enc: 'A256GCM' }).encrypt(keys.decryptionKey);
+export async function sealIntegrityToken(
+  keys: Pick<TestPlayKeys, 'decryptionKey' | 'signingKey'>,
+  payload: unknown,
+): Promise<string> {
+  const signingKey = createPrivateKey({
+    key: Buffer.from(keys.signingKey),
+    format: 'der',
+    type: 'pkcs8',
+  });
+  const jws = await new CompactSign(new TextEncoder().encode(JSON.stringify(payload)))
+    .setProtectedHeader({ alg: 'ES256' })
+    .sign(signingKey);
+  return new CompactEncrypt(new TextEncoder().encode(jws))
+    .setProtectedHeader({ alg: 'A256KW', enc: 'A256GCM' })
+    .encrypt(keys.decryptionKey);
 }

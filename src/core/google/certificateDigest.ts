@@ -16,7 +16,8 @@ const COLON_HEX = /^[0-9a-fA-F]{2}(?::[0-9a-fA-F]{2}){31}$/;
  */
 export function parseCertificateDigest(text: string): Uint8Array | null {
   const t = text.trim();
-  if (HEX.test(t) || COLON_HEX.test(t)) return new Uint8Array(Buffer.from(t.replaceAll(':', ''), 'hex'));
+  if (HEX.test(t) || COLON_HEX.test(t))
+    return new Uint8Array(Buffer.from(t.replaceAll(':', ''), 'hex'));
   const bytes = decodeBase64(t);
   return bytes !== null && bytes.length === CERTIFICATE_DIGEST_BYTES ? bytes : null;
 }
@@ -26,5 +27,8 @@ export function parseCertificateDigest(text: string): Uint8Array | null {
  * @param digest raw digest bytes
  */
 export function formatCertificateDigest(digest: Uint8Array): string {
-  return Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength).toString('hex').toUpperCase().replace(/(..)(?!$)/g, '$1:');
+  return Buffer.from(digest.buffer, digest.byteOffset, digest.byteLength)
+    .toString('hex')
+    .toUpperCase()
+    .replace(/(..)(?!$)/g, '$1:');
 }

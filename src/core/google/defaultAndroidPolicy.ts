@@ -1,6 +1,8 @@
 import type { AndroidPackagePolicy } from '../types.js';
 
-type PolicyDefaults = Required<Omit<AndroidPackagePolicy, 'packageName' | 'keys' | 'serviceAccount'>>;
+type PolicyDefaults = Required<
+  Omit<AndroidPackagePolicy, 'packageName' | 'keys' | 'serviceAccount'>
+>;
 
 /**
  * What an Android allowlist entry holds for each policy field the operator leaves unset: the

@@ -1,7 +1,11 @@
 import type { MinVerdict } from '../types.js';
 
 /** The device verdicts that can be a minimum, weakest first (docs/token-format.md section 4, check 9). */
-export const MIN_VERDICTS: readonly MinVerdict[] = ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY', 'MEETS_STRONG_INTEGRITY'];
+export const MIN_VERDICTS: readonly MinVerdict[] = [
+  'MEETS_BASIC_INTEGRITY',
+  'MEETS_DEVICE_INTEGRITY',
+  'MEETS_STRONG_INTEGRITY',
+];
 
 /** The operator's short names for the minimums (`allowlist add android --min-verdict`, `dev mint gms --verdict`). */
 export const MIN_VERDICT_LEVELS = {

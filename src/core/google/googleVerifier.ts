@@ -16,7 +16,11 @@ import { DEFAULT_ANDROID_POLICY } from './defaultAndroidPolicy.js';
 import { isMinVerdict, meetsMinimumVerdict, strongestVerdict } from './deviceVerdict.js';
 import { KeyCache } from './keyCache.js';
 import { openIntegrityToken } from './openIntegrityToken.js';
-import { parsePlayIntegrityJson, parsePlayIntegrityPayload, type PlayIntegrityPayload } from './playIntegrityPayload.js';
+import {
+  parsePlayIntegrityJson,
+  parsePlayIntegrityPayload,
+  type PlayIntegrityPayload,
+} from './playIntegrityPayload.js';
 import { quote } from './quote.js';
 import { checkNewerVerdicts, VERDICT_CHECKS } from './verdictPolicy.js';
 
@@ -27,7 +31,14 @@ export const INTEGRITY_TOKEN_MAX_BYTES = 16 * 1024;
 export const MAX_FUTURE_SKEW_MS = 60_000;
 
 /** The checks both kinds of request run on the decoded verdict, in order; freshness stays last. */
-const DECODED_VERDICT_CHECKS = ['gms.packageMatch', 'gms.recognition', 'gms.certificate', 'gms.integrity', ...VERDICT_CHECKS, 'gms.freshness'] as const;
+const DECODED_VERDICT_CHECKS = [
+  'gms.packageMatch',
+  'gms.recognition',
+  'gms.certificate',
+  'gms.integrity',
+  ...VERDICT_CHECKS,
+  'gms.freshness',
+] as const;
 
 /**
  * The stable check ids of a classic request, in order. `gms.evidence` (the shape of the `gms` map)
@@ -94,12 +105,19 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     trace.plan(standard ? GOOGLE_STANDARD_CHECKS : GOOGLE_CHECKS);
     trace.facts.packageName = packageName;
     if (standard) trace.facts.request = 'standard';
-    trace.pass('gms.evidence', `package name and a ${Buffer.byteLength(integrityToken)}-byte ${standard ? 'standard' : 'classic'}-request integrity token`);
+    trace.pass(
+      'gms.evidence',
+      `package name and a ${Buffer.byteLength(integrityToken)}-byte ${standard ? 'standard' : 'classic'}-request integrity token`,
+    );
 
     // Check 1: the claimed package selects the allowlist entry, and so the keys
     trace.current('gms.package');
     const policy = await allowlist.androidPackage(packageName);
-    if (!policy) throw new Rejection('gms_package_not_allowed', `package ${quote(packageName)} is not on the Android allowlist`);
+    if (!policy)
+      throw new Rejection(
+        'gms_package_not_allowed',
+        `package ${quote(packageName)} is not on the Android allowlist`,
+      );
     const { minVerdict, maxAgeSeconds } = policySettings(policy);
     trace.pass(
       'gms.package',
@@ -108,17 +126,25 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         : `package ${quote(packageName)} is allowlisted with ${policy.keys.length} key pair(s)`,
     );
 
-    const payload = standard ? await decodeStandard(packageName, integrityToken, policy, ctx) : await openClassic(integrityToken, policy, ctx);
+    const payload = standard
+      ? await decodeStandard(packageName, integrityToken, policy, ctx)
+      : await openClassic(integrityToken, policy, ctx);
     const { requestDetails, appIntegrity, deviceIntegrity } = payload;
 
     // Check 6: the package Google measured is the one whose keys and policy were used; the
     // request package name alone is whatever the caller passed to the API
     trace.current('gms.packageMatch');
     if (requestDetails.requestPackageName !== packageName) {
-      throw new Rejection('gms_package_mismatch', `requestDetails.requestPackageName ${quote(requestDetails.requestPackageName)} is not ${quote(packageName)}`);
+      throw new Rejection(
+        'gms_package_mismatch',
+        `requestDetails.requestPackageName ${quote(requestDetails.requestPackageName)} is not ${quote(packageName)}`,
+      );
     }
     if (appIntegrity.packageName !== undefined && appIntegrity.packageName !== packageName) {
-      throw new Rejection('gms_package_mismatch', `appIntegrity.packageName ${quote(appIntegrity.packageName)} is not ${quote(packageName)}`);
+      throw new Rejection(
+        'gms_package_mismatch',
+        `appIntegrity.packageName ${quote(appIntegrity.packageName)} is not ${quote(packageName)}`,
+      );
     }
     trace.pass(
       'gms.packageMatch',
@@ -130,9 +156,18 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     // Check 7: Play recognizes this build
     trace.current('gms.recognition');
     const recognition = appIntegrity.appRecognitionVerdict;
-    if (recognition !== 'PLAY_RECOGNIZED' && !(recognition === 'UNRECOGNIZED_VERSION' && policy.allowUnrecognized)) {
-      const hint = recognition === 'UNRECOGNIZED_VERSION' ? ' (the entry does not allow unrecognized versions)' : '';
-      throw new Rejection('gms_app_not_recognized', `app recognition verdict is ${quote(recognition)}${hint}`);
+    if (
+      recognition !== 'PLAY_RECOGNIZED' &&
+      !(recognition === 'UNRECOGNIZED_VERSION' && policy.allowUnrecognized)
+    ) {
+      const hint =
+        recognition === 'UNRECOGNIZED_VERSION'
+          ? ' (the entry does not allow unrecognized versions)'
+          : '';
+      throw new Rejection(
+        'gms_app_not_recognized',
+        `app recognition verdict is ${quote(recognition)}${hint}`,
+      );
     }
     trace.pass('gms.recognition', `app recognition verdict is ${recognition}`);
 
@@ -144,10 +179,16 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
       const listed = appIntegrity.certificateSha256Digest ?? [];
       const match = listed.some((text) => {
         const digest = decodeBase64(text);
-        return digest !== null && policy.certificateDigests.some((allowed) => bytesEqual(digest, allowed));
+        return (
+          digest !== null &&
+          policy.certificateDigests.some((allowed) => bytesEqual(digest, allowed))
+        );
       });
       if (!match) {
-        throw new Rejection('gms_certificate_mismatch', `none of the ${listed.length} signing-certificate digest(s) in the token is allowlisted`);
+        throw new Rejection(
+          'gms_certificate_mismatch',
+          `none of the ${listed.length} signing-certificate digest(s) in the token is allowlisted`,
+        );
       }
       trace.pass('gms.certificate', 'a signing-certificate digest is allowlisted');
     }
@@ -157,7 +198,10 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     const verdicts = deviceIntegrity.deviceRecognitionVerdict ?? [];
     const strongest = strongestVerdict(verdicts);
     if (!meetsMinimumVerdict(verdicts, minVerdict)) {
-      throw new Rejection('gms_integrity_insufficient', `device verdict ${strongest ?? 'none'} is below the minimum ${minVerdict}`);
+      throw new Rejection(
+        'gms_integrity_insufficient',
+        `device verdict ${strongest ?? 'none'} is below the minimum ${minVerdict}`,
+      );
     }
     trace.pass('gms.integrity', `device verdict ${strongest} meets the minimum ${minVerdict}`);
 
@@ -178,26 +222,49 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     trace.facts.issuedAt = new Date(issued).toISOString();
     const ageMs = ctx.now.getTime() - issued;
     if (ageMs > maxAgeSeconds * 1000) {
-      throw new Rejection('gms_token_stale', `issued ${seconds(ageMs)} s ago, more than the ${maxAgeSeconds} s allowed`);
+      throw new Rejection(
+        'gms_token_stale',
+        `issued ${seconds(ageMs)} s ago, more than the ${maxAgeSeconds} s allowed`,
+      );
     }
     if (-ageMs > MAX_FUTURE_SKEW_MS) {
-      throw new Rejection('gms_token_stale', `issued ${seconds(-ageMs)} s in the future, more than the ${MAX_FUTURE_SKEW_MS / 1000} s allowed`);
+      throw new Rejection(
+        'gms_token_stale',
+        `issued ${seconds(-ageMs)} s in the future, more than the ${MAX_FUTURE_SKEW_MS / 1000} s allowed`,
+      );
     }
-    trace.pass('gms.freshness', ageMs >= 0 ? `issued ${seconds(ageMs)} s ago (at most ${maxAgeSeconds} s)` : `issued ${seconds(-ageMs)} s ahead of the clock (at most ${MAX_FUTURE_SKEW_MS / 1000} s)`);
+    trace.pass(
+      'gms.freshness',
+      ageMs >= 0
+        ? `issued ${seconds(ageMs)} s ago (at most ${maxAgeSeconds} s)`
+        : `issued ${seconds(-ageMs)} s ahead of the clock (at most ${MAX_FUTURE_SKEW_MS / 1000} s)`,
+    );
 
-    const googleTokenDetails: GoogleTokenDetails = { packageName, deviceIntegrityVerdicts: [...verdicts], timestampMillis: issued, ...extensions(payload) };
+    const googleTokenDetails: GoogleTokenDetails = {
+      packageName,
+      deviceIntegrityVerdicts: [...verdicts],
+      timestampMillis: issued,
+      ...extensions(payload),
+    };
     return { service: 'gms', googleTokenDetails };
   }
 
   /** Checks 2 to 5 of a classic request: JWE, JWS, layout, then the nonce. */
-  async function openClassic(integrityToken: string, policy: AndroidPackagePolicy, ctx: PlatformContext): Promise<PlayIntegrityPayload> {
+  async function openClassic(
+    integrityToken: string,
+    policy: AndroidPackagePolicy,
+    ctx: PlatformContext,
+  ): Promise<PlayIntegrityPayload> {
     const { trace } = ctx;
     // Checks 2 and 3: JWE A256KW/A256GCM, then JWS ES256, across the package's key pairs
     trace.current('gms.decrypt');
     const opened = await openIntegrityToken(integrityToken, policy.keys, importPair);
     if (opened.stage === 'sealed') throw new Rejection('gms_decrypt_failed', opened.problem);
     const decryptedBy = opened.stage === 'verified' ? [opened.pairId] : opened.pairIds;
-    trace.pass('gms.decrypt', `decrypted (A256KW, A256GCM) with key pair ${decryptedBy.map(quote).join(', ')}`);
+    trace.pass(
+      'gms.decrypt',
+      `decrypted (A256KW, A256GCM) with key pair ${decryptedBy.map(quote).join(', ')}`,
+    );
     trace.current('gms.signature');
     if (opened.stage === 'decrypted') throw new Rejection('gms_signature_invalid', opened.problem);
     trace.pass('gms.signature', `ES256 signature verified with key pair ${quote(opened.pairId)}`);
@@ -211,11 +278,19 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
 
     // Check 5: the nonce the device asked Google to bind is this request's final nonce
     trace.current('gms.nonce');
-    if (requestDetails.nonce === undefined) throw new Rejection('gms_nonce_mismatch', 'requestDetails.nonce is absent (a standard-request verdict sent as classic?)');
+    if (requestDetails.nonce === undefined)
+      throw new Rejection(
+        'gms_nonce_mismatch',
+        'requestDetails.nonce is absent (a standard-request verdict sent as classic?)',
+      );
     const nonce = decodeBase64(requestDetails.nonce);
-    if (nonce === null) throw new Rejection('gms_nonce_mismatch', 'requestDetails.nonce is not base64url');
+    if (nonce === null)
+      throw new Rejection('gms_nonce_mismatch', 'requestDetails.nonce is not base64url');
     if (!bytesEqual(nonce, ctx.nonce)) {
-      throw new Rejection('gms_nonce_mismatch', `requestDetails.nonce (${nonce.length} bytes) differs from the final nonce (${ctx.nonce.length} bytes)`);
+      throw new Rejection(
+        'gms_nonce_mismatch',
+        `requestDetails.nonce (${nonce.length} bytes) differs from the final nonce (${ctx.nonce.length} bytes)`,
+      );
     }
     trace.pass('gms.nonce', `requestDetails.nonce equals the final nonce (${nonce.length} bytes)`);
 
@@ -223,16 +298,32 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
   }
 
   /** A standard request: Google decodes the token, then the request hash binds the final nonce. */
-  async function decodeStandard(packageName: string, integrityToken: string, policy: AndroidPackagePolicy, ctx: PlatformContext): Promise<PlayIntegrityPayload> {
+  async function decodeStandard(
+    packageName: string,
+    integrityToken: string,
+    policy: AndroidPackagePolicy,
+    ctx: PlatformContext,
+  ): Promise<PlayIntegrityPayload> {
     const { trace } = ctx;
     trace.current('gms.decode');
     if (!policy.serviceAccount) {
-      throw new Rejection('gms_standard_not_configured', `package ${quote(packageName)} has no service account, so its standard-request tokens cannot be decoded`);
+      throw new Rejection(
+        'gms_standard_not_configured',
+        `package ${quote(packageName)} has no service account, so its standard-request tokens cannot be decoded`,
+      );
     }
-    if (!decoder) throw new Error('standard-request tokens need the Google decoder, and none is configured');
-    const decoded = await decoder.decode({ packageName, integrityToken, serviceAccount: policy.serviceAccount });
+    if (!decoder)
+      throw new Error('standard-request tokens need the Google decoder, and none is configured');
+    const decoded = await decoder.decode({
+      packageName,
+      integrityToken,
+      serviceAccount: policy.serviceAccount,
+    });
     if (!decoded.ok) throw new Rejection('gms_decode_rejected', decoded.problem);
-    trace.pass('gms.decode', `decoded by Google with service account ${quote(policy.serviceAccount.clientEmail)}`);
+    trace.pass(
+      'gms.decode',
+      `decoded by Google with service account ${quote(policy.serviceAccount.clientEmail)}`,
+    );
 
     trace.current('gms.payload');
     const parsed = parsePlayIntegrityJson(decoded.payload);
@@ -242,13 +333,23 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     // the device passed requestHash = base64url(SHA-256(final nonce)) to the token provider
     trace.current('gms.requestHash');
     const { requestHash } = parsed.payload.requestDetails;
-    if (requestHash === undefined) throw new Rejection('gms_nonce_mismatch', 'requestDetails.requestHash is absent (a classic-request verdict sent as standard?)');
+    if (requestHash === undefined)
+      throw new Rejection(
+        'gms_nonce_mismatch',
+        'requestDetails.requestHash is absent (a classic-request verdict sent as standard?)',
+      );
     const hash = decodeBase64(requestHash);
     const expected = new Uint8Array(createHash('sha256').update(ctx.nonce).digest());
     if (hash === null || !bytesEqual(hash, expected)) {
-      throw new Rejection('gms_nonce_mismatch', `requestDetails.requestHash is not base64url(SHA-256(final nonce)) over the ${ctx.nonce.length}-byte final nonce`);
+      throw new Rejection(
+        'gms_nonce_mismatch',
+        `requestDetails.requestHash is not base64url(SHA-256(final nonce)) over the ${ctx.nonce.length}-byte final nonce`,
+      );
     }
-    trace.pass('gms.requestHash', 'requestDetails.requestHash equals base64url(SHA-256(final nonce))');
+    trace.pass(
+      'gms.requestHash',
+      'requestDetails.requestHash equals base64url(SHA-256(final nonce))',
+    );
     return parsed.payload;
   }
 
@@ -266,15 +367,23 @@ interface Evidence {
 function readEvidence(evidence: unknown): Evidence {
   if (!isMap(evidence)) throw new Rejection('token_malformed', 'the "gms" evidence is not a map');
   const packageName = evidence.get('packageName');
-  if (typeof packageName !== 'string') throw new Rejection('token_malformed', '"gms.packageName" must be text');
+  if (typeof packageName !== 'string')
+    throw new Rejection('token_malformed', '"gms.packageName" must be text');
   const integrityToken = evidence.get('integrityToken');
-  if (typeof integrityToken !== 'string') throw new Rejection('token_malformed', '"gms.integrityToken" must be text');
+  if (typeof integrityToken !== 'string')
+    throw new Rejection('token_malformed', '"gms.integrityToken" must be text');
   if (Buffer.byteLength(integrityToken, 'utf8') > INTEGRITY_TOKEN_MAX_BYTES) {
-    throw new Rejection('token_malformed', `"gms.integrityToken" is longer than ${INTEGRITY_TOKEN_MAX_BYTES} bytes`);
+    throw new Rejection(
+      'token_malformed',
+      `"gms.integrityToken" is longer than ${INTEGRITY_TOKEN_MAX_BYTES} bytes`,
+    );
   }
   const request = evidence.get('request');
   if (request !== undefined && request !== 'classic' && request !== 'standard') {
-    throw new Rejection('token_malformed', '"gms.request" must be "classic" or "standard" when present');
+    throw new Rejection(
+      'token_malformed',
+      '"gms.request" must be "classic" or "standard" when present',
+    );
   }
   return { packageName, integrityToken, standard: request === 'standard' };
 }
@@ -302,10 +411,14 @@ function extensions(payload: PlayIntegrityPayload): Partial<GoogleTokenDetails> 
  * that is set but unusable is a broken allowlist, a fault for the operator (HTTP 500), not a
  * verdict on the token.
  */
-function policySettings(policy: AndroidPackagePolicy): { minVerdict: AndroidPackagePolicy['minVerdict']; maxAgeSeconds: number } {
+function policySettings(policy: AndroidPackagePolicy): {
+  minVerdict: AndroidPackagePolicy['minVerdict'];
+  maxAgeSeconds: number;
+} {
   const minVerdict = policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict;
   const maxAgeSeconds = policy.maxAgeSeconds ?? DEFAULT_ANDROID_POLICY.maxAgeSeconds;
-  if (!isMinVerdict(minVerdict)) throw new Error(`allowlist entry ${quote(policy.packageName)} has an unknown minimum verdict`);
+  if (!isMinVerdict(minVerdict))
+    throw new Error(`allowlist entry ${quote(policy.packageName)} has an unknown minimum verdict`);
   if (!Number.isFinite(maxAgeSeconds) || maxAgeSeconds <= 0) {
     throw new Error(`allowlist entry ${quote(policy.packageName)} has an invalid maximum age`);
   }

@@ -28,7 +28,8 @@ export class KeyCache {
 
   /** @param maxEntries the bound (at least 1) */
   constructor(readonly maxEntries: number = DEFAULT_KEY_CACHE_SIZE) {
-    if (!Number.isInteger(maxEntries) || maxEntries < 1) throw new RangeError('maxEntries must be a positive integer');
+    if (!Number.isInteger(maxEntries) || maxEntries < 1)
+      throw new RangeError('maxEntries must be a positive integer');
     this.entries = new LruCache(maxEntries);
   }
 

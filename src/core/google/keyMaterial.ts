@@ -13,14 +13,21 @@ export const DECRYPTION_KEY_BYTES = 32;
  * @throws Error with a message for the operator when the text is not such a key
  */
 export function parseDecryptionKey(b64: string): Uint8Array {
-  if (isPem(b64)) throw new Error(`the decryption key is a PEM block; the Play Console shows it as one line of base64 (${DECRYPTION_KEY_BYTES} bytes)`);
+  if (isPem(b64))
+    throw new Error(
+      `the decryption key is a PEM block; the Play Console shows it as one line of base64 (${DECRYPTION_KEY_BYTES} bytes)`,
+    );
   const bytes = decodeBase64(b64.trim());
   if (bytes === null) throw new Error('the decryption key is not valid base64');
   if (bytes.length !== DECRYPTION_KEY_BYTES) {
     if (isPublicKey(bytes)) {
-      throw new Error('the decryption key is a public key, the verification key by its look: the two keys seem swapped');
+      throw new Error(
+        'the decryption key is a public key, the verification key by its look: the two keys seem swapped',
+      );
     }
-    throw new Error(`the decryption key must be ${DECRYPTION_KEY_BYTES} bytes (AES-256), got ${bytes.length}`);
+    throw new Error(
+      `the decryption key must be ${DECRYPTION_KEY_BYTES} bytes (AES-256), got ${bytes.length}`,
+    );
   }
   return bytes;
 }
@@ -30,13 +37,21 @@ export function parseDecryptionKey(b64: string): Uint8Array {
  * base64, and the two keys given swapped.
  * @throws Error with a message for the operator
  */
-export function parsePlayKeys(decryptionB64: string, verificationB64: string): { decryptionKey: Uint8Array; verificationKey: Uint8Array } {
+export function parsePlayKeys(
+  decryptionB64: string,
+  verificationB64: string,
+): { decryptionKey: Uint8Array; verificationKey: Uint8Array } {
   const dec = isPem(decryptionB64) ? null : decodeBase64(decryptionB64.trim());
   const ver = isPem(verificationB64) ? null : decodeBase64(verificationB64.trim());
   if (dec && ver && ver.length === DECRYPTION_KEY_BYTES && isPublicKey(dec)) {
-    throw new Error('the decryption and verification keys are swapped: the decryption key is the 32-byte one');
+    throw new Error(
+      'the decryption and verification keys are swapped: the decryption key is the 32-byte one',
+    );
   }
-  return { decryptionKey: parseDecryptionKey(decryptionB64), verificationKey: parseVerificationKey(verificationB64) };
+  return {
+    decryptionKey: parseDecryptionKey(decryptionB64),
+    verificationKey: parseVerificationKey(verificationB64),
+  };
 }
 
 const isPem = (text: string) => text.includes('-----BEGIN');
@@ -60,12 +75,16 @@ function isPublicKey(der: Uint8Array): boolean {
  */
 export function parseVerificationKey(b64: string): Uint8Array {
   if (isPem(b64)) {
-    throw new Error('the verification key is a PEM block; give the base64 the Play Console shows (the PEM body without its -----BEGIN/-----END lines, on one line)');
+    throw new Error(
+      'the verification key is a PEM block; give the base64 the Play Console shows (the PEM body without its -----BEGIN/-----END lines, on one line)',
+    );
   }
   const der = decodeBase64(b64.trim());
   if (der === null) throw new Error('the verification key is not valid base64');
   if (der.length === DECRYPTION_KEY_BYTES) {
-    throw new Error(`the verification key is ${DECRYPTION_KEY_BYTES} bytes, the size of the decryption key: the two keys seem swapped`);
+    throw new Error(
+      `the verification key is ${DECRYPTION_KEY_BYTES} bytes, the size of the decryption key: the two keys seem swapped`,
+    );
   }
   let key;
   try {
@@ -74,10 +93,15 @@ export function parseVerificationKey(b64: string): Uint8Array {
     throw new Error('the verification key is not a DER SubjectPublicKeyInfo public key');
   }
   if (key.asymmetricKeyType !== 'ec') {
-    throw new Error(`the verification key must be an EC P-256 key, got ${key.asymmetricKeyType ?? 'an unknown'} key`);
+    throw new Error(
+      `the verification key must be an EC P-256 key, got ${key.asymmetricKeyType ?? 'an unknown'} key`,
+    );
   }
   const curve = key.asymmetricKeyDetails?.namedCurve;
-  if (curve !== 'prime256v1') throw new Error(`the verification key must be on curve P-256, got ${curve ?? 'an unknown curve'}`);
+  if (curve !== 'prime256v1')
+    throw new Error(
+      `the verification key must be on curve P-256, got ${curve ?? 'an unknown curve'}`,
+    );
   // through JWK and back: OpenSSL keeps a compressed point compressed, JWK always rebuilds the
   // uncompressed SPKI, so one key is always stored as the same 91 bytes
   const canonical = createPublicKey({ key: key.export({ format: 'jwk' }), format: 'jwk' });
@@ -89,7 +113,8 @@ export function parseVerificationKey(b64: string): Uint8Array {
  * @param raw the 32 raw key bytes
  */
 export async function importDecryptionKey(raw: Uint8Array): Promise<webcrypto.CryptoKey> {
-  if (raw.length !== DECRYPTION_KEY_BYTES) throw new Error(`decryption key must be ${DECRYPTION_KEY_BYTES} bytes`);
+  if (raw.length !== DECRYPTION_KEY_BYTES)
+    throw new Error(`decryption key must be ${DECRYPTION_KEY_BYTES} bytes`);
   return crypto.subtle.importKey('raw', raw, { name: 'AES-KW', length: 256 }, false, ['unwrapKey']);
 }
 
@@ -99,5 +124,7 @@ export async function importDecryptionKey(raw: Uint8Array): Promise<webcrypto.Cr
  * @param spki DER SubjectPublicKeyInfo of an EC P-256 key
  */
 export async function importVerificationKey(spki: Uint8Array): Promise<webcrypto.CryptoKey> {
-  return crypto.subtle.importKey('spki', spki, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['verify']);
+  return crypto.subtle.importKey('spki', spki, { name: 'ECDSA', namedCurve: 'P-256' }, false, [
+    'verify',
+  ]);
 }

@@ -1,4 +1,11 @@
-import { compactDecrypt, compactVerify, decodeProtectedHeader, errors, type DecryptOptions, type VerifyOptions } from 'jose';
+import {
+  compactDecrypt,
+  compactVerify,
+  decodeProtectedHeader,
+  errors,
+  type DecryptOptions,
+  type VerifyOptions,
+} from 'jose';
 import type { webcrypto } from 'node:crypto';
 import type { AndroidKeyPair } from '../types.js';
 import type { ImportedKeyPair } from './keyCache.js';
@@ -80,10 +87,19 @@ export async function openIntegrityToken(
 
   if (decryptedBy.length > 0) {
     const by = decryptedBy.map(quote).join(', ');
-    return { stage: 'decrypted', pairIds: decryptedBy, problem: `decrypted with key pair ${by}, but ${signatureProblem ?? 'not verified'}` };
+    return {
+      stage: 'decrypted',
+      pairIds: decryptedBy,
+      problem: `decrypted with key pair ${by}, but ${signatureProblem ?? 'not verified'}`,
+    };
   }
-  const problem = sealedProblem ?? `none of the package's ${pairs.length} key pair(s) decrypts it (other keys, or an altered token)`;
-  return { stage: 'sealed', problem: unusable.length > 0 ? `${problem}; ${unusable.join('; ')}` : problem };
+  const problem =
+    sealedProblem ??
+    `none of the package's ${pairs.length} key pair(s) decrypts it (other keys, or an altered token)`;
+  return {
+    stage: 'sealed',
+    problem: unusable.length > 0 ? `${problem}; ${unusable.join('; ')}` : problem,
+  };
 }
 
 /**
@@ -96,12 +112,18 @@ export async function openIntegrityToken(
 export async function decryptWith(
   token: string,
   key: webcrypto.CryptoKey,
-): Promise<{ ok: true; bytes: Uint8Array } | { ok: false; keyIndependent: boolean; problem: string }> {
+): Promise<
+  { ok: true; bytes: Uint8Array } | { ok: false; keyIndependent: boolean; problem: string }
+> {
   try {
     const { plaintext } = await compactDecrypt(token, key, JWE_OPTIONS);
     return { ok: true, bytes: plaintext };
   } catch (err) {
-    return { ok: false, keyIndependent: !(err instanceof errors.JWEDecryptionFailed), problem: describeJweError(err, token) };
+    return {
+      ok: false,
+      keyIndependent: !(err instanceof errors.JWEDecryptionFailed),
+      problem: describeJweError(err, token),
+    };
   }
 }
 
@@ -111,7 +133,10 @@ export async function decryptWith(
  * @param jws the decrypted compact JWS
  * @param key an imported verification key
  */
-export async function verifyWith(jws: Uint8Array, key: webcrypto.CryptoKey): Promise<{ ok: true; payload: Uint8Array } | { ok: false; problem: string }> {
+export async function verifyWith(
+  jws: Uint8Array,
+  key: webcrypto.CryptoKey,
+): Promise<{ ok: true; payload: Uint8Array } | { ok: false; problem: string }> {
   try {
     const { payload } = await compactVerify(jws, key, JWS_OPTIONS);
     return { ok: true, payload };
@@ -125,9 +150,12 @@ function describeJweError(err: unknown, token: string): string {
     const { alg, enc } = headerOf(token);
     return `JWE algorithm ${quote(alg)} with ${quote(enc)} is not allowed (only A256KW with A256GCM)`;
   }
-  if (err instanceof errors.JWEDecryptionFailed) return 'the key does not decrypt it (wrong key or altered token)';
-  if (err instanceof errors.JOSENotSupported) return `the JWE uses an unsupported feature: ${clean(err.message)}`;
-  if (err instanceof errors.JWEInvalid) return `not a well-formed compact JWE: ${clean(err.message)}`;
+  if (err instanceof errors.JWEDecryptionFailed)
+    return 'the key does not decrypt it (wrong key or altered token)';
+  if (err instanceof errors.JOSENotSupported)
+    return `the JWE uses an unsupported feature: ${clean(err.message)}`;
+  if (err instanceof errors.JWEInvalid)
+    return `not a well-formed compact JWE: ${clean(err.message)}`;
   return `jose refused the JWE (${err instanceof Error ? err.name : 'unknown error'})`;
 }
 
@@ -136,9 +164,12 @@ function describeJwsError(err: unknown, jws: Uint8Array): string {
     const { alg } = headerOf(new TextDecoder().decode(jws));
     return `JWS algorithm ${quote(alg)} is not allowed (only ES256)`;
   }
-  if (err instanceof errors.JWSSignatureVerificationFailed) return 'the ES256 signature does not verify with its verification key';
-  if (err instanceof errors.JWSInvalid) return `not a well-formed compact JWS: ${clean(err.message)}`;
-  if (err instanceof errors.JOSENotSupported) return `the JWS uses an unsupported feature: ${clean(err.message)}`;
+  if (err instanceof errors.JWSSignatureVerificationFailed)
+    return 'the ES256 signature does not verify with its verification key';
+  if (err instanceof errors.JWSInvalid)
+    return `not a well-formed compact JWS: ${clean(err.message)}`;
+  if (err instanceof errors.JOSENotSupported)
+    return `the JWS uses an unsupported feature: ${clean(err.message)}`;
   return `jose refused the JWS (${err instanceof Error ? err.name : 'unknown error'})`;
 }
 

@@ -8,12 +8,18 @@ const EVALUATED = new Set(['PLAY_RECOGNIZED', 'UNRECOGNIZED_VERSION']);
  * accepted too. At most 15 digits keeps it a safe integer.
  */
 const timestampMillis = z
-  .union([z.string().regex(/^\d{1,15}$/, 'expected a decimal string of milliseconds'), z.number().int().nonnegative()])
+  .union([
+    z.string().regex(/^\d{1,15}$/, 'expected a decimal string of milliseconds'),
+    z.number().int().nonnegative(),
+  ])
   .transform((v) => Number(v))
   .refine((v) => Number.isSafeInteger(v), 'expected a safe integer of milliseconds');
 
 /** Google's JSON int64 and int32 fields come as numbers or decimal strings. */
-const intText = z.union([z.string().regex(/^-?\d{1,15}$/, 'expected a decimal integer'), z.number().int()]);
+const intText = z.union([
+  z.string().regex(/^-?\d{1,15}$/, 'expected a decimal integer'),
+  z.number().int(),
+]);
 
 /**
  * The Play Integrity verdict layout (Google, "Integrity verdicts"), as far as the checks read it,
@@ -29,7 +35,9 @@ export const playIntegrityPayloadSchema = z.object({
       requestHash: z.string().optional(),
       timestampMillis,
     })
-    .refine((r) => r.nonce !== undefined || r.requestHash !== undefined, { message: 'expected nonce (classic request) or requestHash (standard request)' }),
+    .refine((r) => r.nonce !== undefined || r.requestHash !== undefined, {
+      message: 'expected nonce (classic request) or requestHash (standard request)',
+    }),
   appIntegrity: z
     .object({
       appRecognitionVerdict: z.string(),
@@ -39,9 +47,15 @@ export const playIntegrityPayloadSchema = z.object({
     })
     // Google sends the app's identity with every evaluated verdict; a recognized verdict without
     // it would let the package decision rest on the spoofable requestPackageName alone.
-    .refine((a) => !EVALUATED.has(a.appRecognitionVerdict) || (a.packageName !== undefined && a.certificateSha256Digest !== undefined), {
-      message: 'an evaluated appRecognitionVerdict must come with packageName and certificateSha256Digest',
-    }),
+    .refine(
+      (a) =>
+        !EVALUATED.has(a.appRecognitionVerdict) ||
+        (a.packageName !== undefined && a.certificateSha256Digest !== undefined),
+      {
+        message:
+          'an evaluated appRecognitionVerdict must come with packageName and certificateSha256Digest',
+      },
+    ),
   deviceIntegrity: z.object({
     deviceRecognitionVerdict: z.array(z.string()).optional(),
     deviceAttributes: z.object({ sdkVersion: intText.transform(Number).optional() }).optional(),
@@ -86,5 +100,8 @@ export function parsePlayIntegrityJson(json: unknown): ParsedPayload {
   if (parsed.success) return { ok: true, payload: parsed.data };
   const issue = parsed.error.issues[0];
   const where = issue && issue.path.length > 0 ? issue.path.join('.') : 'payload';
-  return { ok: false, problem: `not the Play Integrity verdict layout: ${where}: ${issue?.message ?? 'invalid'}` };
+  return {
+    ok: false,
+    problem: `not the Play Integrity verdict layout: ${where}: ${issue?.message ?? 'invalid'}`,
+  };
 }

@@ -4,19 +4,38 @@ import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
 import { quote } from './quote.js';
 
 /** `environmentDetails.playProtectVerdict` values Google documents, safest first. */
-export const PLAY_PROTECT_VERDICTS = ['NO_ISSUES', 'NO_DATA', 'POSSIBLE_RISK', 'MEDIUM_RISK', 'HIGH_RISK'] as const;
+export const PLAY_PROTECT_VERDICTS = [
+  'NO_ISSUES',
+  'NO_DATA',
+  'POSSIBLE_RISK',
+  'MEDIUM_RISK',
+  'HIGH_RISK',
+] as const;
 
 /** The kinds of app-access risk Google reports, each for known (Play or system) and unknown apps. */
 export const APP_ACCESS_RISK_KINDS = ['installed', 'capturing', 'controlling', 'overlays'] as const;
 
 /** Every `appAccessRiskVerdict.appsDetected` value Google documents. */
-export const APP_ACCESS_RISK_VALUES: readonly string[] = APP_ACCESS_RISK_KINDS.flatMap((k) => [`KNOWN_${k.toUpperCase()}`, `UNKNOWN_${k.toUpperCase()}`]);
+export const APP_ACCESS_RISK_VALUES: readonly string[] = APP_ACCESS_RISK_KINDS.flatMap((k) => [
+  `KNOWN_${k.toUpperCase()}`,
+  `UNKNOWN_${k.toUpperCase()}`,
+]);
 
 /** `recentDeviceActivity.deviceActivityLevel`, fewest integrity requests first. */
-export const DEVICE_ACTIVITY_LEVELS: readonly DeviceActivityLevel[] = ['LEVEL_1', 'LEVEL_2', 'LEVEL_3', 'LEVEL_4'];
+export const DEVICE_ACTIVITY_LEVELS: readonly DeviceActivityLevel[] = [
+  'LEVEL_1',
+  'LEVEL_2',
+  'LEVEL_3',
+  'LEVEL_4',
+];
 
 /** The check ids of the newer verdicts, in the order they run. */
-export const VERDICT_CHECKS = ['gms.licensing', 'gms.playProtect', 'gms.appAccessRisk', 'gms.deviceActivity'] as const;
+export const VERDICT_CHECKS = [
+  'gms.licensing',
+  'gms.playProtect',
+  'gms.appAccessRisk',
+  'gms.deviceActivity',
+] as const;
 export type VerdictCheck = (typeof VERDICT_CHECKS)[number];
 
 export type VerdictResult =
@@ -28,11 +47,15 @@ export type VerdictResult =
  * is refused: a verdict Google did not evaluate is never a pass.
  * @returns the verdicts, or a one-line problem
  */
-export function parsePlayProtectList(text: string): { ok: true; values: string[] } | { ok: false; problem: string } {
+export function parsePlayProtectList(
+  text: string,
+): { ok: true; values: string[] } | { ok: false; problem: string } {
   const values = splitList(text).map((v) => v.toUpperCase());
-  if (values.length === 0) return { ok: false, problem: 'expected at least one Play Protect verdict' };
+  if (values.length === 0)
+    return { ok: false, problem: 'expected at least one Play Protect verdict' };
   for (const v of values) {
-    if (!(PLAY_PROTECT_VERDICTS as readonly string[]).includes(v)) return { ok: false, problem: `"${v}" is not one of ${PLAY_PROTECT_VERDICTS.join(', ')}` };
+    if (!(PLAY_PROTECT_VERDICTS as readonly string[]).includes(v))
+      return { ok: false, problem: `"${v}" is not one of ${PLAY_PROTECT_VERDICTS.join(', ')}` };
   }
   return { ok: true, values: [...new Set(values)] };
 }
@@ -42,7 +65,9 @@ export function parsePlayProtectList(text: string): { ok: true; values: string[]
  * alone (`capturing`), which denies both the known and the unknown form.
  * @returns the exact `appsDetected` values to deny, or a one-line problem
  */
-export function parseAppAccessRiskList(text: string): { ok: true; values: string[] } | { ok: false; problem: string } {
+export function parseAppAccessRiskList(
+  text: string,
+): { ok: true; values: string[] } | { ok: false; problem: string } {
   const out = new Set<string>();
   const items = splitList(text);
   if (items.length === 0) return { ok: false, problem: 'expected at least one app-access risk' };
@@ -52,7 +77,11 @@ export function parseAppAccessRiskList(text: string): { ok: true; values: string
     else if ((APP_ACCESS_RISK_KINDS as readonly string[]).includes(item.toLowerCase())) {
       out.add(`KNOWN_${upper}`);
       out.add(`UNKNOWN_${upper}`);
-    } else return { ok: false, problem: `"${item}" is not one of ${APP_ACCESS_RISK_KINDS.join(', ')} or ${APP_ACCESS_RISK_VALUES.join(', ')}` };
+    } else
+      return {
+        ok: false,
+        problem: `"${item}" is not one of ${APP_ACCESS_RISK_KINDS.join(', ')} or ${APP_ACCESS_RISK_VALUES.join(', ')}`,
+      };
   }
   return { ok: true, values: APP_ACCESS_RISK_VALUES.filter((v) => out.has(v)) };
 }
@@ -69,8 +98,16 @@ export function isDeviceActivityLevel(value: unknown): value is DeviceActivityLe
  * @param payload the parsed verdict
  * @param policy the package entry
  */
-export function checkNewerVerdicts(payload: PlayIntegrityPayload, policy: AndroidPackagePolicy): VerdictResult[] {
-  return [licensing(payload, policy), playProtect(payload, policy), appAccessRisk(payload, policy), deviceActivity(payload, policy)];
+export function checkNewerVerdicts(
+  payload: PlayIntegrityPayload,
+  policy: AndroidPackagePolicy,
+): VerdictResult[] {
+  return [
+    licensing(payload, policy),
+    playProtect(payload, policy),
+    appAccessRisk(payload, policy),
+    deviceActivity(payload, policy),
+  ];
 }
 
 function licensing(payload: PlayIntegrityPayload, policy: AndroidPackagePolicy): VerdictResult {
@@ -78,9 +115,21 @@ function licensing(payload: PlayIntegrityPayload, policy: AndroidPackagePolicy):
   if (!policy.requireLicensed) return notRequired(check);
   const verdict = payload.accountDetails?.appLicensingVerdict;
   if (verdict === undefined || verdict === 'UNEVALUATED') {
-    return { ok: false, check, reason: 'gms_not_licensed', detail: absent('accountDetails.appLicensingVerdict', verdict, 'licensing responses'), missing: 'accountDetails.appLicensingVerdict' };
+    return {
+      ok: false,
+      check,
+      reason: 'gms_not_licensed',
+      detail: absent('accountDetails.appLicensingVerdict', verdict, 'licensing responses'),
+      missing: 'accountDetails.appLicensingVerdict',
+    };
   }
-  if (verdict !== 'LICENSED') return { ok: false, check, reason: 'gms_not_licensed', detail: `app licensing verdict is ${quote(verdict)}, not LICENSED` };
+  if (verdict !== 'LICENSED')
+    return {
+      ok: false,
+      check,
+      reason: 'gms_not_licensed',
+      detail: `app licensing verdict is ${quote(verdict)}, not LICENSED`,
+    };
   return { ok: true, check, required: true, detail: 'app licensing verdict is LICENSED' };
 }
 
@@ -90,9 +139,21 @@ function playProtect(payload: PlayIntegrityPayload, policy: AndroidPackagePolicy
   if (accepted.length === 0) return notRequired(check);
   const verdict = payload.environmentDetails?.playProtectVerdict;
   if (verdict === undefined || verdict === 'UNEVALUATED') {
-    return { ok: false, check, reason: 'gms_play_protect', detail: absent('environmentDetails.playProtectVerdict', verdict, 'the Play Protect verdict'), missing: 'environmentDetails.playProtectVerdict' };
+    return {
+      ok: false,
+      check,
+      reason: 'gms_play_protect',
+      detail: absent('environmentDetails.playProtectVerdict', verdict, 'the Play Protect verdict'),
+      missing: 'environmentDetails.playProtectVerdict',
+    };
   }
-  if (!accepted.includes(verdict)) return { ok: false, check, reason: 'gms_play_protect', detail: `Play Protect verdict is ${quote(verdict)}, not ${accepted.join(' or ')}` };
+  if (!accepted.includes(verdict))
+    return {
+      ok: false,
+      check,
+      reason: 'gms_play_protect',
+      detail: `Play Protect verdict is ${quote(verdict)}, not ${accepted.join(' or ')}`,
+    };
   return { ok: true, check, required: true, detail: `Play Protect verdict is ${verdict}` };
 }
 
@@ -102,26 +163,67 @@ function appAccessRisk(payload: PlayIntegrityPayload, policy: AndroidPackagePoli
   if (denied.length === 0) return notRequired(check);
   const detected = payload.environmentDetails?.appAccessRiskVerdict?.appsDetected;
   if (detected === undefined) {
-    return { ok: false, check, reason: 'gms_app_access_risk', detail: absent('environmentDetails.appAccessRiskVerdict.appsDetected', undefined, 'the app access risk verdict') };
+    return {
+      ok: false,
+      check,
+      reason: 'gms_app_access_risk',
+      detail: absent(
+        'environmentDetails.appAccessRiskVerdict.appsDetected',
+        undefined,
+        'the app access risk verdict',
+      ),
+    };
   }
   const hit = detected.filter((d) => denied.includes(d));
-  if (hit.length > 0) return { ok: false, check, reason: 'gms_app_access_risk', detail: `apps detected include ${hit.map(quote).join(', ')}, which the package denies` };
-  return { ok: true, check, required: true, detail: detected.length ? `apps detected (${detected.join(', ')}) include none the package denies` : 'no apps with access risk detected' };
+  if (hit.length > 0)
+    return {
+      ok: false,
+      check,
+      reason: 'gms_app_access_risk',
+      detail: `apps detected include ${hit.map(quote).join(', ')}, which the package denies`,
+    };
+  return {
+    ok: true,
+    check,
+    required: true,
+    detail: detected.length
+      ? `apps detected (${detected.join(', ')}) include none the package denies`
+      : 'no apps with access risk detected',
+  };
 }
 
-function deviceActivity(payload: PlayIntegrityPayload, policy: AndroidPackagePolicy): VerdictResult {
+function deviceActivity(
+  payload: PlayIntegrityPayload,
+  policy: AndroidPackagePolicy,
+): VerdictResult {
   const check = 'gms.deviceActivity';
   const max = policy.maxDeviceActivity;
   if (!max) return notRequired(check);
   const level = payload.deviceIntegrity.recentDeviceActivity?.deviceActivityLevel;
   if (!isDeviceActivityLevel(level)) {
     const field = 'deviceIntegrity.recentDeviceActivity.deviceActivityLevel';
-    return { ok: false, check, reason: 'gms_device_activity', detail: absent(field, level, 'recent device activity'), missing: field };
+    return {
+      ok: false,
+      check,
+      reason: 'gms_device_activity',
+      detail: absent(field, level, 'recent device activity'),
+      missing: field,
+    };
   }
   if (DEVICE_ACTIVITY_LEVELS.indexOf(level) > DEVICE_ACTIVITY_LEVELS.indexOf(max)) {
-    return { ok: false, check, reason: 'gms_device_activity', detail: `recent device activity is ${level}, above the maximum ${max}` };
+    return {
+      ok: false,
+      check,
+      reason: 'gms_device_activity',
+      detail: `recent device activity is ${level}, above the maximum ${max}`,
+    };
   }
-  return { ok: true, check, required: true, detail: `recent device activity is ${level} (at most ${max})` };
+  return {
+    ok: true,
+    check,
+    required: true,
+    detail: `recent device activity is ${level} (at most ${max})`,
+  };
 }
 
 function notRequired(check: VerdictCheck): VerdictResult {

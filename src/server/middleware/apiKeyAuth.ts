@@ -10,10 +10,16 @@ import { errorBody, STATUS_INTERNAL_ERROR } from '../errorBody.js';
  * count against the backend budget (needs backendBudget first): time queued for argon2 is bounded
  * by the hash queue itself.
  */
-export const apiKeyAuth = (opts: { auth: Pick<ApiKeyAuthenticator, 'authenticate'>; testKeys?: boolean | undefined }) =>
+export const apiKeyAuth = (opts: {
+  auth: Pick<ApiKeyAuthenticator, 'authenticate'>;
+  testKeys?: boolean | undefined;
+}) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const address = c.env?.incoming?.socket?.remoteAddress;
-    const result = await opts.auth.authenticate(c.req.header('x-api-key'), { address, backend: c.get('backend') });
+    const result = await opts.auth.authenticate(c.req.header('x-api-key'), {
+      address,
+      backend: c.get('backend'),
+    });
     const log = c.get('log');
     if (!result.ok) {
       log.auth = result.why;

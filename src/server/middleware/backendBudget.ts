@@ -14,7 +14,10 @@ export function createBudget(ms: number): Budget {
     let timer: NodeJS.Timeout | undefined;
     const remaining = ms - used;
     const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new DeadlineExceeded(`no answer from the backend within ${ms} ms`)), Math.max(0, remaining));
+      timer = setTimeout(
+        () => reject(new DeadlineExceeded(`no answer from the backend within ${ms} ms`)),
+        Math.max(0, remaining),
+      );
     });
     try {
       return await Promise.race([work, deadline]);

@@ -11,13 +11,21 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * request metric and the single log line of each request. Handlers add their facts to `c.get('log')`;
  * `route` is the path when it is one of `routes`, else "unmatched" (no client text in metric labels).
  */
-export const requestLog = (opts: { logger: Logger; metrics: Pick<Metrics, 'observeRequest'>; routes: Readonly<Record<string, unknown>> }) =>
+export const requestLog = (opts: {
+  logger: Logger;
+  metrics: Pick<Metrics, 'observeRequest'>;
+  routes: Readonly<Record<string, unknown>>;
+}) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const started = performance.now();
     const given = c.req.header('x-request-id');
     const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
     const path = c.req.path;
-    const log: RequestLog = { requestId, method: c.req.method, route: path in opts.routes ? path : 'unmatched' };
+    const log: RequestLog = {
+      requestId,
+      method: c.req.method,
+      route: path in opts.routes ? path : 'unmatched',
+    };
     c.set('log', log);
     try {
       await next();

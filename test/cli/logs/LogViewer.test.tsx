@@ -8,7 +8,14 @@ import { plainLine, requestLine } from './sampleLog.js';
 
 afterEach(() => cleanup());
 
-const KEYS = { up: '\u001B[A', down: '\u001B[B', pageDown: '\u001B[6~', enter: '\r', tab: '\t', escape: '\u001B' };
+const KEYS = {
+  up: '\u001B[A',
+  down: '\u001B[B',
+  pageDown: '\u001B[6~',
+  enter: '\r',
+  tab: '\t',
+  escape: '\u001B',
+};
 
 const at = (s: number) => new Date(Date.parse('2026-11-22T21:00:00.000Z') + s * 1000).toISOString();
 
@@ -16,27 +23,80 @@ const at = (s: number) => new Date(Date.parse('2026-11-22T21:00:00.000Z') + s * 
 function fixture(): string[] {
   return [
     plainLine(30, 'listening', { time: at(0), port: 8080 }),
-    requestLine({ time: at(1), requestId: 'r1', isValid: false, reason: 'apple_counter_replay', detail: 'counter 3 is not above the stored 5', keyId: 'KEYID-ONE', apiKeyId: 'key0000000000001' }),
-    requestLine({ time: at(2), requestId: 'r2', service: 'gms', isValid: false, reason: 'gms_token_stale', packageName: 'com.example', apiKeyId: 'key0000000000002' }),
-    requestLine({ time: at(3), requestId: 'r3', isValid: true, keyId: 'KEYID-TWO', apiKeyId: 'key0000000000001' }),
-    requestLine({ time: at(4), requestId: 'r4', isValid: false, reason: 'apple_counter_replay', keyId: 'KEYID-ONE', apiKeyId: 'key0000000000002' }),
-    requestLine({ time: at(5), requestId: 'r5', status: 403, auth: 'revoked', isValid: undefined, service: undefined, apiKeyId: undefined, approach: undefined }),
+    requestLine({
+      time: at(1),
+      requestId: 'r1',
+      isValid: false,
+      reason: 'apple_counter_replay',
+      detail: 'counter 3 is not above the stored 5',
+      keyId: 'KEYID-ONE',
+      apiKeyId: 'key0000000000001',
+    }),
+    requestLine({
+      time: at(2),
+      requestId: 'r2',
+      service: 'gms',
+      isValid: false,
+      reason: 'gms_token_stale',
+      packageName: 'com.example',
+      apiKeyId: 'key0000000000002',
+    }),
+    requestLine({
+      time: at(3),
+      requestId: 'r3',
+      isValid: true,
+      keyId: 'KEYID-TWO',
+      apiKeyId: 'key0000000000001',
+    }),
+    requestLine({
+      time: at(4),
+      requestId: 'r4',
+      isValid: false,
+      reason: 'apple_counter_replay',
+      keyId: 'KEYID-ONE',
+      apiKeyId: 'key0000000000002',
+    }),
+    requestLine({
+      time: at(5),
+      requestId: 'r5',
+      status: 403,
+      auth: 'revoked',
+      isValid: undefined,
+      service: undefined,
+      apiKeyId: undefined,
+      approach: undefined,
+    }),
     'Killed',
   ];
 }
 
-function setup(options: { width?: number; height?: number; lines?: string[]; limit?: number } = {}) {
+function setup(
+  options: { width?: number; height?: number; lines?: string[]; limit?: number } = {},
+) {
   const store = new LogStore(options.limit ?? 100, 'app.log');
   store.append(options.lines ?? fixture());
   store.setStatus({ phase: 'done' });
   const onQuit = vi.fn();
-  const ui = render(<LogViewer store={store} width={options.width ?? 100} height={options.height ?? 24} onQuit={onQuit} />);
+  const ui = render(
+    <LogViewer
+      store={store}
+      width={options.width ?? 100}
+      height={options.height ?? 24}
+      onQuit={onQuit}
+    />,
+  );
   const frame = () => ui.lastFrame() ?? '';
   /** Waits (with a deadline) until the frame shows `text`. */
   const shows = (text: string | RegExp) =>
-    vi.waitFor(() => expect(frame()).toMatch(typeof text === 'string' ? new RegExp(escape(text)) : text), { timeout: 10_000, interval: 5 });
+    vi.waitFor(
+      () => expect(frame()).toMatch(typeof text === 'string' ? new RegExp(escape(text)) : text),
+      { timeout: 10_000, interval: 5 },
+    );
   /** The line of the frame that holds the selection mark. */
-  const selected = () => frame().split('\n').find((l) => l.startsWith('›')) ?? '';
+  const selected = () =>
+    frame()
+      .split('\n')
+      .find((l) => l.startsWith('›')) ?? '';
   return { store, ui, frame, shows, selected, onQuit, press: (s: string) => ui.stdin.write(s) };
 }
 const escape = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
@@ -85,7 +145,9 @@ describe('LogViewer', () => {
   });
 
   it('scrolls a long list, keeping the selection on screen', async () => {
-    const lines = Array.from({ length: 60 }, (_, i) => requestLine({ time: at(i), requestId: `q${i}` }));
+    const lines = Array.from({ length: 60 }, (_, i) =>
+      requestLine({ time: at(i), requestId: `q${i}` }),
+    );
     const { frame, shows, press } = setup({ lines });
     expect(frame()).toContain('21:00:59.000');
     expect(frame()).not.toContain('21:00:00.000');
@@ -124,7 +186,10 @@ describe('LogViewer', () => {
     for (const ch of 'keyid-o') press(ch); // q, k, j... are text while searching
     await shows('2 shown'); // r1 and r4 carry KEYID-ONE: the search ignores case
     press(KEYS.enter);
-    await vi.waitFor(() => expect(frame()).not.toContain('search:'), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(frame()).not.toContain('search:'), {
+      timeout: 10_000,
+      interval: 5,
+    });
     expect(frame()).toMatch(/\/ "keyid-o"/); // the search stays
     expect(frame()).toMatch(/›.*21:00:04\.000/);
   });
@@ -147,7 +212,10 @@ describe('LogViewer', () => {
     await shows(/requestId +r2/);
     expect(frame()).toMatch(/packageName +com\.example/);
     press(KEYS.escape);
-    await vi.waitFor(() => expect(frame()).not.toContain('─ record'), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(frame()).not.toContain('─ record'), {
+      timeout: 10_000,
+      interval: 5,
+    });
     press(KEYS.tab);
     await shows('─ record 3 of 7');
   });
@@ -175,7 +243,11 @@ describe('LogViewer', () => {
   });
 
   it('fits 80x24: no line wider than the terminal, no more lines than it has', async () => {
-    const { frame, shows, press } = setup({ width: 80, height: 23, lines: Array.from({ length: 5 }, () => fixture()).flat() });
+    const { frame, shows, press } = setup({
+      width: 80,
+      height: 23,
+      lines: Array.from({ length: 5 }, () => fixture()).flat(),
+    });
     const check = () => {
       const rows = frame().split('\n');
       expect(rows.length).toBeLessThanOrEqual(23);
@@ -196,17 +268,33 @@ describe('LogViewer', () => {
 
   it('says why the list is empty', async () => {
     const empty = new LogStore(10, 'app.log');
-    const ui = render(<LogViewer store={empty} width={80} height={20} initialFilter={{ ...NO_FILTER, rejectionsOnly: true }} />);
+    const ui = render(
+      <LogViewer
+        store={empty}
+        width={80}
+        height={20}
+        initialFilter={{ ...NO_FILTER, rejectionsOnly: true }}
+      />,
+    );
     expect(ui.lastFrame()).toContain('reading…');
     empty.setStatus({ phase: 'following' });
-    await vi.waitFor(() => expect(ui.lastFrame()).toContain('waiting for log lines'), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(ui.lastFrame()).toContain('waiting for log lines'), {
+      timeout: 10_000,
+      interval: 5,
+    });
     empty.append([requestLine()]);
-    await vi.waitFor(() => expect(ui.lastFrame()).toContain('no line matches the filters · c clears them'), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(
+      () => expect(ui.lastFrame()).toContain('no line matches the filters · c clears them'),
+      { timeout: 10_000, interval: 5 },
+    );
   });
 
   it('does not let log content drive the terminal', () => {
     const { frame } = setup({
-      lines: [requestLine({ isValid: false, reason: 'evil\u001b[2J', detail: 'x\u0007' }), 'raw \u001b]0;title\u0007 line'],
+      lines: [
+        requestLine({ isValid: false, reason: 'evil\u001b[2J', detail: 'x\u0007' }),
+        'raw \u001b]0;title\u0007 line',
+      ],
     });
     expect(frame()).not.toMatch(/[\u0000-\u0009\u000b-\u001f]/); // only newlines between rows
     expect(frame()).toContain('evil\\x1B[2J');
@@ -215,6 +303,9 @@ describe('LogViewer', () => {
   it('quits on q', async () => {
     const { press, onQuit } = setup();
     press('q');
-    await vi.waitFor(() => expect(onQuit).toHaveBeenCalledTimes(1), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(onQuit).toHaveBeenCalledTimes(1), {
+      timeout: 10_000,
+      interval: 5,
+    });
   });
 });

@@ -1,15 +1,43 @@
 import { describe, expect, it } from 'vitest';
-import { compileFilter, isFiltering, NO_FILTER, type LogFilter } from '../../../src/cli/logs/logFilter.js';
+import {
+  compileFilter,
+  isFiltering,
+  NO_FILTER,
+  type LogFilter,
+} from '../../../src/cli/logs/logFilter.js';
 import { parseLogLine, type LogEntry } from '../../../src/cli/logs/logRecord.js';
 import { plainLine, requestLine } from './sampleLog.js';
 
 const entry = (raw: string, seq = 0): LogEntry => ({ seq, raw, record: parseLogLine(raw) });
 
 const lines = {
-  appleReplay: entry(requestLine({ isValid: false, reason: 'apple_counter_replay', service: 'apple', apiKeyId: 'k1', keyId: 'AbC+/=' })),
-  gmsStale: entry(requestLine({ isValid: false, reason: 'gms_token_stale', service: 'gms', apiKeyId: 'k2', packageName: 'com.example' })),
+  appleReplay: entry(
+    requestLine({
+      isValid: false,
+      reason: 'apple_counter_replay',
+      service: 'apple',
+      apiKeyId: 'k1',
+      keyId: 'AbC+/=',
+    }),
+  ),
+  gmsStale: entry(
+    requestLine({
+      isValid: false,
+      reason: 'gms_token_stale',
+      service: 'gms',
+      apiKeyId: 'k2',
+      packageName: 'com.example',
+    }),
+  ),
   appleValid: entry(requestLine({ isValid: true, service: 'apple', apiKeyId: 'k2' })),
-  init: entry(requestLine({ route: '/api/v1/attestation/init', isValid: undefined, service: undefined, apiKeyId: 'k1' })),
+  init: entry(
+    requestLine({
+      route: '/api/v1/attestation/init',
+      isValid: undefined,
+      service: undefined,
+      apiKeyId: 'k1',
+    }),
+  ),
   listening: entry(plainLine(30, 'listening', { port: 8080 })),
   garbage: entry('Killed (Apple)'),
 };
@@ -42,7 +70,11 @@ describe('compileFilter', () => {
   it('searches the line as written, ignoring case, with regex characters taken literally', () => {
     expect(names({ ...NO_FILTER, search: 'COM.EXAMPLE' })).toEqual(['gmsStale']);
     expect(names({ ...NO_FILTER, search: 'AbC+/=' })).toEqual(['appleReplay']);
-    expect(names({ ...NO_FILTER, search: 'apple' })).toEqual(['appleReplay', 'appleValid', 'garbage']);
+    expect(names({ ...NO_FILTER, search: 'apple' })).toEqual([
+      'appleReplay',
+      'appleValid',
+      'garbage',
+    ]);
     expect(names({ ...NO_FILTER, search: '.*' })).toEqual([]);
   });
 

@@ -1,4 +1,12 @@
-import { appendFileSync, copyFileSync, mkdtempSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  appendFileSync,
+  copyFileSync,
+  mkdtempSync,
+  renameSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -14,7 +22,10 @@ afterEach(() => {
 });
 
 /** Starts following `path`, collecting lines and events; `stop` ends it and waits for the reader. */
-function follow(path: string, options: { tailBytes?: number; chunkBytes?: number; pollMs?: number } = {}) {
+function follow(
+  path: string,
+  options: { tailBytes?: number; chunkBytes?: number; pollMs?: number } = {},
+) {
   const lines: string[] = [];
   const events: ReaderEvent['type'][] = [];
   const controller = new AbortController();
@@ -29,7 +40,11 @@ function follow(path: string, options: { tailBytes?: number; chunkBytes?: number
     lines,
     events,
     /** Waits, with a deadline, until the reader has delivered `n` lines. */
-    until: (n: number) => vi.waitFor(() => expect(lines.length).toBeGreaterThanOrEqual(n), { timeout: 10_000, interval: 5 }),
+    until: (n: number) =>
+      vi.waitFor(() => expect(lines.length).toBeGreaterThanOrEqual(n), {
+        timeout: 10_000,
+        interval: 5,
+      }),
     stop: async () => {
       controller.abort();
       await done;
@@ -43,7 +58,11 @@ describe('readLogFile, not following', () => {
     writeFileSync(path, 'one\ntwo\nthree');
     const lines: string[] = [];
     const events: string[] = [];
-    await readLogFile(path, (b) => void lines.push(...b), { follow: false, chunkBytes: 3, onEvent: (e) => events.push(e.type) });
+    await readLogFile(path, (b) => void lines.push(...b), {
+      follow: false,
+      chunkBytes: 3,
+      onEvent: (e) => events.push(e.type),
+    });
     expect(lines).toEqual(['one', 'two', 'three']);
     expect(events).toEqual(['opened', 'caught-up']);
   });
@@ -107,7 +126,10 @@ describe('readLogFile, following', () => {
     await f.until(2);
     copyFileSync(path, `${path}.1`);
     truncateSync(path, 0);
-    await vi.waitFor(() => expect(f.events).toContain('truncated'), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(f.events).toContain('truncated'), {
+      timeout: 10_000,
+      interval: 5,
+    });
     appendFileSync(path, 'after 1\n');
     await f.until(3);
     await f.stop();
@@ -151,7 +173,10 @@ describe('readLogFile, following', () => {
     writeFileSync(path, 'a\n');
     const f = follow(path, { pollMs: 60_000 });
     await f.until(1);
-    await vi.waitFor(() => expect(f.events).toContain('caught-up'), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(f.events).toContain('caught-up'), {
+      timeout: 10_000,
+      interval: 5,
+    });
     appendFileSync(path, 'b\n');
     await f.until(2); // within the 3 s deadline: only the watch can have woken it
     writeFileSync(join(dir, 'other.log'), 'x\n'); // another file's changes are ignored, not read
@@ -165,7 +190,10 @@ describe('readLogFile, following', () => {
     const path = join(dir, 'app.log');
     writeFileSync(path, '');
     const f = follow(path, { pollMs: 60_000 });
-    await vi.waitFor(() => expect(f.events).toContain('caught-up'), { timeout: 10_000, interval: 5 });
+    await vi.waitFor(() => expect(f.events).toContain('caught-up'), {
+      timeout: 10_000,
+      interval: 5,
+    });
     const started = Date.now();
     await f.stop();
     expect(Date.now() - started).toBeLessThan(3000); // not the 60 s poll

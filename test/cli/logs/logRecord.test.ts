@@ -5,8 +5,22 @@ import { plainLine, requestLine } from './sampleLog.js';
 
 describe('parseLogLine', () => {
   it('reads the request fields of a pino line', () => {
-    const r = parseLogLine(requestLine({ isValid: false, reason: 'apple_counter_replay', keyId: 'kid', time: '2026-11-22T21:00:00.123Z' }));
-    expect(r).toMatchObject({ status: 200, service: 'apple', isValid: false, reason: 'apple_counter_replay', keyId: 'kid', level: 30 });
+    const r = parseLogLine(
+      requestLine({
+        isValid: false,
+        reason: 'apple_counter_replay',
+        keyId: 'kid',
+        time: '2026-11-22T21:00:00.123Z',
+      }),
+    );
+    expect(r).toMatchObject({
+      status: 200,
+      service: 'apple',
+      isValid: false,
+      reason: 'apple_counter_replay',
+      keyId: 'kid',
+      level: 30,
+    });
     expect(r?.timeMs).toBe(Date.parse('2026-11-22T21:00:00.123Z'));
     expect(isRequest(r!)).toBe(true);
   });
@@ -19,7 +33,8 @@ describe('parseLogLine', () => {
   });
 
   it('returns undefined for lines that are not JSON objects, without throwing', () => {
-    for (const line of ['Killed', '{"cut":', '42', '"text"', '[1,2]', 'null', '{']) expect(parseLogLine(line)).toBeUndefined();
+    for (const line of ['Killed', '{"cut":', '42', '"text"', '[1,2]', 'null', '{'])
+      expect(parseLogLine(line)).toBeUndefined();
   });
 
   it('leaves out fields of the wrong type instead of trusting them', () => {
@@ -32,25 +47,56 @@ describe('parseLogLine', () => {
   });
 
   it('summarises a non-request line as its message, error and scalar fields', () => {
-    const r = parseLogLine(plainLine(50, 'verify failed', { requestId: 'r1', err: { type: 'Error', message: 'boom', stack: 'x' } }));
+    const r = parseLogLine(
+      plainLine(50, 'verify failed', {
+        requestId: 'r1',
+        err: { type: 'Error', message: 'boom', stack: 'x' },
+      }),
+    );
     expect(messageLine(r!)).toBe('verify failed err="boom" requestId=r1');
   });
 });
 
 describe('formatPlainLine', () => {
   it('prints a request with a fixed set of fields, absent ones as -', () => {
-    const raw = requestLine({ time: '2026-11-22T21:00:00.123Z', requestId: 'req-1', isValid: false, reason: 'apple_counter_replay', keyId: 'KID' });
+    const raw = requestLine({
+      time: '2026-11-22T21:00:00.123Z',
+      requestId: 'req-1',
+      isValid: false,
+      reason: 'apple_counter_replay',
+      keyId: 'KID',
+    });
     const fields = formatPlainLine({ seq: 0, raw, record: parseLogLine(raw) }).split(/\s+/);
-    expect(fields).toEqual(['2026-11-22T21:00:00.123Z', '200', '/api/v1/attestation/verify', 'apple', 'invalid', 'apple_counter_replay', 'KID', 'req-1']);
-    const init = requestLine({ requestId: 'req-2', route: '/api/v1/attestation/init', isValid: undefined, service: undefined });
-    expect(formatPlainLine({ seq: 1, raw: init, record: parseLogLine(init) }).split(/\s+/)).toHaveLength(8);
+    expect(fields).toEqual([
+      '2026-11-22T21:00:00.123Z',
+      '200',
+      '/api/v1/attestation/verify',
+      'apple',
+      'invalid',
+      'apple_counter_replay',
+      'KID',
+      'req-1',
+    ]);
+    const init = requestLine({
+      requestId: 'req-2',
+      route: '/api/v1/attestation/init',
+      isValid: undefined,
+      service: undefined,
+    });
+    expect(
+      formatPlainLine({ seq: 1, raw: init, record: parseLogLine(init) }).split(/\s+/),
+    ).toHaveLength(8);
   });
 
   it('prints the package name for Play Integrity, other lines by level and message, raw text as is', () => {
     const gms = requestLine({ service: 'gms', packageName: 'com.example', requestId: 'r' });
-    expect(formatPlainLine({ seq: 0, raw: gms, record: parseLogLine(gms) })).toMatch(/ gms +valid +- +com\.example +r$/);
+    expect(formatPlainLine({ seq: 0, raw: gms, record: parseLogLine(gms) })).toMatch(
+      / gms +valid +- +com\.example +r$/,
+    );
     const listening = plainLine(30, 'listening', { port: 8080, time: 0 });
-    expect(formatPlainLine({ seq: 0, raw: listening, record: parseLogLine(listening) })).toBe('1970-01-01T00:00:00.000Z INFO  listening port=8080');
+    expect(formatPlainLine({ seq: 0, raw: listening, record: parseLogLine(listening) })).toBe(
+      '1970-01-01T00:00:00.000Z INFO  listening port=8080',
+    );
     expect(formatPlainLine({ seq: 0, raw: '  at foo (x.js:1)' })).toBe('  at foo (x.js:1)');
   });
 });

@@ -4,7 +4,8 @@ import { plainLine, requestLine } from './sampleLog.js';
 
 const rejected = (reason: string, service = 'apple', apiKeyId = 'key1') =>
   requestLine({ isValid: false, reason, service, apiKeyId });
-const valid = (service = 'apple', apiKeyId = 'key1') => requestLine({ isValid: true, service, apiKeyId });
+const valid = (service = 'apple', apiKeyId = 'key1') =>
+  requestLine({ isValid: true, service, apiKeyId });
 
 describe('LogStore', () => {
   it('keeps only the last `limit` lines, oldest first, with increasing seq', () => {
@@ -31,7 +32,12 @@ describe('LogStore', () => {
 
   it('keeps its counts in step with evictions', () => {
     const store = new LogStore(4);
-    store.append([rejected('apple_counter_replay'), rejected('apple_counter_replay'), valid('gms', 'key2'), 'not json']);
+    store.append([
+      rejected('apple_counter_replay'),
+      rejected('apple_counter_replay'),
+      valid('gms', 'key2'),
+      'not json',
+    ]);
     let s = store.getSnapshot().summary;
     expect(s.reasons).toEqual([{ name: 'apple_counter_replay', count: 2 }]);
     expect(s.services).toEqual([

@@ -8,7 +8,11 @@ import { CliError } from '../../../src/cli/errors.js';
 import { captureOut, fakeIo } from './helpers.js';
 import { requestLine } from './sampleLog.js';
 
-const replay = requestLine({ requestId: 'r-replay', isValid: false, reason: 'apple_counter_replay' });
+const replay = requestLine({
+  requestId: 'r-replay',
+  isValid: false,
+  reason: 'apple_counter_replay',
+});
 const ok = requestLine({ requestId: 'r-ok', service: 'gms', isValid: true });
 const LOG = `${replay}\n${ok}\nnot json\n`;
 
@@ -26,10 +30,14 @@ afterEach(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-const run = (args: string[], io: ReturnType<typeof fakeIo>) => logsCommand(io).parseAsync(args, { from: 'user' });
+const run = (args: string[], io: ReturnType<typeof fakeIo>) =>
+  logsCommand(io).parseAsync(args, { from: 'user' });
 
 /** Runs and returns the usage error it must fail with. */
-async function usageFailure(args: string[], io = fakeIo({ input: '', stdout: captureOut().stream })): Promise<CliError> {
+async function usageFailure(
+  args: string[],
+  io = fakeIo({ input: '', stdout: captureOut().stream }),
+): Promise<CliError> {
   const error = await run(args, io).then(
     () => undefined,
     (e: unknown) => e,
@@ -52,20 +60,29 @@ describe('attest logs', () => {
   it('reads stdin for "-" and for no FILE', async () => {
     for (const args of [['-'], []]) {
       const out = captureOut();
-      await run([...args, '--service', 'gms', '--json'], fakeIo({ input: LOG, stdout: out.stream }));
+      await run(
+        [...args, '--service', 'gms', '--json'],
+        fakeIo({ input: LOG, stdout: out.stream }),
+      );
       expect(out.lines()).toEqual([ok]);
     }
   });
 
   it('prints NDJSON with --json even on a terminal', async () => {
     const out = captureOut({ isTTY: true });
-    await run([file, '--json', '--reason', 'apple_counter_replay'], fakeIo({ stdout: out.stream, stdinTTY: true }));
+    await run(
+      [file, '--json', '--reason', 'apple_counter_replay'],
+      fakeIo({ stdout: out.stream, stdinTTY: true }),
+    );
     expect(out.lines()).toEqual([replay]);
   });
 
   it('falls back to plain lines on a terminal when the log is on stdin and no terminal can be opened for keys', async () => {
     const out = captureOut({ isTTY: true });
-    await run(['--search', 'r-ok'], fakeIo({ input: LOG, stdout: out.stream, keyboard: undefined }));
+    await run(
+      ['--search', 'r-ok'],
+      fakeIo({ input: LOG, stdout: out.stream, keyboard: undefined }),
+    );
     expect(out.lines()).toHaveLength(1);
     expect(out.text()).not.toContain('\u001b[?1049h');
   });
@@ -73,11 +90,23 @@ describe('attest logs', () => {
   it('runs the viewer on a terminal, reading keys from the opened terminal, until q', async () => {
     const out = captureOut({ isTTY: true });
     Object.assign(out.stream, { columns: 100, rows: 30 });
-    const keyboard = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => undefined, ref: () => undefined, unref: () => undefined });
-    const io = fakeIo({ input: LOG, stdout: out.stream, keyboard: keyboard as unknown as NodeJS.ReadStream });
+    const keyboard = Object.assign(new PassThrough(), {
+      isTTY: true,
+      setRawMode: () => undefined,
+      ref: () => undefined,
+      unref: () => undefined,
+    });
+    const io = fakeIo({
+      input: LOG,
+      stdout: out.stream,
+      keyboard: keyboard as unknown as NodeJS.ReadStream,
+    });
     const done = run([], io);
     // the first ink render loads React: generous under a loaded CI machine
-    await vi.waitFor(() => expect(out.text()).toContain('apple_counter_replay'), { timeout: 15_000, interval: 10 });
+    await vi.waitFor(() => expect(out.text()).toContain('apple_counter_replay'), {
+      timeout: 15_000,
+      interval: 10,
+    });
     expect(out.text()).toContain('\u001b[?1049h'); // the alternate screen
     expect(out.text()).toContain('attest logs');
     keyboard.write('q');
@@ -91,8 +120,11 @@ describe('attest logs', () => {
     expect((await usageFailure([join(dir, 'missing.log')])).message).toMatch(/no such file/);
     expect((await usageFailure([dir])).message).toMatch(/is a directory/);
     expect((await usageFailure([file, '--service', 'ios'])).message).toMatch(/apple, or gms/);
-    expect((await usageFailure([file, '--reason', 'counter_replay'])).message).toMatch(/unknown reason/);
-    for (const limit of ['0', '-5', '1.5', 'ten', '2000000']) await usageFailure([file, '--limit', limit]);
+    expect((await usageFailure([file, '--reason', 'counter_replay'])).message).toMatch(
+      /unknown reason/,
+    );
+    for (const limit of ['0', '-5', '1.5', 'ten', '2000000'])
+      await usageFailure([file, '--limit', limit]);
     await usageFailure([file, '--key', '']);
     const terminal = fakeIo({ stdout: captureOut().stream, stdinTTY: true });
     expect((await usageFailure([], terminal)).message).toMatch(/pipe the log on stdin/);

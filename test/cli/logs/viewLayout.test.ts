@@ -1,20 +1,49 @@
 import { describe, expect, it } from 'vitest';
 import { parseLogLine } from '../../../src/cli/logs/logRecord.js';
 import { clean } from '../../../src/cli/logs/formatLog.js';
-import { computeLayout, detailLines, tableColumns, wrapText } from '../../../src/cli/logs/viewLayout.js';
+import {
+  computeLayout,
+  detailLines,
+  tableColumns,
+  wrapText,
+} from '../../../src/cli/logs/viewLayout.js';
 import { plainLine, requestLine } from './sampleLog.js';
 
 const used = (c: ReturnType<typeof tableColumns>) =>
-  1 + c.time + c.status + c.route + c.service + c.valid + c.reason + c.apiKey + 6 + (c.device > 0 ? c.device + 1 : 0) + (c.detail > 0 ? c.detail + 1 : 0);
+  1 +
+  c.time +
+  c.status +
+  c.route +
+  c.service +
+  c.valid +
+  c.reason +
+  c.apiKey +
+  6 +
+  (c.device > 0 ? c.device + 1 : 0) +
+  (c.detail > 0 ? c.detail + 1 : 0);
 
 describe('computeLayout', () => {
   it('puts the summary under the list when narrow and beside it when wide', () => {
-    expect(computeLayout(80, 23, false)).toMatchObject({ summary: 'bottom', mainWidth: 80, summaryRows: 2, listRows: 16 });
-    expect(computeLayout(120, 34, false)).toMatchObject({ summary: 'side', sideWidth: 42, mainWidth: 78, listRows: 30 });
+    expect(computeLayout(80, 23, false)).toMatchObject({
+      summary: 'bottom',
+      mainWidth: 80,
+      summaryRows: 2,
+      listRows: 16,
+    });
+    expect(computeLayout(120, 34, false)).toMatchObject({
+      summary: 'side',
+      sideWidth: 42,
+      mainWidth: 78,
+      listRows: 30,
+    });
   });
 
   it('gives the detail pane most of the room and keeps a few lines of context', () => {
-    for (const [w, h] of [[80, 23], [120, 34], [200, 60]] as const) {
+    for (const [w, h] of [
+      [80, 23],
+      [120, 34],
+      [200, 60],
+    ] as const) {
       const l = computeLayout(w, h, true);
       expect(l.listRows).toBeGreaterThanOrEqual(3);
       expect(l.detailRows).toBeGreaterThan(l.listRows);
@@ -28,11 +57,17 @@ describe('computeLayout', () => {
 describe('tableColumns', () => {
   it('never overflows, and uses the width it has', () => {
     // Narrow: squeezed to fit exactly. Wide: the detail column takes what is left.
-    for (const width of [77, 78, 80, 90, 150, 200]) expect(used(tableColumns(width, false))).toBe(width);
+    for (const width of [77, 78, 80, 90, 150, 200])
+      expect(used(tableColumns(width, false))).toBe(width);
     // In between, every column has all it can use and the optional ones do not fit yet.
     for (const width of [100, 110]) {
       expect(used(tableColumns(width, false))).toBeLessThanOrEqual(width);
-      expect(tableColumns(width, false)).toMatchObject({ route: 26, reason: 29, apiKey: 16, device: 0 });
+      expect(tableColumns(width, false)).toMatchObject({
+        route: 26,
+        reason: 29,
+        apiKey: 16,
+        device: 0,
+      });
     }
     expect(used(tableColumns(80, true))).toBe(80); // with dates, the time column is wider
   });
@@ -42,13 +77,23 @@ describe('tableColumns', () => {
     expect(narrow.reason).toBeGreaterThanOrEqual('gms_integrity_insufficient'.length);
     expect(narrow.device).toBe(0);
     expect(tableColumns(117, false)).toMatchObject({ device: 17, detail: 0 });
-    expect(tableColumns(157, false)).toMatchObject({ route: 26, reason: 29, apiKey: 16, device: 24, detail: 32 });
+    expect(tableColumns(157, false)).toMatchObject({
+      route: 26,
+      reason: 29,
+      apiKey: 16,
+      device: 24,
+      detail: 32,
+    });
   });
 });
 
 describe('text shaping', () => {
   it('wraps at spaces and breaks long words', () => {
-    expect(wrapText('counter 3 is not above the stored 5', 12)).toEqual(['counter 3 is', 'not above', 'the stored 5']);
+    expect(wrapText('counter 3 is not above the stored 5', 12)).toEqual([
+      'counter 3 is',
+      'not above',
+      'the stored 5',
+    ]);
     expect(wrapText('AAAAAAAAAAAAAAAAAAAA', 8)).toEqual(['AAAAAAAA', 'AAAAAAAA', 'AAAA']);
   });
 
@@ -57,20 +102,37 @@ describe('text shaping', () => {
   });
 
   it('lists a request record with the why first and pino fields last', () => {
-    const raw = requestLine({ isValid: false, reason: 'apple_counter_replay', detail: 'counter 3', keyId: 'K' });
+    const raw = requestLine({
+      isValid: false,
+      reason: 'apple_counter_replay',
+      detail: 'counter 3',
+      keyId: 'K',
+    });
     const keys = detailLines({ seq: 0, raw, record: parseLogLine(raw) }, 80)
       .map((l) => l.key)
       .filter((k) => k !== '');
-    expect(keys.slice(0, 9)).toEqual(['time', 'status', 'method', 'route', 'service', 'approach', 'isValid', 'reason', 'detail']);
+    expect(keys.slice(0, 9)).toEqual([
+      'time',
+      'status',
+      'method',
+      'route',
+      'service',
+      'approach',
+      'isValid',
+      'reason',
+      'detail',
+    ]);
     expect(keys.slice(-4)).toEqual(['level', 'pid', 'hostname', 'msg']);
   });
 
-  it("flattens an error object and shows a line that is not JSON as it is", () => {
+  it('flattens an error object and shows a line that is not JSON as it is', () => {
     const raw = plainLine(50, 'boom', { err: { type: 'Error', message: 'bad' } });
     const lines = detailLines({ seq: 0, raw, record: parseLogLine(raw) }, 80);
     expect(lines.map((l) => `${l.key}=${l.value}`)).toEqual(
       expect.arrayContaining(['level=50 (error)', 'msg=boom', 'err.type=Error', 'err.message=bad']),
     );
-    expect(detailLines({ seq: 0, raw: 'Killed' }, 80)).toEqual([{ key: 'not JSON', value: 'Killed', tone: 'dim' }]);
+    expect(detailLines({ seq: 0, raw: 'Killed' }, 80)).toEqual([
+      { key: 'not JSON', value: 'Killed', tone: 'dim' },
+    ]);
   });
 });

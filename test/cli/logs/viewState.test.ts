@@ -2,7 +2,15 @@ import { describe, expect, it } from 'vitest';
 import { NO_FILTER } from '../../../src/cli/logs/logFilter.js';
 import type { LogEntry } from '../../../src/cli/logs/logRecord.js';
 import { LogStore } from '../../../src/cli/logs/logStore.js';
-import { applyKey, cursorOf, cycle, initialViewState, topOf, type ViewContext, type ViewState } from '../../../src/cli/logs/viewState.js';
+import {
+  applyKey,
+  cursorOf,
+  cycle,
+  initialViewState,
+  topOf,
+  type ViewContext,
+  type ViewState,
+} from '../../../src/cli/logs/viewState.js';
 import { requestLine } from './sampleLog.js';
 
 const entries = (seqs: number[]): LogEntry[] => seqs.map((seq) => ({ seq, raw: String(seq) }));

@@ -1,7 +1,10 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { APPLE_APP_ATTESTATION_ROOT_CA_PEM, APPLE_APP_ATTESTATION_ROOT_CA_SHA256 } from '../../../src/core/apple/appleRoot.js';
+import {
+  APPLE_APP_ATTESTATION_ROOT_CA_PEM,
+  APPLE_APP_ATTESTATION_ROOT_CA_SHA256,
+} from '../../../src/core/apple/appleRoot.js';
 import { FIXTURES_DIR } from './helpers.js';
 
 describe('built-in Apple App Attestation Root CA', () => {
@@ -15,7 +18,9 @@ describe('built-in Apple App Attestation Root CA', () => {
   });
 
   it('is the certificate of the fixture copy downloaded from apple.com', () => {
-    const fixture = new X509Certificate(readFileSync(`${FIXTURES_DIR}Apple_App_Attestation_Root_CA.pem`));
+    const fixture = new X509Certificate(
+      readFileSync(`${FIXTURES_DIR}Apple_App_Attestation_Root_CA.pem`),
+    );
     expect(fixture.raw.equals(cert.raw)).toBe(true);
   });
 

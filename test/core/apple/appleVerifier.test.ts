@@ -1,8 +1,17 @@
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { createAppleVerifier } from '../../../src/core/apple/appleVerifier.js';
 import { encodeBase64 } from '../../../src/core/base64.js';
-import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../../src/core/memoryStores.js';
-import type { AllowlistReader, AppleEnvPolicy, AppleKeyRecord, AppleKeyStore, VerifyOutcome } from '../../../src/core/types.js';
+import {
+  createMemoryAllowlist,
+  createMemoryAppleKeyStore,
+} from '../../../src/core/memoryStores.js';
+import type {
+  AllowlistReader,
+  AppleEnvPolicy,
+  AppleKeyRecord,
+  AppleKeyStore,
+  VerifyOutcome,
+} from '../../../src/core/types.js';
 import { verifyToken } from '../../../src/core/verify.js';
 import {
   createAssertion,
@@ -24,7 +33,8 @@ beforeAll(async () => {
   ca = await createTestCa();
 });
 
-const allowlistFor = (env: AppleEnvPolicy = 'production'): AllowlistReader => createMemoryAllowlist({ apple: [{ appId: TEST_APP_ID, env }] });
+const allowlistFor = (env: AppleEnvPolicy = 'production'): AllowlistReader =>
+  createMemoryAllowlist({ apple: [{ appId: TEST_APP_ID, env }] });
 
 interface Setup {
   allowlist?: AllowlistReader;
@@ -34,10 +44,21 @@ interface Setup {
 /** A verify function over one verifier, as the server wires it. */
 function service(setup: Setup = {}) {
   const keys = setup.keys ?? createMemoryAppleKeyStore();
-  const verifier = createAppleVerifier({ roots: ca.roots, allowlist: setup.allowlist ?? allowlistFor(), keys });
-  const verify = (token: Uint8Array, options: { nonce?: Uint8Array; clientDataHash?: Uint8Array } = {}): Promise<VerifyOutcome> =>
+  const verifier = createAppleVerifier({
+    roots: ca.roots,
+    allowlist: setup.allowlist ?? allowlistFor(),
+    keys,
+  });
+  const verify = (
+    token: Uint8Array,
+    options: { nonce?: Uint8Array; clientDataHash?: Uint8Array } = {},
+  ): Promise<VerifyOutcome> =>
     verifyToken(
-      { token, expectedNonce: options.nonce ?? TEST_NONCE, ...(options.clientDataHash ? { clientDataHash: options.clientDataHash } : {}) },
+      {
+        token,
+        expectedNonce: options.nonce ?? TEST_NONCE,
+        ...(options.clientDataHash ? { clientDataHash: options.clientDataHash } : {}),
+      },
       { now: () => TEST_NOW, verifiers: { apple: verifier } },
     );
   return { verify, keys };
@@ -45,7 +66,9 @@ function service(setup: Setup = {}) {
 
 const reason = (outcome: VerifyOutcome) => (outcome.ok ? 'accepted' : outcome.reason);
 const counterOf = (outcome: VerifyOutcome) =>
-  outcome.ok && outcome.details.service === 'apple' ? outcome.details.appleTokenDetails.assertionCounter : undefined;
+  outcome.ok && outcome.details.service === 'apple'
+    ? outcome.details.appleTokenDetails.assertionCounter
+    : undefined;
 
 async function registered(device: DeviceKey, setup: Setup = {}) {
   const s = service(setup);
@@ -66,11 +89,24 @@ describe('Apple verifier through verifyToken', () => {
         ok: true,
         details: {
           service: 'apple',
-          appleTokenDetails: { keyIdentifier: encodeBase64(device.keyId), appId: TEST_APP_ID, environment: 'Production', assertionCounter: 0 },
+          appleTokenDetails: {
+            keyIdentifier: encodeBase64(device.keyId),
+            appId: TEST_APP_ID,
+            environment: 'Production',
+            assertionCounter: 0,
+          },
         },
-        facts: { service: 'apple', keyId: encodeBase64(device.keyId), appId: TEST_APP_ID, environment: 'Production', shape: 'registration' },
+        facts: {
+          service: 'apple',
+          keyId: encodeBase64(device.keyId),
+          appId: TEST_APP_ID,
+          environment: 'Production',
+          shape: 'registration',
+        },
       });
-      expect(outcome.checks.filter((c) => c.id.startsWith('apple.')).map((c) => [c.id, c.status])).toEqual([
+      expect(
+        outcome.checks.filter((c) => c.id.startsWith('apple.')).map((c) => [c.id, c.status]),
+      ).toEqual([
         ['apple.shape', 'pass'],
         ['apple.attestation.format', 'pass'],
         ['apple.attestation.chain', 'pass'],
@@ -88,10 +124,17 @@ describe('Apple verifier through verifyToken', () => {
 
     it('binds the token nonce: an attestation made for another nonce is apple_nonce_mismatch', async () => {
       const device = await createDeviceKey();
-      const { attestation } = await createAttestation(ca, device, { nonce: Buffer.alloc(32, 0x01) });
-      const outcome = await service().verify(encodeAppleToken({ keyId: device.keyId, attestation }));
+      const { attestation } = await createAttestation(ca, device, {
+        nonce: Buffer.alloc(32, 0x01),
+      });
+      const outcome = await service().verify(
+        encodeAppleToken({ keyId: device.keyId, attestation }),
+      );
       expect(reason(outcome)).toBe('apple_nonce_mismatch');
-      expect(outcome.checks.find((c) => c.status === 'fail')).toMatchObject({ id: 'apple.attestation.nonce', reason: 'apple_nonce_mismatch' });
+      expect(outcome.checks.find((c) => c.status === 'fail')).toMatchObject({
+        id: 'apple.attestation.nonce',
+        reason: 'apple_nonce_mismatch',
+      });
       expect(outcome.checks.find((c) => c.id === 'apple.register')?.status).toBe('skip');
     });
 
@@ -108,7 +151,9 @@ describe('Apple verifier through verifyToken', () => {
       const device = await createDeviceKey();
       const s = await registered(device);
       const { attestation } = await createAttestation(ca, device);
-      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, attestation })))).toBe('apple_key_registered');
+      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, attestation })))).toBe(
+        'apple_key_registered',
+      );
     });
 
     it('rejects the loser of a registration race (store insert says conflict)', async () => {
@@ -116,7 +161,9 @@ describe('Apple verifier through verifyToken', () => {
       const store = createMemoryAppleKeyStore();
       const racing: AppleKeyStore = { ...store, register: async () => false };
       const { attestation } = await createAttestation(ca, device);
-      const outcome = await service({ keys: racing }).verify(encodeAppleToken({ keyId: device.keyId, attestation }));
+      const outcome = await service({ keys: racing }).verify(
+        encodeAppleToken({ keyId: device.keyId, attestation }),
+      );
       expect(reason(outcome)).toBe('apple_key_registered');
       expect(outcome.checks.find((c) => c.status === 'fail')?.id).toBe('apple.register');
     });
@@ -126,15 +173,28 @@ describe('Apple verifier through verifyToken', () => {
     it('accepts a registered key, raises the stored counter, and refuses a replay', async () => {
       const device = await createDeviceKey();
       const s = await registered(device);
-      const token = encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(device, { counter: 1 }).assertion });
+      const token = encodeAppleToken({
+        keyId: device.keyId,
+        assertion: createAssertion(device, { counter: 1 }).assertion,
+      });
       const outcome = await s.verify(token);
       expect(counterOf(outcome)).toBe(1);
-      expect(outcome.facts).toMatchObject({ shape: 'assertion', appId: TEST_APP_ID, environment: 'Production' });
+      expect(outcome.facts).toMatchObject({
+        shape: 'assertion',
+        appId: TEST_APP_ID,
+        environment: 'Production',
+      });
       expect((await s.keys.find(device.keyId))?.counter).toBe(1);
       expect(reason(await s.verify(token))).toBe('apple_counter_replay');
-      const next = encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(device, { counter: 5 }).assertion });
+      const next = encodeAppleToken({
+        keyId: device.keyId,
+        assertion: createAssertion(device, { counter: 5 }).assertion,
+      });
       expect(counterOf(await s.verify(next))).toBe(5);
-      const older = encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(device, { counter: 4 }).assertion });
+      const older = encodeAppleToken({
+        keyId: device.keyId,
+        assertion: createAssertion(device, { counter: 4 }).assertion,
+      });
       expect(reason(await s.verify(older))).toBe('apple_counter_replay');
     });
 
@@ -142,7 +202,13 @@ describe('Apple verifier through verifyToken', () => {
       const device = await createDeviceKey();
       const s = await registered(device);
       const { assertion } = createAssertion(device, { counter: 1 });
-      const outcome = await s.verify(encodeAppleToken({ keyId: device.keyId, attestation: Buffer.from('stale or junk'), assertion }));
+      const outcome = await s.verify(
+        encodeAppleToken({
+          keyId: device.keyId,
+          attestation: Buffer.from('stale or junk'),
+          assertion,
+        }),
+      );
       expect(counterOf(outcome)).toBe(1);
       expect(outcome.facts.shape).toBe('assertion');
     });
@@ -150,26 +216,37 @@ describe('Apple verifier through verifyToken', () => {
     it('rejects an assertion for an unknown key (apple_key_unknown)', async () => {
       const device = await createDeviceKey();
       const { assertion } = createAssertion(device);
-      expect(reason(await service().verify(encodeAppleToken({ keyId: device.keyId, assertion })))).toBe('apple_key_unknown');
+      expect(
+        reason(await service().verify(encodeAppleToken({ keyId: device.keyId, assertion }))),
+      ).toBe('apple_key_unknown');
     });
 
     it('binds the token nonce: an assertion signed for another nonce is apple_signature_invalid', async () => {
       const device = await createDeviceKey();
       const s = await registered(device);
       const { assertion } = createAssertion(device, { nonce: Buffer.alloc(32, 0x02) });
-      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, assertion })))).toBe('apple_signature_invalid');
+      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, assertion })))).toBe(
+        'apple_signature_invalid',
+      );
     });
 
     it('leaves the stored counter alone when a forged assertion carries a huge counter', async () => {
       const device = await createDeviceKey();
       const s = await registered(device);
       const raise = vi.spyOn(s.keys, 'raiseCounter');
-      const forged = createAssertion(device, { counter: 0xffffffff, corruptSignature: true }).assertion;
-      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, assertion: forged })))).toBe('apple_signature_invalid');
+      const forged = createAssertion(device, {
+        counter: 0xffffffff,
+        corruptSignature: true,
+      }).assertion;
+      expect(
+        reason(await s.verify(encodeAppleToken({ keyId: device.keyId, assertion: forged }))),
+      ).toBe('apple_signature_invalid');
       expect(raise).not.toHaveBeenCalled();
       expect((await s.keys.find(device.keyId))?.counter).toBe(0);
       const genuine = createAssertion(device, { counter: 2 }).assertion;
-      expect(counterOf(await s.verify(encodeAppleToken({ keyId: device.keyId, assertion: genuine })))).toBe(2);
+      expect(
+        counterOf(await s.verify(encodeAppleToken({ keyId: device.keyId, assertion: genuine }))),
+      ).toBe(2);
     });
 
     it('rejects the loser of a counter race (store compare-and-set says no)', async () => {
@@ -178,7 +255,13 @@ describe('Apple verifier through verifyToken', () => {
       await registered(device, { keys: store });
       const racing: AppleKeyStore = { ...store, raiseCounter: async () => false };
       const { assertion } = createAssertion(device, { counter: 3 });
-      expect(reason(await service({ keys: racing }).verify(encodeAppleToken({ keyId: device.keyId, assertion })))).toBe('apple_counter_replay');
+      expect(
+        reason(
+          await service({ keys: racing }).verify(
+            encodeAppleToken({ keyId: device.keyId, assertion }),
+          ),
+        ),
+      ).toBe('apple_counter_replay');
     });
 
     it('stops a registered key once its app leaves the allowlist', async () => {
@@ -187,7 +270,9 @@ describe('Apple verifier through verifyToken', () => {
       await registered(device, { keys });
       const { assertion } = createAssertion(device, { counter: 1 });
       const token = encodeAppleToken({ keyId: device.keyId, assertion });
-      expect(reason(await service({ keys, allowlist: createMemoryAllowlist({}) }).verify(token))).toBe('apple_app_not_allowed');
+      expect(
+        reason(await service({ keys, allowlist: createMemoryAllowlist({}) }).verify(token)),
+      ).toBe('apple_app_not_allowed');
       expect((await keys.find(device.keyId))?.counter).toBe(0);
     });
 
@@ -197,8 +282,12 @@ describe('Apple verifier through verifyToken', () => {
       await registered(device, { keys, allowlist: allowlistFor('any') });
       const { assertion } = createAssertion(device, { counter: 1 });
       const token = encodeAppleToken({ keyId: device.keyId, assertion });
-      expect(reason(await service({ keys, allowlist: allowlistFor('development') }).verify(token))).toBe('apple_app_not_allowed');
-      expect(reason(await service({ keys, allowlist: allowlistFor('production') }).verify(token))).toBe('accepted');
+      expect(
+        reason(await service({ keys, allowlist: allowlistFor('development') }).verify(token)),
+      ).toBe('apple_app_not_allowed');
+      expect(
+        reason(await service({ keys, allowlist: allowlistFor('production') }).verify(token)),
+      ).toBe('accepted');
     });
 
     it('uses the key the store holds now, not a cached one, when the stored key changed', async () => {
@@ -221,11 +310,40 @@ describe('Apple verifier through verifyToken', () => {
       };
       const s = service({ keys });
       const { attestation } = await createAttestation(ca, device);
-      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, attestation })))).toBe('accepted');
-      expect(counterOf(await s.verify(encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(device, { counter: 1 }).assertion })))).toBe(1);
+      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, attestation })))).toBe(
+        'accepted',
+      );
+      expect(
+        counterOf(
+          await s.verify(
+            encodeAppleToken({
+              keyId: device.keyId,
+              assertion: createAssertion(device, { counter: 1 }).assertion,
+            }),
+          ),
+        ),
+      ).toBe(1);
       records.get(hex(device.keyId))!.publicKey = replacement.spki;
-      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(device, { counter: 2 }).assertion })))).toBe('apple_signature_invalid');
-      expect(counterOf(await s.verify(encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(replacement, { counter: 3 }).assertion })))).toBe(3);
+      expect(
+        reason(
+          await s.verify(
+            encodeAppleToken({
+              keyId: device.keyId,
+              assertion: createAssertion(device, { counter: 2 }).assertion,
+            }),
+          ),
+        ),
+      ).toBe('apple_signature_invalid');
+      expect(
+        counterOf(
+          await s.verify(
+            encodeAppleToken({
+              keyId: device.keyId,
+              assertion: createAssertion(replacement, { counter: 3 }).assertion,
+            }),
+          ),
+        ),
+      ).toBe(3);
     });
   });
 
@@ -239,7 +357,10 @@ describe('Apple verifier through verifyToken', () => {
       return { store, finds };
     }
     const assertionToken = (device: DeviceKey, counter: number) =>
-      encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(device, { counter }).assertion });
+      encodeAppleToken({
+        keyId: device.keyId,
+        assertion: createAssertion(device, { counter }).assertion,
+      });
 
     it('verifies an assertion for a seen key with the counter update alone, and still refuses replays', async () => {
       const device = await createDeviceKey();
@@ -268,7 +389,11 @@ describe('Apple verifier through verifyToken', () => {
       row.publicKey = replacement.spki;
       expect(reason(await s.verify(assertionToken(device, 2)))).toBe('apple_signature_invalid');
       // the row's key id stays the device's; its key is now the replacement's
-      const signedByReplacement = (counter: number) => encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(replacement, { counter }).assertion });
+      const signedByReplacement = (counter: number) =>
+        encodeAppleToken({
+          keyId: device.keyId,
+          assertion: createAssertion(replacement, { counter }).assertion,
+        });
       expect(counterOf(await s.verify(signedByReplacement(3)))).toBe(3);
       store.records.clear();
       expect(reason(await s.verify(signedByReplacement(4)))).toBe('apple_key_unknown');
@@ -280,16 +405,25 @@ describe('Apple verifier through verifyToken', () => {
       const device = await createDeviceKey();
       const s = service();
       // the attestation was made at key creation, for some other request
-      const { attestation } = await createAttestation(ca, device, { nonce: Buffer.alloc(32, 0x03) });
+      const { attestation } = await createAttestation(ca, device, {
+        nonce: Buffer.alloc(32, 0x03),
+      });
       const { assertion } = createAssertion(device, { counter: 4 });
-      const outcome = await s.verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion }));
+      const outcome = await s.verify(
+        encodeAppleToken({ keyId: device.keyId, attestation, assertion }),
+      );
       expect(counterOf(outcome)).toBe(4);
       expect(outcome.facts.shape).toBe('attestation+assertion');
       expect(outcome.checks.find((c) => c.id === 'apple.attestation.nonce')?.status).toBe('skip');
-      expect(outcome.checks.filter((c) => c.status === 'pass').map((c) => c.id)).toContain('apple.assertion.signature');
+      expect(outcome.checks.filter((c) => c.status === 'pass').map((c) => c.id)).toContain(
+        'apple.assertion.signature',
+      );
       expect((await s.keys.find(device.keyId))?.counter).toBe(4);
       // the next assertion must go above the stored counter
-      const replay = encodeAppleToken({ keyId: device.keyId, assertion: createAssertion(device, { counter: 4 }).assertion });
+      const replay = encodeAppleToken({
+        keyId: device.keyId,
+        assertion: createAssertion(device, { counter: 4 }).assertion,
+      });
       expect(reason(await s.verify(replay))).toBe('apple_counter_replay');
     });
 
@@ -298,7 +432,9 @@ describe('Apple verifier through verifyToken', () => {
       const s = service();
       const { attestation } = await createAttestation(ca, device);
       const { assertion } = createAssertion(device, { counter: 0 });
-      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion })))).toBe('apple_counter_replay');
+      expect(
+        reason(await s.verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion }))),
+      ).toBe('apple_counter_replay');
       expect(await s.keys.find(device.keyId)).toBeNull();
     });
 
@@ -307,7 +443,9 @@ describe('Apple verifier through verifyToken', () => {
       const s = service();
       const { attestation } = await createAttestation(ca, device);
       const { assertion } = createAssertion(device, { counter: 1, nonce: Buffer.alloc(32, 0x09) });
-      expect(reason(await s.verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion })))).toBe('apple_signature_invalid');
+      expect(
+        reason(await s.verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion }))),
+      ).toBe('apple_signature_invalid');
       expect(await s.keys.find(device.keyId)).toBeNull();
     });
 
@@ -315,7 +453,11 @@ describe('Apple verifier through verifyToken', () => {
       const [device, other] = [await createDeviceKey(), await createDeviceKey()];
       const { attestation } = await createAttestation(ca, device);
       const { assertion } = createAssertion(other, { counter: 1 });
-      expect(reason(await service().verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion })))).toBe('apple_signature_invalid');
+      expect(
+        reason(
+          await service().verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion })),
+        ),
+      ).toBe('apple_signature_invalid');
     });
 
     it('still runs every other attestation check', async () => {
@@ -323,7 +465,11 @@ describe('Apple verifier through verifyToken', () => {
       const attacker = await createTestCa();
       const { attestation } = await createAttestation(attacker, device);
       const { assertion } = createAssertion(device, { counter: 1 });
-      expect(reason(await service().verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion })))).toBe('apple_chain_invalid');
+      expect(
+        reason(
+          await service().verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion })),
+        ),
+      ).toBe('apple_chain_invalid');
     });
 
     it('rejects the loser of a registration race', async () => {
@@ -331,7 +477,13 @@ describe('Apple verifier through verifyToken', () => {
       const racing: AppleKeyStore = { ...createMemoryAppleKeyStore(), register: async () => false };
       const { attestation } = await createAttestation(ca, device);
       const { assertion } = createAssertion(device, { counter: 1 });
-      expect(reason(await service({ keys: racing }).verify(encodeAppleToken({ keyId: device.keyId, attestation, assertion })))).toBe('apple_key_registered');
+      expect(
+        reason(
+          await service({ keys: racing }).verify(
+            encodeAppleToken({ keyId: device.keyId, attestation, assertion }),
+          ),
+        ),
+      ).toBe('apple_key_registered');
     });
   });
 
@@ -347,12 +499,42 @@ describe('Apple verifier through verifyToken', () => {
       );
     it.each<[string, [string, unknown][]]>([
       ['no keyId', [['assertion', Buffer.alloc(10)]]],
-      ['a 31-byte keyId', [['keyId', Buffer.alloc(31)], ['assertion', Buffer.alloc(10)]]],
-      ['a 33-byte keyId', [['keyId', Buffer.alloc(33)], ['assertion', Buffer.alloc(10)]]],
-      ['a base64 text keyId', [['keyId', encodeBase64(Buffer.alloc(32))], ['assertion', Buffer.alloc(10)]]],
+      [
+        'a 31-byte keyId',
+        [
+          ['keyId', Buffer.alloc(31)],
+          ['assertion', Buffer.alloc(10)],
+        ],
+      ],
+      [
+        'a 33-byte keyId',
+        [
+          ['keyId', Buffer.alloc(33)],
+          ['assertion', Buffer.alloc(10)],
+        ],
+      ],
+      [
+        'a base64 text keyId',
+        [
+          ['keyId', encodeBase64(Buffer.alloc(32))],
+          ['assertion', Buffer.alloc(10)],
+        ],
+      ],
       ['neither attestation nor assertion', [['keyId', Buffer.alloc(32)]]],
-      ['an attestation that is not bytes', [['keyId', Buffer.alloc(32)], ['attestation', 'base64...']]],
-      ['an assertion that is not bytes', [['keyId', Buffer.alloc(32)], ['assertion', 7]]],
+      [
+        'an attestation that is not bytes',
+        [
+          ['keyId', Buffer.alloc(32)],
+          ['attestation', 'base64...'],
+        ],
+      ],
+      [
+        'an assertion that is not bytes',
+        [
+          ['keyId', Buffer.alloc(32)],
+          ['assertion', 7],
+        ],
+      ],
     ])('%s', async (_name, entries) => {
       const outcome = await service().verify(apple(entries));
       expect(reason(outcome)).toBe('token_malformed');
@@ -361,14 +543,23 @@ describe('Apple verifier through verifyToken', () => {
   });
 
   it('refuses to be built without trust roots', () => {
-    expect(() => createAppleVerifier({ roots: [], allowlist: allowlistFor(), keys: createMemoryAppleKeyStore() })).toThrow();
+    expect(() =>
+      createAppleVerifier({
+        roots: [],
+        allowlist: allowlistFor(),
+        keys: createMemoryAppleKeyStore(),
+      }),
+    ).toThrow();
   });
 
   it('hashes the final nonce for clientDataHash (SHA-256)', async () => {
     const device = await createDeviceKey();
     const nonce = Buffer.alloc(48, 0x42);
     const { attestation } = await createAttestation(ca, device, { clientDataHash: sha256(nonce) });
-    const outcome = await service().verify(encodeAppleToken({ nonce, keyId: device.keyId, attestation }), { nonce });
+    const outcome = await service().verify(
+      encodeAppleToken({ nonce, keyId: device.keyId, attestation }),
+      { nonce },
+    );
     expect(reason(outcome)).toBe('accepted');
   });
 });

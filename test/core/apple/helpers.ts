@@ -7,7 +7,9 @@ import { Rejection, type RejectReason } from '../../../src/core/reasons.js';
  * The reason a promise (or a function's result) was rejected with; 'accepted' when it resolved.
  * Anything thrown that is not a `Rejection` is a fault and propagates, failing the test.
  */
-export async function reasonOf(work: Promise<unknown> | (() => unknown)): Promise<RejectReason | 'accepted'> {
+export async function reasonOf(
+  work: Promise<unknown> | (() => unknown),
+): Promise<RejectReason | 'accepted'> {
   try {
     await (typeof work === 'function' ? work() : work);
     return 'accepted';

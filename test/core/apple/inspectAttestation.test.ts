@@ -1,7 +1,15 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { attestationMadeWith, inspectAttestation } from '../../../src/core/apple/inspectAttestation.js';
-import { appAttestNonce, nonceExtensionValue, readAttestedNonce, readNonceExtensionValue } from '../../../src/core/apple/nonceExtension.js';
+import {
+  attestationMadeWith,
+  inspectAttestation,
+} from '../../../src/core/apple/inspectAttestation.js';
+import {
+  appAttestNonce,
+  nonceExtensionValue,
+  readAttestedNonce,
+  readNonceExtensionValue,
+} from '../../../src/core/apple/nonceExtension.js';
 import { b64, loadVectors } from './helpers.js';
 
 const vectors = loadVectors();
@@ -30,16 +38,20 @@ describe('inspectAttestation (verify-file hints)', () => {
     expect(inspection.environment).toBe('Production');
     expect(inspection.leafKeyId?.toString('base64')).toBe(vector.keyId);
     expect(inspection.authData.flags).toBe(0x40);
-    expect(inspection.authData.extensions?.get('apple_bundle_version_01')).toBe(vector.authDataExtensions!.apple_bundle_version_01);
+    expect(inspection.authData.extensions?.get('apple_bundle_version_01')).toBe(
+      vector.authDataExtensions!.apple_bundle_version_01,
+    );
   });
 });
 
 describe('nonce extension', () => {
-  it("computes the exact DER value Apple writes into the leaf", () => {
+  it('computes the exact DER value Apple writes into the leaf', () => {
     const vector = byId('veehaitch-ios-14.2');
     const inspection = inspectAttestation(b64(vector.attestation!));
     const leaf = inspection.x5c[0]!;
-    const expected = nonceExtensionValue(appAttestNonce(inspection.authData.bytes, b64(vector.clientDataHash!)));
+    const expected = nonceExtensionValue(
+      appAttestNonce(inspection.authData.bytes, b64(vector.clientDataHash!)),
+    );
     expect(readNonceExtensionValue(leaf)?.equals(expected)).toBe(true);
     expect(readAttestedNonce(leaf)?.equals(expected.subarray(6))).toBe(true);
   });

@@ -1,8 +1,16 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { APPLE_APP_ATTESTATION_ROOT_CA_PEM, APPLE_APP_ATTESTATION_ROOT_CA_SHA256 } from '../../../src/core/apple/appleRoot.js';
+import {
+  APPLE_APP_ATTESTATION_ROOT_CA_PEM,
+  APPLE_APP_ATTESTATION_ROOT_CA_SHA256,
+} from '../../../src/core/apple/appleRoot.js';
 import { defaultAppleRoots, parseTrustRoots } from '../../../src/core/apple/trustRoots.js';
-import { createAttestation, createDeviceKey, createTestCa, type TestCa } from '../../support/appleFactory.js';
+import {
+  createAttestation,
+  createDeviceKey,
+  createTestCa,
+  type TestCa,
+} from '../../support/appleFactory.js';
 
 let ca: TestCa;
 beforeAll(async () => {
@@ -31,7 +39,9 @@ describe('parseTrustRoots', () => {
   });
 
   it('refuses an unreadable certificate', () => {
-    expect(() => parseTrustRoots('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n')).toThrow();
+    expect(() =>
+      parseTrustRoots('-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n'),
+    ).toThrow();
   });
 
   it('refuses a file whose second block is cut short', () => {
@@ -39,7 +49,9 @@ describe('parseTrustRoots', () => {
   });
 
   it('refuses a PEM block that is not a certificate (a private key pasted by mistake)', () => {
-    const key = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    const key = generateKeyPairSync('ec', { namedCurve: 'P-256' })
+      .privateKey.export({ type: 'pkcs8', format: 'pem' })
+      .toString();
     expect(() => parseTrustRoots(`${ca.rootPem}\n${key}`)).toThrow();
   });
 

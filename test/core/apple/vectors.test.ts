@@ -7,7 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { createAppleVerifier } from '../../../src/core/apple/appleVerifier.js';
 import { parseAssertionObject } from '../../../src/core/apple/verifyAssertion.js';
 import { defaultAppleRoots } from '../../../src/core/apple/trustRoots.js';
-import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../../src/core/memoryStores.js';
+import {
+  createMemoryAllowlist,
+  createMemoryAppleKeyStore,
+} from '../../../src/core/memoryStores.js';
 import { Rejection } from '../../../src/core/reasons.js';
 import { TraceRecorder } from '../../../src/core/trace.js';
 import type { AppleEnvPolicy, AppleKeyRecord, PlatformDetails } from '../../../src/core/types.js';
@@ -16,10 +19,13 @@ import { b64, loadVectors, type Vector, type VectorAssertion } from './helpers.j
 const TODAY = new Date('2026-11-22T00:00:00Z');
 const vectors = loadVectors();
 const attestations = vectors.filter((v) => v.attestation);
-const assertions = vectors.flatMap((v) => v.assertions.map((a, i) => ({ name: `${v.id}#${i}`, vector: v, assertion: a })));
+const assertions = vectors.flatMap((v) =>
+  v.assertions.map((a, i) => ({ name: `${v.id}#${i}`, vector: v, assertion: a })),
+);
 const MUST_REJECT = new Set(['thedhejavu-appattest-rs#0']);
 
-const spkiOf = (pem: string) => new Uint8Array(createPublicKey(pem).export({ type: 'spki', format: 'der' }));
+const spkiOf = (pem: string) =>
+  new Uint8Array(createPublicKey(pem).export({ type: 'spki', format: 'der' }));
 
 async function outcome(work: Promise<PlatformDetails>): Promise<PlatformDetails | string> {
   try {
@@ -42,7 +48,12 @@ function registerAt(vector: Vector, now: Date, env: AppleEnvPolicy = vector.envi
     ['attestation', b64(vector.attestation!)],
   ]);
   // these captures hash their challenge in their own way: clientDataHash is given, as verify-file does
-  const ctx = { nonce: Buffer.alloc(32), now, clientDataHash: b64(vector.clientDataHash!), trace: new TraceRecorder() };
+  const ctx = {
+    nonce: Buffer.alloc(32),
+    now,
+    clientDataHash: b64(vector.clientDataHash!),
+    trace: new TraceRecorder(),
+  };
   return { keys, result: outcome(verifier.verify(evidence, ctx)) };
 }
 
@@ -65,7 +76,14 @@ function assertWith(vector: Vector, assertion: VectorAssertion, storedCounter: n
     ['assertion', b64(assertion.assertion)],
   ]);
   const verify = () =>
-    outcome(verifier.verify(evidence, { nonce: Buffer.alloc(32), now: TODAY, clientDataHash: b64(assertion.clientDataHash), trace: new TraceRecorder() }));
+    outcome(
+      verifier.verify(evidence, {
+        nonce: Buffer.alloc(32),
+        now: TODAY,
+        clientDataHash: b64(assertion.clientDataHash),
+        trace: new TraceRecorder(),
+      }),
+    );
   return { keys, verify };
 }
 
@@ -96,7 +114,9 @@ describe('real attestations', () => {
 
     it('is refused for an app allowlisted only for the other environment', async () => {
       const other = vector.environment === 'development' ? 'production' : 'development';
-      expect(await registerAt(vector, new Date(vector.verifyAt!), other).result).toBe('apple_environment_not_allowed');
+      expect(await registerAt(vector, new Date(vector.verifyAt!), other).result).toBe(
+        'apple_environment_not_allowed',
+      );
     });
   });
 });
@@ -106,7 +126,9 @@ describe('real assertions', () => {
     expect(assertions).toHaveLength(14);
   });
 
-  describe.each(assertions.filter((a) => !MUST_REJECT.has(a.name)).map((a) => [a.name, a] as const))('%s', (_name, { vector, assertion }) => {
+  describe.each(
+    assertions.filter((a) => !MUST_REJECT.has(a.name)).map((a) => [a.name, a] as const),
+  )('%s', (_name, { vector, assertion }) => {
     it('carries flags 0x40 and no credential data', () => {
       const { authenticatorData } = parseAssertionObject(b64(assertion.assertion));
       expect(authenticatorData.bytes).toHaveLength(37);
@@ -116,7 +138,9 @@ describe('real assertions', () => {
 
     it('verifies once above the stored counter, raises it, and is refused when replayed', async () => {
       const { keys, verify } = assertWith(vector, assertion, assertion.expectedCounter - 1);
-      expect(await verify()).toMatchObject({ appleTokenDetails: { assertionCounter: assertion.expectedCounter, appId: vector.appId } });
+      expect(await verify()).toMatchObject({
+        appleTokenDetails: { assertionCounter: assertion.expectedCounter, appId: vector.appId },
+      });
       expect((await keys.find(b64(vector.keyId)))?.counter).toBe(assertion.expectedCounter);
       expect(await verify()).toBe('apple_counter_replay');
     });

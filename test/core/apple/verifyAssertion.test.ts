@@ -37,7 +37,13 @@ function run(assertion: Uint8Array, options: RunOptions = {}) {
     {
       assertion,
       clientDataHash: options.clientDataHash ?? sha256(TEST_NONCE),
-      key: { publicKey: device.publicKey, appId: TEST_APP_ID, environment: 'Production', counter: 0, ...options.key },
+      key: {
+        publicKey: device.publicKey,
+        appId: TEST_APP_ID,
+        environment: 'Production',
+        counter: 0,
+        ...options.key,
+      },
     },
     {
       allowlist: options.allowlist ?? allowlist,
@@ -47,12 +53,16 @@ function run(assertion: Uint8Array, options: RunOptions = {}) {
   );
 }
 
-const reasonFor = (options: AssertionOptions, runOptions: RunOptions = {}) => reasonOf(run(createAssertion(device, options).assertion, runOptions));
+const reasonFor = (options: AssertionOptions, runOptions: RunOptions = {}) =>
+  reasonOf(run(createAssertion(device, options).assertion, runOptions));
 
 describe('verifyAssertion', () => {
   it('accepts a good assertion (flags 0x40, no credential data) and returns its counter', async () => {
     const trace = new TraceRecorder();
-    const result = await run(createAssertion(device, { counter: 9, flags: 0x40 }).assertion, { key: { counter: 8 }, trace });
+    const result = await run(createAssertion(device, { counter: 9, flags: 0x40 }).assertion, {
+      key: { counter: 8 },
+      trace,
+    });
     expect(result.counter).toBe(9);
     expect(trace.finish().map((c) => [c.id, c.status])).toEqual([
       ['apple.assertion.format', 'pass'],
@@ -78,8 +88,20 @@ describe('verifyAssertion', () => {
       ['a CBOR list', encodeCbor([1, 2])],
       ['no signature', rawCborMap([['authenticatorData', Buffer.alloc(37)]])],
       ['no authenticatorData', rawCborMap([['signature', Buffer.alloc(70)]])],
-      ['a text signature', rawCborMap([['signature', 'sig'], ['authenticatorData', Buffer.alloc(37)]])],
-      ['a short authenticatorData', rawCborMap([['signature', Buffer.alloc(70)], ['authenticatorData', Buffer.alloc(36)]])],
+      [
+        'a text signature',
+        rawCborMap([
+          ['signature', 'sig'],
+          ['authenticatorData', Buffer.alloc(37)],
+        ]),
+      ],
+      [
+        'a short authenticatorData',
+        rawCborMap([
+          ['signature', Buffer.alloc(70)],
+          ['authenticatorData', Buffer.alloc(36)],
+        ]),
+      ],
     ])('%s', async (_name, assertion) => {
       expect(await reasonOf(run(assertion))).toBe('apple_assertion_malformed');
     });
@@ -109,17 +131,25 @@ describe('verifyAssertion', () => {
 
   describe('check 3, app (apple_app_not_allowed)', () => {
     it("an rpIdHash that is not the key's App ID", async () => {
-      expect(await reasonFor({ appId: 'ZZZZZ99999.com.example.other' })).toBe('apple_app_not_allowed');
+      expect(await reasonFor({ appId: 'ZZZZZ99999.com.example.other' })).toBe(
+        'apple_app_not_allowed',
+      );
     });
 
     it('an App ID removed from the allowlist', async () => {
-      expect(await reasonFor({}, { allowlist: createMemoryAllowlist({}) })).toBe('apple_app_not_allowed');
+      expect(await reasonFor({}, { allowlist: createMemoryAllowlist({}) })).toBe(
+        'apple_app_not_allowed',
+      );
     });
 
     it("an App ID whose allowlist entry no longer admits the key's environment", async () => {
-      const developmentOnly = createMemoryAllowlist({ apple: [{ appId: TEST_APP_ID, env: 'development' }] });
+      const developmentOnly = createMemoryAllowlist({
+        apple: [{ appId: TEST_APP_ID, env: 'development' }],
+      });
       expect(await reasonFor({}, { allowlist: developmentOnly })).toBe('apple_app_not_allowed');
-      expect(await reasonFor({}, { allowlist: developmentOnly, key: { environment: 'Development' } })).toBe('accepted');
+      expect(
+        await reasonFor({}, { allowlist: developmentOnly, key: { environment: 'Development' } }),
+      ).toBe('accepted');
     });
   });
 
@@ -135,14 +165,25 @@ describe('verifyAssertion', () => {
     });
 
     it('a counter another request raised first (the store says no)', async () => {
-      expect(await reasonFor({ counter: 6 }, { raiseCounter: async () => false })).toBe('apple_counter_replay');
+      expect(await reasonFor({ counter: 6 }, { raiseCounter: async () => false })).toBe(
+        'apple_counter_replay',
+      );
     });
 
     it('raises the counter only after every other check passed', async () => {
       const raiseCounter = vi.fn(async () => true);
-      expect(await reasonFor({ counter: 4_000_000_000, corruptSignature: true }, { raiseCounter })).toBe('apple_signature_invalid');
-      expect(await reasonFor({ counter: 4_000_000_000, appId: 'ZZZZZ99999.com.example.other' }, { raiseCounter })).toBe('apple_app_not_allowed');
-      expect(await reasonFor({ counter: 3 }, { raiseCounter, key: { counter: 3 } })).toBe('apple_counter_replay');
+      expect(
+        await reasonFor({ counter: 4_000_000_000, corruptSignature: true }, { raiseCounter }),
+      ).toBe('apple_signature_invalid');
+      expect(
+        await reasonFor(
+          { counter: 4_000_000_000, appId: 'ZZZZZ99999.com.example.other' },
+          { raiseCounter },
+        ),
+      ).toBe('apple_app_not_allowed');
+      expect(await reasonFor({ counter: 3 }, { raiseCounter, key: { counter: 3 } })).toBe(
+        'apple_counter_replay',
+      );
       expect(raiseCounter).not.toHaveBeenCalled();
       expect(await reasonFor({ counter: 7 }, { raiseCounter })).toBe('accepted');
       expect(raiseCounter).toHaveBeenCalledExactlyOnceWith(7);
@@ -150,6 +191,8 @@ describe('verifyAssertion', () => {
   });
 
   it('reports the signature before a replayed counter', async () => {
-    expect(await reasonFor({ counter: 1, corruptSignature: true }, { key: { counter: 10 } })).toBe('apple_signature_invalid');
+    expect(await reasonFor({ counter: 1, corruptSignature: true }, { key: { counter: 10 } })).toBe(
+      'apple_signature_invalid',
+    );
   });
 });

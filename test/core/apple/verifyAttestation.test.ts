@@ -29,7 +29,12 @@ beforeAll(async () => {
 });
 
 const allow = (env: AppleEnvPolicy = 'production', appId = TEST_APP_ID): AllowlistReader =>
-  createMemoryAllowlist({ apple: [{ appId: 'ZZZZZ99999.com.example.other', env: 'any' }, { appId, env }] });
+  createMemoryAllowlist({
+    apple: [
+      { appId: 'ZZZZZ99999.com.example.other', env: 'any' },
+      { appId, env },
+    ],
+  });
 
 interface RunOptions {
   keyId?: Uint8Array;
@@ -43,10 +48,15 @@ function run(built: BuiltAttestation, options: RunOptions = {}) {
     {
       attestation: built.attestation,
       keyId: options.keyId ?? device.keyId,
-      clientDataHash: options.clientDataHash === undefined ? built.clientDataHash : options.clientDataHash,
+      clientDataHash:
+        options.clientDataHash === undefined ? built.clientDataHash : options.clientDataHash,
       now: TEST_NOW,
     },
-    { chain: createCertificateChainVerifier(ca.roots), allowlist: options.allowlist ?? allow(), ...(options.trace ? { trace: options.trace } : {}) },
+    {
+      chain: createCertificateChainVerifier(ca.roots),
+      allowlist: options.allowlist ?? allow(),
+      ...(options.trace ? { trace: options.trace } : {}),
+    },
   );
 }
 
@@ -82,13 +92,18 @@ describe('verifyAttestation', () => {
   });
 
   it('accepts iOS 27 authData extensions with the ED flag clear', async () => {
-    const built = await createAttestation(ca, device, { extensions: new Map([['apple_bundle_version_01', '1']]), flags: 0x40 });
+    const built = await createAttestation(ca, device, {
+      extensions: new Map([['apple_bundle_version_01', '1']]),
+      flags: 0x40,
+    });
     expect((await run(built)).authData.extensions?.get('apple_bundle_version_01')).toBe('1');
   });
 
   it('accepts a clientDataHash of any length (other integrations pass the raw challenge)', async () => {
     const raw = Buffer.from('test_server_challenge');
-    expect((await run(await createAttestation(ca, device, { clientDataHash: raw }))).appId).toBe(TEST_APP_ID);
+    expect((await run(await createAttestation(ca, device, { clientDataHash: raw }))).appId).toBe(
+      TEST_APP_ID,
+    );
   });
 
   describe('check 1, format (apple_attestation_malformed)', () => {
@@ -111,9 +126,28 @@ describe('verifyAttestation', () => {
     it.each<[string, Buffer]>([
       ['not CBOR at all', Buffer.from('hello')],
       ['a CBOR list', encodeCbor(['apple-appattest'])],
-      ['no authData', rawCborMap([['fmt', 'apple-appattest'], ['attStmt', new Map([['x5c', [Buffer.alloc(3)]]])]])],
-      ['authData as text', rawCborMap([['fmt', 'apple-appattest'], ['attStmt', new Map([['x5c', [Buffer.alloc(3)]]])], ['authData', 'x']])],
-      ['no attStmt', rawCborMap([['fmt', 'apple-appattest'], ['authData', Buffer.alloc(200)]])],
+      [
+        'no authData',
+        rawCborMap([
+          ['fmt', 'apple-appattest'],
+          ['attStmt', new Map([['x5c', [Buffer.alloc(3)]]])],
+        ]),
+      ],
+      [
+        'authData as text',
+        rawCborMap([
+          ['fmt', 'apple-appattest'],
+          ['attStmt', new Map([['x5c', [Buffer.alloc(3)]]])],
+          ['authData', 'x'],
+        ]),
+      ],
+      [
+        'no attStmt',
+        rawCborMap([
+          ['fmt', 'apple-appattest'],
+          ['authData', Buffer.alloc(200)],
+        ]),
+      ],
     ])('%s', async (_name, attestation) => {
       const built = { ...(await createAttestation(ca, device)), attestation };
       expect(await reasonOf(run(built))).toBe('apple_attestation_malformed');
@@ -127,15 +161,21 @@ describe('verifyAttestation', () => {
 
   describe('check 3, nonce (apple_nonce_mismatch)', () => {
     it('a leaf nonce that is not SHA-256(authData || clientDataHash)', async () => {
-      expect(await reasonFor({ wrongNonce: sha256(Buffer.from('another request')) })).toBe('apple_nonce_mismatch');
+      expect(await reasonFor({ wrongNonce: sha256(Buffer.from('another request')) })).toBe(
+        'apple_nonce_mismatch',
+      );
     });
 
     it('an attestation made for another nonce (replayed)', async () => {
-      expect(await reasonFor({ nonce: Buffer.alloc(32, 1) }, { clientDataHash: sha256(TEST_NONCE) })).toBe('apple_nonce_mismatch');
+      expect(
+        await reasonFor({ nonce: Buffer.alloc(32, 1) }, { clientDataHash: sha256(TEST_NONCE) }),
+      ).toBe('apple_nonce_mismatch');
     });
 
     it('a device that passed the raw nonce instead of its hash', async () => {
-      expect(await reasonFor({ clientDataHash: TEST_NONCE }, { clientDataHash: sha256(TEST_NONCE) })).toBe('apple_nonce_mismatch');
+      expect(
+        await reasonFor({ clientDataHash: TEST_NONCE }, { clientDataHash: sha256(TEST_NONCE) }),
+      ).toBe('apple_nonce_mismatch');
     });
 
     it('a leaf without the nonce extension', async () => {
@@ -144,7 +184,10 @@ describe('verifyAttestation', () => {
 
     it('is skipped, and recorded as skipped, when clientDataHash is null', async () => {
       const trace = new TraceRecorder();
-      await run(await createAttestation(ca, device, { wrongNonce: Buffer.alloc(32) }), { clientDataHash: null, trace });
+      await run(await createAttestation(ca, device, { wrongNonce: Buffer.alloc(32) }), {
+        clientDataHash: null,
+        trace,
+      });
       expect(trace.finish().find((c) => c.id === 'apple.attestation.nonce')?.status).toBe('skip');
     });
   });
@@ -155,26 +198,36 @@ describe('verifyAttestation', () => {
     });
 
     it('a leaf certifying another key', async () => {
-      expect(await reasonFor({ leafKey: other, credentialId: device.keyId })).toBe('apple_key_id_mismatch');
+      expect(await reasonFor({ leafKey: other, credentialId: device.keyId })).toBe(
+        'apple_key_id_mismatch',
+      );
     });
 
     it('a credentialId that is not the key id', async () => {
       expect(await reasonFor({ credentialId: other.keyId })).toBe('apple_key_id_mismatch');
-      expect(await reasonFor({ credentialId: device.keyId.subarray(0, 31) })).toBe('apple_key_id_mismatch');
+      expect(await reasonFor({ credentialId: device.keyId.subarray(0, 31) })).toBe(
+        'apple_key_id_mismatch',
+      );
     });
   });
 
   describe('check 5, app (apple_app_not_allowed)', () => {
     it('an App ID that is not allowlisted', async () => {
-      expect(await reasonFor({ appId: 'ABCDE12345.com.example.unlisted' })).toBe('apple_app_not_allowed');
+      expect(await reasonFor({ appId: 'ABCDE12345.com.example.unlisted' })).toBe(
+        'apple_app_not_allowed',
+      );
     });
 
     it('the right bundle under another team ID', async () => {
-      expect(await reasonFor({ appId: 'XYZXY98765.com.example.attest' })).toBe('apple_app_not_allowed');
+      expect(await reasonFor({ appId: 'XYZXY98765.com.example.attest' })).toBe(
+        'apple_app_not_allowed',
+      );
     });
 
     it('an empty allowlist', async () => {
-      expect(await reasonFor({}, { allowlist: createMemoryAllowlist({}) })).toBe('apple_app_not_allowed');
+      expect(await reasonFor({}, { allowlist: createMemoryAllowlist({}) })).toBe(
+        'apple_app_not_allowed',
+      );
     });
   });
 
@@ -184,22 +237,39 @@ describe('verifyAttestation', () => {
 
   describe('check 7, environment (apple_environment_not_allowed)', () => {
     it('an aaguid naming no environment', async () => {
-      expect(await reasonFor({ aaguid: Buffer.alloc(16) }, { allowlist: allow('any') })).toBe('apple_environment_not_allowed');
-      expect(await reasonFor({ aaguid: Buffer.from('appattest\0\0\0\0\0\0\x01') }, { allowlist: allow('any') })).toBe('apple_environment_not_allowed');
+      expect(await reasonFor({ aaguid: Buffer.alloc(16) }, { allowlist: allow('any') })).toBe(
+        'apple_environment_not_allowed',
+      );
+      expect(
+        await reasonFor(
+          { aaguid: Buffer.from('appattest\0\0\0\0\0\0\x01') },
+          { allowlist: allow('any') },
+        ),
+      ).toBe('apple_environment_not_allowed');
     });
 
     it('a development key for an app allowlisted for production only', async () => {
-      expect(await reasonFor({ environment: 'Development' }, { allowlist: allow('production') })).toBe('apple_environment_not_allowed');
+      expect(
+        await reasonFor({ environment: 'Development' }, { allowlist: allow('production') }),
+      ).toBe('apple_environment_not_allowed');
     });
 
     it('a production key for an app allowlisted for development only', async () => {
-      expect(await reasonFor({ environment: 'Production' }, { allowlist: allow('development') })).toBe('apple_environment_not_allowed');
+      expect(
+        await reasonFor({ environment: 'Production' }, { allowlist: allow('development') }),
+      ).toBe('apple_environment_not_allowed');
     });
   });
 
   it('reports the first failing check in Apple order', async () => {
-    const built = await createAttestation(ca, device, { wrongNonce: Buffer.alloc(32), counter: 3, environment: 'Development' });
+    const built = await createAttestation(ca, device, {
+      wrongNonce: Buffer.alloc(32),
+      counter: 3,
+      environment: 'Development',
+    });
     expect(await reasonOf(run(built))).toBe('apple_nonce_mismatch');
-    expect(await reasonFor({ counter: 3, environment: 'Development' })).toBe('apple_counter_invalid');
+    expect(await reasonFor({ counter: 3, environment: 'Development' })).toBe(
+      'apple_counter_invalid',
+    );
   });
 });

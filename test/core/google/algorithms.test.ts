@@ -28,7 +28,9 @@ let verifier: PlatformVerifier;
 
 beforeAll(async () => {
   keys = await createGoogleTestKeys();
-  verifier = createGoogleVerifier({ allowlist: createMemoryAllowlist({ android: [googlePolicy(keys)] }) });
+  verifier = createGoogleVerifier({
+    allowlist: createMemoryAllowlist({ android: [googlePolicy(keys)] }),
+  });
 });
 
 async function reasonOf(change: Pick<MintOptions, 'jwe' | 'jws'>): Promise<string> {
@@ -94,7 +96,9 @@ describe('the pins hold whatever key type a pair holds', () => {
   // anyway; these cases hand it keys that do suit the foreign algorithm, so only the pins stop them.
   it('refuses dir even with an AES-GCM key that would open it', async () => {
     const token = await mintIntegrityToken({ keys, nonce, now: NOW, jwe: { alg: 'dir' } });
-    const gcmKey = await crypto.subtle.importKey('raw', keys.decryptionKey, 'AES-GCM', false, ['decrypt']);
+    const gcmKey = await crypto.subtle.importKey('raw', keys.decryptionKey, 'AES-GCM', false, [
+      'decrypt',
+    ]);
     expect((await decryptWith(token, gcmKey)).ok).toBe(false);
     await expect(compactDecrypt(token, gcmKey)).resolves.toHaveProperty('plaintext');
   });
@@ -109,14 +113,22 @@ describe('the pins hold whatever key type a pair holds', () => {
   it('refuses HS256 even with the HMAC key that would verify it', async () => {
     const token = await mintIntegrityToken({ keys, nonce, now: NOW, jws: { alg: 'HS256' } });
     const { plaintext } = await compactDecrypt(token, keys.decryptionKey);
-    const hmacKey = await crypto.subtle.importKey('raw', keys.verificationKey, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+    const hmacKey = await crypto.subtle.importKey(
+      'raw',
+      keys.verificationKey,
+      { name: 'HMAC', hash: 'SHA-256' },
+      false,
+      ['verify'],
+    );
     expect((await verifyWith(plaintext, hmacKey)).ok).toBe(false);
     await expect(compactVerify(plaintext, hmacKey)).resolves.toHaveProperty('payload');
   });
 
   it('refuses ES384 even with the P-384 key that would verify it', async () => {
     const { publicKey, privateKey } = await generateKeyPair('ES384');
-    const jws = await new CompactSign(new TextEncoder().encode('{}')).setProtectedHeader({ alg: 'ES384' }).sign(privateKey);
+    const jws = await new CompactSign(new TextEncoder().encode('{}'))
+      .setProtectedHeader({ alg: 'ES384' })
+      .sign(privateKey);
     expect((await verifyWith(new TextEncoder().encode(jws), publicKey)).ok).toBe(false);
     await expect(compactVerify(jws, publicKey)).resolves.toHaveProperty('payload');
   });

@@ -1,6 +1,9 @@
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { formatCertificateDigest, parseCertificateDigest } from '../../../src/core/google/certificateDigest.js';
+import {
+  formatCertificateDigest,
+  parseCertificateDigest,
+} from '../../../src/core/google/certificateDigest.js';
 
 const digest = new Uint8Array(createHash('sha256').update('a signing certificate').digest());
 const hex = Buffer.from(digest).toString('hex');

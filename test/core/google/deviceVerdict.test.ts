@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_ANDROID_POLICY } from '../../../src/core/google/defaultAndroidPolicy.js';
-import { meetsMinimumVerdict, MIN_VERDICT_LEVEL_NAMES, MIN_VERDICT_LEVELS, minVerdictLevelOf, strongestVerdict } from '../../../src/core/google/deviceVerdict.js';
+import {
+  meetsMinimumVerdict,
+  MIN_VERDICT_LEVEL_NAMES,
+  MIN_VERDICT_LEVELS,
+  minVerdictLevelOf,
+  strongestVerdict,
+} from '../../../src/core/google/deviceVerdict.js';
 import type { MinVerdict } from '../../../src/core/types.js';
 
 const BASIC = 'MEETS_BASIC_INTEGRITY';
@@ -34,7 +40,8 @@ describe('device verdict ordering: BASIC < DEVICE < STRONG', () => {
 
 describe('minimum verdict short names', () => {
   it('round-trips every level, and names the default', () => {
-    for (const level of MIN_VERDICT_LEVEL_NAMES) expect(minVerdictLevelOf(MIN_VERDICT_LEVELS[level])).toBe(level);
+    for (const level of MIN_VERDICT_LEVEL_NAMES)
+      expect(minVerdictLevelOf(MIN_VERDICT_LEVELS[level])).toBe(level);
     expect(MIN_VERDICT_LEVEL_NAMES).toEqual(['basic', 'device', 'strong']);
     expect(minVerdictLevelOf(DEFAULT_ANDROID_POLICY.minVerdict)).toBe('device');
   });

@@ -1,8 +1,16 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GOOGLE_CHECKS, INTEGRITY_TOKEN_MAX_BYTES, createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
+import {
+  GOOGLE_CHECKS,
+  INTEGRITY_TOKEN_MAX_BYTES,
+  createGoogleVerifier,
+} from '../../../src/core/google/googleVerifier.js';
 import { VERDICT_CHECKS } from '../../../src/core/google/verdictPolicy.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
-import type { AndroidPackagePolicy, MinVerdict, PlatformVerifier } from '../../../src/core/types.js';
+import type {
+  AndroidPackagePolicy,
+  MinVerdict,
+  PlatformVerifier,
+} from '../../../src/core/types.js';
 import {
   TEST_CERT_DIGEST,
   TEST_PACKAGE,
@@ -37,14 +45,20 @@ async function check(change: Partial<MintOptions> = {}, policy?: AndroidPackageP
   return runVerifier(verifierFor(policy), googleEvidence(token), { nonce, now });
 }
 
-async function reasonOf(change: Partial<MintOptions> = {}, policy?: AndroidPackagePolicy, now = NOW) {
+async function reasonOf(
+  change: Partial<MintOptions> = {},
+  policy?: AndroidPackagePolicy,
+  now = NOW,
+) {
   const run = await check(change, policy, now);
   return run.ok ? 'accepted' : run.reason;
 }
 
 describe('a valid token', () => {
   it('is accepted with the token details', async () => {
-    const run = await check({ deviceVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'] });
+    const run = await check({
+      deviceVerdicts: ['MEETS_BASIC_INTEGRITY', 'MEETS_DEVICE_INTEGRITY'],
+    });
     expect(run.ok).toBe(true);
     if (!run.ok) return;
     expect(run.details).toEqual({
@@ -64,7 +78,12 @@ describe('a valid token', () => {
   it('passes every check, in the documented order', async () => {
     const run = await check();
     // the newer-verdict checks are skipped: this policy requires none of them
-    expect(run.checks.map((c) => [c.id, c.status])).toEqual(GOOGLE_CHECKS.map((id) => [id, (VERDICT_CHECKS as readonly string[]).includes(id) ? 'skip' : 'pass']));
+    expect(run.checks.map((c) => [c.id, c.status])).toEqual(
+      GOOGLE_CHECKS.map((id) => [
+        id,
+        (VERDICT_CHECKS as readonly string[]).includes(id) ? 'skip' : 'pass',
+      ]),
+    );
   });
 
   it('never puts key material or the token into a detail', async () => {
@@ -72,13 +91,18 @@ describe('a valid token', () => {
     const runs = [
       await runVerifier(verifierFor(), googleEvidence(token), { nonce, now: NOW }),
       await runVerifier(verifierFor(), googleEvidence(token), { nonce: randomNonce(), now: NOW }),
-      await runVerifier(verifierFor(googlePolicy(otherKeys)), googleEvidence(token), { nonce, now: NOW }),
+      await runVerifier(verifierFor(googlePolicy(otherKeys)), googleEvidence(token), {
+        nonce,
+        now: NOW,
+      }),
     ];
-    const secrets = [keys.decryptionKey, keys.verificationKey, otherKeys.decryptionKey].flatMap((k) => [
-      Buffer.from(k).toString('base64'),
-      Buffer.from(k).toString('base64url'),
-      Buffer.from(k).toString('hex'),
-    ]);
+    const secrets = [keys.decryptionKey, keys.verificationKey, otherKeys.decryptionKey].flatMap(
+      (k) => [
+        Buffer.from(k).toString('base64'),
+        Buffer.from(k).toString('base64url'),
+        Buffer.from(k).toString('hex'),
+      ],
+    );
     for (const run of runs) {
       const text = JSON.stringify(run);
       expect(text).not.toContain(token.slice(0, 40));
@@ -92,12 +116,27 @@ describe('the evidence map', () => {
 
   it.each([
     ['not a map', { packageName: TEST_PACKAGE, integrityToken: 'x' }],
-    ['a packageName that is not text', new Map<string, unknown>([['packageName', 7], ['integrityToken', 'x']])],
+    [
+      'a packageName that is not text',
+      new Map<string, unknown>([
+        ['packageName', 7],
+        ['integrityToken', 'x'],
+      ]),
+    ],
     ['no packageName', new Map<string, unknown>([['integrityToken', 'x']])],
-    ['an integrityToken that is bytes', new Map<string, unknown>([['packageName', TEST_PACKAGE], ['integrityToken', new Uint8Array(3)]])],
+    [
+      'an integrityToken that is bytes',
+      new Map<string, unknown>([
+        ['packageName', TEST_PACKAGE],
+        ['integrityToken', new Uint8Array(3)],
+      ]),
+    ],
     ['no integrityToken', new Map<string, unknown>([['packageName', TEST_PACKAGE]])],
     ['an integrityToken over 16 KiB', googleEvidence('a'.repeat(INTEGRITY_TOKEN_MAX_BYTES + 1))],
-    ['an integrityToken over 16 KiB in UTF-8 bytes', googleEvidence('é'.repeat(INTEGRITY_TOKEN_MAX_BYTES / 2 + 1))],
+    [
+      'an integrityToken over 16 KiB in UTF-8 bytes',
+      googleEvidence('é'.repeat(INTEGRITY_TOKEN_MAX_BYTES / 2 + 1)),
+    ],
   ])('with %s is token_malformed', async (_, evidence) => {
     const run = await runVerifier(verifierFor(), evidence, ctx);
     expect(run.ok ? 'accepted' : run.reason).toBe('token_malformed');
@@ -105,15 +144,27 @@ describe('the evidence map', () => {
   });
 
   it('takes an integrityToken of exactly 16 KiB to the checks', async () => {
-    const run = await runVerifier(verifierFor(), googleEvidence('a'.repeat(INTEGRITY_TOKEN_MAX_BYTES)), ctx);
+    const run = await runVerifier(
+      verifierFor(),
+      googleEvidence('a'.repeat(INTEGRITY_TOKEN_MAX_BYTES)),
+      ctx,
+    );
     expect(run.ok ? 'accepted' : run.reason).toBe('gms_decrypt_failed');
   });
 });
 
 describe('check 1: gms.package', () => {
   it('rejects a package that is not allowlisted, and records the claimed name', async () => {
-    const token = await mintIntegrityToken({ keys, nonce, now: NOW, packageName: 'com.example.other' });
-    const run = await runVerifier(verifierFor(), googleEvidence(token, 'com.example.other'), { nonce, now: NOW });
+    const token = await mintIntegrityToken({
+      keys,
+      nonce,
+      now: NOW,
+      packageName: 'com.example.other',
+    });
+    const run = await runVerifier(verifierFor(), googleEvidence(token, 'com.example.other'), {
+      nonce,
+      now: NOW,
+    });
     expect(run.ok ? 'accepted' : run.reason).toBe('gms_package_not_allowed');
     expect(run.facts.packageName).toBe('com.example.other');
     expect(run.checks.find((c) => c.status === 'fail')?.id).toBe('gms.package');
@@ -144,16 +195,28 @@ describe('check 3: gms.signature', () => {
 describe('check 4: gms.payload', () => {
   it.each<[string, Partial<MintOptions>]>([
     ['not JSON', { payloadText: 'requestDetails=...' }],
-    ['JSON that is not UTF-8', { payloadText: new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]) }],
+    [
+      'JSON that is not UTF-8',
+      { payloadText: new Uint8Array([0x7b, 0x22, 0xff, 0x22, 0x3a, 0x31, 0x7d]) },
+    ],
     ['a JSON array', { editPayload: () => [] }],
     ['no requestDetails', { editPayload: (p) => void delete p.requestDetails }],
     ['no appIntegrity', { editPayload: (p) => void delete p.appIntegrity }],
     ['no deviceIntegrity', { editPayload: (p) => void delete p.deviceIntegrity }],
-    ['no nonce (a standard request)', { editPayload: (p) => void delete (p.requestDetails as Record<string, unknown>).nonce }],
+    [
+      'no nonce (a standard request)',
+      { editPayload: (p) => void delete (p.requestDetails as Record<string, unknown>).nonce },
+    ],
     ['a timestamp that is not a number', { timestampMillis: '12:00' }],
     ['a negative timestamp', { timestampMillis: -1 }],
     ['a fractional timestamp', { timestampMillis: 1.5 }],
-    ['a verdict list that is not a list', { editPayload: (p) => void (p.deviceIntegrity = { deviceRecognitionVerdict: 'MEETS_DEVICE_INTEGRITY' }) }],
+    [
+      'a verdict list that is not a list',
+      {
+        editPayload: (p) =>
+          void (p.deviceIntegrity = { deviceRecognitionVerdict: 'MEETS_DEVICE_INTEGRITY' }),
+      },
+    ],
     ['PLAY_RECOGNIZED without the app package name', { appPackageName: null }],
     ['PLAY_RECOGNIZED without certificate digests', { certificateDigests: null }],
   ])('rejects a payload with %s', async (_, change) => {
@@ -165,7 +228,9 @@ describe('check 4: gms.payload', () => {
       timestampMillis: NOW.getTime(),
       editPayload: (p) => void (p.environmentDetails = { playProtectVerdict: 'NO_ISSUES' }),
     });
-    expect(run.ok && run.details.service === 'gms' && run.details.googleTokenDetails.timestampMillis).toBe(NOW.getTime());
+    expect(
+      run.ok && run.details.service === 'gms' && run.details.googleTokenDetails.timestampMillis,
+    ).toBe(NOW.getTime());
   });
 });
 
@@ -190,15 +255,23 @@ describe('check 5: gms.nonce', () => {
 
 describe('check 6: gms.packageMatch', () => {
   it('rejects another requestPackageName', async () => {
-    expect(await reasonOf({ requestPackageName: 'com.example.other' })).toBe('gms_package_mismatch');
+    expect(await reasonOf({ requestPackageName: 'com.example.other' })).toBe(
+      'gms_package_mismatch',
+    );
   });
 
   it('rejects another appIntegrity.packageName even when requestPackageName matches', async () => {
-    expect(await reasonOf({ appPackageName: 'com.example.repackaged' })).toBe('gms_package_mismatch');
+    expect(await reasonOf({ appPackageName: 'com.example.repackaged' })).toBe(
+      'gms_package_mismatch',
+    );
   });
 
   it('goes on when Google did not evaluate the app (no appIntegrity.packageName)', async () => {
-    const run = await check({ appRecognitionVerdict: 'UNEVALUATED', appPackageName: null, certificateDigests: null });
+    const run = await check({
+      appRecognitionVerdict: 'UNEVALUATED',
+      appPackageName: null,
+      certificateDigests: null,
+    });
     expect(run.ok ? 'accepted' : run.reason).toBe('gms_app_not_recognized');
     expect(run.checks.find((c) => c.id === 'gms.packageMatch')?.status).toBe('pass');
   });
@@ -206,18 +279,27 @@ describe('check 6: gms.packageMatch', () => {
 
 describe('check 7: gms.recognition', () => {
   it('rejects UNRECOGNIZED_VERSION by default', async () => {
-    expect(await reasonOf({ appRecognitionVerdict: 'UNRECOGNIZED_VERSION' })).toBe('gms_app_not_recognized');
+    expect(await reasonOf({ appRecognitionVerdict: 'UNRECOGNIZED_VERSION' })).toBe(
+      'gms_app_not_recognized',
+    );
   });
 
   it('accepts UNRECOGNIZED_VERSION where the entry allows it', async () => {
     const policy = googlePolicy(keys, { allowUnrecognized: true });
-    expect(await reasonOf({ appRecognitionVerdict: 'UNRECOGNIZED_VERSION' }, policy)).toBe('accepted');
+    expect(await reasonOf({ appRecognitionVerdict: 'UNRECOGNIZED_VERSION' }, policy)).toBe(
+      'accepted',
+    );
   });
 
-  it.each(['UNEVALUATED', 'PLAY_RECOGNISED', ''])('rejects %j even where unrecognized versions are allowed', async (verdict) => {
-    const policy = googlePolicy(keys, { allowUnrecognized: true });
-    expect(await reasonOf({ appRecognitionVerdict: verdict }, policy)).toBe('gms_app_not_recognized');
-  });
+  it.each(['UNEVALUATED', 'PLAY_RECOGNISED', ''])(
+    'rejects %j even where unrecognized versions are allowed',
+    async (verdict) => {
+      const policy = googlePolicy(keys, { allowUnrecognized: true });
+      expect(await reasonOf({ appRecognitionVerdict: verdict }, policy)).toBe(
+        'gms_app_not_recognized',
+      );
+    },
+  );
 });
 
 describe('check 8: gms.certificate', () => {
@@ -233,25 +315,41 @@ describe('check 8: gms.certificate', () => {
 
   it('rejects a digest that only matches as text, not as bytes', async () => {
     const truncated = Buffer.from(TEST_CERT_DIGEST).toString('base64url').slice(0, 40);
-    expect(await reasonOf({ editPayload: (p) => void ((p.appIntegrity as Record<string, unknown>).certificateSha256Digest = [truncated]) })).toBe(
-      'gms_certificate_mismatch',
-    );
+    expect(
+      await reasonOf({
+        editPayload: (p) =>
+          void ((p.appIntegrity as Record<string, unknown>).certificateSha256Digest = [truncated]),
+      }),
+    ).toBe('gms_certificate_mismatch');
   });
 
   it('accepts when any listed digest is allowed, in any base64 form', async () => {
     const padded = Buffer.from(TEST_CERT_DIGEST).toString('base64');
-    expect(await reasonOf({ certificateDigests: [otherDigest, TEST_CERT_DIGEST] })).toBe('accepted');
-    expect(await reasonOf({ editPayload: (p) => void ((p.appIntegrity as Record<string, unknown>).certificateSha256Digest = [padded]) })).toBe(
+    expect(await reasonOf({ certificateDigests: [otherDigest, TEST_CERT_DIGEST] })).toBe(
       'accepted',
     );
+    expect(
+      await reasonOf({
+        editPayload: (p) =>
+          void ((p.appIntegrity as Record<string, unknown>).certificateSha256Digest = [padded]),
+      }),
+    ).toBe('accepted');
   });
 
   it('accepts when the entry allows one of several certificates', async () => {
-    expect(await reasonOf({}, googlePolicy(keys, { certificateDigests: [otherDigest, TEST_CERT_DIGEST] }))).toBe('accepted');
+    expect(
+      await reasonOf(
+        {},
+        googlePolicy(keys, { certificateDigests: [otherDigest, TEST_CERT_DIGEST] }),
+      ),
+    ).toBe('accepted');
   });
 
   it('is skipped when the entry lists no digests', async () => {
-    const run = await check({ certificateDigests: [otherDigest] }, googlePolicy(keys, { certificateDigests: [] }));
+    const run = await check(
+      { certificateDigests: [otherDigest] },
+      googlePolicy(keys, { certificateDigests: [] }),
+    );
     expect(run.ok).toBe(true);
     expect(run.checks.find((c) => c.id === 'gms.certificate')?.status).toBe('skip');
   });
@@ -276,24 +374,29 @@ describe('check 9: gms.integrity', () => {
     [STRONG, [BASIC, DEVICE], 'gms_integrity_insufficient'],
     [STRONG, [STRONG], 'accepted'],
   ])('minimum %s with verdicts %j: %s', async (minVerdict, verdicts, expected) => {
-    expect(await reasonOf({ deviceVerdicts: verdicts }, googlePolicy(keys, { minVerdict }))).toBe(expected);
+    expect(await reasonOf({ deviceVerdicts: verdicts }, googlePolicy(keys, { minVerdict }))).toBe(
+      expected,
+    );
   });
 
   it('reports the verdict list as given (empty when absent)', async () => {
     const run = await check({ deviceVerdicts: null }, googlePolicy(keys, { minVerdict: BASIC }));
     expect(run.ok).toBe(false);
     const listed = await check({ deviceVerdicts: [STRONG, 'MEETS_VIRTUAL_INTEGRITY'] });
-    expect(listed.ok && listed.details.service === 'gms' && listed.details.googleTokenDetails.deviceIntegrityVerdicts).toEqual([
-      STRONG,
-      'MEETS_VIRTUAL_INTEGRITY',
-    ]);
+    expect(
+      listed.ok &&
+        listed.details.service === 'gms' &&
+        listed.details.googleTokenDetails.deviceIntegrityVerdicts,
+    ).toEqual([STRONG, 'MEETS_VIRTUAL_INTEGRITY']);
   });
 
   it('treats an unknown minimum in the allowlist as a fault, not a rejection', async () => {
     const policy = googlePolicy(keys, { minVerdict: 'MEETS_SOME_INTEGRITY' as MinVerdict });
     // runVerifier turns a Rejection into a result, so only a fault can reach `rejects`
     await expect(check({}, policy)).rejects.toThrow(Error);
-    await expect(check({}, googlePolicy(keys, { maxAgeSeconds: Number.NaN }))).rejects.toThrow(Error);
+    await expect(check({}, googlePolicy(keys, { maxAgeSeconds: Number.NaN }))).rejects.toThrow(
+      Error,
+    );
   });
 });
 
@@ -310,7 +413,9 @@ describe('check 10: gms.freshness', () => {
     ['a day old', 600, -86_400_000, 'gms_token_stale'],
   ])('%s', async (_, maxAgeSeconds, offsetMs, expected) => {
     const policy = googlePolicy(keys, { maxAgeSeconds });
-    expect(await reasonOf({ timestampMillis: String(at(offsetMs).getTime()) }, policy)).toBe(expected);
+    expect(await reasonOf({ timestampMillis: String(at(offsetMs).getTime()) }, policy)).toBe(
+      expected,
+    );
   });
 
   it('measures against the verification clock, not the token', async () => {
@@ -327,7 +432,15 @@ describe('check order', () => {
       timestampMillis: '0',
     });
     expect(run.ok ? 'accepted' : run.reason).toBe('gms_nonce_mismatch');
-    expect(run.checks.map((c) => c.status)).toEqual(['pass', 'pass', 'pass', 'pass', 'pass', 'fail', ...Array(9).fill('skip')]);
+    expect(run.checks.map((c) => c.status)).toEqual([
+      'pass',
+      'pass',
+      'pass',
+      'pass',
+      'pass',
+      'fail',
+      ...Array(9).fill('skip'),
+    ]);
   });
 });
 

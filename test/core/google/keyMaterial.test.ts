@@ -1,6 +1,10 @@
 import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { parseDecryptionKey, parsePlayKeys, parseVerificationKey } from '../../../src/core/google/keyMaterial.js';
+import {
+  parseDecryptionKey,
+  parsePlayKeys,
+  parseVerificationKey,
+} from '../../../src/core/google/keyMaterial.js';
 
 const spki = (key: KeyObject) => key.export({ format: 'der', type: 'spki' });
 const ecSpki = (namedCurve: string) => spki(generateKeyPairSync('ec', { namedCurve }).publicKey);
@@ -42,7 +46,9 @@ describe('parseVerificationKey', () => {
     // SPKI header for a compressed P-256 point (RFC 5480), then 0x02/0x03 and X
     const header = Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex');
     const compressed = Buffer.concat([header, Buffer.from([0x02 | (y[31]! & 1)]), x]);
-    expect(parseVerificationKey(compressed.toString('base64'))).toEqual(new Uint8Array(uncompressed));
+    expect(parseVerificationKey(compressed.toString('base64'))).toEqual(
+      new Uint8Array(uncompressed),
+    );
   });
 
   it.each([
@@ -50,7 +56,14 @@ describe('parseVerificationKey', () => {
     ['a P-384 key', () => ecSpki('P-384')],
     ['a secp256k1 key', () => ecSpki('secp256k1')],
     ['an Ed25519 key', () => spki(generateKeyPairSync('ed25519').publicKey)],
-    ['a PKCS#8 private key', () => generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'der', type: 'pkcs8' })],
+    [
+      'a PKCS#8 private key',
+      () =>
+        generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({
+          format: 'der',
+          type: 'pkcs8',
+        }),
+    ],
     ['random bytes', () => randomBytes(91)],
     ['32 bytes (a decryption key in the wrong place)', () => randomBytes(32)],
   ])('refuses %s', (_, make) => {

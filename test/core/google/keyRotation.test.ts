@@ -29,8 +29,15 @@ afterEach(() => {
   vi.restoreAllMocks();
 });
 
-async function verifyWith(policy: AndroidPackagePolicy, mint: Partial<MintOptions> & { keys: GoogleTestKeys }, keyCache?: KeyCache) {
-  const verifier = createGoogleVerifier({ allowlist: createMemoryAllowlist({ android: [policy] }), ...(keyCache ? { keyCache } : {}) });
+async function verifyWith(
+  policy: AndroidPackagePolicy,
+  mint: Partial<MintOptions> & { keys: GoogleTestKeys },
+  keyCache?: KeyCache,
+) {
+  const verifier = createGoogleVerifier({
+    allowlist: createMemoryAllowlist({ android: [policy] }),
+    ...(keyCache ? { keyCache } : {}),
+  });
   const token = await mintIntegrityToken({ nonce, now: NOW, ...mint });
   return runVerifier(verifier, googleEvidence(token), { nonce, now: NOW });
 }
@@ -54,27 +61,45 @@ describe('key rotation', () => {
 
   it('verifies with the verification key of the pair that decrypted, not any pair', async () => {
     // sealed with the old AES key, signed with the new EC key: both keys are allowlisted, but not as a pair
-    const run = await verifyWith(googlePolicy([oldKeys, newKeys]), { keys: oldKeys, jws: { signWith: newKeys } });
+    const run = await verifyWith(googlePolicy([oldKeys, newKeys]), {
+      keys: oldKeys,
+      jws: { signWith: newKeys },
+    });
     expect(reason(run)).toBe('gms_signature_invalid');
   });
 
   it('reports the furthest stage reached: a pair decrypted, so the signature failed', async () => {
     const stranger = await createGoogleTestKeys('stranger');
     // the first pair decrypts but its key does not verify; the second pair does not even decrypt
-    const run = await verifyWith(googlePolicy([oldKeys, newKeys]), { keys: oldKeys, jws: { signWith: stranger } });
+    const run = await verifyWith(googlePolicy([oldKeys, newKeys]), {
+      keys: oldKeys,
+      jws: { signWith: stranger },
+    });
     expect(reason(run)).toBe('gms_signature_invalid');
     expect(run.checks.find((c) => c.id === 'gms.decrypt')?.status).toBe('pass');
   });
 
   it('keeps the other pairs working when one pair holds unusable key material', async () => {
-    const broken = { id: 'broken', decryptionKey: new Uint8Array(16), verificationKey: new Uint8Array([1, 2, 3]) };
-    const policy: AndroidPackagePolicy = { ...googlePolicy(newKeys), keys: [broken, keyPairOf(newKeys)] };
+    const broken = {
+      id: 'broken',
+      decryptionKey: new Uint8Array(16),
+      verificationKey: new Uint8Array([1, 2, 3]),
+    };
+    const policy: AndroidPackagePolicy = {
+      ...googlePolicy(newKeys),
+      keys: [broken, keyPairOf(newKeys)],
+    };
     expect(reason(await verifyWith(policy, { keys: newKeys }))).toBe('accepted');
-    expect(reason(await verifyWith({ ...policy, keys: [broken] }, { keys: newKeys }))).toBe('gms_decrypt_failed');
+    expect(reason(await verifyWith({ ...policy, keys: [broken] }, { keys: newKeys }))).toBe(
+      'gms_decrypt_failed',
+    );
   });
 
   it('rejects a pair whose verification key is unusable at the signature', async () => {
-    const policy: AndroidPackagePolicy = { ...googlePolicy(newKeys), keys: [{ ...keyPairOf(newKeys), verificationKey: new Uint8Array(10) }] };
+    const policy: AndroidPackagePolicy = {
+      ...googlePolicy(newKeys),
+      keys: [{ ...keyPairOf(newKeys), verificationKey: new Uint8Array(10) }],
+    };
     expect(reason(await verifyWith(policy, { keys: newKeys }))).toBe('gms_signature_invalid');
   });
 });
@@ -83,15 +108,23 @@ describe('key import cache', () => {
   function countImports() {
     const importKey = vi.spyOn(globalThis.crypto.subtle, 'importKey');
     return () => ({
-      aesKw: importKey.mock.calls.filter(([, , alg]) => (alg as { name?: string }).name === 'AES-KW').length,
+      aesKw: importKey.mock.calls.filter(
+        ([, , alg]) => (alg as { name?: string }).name === 'AES-KW',
+      ).length,
       spki: importKey.mock.calls.filter(([format]) => format === 'spki').length,
     });
   }
 
   it('imports each key once, not per request', async () => {
-    const tokens = await Promise.all([oldKeys, newKeys, oldKeys, newKeys, oldKeys, newKeys].map((keys) => mintIntegrityToken({ keys, nonce, now: NOW })));
+    const tokens = await Promise.all(
+      [oldKeys, newKeys, oldKeys, newKeys, oldKeys, newKeys].map((keys) =>
+        mintIntegrityToken({ keys, nonce, now: NOW }),
+      ),
+    );
     const imports = countImports(); // after minting, which imports keys of its own
-    const verifier = createGoogleVerifier({ allowlist: createMemoryAllowlist({ android: [googlePolicy([oldKeys, newKeys])] }) });
+    const verifier = createGoogleVerifier({
+      allowlist: createMemoryAllowlist({ android: [googlePolicy([oldKeys, newKeys])] }),
+    });
     for (const token of tokens) {
       const run = await runVerifier(verifier, googleEvidence(token), { nonce, now: NOW });
       expect(run.ok).toBe(true);
@@ -101,16 +134,26 @@ describe('key import cache', () => {
 
   it('imports afresh when a pair id comes back with other key material', async () => {
     const cache = new KeyCache();
-    expect(reason(await verifyWith(googlePolicy(oldKeys), { keys: oldKeys }, cache))).toBe('accepted');
+    expect(reason(await verifyWith(googlePolicy(oldKeys), { keys: oldKeys }, cache))).toBe(
+      'accepted',
+    );
     const reissued = { ...newKeys, id: oldKeys.id };
-    expect(reason(await verifyWith(googlePolicy(reissued), { keys: reissued }, cache))).toBe('accepted');
-    expect(reason(await verifyWith(googlePolicy(reissued), { keys: oldKeys }, cache))).toBe('gms_decrypt_failed');
+    expect(reason(await verifyWith(googlePolicy(reissued), { keys: reissued }, cache))).toBe(
+      'accepted',
+    );
+    expect(reason(await verifyWith(googlePolicy(reissued), { keys: oldKeys }, cache))).toBe(
+      'gms_decrypt_failed',
+    );
     expect(cache.size).toBe(2);
   });
 
   it('stays within its bound, dropping the least recently used pair', async () => {
     const cache = new KeyCache(2);
-    const [a, b, c] = [keyPairOf(oldKeys), keyPairOf(newKeys), keyPairOf(await createGoogleTestKeys('third'))];
+    const [a, b, c] = [
+      keyPairOf(oldKeys),
+      keyPairOf(newKeys),
+      keyPairOf(await createGoogleTestKeys('third')),
+    ];
     const first = await cache.get(a);
     await cache.get(b);
     expect(await cache.get(a)).toBe(first); // a is now the most recently used

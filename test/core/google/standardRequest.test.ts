@@ -6,13 +6,27 @@
  */
 import { randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GOOGLE_STANDARD_CHECKS, createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
+import {
+  GOOGLE_STANDARD_CHECKS,
+  createGoogleVerifier,
+} from '../../../src/core/google/googleVerifier.js';
 import { VERDICT_CHECKS } from '../../../src/core/google/verdictPolicy.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../src/core/types.js';
 import { createTestServiceAccount, type TestServiceAccount } from '../../support/fakeGoogle.js';
-import { TEST_PACKAGE, createGoogleTestKeys, googlePolicy, randomNonce, runVerifier, type GoogleTestKeys } from '../../support/googleFactory.js';
-import { requestHashOf, standardPayload, type StandardPayload } from '../../support/standardPayload.js';
+import {
+  TEST_PACKAGE,
+  createGoogleTestKeys,
+  googlePolicy,
+  randomNonce,
+  runVerifier,
+  type GoogleTestKeys,
+} from '../../support/googleFactory.js';
+import {
+  requestHashOf,
+  standardPayload,
+  type StandardPayload,
+} from '../../support/standardPayload.js';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const nonce = randomNonce();
@@ -31,7 +45,9 @@ function memoryDecoder() {
   const decoder: IntegrityTokenDecoder = {
     async decode({ packageName, integrityToken, serviceAccount }) {
       calls.push(`${packageName} ${serviceAccount.clientEmail}`);
-      return issued.has(integrityToken) ? { ok: true, payload: issued.get(integrityToken) } : { ok: false, problem: 'Google refused the token: HTTP 400 INVALID_ARGUMENT' };
+      return issued.has(integrityToken)
+        ? { ok: true, payload: issued.get(integrityToken) }
+        : { ok: false, problem: 'Google refused the token: HTTP 400 INVALID_ARGUMENT' };
     },
   };
   return {
@@ -55,11 +71,15 @@ const standardEvidence = (integrityToken: string, request: unknown = 'standard')
 function setup(policy: Partial<AndroidPackagePolicy> = {}, withDecoder = true) {
   const google = memoryDecoder();
   const verifier = createGoogleVerifier({
-    allowlist: createMemoryAllowlist({ android: [googlePolicy(keys, { serviceAccount: sa.account, ...policy })] }),
+    allowlist: createMemoryAllowlist({
+      android: [googlePolicy(keys, { serviceAccount: sa.account, ...policy })],
+    }),
     ...(withDecoder ? { decoder: google.decoder } : {}),
   });
   const run = (edit?: (p: StandardPayload) => void, o: { now?: Date; issuedAt?: Date } = {}) => {
-    const token = google.issue(standardPayload({ nonce, now: o.issuedAt ?? NOW, ...(edit ? { edit } : {}) }));
+    const token = google.issue(
+      standardPayload({ nonce, now: o.issuedAt ?? NOW, ...(edit ? { edit } : {}) }),
+    );
     return runVerifier(verifier, standardEvidence(token), { nonce, now: o.now ?? NOW });
   };
   return { google, verifier, run };
@@ -76,7 +96,12 @@ describe('a valid standard request', () => {
         timestampMillis: NOW.getTime(),
         appLicensingVerdict: 'LICENSED',
         playProtectVerdict: 'NO_ISSUES',
-        appsDetected: ['KNOWN_INSTALLED', 'KNOWN_CAPTURING', 'UNKNOWN_INSTALLED', 'UNKNOWN_OVERLAYS'],
+        appsDetected: [
+          'KNOWN_INSTALLED',
+          'KNOWN_CAPTURING',
+          'UNKNOWN_INSTALLED',
+          'UNKNOWN_OVERLAYS',
+        ],
         deviceActivityLevel: 'LEVEL_2',
         sdkVersion: 33,
         versionCode: '42',
@@ -87,7 +112,12 @@ describe('a valid standard request', () => {
 
   it('runs the standard checks in order (the newer verdicts skipped when not required)', async () => {
     const run = await setup().run();
-    expect(run.checks.map((c) => [c.id, c.status])).toEqual(GOOGLE_STANDARD_CHECKS.map((id) => [id, (VERDICT_CHECKS as readonly string[]).includes(id) ? 'skip' : 'pass']));
+    expect(run.checks.map((c) => [c.id, c.status])).toEqual(
+      GOOGLE_STANDARD_CHECKS.map((id) => [
+        id,
+        (VERDICT_CHECKS as readonly string[]).includes(id) ? 'skip' : 'pass',
+      ]),
+    );
   });
 
   it('leaves out the extensions the payload does not carry', async () => {
@@ -114,13 +144,19 @@ describe('a valid standard request', () => {
 describe('gms.request', () => {
   it('"classic" or absent is a classic request: the decoder is never asked', async () => {
     const { verifier, google } = setup();
-    const run = await runVerifier(verifier, standardEvidence('a.b.c.d.e', 'classic'), { nonce, now: NOW });
+    const run = await runVerifier(verifier, standardEvidence('a.b.c.d.e', 'classic'), {
+      nonce,
+      now: NOW,
+    });
     expect(run.ok ? 'accepted' : run.reason).toBe('gms_decrypt_failed');
     expect(google.calls).toEqual([]);
   });
 
   it.each([['premium'], [1], [null]])('%j is token_malformed', async (request) => {
-    const run = await runVerifier(setup().verifier, standardEvidence('x', request), { nonce, now: NOW });
+    const run = await runVerifier(setup().verifier, standardEvidence('x', request), {
+      nonce,
+      now: NOW,
+    });
     expect(run.ok ? 'accepted' : run.reason).toBe('token_malformed');
   });
 });
@@ -135,7 +171,10 @@ describe('configuration and decoder outcomes', () => {
   });
 
   it('a token Google refuses is gms_decode_rejected', async () => {
-    const run = await runVerifier(setup().verifier, standardEvidence('never-issued'), { nonce, now: NOW });
+    const run = await runVerifier(setup().verifier, standardEvidence('never-issued'), {
+      nonce,
+      now: NOW,
+    });
     expect(run.ok ? 'accepted' : run.reason).toBe('gms_decode_rejected');
   });
 
@@ -145,8 +184,15 @@ describe('configuration and decoder outcomes', () => {
         throw new Error('Google unreachable');
       },
     };
-    const verifier = createGoogleVerifier({ allowlist: createMemoryAllowlist({ android: [googlePolicy(keys, { serviceAccount: sa.account })] }), decoder: failing });
-    await expect(runVerifier(verifier, standardEvidence('t'), { nonce, now: NOW })).rejects.toThrow('Google unreachable');
+    const verifier = createGoogleVerifier({
+      allowlist: createMemoryAllowlist({
+        android: [googlePolicy(keys, { serviceAccount: sa.account })],
+      }),
+      decoder: failing,
+    });
+    await expect(runVerifier(verifier, standardEvidence('t'), { nonce, now: NOW })).rejects.toThrow(
+      'Google unreachable',
+    );
   });
 
   it('without a decoder a standard token is a fault', async () => {
@@ -156,22 +202,92 @@ describe('configuration and decoder outcomes', () => {
 
 describe('a decoded payload that fails each check', () => {
   const cases: [string, (p: StandardPayload) => void, string, string][] = [
-    ['no requestDetails', (p) => void delete (p as Partial<StandardPayload>).requestDetails, 'gms_payload_malformed', 'gms.payload'],
-    ['neither requestHash nor nonce', (p) => void delete p.requestDetails.requestHash, 'gms_payload_malformed', 'gms.payload'],
-    ['a classic nonce instead of the request hash', (p) => {
-      delete p.requestDetails.requestHash;
-      p.requestDetails.nonce = Buffer.from(nonce).toString('base64url');
-    }, 'gms_nonce_mismatch', 'gms.requestHash'],
-    ['the hash of another nonce', (p) => void (p.requestDetails.requestHash = requestHashOf(randomNonce())), 'gms_nonce_mismatch', 'gms.requestHash'],
-    ['the final nonce itself, not its hash', (p) => void (p.requestDetails.requestHash = Buffer.from(nonce).toString('base64url')), 'gms_nonce_mismatch', 'gms.requestHash'],
-    ['the hash as hex', (p) => void (p.requestDetails.requestHash = Buffer.from(requestHashOf(nonce), 'base64url').toString('hex')), 'gms_nonce_mismatch', 'gms.requestHash'],
-    ['another requestPackageName', (p) => void (p.requestDetails.requestPackageName = 'com.example.other'), 'gms_package_mismatch', 'gms.packageMatch'],
-    ['another appIntegrity.packageName', (p) => void (p.appIntegrity.packageName = 'com.example.other'), 'gms_package_mismatch', 'gms.packageMatch'],
-    ['an unrecognized version', (p) => void (p.appIntegrity.appRecognitionVerdict = 'UNRECOGNIZED_VERSION'), 'gms_app_not_recognized', 'gms.recognition'],
-    ['an unevaluated app', (p) => void (p.appIntegrity = { appRecognitionVerdict: 'UNEVALUATED' }), 'gms_app_not_recognized', 'gms.recognition'],
-    ['an unknown signing certificate', (p) => void (p.appIntegrity.certificateSha256Digest = [randomBytes(32).toString('base64url')]), 'gms_certificate_mismatch', 'gms.certificate'],
-    ['basic integrity only', (p) => void (p.deviceIntegrity.deviceRecognitionVerdict = ['MEETS_BASIC_INTEGRITY']), 'gms_integrity_insufficient', 'gms.integrity'],
-    ['no device verdict at all', (p) => void (p.deviceIntegrity = {}), 'gms_integrity_insufficient', 'gms.integrity'],
+    [
+      'no requestDetails',
+      (p) => void delete (p as Partial<StandardPayload>).requestDetails,
+      'gms_payload_malformed',
+      'gms.payload',
+    ],
+    [
+      'neither requestHash nor nonce',
+      (p) => void delete p.requestDetails.requestHash,
+      'gms_payload_malformed',
+      'gms.payload',
+    ],
+    [
+      'a classic nonce instead of the request hash',
+      (p) => {
+        delete p.requestDetails.requestHash;
+        p.requestDetails.nonce = Buffer.from(nonce).toString('base64url');
+      },
+      'gms_nonce_mismatch',
+      'gms.requestHash',
+    ],
+    [
+      'the hash of another nonce',
+      (p) => void (p.requestDetails.requestHash = requestHashOf(randomNonce())),
+      'gms_nonce_mismatch',
+      'gms.requestHash',
+    ],
+    [
+      'the final nonce itself, not its hash',
+      (p) => void (p.requestDetails.requestHash = Buffer.from(nonce).toString('base64url')),
+      'gms_nonce_mismatch',
+      'gms.requestHash',
+    ],
+    [
+      'the hash as hex',
+      (p) =>
+        void (p.requestDetails.requestHash = Buffer.from(
+          requestHashOf(nonce),
+          'base64url',
+        ).toString('hex')),
+      'gms_nonce_mismatch',
+      'gms.requestHash',
+    ],
+    [
+      'another requestPackageName',
+      (p) => void (p.requestDetails.requestPackageName = 'com.example.other'),
+      'gms_package_mismatch',
+      'gms.packageMatch',
+    ],
+    [
+      'another appIntegrity.packageName',
+      (p) => void (p.appIntegrity.packageName = 'com.example.other'),
+      'gms_package_mismatch',
+      'gms.packageMatch',
+    ],
+    [
+      'an unrecognized version',
+      (p) => void (p.appIntegrity.appRecognitionVerdict = 'UNRECOGNIZED_VERSION'),
+      'gms_app_not_recognized',
+      'gms.recognition',
+    ],
+    [
+      'an unevaluated app',
+      (p) => void (p.appIntegrity = { appRecognitionVerdict: 'UNEVALUATED' }),
+      'gms_app_not_recognized',
+      'gms.recognition',
+    ],
+    [
+      'an unknown signing certificate',
+      (p) =>
+        void (p.appIntegrity.certificateSha256Digest = [randomBytes(32).toString('base64url')]),
+      'gms_certificate_mismatch',
+      'gms.certificate',
+    ],
+    [
+      'basic integrity only',
+      (p) => void (p.deviceIntegrity.deviceRecognitionVerdict = ['MEETS_BASIC_INTEGRITY']),
+      'gms_integrity_insufficient',
+      'gms.integrity',
+    ],
+    [
+      'no device verdict at all',
+      (p) => void (p.deviceIntegrity = {}),
+      'gms_integrity_insufficient',
+      'gms.integrity',
+    ],
   ];
   it.each(cases)('%s', async (_name, edit, reason, check) => {
     const run = await setup().run(edit);
@@ -181,8 +297,16 @@ describe('a decoded payload that fails each check', () => {
 
   it('issued too long ago, or too far ahead', async () => {
     const { run } = setup();
-    expect(await run(undefined, { issuedAt: new Date(NOW.getTime() - 601_000) })).toMatchObject({ ok: false, reason: 'gms_token_stale' });
-    expect(await run(undefined, { issuedAt: new Date(NOW.getTime() + 61_000) })).toMatchObject({ ok: false, reason: 'gms_token_stale' });
-    expect(await run(undefined, { issuedAt: new Date(NOW.getTime() - 599_000) })).toMatchObject({ ok: true });
+    expect(await run(undefined, { issuedAt: new Date(NOW.getTime() - 601_000) })).toMatchObject({
+      ok: false,
+      reason: 'gms_token_stale',
+    });
+    expect(await run(undefined, { issuedAt: new Date(NOW.getTime() + 61_000) })).toMatchObject({
+      ok: false,
+      reason: 'gms_token_stale',
+    });
+    expect(await run(undefined, { issuedAt: new Date(NOW.getTime() - 599_000) })).toMatchObject({
+      ok: true,
+    });
   });
 });

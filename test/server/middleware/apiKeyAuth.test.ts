@@ -29,7 +29,8 @@ function setup(result: AuthResult, testKeys?: boolean) {
     reached = { keyId: c.get('keyId'), mode: c.get('mode') };
     return c.json({ fine: true });
   });
-  const send = () => app.request('/x', { method: 'POST', headers: { 'x-api-key': 'ak_presented' } });
+  const send = () =>
+    app.request('/x', { method: 'POST', headers: { 'x-api-key': 'ak_presented' } });
   return { send, calls, logs, reached: () => reached };
 }
 
@@ -63,7 +64,10 @@ describe('apiKeyAuth', () => {
     const res = await t.send();
     expect(res.status).toBe(503);
     expect(res.headers.get('retry-after')).toBe('1');
-    expect(await res.json()).toEqual({ statusCode: STATUS_INTERNAL_ERROR, errorMessage: 'Busy, retry shortly' });
+    expect(await res.json()).toEqual({
+      statusCode: STATUS_INTERNAL_ERROR,
+      errorMessage: 'Busy, retry shortly',
+    });
     expect(t.reached()).toBeUndefined();
   });
 
@@ -72,7 +76,11 @@ describe('apiKeyAuth', () => {
     const res = await off.send();
     expect(res.status).toBe(403);
     expect(off.reached()).toBeUndefined();
-    expect(off.logs[0]).toMatchObject({ auth: 'test_keys_disabled', apiKeyId: 'key_t', mode: 'test' });
+    expect(off.logs[0]).toMatchObject({
+      auth: 'test_keys_disabled',
+      apiKeyId: 'key_t',
+      mode: 'test',
+    });
     const on = setup({ ok: true, keyId: 'key_t', mode: 'test' });
     expect((await on.send()).status).toBe(200);
     expect(on.reached()).toEqual({ keyId: 'key_t', mode: 'test' });

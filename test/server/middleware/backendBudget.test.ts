@@ -1,14 +1,19 @@
 import { Hono } from 'hono';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { AppEnv } from '../../../src/server/appEnv.js';
-import { backendBudget, createBudget, DeadlineExceeded } from '../../../src/server/middleware/backendBudget.js';
+import {
+  backendBudget,
+  createBudget,
+  DeadlineExceeded,
+} from '../../../src/server/middleware/backendBudget.js';
 
 afterEach(() => {
   vi.useRealTimers();
 });
 
 const never = () => new Promise<never>(() => {});
-const after = (ms: number, value: string) => new Promise<string>((resolve) => setTimeout(resolve, ms, value));
+const after = (ms: number, value: string) =>
+  new Promise<string>((resolve) => setTimeout(resolve, ms, value));
 
 describe('createBudget', () => {
   it('passes answers through and counts only the time spent waiting on the backend', async () => {

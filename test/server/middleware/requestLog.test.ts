@@ -31,14 +31,28 @@ describe('requestLog', () => {
     const { app, lines, observed } = setup();
     const res = await app.request('/known', {
       method: 'POST',
-      headers: { 'x-request-id': 'abc-123', 'x-api-key': 'ak_live_supersecret', 'content-type': 'application/json' },
+      headers: {
+        'x-request-id': 'abc-123',
+        'x-api-key': 'ak_live_supersecret',
+        'content-type': 'application/json',
+      },
       body: JSON.stringify({ token: 'secret-token' }),
     });
     expect(res.status).toBe(200);
     expect(res.headers.get('x-request-id')).toBe('abc-123');
     expect(lines).toHaveLength(1);
     const line = lines[0]!;
-    expect(line).toMatchObject({ level: 30, msg: 'request', requestId: 'abc-123', method: 'POST', route: '/known', status: 200, apiKeyId: 'key_1', isValid: false, reason: 'nonce_mismatch' });
+    expect(line).toMatchObject({
+      level: 30,
+      msg: 'request',
+      requestId: 'abc-123',
+      method: 'POST',
+      route: '/known',
+      status: 200,
+      apiKeyId: 'key_1',
+      isValid: false,
+      reason: 'nonce_mismatch',
+    });
     expect(typeof line.durationMs).toBe('number');
     const text = JSON.stringify(line);
     expect(text).not.toContain('supersecret');
@@ -48,7 +62,9 @@ describe('requestLog', () => {
 
   it('replaces an invalid request id with a UUID and labels unknown paths "unmatched"', async () => {
     const { app, lines, observed } = setup();
-    const res = await app.request('/nope?x=1', { headers: { 'x-request-id': 'bad id with spaces' } });
+    const res = await app.request('/nope?x=1', {
+      headers: { 'x-request-id': 'bad id with spaces' },
+    });
     expect(res.status).toBe(404);
     const id = res.headers.get('x-request-id');
     expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/);
