@@ -11,7 +11,12 @@ export type ConsumeResult =
 /** Attestation sessions: created by init, consumed exactly once by verify. */
 export function createSessionRepository(db: Database) {
   return {
-    /** Stores a new session; expiry is computed by the database clock. */
+    /**
+     * Stores a new session; expiry is computed by the database clock. Its commit does not wait for its WAL flush (synchronous_commit off for this
+     * statement's transaction only): a session lost in a crash just fails its verify, closed. The
+     * consuming UPDATE commits synchronously, and that flush covers the insert before it, so a
+     * consumed session is never forgotten and never reusable.
+     */
     async create(input: {
       reference: string;
       apiKeyId: string;
@@ -21,7 +26,8 @@ export function createSessionRepository(db: Database) {
       const rows = rowsOf<{ expires_at: Date | string }>(
         await db.execute(sql`
           insert into attestation_sessions (reference, api_key_id, server_nonce, expires_at)
-          values (${input.reference}, ${input.apiKeyId}, ${Buffer.from(input.serverNonce)}, now() + make_interval(secs => ${input.ttlSeconds}))
+          select ${input.reference}, ${input.apiKeyId}, ${Buffer.from(input.serverNonce)}, now() + make_interval(secs => ${input.ttlSeconds})
+          from (select set_config('synchronous_commit', 'off', true)) as async_commit
           returning expires_at`),
       );
       return { expiresAt: new Date(rows[0]!.expires_at) };

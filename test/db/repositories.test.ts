@@ -1,10 +1,14 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
+import postgres from 'postgres';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { migrationStatus, runMigrations } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
+import { rowsOf, type Database } from '../../src/db/client.js';
 import { backends, useDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
@@ -42,6 +46,27 @@ describe.each(backends())('repositories on $name', (backend) => {
       const first = await sessions.consume('r1', 'k1');
       expect(first).toEqual({ ok: true, serverNonce: new Uint8Array(nonce) });
       expect(await sessions.consume('r1', 'k1')).toEqual({ ok: false, reason: 'session_consumed' });
+    });
+
+    it('a new session alone commits without waiting for its flush: the connection stays synchronous', async () => {
+      // one connection, so the statement after the insert runs where the insert ran
+      const client = handle.url ? postgres(handle.url, { max: 1, onnotice: () => {} }) : undefined;
+      const db = client ? (drizzlePostgres(client) as unknown as Database) : handle.db;
+      try {
+        await createSessionRepository(db).create({
+          reference: 'r1',
+          apiKeyId: await apiKey(),
+          serverNonce: randomBytes(32),
+          ttlSeconds: 300,
+        });
+        const shown = rowsOf<{ synchronous_commit: string }>(
+          await db.execute(sql`show synchronous_commit`),
+        );
+        expect(shown[0]!.synchronous_commit).toBe('on');
+        expect((await createSessionRepository(db).consume('r1', 'k1')).ok).toBe(true);
+      } finally {
+        await client?.end();
+      }
     });
 
     it('reports a session of another key as unknown and leaves it active', async () => {
