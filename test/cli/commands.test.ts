@@ -43,7 +43,7 @@ function commandSuite(where: () => string) {
 
   it('keys create --json prints the documented shape, once', async () => {
     const run = await runCli('keys', 'create', '--name', 'mobile banking', '--json');
-    expect(run.code).toBe(0);
+    expect(run.code, run.stderr).toBe(0);
     // stderr: the change's one log line, which never holds the key
     expect(JSON.parse(oneLine(run))).toMatchObject({
       level: 30,
@@ -194,7 +194,7 @@ function commandSuite(where: () => string) {
 
   it('db prune --json answers a count', async () => {
     const run = await runCli('db', 'prune', '--older-than', '1h', '--json');
-    expect(run.code).toBe(0);
+    expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout)).toEqual({ deleted: expect.any(Number) });
   });
 }
@@ -244,7 +244,7 @@ describe('attest CLI in-process on the embedded database', () => {
   describe('with the data dir opened directly', () => {
     it('db migrate on the embedded database', async () => {
       const run = await runCli('db', 'migrate');
-      expect(run.code).toBe(0);
+      expect(run.code, run.stderr).toBe(0);
       expect(run.stdout).toMatch(/applied \d+ migration\(s\) to /);
     });
   });
