@@ -16,11 +16,11 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 // PGlite stays a static import: loaded lazily, the embedded database opened measurably slower
 import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import * as schema from './schema.js';
+import { startSharedSocket, type SharedSocket } from './sharedSocket.js';
 import { createFromTemplate } from './template.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
@@ -131,7 +131,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   }
   acquireLock(lockPath);
   let pglite: PGlite | undefined;
-  let server: PGLiteSocketServer | undefined;
+  let server: SharedSocket | undefined;
   let socketPath: string | undefined;
   try {
     if (!exists) {
@@ -141,13 +141,12 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     }
     pglite = await PGlite.create({ dataDir: pgDir });
     if (options.role === 'server') {
-      // never TCP: pglite-socket lets in anyone who connects, so the door must be a file only
+      // never TCP: the socket lets in anyone who connects, so the door must be a file only
       // this user can reach: a socket in a 0700 folder of its own (short, unlike some data dirs)
       socketPath = join(privateSocketDir(options.socketDir), SOCKET_FILE);
       // CLI connections are brief, but their closes reach the server late on a busy machine: a low
       // cap refused the next command ("Too many connections") while earlier ones were still closing
-      server = new PGLiteSocketServer({ db: pglite, path: socketPath, maxConnections: 64 });
-      await server.start();
+      server = await startSharedSocket(pglite, socketPath, 64);
       chmodSync(socketPath, 0o600);
       writeFileSync(
         lockPath,
