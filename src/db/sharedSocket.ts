@@ -14,12 +14,12 @@ const E = 'E'.charCodeAt(0);
 
 /**
  * The embedded database's Unix socket for CLI commands while `attest serve` runs. PGlite has one
- * backend session, shared by the server's own queries and every socket client, so a client's
- * extended-protocol batch (Parse, Bind, Execute ... Sync) runs as one exclusive unit: interleaved
- * message by message, as pglite-socket's server does, another query replaced the client's unnamed
- * statement between its Parse and its Bind (the client's statement failed, or ran another's SQL
- * with its parameters). A client keeps the session from a Parse until the statement has run (a
- * describe round trip comes between), and through an open transaction until it ends.
+ * backend session, shared by the server's own queries and every socket client. Relayed message by
+ * message (as @electric-sql/pglite-socket, used before, did), another query replaced a client's
+ * unnamed statement between its Parse and its Bind: the statement failed, or ran another's SQL
+ * with its parameters. So each Sync-delimited batch runs under PGlite's lock, and a client keeps
+ * the session from a Parse until the statement has run (a describe round trip comes between) and
+ * through an open transaction until it ends.
  */
 export async function startSharedSocket(
   db: PGlite,

@@ -129,7 +129,7 @@ describe.skipIf(!onLinux)('the embedded database behind a long data dir path', (
     expect(connectAs(lock.socket.path)).toBe('connected');
   });
 
-  // pglite-socket accepts any user and password, so file permissions are the whole door
+  // the shared socket accepts any user and password (PGlite has no authentication), so file permissions are the whole door
   it.skipIf(!isRoot)(
     'another OS user can neither connect to the socket nor read the lock file',
     () => {
