@@ -7,6 +7,8 @@ export interface SharedSocket {
 }
 
 const PROTOCOL_3 = 196608;
+const SSL_REQUEST = 80877103;
+const GSS_REQUEST = 80877104;
 /** extended-protocol messages that belong to the batch a later Sync ends */
 const IN_BATCH = new Set(['P', 'B', 'D', 'E', 'C']);
 const P = 'P'.charCodeAt(0);
@@ -91,10 +93,16 @@ function serveConnection(db: PGlite, socket: Socket): void {
       if (!started) {
         if (buffer.length < 8) break;
         length = buffer.readInt32BE(0);
-        if (buffer.readInt32BE(4) !== PROTOCOL_3) {
-          // SSL or GSS request, or another protocol: this socket speaks plain protocol 3 only
-          socket.end(Buffer.from('N'));
-          buffer = Buffer.alloc(0);
+        const code = buffer.readInt32BE(4);
+        if (code === SSL_REQUEST || code === GSS_REQUEST) {
+          // a Unix socket needs no encryption: "N", and the client goes on with its startup
+          socket.write('N');
+          buffer = buffer.subarray(8);
+          continue;
+        }
+        if (code !== PROTOCOL_3) {
+          // a cancel request or another protocol: nothing here can serve it
+          socket.end();
           return;
         }
       } else {

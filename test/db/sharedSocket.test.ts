@@ -3,6 +3,7 @@
  * running server uses too, and neither may see the other's statements.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
@@ -99,5 +100,22 @@ describe('shared socket', () => {
     );
     expect(r.rows[0]!.t).toBeNull();
     expect(db.isInTransaction()).toBe(false);
+  });
+
+  it('answers an SSL request "N" and goes on with the startup (psql and libpq ask first)', async () => {
+    const conn = connect(path);
+    try {
+      await new Promise((resolve) => conn.once('connect', resolve));
+      const request = Buffer.alloc(8);
+      request.writeInt32BE(8, 0);
+      request.writeInt32BE(80877103, 4);
+      conn.write(request);
+      const answer = await new Promise<Buffer>((resolve) => conn.once('data', resolve));
+      expect(answer.toString('latin1')).toBe('N');
+      // the connection stays open for the startup message
+      expect(conn.destroyed).toBe(false);
+    } finally {
+      conn.destroy();
+    }
   });
 });
