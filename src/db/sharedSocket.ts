@@ -55,7 +55,7 @@ function serveConnection(db: PGlite, socket: Socket): void {
   let buffer: Buffer = Buffer.alloc(0);
   let batch: Uint8Array[] = [];
   let started = false;
-  /** releases PGlite's query lock; held between batches while the client's transaction is open */
+  /** releases PGlite's query lock; kept between batches while a statement or transaction is open */
   let held: (() => void) | undefined;
   let work = Promise.resolve();
 
@@ -79,7 +79,8 @@ function serveConnection(db: PGlite, socket: Socket): void {
         // a statement parsed but not yet executed (postgres.js describes it, then binds it in a
         // second round trip) or an open transaction keeps the session for this client
         const parsedOnly = messages.some((m) => m[0] === P) && !messages.some((m) => m[0] === E);
-        if ((parsedOnly || db.isInTransaction()) && !socket.destroyed) held = release;
+        // even for a client already gone: its close handler, queued behind, rolls back and releases
+        if (parsedOnly || db.isInTransaction()) held = release;
         else release();
       }
     }));
