@@ -34,6 +34,12 @@ export interface BenchOptions {
   connections: number[];
   /** seconds per scenario and concurrency (duration-bound scenarios) */
   seconds: number;
+  /**
+   * bound each duration-bound scenario by this many requests instead of by `seconds`: a smoke
+   * run must see answers however slow the machine is, and a 1-second window on a loaded machine
+   * can close before the first answer
+   */
+  requestsPerScenario?: number;
   /** registrations per concurrency level (each a fresh key, made before the run) */
   registrations: number;
   databaseUrl?: string;
@@ -394,11 +400,14 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       const pid = target.child.pid!;
       const cpuBefore = cpuMs(pid);
       const started = performance.now();
-      const amount = scenario.amount?.(connections);
+      const amount =
+        scenario.amount?.(connections) ?? (record ? options.requestsPerScenario : undefined);
       const result = await autocannon({
         url: target.url.origin,
         connections,
         ...(amount ? { amount } : { duration: seconds }),
+        // a count-bound smoke run waits for slow answers rather than calling them errors
+        ...(options.requestsPerScenario ? { timeout: 60 } : {}),
         setupClient: (client) => client.setRequests(scenario.client(count)),
       });
       const elapsed = (performance.now() - started) / 1000;
