@@ -1,16 +1,36 @@
-import { createHash } from 'node:crypto';
+import { createHash, generateKeyPairSync } from 'node:crypto';
+import { appAttestKeyId, appAttestKeyIdOfSpki } from '../../../src/core/apple/appAttestKeyId.js';
+import * as x509 from '@peculiar/x509';
 import { describe, expect, it } from 'vitest';
 import {
   attestationMadeWith,
   inspectAttestation,
 } from '../../../src/core/apple/inspectAttestation.js';
 import {
+  APPLE_NONCE_EXTENSION_OID,
   appAttestNonce,
   nonceExtensionValue,
   readAttestedNonce,
   readNonceExtensionValue,
 } from '../../../src/core/apple/nonceExtension.js';
 import { b64, loadVectors } from './helpers.js';
+
+async function selfSigned(extensions: x509.Extension[]): Promise<Buffer> {
+  const keys = await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, [
+    'sign',
+    'verify',
+  ]);
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: '01',
+    name: 'CN=nonce extension test',
+    notBefore: new Date('2026-01-01T00:00:00Z'),
+    notAfter: new Date('2027-01-01T00:00:00Z'),
+    keys,
+    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
+    extensions,
+  });
+  return Buffer.from(cert.rawData);
+}
 
 const vectors = loadVectors();
 const byId = (id: string) => vectors.find((v) => v.id === id)!;
@@ -63,7 +83,64 @@ describe('nonce extension', () => {
     expect(readAttestedNonce(Buffer.from('junk'))).toBeNull();
   });
 
+  it('reads the value of every capture, and of an extension marked critical', async () => {
+    for (const vector of vectors.filter((v) => v.attestation && v.clientDataHash)) {
+      const inspection = inspectAttestation(b64(vector.attestation!));
+      const expected = nonceExtensionValue(
+        appAttestNonce(inspection.authData.bytes, b64(vector.clientDataHash!)),
+      );
+      expect(readNonceExtensionValue(inspection.x5c[0]!)?.toString('hex'), vector.id).toBe(
+        expected.toString('hex'),
+      );
+    }
+    const value = nonceExtensionValue(Buffer.alloc(32, 7));
+    const critical = await selfSigned([new x509.Extension(APPLE_NONCE_EXTENSION_OID, true, value)]);
+    expect(readNonceExtensionValue(critical)?.equals(value)).toBe(true);
+    // another extension's OCTET STRING is not taken for the nonce
+    const other = await selfSigned([new x509.Extension('1.2.840.113635.100.8.5', false, value)]);
+    expect(readNonceExtensionValue(other)).toBeNull();
+    // a truncated certificate reads as none, not as a throw
+    expect(readNonceExtensionValue(critical.subarray(0, critical.length - 80))).toBeNull();
+  });
+
   it('only takes a 32-byte nonce', () => {
     expect(() => nonceExtensionValue(Buffer.alloc(31))).toThrow(RangeError);
+  });
+});
+
+describe('appAttestKeyId', () => {
+  it('is SHA-256 of the uncompressed P-256 point, read from the SPKI or the key object', () => {
+    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const jwk = publicKey.export({ format: 'jwk' });
+    const point = Buffer.concat([
+      Buffer.from([4]),
+      Buffer.from(jwk.x!, 'base64url'),
+      Buffer.from(jwk.y!, 'base64url'),
+    ]);
+    const expected = createHash('sha256').update(point).digest('hex');
+    expect(appAttestKeyId(publicKey)?.toString('hex')).toBe(expected);
+    const spki = publicKey.export({ type: 'spki', format: 'der' });
+    expect(appAttestKeyIdOfSpki(spki)?.toString('hex')).toBe(expected);
+    // the compressed form of the same key is not what App Attest hashes
+    const compressed = Buffer.concat([
+      spki.subarray(0, 24),
+      Buffer.from([0x22, 0x00, 0x02 + (point[64]! & 1)]),
+      point.subarray(1, 33),
+    ]);
+    expect(appAttestKeyIdOfSpki(compressed)).toBeNull();
+  });
+
+  it('is null for any other key', () => {
+    const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey;
+    const ed = generateKeyPairSync('ed25519').publicKey;
+    const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey;
+    for (const key of [p384, ed, rsa]) expect(appAttestKeyId(key)).toBeNull();
+    const p256 = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    expect(appAttestKeyId(p256.privateKey)).toBeNull();
+    const spki = p256.publicKey.export({ type: 'spki', format: 'der' });
+    expect(appAttestKeyIdOfSpki(spki.subarray(0, 90))).toBeNull();
+    const otherCurve = Buffer.from(spki);
+    otherCurve[25] = otherCurve[25]! ^ 1;
+    expect(appAttestKeyIdOfSpki(otherCurve)).toBeNull();
   });
 });
