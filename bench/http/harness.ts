@@ -463,8 +463,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       return `${res.status} ${await res.text()}`;
     };
     const replayResult = {
-      assertion: await replay(lastAssertion),
-      registration: await replay(lastRegistration),
+      // `--only` may have left a scenario out: nothing of it to replay
+      assertion: lastAssertion ? await replay(lastAssertion) : 'not run',
+      registration: lastRegistration ? await replay(lastRegistration) : 'not run',
     };
     return {
       startedAt: new Date().toISOString(),

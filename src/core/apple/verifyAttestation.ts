@@ -7,7 +7,7 @@ import type { KeyObject, X509Certificate } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
 import type { AllowlistReader, AppleAppPolicy, AppleEnvironment, Trace } from '../types.js';
-import { appAttestKeyIdOfSpki } from './appAttestKeyId.js';
+import { appAttestKeyIdOfPoint, p256Point, p256Spki } from './appAttestKeyId.js';
 import { environmentAllowed, environmentFromAaguid } from './appleEnvironment.js';
 import { appIdHash } from './appIdHash.js';
 import { type AttestationAuthenticatorData, parseAuthenticatorData } from './authenticatorData.js';
@@ -171,14 +171,9 @@ export async function verifyAttestation(
   // Attestation step 9: credentialId is the key id too
   trace.current('apple.attestation.keyId');
   const publicKeyObject = leaf.publicKey;
-  const spki = publicKeyObject.export({ type: 'spki', format: 'der' });
-  const leafKeyId = appAttestKeyIdOfSpki(spki);
-  if (!leafKeyId)
-    throw new Rejection(
-      'apple_key_id_mismatch',
-      'the leaf key is not an uncompressed EC P-256 key',
-    );
-  if (!leafKeyId.equals(input.keyId))
+  const point = p256Point(publicKeyObject);
+  if (!point) throw new Rejection('apple_key_id_mismatch', 'the leaf key is not an EC P-256 key');
+  if (!appAttestKeyIdOfPoint(point).equals(input.keyId))
     throw new Rejection(
       'apple_key_id_mismatch',
       "the token's keyId is not the hash of the leaf certificate's key",
@@ -226,7 +221,7 @@ export async function verifyAttestation(
 
   return {
     keyId: input.keyId,
-    publicKey: new Uint8Array(spki),
+    publicKey: new Uint8Array(p256Spki(point)),
     publicKeyObject,
     appId: app.appId,
     environment,

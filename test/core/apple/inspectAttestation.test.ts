@@ -1,5 +1,5 @@
-import { createHash, generateKeyPairSync } from 'node:crypto';
-import { appAttestKeyId, appAttestKeyIdOfSpki } from '../../../src/core/apple/appAttestKeyId.js';
+import { createHash, createSecretKey, generateKeyPairSync } from 'node:crypto';
+import { appAttestKeyId, p256Point, p256Spki } from '../../../src/core/apple/appAttestKeyId.js';
 import * as x509 from '@peculiar/x509';
 import { describe, expect, it } from 'vitest';
 import {
@@ -109,38 +109,30 @@ describe('nonce extension', () => {
 });
 
 describe('appAttestKeyId', () => {
-  it('is SHA-256 of the uncompressed P-256 point, read from the SPKI or the key object', () => {
-    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const jwk = publicKey.export({ format: 'jwk' });
-    const point = Buffer.concat([
-      Buffer.from([4]),
-      Buffer.from(jwk.x!, 'base64url'),
-      Buffer.from(jwk.y!, 'base64url'),
-    ]);
-    const expected = createHash('sha256').update(point).digest('hex');
-    expect(appAttestKeyId(publicKey)?.toString('hex')).toBe(expected);
-    const spki = publicKey.export({ type: 'spki', format: 'der' });
-    expect(appAttestKeyIdOfSpki(spki)?.toString('hex')).toBe(expected);
-    // the compressed form of the same key is not what App Attest hashes
-    const compressed = Buffer.concat([
-      spki.subarray(0, 24),
-      Buffer.from([0x22, 0x00, 0x02 + (point[64]! & 1)]),
-      point.subarray(1, 33),
-    ]);
-    expect(appAttestKeyIdOfSpki(compressed)).toBeNull();
+  it("is SHA-256 of the uncompressed P-256 point; the SPKI built from it is OpenSSL's", () => {
+    for (let i = 0; i < 20; i++) {
+      const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+      const spki = publicKey.export({ type: 'spki', format: 'der' });
+      // the point is the last 65 bytes of the SPKI OpenSSL exports
+      const point = spki.subarray(spki.length - 65);
+      expect(p256Point(publicKey)?.toString('hex')).toBe(point.toString('hex'));
+      expect(appAttestKeyId(publicKey)?.toString('hex')).toBe(
+        createHash('sha256').update(point).digest('hex'),
+      );
+      expect(p256Spki(p256Point(publicKey)!).toString('hex')).toBe(spki.toString('hex'));
+    }
   });
 
   it('is null for any other key', () => {
     const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey;
+    const k256 = generateKeyPairSync('ec', { namedCurve: 'secp256k1' }).publicKey;
     const ed = generateKeyPairSync('ed25519').publicKey;
     const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey;
-    for (const key of [p384, ed, rsa]) expect(appAttestKeyId(key)).toBeNull();
-    const p256 = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    expect(appAttestKeyId(p256.privateKey)).toBeNull();
-    const spki = p256.publicKey.export({ type: 'spki', format: 'der' });
-    expect(appAttestKeyIdOfSpki(spki.subarray(0, 90))).toBeNull();
-    const otherCurve = Buffer.from(spki);
-    otherCurve[25] = otherCurve[25]! ^ 1;
-    expect(appAttestKeyIdOfSpki(otherCurve)).toBeNull();
+    const secret = createSecretKey(Buffer.alloc(32));
+    for (const key of [p384, k256, ed, rsa, secret]) expect(appAttestKeyId(key)).toBeNull();
+    expect(
+      appAttestKeyId(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey),
+    ).toBeNull();
+    expect(() => p256Spki(Buffer.alloc(65))).toThrow(RangeError);
   });
 });
