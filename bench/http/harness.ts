@@ -85,6 +85,8 @@ export interface BenchResult {
   results: ScenarioResult[];
   serverPeakRssMb: number;
   serverRssAfterMb: number;
+  /** the server's own view after the run (its /metrics), to tell the JS heap from native memory */
+  serverHeapMb: { heapTotal: number; heapUsed: number; external: number };
   replay: { assertion: string; registration: string };
 }
 
@@ -467,6 +469,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       assertion: lastAssertion ? await replay(lastAssertion) : 'not run',
       registration: lastRegistration ? await replay(lastRegistration) : 'not run',
     };
+    const metrics = await (await fetch(new URL('/metrics', server.url))).text();
+    const gauge = (name: string) =>
+      Number(new RegExp(`^attest_${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN) / 2 ** 20;
     return {
       startedAt: new Date().toISOString(),
       database: options.databaseUrl ? 'postgres' : 'embedded',
@@ -476,6 +481,11 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       results,
       serverPeakRssMb: statusKb(serverPid, 'VmHWM') / 1024,
       serverRssAfterMb: statusKb(serverPid, 'VmRSS') / 1024,
+      serverHeapMb: {
+        heapTotal: gauge('nodejs_heap_size_total_bytes'),
+        heapUsed: gauge('nodejs_heap_size_used_bytes'),
+        external: gauge('nodejs_external_memory_bytes'),
+      },
       replay: replayResult,
     };
   } finally {

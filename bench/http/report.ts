@@ -15,7 +15,7 @@ export function table(result: BenchResult): string {
     rule,
     ...rows,
     '',
-    `server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB (peak ${result.serverPeakRssMb.toFixed(0)} MB)`,
+    `server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB`,
     `replayed assertion: ${result.replay.assertion}`,
     `replayed registration: ${result.replay.registration}`,
   ].join('\n');

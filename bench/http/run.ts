@@ -16,6 +16,7 @@ const { values } = parseArgs({
     out: { type: 'string' },
     only: { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
+    'server-node-args': { type: 'string' },
   },
 });
 const RESULTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
@@ -46,9 +47,10 @@ const result = await runHttpBench({
   ...(masterKey ? { masterKey } : {}),
   ...(values.only ? { only: values.only.split(',') } : {}),
   ...(databaseUrl ? { databaseUrl } : {}),
-  ...(values['cpu-prof']
-    ? { serverNodeArgs: ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] }
-    : {}),
+  serverNodeArgs: [
+    ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] : []),
+    ...(values['server-node-args']?.split(' ').filter(Boolean) ?? []),
+  ],
   log: (line) => console.error(line),
 });
 console.log(table(result));
