@@ -6,6 +6,7 @@
  */
 import { createHash, createPublicKey, type KeyObject, type X509Certificate } from 'node:crypto';
 import { encodeBase64 } from '../base64.js';
+import { ownBytes } from '../ownBytes.js';
 import { isBytes, isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
 import type { CheckId } from '../checkTitles.js';
@@ -113,7 +114,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     const cached = publicKeys.get(cacheKey);
     // the stored bytes are compared so a key replaced in the store is never served from memory
     if (cached && cached.spki.equals(record.publicKey)) return cached.key;
-    const spki = Buffer.from(record.publicKey);
+    const spki = ownBytes(record.publicKey);
     let key: KeyObject;
     try {
       key = createPublicKey({ key: spki, format: 'der', type: 'spki' });
@@ -137,7 +138,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     Buffer.from(a.publicKey).equals(Buffer.from(b.publicKey));
 
   function remember(keyId: Uint8Array, spki: Uint8Array, key: KeyObject): void {
-    publicKeys.set(Buffer.from(keyId).toString('hex'), { spki: Buffer.from(spki), key });
+    publicKeys.set(Buffer.from(keyId).toString('hex'), { spki: ownBytes(spki), key });
   }
 
   async function assertWith(
@@ -278,7 +279,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       throw new Rejection('apple_key_registered', 'another request registered this key first');
     remember(keyId, attested.publicKey, attested.publicKeyObject);
     knownRows.set(rowKey, {
-      keyId,
+      keyId: ownBytes(keyId),
       publicKey: attested.publicKey,
       appId: attested.appId,
       environment: attested.environment,
