@@ -7,7 +7,7 @@ export function table(result: BenchResult): string {
   const rule = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = result.results.map(
     (r) =>
-      `| ${r.scenario} | ${r.connections} | ${r.rps.toFixed(0)} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.cpuMsPerRequest.toFixed(2)} | ${r.correct} | ${r.wrong} | ${r.errors} |`,
+      `| ${r.scenario}${r.helloRuns ? ' (better of 2)' : ''} | ${r.connections} | ${r.rps.toFixed(0)} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.cpuMsPerRequest.toFixed(2)} | ${r.correct} | ${r.wrong} | ${r.errors} |`,
   );
   return [
     `database ${result.database}, node ${result.node}, load before ${result.loadBefore.join(' ')} / after ${result.loadAfter.join(' ')}`,
@@ -15,6 +15,10 @@ export function table(result: BenchResult): string {
     rule,
     ...rows,
     '',
+    `hello-world runs before / after the scenarios: ${result.results
+      .filter((r) => r.helloRuns)
+      .map((r) => `c=${r.connections} ${r.helloRuns!.map((x) => x.toFixed(0)).join(' / ')}`)
+      .join(', ')} req/s; ratios are to the better run`,
     `server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB`,
     `replayed assertion: ${result.replay.assertion}`,
     `replayed registration: ${result.replay.registration}`,
