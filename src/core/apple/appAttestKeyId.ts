@@ -1,4 +1,4 @@
-import { createHash, type KeyObject } from 'node:crypto';
+import { createHash, type JsonWebKey, type KeyObject } from 'node:crypto';
 
 // RFC 5480 SubjectPublicKeyInfo of an EC P-256 key up to its point: SEQUENCE { SEQUENCE { OID
 // ecPublicKey, OID prime256v1 }, BIT STRING (66 bytes, 0 unused bits) }, then 0x04 || X || Y
@@ -12,7 +12,13 @@ const P256_SPKI_PREFIX = Buffer.from('3059301306072a8648ce3d020106082a8648ce3d03
  */
 export function p256Point(publicKey: KeyObject): Buffer | null {
   if (publicKey.type !== 'public' || publicKey.asymmetricKeyType !== 'ec') return null;
-  const jwk = publicKey.export({ format: 'jwk' });
+  let jwk: JsonWebKey;
+  try {
+    jwk = publicKey.export({ format: 'jwk' });
+  } catch {
+    // Node has no JWK form for some curves (brainpoolP256r1, secp224r1): not P-256 either
+    return null;
+  }
   if (jwk.crv !== 'P-256' || typeof jwk.x !== 'string' || typeof jwk.y !== 'string') return null;
   const x = Buffer.from(jwk.x, 'base64url');
   const y = Buffer.from(jwk.y, 'base64url');

@@ -139,11 +139,19 @@ function checkValidity(validity: CertificateValidity, now: Date, what: string): 
 }
 
 function parseCertificate(der: Uint8Array, what: string): X509Certificate {
+  let cert: X509Certificate;
   try {
-    return new X509Certificate(der);
+    cert = new X509Certificate(der);
   } catch {
     return fail(`the ${what} is not a readable X.509 certificate`);
   }
+  // Node reads PEM before DER, and OpenSSL's PEM reader skips whatever precedes a BEGIN line; DER
+  // reading ignores bytes after the certificate. Either way OpenSSL would verify other bytes than
+  // the ones the rest of the checks read (the nonce extension): only an exact DER certificate passes.
+  if (!Buffer.from(der.buffer, der.byteOffset, der.byteLength).equals(cert.raw)) {
+    fail(`the ${what} is not exactly one DER certificate (PEM text, or bytes around it)`);
+  }
+  return cert;
 }
 
 function signedBy(cert: X509Certificate, issuerKey: KeyObject): boolean {

@@ -148,7 +148,8 @@ export async function verifyAttestation(
     );
   } else {
     trace.current('apple.attestation.nonce');
-    const actual = readNonceExtensionValue(attestation.x5c[0]!);
+    // the bytes OpenSSL verified (the chain check also refuses an x5c[0] that differs from them)
+    const actual = readNonceExtensionValue(leaf.raw);
     if (!actual)
       throw new Rejection(
         'apple_nonce_mismatch',

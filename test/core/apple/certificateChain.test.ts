@@ -39,6 +39,11 @@ async function x5cOf(options: AttestationOptions = {}): Promise<Uint8Array[]> {
   return root.get('attStmt')!.get('x5c')!;
 }
 
+const pem = (der: Uint8Array) =>
+  Buffer.from(
+    `-----BEGIN CERTIFICATE-----\n${Buffer.from(der).toString('base64')}\n-----END CERTIFICATE-----\n`,
+  );
+
 const at = (offsetMs: number) => new Date(TEST_NOW.getTime() + offsetMs);
 
 describe('certificate chain', () => {
@@ -101,6 +106,29 @@ describe('certificate chain', () => {
         () => x5cOf({ leafValidity: { notBefore: at(days(1)), notAfter: at(days(10)) } }),
       ],
       ['an empty list', async () => []],
+      // OpenSSL would verify the certificate inside while other checks read the bytes as sent
+      ['a leaf sent as PEM text', () => x5cOf({ x5c: (p) => [pem(p.leaf), p.intermediate] })],
+      [
+        'a leaf after other bytes and a BEGIN line',
+        () =>
+          x5cOf({
+            x5c: (p) => [
+              Buffer.concat([Buffer.from([0x30, 0x00, 0x0a]), pem(p.leaf)]),
+              p.intermediate,
+            ],
+          }),
+      ],
+      [
+        'a leaf followed by other bytes',
+        () =>
+          x5cOf({
+            x5c: (p) => [Buffer.concat([p.leaf, Buffer.from([0x30, 0x00])]), p.intermediate],
+          }),
+      ],
+      [
+        'an intermediate sent as PEM text',
+        () => x5cOf({ x5c: (p) => [p.leaf, pem(p.intermediate)] }),
+      ],
     ];
     it.each(cases)('%s', async (_name, build, now = TEST_NOW) => {
       const x5c = await build();

@@ -99,8 +99,13 @@ describe('nonce extension', () => {
     // another extension's OCTET STRING is not taken for the nonce
     const other = await selfSigned([new x509.Extension('1.2.840.113635.100.8.5', false, value)]);
     expect(readNonceExtensionValue(other)).toBeNull();
-    // a truncated certificate reads as none, not as a throw
+    // a truncated certificate, bytes after it, or contents asn1js throws on read as none
     expect(readNonceExtensionValue(critical.subarray(0, critical.length - 80))).toBeNull();
+    expect(
+      readNonceExtensionValue(Buffer.concat([critical, Buffer.from([0x30, 0x00])])),
+    ).toBeNull();
+    expect(readNonceExtensionValue(Buffer.from('3003180131', 'hex'))).toBeNull();
+    expect(readNonceExtensionValue(Buffer.from('180131', 'hex'))).toBeNull();
   });
 
   it('only takes a 32-byte nonce', () => {
@@ -129,7 +134,11 @@ describe('appAttestKeyId', () => {
     const ed = generateKeyPairSync('ed25519').publicKey;
     const rsa = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey;
     const secret = createSecretKey(Buffer.alloc(32));
-    for (const key of [p384, k256, ed, rsa, secret]) expect(appAttestKeyId(key)).toBeNull();
+    // Node has no JWK form for these curves: null, not a throw
+    const brainpool = generateKeyPairSync('ec', { namedCurve: 'brainpoolP256r1' }).publicKey;
+    const p224 = generateKeyPairSync('ec', { namedCurve: 'secp224r1' }).publicKey;
+    for (const key of [p384, k256, ed, rsa, secret, brainpool, p224])
+      expect(appAttestKeyId(key)).toBeNull();
     expect(
       appAttestKeyId(generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey),
     ).toBeNull();

@@ -1,6 +1,15 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createCertificateChainVerifier } from '../../../src/core/apple/certificateChain.js';
-import { verifyAttestation } from '../../../src/core/apple/verifyAttestation.js';
+import {
+  appAttestNonce,
+  nonceExtensionValue,
+  readNonceExtensionValue,
+} from '../../../src/core/apple/nonceExtension.js';
+import { defaultAppleRoots } from '../../../src/core/apple/trustRoots.js';
+import {
+  parseAttestationObject,
+  verifyAttestation,
+} from '../../../src/core/apple/verifyAttestation.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import { TraceRecorder } from '../../../src/core/trace.js';
 import type { AllowlistReader, AppleEnvPolicy } from '../../../src/core/types.js';
@@ -19,7 +28,7 @@ import {
   TEST_NOW,
   type TestCa,
 } from '../../support/appleFactory.js';
-import { reasonOf } from './helpers.js';
+import { b64, loadVectors, reasonOf } from './helpers.js';
 
 let ca: TestCa;
 let device: DeviceKey;
@@ -271,5 +280,49 @@ describe('verifyAttestation', () => {
     expect(await reasonFor({ counter: 3, environment: 'Development' })).toBe(
       'apple_counter_invalid',
     );
+  });
+});
+
+describe('a real capture re-sent for another challenge (the chain and the nonce read the same bytes)', () => {
+  it('is refused when x5c[0] is a forged nonce extension followed by the genuine leaf as PEM', async () => {
+    const vector = loadVectors().find((v) => v.id === 'veehaitch-ios-14.4')!;
+    const original = parseAttestationObject(b64(vector.attestation!));
+    const now = new Date(vector.verifyAt!);
+    const forgedHash = sha256(Buffer.from('a challenge the device never saw'));
+    const value = nonceExtensionValue(appAttestNonce(original.authData.bytes, forgedHash));
+    // SEQUENCE { SEQUENCE { [3] { SEQUENCE { SEQUENCE { OID, OCTET STRING value } } } } }
+    const tlv = (tag: number, body: Buffer) =>
+      Buffer.concat([Buffer.from([tag, body.length]), body]);
+    const oid = Buffer.from('06092a864886f763640802', 'hex');
+    const forged = tlv(
+      0x30,
+      tlv(0x30, tlv(0xa3, tlv(0x30, tlv(0x30, Buffer.concat([oid, tlv(0x04, value)]))))),
+    );
+    const leafPem = `\n-----BEGIN CERTIFICATE-----\n${Buffer.from(original.x5c[0]!).toString('base64')}\n-----END CERTIFICATE-----\n`;
+    const attestation = encodeCbor(
+      new Map<string, unknown>([
+        ['fmt', 'apple-appattest'],
+        [
+          'attStmt',
+          new Map<string, unknown>([
+            ['x5c', [Buffer.concat([forged, Buffer.from(leafPem)]), Buffer.from(original.x5c[1]!)]],
+            ['receipt', Buffer.from(original.receipt!)],
+          ]),
+        ],
+        ['authData', Buffer.from(original.authData.bytes)],
+      ]),
+    );
+    // the forged prefix does carry the nonce for the new challenge
+    expect(readNonceExtensionValue(forged)?.equals(value)).toBe(true);
+    const outcome = await reasonOf(
+      verifyAttestation(
+        { attestation, keyId: b64(vector.keyId), clientDataHash: forgedHash, now },
+        {
+          chain: createCertificateChainVerifier(defaultAppleRoots()),
+          allowlist: createMemoryAllowlist({ apple: [{ appId: vector.appId, env: 'any' }] }),
+        },
+      ),
+    );
+    expect(outcome).toBe('apple_chain_invalid');
   });
 });
