@@ -1,6 +1,6 @@
 /**
  * App Attest verification cost on real captures (test/fixtures/apple), with stores that answer
- * at once, so the numbers are the verifier's own: `npx vitest bench --run bench/apple.bench.ts`.
+ * at once, so the numbers are the verifier's own: `npx vitest bench --run --project shared bench/apple.bench.ts`.
  * Every scenario must be accepted (a rejection would time an early exit); vitest does not report
  * a bench that throws, so each scenario is run once when the file loads, where a rejection fails it.
  */

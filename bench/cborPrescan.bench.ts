@@ -1,6 +1,6 @@
 /**
  * Cost of the strict CBOR decoder on hostile 64 KiB tokens (shapes with as many items as fit):
- * `npx vitest bench --run bench/cborPrescan.bench.ts`. Each shape is refused (or decoded) within
+ * `npx vitest bench --run --project shared bench/cborPrescan.bench.ts`. Each shape is refused (or decoded) within
  * the item cap; the target is at most 10 ms per token on the 2-core development machine.
  */
 import { bench, describe } from 'vitest';

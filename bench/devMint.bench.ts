@@ -1,7 +1,7 @@
 /**
  * What `attest dev` costs besides process start and the database: making the development CA
  * (two P-384 keys), minting an App Attest registration (a leaf certificate) and an assertion,
- * sealing a Play Integrity token. `npx vitest bench --run bench/devMint.bench.ts`.
+ * sealing a Play Integrity token. `npx vitest bench --run --project shared bench/devMint.bench.ts`.
  */
 import { createHash } from 'node:crypto';
 import { bench, describe } from 'vitest';

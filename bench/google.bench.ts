@@ -1,7 +1,7 @@
 /**
  * Play Integrity verification cost per token: with the key cache warm (the steady state), cold
  * (every key imported again, what the cache saves), and with a package mid-rotation.
- * Run: npx vitest bench --run bench/google.bench.ts
+ * Run: npx vitest bench --run --project shared bench/google.bench.ts
  */
 import { Encoder } from 'cbor-x';
 import { bench as vitestBench, describe } from 'vitest';

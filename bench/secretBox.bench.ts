@@ -1,7 +1,7 @@
 /**
  * What sealing costs: one Play Integrity key sealed (on `allowlist add android`), opened (every
  * allowlist reload, at most every 5 s per instance, two per key pair) and re-wrapped (rotation).
- * Run: npx vitest bench --run bench/secretBox.bench.ts
+ * Run: npx vitest bench --run --project shared bench/secretBox.bench.ts
  */
 import { randomBytes } from 'node:crypto';
 import { bench, describe } from 'vitest';

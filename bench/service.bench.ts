@@ -1,5 +1,5 @@
 // Service costs: API key authentication (warm cache vs one argon2 verification) and init throughput.
-// Run: npx vitest bench --run bench/service.bench.ts
+// Run: npx vitest bench --run --project shared bench/service.bench.ts
 import pino from 'pino';
 import { bench, describe } from 'vitest';
 import { generateApiKey, hashApiKey, verifyApiKeyHash } from '../src/core/apiKeys.js';

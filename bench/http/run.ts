@@ -58,7 +58,13 @@ const base = join(out, `http-${result.database}`);
 writeFileSync(`${base}.json`, `${JSON.stringify(result, null, 2)}\n`);
 writeFileSync(`${base}.svg`, `${svgChart(result)}\n`);
 console.log(`\nwrote ${base}.json and ${base}.svg`);
-const failed = result.results.filter((r) => r.wrong > 0 || r.errors > 0 || r.correct === 0);
+const failed = result.results.filter(
+  (r) =>
+    r.wrong > 0 ||
+    r.errors > 0 ||
+    r.correct === 0 ||
+    (r.helloRuns && Math.min(...r.helloRuns) === 0),
+);
 const refused = (answer: string) => answer === 'not run' || answer.includes('"isValid":false');
 const replayOk = refused(result.replay.assertion) && refused(result.replay.registration);
 if (failed.length || !replayOk) {

@@ -46,6 +46,8 @@ it('runs every scenario with correct answers and refuses the replays', async () 
   // the yardstick ran before and after the scenarios, and the better run is the one reported
   const hello = result.results[0]!;
   expect(hello.helloRuns).toHaveLength(2);
+  // both runs answered (the row's wrong and errors, checked above, add up both)
+  for (const rps of hello.helloRuns!) expect(rps).toBeGreaterThan(0);
   expect(hello.rps).toBe(Math.max(...hello.helloRuns!));
   expect(table(result)).toContain('| hello-world (better of 2) | 2 |');
   expect(svgChart(result)).toMatch(/^<svg[\s\S]*<\/svg>$/);
