@@ -85,12 +85,11 @@ Examples:
           process.stderr.write(
             `attest: created a master key in ${server.masterKey.source}: back it up with the data dir (not inside the same backup)\n`,
           );
-        process.stderr.write(
-          `attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`,
-        );
-        if (server.metricsUrl) process.stderr.write(`metrics on ${server.metricsUrl}\n`);
         const running = server;
-        await new Promise<void>((resolve) => {
+        // The handlers are in place before the line that says the server is up: whoever waits
+        // for that line (a supervisor, a test) may stop the server at once, and a SIGTERM before
+        // them would kill the process without closing (seen beside stress-ng: exit by signal).
+        const stopped = new Promise<void>((resolve) => {
           let stopping = false;
           const stop = () => {
             // SIGINT and SIGTERM often come together (npx forwards one, the terminal sends the other)
@@ -108,6 +107,11 @@ Examples:
           process.on('SIGTERM', stop);
           process.on('SIGHUP', () => logger.reopen());
         });
+        process.stderr.write(
+          `attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`,
+        );
+        if (server.metricsUrl) process.stderr.write(`metrics on ${server.metricsUrl}\n`);
+        await stopped;
       },
     );
 }
