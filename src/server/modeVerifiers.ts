@@ -9,6 +9,8 @@ import type {
 import { buildVerifiers } from '../core/verifiers.js';
 import type { PlatformVerifiers } from '../core/verify.js';
 
+const FORCED_RELOAD_INTERVAL_MS = 1000;
+
 export interface ModeVerifierDeps {
   /** `invalidate` forces the next read to reload (the cached allowlist) */
   allowlist: AllowlistReader & { invalidate?(): void };
@@ -43,8 +45,11 @@ export function createModeVerifiers(
   });
   let test: { root: string; at: number; verifiers: PlatformVerifiers } | null = null;
   // `dev mint gms` adds a package's test-only pair on its first mint, and the RP verifies that
-  // token at once: a package still cached without one is re-read (test keys only)
+  // token at once: a package still cached without one is re-read (test keys only). At most once
+  // a second per package: the reload drops the snapshot live requests use too, and a stream of
+  // test-key requests for a package without a test pair had made every one of them a full reload.
   const allowlist = deps.allowlist;
+  const lastReload = new Map<string, number>();
   const testAllowlist: AllowlistReader = {
     appleApp: (appId) => allowlist.appleApp(appId),
     appleApps: () => allowlist.appleApps(),
@@ -52,6 +57,11 @@ export function createModeVerifiers(
     androidPackage: async (name) => {
       const policy = await allowlist.androidPackage(name);
       if (!policy || policy.keys.some((k) => k.testOnly) || !allowlist.invalidate) return policy;
+      const at = now();
+      const last = lastReload.get(name);
+      if (last !== undefined && at - last < FORCED_RELOAD_INTERVAL_MS) return policy;
+      // only allowlisted names get here, so the map is as small as the allowlist
+      lastReload.set(name, at);
       allowlist.invalidate();
       return allowlist.androidPackage(name);
     },
