@@ -3,7 +3,6 @@
  * just made verifies at once), at most once a second per package: the reload empties the cache
  * live requests share, and before the limit every test-key request for such a package was one.
  */
-import { Encoder } from 'cbor-x';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { createMemoryAllowlist } from '../../src/core/memoryStores.js';
@@ -17,8 +16,8 @@ import {
   TEST_PACKAGE,
   type GoogleTestKeys,
 } from '../support/googleFactory.js';
+import { gmsToken } from '../support/verifyFileTokens.js';
 
-const cbor = new Encoder({ useRecords: false, tagUint8Array: false });
 let keys: GoogleTestKeys;
 beforeAll(async () => {
   keys = await createGoogleTestKeys();
@@ -40,14 +39,13 @@ async function verifyGms(
   mode: 'live' | 'test',
 ) {
   const nonce = randomNonce();
-  const token = cbor.encode({
-    v: 1,
+  const token = gmsToken({
     nonce,
-    device: { service: 'gms', model: 'Pixel 9' },
-    gms: { packageName: TEST_PACKAGE, integrityToken: 'not.a.real.token.at-all' },
+    packageName: TEST_PACKAGE,
+    integrityToken: 'not.a.real.token.at-all',
   });
   const outcome = await verifyToken(
-    { token: new Uint8Array(token), expectedNonce: nonce },
+    { token, expectedNonce: nonce },
     { now: () => new Date(), verifiers: await verifiersFor(mode) },
   );
   return outcome.ok ? 'accepted' : outcome.reason;
