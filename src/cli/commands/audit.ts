@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { createAuditRepository, type AuditEvent, type AuditSummary } from '../../db/audit.js';
 import { withDatabase } from '../context.js';
-import { durationProblem, parseDuration } from '../duration.js';
+import { durationProblem, parseDuration } from '../../duration.js';
 import { usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
 

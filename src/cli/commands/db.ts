@@ -7,7 +7,7 @@ import { createSecretBox, type MasterKey } from '../../db/secretBox.js';
 import { checkMasterKey, rotateMasterKey } from '../../db/secrets.js';
 import { createSessionRepository } from '../../db/sessions.js';
 import { auditorFor, loadSecrets, secretsError, withDatabase } from '../context.js';
-import { durationProblem, parseDuration } from '../duration.js';
+import { durationProblem, parseDuration } from '../../duration.js';
 import { runtimeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 

@@ -28,7 +28,7 @@ import type { AppleEnvironment } from '../../core/types.js';
 import { createAllowlistRepository } from '../../db/allowlist.js';
 import { createDevCaRepository } from '../../db/devCa.js';
 import { auditorFor, withSecrets } from '../context.js';
-import { parseDuration } from '../duration.js';
+import { parseDuration } from '../../duration.js';
 import { runtimeError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../tokenOutput.js';

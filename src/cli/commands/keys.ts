@@ -3,7 +3,7 @@ import { generateApiKey, hashApiKey, parseApiKey } from '../../core/apiKeys.js';
 import { createApiKeyRepository } from '../../db/apiKeys.js';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, config, withDatabase } from '../context.js';
-import { durationProblem, parseDuration } from '../duration.js';
+import { durationProblem, parseDuration } from '../../duration.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
 
