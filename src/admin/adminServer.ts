@@ -95,7 +95,14 @@ export async function startAdminServer(
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!authorized(req.headers.authorization, expected))
-      return answer(res, 401, failure('usage', 'not authorized: the secret of this run is wrong'));
+      return answer(
+        res,
+        401,
+        failure(
+          'runtime',
+          'not authorized: the secret does not match this run of attest serve (a lock file from another run?)',
+        ),
+      );
     if (req.method !== 'POST')
       return answer(res, 405, failure('usage', 'the admin API takes POST only'));
     if (req.url !== '/v1/op' && req.url !== '/v1/backup')
