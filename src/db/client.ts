@@ -16,6 +16,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
+import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
 import * as schema from './schema.js';
 import { createFromTemplate } from './template.js';
 
@@ -358,9 +359,19 @@ function readLiveLock(lockPath: string): LockInfo | null {
       : undefined;
   if (info.pid === process.pid || isAlive(info.pid))
     return { pid: info.pid, ...(admin ? { admin } : {}) };
-  // stale: its process died without cleaning up (its socket folder is in a temporary folder)
+  // stale: its process died without cleaning up; its socket goes too, when it is ours to remove
+  if (admin) removeStaleSocket(admin.socket);
   rmSync(lockPath, { force: true });
   return null;
+}
+
+/** Removes a dead server's socket and its folder, only when the checks say both are this user's own. */
+function removeStaleSocket(path: string): void {
+  try {
+    removeSocket(checkSocketPath(path));
+  } catch {
+    // not ours, or gone: leave it
+  }
 }
 
 function acquireLock(lockPath: string): void {

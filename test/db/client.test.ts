@@ -72,6 +72,47 @@ describe('openDatabase: the embedded data dir lock', () => {
   });
 });
 
+describe('a dead server’s admin socket', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'attest-stale-'));
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it.skipIf(process.getuid?.() === undefined)(
+    'is removed with its folder when the lock is taken over; a file that is not a private socket stays',
+    async () => {
+      const folder = join(root, 'attest-dead01');
+      mkdirSync(folder, { mode: 0o700 });
+      const socket = join(folder, 'admin.sock');
+      // a process killed while listening leaves its socket file behind
+      spawnSync(process.execPath, [
+        '-e',
+        `require('node:net').createServer().listen(${JSON.stringify(socket)}, () => process.kill(process.pid, 'SIGKILL'))`,
+      ]);
+      chmodSync(socket, 0o600);
+      const other = join(root, 'keep.txt');
+      writeFileSync(other, 'x');
+      const dead = spawnSync(process.execPath, ['-e', '']).pid;
+      for (const [name, path] of [
+        ['a', socket],
+        ['b', other],
+      ] as const) {
+        const dir = join(root, name);
+        mkdirSync(dir, { mode: 0o700 });
+        writeFileSync(
+          join(dir, 'attest.lock'),
+          JSON.stringify({ pid: dead, admin: { socket: path, secret: 's' } }),
+        );
+        await (await openDatabase({ dataDir: dir, role: 'cli' })).close();
+      }
+      expect(existsSync(folder)).toBe(false);
+      expect(existsSync(other)).toBe(true);
+    },
+    60_000,
+  );
+});
+
 describe('findRunningServer', () => {
   let root: string;
   beforeAll(() => {
