@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseDuration } from './cli/duration.js';
+import { parseDuration } from './duration.js';
 import { decodeBase64 } from './core/base64.js';
 
 /** Everything attest reads from its environment, in one place. */

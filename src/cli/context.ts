@@ -7,8 +7,10 @@ import {
   DataDirUnsafeError,
   DatabaseBusyError,
   DatabaseMissingError,
+  findRunningServer,
   openDatabase,
   type DatabaseHandle,
+  type RunningServer,
 } from '../db/client.js';
 import { DatabaseUnavailableError, isConnectionError, unavailable } from '../db/errors.js';
 import { ACTOR, ConfigError, loadConfig, type Config } from '../config.js';
@@ -18,6 +20,7 @@ import { loggerOptions } from '../server/logger.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createSecretBox, type SecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
+import { localAdmin, remoteAdmin, type Admin } from './admin.js';
 import { runtimeError, usageError } from './errors.js';
 
 /** The configuration, with a bad value reported as a usage error. */
@@ -44,9 +47,52 @@ export function configProblem(err: unknown): unknown {
 }
 
 /**
- * Runs `work` with the configured database: PostgreSQL, the embedded one, or the embedded one
- * of a running `attest serve` through its socket. Closes it whatever happens. Only `create`
- * callers (db migrate) may create an embedded database that is not there yet.
+ * The running `attest serve` that owns the configured embedded database, or null (PostgreSQL, or
+ * no server). A data dir other users may write to is refused here too.
+ */
+export function runningServer(cfg: Config = config()): RunningServer | null {
+  if (cfg.databaseUrl) return null;
+  try {
+    return findRunningServer(cfg.dataDir);
+  } catch (err) {
+    if (err instanceof DataDirUnsafeError) throw runtimeError(err.message);
+    throw err;
+  }
+}
+
+/**
+ * Runs `work` with the operations of the configured database: sent to the running `attest serve`
+ * when one owns the embedded database (nothing else may open it then), else run on the database
+ * this process opens (withDatabase). The master key is loaded on first need.
+ */
+export async function withAdmin<T>(
+  work: (admin: Admin) => Promise<T>,
+  options: {
+    auditor?: Auditor;
+    requireMigrated?: boolean;
+    /** false: verify-file reads secrets without recording the key check */
+    establish?: boolean;
+  } = {},
+): Promise<T> {
+  const server = runningServer();
+  if (server) return work(remoteAdmin(server, config().dataDir, options.auditor));
+  return withDatabase(
+    (handle) => {
+      let box: Promise<SecretBox> | undefined;
+      const secrets = () =>
+        (box ??= loadSecrets(handle, options.establish === false ? { establish: false } : {}).then(
+          (s) => s.box,
+        ));
+      return work(localAdmin(handle, secrets, options.auditor));
+    },
+    options.requireMigrated === false ? { requireMigrated: false } : {},
+  );
+}
+
+/**
+ * Runs `work` with the configured database, PostgreSQL or the embedded one, opened by this
+ * process (refused while a running `attest serve` owns the embedded one: use withAdmin). Closes
+ * it whatever happens. Only `create` callers (db migrate) may create an embedded database.
  */
 export async function withDatabase<T>(
   work: (db: DatabaseHandle) => Promise<T>,

@@ -38,9 +38,6 @@ export interface AuditChange {
 /**
  * Records one event with `tx`, a transaction that also makes the change, so both commit or
  * neither does. The caller passes the result to `auditor.log` after the commit.
- * Not through the embedded database of a running `attest serve` (its socket does not isolate
- * a transaction from the server's own statements): there, make the change and its event one
- * statement, as the repositories do with `auditStatement`.
  * @param tx the transaction of the change
  * @param auditor who makes it
  * @param change action, target and summaries (no secrets)

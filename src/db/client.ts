@@ -1,26 +1,23 @@
 import {
-  chmodSync,
   closeSync,
   existsSync,
   mkdirSync,
-  mkdtempSync,
   openSync,
   readFileSync,
-  rmdirSync,
+  renameSync,
   rmSync,
   statSync,
   writeSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { basename, dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 // PGlite stays a static import: loaded lazily, the embedded database opened measurably slower
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
+import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
 import * as schema from './schema.js';
-import { startSharedSocket, type SharedSocket } from './sharedSocket.js';
 import { createFromTemplate } from './template.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
@@ -28,8 +25,8 @@ export type Database = PgDatabase<any, typeof schema>;
 
 export interface DatabaseHandle {
   db: Database;
-  /** `postgres`: a server; `embedded`: PGlite opened here; `embedded-shared`: PGlite of a running `attest serve` */
-  kind: 'postgres' | 'embedded' | 'embedded-shared';
+  /** `postgres`: a server; `embedded`: PGlite, opened by this process alone */
+  kind: 'postgres' | 'embedded';
   /** where it is, for messages (never a password) */
   where: string;
   /** seconds a new connection may take before it fails (ATTEST_DB_CONNECT_TIMEOUT) */
@@ -41,7 +38,23 @@ export interface DatabaseHandle {
    * pool whose connections lost their peer without a reset (a silent partition) waits forever.
    */
   recycle?(): Promise<void>;
+  /**
+   * Embedded only: a consistent snapshot of the whole database, as PGlite's gzipped tar
+   * (`dumpDataDir`): taken at a checkpoint, with no statement running meanwhile.
+   */
+  dump?(): Promise<Blob>;
+  /**
+   * Embedded database opened by the server only: records the admin socket and this run's secret
+   * in the 0600 lock file, where the CLI finds them.
+   */
+  announce?(admin: AdminDoor): void;
   close(): Promise<void>;
+}
+
+/** Where the running server's admin API listens, and the secret that opens it. */
+export interface AdminDoor {
+  socket: string;
+  secret: string;
 }
 
 export interface OpenOptions {
@@ -49,8 +62,8 @@ export interface OpenOptions {
   url?: string | undefined;
   dataDir: string;
   /**
-   * `server`: owns the embedded database and shares it over a local socket for the CLI.
-   * `cli`: uses a running server's socket when there is one, else opens the directory itself.
+   * `server`: owns the embedded database (and announces its admin socket in the lock file).
+   * `cli`: opens the directory itself; refused while another process holds it.
    */
   role: 'server' | 'cli';
   /** pool size for PostgreSQL */
@@ -59,15 +72,13 @@ export interface OpenOptions {
   connectTimeoutSeconds?: number;
   /** false: refuse, rather than create, an embedded database that does not exist yet (default true) */
   create?: boolean;
-  /** where the server's private socket folder goes (default: the OS temporary folder) */
-  socketDir?: string | undefined;
   /** told what takes time while it happens (creating the embedded database) */
   onProgress?: (message: string) => void;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
 
-/** The embedded database is held by another live process that does not share it. */
+/** The embedded database is held by another live process. */
 export class DatabaseBusyError extends Error {
   override readonly name = 'DatabaseBusyError';
 }
@@ -82,20 +93,37 @@ export class DatabaseMissingError extends Error {
   override readonly name = 'DatabaseMissingError';
 }
 
-// PGlite wants a folder of its own: the lock and socket sit beside it
-const PG_DIR = 'pgdata';
+// PGlite wants a folder of its own: the lock sits beside it
+export const PG_DIR = 'pgdata';
 const LOCK_FILE = 'attest.lock';
-const SOCKET_FILE = 'attest.sock';
-// sun_path holds 108 bytes on Linux, 104 on macOS
-const MAX_SOCKET_PATH = 100;
 
 interface LockInfo {
   pid: number;
-  /** unix socket of the sharing server, once it listens (in a private folder of its own) */
-  socket?: { path: string };
+  /** the running server's admin API, once it listens */
+  admin?: AdminDoor;
 }
 
-/** Opens the configured database (see OpenOptions.role for how the embedded one is shared). */
+/** A running `attest serve` that holds the embedded database in `dataDir`, if there is one. */
+export interface RunningServer {
+  pid: number;
+  admin: AdminDoor;
+}
+
+/**
+ * The live `attest serve` holding the embedded database in `dataDir` with its admin API, or null
+ * (no lock, a stale one, or a holder without an admin API: another CLI command, or a server that
+ * is still starting).
+ */
+export function findRunningServer(dataDir: string): RunningServer | null {
+  const dir = resolve(dataDir);
+  if (!existsSync(dir)) return null;
+  // another user who may write here could have written the lock, and the secret in it
+  assertPrivate(dir);
+  const holder = readLiveLock(join(dir, LOCK_FILE));
+  return holder?.admin ? { pid: holder.pid, admin: holder.admin } : null;
+}
+
+/** Opens the configured database (the embedded one only when no other process holds it). */
 export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle> {
   const connectTimeoutSeconds = options.connectTimeoutSeconds ?? DEFAULT_CONNECT_TIMEOUT_SECONDS;
   if (options.url)
@@ -119,11 +147,11 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   const lockPath = join(dataDir, LOCK_FILE);
   const holder = readLiveLock(lockPath);
   if (holder) {
-    if (options.role === 'cli' && holder.socket)
-      return await openShared(holder.socket, dataDir, connectTimeoutSeconds);
     throw new DatabaseBusyError(
       `the embedded database in ${dataDir} is in use by process ${holder.pid}` +
-        (holder.socket ? '' : ' (another attest command); wait for it to finish') +
+        (holder.admin
+          ? ' (a running "attest serve")'
+          : ' (another attest command, or "attest serve" starting); wait for it to finish') +
         (options.role === 'server'
           ? '; stop that process or set ATTEST_DATA_DIR to another folder'
           : ''),
@@ -131,8 +159,6 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   }
   acquireLock(lockPath);
   let pglite: PGlite | undefined;
-  let server: SharedSocket | undefined;
-  let socketPath: string | undefined;
   try {
     if (!exists) {
       options.onProgress?.(`creating the embedded database in ${options.dataDir}…`);
@@ -140,41 +166,79 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       if (!existsSync(pgDir)) createFromTemplate(pgDir);
     }
     pglite = await PGlite.create({ dataDir: pgDir });
-    if (options.role === 'server') {
-      // never TCP: the socket lets in anyone who connects, so the door must be a file only
-      // this user can reach: a socket in a 0700 folder of its own (short, unlike some data dirs)
-      socketPath = join(privateSocketDir(options.socketDir), SOCKET_FILE);
-      // CLI connections are brief, but their closes reach the server late on a busy machine: a low
-      // cap refused the next command ("Too many connections") while earlier ones were still closing
-      server = await startSharedSocket(pglite, socketPath, 64);
-      chmodSync(socketPath, 0o600);
-      writeFileSync(
-        lockPath,
-        JSON.stringify({ pid: process.pid, socket: { path: socketPath } } satisfies LockInfo),
-      );
-    }
   } catch (err) {
-    await server?.stop().catch(() => {});
     await pglite?.close().catch(() => {});
-    if (socketPath) removeSocket(socketPath);
     rmSync(lockPath, { force: true });
     throw err;
   }
   const db = drizzlePglite(pglite, { schema }) as unknown as Database;
   const opened = pglite;
-  const openedSocket = socketPath;
   return {
     db,
     kind: 'embedded',
     where: dataDir,
     connectTimeoutSeconds,
+    dump: () => dumpPglite(opened),
+    ...(options.role === 'server'
+      ? {
+          announce(admin: AdminDoor) {
+            // written whole under another name, then renamed: a reader never sees half of it
+            const partial = `${lockPath}.${process.pid}`;
+            writeFileSync(partial, JSON.stringify({ pid: process.pid, admin } satisfies LockInfo), {
+              mode: 0o600,
+            });
+            renameSync(partial, lockPath);
+          },
+        }
+      : {}),
     async close() {
-      await server?.stop().catch(() => {});
       await opened.close();
-      if (openedSocket) removeSocket(openedSocket);
       rmSync(lockPath, { force: true });
     },
   };
+}
+
+/**
+ * PGlite's data directory as a gzipped tar, consistent: a checkpoint first (so a restore has
+ * little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
+ */
+async function dumpPglite(pglite: PGlite): Promise<Blob> {
+  await pglite.exec('CHECKPOINT');
+  return pglite.runExclusive(() => pglite.dumpDataDir('gzip'));
+}
+
+/**
+ * Creates the embedded database in `dataDir` from a backup made by `dump` (PGlite's gzipped
+ * tar). `dataDir` must hold no database: the caller checks, and the tar is unpacked beside
+ * `pgdata` first, then renamed, so a failed restore leaves nothing that looks like a database.
+ */
+export async function restoreEmbedded(dataDir: string, backup: Blob): Promise<void> {
+  const dir = resolve(dataDir);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  assertPrivate(dir);
+  const lockPath = join(dir, LOCK_FILE);
+  const holder = readLiveLock(lockPath);
+  if (holder)
+    throw new DatabaseBusyError(
+      `the embedded database in ${dir} is in use by process ${holder.pid}: stop it first`,
+    );
+  acquireLock(lockPath);
+  const partial = join(dir, `${PG_DIR}.restoring-${process.pid}`);
+  try {
+    if (existsSync(join(dir, PG_DIR)))
+      throw new DatabaseBusyError(`${dir} already holds a database`);
+    rmSync(partial, { recursive: true, force: true });
+    const pglite = await PGlite.create({ dataDir: partial, loadDataDir: backup });
+    // a statement proves the restored database opens and answers
+    await pglite.query('select 1');
+    await pglite.close();
+    renameSync(partial, join(dir, PG_DIR));
+  } catch (err) {
+    rmSync(partial, { recursive: true, force: true });
+    throw err;
+  } finally {
+    rmSync(lockPath, { force: true });
+  }
 }
 
 /** Refuses a data dir that another user owns or may write to: they could swap the lock or the data. */
@@ -192,34 +256,6 @@ function assertPrivate(dataDir: string): void {
     throw new DataDirUnsafeError(
       `the data dir ${dataDir} is writable by other users (mode ${mode}): run "chmod go-w ${dataDir}" (or chmod 700)`,
     );
-  }
-}
-
-/** A new 0700 folder, short enough for a socket path, under the first base that fits. */
-function privateSocketDir(preferred: string | undefined): string {
-  const bases = [preferred, tmpdir(), '/tmp'].filter((b): b is string => !!b);
-  // mkdtemp appends 6 characters to the prefix
-  const fits = (base: string) =>
-    Buffer.byteLength(join(base, 'attest-XXXXXX', SOCKET_FILE)) < MAX_SOCKET_PATH;
-  const base = bases.find((b) => fits(b) && existsSync(b));
-  if (!base)
-    throw new DataDirUnsafeError(
-      `no folder for the database socket has a path short enough (tried ${bases.join(', ')}): set XDG_RUNTIME_DIR or TMPDIR to a short path`,
-    );
-  // mkdtemp creates the folder 0700 and fails rather than reuse one that exists
-  return mkdtempSync(join(base, 'attest-'));
-}
-
-/** Removes the socket and its private folder (only when empty, and only ours by name). */
-function removeSocket(socketPath: string): void {
-  rmSync(socketPath, { force: true });
-  const dir = dirname(socketPath);
-  if (basename(dir).startsWith('attest-')) {
-    try {
-      rmdirSync(dir);
-    } catch {
-      // not empty or gone: leave it
-    }
   }
 }
 
@@ -306,29 +342,6 @@ function preparedStatements(client: Sql): Sql {
   });
 }
 
-async function openShared(
-  socket: NonNullable<LockInfo['socket']>,
-  dataDir: string,
-  connectTimeoutSeconds: number,
-): Promise<DatabaseHandle> {
-  const { postgres, drizzlePostgres } = await postgresDriver();
-  const client = postgres({
-    path: socket.path,
-    username: 'postgres',
-    database: 'postgres',
-    max: 1,
-    connect_timeout: connectTimeoutSeconds,
-    onnotice: () => {},
-  });
-  return {
-    db: drizzlePostgres(client, { schema }) as unknown as Database,
-    kind: 'embedded-shared',
-    where: `${dataDir} (through the running server)`,
-    connectTimeoutSeconds,
-    close: () => client.end({ timeout: 5 }),
-  };
-}
-
 function readLiveLock(lockPath: string): LockInfo | null {
   let info: LockInfo;
   try {
@@ -339,14 +352,26 @@ function readLiveLock(lockPath: string): LockInfo | null {
     return { pid: 0 };
   }
   if (!Number.isInteger(info.pid) || info.pid <= 0) return { pid: 0 };
-  // a lock from before sockets were private (host and port) is not a door to use
-  const socket = typeof info.socket?.path === 'string' ? { path: info.socket.path } : undefined;
+  // a lock of an older version (a PostgreSQL-protocol socket) names no admin API: not a door
+  const admin =
+    typeof info.admin?.socket === 'string' && typeof info.admin.secret === 'string'
+      ? { socket: info.admin.socket, secret: info.admin.secret }
+      : undefined;
   if (info.pid === process.pid || isAlive(info.pid))
-    return { pid: info.pid, ...(socket ? { socket } : {}) };
-  // stale: its process died without cleaning up
-  if (socket) removeSocket(socket.path);
+    return { pid: info.pid, ...(admin ? { admin } : {}) };
+  // stale: its process died without cleaning up; its socket goes too, when it is ours to remove
+  if (admin) removeStaleSocket(admin.socket);
   rmSync(lockPath, { force: true });
   return null;
+}
+
+/** Removes a dead server's socket and its folder, only when the checks say both are this user's own. */
+function removeStaleSocket(path: string): void {
+  try {
+    removeSocket(checkSocketPath(path));
+  } catch {
+    // not ours, or gone: leave it
+  }
 }
 
 function acquireLock(lockPath: string): void {

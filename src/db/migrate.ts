@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
 import type { PgliteDatabase } from 'drizzle-orm/pglite';
-import { DatabaseBusyError, rowsOf, type Database, type DatabaseHandle } from './client.js';
+import { rowsOf, type Database, type DatabaseHandle } from './client.js';
 import type { SecretBox } from './secretBox.js';
 import { sealClearSecrets } from './secrets.js';
 
@@ -42,19 +42,7 @@ export async function runMigrations(
   const pending = before.filter((m) => !m.applied).length;
   const sealStep = async (db: Database) =>
     secrets ? (await sealClearSecrets(db, secrets.box, secrets.source)).sealed : 0;
-  // the running server sealed everything when it started
-  if (pending === 0)
-    return {
-      applied: 0,
-      sealed: handle.kind === 'embedded-shared' ? 0 : await sealStep(handle.db),
-    };
-  if (handle.kind === 'embedded-shared') {
-    // the socket has no URL of its own, and a migration transaction there would interleave with
-    // the running server's own statements: only the process that owns the directory may migrate
-    throw new DatabaseBusyError(
-      `${pending} migration(s) are pending but a running "attest serve" holds ${handle.where}: stop it, then run "attest db migrate" (or start the new "attest serve", which migrates first)`,
-    );
-  }
+  if (pending === 0) return { applied: 0, sealed: await sealStep(handle.db) };
   if (handle.kind === 'embedded') {
     announce(pending);
     const { migrate: migratePglite } = await import('drizzle-orm/pglite/migrator');

@@ -281,6 +281,15 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     invalidate(keyId: string) {
       for (const [fp, v] of verified) if (v.id === keyId) verified.delete(fp);
     },
+
+    /**
+     * Every cached key's row is re-read on its next use (no argon2 again), and remembered failures
+     * are forgotten: an administrative change through this process applies at once.
+     */
+    revalidateAll() {
+      for (const [, v] of verified) v.checkedAt = -Infinity;
+      failures.clear();
+    },
   };
 }
 

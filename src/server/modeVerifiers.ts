@@ -31,9 +31,12 @@ export interface ModeVerifierDeps {
  * development root, re-read at most every `ttlMs`. Each mode has its own verifiers, so an
  * intermediate verified under the development root is never cached for live keys.
  */
-export function createModeVerifiers(
-  deps: ModeVerifierDeps,
-): (mode: KeyMode) => Promise<PlatformVerifiers> {
+export function createModeVerifiers(deps: ModeVerifierDeps): ((
+  mode: KeyMode,
+) => Promise<PlatformVerifiers>) & {
+  /** the next test-mode request reads the development root again (`attest dev init --rotate`) */
+  invalidate(): void;
+} {
   const now = deps.now ?? Date.now;
   const decoder = deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {};
   const live = buildVerifiers({
@@ -86,7 +89,7 @@ export function createModeVerifiers(
     return verifiers;
   };
 
-  return async (mode) => {
+  const verifiersFor = async (mode: KeyMode) => {
     if (mode === 'live') return live;
     // before `dev init` the root is looked for on every test request, so the first mint works at once
     if (test && test.root !== '' && now() - test.at < deps.ttlMs) return test.verifiers;
@@ -96,4 +99,9 @@ export function createModeVerifiers(
     });
     return loading;
   };
+  return Object.assign(verifiersFor, {
+    invalidate() {
+      if (test) test.at = -Infinity;
+    },
+  });
 }

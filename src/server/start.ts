@@ -1,8 +1,11 @@
-import type { X509Certificate } from 'node:crypto';
+import { randomBytes, type X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
 import { createServer } from 'node:net';
 import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
+import { startAdminServer, type AdminServer } from '../admin/adminServer.js';
+import { OPERATIONS, runOperation } from '../admin/operations.js';
+import { createPrivateSocketPath, removeSocket } from '../admin/socketPath.js';
 import type { Config } from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
@@ -20,7 +23,7 @@ import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
-import { createSecretBox } from '../db/secretBox.js';
+import { createSecretBox, type SecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
@@ -68,7 +71,6 @@ export async function startServer(
     dataDir: config.dataDir,
     role: 'server',
     connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
-    socketDir: config.socketDir,
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
   });
   // whatever fails from here on, the database (its lock and socket) is released before the error
@@ -165,6 +167,25 @@ async function serveOn(
     metricsRoute: !separateMetrics,
   });
 
+  /**
+   * After an administrative change through the admin socket: the caches of API keys, the
+   * allowlist and the development root are dropped and the allowlist read again, so the change
+   * applies before the command returns (other instances still see it within PROPAGATION_MS).
+   */
+  const reload = async () => {
+    auth.revalidateAll();
+    verifiersFor.invalidate();
+    allowlist.invalidate();
+    try {
+      await allowlist.appleApps();
+    } catch (err) {
+      // the change is committed; the next request reads the allowlist again
+      logger.warn({ err: describeFault(err) }, 'could not reload the allowlist');
+    }
+  };
+  // the embedded database has no other door: the CLI's commands run here, through the admin API
+  const admin = database.announce ? await startAdmin(database, config, logger, box, reload) : null;
+
   // slow clients must not hold sockets: whole request within 10 s, headers within 5 s. Node checks
   // those limits only every connectionsCheckingInterval (30 s by default): check every second.
   const serverOptions = {
@@ -174,7 +195,13 @@ async function serveOn(
     connectionsCheckingInterval: 1_000,
   };
   // a failure from here on is released by startServer, which closes the database
-  const server = await listen(app.fetch, config.port, config.host, serverOptions);
+  let server: Server;
+  try {
+    server = await listen(app.fetch, config.port, config.host, serverOptions);
+  } catch (err) {
+    await admin?.stop();
+    throw err;
+  }
   server.maxHeadersCount = 100;
   const url = urlOf(server, config.host, config.port);
   logger.info({ url, database: database.kind, where: database.where }, 'listening');
@@ -191,6 +218,7 @@ async function serveOn(
       );
     } catch (err) {
       await closeServer(server);
+      await admin?.stop();
       const e = err as NodeJS.ErrnoException;
       throw new Error(
         e.code === 'EADDRINUSE'
@@ -235,8 +263,53 @@ async function serveOn(
       await Promise.all([
         closeServer(server),
         metricsServer ? closeServer(metricsServer) : undefined,
+        admin?.stop(),
       ]);
       await database.close();
+    },
+  };
+}
+
+/**
+ * The admin API on a 0600 unix socket in a new 0700 folder, announced with a per-run secret in
+ * the 0600 lock file. Each request runs one of the CLI's operations on this process's handle.
+ */
+async function startAdmin(
+  database: DatabaseHandle,
+  config: Config,
+  logger: Logger,
+  box: SecretBox,
+  reload: () => Promise<void>,
+): Promise<AdminServer> {
+  const socketPath = createPrivateSocketPath(config.socketDir);
+  const secret = randomBytes(32).toString('base64url');
+  let server: AdminServer;
+  try {
+    server = await startAdminServer(socketPath, {
+      secret,
+      async execute(name, input, actor, audit) {
+        const result = await runOperation(name, input, {
+          handle: database,
+          // checked against the database when the server started
+          secrets: async () => box,
+          ...(actor !== undefined ? { auditor: { actor, log: audit } } : {}),
+        });
+        if (OPERATIONS[name].changes) await reload();
+        return result;
+      },
+      backup: () => database.dump!(),
+      onFault: (err, op) =>
+        logger.error({ err: describeFault(err), op }, 'an admin operation failed'),
+    });
+    database.announce!({ socket: socketPath, secret });
+  } catch (err) {
+    removeSocket(socketPath);
+    throw err;
+  }
+  return {
+    async stop() {
+      await server.stop();
+      removeSocket(socketPath);
     },
   };
 }

@@ -43,7 +43,7 @@ async function runCode(...args: string[]): Promise<number> {
   return run.code;
 }
 
-// several commands per test, each opening the database through the server's socket
+// several commands per test, each through the server's admin socket
 describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
   let dir: string;
   let server: RunningServer;

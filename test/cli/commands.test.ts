@@ -249,7 +249,7 @@ describe('attest CLI in-process on the embedded database', () => {
     });
   });
 
-  describe('through a running server’s socket', () => {
+  describe('through a running server’s admin socket', () => {
     beforeAll(async () => {
       const { logger } = captureLogger();
       server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, {

@@ -19,7 +19,7 @@ const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 let env: NodeJS.ProcessEnv;
 let dir: string;
 
-/** CLI commands run in this process (as `attest` would, through the running server's socket): spawning node for each is slow on a loaded machine */
+/** CLI commands run in this process (as `attest` would, through the running server's admin socket): spawning node for each is slow on a loaded machine */
 async function ok(...args: string[]): Promise<string> {
   const run = await runCli(...args);
   if (run.code !== 0) throw new Error(`attest ${args.join(' ')} exited ${run.code}: ${run.stderr}`);

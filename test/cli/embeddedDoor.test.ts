@@ -1,7 +1,8 @@
 /**
- * The embedded database's only door is a unix socket that only the data dir's owner can reach:
- * never TCP (even for a long data dir), a 0700 folder of its own, the socket 0600, and a data dir
- * that other users could tamper with is refused. Spawned binaries, real exit codes and stderr.
+ * The embedded database has no door of its own: the running server's admin API is a unix socket
+ * that only the data dir's owner can reach: never TCP (even for a long data dir), a 0700 folder of
+ * its own, the socket 0600, a per-run secret in the 0600 lock file, and a data dir that other
+ * users could tamper with is refused. Spawned binaries, real exit codes and stderr.
  */
 import { spawnSync } from 'node:child_process';
 import {
@@ -100,21 +101,22 @@ describe.skipIf(!onLinux)('the embedded database behind a long data dir path', (
     expect(tcpListenPorts(server.child.pid!)).toEqual([port]);
   });
 
-  it('shares the database on a 0600 socket in a 0700 folder of its own, recorded in the 0600 lock file', () => {
+  it('offers its admin API on a 0600 socket in a 0700 folder of its own, recorded with a secret in the 0600 lock file', () => {
     const lockPath = join(dataDir, 'attest.lock');
     expect(statSync(lockPath).mode & 0o777).toBe(0o600);
     const lock = JSON.parse(readFileSync(lockPath, 'utf8')) as {
       pid: number;
-      socket: { path: string };
+      admin: { socket: string; secret: string };
     };
     expect(lock.pid).toBe(server.child.pid);
-    expect(Object.keys(lock.socket)).toEqual(['path']);
-    expect(Buffer.byteLength(lock.socket.path)).toBeLessThan(100);
-    expect(dirname(dirname(lock.socket.path))).toBe(runDir);
-    const folder = statSync(dirname(lock.socket.path));
+    expect(Object.keys(lock.admin).sort()).toEqual(['secret', 'socket']);
+    expect(lock.admin.secret.length).toBeGreaterThanOrEqual(40);
+    expect(Buffer.byteLength(lock.admin.socket)).toBeLessThan(100);
+    expect(dirname(dirname(lock.admin.socket))).toBe(runDir);
+    const folder = statSync(dirname(lock.admin.socket));
     expect(folder.mode & 0o777).toBe(0o700);
     expect(folder.uid).toBe(process.getuid!());
-    const socket = statSync(lock.socket.path);
+    const socket = statSync(lock.admin.socket);
     expect(socket.isSocket()).toBe(true);
     expect(socket.mode & 0o777).toBe(0o600);
   });
@@ -124,19 +126,19 @@ describe.skipIf(!onLinux)('the embedded database behind a long data dir path', (
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
     const lock = JSON.parse(readFileSync(join(dataDir, 'attest.lock'), 'utf8')) as {
-      socket: { path: string };
+      admin: { socket: string };
     };
-    expect(connectAs(lock.socket.path)).toBe('connected');
+    expect(connectAs(lock.admin.socket)).toBe('connected');
   });
 
-  // the shared socket accepts any user and password (PGlite has no authentication), so file permissions are the whole door
+  // the secret in the lock file authenticates the CLI; the file modes keep others from both
   it.skipIf(!isRoot)(
     'another OS user can neither connect to the socket nor read the lock file',
     () => {
       const lock = JSON.parse(readFileSync(join(dataDir, 'attest.lock'), 'utf8')) as {
-        socket: { path: string };
+        admin: { socket: string };
       };
-      expect(connectAs(lock.socket.path, OTHER_UID)).toBe('EACCES');
+      expect(connectAs(lock.admin.socket, OTHER_UID)).toBe('EACCES');
       expect(readAs(join(dataDir, 'attest.lock'), OTHER_UID)).toBe('EACCES');
     },
   );

@@ -1,9 +1,23 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatabaseBusyError, openDatabase, redactUrl } from '../../src/db/client.js';
+import {
+  DataDirUnsafeError,
+  DatabaseBusyError,
+  findRunningServer,
+  openDatabase,
+  redactUrl,
+} from '../../src/db/client.js';
 
 describe('openDatabase: the embedded data dir lock', () => {
   let root: string;
@@ -30,7 +44,7 @@ describe('openDatabase: the embedded data dir lock', () => {
     expect(existsSync(join(dir, 'attest.lock'))).toBe(true);
   });
 
-  it('a live holder without a socket (another CLI command) makes the CLI wait, with a message', async () => {
+  it('a live holder without an admin API (another CLI command) makes the CLI wait, with a message', async () => {
     const dir = dirWithLock('busy', JSON.stringify({ pid: process.pid }));
     const err = await openDatabase({ dataDir: dir, role: 'cli' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DatabaseBusyError);
@@ -43,7 +57,7 @@ describe('openDatabase: the embedded data dir lock', () => {
     const dead = spawnSync(process.execPath, ['-e', '']).pid;
     const dir = dirWithLock(
       'stale',
-      JSON.stringify({ pid: dead, socket: { path: '/nonexistent.sock' } }),
+      JSON.stringify({ pid: dead, admin: { socket: '/nonexistent.sock', secret: 'x' } }),
     );
     const handle = await openDatabase({ dataDir: dir, role: 'cli' });
     try {
@@ -56,6 +70,84 @@ describe('openDatabase: the embedded data dir lock', () => {
     }
     expect(existsSync(join(dir, 'attest.lock'))).toBe(false);
   });
+});
+
+describe('a dead server’s admin socket', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'attest-stale-'));
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it.skipIf(process.getuid?.() === undefined)(
+    'is removed with its folder when the lock is taken over; a file that is not a private socket stays',
+    async () => {
+      const folder = join(root, 'attest-dead01');
+      mkdirSync(folder, { mode: 0o700 });
+      const socket = join(folder, 'admin.sock');
+      // a process killed while listening leaves its socket file behind
+      spawnSync(process.execPath, [
+        '-e',
+        `require('node:net').createServer().listen(${JSON.stringify(socket)}, () => process.kill(process.pid, 'SIGKILL'))`,
+      ]);
+      chmodSync(socket, 0o600);
+      const other = join(root, 'keep.txt');
+      writeFileSync(other, 'x');
+      const dead = spawnSync(process.execPath, ['-e', '']).pid;
+      for (const [name, path] of [
+        ['a', socket],
+        ['b', other],
+      ] as const) {
+        const dir = join(root, name);
+        mkdirSync(dir, { mode: 0o700 });
+        writeFileSync(
+          join(dir, 'attest.lock'),
+          JSON.stringify({ pid: dead, admin: { socket: path, secret: 's' } }),
+        );
+        await (await openDatabase({ dataDir: dir, role: 'cli' })).close();
+      }
+      expect(existsSync(folder)).toBe(false);
+      expect(existsSync(other)).toBe(true);
+    },
+    60_000,
+  );
+});
+
+describe('findRunningServer', () => {
+  let root: string;
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), 'attest-find-'));
+  });
+  afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+  it('names the admin API of a live holder; a holder without one, or a lock of the old PostgreSQL-socket kind, is no server', () => {
+    const dir = (name: string, lock: unknown) => {
+      const d = join(root, name);
+      mkdirSync(d, { mode: 0o700 });
+      writeFileSync(join(d, 'attest.lock'), JSON.stringify(lock), { mode: 0o600 });
+      return d;
+    };
+    const admin = { socket: '/run/attest-x/admin.sock', secret: 's3cret' };
+    expect(findRunningServer(dir('live', { pid: process.pid, admin }))).toEqual({
+      pid: process.pid,
+      admin,
+    });
+    expect(findRunningServer(dir('cli', { pid: process.pid }))).toBeNull();
+    expect(
+      findRunningServer(dir('old', { pid: process.pid, socket: { path: '/tmp/a/attest.sock' } })),
+    ).toBeNull();
+    expect(findRunningServer(join(root, 'absent'))).toBeNull();
+  });
+
+  it.skipIf(process.getuid?.() === undefined)(
+    'refuses a data dir others may write to: they could have written the lock and its secret',
+    () => {
+      const d = join(root, 'open');
+      mkdirSync(d, { mode: 0o700 });
+      chmodSync(d, 0o777);
+      expect(() => findRunningServer(d)).toThrow(DataDirUnsafeError);
+    },
+  );
 });
 
 describe('redactUrl', () => {

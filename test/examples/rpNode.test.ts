@@ -21,7 +21,7 @@ const APP_ID = 'ABCDE12345.com.example.rp';
 const OTHER_APP_ID = 'ABCDE12345.com.example.other';
 const PACKAGE = 'com.example.rp';
 
-/** CLI commands run in this process, through the running server's socket (a node per mint is slow on a busy machine) */
+/** CLI commands run in this process, through the running server's admin socket (a node per mint is slow on a busy machine) */
 async function attest(...args: string[]): Promise<string> {
   const run = await runCli(...args);
   if (run.code !== 0) throw new Error(`attest ${args.join(' ')} exited ${run.code}: ${run.stderr}`);

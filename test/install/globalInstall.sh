@@ -77,6 +77,8 @@ applied=$(attest db status --json | node -e 'const s=JSON.parse(require("fs").re
 [ "$applied" = true ] || fail "db status does not list every migration applied"
 
 created=$(attest keys create --name backup-check --json | node -p 'JSON.parse(require("fs").readFileSync(0,"utf8")).id')
+# docs/operations.md: a consistent snapshot while the server runs (through its admin socket)
+attest db backup "$work/backup.tgz" >/dev/null || fail "attest db backup failed while serve ran"
 
 kill -TERM "$server"
 set +e
@@ -87,10 +89,9 @@ server=''
 [ "$code" = 0 ] || fail "serve exited $code on SIGTERM, expected 0"
 [ ! -e "$work/data/attest.lock" ] || fail "serve left its lock file behind"
 
-# docs/operations.md: a cold copy of the stopped embedded database restores elsewhere
-tar -C "$work" -czf "$work/backup.tgz" data
-mkdir -p "$work/restored"
-tar -C "$work/restored" -xzf "$work/backup.tgz"
+# docs/operations.md: the snapshot restores into a new data dir; the master key travels apart
+ATTEST_DATA_DIR="$work/restored/data" attest db restore "$work/backup.tgz" >/dev/null || fail "attest db restore failed"
+cp "$work/data/master.key" "$work/restored/data/master.key"
 listed=$(ATTEST_DATA_DIR="$work/restored/data" attest keys list --json)
 grep -q "\"$created\"" <<<"$listed" || fail "the key made before the backup is not in the restored database"
 

@@ -1,10 +1,6 @@
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import {
-  formatCertificateDigest,
-  parseCertificateDigest,
-} from '../../core/google/certificateDigest.js';
+import { parseCertificateDigest } from '../../core/google/certificateDigest.js';
 import { parsePlayKeys } from '../../core/google/keyMaterial.js';
 import {
   isDeviceActivityLevel,
@@ -23,11 +19,11 @@ import type {
   DeviceActivityLevel,
   GoogleServiceAccount,
 } from '../../core/types.js';
-import { createAllowlistRepository, type AndroidPolicyInput } from '../../db/allowlist.js';
-import type { DatabaseHandle } from '../../db/client.js';
+import { keyPairId } from '../../admin/operations.js';
+import type { AndroidPolicyInput } from '../../db/allowlist.js';
 import { parseServiceAccount } from '../../google/serviceAccount.js';
 import { confirm, requireConfirmation } from '../confirm.js';
-import { auditorFor, withDatabase, withSecrets, type Secrets } from '../context.js';
+import { auditorFor, withAdmin } from '../context.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 
@@ -39,14 +35,7 @@ export const APPLE_APP_ID = /^[A-Z0-9]{10}\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 /** An Android application ID: at least two dot-separated segments, each starting with a letter. */
 export const ANDROID_PACKAGE = /^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/;
 
-/** A short public fingerprint of a key pair: never the key material itself. */
-export function keyPairId(decryptionKey: Uint8Array, verificationKey: Uint8Array): string {
-  return createHash('sha256')
-    .update(decryptionKey)
-    .update(verificationKey)
-    .digest('hex')
-    .slice(0, 16);
-}
+export { keyPairId };
 
 export function allowlistCommand(): Command {
   const allowlist = new Command('allowlist')
@@ -93,18 +82,20 @@ Examples:
             `"${appId}" is not an app ID: expected TEAMID.bundle.id with a 10-character uppercase team ID`,
           );
         const auditor = auditorFor(command);
-        await withDatabase(async (handle) => {
-          const { result, env } = await createAllowlistRepository(handle.db, null).addApple(
-            appId,
-            opts.env,
-            auditor,
-          );
-          if (opts.json) printJson({ kind: 'apple', appId, env, result });
-          else
-            process.stdout.write(
-              `${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''})\n`,
-            );
-        });
+        await withAdmin(
+          async (admin) => {
+            const { result, env } = await admin.run('allowlist.addApple', {
+              appId,
+              ...(opts.env ? { env: opts.env } : {}),
+            });
+            if (opts.json) printJson({ kind: 'apple', appId, env, result });
+            else
+              process.stdout.write(
+                `${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''})\n`,
+              );
+          },
+          { auditor },
+        );
       },
     );
 
@@ -236,55 +227,50 @@ Examples:
           throw usageError('--max-age must be 1 to 86400 seconds');
       }
       const auditor = auditorFor(command);
-      await withSecrets(async (handle, secrets) => {
-        const repo = createAllowlistRepository(handle.db, secrets.box);
-        if (
-          !pair &&
-          !opts.withoutKeys &&
-          serviceAccount == null &&
-          !(await repo.listAndroid()).some((p) => p.packageName === pkg)
-        ) {
-          throw usageError(
-            `${pkg} is not on the allowlist: a new package needs --decryption-key and --verification-key, --service-account-file, or --without-keys`,
-          );
-        }
-        const result = await repo.addAndroid(
-          pkg,
-          pair,
-          {
-            ...(digests.length ? { certificateDigests: digests } : {}),
-            ...(opts.minVerdict ? { minVerdict: MIN_VERDICT_LEVELS[opts.minVerdict] } : {}),
-            ...(opts.allowUnrecognized ? { allowUnrecognized: true } : {}),
-            ...(maxAgeSeconds !== undefined ? { maxAgeSeconds } : {}),
-            ...verdicts,
-            ...(serviceAccount !== undefined ? { serviceAccount } : {}),
-          },
-          auditor,
-        );
-        const account =
-          serviceAccount === undefined
-            ? {}
-            : { serviceAccount: serviceAccount?.clientEmail ?? null };
-        if (opts.json)
-          printJson({
-            kind: 'android',
+      await withAdmin(
+        async (admin) => {
+          const result = await admin.run('allowlist.addAndroid', {
             packageName: pkg,
-            keyId: pair?.id ?? null,
-            ...account,
-            ...result,
+            pair: pair && {
+              decryptionKey: pair.decryptionKey,
+              verificationKey: pair.verificationKey,
+            },
+            withoutKeys: opts.withoutKeys === true,
+            policy: {
+              ...(digests.length ? { certificateDigests: digests } : {}),
+              ...(opts.minVerdict ? { minVerdict: MIN_VERDICT_LEVELS[opts.minVerdict] } : {}),
+              ...(opts.allowUnrecognized ? { allowUnrecognized: true } : {}),
+              ...(maxAgeSeconds !== undefined ? { maxAgeSeconds } : {}),
+              ...verdicts,
+              ...(serviceAccount !== undefined ? { serviceAccount } : {}),
+            },
           });
-        else {
-          const parts = [`${result.package} android ${pkg}`];
-          if (pair)
-            parts.push(
-              `key pair ${pair.id} ${result.pair === 'added' ? 'added' : 'was already there'}`,
-            );
-          else if (opts.withoutKeys) parts.push('without Play keys');
-          if (serviceAccount) parts.push(`service account ${serviceAccount.clientEmail}`);
-          if (serviceAccount === null) parts.push('service account removed');
-          process.stdout.write(`${parts.join('; ')}\n`);
-        }
-      });
+          const account =
+            serviceAccount === undefined
+              ? {}
+              : { serviceAccount: serviceAccount?.clientEmail ?? null };
+          if (opts.json)
+            printJson({
+              kind: 'android',
+              packageName: pkg,
+              keyId: pair?.id ?? null,
+              ...account,
+              ...result,
+            });
+          else {
+            const parts = [`${result.package} android ${pkg}`];
+            if (pair)
+              parts.push(
+                `key pair ${pair.id} ${result.pair === 'added' ? 'added' : 'was already there'}`,
+              );
+            else if (opts.withoutKeys) parts.push('without Play keys');
+            if (serviceAccount) parts.push(`service account ${serviceAccount.clientEmail}`);
+            if (serviceAccount === null) parts.push('service account removed');
+            process.stdout.write(`${parts.join('; ')}\n`);
+          }
+        },
+        { auditor },
+      );
     });
 
   allowlist
@@ -293,24 +279,8 @@ Examples:
     .option('--json', 'print the list as JSON')
     .addHelpText('after', '\nExample:\n  $ attest allowlist list --json')
     .action(async (opts: { json?: boolean }) => {
-      await withSecrets(async (handle, secrets) => {
-        const repo = createAllowlistRepository(handle.db, secrets.box);
-        const [apple, android] = await Promise.all([repo.listApple(), repo.listAndroid()]);
-        const androidView = android.map((p) => ({
-          packageName: p.packageName,
-          minVerdict: p.minVerdict,
-          allowUnrecognized: p.allowUnrecognized,
-          maxAgeSeconds: p.maxAgeSeconds,
-          certificateDigests: p.certificateDigests.map(formatCertificateDigest),
-          keyPairs: p.keys.filter((k) => !k.testOnly).map((k) => k.id),
-          testOnlyKeyPairs: p.keys.filter((k) => k.testOnly).map((k) => k.id),
-          requireLicensed: p.requireLicensed ?? false,
-          playProtectVerdicts: [...(p.playProtectVerdicts ?? [])],
-          denyAppAccessRisk: [...(p.denyAppAccessRisk ?? [])],
-          maxDeviceActivity: p.maxDeviceActivity ?? null,
-          // the email only: the key is a secret
-          serviceAccount: p.serviceAccount?.clientEmail ?? null,
-        }));
+      await withAdmin(async (admin) => {
+        const { apple, android: androidView } = await admin.run('allowlist.list', {});
         if (opts.json) {
           printJson({ apple, android: androidView });
           return;
@@ -366,58 +336,54 @@ Examples:
           throw usageError('--key-id applies to android packages only');
         requireConfirmation('allowlist remove', opts.yes);
         const auditor = auditorFor(command);
-        // listing a package opens its key pairs, which needs the master key
-        const run =
-          kind === 'android'
-            ? withSecrets
-            : <T>(work: (h: DatabaseHandle, s: Secrets | null) => Promise<T>) =>
-                withDatabase((h) => work(h, null));
-        await run(async (handle, unsealed) => {
-          const repo = createAllowlistRepository(handle.db, unsealed?.box ?? null);
-          const what = opts.keyId ? `key pair ${opts.keyId} of ${id}` : `${kind} ${id}`;
-          const missing = () =>
-            negativeError(`${what} is not on the allowlist; see "attest allowlist list"`);
-          if (kind === 'apple') {
-            const app = (await repo.listApple()).find((a) => a.appId === id);
-            if (!app) throw missing();
-            await confirm(
-              [
-                `This removes apple ${id} (env ${app.env}): its tokens are rejected within 5 seconds.`,
-              ],
-              opts.yes,
-            );
-          } else {
-            const pkg = (await repo.listAndroid()).find((p) => p.packageName === id);
-            const pairs = pkg?.keys.map((k) => k.id) ?? [];
-            if (!pkg || (opts.keyId && !pairs.includes(opts.keyId))) throw missing();
-            await confirm(
-              !opts.keyId
-                ? [
-                    `This removes android ${id} with its policy and ${pairs.length} key pair(s): its tokens are rejected within 5 seconds.`,
-                  ]
-                : pairs.length === 1
+        await withAdmin(
+          async (admin) => {
+            const what = opts.keyId ? `key pair ${opts.keyId} of ${id}` : `${kind} ${id}`;
+            const missing = () =>
+              negativeError(`${what} is not on the allowlist; see "attest allowlist list"`);
+            const found = await admin.run('allowlist.find', { kind, id });
+            if (kind === 'apple') {
+              if (!found) throw missing();
+              await confirm(
+                [
+                  `This removes apple ${id} (env ${found.env}): its tokens are rejected within 5 seconds.`,
+                ],
+                opts.yes,
+              );
+            } else {
+              const pairs = found?.pairs ?? [];
+              if (!found || (opts.keyId && !pairs.includes(opts.keyId))) throw missing();
+              await confirm(
+                !opts.keyId
                   ? [
-                      `This retires key pair ${opts.keyId}, the last one of ${id}: after it no token of ${id} can pass until a new pair is added.`,
+                      `This removes android ${id} with its policy and ${pairs.length} key pair(s): its tokens are rejected within 5 seconds.`,
                     ]
-                  : [
-                      `This retires key pair ${opts.keyId} of ${id}; ${pairs.filter((p) => p !== opts.keyId).join(', ')} stay(s). Tokens still encrypted with it are rejected within 5 seconds.`,
-                    ],
-              opts.yes,
-            );
-          }
-          const removed =
-            kind === 'apple'
-              ? await repo.removeApple(id, auditor)
-              : await repo.removeAndroid(id, opts.keyId, auditor);
-          // removed by someone else while we asked
-          if (!removed) throw missing();
-          if (opts.json)
-            printJson({ kind, id, ...(opts.keyId ? { keyId: opts.keyId } : {}), removed: true });
-          else
-            process.stdout.write(
-              `removed ${what}; running instances stop accepting it within 5 seconds\n`,
-            );
-        });
+                  : pairs.length === 1
+                    ? [
+                        `This retires key pair ${opts.keyId}, the last one of ${id}: after it no token of ${id} can pass until a new pair is added.`,
+                      ]
+                    : [
+                        `This retires key pair ${opts.keyId} of ${id}; ${pairs.filter((p) => p !== opts.keyId).join(', ')} stay(s). Tokens still encrypted with it are rejected within 5 seconds.`,
+                      ],
+                opts.yes,
+              );
+            }
+            const { removed } = await admin.run('allowlist.remove', {
+              kind,
+              id,
+              ...(opts.keyId ? { keyId: opts.keyId } : {}),
+            });
+            // removed by someone else while we asked
+            if (!removed) throw missing();
+            if (opts.json)
+              printJson({ kind, id, ...(opts.keyId ? { keyId: opts.keyId } : {}), removed: true });
+            else
+              process.stdout.write(
+                `removed ${what}; running instances stop accepting it within 5 seconds\n`,
+              );
+          },
+          { auditor },
+        );
       },
     );
 

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
-import { createAuditRepository, type AuditEvent, type AuditSummary } from '../../db/audit.js';
-import { withDatabase } from '../context.js';
-import { durationProblem, parseDuration } from '../duration.js';
+import type { AuditEvent, AuditSummary } from '../../db/audit.js';
+import { withAdmin } from '../context.js';
+import { durationProblem, parseDuration } from '../../duration.js';
 import { usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
 
@@ -38,8 +38,8 @@ Examples:
         throw usageError(
           `--action takes an action such as keys.revoke or a group such as keys, got "${opts.action}"`,
         );
-      await withDatabase(async (handle) => {
-        const events = await createAuditRepository(handle.db).list({
+      await withAdmin(async (admin) => {
+        const events = await admin.run('audit.list', {
           ...(sinceSeconds !== undefined ? { sinceSeconds } : {}),
           ...(opts.action !== undefined ? { action: opts.action } : {}),
         });

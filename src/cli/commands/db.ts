@@ -1,13 +1,22 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ConfigError } from '../../config.js';
-import { DatabaseBusyError } from '../../db/client.js';
+import { DatabaseBusyError, PG_DIR, restoreEmbedded } from '../../db/client.js';
 import { readMasterKeyFile, replaceDefaultKeyFile } from '../../db/masterKey.js';
-import { migrationStatus, runMigrations } from '../../db/migrate.js';
+import { runMigrations } from '../../db/migrate.js';
 import { createSecretBox, type MasterKey } from '../../db/secretBox.js';
 import { checkMasterKey, rotateMasterKey } from '../../db/secrets.js';
-import { createSessionRepository } from '../../db/sessions.js';
-import { auditorFor, loadSecrets, secretsError, withDatabase } from '../context.js';
-import { durationProblem, parseDuration } from '../duration.js';
+import {
+  auditorFor,
+  config,
+  loadSecrets,
+  runningServer,
+  secretsError,
+  withAdmin,
+  withDatabase,
+} from '../context.js';
+import { durationProblem, parseDuration } from '../../duration.js';
 import { runtimeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 
@@ -27,6 +36,21 @@ export function dbCommand(): Command {
       '\nExample:\n  $ DATABASE_URL=postgres://attest@db/attest attest db migrate',
     )
     .action(async (opts: { json?: boolean }) => {
+      if (runningServer()) {
+        // the running server migrated when it started: only it may open the database
+        const pending = await withAdmin(
+          async (admin) => (await admin.run('db.status', {})).filter((m) => !m.applied).length,
+          { requireMigrated: false },
+        );
+        if (pending > 0)
+          throw runtimeError(
+            `${pending} migration(s) are pending but a running "attest serve" holds ${config().dataDir}: stop it, then run "attest db migrate" (or start the new "attest serve", which migrates first)`,
+          );
+        if (opts.json) printJson({ applied: 0, sealed: 0 });
+        else
+          process.stdout.write(`${config().dataDir} is up to date (through the running server)\n`);
+        return;
+      }
       await withDatabase(
         async (handle) => {
           // the migration path seals secrets still in clear, so it needs the master key
@@ -38,7 +62,6 @@ export function dbCommand(): Command {
               onProgress: (message) => process.stderr.write(`${message}\n`),
               secrets: { box, source: masterKey.source },
             }));
-            // through a running server's socket the migration step is skipped: still refuse a wrong key
             await checkMasterKey(handle.db, box, { source: masterKey.source });
           } catch (err) {
             if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
@@ -70,9 +93,9 @@ export function dbCommand(): Command {
     .option('--json', 'print the list as JSON')
     .addHelpText('after', '\nExample:\n  $ attest db status --json')
     .action(async (opts: { json?: boolean }) => {
-      await withDatabase(
-        async (handle) => {
-          const list = await migrationStatus(handle.db);
+      await withAdmin(
+        async (admin) => {
+          const list = await admin.run('db.status', {});
           if (opts.json) printJson(list);
           else
             printTable(
@@ -111,12 +134,11 @@ Example:
         if (err instanceof ConfigError) throw usageError(err.message);
         throw err;
       }
+      if (runningServer())
+        throw runtimeError(
+          `a running "attest serve" holds ${config().dataDir} with the current master key: stop it, rotate, then start it again`,
+        );
       await withDatabase(async (handle) => {
-        if (handle.kind === 'embedded-shared') {
-          throw runtimeError(
-            `a running "attest serve" holds ${handle.where} with the current master key: stop it, rotate, then start it again`,
-          );
-        }
         const { masterKey } = await loadSecrets(handle, { check: false });
         if (masterKey.key.id === newKey.id)
           throw usageError(
@@ -167,11 +189,97 @@ Example:
     .action(async (opts: { olderThan: string; json?: boolean }) => {
       const seconds = parseDuration(opts.olderThan);
       if (seconds === null) throw usageError(durationProblem('--older-than', opts.olderThan));
-      await withDatabase(async (handle) => {
-        const deleted = await createSessionRepository(handle.db).prune(seconds);
+      await withAdmin(async (admin) => {
+        const { deleted } = await admin.run('db.prune', { olderThanSeconds: seconds });
         if (opts.json) printJson({ deleted });
         else process.stdout.write(`deleted ${deleted} session(s)\n`);
       });
+    });
+
+  db.command('backup')
+    .description(
+      'write a consistent snapshot of the embedded database to a new file (through the running server when there is one)',
+    )
+    .argument('<file>', 'the backup file to create (0600; an existing file is never replaced)')
+    .option('--json', 'print {"file","bytes"}')
+    .addHelpText(
+      'after',
+      `
+The snapshot is PGlite's own dump (a gzipped tar of the data directory) taken at a checkpoint,
+while no statement runs: API keys, allowlist, registered App Attest keys, sessions, audit trail.
+It holds the secrets sealed, never the master key: keep the master key (ATTEST_MASTER_KEY_FILE,
+or the data dir's master.key) in another place than the backups. On PostgreSQL use pg_dump.
+
+Example:
+  $ attest db backup /var/backups/attest-$(date +%F).tgz`,
+    )
+    .action(async (file: string, opts: { json?: boolean }) => {
+      if (config().databaseUrl)
+        throw usageError(
+          'attest db backup is for the embedded database; on PostgreSQL use pg_dump (pg_dump -Fc "$DATABASE_URL" > attest.dump)',
+        );
+      if (existsSync(file)) throw usageError(`${file} exists: give a new file name`);
+      await withAdmin(
+        async (admin) => {
+          const bytes = await admin.backup!(file);
+          if (opts.json) printJson({ file, bytes });
+          else
+            process.stdout.write(
+              `backed up ${admin.where} to ${file} (${bytes} bytes); the master key is not in it: keep it apart from the backups\n`,
+            );
+        },
+        { requireMigrated: false },
+      );
+    });
+
+  db.command('restore')
+    .description('create the embedded database from a backup, in a data dir that has none')
+    .argument('<file>', 'a file made by "attest db backup"')
+    .option('--json', 'print {"dataDir"}')
+    .addHelpText(
+      'after',
+      `
+Refused over a data dir that holds a database (restore into a new ATTEST_DATA_DIR, then swap the
+folders while attest is stopped). The secrets in the backup stay sealed with the master key of the
+deployment it came from: start attest with that key (ATTEST_MASTER_KEY_FILE, or its master.key
+copied into the data dir). On PostgreSQL use pg_restore.
+
+Example:
+  $ ATTEST_DATA_DIR=/srv/attest-restored attest db restore /var/backups/attest-2026-01-23.tgz`,
+    )
+    .action(async (file: string, opts: { json?: boolean }) => {
+      const cfg = config();
+      if (cfg.databaseUrl)
+        throw usageError(
+          'attest db restore is for the embedded database; on PostgreSQL use pg_restore (pg_restore -d "$DATABASE_URL" attest.dump)',
+        );
+      const dataDir = resolve(cfg.dataDir);
+      if (runningServer(cfg) || existsSync(join(dataDir, PG_DIR)))
+        throw usageError(
+          `${dataDir} already holds a database: restore into a data dir without one (set ATTEST_DATA_DIR to a new folder)`,
+        );
+      let backup: Buffer;
+      try {
+        backup = readFileSync(file);
+      } catch (err) {
+        throw usageError(`cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
+      }
+      // PGlite's dump is a gzipped tar
+      if (backup.length < 2 || backup[0] !== 0x1f || backup[1] !== 0x8b)
+        throw usageError(`${file} is not a backup made by "attest db backup" (not gzip)`);
+      try {
+        await restoreEmbedded(dataDir, new Blob([new Uint8Array(backup)]));
+      } catch (err) {
+        if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
+        throw usageError(
+          `${file} could not be restored (${(err as Error).message.split('\n')[0]}): is it a backup made by "attest db backup"?`,
+        );
+      }
+      if (opts.json) printJson({ dataDir });
+      else
+        process.stdout.write(
+          `restored ${file} into ${dataDir}; start attest there with the master key of the deployment it came from\n`,
+        );
     });
 
   return db;

@@ -3,21 +3,14 @@ import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from '
 import { Command, Option } from 'commander';
 import { encodeBase64 } from '../../core/base64.js';
 import {
-  createDevCa,
   createSimulatedKey,
   loadSimulatedKey,
   mintAssertion,
   mintAttestation,
   type SimulatedKey,
 } from '../../core/dev/devCa.js';
-import { encodeAppleToken, encodeGmsToken } from '../../core/dev/encodeToken.js';
-import {
-  createTestPlayKeys,
-  DEVICE_VERDICTS,
-  sealIntegrityToken,
-  verdictPayload,
-  type Recognition,
-} from '../../core/dev/playIntegrityMint.js';
+import { encodeAppleToken } from '../../core/dev/encodeToken.js';
+import type { Recognition } from '../../core/dev/playIntegrityMint.js';
 import { parseCertificateDigest } from '../../core/google/certificateDigest.js';
 import {
   MIN_VERDICT_LEVEL_NAMES,
@@ -25,10 +18,8 @@ import {
   type MinVerdictLevel,
 } from '../../core/google/deviceVerdict.js';
 import type { AppleEnvironment } from '../../core/types.js';
-import { createAllowlistRepository } from '../../db/allowlist.js';
-import { createDevCaRepository } from '../../db/devCa.js';
-import { auditorFor, withSecrets } from '../context.js';
-import { parseDuration } from '../duration.js';
+import { auditorFor, withAdmin } from '../context.js';
+import { parseDuration } from '../../duration.js';
 import { runtimeError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../tokenOutput.js';
@@ -58,31 +49,29 @@ Examples:
     .option('--json', 'print {"created","rotated","rootSha256","createdAt"}')
     .addHelpText('after', '\nExamples:\n  $ attest dev init\n  $ attest dev init --rotate')
     .action(async (opts: { rotate?: boolean; json?: boolean }, command: Command) => {
-      const fresh = await createDevCa(new Date());
       const auditor = auditorFor(command);
-      await withSecrets(async (handle, secrets) => {
-        const { ca, stored } = await createDevCaRepository(handle.db, secrets.box).put(
-          fresh,
-          { replace: opts.rotate === true },
-          auditor,
-        );
-        const rootSha256 = createHash('sha256').update(ca.rootCert).digest('hex');
-        if (opts.json) {
-          printJson({
-            created: stored,
-            rotated: stored && opts.rotate === true,
-            rootSha256,
-            createdAt: ca.createdAt.toISOString(),
-          });
-          return;
-        }
-        const subject = new X509Certificate(ca.rootCert).subject.replace(/\n/g, ', ');
-        process.stdout.write(
-          stored
-            ? `${opts.rotate ? 'replaced the' : 'created a'} development App Attest CA (${subject}; root SHA-256 ${rootSha256}); test API keys trust it, live keys never do\n`
-            : `the development App Attest CA exists (created ${ca.createdAt.toISOString()}; root SHA-256 ${rootSha256}); "attest dev init --rotate" replaces it\n`,
-        );
-      });
+      await withAdmin(
+        async (admin) => {
+          const { stored, ...ca } = await admin.run('dev.init', { rotate: opts.rotate === true });
+          const rootSha256 = createHash('sha256').update(ca.rootCert).digest('hex');
+          if (opts.json) {
+            printJson({
+              created: stored,
+              rotated: stored && opts.rotate === true,
+              rootSha256,
+              createdAt: ca.createdAt.toISOString(),
+            });
+            return;
+          }
+          const subject = new X509Certificate(ca.rootCert).subject.replace(/\n/g, ', ');
+          process.stdout.write(
+            stored
+              ? `${opts.rotate ? 'replaced the' : 'created a'} development App Attest CA (${subject}; root SHA-256 ${rootSha256}); test API keys trust it, live keys never do\n`
+              : `the development App Attest CA exists (created ${ca.createdAt.toISOString()}; root SHA-256 ${rootSha256}); "attest dev init --rotate" replaces it\n`,
+          );
+        },
+        { auditor },
+      );
     });
 
   const mint = dev
@@ -176,9 +165,7 @@ Examples:
 
       let attestationObject: Uint8Array | undefined;
       if (attestation) {
-        const ca = await withSecrets(async (handle, secrets) =>
-          createDevCaRepository(handle.db, secrets.box).get(),
-        );
+        const ca = await withAdmin((admin) => admin.run('dev.ca', {}));
         if (!ca)
           throw runtimeError(
             'this deployment has no development CA yet: run "attest dev init" first',
@@ -288,34 +275,19 @@ Examples:
         issuedAt = new Date(now.getTime() - seconds * 1000);
       }
 
-      const { token, created } = await withSecrets(async (handle, secrets) => {
-        const repo = createAllowlistRepository(handle.db, secrets.box);
-        const policy = (await repo.listAndroid()).find((p) => p.packageName === opts.package);
-        if (!policy)
-          throw usageError(
-            `${opts.package} is not on the allowlist: run "attest allowlist add android ${opts.package} --without-keys" (or with its Play keys) first`,
-          );
-        const ensured = await repo.ensureTestPair(opts.package, async () => createTestPlayKeys());
-        if (!ensured)
-          throw runtimeError(`${opts.package} was removed from the allowlist meanwhile`);
-        if (opts.stale) issuedAt = new Date(now.getTime() - (policy.maxAgeSeconds + 60) * 1000);
-        const level = opts.verdict ? MIN_VERDICT_LEVELS[opts.verdict] : policy.minVerdict;
-        const payload = verdictPayload({
+      const { token, created } = await withAdmin((admin) =>
+        admin.run('dev.mintGms', {
           packageName: opts.package,
           nonce,
           issuedAt,
-          deviceVerdicts: DEVICE_VERDICTS[level],
+          stale: opts.stale === true,
+          ...(opts.verdict ? { minVerdict: MIN_VERDICT_LEVELS[opts.verdict] } : {}),
           recognition: opts.recognition,
-          certificateDigests: digest ? [digest] : policy.certificateDigests.slice(0, 1),
-          ...(opts.wrongNonce ? { wrongNonce: true } : {}),
-          ...(opts.wrongPackage ? { wrongPackage: true } : {}),
-        });
-        const integrityToken = await sealIntegrityToken(ensured.pair, payload);
-        return {
-          token: encodeGmsToken({ nonce, packageName: opts.package, integrityToken }),
-          created: ensured.created ? ensured.pair.id : null,
-        };
-      });
+          ...(digest ? { certificateDigest: digest } : {}),
+          wrongNonce: opts.wrongNonce === true,
+          wrongPackage: opts.wrongPackage === true,
+        }),
+      );
       if (created)
         process.stderr.write(
           `added test-only key pair ${created} to ${opts.package} (tried for test API keys only)\n`,

@@ -1,9 +1,8 @@
 import { Command } from 'commander';
 import { generateApiKey, hashApiKey, parseApiKey } from '../../core/apiKeys.js';
-import { createApiKeyRepository } from '../../db/apiKeys.js';
 import { confirm, requireConfirmation } from '../confirm.js';
-import { auditorFor, config, withDatabase } from '../context.js';
-import { durationProblem, parseDuration } from '../duration.js';
+import { auditorFor, config, withAdmin } from '../context.js';
+import { durationProblem, parseDuration } from '../../duration.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
 
@@ -53,30 +52,36 @@ Examples:
         const auditor = auditorFor(command);
         const { id, key } = generateApiKey(config().apiKeyPrefix);
         const hash = await hashApiKey(key);
-        await withDatabase(async (handle) => {
-          const row = await createApiKeyRepository(handle.db).insert(
-            { id, name, hash, expiresInSeconds: expiresIn, mode: opts.test ? 'test' : 'live' },
-            auditor,
-          );
-          if (opts.json) {
-            printJson({
-              id: row.id,
-              name: row.name,
-              mode: row.mode,
-              key,
-              createdAt: row.createdAt.toISOString(),
-              expiresAt: row.expiresAt?.toISOString() ?? null,
+        await withAdmin(
+          async (admin) => {
+            const row = await admin.run('keys.create', {
+              id,
+              name,
+              hash,
+              expiresInSeconds: expiresIn,
+              mode: opts.test ? 'test' : 'live',
             });
-          } else {
-            const testNote =
-              row.mode === 'test'
-                ? 'This is a TEST key: it also accepts tokens from "attest dev mint"; never ship it in production.\n'
-                : '';
-            process.stdout.write(
-              `created ${row.mode} API key ${row.id} (${row.name}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n${testNote}`,
-            );
-          }
-        });
+            if (opts.json) {
+              printJson({
+                id: row.id,
+                name: row.name,
+                mode: row.mode,
+                key,
+                createdAt: row.createdAt.toISOString(),
+                expiresAt: row.expiresAt?.toISOString() ?? null,
+              });
+            } else {
+              const testNote =
+                row.mode === 'test'
+                  ? 'This is a TEST key: it also accepts tokens from "attest dev mint"; never ship it in production.\n'
+                  : '';
+              process.stdout.write(
+                `created ${row.mode} API key ${row.id} (${row.name}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n${testNote}`,
+              );
+            }
+          },
+          { auditor },
+        );
       },
     );
 
@@ -86,8 +91,8 @@ Examples:
     .option('--json', 'print the list as JSON')
     .addHelpText('after', '\nExample:\n  $ attest keys list')
     .action(async (opts: { json?: boolean }) => {
-      await withDatabase(async (handle) => {
-        const rows = await createApiKeyRepository(handle.db).list();
+      await withAdmin(async (admin) => {
+        const rows = await admin.run('keys.list', {});
         const now = Date.now();
         const state = (r: (typeof rows)[number]) =>
           r.revokedAt
@@ -151,27 +156,29 @@ Examples:
         );
       requireConfirmation('keys revoke', opts.yes);
       const auditor = auditorFor(command);
-      await withDatabase(async (handle) => {
-        const repo = createApiKeyRepository(handle.db);
-        const existing = await repo.find(id);
-        if (!existing) throw negativeError(`no API key with id "${id}"; see "attest keys list"`);
-        let revoked = false;
-        if (!existing.revokedAt) {
-          await confirm(
-            [
-              `This revokes API key ${id} (${existing.name}), created ${when(existing.createdAt)}, last used ${when(existing.lastUsedAt)}.`,
-              'Every running instance refuses it within 5 seconds; a revoked key cannot be restored.',
-            ],
-            opts.yes,
-          );
-          revoked = await repo.revoke(id, auditor);
-        }
-        if (opts.json) printJson({ id, revoked: true, alreadyRevoked: !revoked });
-        else
-          process.stdout.write(
-            revoked ? `revoked ${id} (${existing.name})\n` : `${id} was already revoked\n`,
-          );
-      });
+      await withAdmin(
+        async (admin) => {
+          const existing = await admin.run('keys.find', { id });
+          if (!existing) throw negativeError(`no API key with id "${id}"; see "attest keys list"`);
+          let revoked = false;
+          if (!existing.revokedAt) {
+            await confirm(
+              [
+                `This revokes API key ${id} (${existing.name}), created ${when(existing.createdAt)}, last used ${when(existing.lastUsedAt)}.`,
+                'Every running instance refuses it within 5 seconds; a revoked key cannot be restored.',
+              ],
+              opts.yes,
+            );
+            ({ revoked } = await admin.run('keys.revoke', { id }));
+          }
+          if (opts.json) printJson({ id, revoked: true, alreadyRevoked: !revoked });
+          else
+            process.stdout.write(
+              revoked ? `revoked ${id} (${existing.name})\n` : `${id} was already revoked\n`,
+            );
+        },
+        { auditor },
+      );
     });
 
   return keys;

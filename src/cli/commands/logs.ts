@@ -2,7 +2,7 @@ import { open, stat } from 'node:fs/promises';
 import { Command } from 'commander';
 import { REJECT_REASONS } from '../../core/reasons.js';
 import { acceptedServiceNames, serviceNamed } from '../../core/services.js';
-import { parseDuration } from '../duration.js';
+import { parseDuration } from '../../duration.js';
 import { usageError } from '../errors.js';
 import type { LogFilter } from '../logs/logFilter.js';
 import { expandFiles } from '../logs/mergeFiles.js';

@@ -29,17 +29,14 @@ import {
   verifyToken,
   type VerifyInput,
 } from '../../core/verify.js';
-import { createAllowlistRepository, createCachedAllowlist } from '../../db/allowlist.js';
-import { createAppleKeyRepository } from '../../db/appleKeys.js';
 import { colorWanted } from '../../config.js';
-import { createDevCaRepository } from '../../db/devCa.js';
 import {
   createPlayIntegrityClient,
   GoogleBusyError,
   GoogleFault,
 } from '../../google/playIntegrityClient.js';
 import { parseServiceAccount } from '../../google/serviceAccount.js';
-import { appleRootsOf, config, withSecrets } from '../context.js';
+import { appleRootsOf, config, withAdmin } from '../context.js';
 import { CliError, EXIT, runtimeError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { paint, safeText } from '../terminalText.js';
@@ -276,19 +273,24 @@ Examples:
 
       const result = offline
         ? await explain(offlineAllowlist(opts, serviceAccount), offlineKeys(opts, token), null)
-        : await withSecrets(
-            async (handle, secrets) => {
+        : await withAdmin(
+            async (admin) => {
               // one snapshot for the whole run, so the re-tries see the same allowlist
-              const allowlist = createCachedAllowlist(
-                createAllowlistRepository(handle.db, secrets.box),
-                { ttlMs: Number.POSITIVE_INFINITY },
-              );
-              const devRoot = await createDevCaRepository(handle.db).root();
+              const { apple, android, devRoot } = await admin.run('verifyFile.snapshot', {});
               if (opts.devRoots && !devRoot)
                 process.stderr.write(
                   'attest: note: this deployment has no development CA ("attest dev init"); --dev-roots adds only test-only Play pairs\n',
                 );
-              return explain(allowlist, readOnlyKeys(createAppleKeyRepository(handle.db)), devRoot);
+              const registered: AppleKeyStore = {
+                find: (keyId) => admin.run('appleKeys.find', { keyId }),
+                register: async () => false,
+                raiseCounter: async () => false,
+              };
+              return explain(
+                createMemoryAllowlist({ apple, android }),
+                readOnlyKeys(registered),
+                devRoot,
+              );
             },
             { establish: false },
           );
