@@ -37,6 +37,11 @@ const toRow = (r: RawRow): ApiKeyRow => ({
   mode: r.mode === 'test' ? 'test' : 'live',
 });
 
+/** How long an address prefix that authenticated a key keeps its own failure budget for it. */
+export const ORIGIN_MAX_AGE_DAYS = 30;
+/** At most this many prefixes per key are read back (the most recent). */
+export const MAX_ORIGINS = 64;
+
 /** API keys: only the argon2id hash of a key is ever stored. */
 export function createApiKeyRepository(db: Database) {
   return {
@@ -69,9 +74,30 @@ export function createApiKeyRepository(db: Database) {
       return toRow(rows[0]!);
     },
 
-    async find(id: string): Promise<ApiKeyRow | null> {
-      const rows = rowsOf<RawRow>(await db.execute(sql`select * from api_keys where id = ${id}`));
-      return rows[0] ? toRow(rows[0]) : null;
+    /**
+     * The key's row, with the address prefixes that authenticated it within
+     * `ORIGIN_MAX_AGE_DAYS` (the most recent `MAX_ORIGINS`), in one statement.
+     */
+    async find(id: string): Promise<(ApiKeyRow & { origins: string[] }) | null> {
+      const rows = rowsOf<RawRow & { origins: unknown }>(
+        await db.execute(sql`
+          select k.*, (select coalesce(jsonb_agg(o.prefix), '[]'::jsonb) from (
+                        select prefix from api_key_origins
+                        where api_key_id = k.id and last_seen_at > now() - make_interval(days => ${ORIGIN_MAX_AGE_DAYS})
+                        order by last_seen_at desc limit ${MAX_ORIGINS}) o) as origins
+          from api_keys k where k.id = ${id}`),
+      );
+      const row = rows[0];
+      if (!row) return null;
+      const origins = typeof row.origins === 'string' ? JSON.parse(row.origins) : row.origins;
+      return { ...toRow(row), origins: Array.isArray(origins) ? origins.map(String) : [] };
+    },
+
+    /** Records that `prefix` authenticated the key just now (one upsert; a key deleted meanwhile is ignored). */
+    async rememberOrigin(id: string, prefix: string): Promise<void> {
+      await db.execute(sql`
+        insert into api_key_origins (api_key_id, prefix) select id, ${prefix} from api_keys where id = ${id}
+        on conflict (api_key_id, prefix) do update set last_seen_at = now()`);
     },
 
     async list(): Promise<ApiKeyRow[]> {
