@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { KeyMode } from '../core/types.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
+import { auditSummary } from './auditedColumns.js';
 import { rowsOf, type Database } from './client.js';
 
 export interface ApiKeyRow {
@@ -66,7 +67,7 @@ export function createApiKeyRepository(db: Database) {
           )${auditCte(
             auditor,
             (actor) => sql`
-            select ${actor}, 'keys.create', k.id, null::jsonb, jsonb_build_object('name', k.name, 'mode', k.mode, 'expiresAt', k.expires_at) from k`,
+            select ${actor}, 'keys.create', k.id, null::jsonb, ${auditSummary('api_keys', sql`k`)} from k`,
           )}
           select k.*, ${auditColumn(auditor)} as audit from k`),
       );
@@ -111,12 +112,12 @@ export function createApiKeyRepository(db: Database) {
       const rows = rowsOf<{ id: string; audit: unknown }>(
         await db.execute(sql`
           with r as (
-            update api_keys set revoked_at = now() where id = ${id} and revoked_at is null returning id, name, revoked_at
+            update api_keys set revoked_at = now() where id = ${id} and revoked_at is null returning *
           )${auditCte(
             auditor,
             (actor) => sql`
-            select ${actor}, 'keys.revoke', r.id, jsonb_build_object('name', r.name, 'revokedAt', null),
-                   jsonb_build_object('name', r.name, 'revokedAt', r.revoked_at) from r`,
+            select ${actor}, 'keys.revoke', r.id, ${auditSummary('api_keys', sql`r`)} || jsonb_build_object('revokedAt', null),
+                   ${auditSummary('api_keys', sql`r`)} from r`,
           )}
           select r.id, ${auditColumn(auditor)} as audit from r`),
       );

@@ -106,6 +106,8 @@ export const androidPackages = pgTable('android_packages', {
   /** the package's Google service-account JSON, sealed under the master key; secret */
   serviceAccount: bytea('service_account'),
   serviceAccountKeyId: text('service_account_key_id'),
+  /** `<client email> spki-sha256:<hex>` of the stored service account: what the audit trail shows of it */
+  serviceAccountFingerprint: text('service_account_fingerprint'),
   createdAt: createdAt(),
 });
 

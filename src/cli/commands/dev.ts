@@ -258,7 +258,8 @@ Examples:
   $ attest dev mint gms --package com.example.app --nonce "$NONCE"
   $ attest dev mint gms --package com.example.app --server-nonce "$SERVER_NONCE" --verdict basic --age 2m`,
     )
-    .action(async (opts: GmsMintOptions) => {
+    .action(async (opts: GmsMintOptions, command: Command) => {
+      const auditor = auditorFor(command);
       const nonce = finalNonceOf(opts);
       if (!ANDROID_PACKAGE.test(opts.package))
         throw usageError(
@@ -295,7 +296,11 @@ Examples:
           throw usageError(
             `${opts.package} is not on the allowlist: run "attest allowlist add android ${opts.package} --without-keys" (or with its Play keys) first`,
           );
-        const ensured = await repo.ensureTestPair(opts.package, async () => createTestPlayKeys());
+        const ensured = await repo.ensureTestPair(
+          opts.package,
+          async () => createTestPlayKeys(),
+          auditor,
+        );
         if (!ensured)
           throw runtimeError(`${opts.package} was removed from the allowlist meanwhile`);
         if (opts.stale) issuedAt = new Date(now.getTime() - (policy.maxAgeSeconds + 60) * 1000);
