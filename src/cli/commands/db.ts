@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { ConfigError } from '../../config.js';
 import { DatabaseBusyError } from '../../db/client.js';
-import { readMasterKeyFile, replaceDefaultKeyFile } from '../../db/masterKey.js';
+import { readMasterKeyFile, rotateDefaultKeyFile } from '../../db/masterKey.js';
 import { migrationStatus, runMigrations } from '../../db/migrate.js';
 import { createSecretBox, type MasterKey } from '../../db/secretBox.js';
 import { checkMasterKey, rotateMasterKey } from '../../db/secrets.js';
@@ -122,20 +122,24 @@ Example:
           throw usageError(
             `--new-key-file holds the current master key ${newKey.id}: make a new one with openssl rand -base64 32`,
           );
+        const box = createSecretBox([newKey, masterKey.key]);
+        const commit = () => rotateMasterKey(handle.db, box, masterKey.source, auditor);
         let result: { rewrapped: number; previousKeyId: string | null };
+        let aside: string | undefined;
         try {
-          result = await rotateMasterKey(
-            handle.db,
-            createSecretBox([newKey, masterKey.key]),
-            masterKey.source,
-            auditor,
-          );
+          if (masterKey.defaultFile) {
+            // the embedded database's own key file changes with it, crash-safe
+            ({ result, aside } = await rotateDefaultKeyFile({
+              path: masterKey.defaultFile,
+              oldKey: masterKey.key,
+              newKey,
+              db: handle.db,
+              commit,
+            }));
+          } else result = await commit();
         } catch (err) {
           throw secretsError(err);
         }
-        const aside = masterKey.defaultFile
-          ? replaceDefaultKeyFile(masterKey.defaultFile, masterKey.key, newKey)
-          : undefined;
         if (opts.json) {
           printJson({
             rewrapped: result.rewrapped,
