@@ -87,6 +87,8 @@ describe('hostile text from the token', () => {
 
         const json = await verifyFile([path, ...flags, '--json']);
         expect(json.json, field).toBeDefined();
+        // a staff terminal or a log shipper reading it never gets a C1, bidi or separator raw
+        for (const line of json.stdout.split('\n')) expect(line, field).toMatch(INERT);
         const doc = JSON.stringify(json.json);
         // the payload is still there, as JSON escapes: nothing lost for a script
         expect(
