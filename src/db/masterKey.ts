@@ -12,6 +12,7 @@ import {
 import { basename, dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ConfigError, type Config } from '../config.js';
+import { InputFileError, readInputFileSync } from '../inputFile.js';
 import { decodeBase64, encodeBase64 } from '../core/base64.js';
 import type { Database, DatabaseHandle } from './client.js';
 import { MASTER_KEY_BYTES, toMasterKey, type MasterKey } from './secretBox.js';
@@ -98,11 +99,11 @@ export async function resolveMasterKey(
 export function readMasterKeyFile(path: string, what: string): MasterKey {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    // a key file is 45 bytes; the path may name a device or a pipe
+    text = readInputFileSync(path, { maxBytes: 1024, what }).toString('utf8');
   } catch (err) {
-    throw new ConfigError(
-      `${what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
+    if (err instanceof InputFileError) throw new ConfigError(err.message);
+    throw err;
   }
   return toMasterKey(parseKey(text, `${what} (${path})`));
 }

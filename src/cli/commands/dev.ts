@@ -1,5 +1,5 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, renameSync, writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { encodeBase64 } from '../../core/base64.js';
 import {
@@ -29,7 +29,8 @@ import { createAllowlistRepository } from '../../db/allowlist.js';
 import { createDevCaRepository } from '../../db/devCa.js';
 import { auditorFor, withSecrets } from '../context.js';
 import { parseDuration } from '../duration.js';
-import { runtimeError, usageError } from '../errors.js';
+import { CliError, runtimeError, usageError } from '../errors.js';
+import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../inputFiles.js';
 import { printJson } from '../output.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../tokenOutput.js';
 import { ANDROID_PACKAGE, APPLE_APP_ID } from './allowlist.js';
@@ -390,8 +391,14 @@ function newDevice(appId: string, environment: AppleEnvironment): DeviceFile {
 function readDevice(path: string): DeviceFile {
   let parsed: Partial<DeviceFile>;
   try {
-    parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<DeviceFile>;
+    parsed = JSON.parse(
+      readCliFileSync(path, {
+        maxBytes: CLI_INPUT_MAX_BYTES,
+        what: 'the device file',
+      }).toString('utf8'),
+    ) as Partial<DeviceFile>;
   } catch (err) {
+    if (err instanceof CliError) throw err;
     throw usageError(
       `cannot read the device file ${path} (${(err as NodeJS.ErrnoException).code ?? 'not JSON'}); give a new path to create a device`,
     );

@@ -171,7 +171,9 @@ Examples:
         if (opts.json) printJson({ id, revoked: true, alreadyRevoked: !revoked });
         else
           process.stdout.write(
-            revoked ? `revoked ${id} (${safeText(existing.name)})\n` : `${id} was already revoked\n`,
+            revoked
+              ? `revoked ${id} (${safeText(existing.name)})\n`
+              : `${id} was already revoked\n`,
           );
       });
     });
