@@ -44,8 +44,16 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-/** An actor name: 1 to 100 characters, no control characters (it is printed in tables and logs). */
-export const ACTOR = /^[^\p{Cc}]{1,100}$/u;
+/**
+ * A name an operator gives (an actor, an API key's name): 1 to 100 printable characters, with no
+ * control, format (bidi, zero-width) or separator character, since it is printed in tables and logs.
+ */
+export const PRINTABLE_NAME = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]{1,100}$/u;
+/** An actor name (see PRINTABLE_NAME). */
+export const ACTOR = PRINTABLE_NAME;
+/** How a name that is not PRINTABLE_NAME is refused. */
+export const PRINTABLE_NAME_RULE =
+  'must be 1 to 100 printable characters (no control, format, bidi or line separator characters)';
 
 const env = z.object({
   DATABASE_URL: z
@@ -120,7 +128,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_API_KEY_PREFIX: 'must be 1 to 16 lowercase letters or digits, starting with a letter',
   LOG_LEVEL: 'must be one of fatal, error, warn, info, debug, trace, silent',
   ATTEST_LOG_FILE: 'must be the path of a file',
-  ATTEST_ACTOR: 'must be 1 to 100 characters with no control characters',
+  ATTEST_ACTOR: PRINTABLE_NAME_RULE,
   ATTEST_DB_CONNECT_TIMEOUT: 'must be a whole number of seconds from 1 to 600',
   XDG_RUNTIME_DIR: 'must be the path of a folder',
   ATTEST_SESSION_RETENTION: 'must be a duration such as 30m, 1h or 7d',

@@ -1,5 +1,5 @@
 import type { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { InputFileError, readInputFileSync } from './inputFile.js';
 import { ConfigError } from './config.js';
 import { loadAppleRoots } from './core/verifiers.js';
 
@@ -13,11 +13,14 @@ export function configuredAppleRoots(path: string | undefined): readonly X509Cer
   if (path === undefined) return loadAppleRoots();
   let pem: string;
   try {
-    pem = readFileSync(path, 'utf8');
+    // a PEM bundle of roots is a few KiB; the path may name a device or a pipe
+    pem = readInputFileSync(path, { maxBytes: 1024 * 1024, what: 'the file' }).toString('utf8');
   } catch (err) {
-    throw new ConfigError(
-      `ATTEST_APPLE_ROOT_CA (${path}): cannot read the file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
-    );
+    if (err instanceof InputFileError)
+      throw new ConfigError(
+        `ATTEST_APPLE_ROOT_CA (${path}): ${err.message.replace(`the file: cannot read ${path}`, 'cannot read the file').replace('the file: ', '')}`,
+      );
+    throw err;
   }
   try {
     return loadAppleRoots(pem);

@@ -307,8 +307,10 @@ export const OPERATIONS = {
           'usage',
           `${input.packageName} is not on the allowlist: run "attest allowlist add android ${input.packageName} --without-keys" (or with its Play keys) first`,
         );
-      const ensured = await repo.ensureTestPair(input.packageName, async () =>
-        createTestPlayKeys(),
+      const ensured = await repo.ensureTestPair(
+        input.packageName,
+        async () => createTestPlayKeys(),
+        auditorOf(ctx),
       );
       if (!ensured)
         throw new AdminError(

@@ -13,7 +13,7 @@ import {
   type RunningServer,
 } from '../db/client.js';
 import { DatabaseUnavailableError, isConnectionError, unavailable } from '../db/errors.js';
-import { ACTOR, ConfigError, loadConfig, type Config } from '../config.js';
+import { ACTOR, ConfigError, loadConfig, PRINTABLE_NAME_RULE, type Config } from '../config.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
 import { assertMigrated, MigrationsPendingError } from '../db/migrate.js';
 import { loggerOptions } from '../server/logger.js';
@@ -158,8 +158,7 @@ export async function withDatabase<T>(
 export function auditorFor(command: Command): Auditor {
   const cfg = config();
   const flag = (command.optsWithGlobals() as { actor?: string }).actor;
-  if (flag !== undefined && !ACTOR.test(flag))
-    throw usageError('--actor must be 1 to 100 characters with no control characters');
+  if (flag !== undefined && !ACTOR.test(flag)) throw usageError(`--actor ${PRINTABLE_NAME_RULE}`);
   const actor = flag ?? cfg.actor ?? osActor();
   return { actor, log: (event) => logChange(cfg, event) };
 }

@@ -1,10 +1,13 @@
-/** Prints a value as JSON (one document) on stdout. */
+import { jsonSafe, safeText } from './terminalText.js';
+
+/** Prints a value as JSON (one document) on stdout, with no C1, bidi or separator character raw. */
 export function printJson(value: unknown): void {
-  process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+  process.stdout.write(`${jsonSafe(JSON.stringify(value, null, 2))}\n`);
 }
 
-/** Prints rows as an aligned text table with a header. */
-export function printTable(headers: string[], rows: string[][]): void {
+/** Prints rows as an aligned text table with a header; cells hold stored text, so each is escaped. */
+export function printTable(headers: string[], unsafeRows: string[][]): void {
+  const rows = unsafeRows.map((r) => r.map(safeText));
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
   const line = (cells: string[]) =>
     cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ');

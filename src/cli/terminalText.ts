@@ -2,7 +2,8 @@
  * Text for a terminal. Strings from a token or a log file are hostile: an ESC sequence can set
  * the window title, clear the screen or draw a fake verdict, and a bidi override (U+202E) can
  * make text read backwards. Every text and TUI path prints such strings through `safeText`;
- * `--json` output needs nothing (JSON.stringify escapes control characters itself).
+ * `--json` output goes through `jsonSafe`: JSON.stringify escapes only C0 and lone surrogates, so
+ * C1, bidi and other format characters and U+2028/U+2029 are escaped as `\uXXXX` on top.
  */
 
 /** C0, DEL, C1 (Cc), format characters such as bidi overrides and zero-width marks (Cf), line and paragraph separators, lone surrogates. */
@@ -25,6 +26,24 @@ function visible(c: string): string {
  */
 export function safeText(text: string): string {
   return text.replace(UNSAFE, visible);
+}
+
+/** What JSON.stringify leaves raw that a terminal or a log shipper must not receive: DEL, C1, format characters (bidi, zero-width), line and paragraph separators. */
+const JSON_UNSAFE = /[\u007f-\u009f\p{Cf}\u2028\u2029]/gu;
+
+/**
+ * JSON text with every C1, format and separator character escaped as `\uXXXX` (a pair of
+ * escapes beyond the BMP). JSON keeps such characters only inside strings, where the escape means
+ * the same character, so the document parses to the same value.
+ * @param json - output of JSON.stringify, or an NDJSON line as a file holds it
+ */
+export function jsonSafe(json: string): string {
+  return json.replace(JSON_UNSAFE, (c) =>
+    Array.from(
+      { length: c.length },
+      (_, i) => `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`,
+    ).join(''),
+  );
 }
 
 /** SGR colours for verdicts; identity functions when colour is off. */

@@ -46,13 +46,6 @@ export function hashApiKey(key: string): Promise<string> {
   return argon2.hash(key, ARGON2_OPTIONS);
 }
 
-/**
- * argon2id of a random value nobody kept, with ARGON2_OPTIONS: checking a key whose id has no row
- * against it costs what a wrong secret for a live id costs, so timing does not tell live ids.
- */
-export const DUMMY_API_KEY_HASH =
-  '$argon2id$v=19$m=19456,t=2,p=1$4nXezfV5Iod527puQkAW0g$XrGycJOBPdOexqQQncbIo5tOLcXnzndwwlwPNXiNx20';
-
 /** Constant-time check of a presented key against its stored hash. */
 export function verifyApiKeyHash(hash: string, presented: string): Promise<boolean> {
   return argon2.verify(hash, presented);

@@ -10,7 +10,9 @@ import type {
 } from '../core/types.js';
 import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
 import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
+import { createHash, createPublicKey } from 'node:crypto';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
+import { auditSummary } from './auditedColumns.js';
 import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
@@ -108,7 +110,11 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       new TextEncoder().encode(serializeServiceAccount(account)),
       aadFor(PACKAGES, 'service_account', [packageName]),
     );
-    return { ciphertext: Buffer.from(sealed.ciphertext), keyId: sealed.keyId };
+    return {
+      ciphertext: Buffer.from(sealed.ciphertext),
+      keyId: sealed.keyId,
+      fingerprint: serviceAccountFingerprint(account),
+    };
   };
   const openServiceAccount = (
     packageName: string,
@@ -150,27 +156,30 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       appId: string,
       env: AppleEnvPolicy | undefined,
       auditor?: Auditor,
-    ): Promise<{ result: 'added' | 'updated'; env: AppleEnvPolicy }> {
+    ): Promise<{ result: 'added' | 'updated' | 'unchanged'; env: AppleEnvPolicy }> {
       const given = env ?? null;
-      const rows = rowsOf<{ inserted: boolean; env: string; audit: unknown }>(
+      const rows = rowsOf<{ inserted: boolean; changed: boolean; env: string; audit: unknown }>(
         await db.execute(sql`
-          with b as (select env from apple_apps where app_id = ${appId}),
+          with b as (select ${auditSummary('apple_apps', sql`x`)} as summary from apple_apps x where app_id = ${appId}),
           u as (
             insert into apple_apps (app_id, env) values (${appId}, coalesce(${given}::text, 'production'))
             on conflict (app_id) do update set env = coalesce(${given}::text, apple_apps.env)
-            returning env, (xmax = 0) as inserted
+            returning *, (xmax = 0) as inserted
+          ),
+          a as (
+            select u.inserted, (select summary from b) as before, ${auditSummary('apple_apps', sql`u`)} as after from u
           )${auditCte(
             auditor,
             (actor) => sql`
-            select ${actor}, case when u.inserted then 'allowlist.add' else 'allowlist.update' end, ${`apple:${appId}`},
-                   (select jsonb_build_object('env', b.env) from b), jsonb_build_object('env', u.env)
-            from u where u.inserted or u.env is distinct from (select env from b)`,
+            select ${actor}, case when a.inserted then 'allowlist.add' else 'allowlist.update' end, ${`apple:${appId}`},
+                   a.before, a.after
+            from a where a.inserted or a.before is distinct from a.after`,
           )}
-          select u.inserted, u.env, ${auditColumn(auditor)} as audit from u`),
+          select u.inserted, (a.inserted or a.before is distinct from a.after) as changed, u.env, ${auditColumn(auditor)} as audit from u, a`),
       );
       logAudit(auditor, rows[0]!.audit);
       return {
-        result: rows[0]!.inserted ? 'added' : 'updated',
+        result: rows[0]!.inserted ? 'added' : rows[0]!.changed ? 'updated' : 'unchanged',
         env: rows[0]!.env as AppleEnvPolicy,
       };
     },
@@ -179,10 +188,10 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     async removeApple(appId: string, auditor?: Auditor): Promise<boolean> {
       const rows = rowsOf<{ audit: unknown }>(
         await db.execute(sql`
-          with d as (delete from apple_apps where app_id = ${appId} returning app_id, env)${auditCte(
+          with d as (delete from apple_apps where app_id = ${appId} returning *)${auditCte(
             auditor,
             (actor) => sql`
-            select ${actor}, 'allowlist.remove', ${`apple:${appId}`}, jsonb_build_object('env', d.env), null::jsonb from d`,
+            select ${actor}, 'allowlist.remove', ${`apple:${appId}`}, ${auditSummary('apple_apps', sql`d`)}, null::jsonb from d`,
           )}
           select ${auditColumn(auditor)} as audit from d`),
       );
@@ -208,7 +217,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       pair: AndroidKeyPairInput | null,
       policy: AndroidPolicyInput,
       auditor?: Auditor,
-    ): Promise<{ package: 'added' | 'updated'; pair: 'added' | 'exists' | 'none' }> {
+    ): Promise<{ package: 'added' | 'updated' | 'unchanged'; pair: 'added' | 'exists' | 'none' }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
       const keep = (given: boolean, column: string) =>
@@ -236,14 +245,19 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           keyId: secrets.keyId,
         };
       }
-      const rows = rowsOf<{ package_inserted: boolean; pair_added: boolean; audit: unknown }>(
+      const rows = rowsOf<{
+        package_inserted: boolean;
+        pair_added: boolean;
+        changed: boolean;
+        audit: unknown;
+      }>(
         await db.execute(sql`
           with ${pairsBefore(packageName)},
-          b as (select ${androidSummary(sql`p`, sql`pairs.ids`)} as summary from android_packages p, pairs where p.package_name = ${packageName}),
+          b as (select ${androidSummary(sql`p`, sql`pairs.ids`, sql`pairs.test_ids`)} as summary from android_packages p, pairs where p.package_name = ${packageName}),
           pkg as (
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
                                           require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity,
-                                          service_account, service_account_key_id)
+                                          service_account, service_account_key_id, service_account_fingerprint)
             values (${packageName},
                     ${textArray(digests)},
                     ${policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict},
@@ -254,7 +268,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                     ${textArray(policy.denyAppAccessRisk)},
                     ${policy.maxDeviceActivity ?? DEFAULT_ANDROID_POLICY.maxDeviceActivity},
                     ${serviceAccount?.ciphertext ?? null},
-                    ${serviceAccount?.keyId ?? null})
+                    ${serviceAccount?.keyId ?? null},
+                    ${serviceAccount?.fingerprint ?? null})
             on conflict (package_name) do update set
               certificate_digests = ${keep(digests !== undefined, 'certificate_digests')},
               min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
@@ -265,7 +280,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               deny_app_access_risk = ${keep(policy.denyAppAccessRisk !== undefined, 'deny_app_access_risk')},
               max_device_activity = ${keep(policy.maxDeviceActivity !== undefined, 'max_device_activity')},
               service_account = ${keep(policy.serviceAccount !== undefined, 'service_account')},
-              service_account_key_id = ${keep(policy.serviceAccount !== undefined, 'service_account_key_id')}
+              service_account_key_id = ${keep(policy.serviceAccount !== undefined, 'service_account_key_id')},
+              service_account_fingerprint = ${keep(policy.serviceAccount !== undefined, 'service_account_fingerprint')}
             returning *, (xmax = 0) as inserted
           ), pair as (
             ${
@@ -278,7 +294,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             }
           ), a as (
             select pkg.inserted, (select summary from b) as before,
-                   ${androidSummary(sql`pkg`, sql`pairs.ids || (case when exists (select 1 from pair) then jsonb_build_array(${pair?.id ?? ''}::text) else '[]'::jsonb end)`)} as after
+                   ${androidSummary(sql`pkg`, sql`pairs.ids || (case when exists (select 1 from pair) then jsonb_build_array(${pair?.id ?? ''}::text) else '[]'::jsonb end)`, sql`pairs.test_ids`)} as after
             from pkg, pairs
           )${auditCte(
             auditor,
@@ -288,22 +304,25 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                    ${target}, a.before, a.after
             from a where a.inserted or a.before is distinct from a.after`,
           )}
-          select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added, ${auditColumn(auditor)} as audit`),
+          select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added,
+                 (select a.before is distinct from a.after from a) as changed, ${auditColumn(auditor)} as audit`),
       );
       logAudit(auditor, rows[0]?.audit);
       return {
-        package: rows[0]?.package_inserted ? 'added' : 'updated',
+        package: rows[0]?.package_inserted ? 'added' : rows[0]?.changed ? 'updated' : 'unchanged',
         pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists',
       };
     },
 
     /**
      * The package's test-only pair with its signing key, made with `make` the first time. `null`
-     * when the package is not allowlisted. Racing first calls keep one pair (unique index).
+     * when the package is not allowlisted. Racing first calls keep one pair (unique index). With
+     * an auditor, the statement that adds the pair records `allowlist.key.add`.
      */
     async ensureTestPair(
       packageName: string,
       make: () => Promise<TestKeyPair>,
+      auditor?: Auditor,
     ): Promise<{ pair: TestKeyPair; created: boolean } | null> {
       const read = async () =>
         rowsOf<PairRow & { signing_key: Uint8Array }>(
@@ -323,16 +342,30 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const secrets = box();
       const seal = (value: Uint8Array, column: string) =>
         Buffer.from(secrets.seal(value, aadFor(PAIRS, column, [packageName, fresh.id])).ciphertext);
-      const inserted = rowsOf<{ id: string }>(
+      const inserted = rowsOf<{ id: string; audit: unknown }>(
         await db.execute(sql`
-          insert into android_key_pairs (package_name, id, decryption_key, verification_key, test_only, signing_key, master_key_id)
-          select package_name, ${fresh.id}, ${seal(fresh.decryptionKey, 'decryption_key')}, ${seal(fresh.verificationKey, 'verification_key')}, true,
-                 ${seal(fresh.signingKey, 'signing_key')}, ${secrets.keyId}
-          from android_packages where package_name = ${packageName}
-          on conflict do nothing
-          returning id`),
+          with ${pairsBefore(packageName)},
+          i as (
+            insert into android_key_pairs (package_name, id, decryption_key, verification_key, test_only, signing_key, master_key_id)
+            select package_name, ${fresh.id}, ${seal(fresh.decryptionKey, 'decryption_key')}, ${seal(fresh.verificationKey, 'verification_key')}, true,
+                   ${seal(fresh.signingKey, 'signing_key')}, ${secrets.keyId}
+            from android_packages where package_name = ${packageName}
+            on conflict do nothing
+            returning id
+          )${auditCte(
+            auditor,
+            (actor) => sql`
+            select ${actor}, 'allowlist.key.add', ${`android:${packageName}`},
+                   jsonb_build_object('keyPairs', pairs.ids, 'testKeyPairs', pairs.test_ids),
+                   jsonb_build_object('keyPairs', pairs.ids, 'testKeyPairs', pairs.test_ids || jsonb_build_array(i.id))
+            from i, pairs`,
+          )}
+          select i.id, ${auditColumn(auditor)} as audit from i`),
       );
-      if (inserted.length === 1) return { pair: fresh, created: true };
+      if (inserted.length === 1) {
+        logAudit(auditor, inserted[0]!.audit);
+        return { pair: fresh, created: true };
+      }
       const winner = await read();
       return winner ? { pair: toPair(winner), created: false } : null;
     },
@@ -351,7 +384,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               d as (delete from android_key_pairs where package_name = ${packageName} and id = ${pairId} returning id)${auditCte(
                 auditor,
                 (actor) => sql`
-                select ${actor}, 'allowlist.key.remove', ${target}, jsonb_build_object('keyPairs', pairs.ids), jsonb_build_object('keyPairs', pairs.ids - d.id)
+                select ${actor}, 'allowlist.key.remove', ${target},
+                       jsonb_build_object('keyPairs', pairs.ids, 'testKeyPairs', pairs.test_ids),
+                       jsonb_build_object('keyPairs', pairs.ids - d.id, 'testKeyPairs', pairs.test_ids - d.id)
                 from d, pairs`,
               )}
               select ${auditColumn(auditor)} as audit from d`
@@ -360,7 +395,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               d as (delete from android_packages where package_name = ${packageName} returning *)${auditCte(
                 auditor,
                 (actor) => sql`
-                select ${actor}, 'allowlist.remove', ${target}, ${androidSummary(sql`d`, sql`pairs.ids`)}, null::jsonb from d, pairs`,
+                select ${actor}, 'allowlist.remove', ${target}, ${androidSummary(sql`d`, sql`pairs.ids`, sql`pairs.test_ids`)}, null::jsonb from d, pairs`,
               )}
               select ${auditColumn(auditor)} as audit from d`,
         ),
@@ -410,15 +445,34 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
 
 export type AllowlistRepository = ReturnType<typeof createAllowlistRepository>;
 
-/** `pairs(ids)`: the key pair fingerprints of a package as the statement starts, as a jsonb array. */
+/**
+ * `pairs(ids, test_ids)`: the fingerprints of a package's key pairs (live ones, test-only ones)
+ * as the statement starts, as jsonb arrays.
+ */
 function pairsBefore(packageName: string): SQL {
-  return sql`pairs as (select coalesce(jsonb_agg(id order by created_at, id), '[]'::jsonb) as ids from android_key_pairs where package_name = ${packageName})`;
+  return sql`pairs as (select coalesce(jsonb_agg(id order by created_at, id) filter (where not test_only), '[]'::jsonb) as ids,
+                              coalesce(jsonb_agg(id order by created_at, id) filter (where test_only), '[]'::jsonb) as test_ids
+                       from android_key_pairs where package_name = ${packageName})`;
 }
 
-/** The audit summary of a package row: its policy and key pair fingerprints (never key material). */
-function androidSummary(row: SQL, pairIds: SQL): SQL {
-  return sql`jsonb_build_object('minVerdict', ${row}.min_verdict, 'allowUnrecognized', ${row}.allow_unrecognized,
-    'maxAgeSeconds', ${row}.max_age_seconds, 'certificateDigests', to_jsonb(${row}.certificate_digests), 'keyPairs', ${pairIds})`;
+/** The audit summary of a package row: every audited column and its key pair fingerprints (never key material). */
+function androidSummary(row: SQL, pairIds: SQL, testPairIds: SQL): SQL {
+  return auditSummary('android_packages', row, { keyPairs: pairIds, testKeyPairs: testPairIds });
+}
+
+/**
+ * What the audit trail shows of a service account: its email and the SHA-256 of its public key
+ * (the private key never leaves the sealed column).
+ */
+function serviceAccountFingerprint(account: GoogleServiceAccount): string {
+  let spki: string;
+  try {
+    const der = createPublicKey(account.privateKey).export({ type: 'spki', format: 'der' });
+    spki = `spki-sha256:${createHash('sha256').update(der).digest('hex')}`;
+  } catch {
+    spki = 'key unreadable';
+  }
+  return `${account.clientEmail} ${spki}`;
 }
 
 /** text[] of hex digests; a driver that does not parse arrays hands over the literal `{a,b}`. */

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { KeyMode } from '../core/types.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
+import { auditSummary } from './auditedColumns.js';
 import { rowsOf, type Database } from './client.js';
 
 export interface ApiKeyRow {
@@ -37,6 +38,11 @@ const toRow = (r: RawRow): ApiKeyRow => ({
   mode: r.mode === 'test' ? 'test' : 'live',
 });
 
+/** How long an address prefix that authenticated a key keeps its own failure budget for it. */
+export const ORIGIN_MAX_AGE_DAYS = 30;
+/** At most this many prefixes per key are read back (the most recent). */
+export const MAX_ORIGINS = 64;
+
 /** API keys: only the argon2id hash of a key is ever stored. */
 export function createApiKeyRepository(db: Database) {
   return {
@@ -61,7 +67,7 @@ export function createApiKeyRepository(db: Database) {
           )${auditCte(
             auditor,
             (actor) => sql`
-            select ${actor}, 'keys.create', k.id, null::jsonb, jsonb_build_object('name', k.name, 'mode', k.mode, 'expiresAt', k.expires_at) from k`,
+            select ${actor}, 'keys.create', k.id, null::jsonb, ${auditSummary('api_keys', sql`k`)} from k`,
           )}
           select k.*, ${auditColumn(auditor)} as audit from k`),
       );
@@ -69,9 +75,30 @@ export function createApiKeyRepository(db: Database) {
       return toRow(rows[0]!);
     },
 
-    async find(id: string): Promise<ApiKeyRow | null> {
-      const rows = rowsOf<RawRow>(await db.execute(sql`select * from api_keys where id = ${id}`));
-      return rows[0] ? toRow(rows[0]) : null;
+    /**
+     * The key's row, with the address prefixes that authenticated it within
+     * `ORIGIN_MAX_AGE_DAYS` (the most recent `MAX_ORIGINS`), in one statement.
+     */
+    async find(id: string): Promise<(ApiKeyRow & { origins: string[] }) | null> {
+      const rows = rowsOf<RawRow & { origins: unknown }>(
+        await db.execute(sql`
+          select k.*, (select coalesce(jsonb_agg(o.prefix), '[]'::jsonb) from (
+                        select prefix from api_key_origins
+                        where api_key_id = k.id and last_seen_at > now() - make_interval(days => ${ORIGIN_MAX_AGE_DAYS})
+                        order by last_seen_at desc limit ${MAX_ORIGINS}) o) as origins
+          from api_keys k where k.id = ${id}`),
+      );
+      const row = rows[0];
+      if (!row) return null;
+      const origins = typeof row.origins === 'string' ? JSON.parse(row.origins) : row.origins;
+      return { ...toRow(row), origins: Array.isArray(origins) ? origins.map(String) : [] };
+    },
+
+    /** Records that `prefix` authenticated the key just now (one upsert; a key deleted meanwhile is ignored). */
+    async rememberOrigin(id: string, prefix: string): Promise<void> {
+      await db.execute(sql`
+        insert into api_key_origins (api_key_id, prefix) select id, ${prefix} from api_keys where id = ${id}
+        on conflict (api_key_id, prefix) do update set last_seen_at = now()`);
     },
 
     async list(): Promise<ApiKeyRow[]> {
@@ -85,12 +112,12 @@ export function createApiKeyRepository(db: Database) {
       const rows = rowsOf<{ id: string; audit: unknown }>(
         await db.execute(sql`
           with r as (
-            update api_keys set revoked_at = now() where id = ${id} and revoked_at is null returning id, name, revoked_at
+            update api_keys set revoked_at = now() where id = ${id} and revoked_at is null returning *
           )${auditCte(
             auditor,
             (actor) => sql`
-            select ${actor}, 'keys.revoke', r.id, jsonb_build_object('name', r.name, 'revokedAt', null),
-                   jsonb_build_object('name', r.name, 'revokedAt', r.revoked_at) from r`,
+            select ${actor}, 'keys.revoke', r.id, ${auditSummary('api_keys', sql`r`)} || jsonb_build_object('revokedAt', null),
+                   ${auditSummary('api_keys', sql`r`)} from r`,
           )}
           select r.id, ${auditColumn(auditor)} as audit from r`),
       );

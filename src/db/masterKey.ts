@@ -1,9 +1,20 @@
-import { constants, copyFileSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import {
+  closeSync,
+  fsyncSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { ConfigError, type Config } from '../config.js';
+import { InputFileError, readInputFileSync } from '../inputFile.js';
 import { decodeBase64, encodeBase64 } from '../core/base64.js';
-import type { DatabaseHandle } from './client.js';
+import type { Database, DatabaseHandle } from './client.js';
 import { MASTER_KEY_BYTES, toMasterKey, type MasterKey } from './secretBox.js';
 import { MasterKeyError, sealedUnderKeyId } from './secrets.js';
 
@@ -49,6 +60,8 @@ export async function resolveMasterKey(
     );
   }
   const path = join(resolve(config.dataDir), DEFAULT_MASTER_KEY_FILE);
+  // a rotation that a crash stopped half-way is completed (or undone) before the key is read
+  if (handle.kind === 'embedded') await recoverKeyRotation(path, handle.db);
   const existing = readIfPresent(path);
   if (existing !== null)
     return {
@@ -86,27 +99,125 @@ export async function resolveMasterKey(
 export function readMasterKeyFile(path: string, what: string): MasterKey {
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    // a key file is 45 bytes; the path may name a device or a pipe
+    text = readInputFileSync(path, { maxBytes: 1024, what }).toString('utf8');
   } catch (err) {
-    throw new ConfigError(
-      `${what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
+    if (err instanceof InputFileError) throw new ConfigError(err.message);
+    throw err;
   }
   return toMasterKey(parseKey(text, `${what} (${path})`));
 }
 
+/** The points of a default key file rotation, in order (crash tests stop the process at each). */
+export type RotationStep = 'pending-written' | 'old-set-aside' | 'committed' | 'renamed';
+
 /**
- * Replaces the embedded default key file after a rotation: the old key moves aside (the operator
- * deletes it once no backup needs it) and the new one takes its place.
+ * Rotates the embedded database's own key file around `commit` (the database's re-encryption),
+ * so that a crash at any point leaves a key file that opens the database, or a state
+ * `recoverKeyRotation` completes at the next start:
+ * 1. the new key is written (and synced) to `<path>.rotating.<new id>.<unique>`;
+ * 2. the old key is copied to `<path>.<old id>.<unique>.old` (kept for the operator to delete once
+ *    no backup needs it);
+ * 3. `commit` runs: the database is now sealed under the new key;
+ * 4. the pending file is renamed over `<path>` (atomic: the file holds one key or the other).
+ * Names carry a unique part, so no rotation ever trips over files an earlier one left behind.
+ * `after` is told each step once it is done (tests crash the process there).
  */
-export function replaceDefaultKeyFile(path: string, oldKey: MasterKey, newKey: MasterKey): string {
-  const aside = `${path}.${oldKey.id}.old`;
-  const temporary = `${path}.${newKey.id}.new`;
-  writeFileSync(temporary, `${encodeBase64(newKey.key)}\n`, { mode: 0o600 });
-  copyFileSync(path, aside, constants.COPYFILE_EXCL);
-  // a rename: the default file holds one key or the other, never half of one
-  renameSync(temporary, path);
-  return aside;
+export async function rotateDefaultKeyFile<T>(options: {
+  path: string;
+  oldKey: MasterKey;
+  newKey: MasterKey;
+  db: Database;
+  commit: () => Promise<T>;
+  after?: (step: RotationStep) => void | Promise<void>;
+}): Promise<{ result: T; aside: string }> {
+  const { path, oldKey, newKey } = options;
+  const after = options.after ?? (() => {});
+  const pending = `${path}${PENDING}${newKey.id}.${unique()}`;
+  writeKeyFile(pending, newKey.key);
+  syncDirectory(dirname(path));
+  await after('pending-written');
+  const aside = `${path}.${oldKey.id}.${unique()}.old`;
+  writeKeyFile(aside, oldKey.key);
+  syncDirectory(dirname(path));
+  await after('old-set-aside');
+  let result: T;
+  try {
+    result = await options.commit();
+  } catch (err) {
+    // the database says whether the change committed: finish or undo the files accordingly
+    await recoverKeyRotation(path, options.db);
+    rmSync(aside, { force: true });
+    throw err;
+  }
+  await after('committed');
+  renameSync(pending, path);
+  syncDirectory(dirname(path));
+  await after('renamed');
+  return { result, aside };
+}
+
+/**
+ * Completes or undoes a rotation of the default key file that stopped half-way: a pending new key
+ * the database is sealed under replaces `path`; pending keys it is not sealed under (the commit
+ * never happened, or the file was cut short) are removed. Runs where the embedded database is
+ * open, so no rotation is running meanwhile (PGlite admits one process).
+ * @returns the pending file that became the key file, or null
+ */
+export async function recoverKeyRotation(path: string, db: Database): Promise<string | null> {
+  const dir = dirname(path);
+  const prefix = `${basename(path)}${PENDING}`;
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => n.startsWith(prefix));
+  } catch {
+    return null;
+  }
+  if (names.length === 0) return null;
+  const sealedUnder = await sealedUnderKeyId(db);
+  let finished: string | null = null;
+  for (const name of names.sort()) {
+    const file = join(dir, name);
+    let id: string | null = null;
+    try {
+      id = toMasterKey(parseKey(readFileSync(file, 'utf8'), file)).id;
+    } catch {
+      // cut short by a crash while it was written: the commit never came
+    }
+    if (finished === null && id !== null && id === sealedUnder) {
+      renameSync(file, path);
+      finished = file;
+    } else rmSync(file, { force: true });
+  }
+  syncDirectory(dir);
+  return finished;
+}
+
+const PENDING = '.rotating.';
+const unique = () => `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+
+/** Writes a key file that did not exist (mode 0600) and syncs it to disk. */
+function writeKeyFile(path: string, key: Uint8Array): void {
+  const fd = openSync(path, 'wx', 0o600);
+  try {
+    writeSync(fd, `${encodeBase64(key)}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** Makes the directory's entries (a new or renamed file) durable. */
+function syncDirectory(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, 'r');
+    fsyncSync(fd);
+  } catch {
+    // not every platform syncs a directory (Windows): the rename itself is still atomic
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
 }
 
 function parseKey(text: string, what: string): Uint8Array {

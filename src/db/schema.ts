@@ -35,6 +35,23 @@ export const apiKeys = pgTable('api_keys', {
   mode: text('mode').notNull().default('live'),
 });
 
+/**
+ * Per API key, the client address prefixes (IPv4 address, IPv6 /64) it authenticated from
+ * recently: shared by every instance, so a fresh one still tells the key's owner from an attacker
+ * who only knows the (public) key id. Refreshed at most every few minutes per prefix.
+ */
+export const apiKeyOrigins = pgTable(
+  'api_key_origins',
+  {
+    apiKeyId: text('api_key_id')
+      .notNull()
+      .references(() => apiKeys.id, { onDelete: 'cascade' }),
+    prefix: text('prefix').notNull(),
+    lastSeenAt: timestamp('last_seen_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [primaryKey({ columns: [t.apiKeyId, t.prefix] })],
+);
+
 export const attestationSessions = pgTable(
   'attestation_sessions',
   {
@@ -89,6 +106,8 @@ export const androidPackages = pgTable('android_packages', {
   /** the package's Google service-account JSON, sealed under the master key; secret */
   serviceAccount: bytea('service_account'),
   serviceAccountKeyId: text('service_account_key_id'),
+  /** `<client email> spki-sha256:<hex>` of the stored service account: what the audit trail shows of it */
+  serviceAccountFingerprint: text('service_account_fingerprint'),
   createdAt: createdAt(),
 });
 

@@ -1,18 +1,25 @@
 import { createHmac, randomBytes } from 'node:crypto';
-import { DUMMY_API_KEY_HASH, parseApiKey, verifyApiKeyHash } from '../core/apiKeys.js';
+import { isIP } from 'node:net';
+import { parseApiKey, verifyApiKeyHash } from '../core/apiKeys.js';
 import { LruCache } from '../core/lruCache.js';
 import type { KeyMode } from '../core/types.js';
 
 export interface ApiKeyLookup {
-  /** `mode` absent: live */
+  /**
+   * The key's row. `mode` absent: live. `origins`: the address prefixes (see `addressPrefix`)
+   * that authenticated the key recently, on any instance.
+   */
   find(id: string): Promise<{
     id: string;
     hash: string;
     expiresAt: Date | null;
     revokedAt: Date | null;
     mode?: KeyMode;
+    origins?: readonly string[];
   } | null>;
   touch(id: string): Promise<void>;
+  /** Records that `prefix` authenticated the key (shared by every instance); optional. */
+  rememberOrigin?(id: string, prefix: string): Promise<void>;
 }
 
 export type AuthFailure =
@@ -24,7 +31,8 @@ export type AuthFailure =
   | 'mismatch'
   | 'busy'
   | 'locked_id'
-  | 'locked_address';
+  | 'locked_address'
+  | 'locked_origin';
 
 export type AuthResult =
   | { ok: true; keyId: string; mode: KeyMode }
@@ -32,7 +40,7 @@ export type AuthResult =
 
 /** What the request adds to the presented value. */
 export interface AuthContext {
-  /** the client's address (TCP peer), for the per-address failure limit */
+  /** the client's address (TCP peer), for the failure limits and the hash queue's fairness */
   address?: string | undefined;
   /** bounds the database reads (not argon2, nor its queue) by the request's backend deadline */
   backend?: <T>(work: Promise<T>) => Promise<T>;
@@ -41,22 +49,30 @@ export interface AuthContext {
 export interface AuthenticatorOptions {
   lookup: ApiKeyLookup;
   now?: () => number;
-  /** how long a verified key is trusted before its row is read again (revocation delay) */
+  /** how long a verified key (or a key's row) is trusted before it is read again (revocation delay) */
   revalidateMs?: number;
-  /** argon2 verifications running at once; more wait in a bounded queue */
+  /** argon2 verifications running at once; more wait in bounded queues */
   maxConcurrentHashes?: number;
+  /** waiting verifications from address prefixes that are not a key's known origins, in all */
   maxQueuedHashes?: number;
+  /** ... and per address prefix */
+  maxQueuedHashesPerPrefix?: number;
   /** how long a failed key is answered 403 without hashing again */
   failureTtlMs?: number;
   maxEntries?: number;
-  /** how often last_used_at is written per key */
+  /** how often last_used_at (and a key's origin) is written per key */
   touchIntervalMs?: number;
   onTouchError?: (err: unknown) => void;
-  /** failed verifications (in flight ones included) per key id, and per client address, within `failureWindowMs` before further ones are refused without argon2 */
+  /**
+   * failed verifications (in flight ones included) within `failureWindowMs` before further ones
+   * are refused without argon2: per key id from prefixes that are not its origins, per address
+   * prefix, and per (key id, origin) pair
+   */
   maxFailuresPerId?: number;
   maxFailuresPerAddress?: number;
+  maxFailuresPerOrigin?: number;
   failureWindowMs?: number;
-  /** while an id is locked, one verification per this interval is still let through, to addresses with no failures of their own */
+  /** while an id is locked, one verification per this interval is still let through, to prefixes with no failures of their own */
   lockedProbeMs?: number;
 }
 
@@ -68,6 +84,8 @@ interface Verified {
   checkedAt: number;
 }
 
+type KeyRow = NonNullable<Awaited<ReturnType<ApiKeyLookup['find']>>>;
+
 /** Failed verifications of one key id or client address in the current window. */
 interface FailureWindow {
   start: number;
@@ -77,12 +95,44 @@ interface FailureWindow {
 }
 
 /**
+ * The unit clients are told apart by: an IPv4 address as it is, an IPv6 address by its /64 (one
+ * subscriber or host usually holds a whole /64, so its addresses are one client). IPv4-mapped
+ * IPv6 (`::ffff:192.0.2.1`) is the IPv4 address. `undefined` stays undefined.
+ */
+export function addressPrefix(address: string | undefined): string | undefined {
+  if (address === undefined) return undefined;
+  const kind = isIP(address);
+  if (kind === 4) return address;
+  if (kind !== 6) return address;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1];
+  const [head = '', tail = ''] = address.toLowerCase().split('%')[0]!.split('::');
+  const headGroups = head ? head.split(':') : [];
+  const tailGroups = address.includes('::') ? (tail ? tail.split(':') : []) : [];
+  // an embedded IPv4 tail (a::1.2.3.4) lies in the low 64 bits: it does not change the prefix
+  const width = (groups: string[]) => groups.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0);
+  const groups = address.includes('::')
+    ? [
+        ...headGroups,
+        ...Array<string>(8 - width(headGroups) - width(tailGroups)).fill('0'),
+        ...tailGroups,
+      ]
+    : headGroups;
+  return `${groups
+    .slice(0, 4)
+    .map((g) => g.replace(/^0+(?=.)/, ''))
+    .join(':')}::/64`;
+}
+
+/**
  * Checks `X-Api-Key` values. argon2 runs once per key per process: a verified key is cached under
  * an HMAC of the presented value (a process-local secret, so the cache holds no usable key) and
  * its row re-read every `revalidateMs`, so revocation and expiry still apply within that time.
- * Failed values are remembered, and argon2 work is bounded, so junk keys cannot exhaust the CPU.
- * Distinct wrong secrets for one id (or from one address) are limited: past the limit they are
- * refused without argon2. The cache is checked first, so a key already verified keeps working.
+ * A key id with no live row is refused from its row alone, without argon2. Wrong secrets are
+ * limited per key id and per client address prefix; but a prefix that authenticated the key
+ * recently (its origins, kept in the database so every instance knows them) has a budget and a
+ * hash queue of its own, so an attacker who knows the key id, however many addresses it owns,
+ * can neither lock the key's owner out nor make it wait behind its own hashes.
  */
 export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const now = options.now ?? Date.now;
@@ -99,13 +149,23 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   >(maxEntries);
   const inflight = new Map<string, Promise<AuthResult>>();
   const touched = new LruCache<string, number>(maxEntries);
-  const limiter = createLimiter(options.maxConcurrentHashes ?? 2, options.maxQueuedHashes ?? 64);
+  const originTouched = new LruCache<string, number>(maxEntries);
+  // rows of live ids, so a flood for one id costs one read per revalidateMs, not one per request
+  const rows = new LruCache<string, { row: KeyRow; at: number; origins: Set<string> }>(maxEntries);
+  const rowLoads = new Map<string, Promise<KeyRow | null>>();
+  const hashes = createFairLimiter(
+    options.maxConcurrentHashes ?? 2,
+    options.maxQueuedHashes ?? 64,
+    options.maxQueuedHashesPerPrefix ?? 4,
+  );
   const maxFailuresPerId = options.maxFailuresPerId ?? 10;
   const maxFailuresPerAddress = options.maxFailuresPerAddress ?? 30;
+  const maxFailuresPerOrigin = options.maxFailuresPerOrigin ?? 10;
   const failureWindowMs = options.failureWindowMs ?? 60_000;
   const lockedProbeMs = options.lockedProbeMs ?? 1000;
   const idFailures = new LruCache<string, FailureWindow>(maxEntries);
   const addressFailures = new LruCache<string, FailureWindow>(maxEntries);
+  const originFailures = new LruCache<string, FailureWindow>(maxEntries);
 
   const fingerprint = (presented: string) =>
     createHmac('sha256', cacheSecret).update(presented).digest('base64url');
@@ -119,42 +179,61 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   }
 
   /**
-   * Counts a verification against its id and address before it runs (so a burst cannot pass the
-   * limit while its hashes are queued); what turns out not to be a failure gives it back.
+   * Counts a verification against its budget before it runs (so a burst cannot pass the limit
+   * while its hashes are queued); what turns out not to be a failure gives it back. A known
+   * origin of the key spends its own budget only; any other prefix spends its own and the id's.
    */
   function admit(
     id: string,
-    address: string | undefined,
-  ): { ok: true; release(): void } | { ok: false; why: 'locked_id' | 'locked_address' } {
-    const byAddress = address === undefined ? undefined : windowOf(addressFailures, address);
-    if (byAddress && byAddress.count >= maxFailuresPerAddress)
-      return { ok: false, why: 'locked_address' };
-    const byId = windowOf(idFailures, id);
-    if (byId.count >= maxFailuresPerId) {
-      // the owner of the key, from an address that has not failed, still gets in now and then
-      const probe =
-        (byAddress === undefined || byAddress.count === 0) &&
-        now() - byId.probedAt >= lockedProbeMs;
-      if (!probe) return { ok: false, why: 'locked_id' };
-      byId.probedAt = now();
+    prefix: string | undefined,
+    origin: boolean,
+  ):
+    | { ok: true; release(): void }
+    | { ok: false; why: 'locked_id' | 'locked_address' | 'locked_origin' } {
+    const counted: FailureWindow[] = [];
+    if (origin && prefix !== undefined) {
+      const byOrigin = windowOf(originFailures, `${id} ${prefix}`);
+      if (byOrigin.count >= maxFailuresPerOrigin) return { ok: false, why: 'locked_origin' };
+      counted.push(byOrigin);
+    } else {
+      const byAddress = prefix === undefined ? undefined : windowOf(addressFailures, prefix);
+      if (byAddress && byAddress.count >= maxFailuresPerAddress)
+        return { ok: false, why: 'locked_address' };
+      const byId = windowOf(idFailures, id);
+      if (byId.count >= maxFailuresPerId) {
+        // a new address of the key's owner still gets in now and then
+        const probe =
+          (byAddress === undefined || byAddress.count === 0) &&
+          now() - byId.probedAt >= lockedProbeMs;
+        if (!probe) return { ok: false, why: 'locked_id' };
+        byId.probedAt = now();
+      }
+      counted.push(byId);
+      if (byId.count + 1 === maxFailuresPerId) byId.probedAt = now(); // the first probe comes lockedProbeMs after the lock
+      if (byAddress) counted.push(byAddress);
     }
-    byId.count++;
-    if (byId.count === maxFailuresPerId) byId.probedAt = now(); // the first probe comes lockedProbeMs after the lock
-    if (byAddress) byAddress.count++;
+    for (const w of counted) w.count++;
     return {
       ok: true,
       release() {
-        byId.count = Math.max(0, byId.count - 1);
-        if (byAddress) byAddress.count = Math.max(0, byAddress.count - 1);
+        for (const w of counted) w.count = Math.max(0, w.count - 1);
       },
     };
   }
 
-  function touch(id: string) {
+  function touch(id: string, prefix: string | undefined) {
     const last = touched.get(id) ?? 0;
-    if (now() - last < touchIntervalMs) return;
-    touched.set(id, now());
-    options.lookup.touch(id).catch((err) => options.onTouchError?.(err));
+    if (now() - last >= touchIntervalMs) {
+      touched.set(id, now());
+      options.lookup.touch(id).catch((err) => options.onTouchError?.(err));
+    }
+    if (prefix === undefined || !options.lookup.rememberOrigin) return;
+    const key = `${id} ${prefix}`;
+    const lastOrigin = originTouched.get(key) ?? -Infinity;
+    if (now() - lastOrigin < touchIntervalMs) return;
+    originTouched.set(key, now());
+    rows.get(id)?.origins.add(prefix);
+    options.lookup.rememberOrigin(id, prefix).catch((err) => options.onTouchError?.(err));
   }
 
   function liveness(row: {
@@ -167,30 +246,44 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     return null;
   }
 
-  /**
-   * Reads the row and runs argon2 whatever the row says: an unknown id is checked against a dummy
-   * hash and a revoked or expired key against its own, so each costs what a wrong secret costs.
-   */
+  /** The id's row: live rows are kept `revalidateMs`; concurrent reads of one id share one. */
+  async function rowOf(
+    id: string,
+    backend: Budget,
+  ): Promise<{ row: KeyRow; origins: Set<string> } | null> {
+    const cached = rows.get(id);
+    if (cached && now() - cached.at < revalidateMs) return cached;
+    let load = rowLoads.get(id);
+    if (!load) {
+      load = options.lookup.find(id).finally(() => rowLoads.delete(id));
+      rowLoads.set(id, load);
+    }
+    const row = await backend(load);
+    if (!row) {
+      rows.delete(id);
+      return null;
+    }
+    const entry = { row, at: now(), origins: new Set(row.origins ?? []) };
+    // what this process learnt since it last read the row stays known
+    for (const o of cached?.origins ?? []) entry.origins.add(o);
+    rows.set(id, entry);
+    return entry;
+  }
+
+  /** argon2 for a live row's key, in the queue of the request's class and prefix. */
   async function verifyFresh(
     presented: string,
-    id: string,
+    row: KeyRow,
     fp: string,
-    backend: Budget,
+    prefix: string | undefined,
+    origin: boolean,
   ): Promise<AuthResult> {
-    const row = await backend(options.lookup.find(id));
-    const dead = row ? liveness(row) : null;
-    const matches = await limiter.run(() =>
-      verifyApiKeyHash(row?.hash ?? DUMMY_API_KEY_HASH, presented),
-    );
+    const id = row.id;
+    const matches = await hashes.run(() => verifyApiKeyHash(row.hash, presented), {
+      lane: prefix ?? '',
+      priority: origin,
+    });
     if (matches === undefined) return { ok: false, status: 503, why: 'busy', keyId: id };
-    if (!row) {
-      failures.set(fp, { at: now(), why: 'unknown' });
-      return { ok: false, status: 403, why: 'unknown' };
-    }
-    if (dead) {
-      failures.set(fp, { at: now(), why: dead.why });
-      return { ...dead, keyId: id };
-    }
     if (!matches) {
       failures.set(fp, { at: now(), why: 'mismatch' });
       return { ok: false, status: 403, why: 'mismatch', keyId: id };
@@ -218,6 +311,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       const parsed = parseApiKey(presented);
       if (!parsed) return { ok: false, status: 403, why: 'malformed' };
       const fp = fingerprint(presented);
+      const prefix = addressPrefix(context.address);
 
       const hit = verified.get(fp);
       if (hit) {
@@ -226,7 +320,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
           return { ok: false, status: 403, why: 'expired', keyId: hit.id };
         }
         if (now() - hit.checkedAt < revalidateMs) {
-          touch(hit.id);
+          touch(hit.id, prefix);
           return { ok: true, keyId: hit.id, mode: hit.mode };
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
@@ -244,7 +338,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         hit.checkedAt = now();
         hit.expiresAt = row.expiresAt?.getTime() ?? null;
         hit.mode = row.mode ?? 'live';
-        touch(hit.id);
+        touch(hit.id, prefix);
         return { ok: true, keyId: hit.id, mode: hit.mode };
       }
 
@@ -255,31 +349,48 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       // concurrent first requests with one key share one argon2 run
       let pending = inflight.get(fp);
       if (!pending) {
-        const admitted = admit(parsed.id, context.address);
-        if (!admitted.ok) return { ok: false, status: 403, why: admitted.why, keyId: parsed.id };
-        pending = verifyFresh(presented, parsed.id, fp, backend)
-          .then(
-            (result) => {
-              // busy is no verdict on the secret: it does not count either
-              if (result.ok || result.why === 'busy') admitted.release();
-              return result;
-            },
-            (err: unknown) => {
-              admitted.release();
-              throw err;
-            },
-          )
-          .finally(() => inflight.delete(fp));
-        inflight.set(fp, pending);
+        const entry = await rowOf(parsed.id, backend);
+        // no live row: refused from the row alone (ids are 16 random characters, not a secret to
+        // guess, so a quicker answer tells nothing worth hiding; argon2 is kept for real keys)
+        if (!entry) {
+          failures.set(fp, { at: now(), why: 'unknown' });
+          return { ok: false, status: 403, why: 'unknown' };
+        }
+        const dead = liveness(entry.row);
+        if (dead) {
+          failures.set(fp, { at: now(), why: dead.why });
+          return { ...dead, keyId: parsed.id };
+        }
+        const origin = prefix !== undefined && entry.origins.has(prefix);
+        pending = inflight.get(fp); // another request with this value may have started meanwhile
+        if (!pending) {
+          const admitted = admit(parsed.id, prefix, origin);
+          if (!admitted.ok) return { ok: false, status: 403, why: admitted.why, keyId: parsed.id };
+          pending = verifyFresh(presented, entry.row, fp, prefix, origin)
+            .then(
+              (result) => {
+                // busy is no verdict on the secret: it does not count either
+                if (result.ok || result.why === 'busy') admitted.release();
+                return result;
+              },
+              (err: unknown) => {
+                admitted.release();
+                throw err;
+              },
+            )
+            .finally(() => inflight.delete(fp));
+          inflight.set(fp, pending);
+        }
       }
       const result = await pending;
-      if (result.ok) touch(result.keyId);
+      if (result.ok) touch(result.keyId, prefix);
       return result;
     },
 
     /** Drops cached verifications of a key (the revoking process calls it at once). */
     invalidate(keyId: string) {
       for (const [fp, v] of verified) if (v.id === keyId) verified.delete(fp);
+      rows.delete(keyId);
     },
 
     /**
@@ -297,20 +408,54 @@ export type ApiKeyAuthenticator = ReturnType<typeof createApiKeyAuthenticator>;
 
 type Budget = <T>(work: Promise<T>) => Promise<T>;
 
-/** Runs at most `concurrency` tasks at once with at most `queue` waiting; `undefined` when full. */
-function createLimiter(concurrency: number, queue: number) {
+/**
+ * Runs at most `concurrency` tasks at once. Waiting tasks are queued per lane (an address
+ * prefix) and served round-robin across lanes, priority ones first; at most `perLane` wait in one
+ * lane and `queue` in all the ordinary lanes together (and `queue` priority ones). `undefined`
+ * when full.
+ */
+function createFairLimiter(concurrency: number, queue: number, perLane: number) {
   let running = 0;
-  const waiting: (() => void)[] = [];
+  interface Waiting {
+    lanes: Map<string, (() => void)[]>;
+    size: number;
+  }
+  const classes: [Waiting, Waiting] = [
+    { lanes: new Map(), size: 0 },
+    { lanes: new Map(), size: 0 },
+  ];
+  /** the next waiter: the first lane of the first class that has one (a Map keeps insertion order) */
+  function next(): (() => void) | undefined {
+    for (const c of classes) {
+      for (const [lane, waiters] of c.lanes) {
+        const first = waiters.shift()!;
+        c.lanes.delete(lane);
+        if (waiters.length > 0) c.lanes.set(lane, waiters); // to the back: round-robin
+        c.size--;
+        return first;
+      }
+    }
+    return undefined;
+  }
   return {
-    async run<T>(task: () => Promise<T>): Promise<T | undefined> {
+    async run<T>(
+      task: () => Promise<T>,
+      where: { lane: string; priority: boolean },
+    ): Promise<T | undefined> {
       if (running < concurrency) running++;
-      else if (waiting.length >= queue) return undefined;
-      else await new Promise<void>((resolve) => waiting.push(resolve)); // the finisher hands its slot over
+      else {
+        const c = classes[where.priority ? 0 : 1];
+        const waiters = c.lanes.get(where.lane) ?? [];
+        if (c.size >= queue || (!where.priority && waiters.length >= perLane)) return undefined;
+        c.lanes.set(where.lane, waiters);
+        c.size++;
+        await new Promise<void>((resolve) => waiters.push(resolve)); // the finisher hands its slot over
+      }
       try {
         return await task();
       } finally {
-        const next = waiting.shift();
-        if (next) next();
+        const handOver = next();
+        if (handOver) handOver();
         else running--;
       }
     },

@@ -183,10 +183,11 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
       kind: 'apple',
       appId: app,
       env: 'development',
-      result: 'updated',
+      result: 'unchanged',
     });
+    // "updated" only when something changed
     const plain = await runCli('allowlist', 'add', 'apple', app);
-    expect(plain.stdout).toBe(`updated apple ${app} (env development, kept)\n`);
+    expect(plain.stdout).toBe(`unchanged apple ${app} (env development)\n`);
     await runCli('allowlist', 'add', 'apple', app, '--env', 'any');
     const list = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as {
       apple: { appId: string; env: string }[];

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { colorWanted } from '../../src/config.js';
-import { paint, safeText } from '../../src/cli/terminalText.js';
+import { jsonSafe, paint, safeText } from '../../src/cli/terminalText.js';
 import { HOSTILE, INERT } from '../support/hostileText.js';
 
 describe('safeText', () => {
@@ -20,6 +20,23 @@ describe('safeText', () => {
   it('leaves ordinary text, accents and emoji alone', () => {
     const text = 'com.example.bänk 6MURL8TA57 ✓ 🍏 日本';
     expect(safeText(text)).toBe(text);
+  });
+});
+
+describe('jsonSafe', () => {
+  it.each(Object.entries(HOSTILE))(
+    'escapes %s payloads in JSON text and keeps their value',
+    (_name, payload) => {
+      const doc = jsonSafe(JSON.stringify({ v: payload, list: [payload] }, null, 2));
+      for (const line of doc.split('\n')) expect(line).toMatch(INERT);
+      expect(JSON.parse(doc)).toEqual({ v: payload, list: [payload] });
+    },
+  );
+
+  it('writes \\uXXXX, a surrogate pair beyond the BMP, and leaves other text alone', () => {
+    expect(jsonSafe(JSON.stringify('\u009b\u2028\u202e\u{e0001}é🍏'))).toBe(
+      '"\\u009b\\u2028\\u202e\\udb40\\udc01é🍏"',
+    );
   });
 });
 

@@ -49,9 +49,15 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       ['keys.revoke', 'k1', 'alice@ops'],
     ]);
     expect(events[0]!.before).toBeNull();
-    expect(events[0]!.after).toEqual({ name: 'ci', mode: 'live', expiresAt: expect.any(String) });
+    expect(events[0]!.after).toEqual({
+      name: 'ci',
+      mode: 'live',
+      expiresAt: expect.any(String),
+      revokedAt: null,
+    });
     expect(Date.parse(events[0]!.after!.expiresAt as string)).toBe(row.expiresAt!.getTime());
-    expect(events[1]!.before).toEqual({ name: 'ci', revokedAt: null });
+    expect(events[1]!.before).toMatchObject({ name: 'ci', revokedAt: null });
+    expect(events[1]!.after).toMatchObject({ name: 'ci', revokedAt: expect.any(String) });
     expect(Math.abs(events[0]!.at.getTime() - row.createdAt.getTime())).toBeLessThan(1000);
     expect(JSON.stringify(events)).not.toContain('secret-hash');
     // each event was handed to the log once, as stored
@@ -91,6 +97,12 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       minVerdict: 'MEETS_DEVICE_INTEGRITY',
       allowUnrecognized: false,
       certificateDigests: [digest.toString('hex')],
+      requireLicensed: false,
+      playProtectVerdicts: [],
+      denyAppAccessRisk: [],
+      maxDeviceActivity: null,
+      serviceAccount: null,
+      testKeyPairs: [],
     };
     expect(events.map((e) => [e.action, e.target, e.before, e.after])).toEqual([
       [
@@ -114,8 +126,8 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       [
         'allowlist.key.remove',
         'android:com.x',
-        { keyPairs: ['fp1', 'fp2'] },
-        { keyPairs: ['fp2'] },
+        { keyPairs: ['fp1', 'fp2'], testKeyPairs: [] },
+        { keyPairs: ['fp2'], testKeyPairs: [] },
       ],
       [
         'allowlist.remove',

@@ -213,7 +213,7 @@ describe.each(backends())('repositories on $name', (backend) => {
       });
       expect(await repo.addApple('T.a', 'any')).toEqual({ result: 'updated', env: 'any' });
       // without an env, an existing app keeps its own
-      expect(await repo.addApple('T.a', undefined)).toEqual({ result: 'updated', env: 'any' });
+      expect(await repo.addApple('T.a', undefined)).toEqual({ result: 'unchanged', env: 'any' });
       expect(await repo.listApple()).toEqual([{ appId: 'T.a', env: 'any' }]);
       expect(await repo.addApple('T.b', undefined)).toEqual({ result: 'added', env: 'production' });
       expect(await repo.removeApple('T.b')).toBe(true);
@@ -237,7 +237,7 @@ describe.each(backends())('repositories on $name', (backend) => {
         pair: 'added',
       });
       expect(await repo.addAndroid('com.x', pair('p2'), {})).toEqual({
-        package: 'updated',
+        package: 'unchanged',
         pair: 'exists',
       });
       let [pkg] = await repo.listAndroid();

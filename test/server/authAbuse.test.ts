@@ -1,6 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import * as apiKeys from '../../src/core/apiKeys.js';
 import { generateApiKey } from '../../src/core/apiKeys.js';
+import { sql } from 'drizzle-orm';
+import { rowsOf } from '../../src/db/client.js';
 import { backends, type TestDatabase } from '../support/databases.js';
 import { BASE, createTestService, issueKey } from '../support/service.js';
 
@@ -72,14 +74,32 @@ describe.each(backends())('auth abuse on $name', (backend) => {
 
   it('the client address is the TCP peer: one address failing too often is refused for every id', async () => {
     const service = createTestService(db, { auth: { maxFailuresPerAddress: 2 } });
-    for (let i = 0; i < 3; i++)
-      await initFrom(service.app, generateApiKey('attest').key, '198.51.100.77');
+    for (let i = 0; i < 3; i++) await initFrom(service.app, wrongSecret(good.key), '198.51.100.77');
     expect(service.logs.requests().map((l) => l.auth)).toEqual([
-      'unknown',
-      'unknown',
+      'mismatch',
+      'mismatch',
       'locked_address',
     ]);
     expect((await initFrom(service.app, good.key, '198.51.100.78')).status).toBe(200);
+  });
+
+  it("a fresh instance lets the key's owner in at once however its id is flooded from many addresses: the database remembers its origins", async () => {
+    const first = createTestService(db);
+    expect((await initFrom(first.app, good.key, '2001:db8:5:6::10')).status).toBe(200);
+    await vi.waitFor(async () => {
+      const rows = await db.db.execute(
+        sql`select prefix from api_key_origins where api_key_id = ${good.id}`,
+      );
+      expect(rowsOf<{ prefix: string }>(rows).map((r) => r.prefix)).toContain('2001:db8:5:6::/64');
+    });
+    // another instance (or this one restarted): nothing cached, a clock that never lets a probe through
+    const fresh = createTestService(db, { auth: { now: () => 0 } });
+    for (let i = 0; i < 40; i++)
+      await initFrom(fresh.app, wrongSecret(good.key), `203.0.${i}.${i + 1}`);
+    expect((await initFrom(fresh.app, wrongSecret(good.key), '203.0.99.1')).status).toBe(403);
+    expect(fresh.logs.requests().at(-1)?.auth).toBe('locked_id');
+    // the owner, from another address of its /64
+    expect((await initFrom(fresh.app, good.key, '2001:db8:5:6::99')).status).toBe(200);
   });
 
   it('time queued for argon2 is not backend time: no 500, and the pool watchdog is not told', async () => {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { parseCertificateDigest } from '../../core/google/certificateDigest.js';
 import { parsePlayKeys } from '../../core/google/keyMaterial.js';
@@ -25,6 +24,7 @@ import { parseServiceAccount } from '../../google/serviceAccount.js';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, withAdmin } from '../context.js';
 import { negativeError, usageError } from '../errors.js';
+import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../inputFiles.js';
 import { printJson, printTable } from '../output.js';
 
 /**
@@ -447,14 +447,10 @@ async function serviceAccountOption(
     throw usageError('give --service-account-file or --remove-service-account, not both');
   if (opts.removeServiceAccount) return null;
   if (opts.serviceAccountFile === undefined) return undefined;
-  let text: string;
-  try {
-    text = readFileSync(opts.serviceAccountFile, 'utf8');
-  } catch (err) {
-    throw usageError(
-      `--service-account-file: cannot read ${opts.serviceAccountFile} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
-  }
+  const text = readCliFileSync(opts.serviceAccountFile, {
+    maxBytes: CLI_INPUT_MAX_BYTES,
+    what: '--service-account-file',
+  }).toString('utf8');
   const parsed = await parseServiceAccount(text);
   if (!parsed.ok)
     throw usageError(`--service-account-file ${opts.serviceAccountFile}: ${parsed.problem}`);
@@ -468,15 +464,10 @@ function collect(value: string, previous: string[]): string[] {
 function keyText(inline: string | undefined, file: string | undefined, flag: string): string {
   if (inline !== undefined && file !== undefined)
     throw usageError(`give ${flag} or ${flag}-file, not both`);
-  if (file !== undefined) {
-    try {
-      return readFileSync(file, 'utf8').trim();
-    } catch (err) {
-      throw usageError(
-        `${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-      );
-    }
-  }
+  if (file !== undefined)
+    return readCliFileSync(file, { maxBytes: CLI_INPUT_MAX_BYTES, what: `${flag}-file` })
+      .toString('utf8')
+      .trim();
   if (inline === undefined) throw usageError(`${flag} (or ${flag}-file) is required`);
   return inline.trim();
 }

@@ -1,9 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ConfigError } from '../../config.js';
 import { DatabaseBusyError, PG_DIR, restoreEmbedded } from '../../db/client.js';
-import { readMasterKeyFile, replaceDefaultKeyFile } from '../../db/masterKey.js';
+import { readMasterKeyFile, rotateDefaultKeyFile } from '../../db/masterKey.js';
 import { runMigrations } from '../../db/migrate.js';
 import { createSecretBox, type MasterKey } from '../../db/secretBox.js';
 import { checkMasterKey, rotateMasterKey } from '../../db/secrets.js';
@@ -18,6 +18,10 @@ import {
 } from '../context.js';
 import { durationProblem, parseDuration } from '../../duration.js';
 import { runtimeError, usageError } from '../errors.js';
+import { readCliFileSync } from '../inputFiles.js';
+
+// far above any attest database, far below what would exhaust the machine
+const BACKUP_MAX_BYTES = 2 * 1024 ** 3;
 import { printJson, printTable } from '../output.js';
 
 export function dbCommand(): Command {
@@ -144,20 +148,24 @@ Example:
           throw usageError(
             `--new-key-file holds the current master key ${newKey.id}: make a new one with openssl rand -base64 32`,
           );
+        const box = createSecretBox([newKey, masterKey.key]);
+        const commit = () => rotateMasterKey(handle.db, box, masterKey.source, auditor);
         let result: { rewrapped: number; previousKeyId: string | null };
+        let aside: string | undefined;
         try {
-          result = await rotateMasterKey(
-            handle.db,
-            createSecretBox([newKey, masterKey.key]),
-            masterKey.source,
-            auditor,
-          );
+          if (masterKey.defaultFile) {
+            // the embedded database's own key file changes with it, crash-safe
+            ({ result, aside } = await rotateDefaultKeyFile({
+              path: masterKey.defaultFile,
+              oldKey: masterKey.key,
+              newKey,
+              db: handle.db,
+              commit,
+            }));
+          } else result = await commit();
         } catch (err) {
           throw secretsError(err);
         }
-        const aside = masterKey.defaultFile
-          ? replaceDefaultKeyFile(masterKey.defaultFile, masterKey.key, newKey)
-          : undefined;
         if (opts.json) {
           printJson({
             rewrapped: result.rewrapped,
@@ -258,12 +266,8 @@ Example:
         throw usageError(
           `${dataDir} already holds a database: restore into a data dir without one (set ATTEST_DATA_DIR to a new folder)`,
         );
-      let backup: Buffer;
-      try {
-        backup = readFileSync(file);
-      } catch (err) {
-        throw usageError(`cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`);
-      }
+      // a regular file only, bounded like every file the CLI reads
+      const backup = readCliFileSync(file, { maxBytes: BACKUP_MAX_BYTES, what: 'the backup' });
       // PGlite's dump is a gzipped tar
       if (backup.length < 2 || backup[0] !== 0x1f || backup[1] !== 0x8b)
         throw usageError(`${file} is not a backup made by "attest db backup" (not gzip)`);

@@ -1,5 +1,5 @@
 import { createHash, X509Certificate } from 'node:crypto';
-import { chmodSync, existsSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, renameSync, writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { encodeBase64 } from '../../core/base64.js';
 import {
@@ -20,7 +20,8 @@ import {
 import type { AppleEnvironment } from '../../core/types.js';
 import { auditorFor, withAdmin } from '../context.js';
 import { parseDuration } from '../../duration.js';
-import { runtimeError, usageError } from '../errors.js';
+import { CliError, runtimeError, usageError } from '../errors.js';
+import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../inputFiles.js';
 import { printJson } from '../output.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../tokenOutput.js';
 import { ANDROID_PACKAGE, APPLE_APP_ID } from './allowlist.js';
@@ -245,7 +246,8 @@ Examples:
   $ attest dev mint gms --package com.example.app --nonce "$NONCE"
   $ attest dev mint gms --package com.example.app --server-nonce "$SERVER_NONCE" --verdict basic --age 2m`,
     )
-    .action(async (opts: GmsMintOptions) => {
+    .action(async (opts: GmsMintOptions, command: Command) => {
+      const auditor = auditorFor(command);
       const nonce = finalNonceOf(opts);
       if (!ANDROID_PACKAGE.test(opts.package))
         throw usageError(
@@ -275,18 +277,20 @@ Examples:
         issuedAt = new Date(now.getTime() - seconds * 1000);
       }
 
-      const { token, created } = await withAdmin((admin) =>
-        admin.run('dev.mintGms', {
-          packageName: opts.package,
-          nonce,
-          issuedAt,
-          stale: opts.stale === true,
-          ...(opts.verdict ? { minVerdict: MIN_VERDICT_LEVELS[opts.verdict] } : {}),
-          recognition: opts.recognition,
-          ...(digest ? { certificateDigest: digest } : {}),
-          wrongNonce: opts.wrongNonce === true,
-          wrongPackage: opts.wrongPackage === true,
-        }),
+      const { token, created } = await withAdmin(
+        (admin) =>
+          admin.run('dev.mintGms', {
+            packageName: opts.package,
+            nonce,
+            issuedAt,
+            stale: opts.stale === true,
+            ...(opts.verdict ? { minVerdict: MIN_VERDICT_LEVELS[opts.verdict] } : {}),
+            recognition: opts.recognition,
+            ...(digest ? { certificateDigest: digest } : {}),
+            wrongNonce: opts.wrongNonce === true,
+            wrongPackage: opts.wrongPackage === true,
+          }),
+        { auditor },
       );
       if (created)
         process.stderr.write(
@@ -357,8 +361,14 @@ function newDevice(appId: string, environment: AppleEnvironment): DeviceFile {
 function readDevice(path: string): DeviceFile {
   let parsed: Partial<DeviceFile>;
   try {
-    parsed = JSON.parse(readFileSync(path, 'utf8')) as Partial<DeviceFile>;
+    parsed = JSON.parse(
+      readCliFileSync(path, {
+        maxBytes: CLI_INPUT_MAX_BYTES,
+        what: 'the device file',
+      }).toString('utf8'),
+    ) as Partial<DeviceFile>;
   } catch (err) {
+    if (err instanceof CliError) throw err;
     throw usageError(
       `cannot read the device file ${path} (${(err as NodeJS.ErrnoException).code ?? 'not JSON'}); give a new path to create a device`,
     );

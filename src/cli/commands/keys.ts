@@ -5,6 +5,8 @@ import { auditorFor, config, withAdmin } from '../context.js';
 import { durationProblem, parseDuration } from '../../duration.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
+import { PRINTABLE_NAME, PRINTABLE_NAME_RULE } from '../../config.js';
+import { safeText } from '../terminalText.js';
 
 /** An API key id: what follows the prefix in a key (core/apiKeys.ts). */
 const ID = /^[0-9a-z]{16}$/;
@@ -45,7 +47,7 @@ Examples:
         if (opts.name === undefined)
           throw usageError("required option '--name <name>' not specified");
         const name = opts.name.trim();
-        if (!name || name.length > 100) throw usageError('--name must be 1 to 100 characters');
+        if (!PRINTABLE_NAME.test(name)) throw usageError(`--name ${PRINTABLE_NAME_RULE}`);
         const expiresIn = opts.expiresIn === undefined ? null : parseDuration(opts.expiresIn);
         if (expiresIn === null && opts.expiresIn !== undefined)
           throw usageError(durationProblem('--expires-in', opts.expiresIn));
@@ -164,7 +166,7 @@ Examples:
           if (!existing.revokedAt) {
             await confirm(
               [
-                `This revokes API key ${id} (${existing.name}), created ${when(existing.createdAt)}, last used ${when(existing.lastUsedAt)}.`,
+                `This revokes API key ${id} (${safeText(existing.name)}), created ${when(existing.createdAt)}, last used ${when(existing.lastUsedAt)}.`,
                 'Every running instance refuses it within 5 seconds; a revoked key cannot be restored.',
               ],
               opts.yes,
@@ -174,7 +176,9 @@ Examples:
           if (opts.json) printJson({ id, revoked: true, alreadyRevoked: !revoked });
           else
             process.stdout.write(
-              revoked ? `revoked ${id} (${existing.name})\n` : `${id} was already revoked\n`,
+              revoked
+                ? `revoked ${id} (${safeText(existing.name)})\n`
+                : `${id} was already revoked\n`,
             );
         },
         { auditor },

@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { REJECT_REASONS } from '../../core/reasons.js';
 import { acceptedServiceNames, serviceNamed } from '../../core/services.js';
 import { parseDuration } from '../../duration.js';
-import { usageError } from '../errors.js';
+import { CliError, usageError } from '../errors.js';
 import type { LogFilter } from '../logs/logFilter.js';
 import { expandFiles } from '../logs/mergeFiles.js';
 import type { LogsIo, LogsOptions } from '../logs/runLogs.js';
@@ -48,9 +48,16 @@ The viewer runs when stdout is a terminal. With the log on stdin it reads keys f
 async function checkFile(file: string): Promise<void> {
   let isDirectory: boolean;
   try {
-    isDirectory = (await stat(file)).isDirectory();
+    const info = await stat(file);
+    isDirectory = info.isDirectory();
+    // stat before open: opening a FIFO with no writer would block forever
+    if (!isDirectory && !info.isFile())
+      throw usageError(
+        `${file} is not a regular file (a FIFO, a device or a socket): give the log file, or pipe the log on stdin (-)`,
+      );
     await (await open(file, 'r')).close();
   } catch (e) {
+    if (e instanceof CliError) throw e;
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT')
       throw usageError(

@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { decodeBase64 } from '../../core/base64.js';
 import { encodeAppleToken, encodeGmsToken } from '../../core/dev/encodeToken.js';
 import { INTEGRITY_TOKEN_MAX_BYTES } from '../../core/google/googleVerifier.js';
 import { usageError } from '../errors.js';
+import { CLI_INPUT_MAX_BYTES, readCliFile } from '../inputFiles.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../tokenOutput.js';
 import { ANDROID_PACKAGE } from './allowlist.js';
 
@@ -51,7 +51,7 @@ Examples:
   $ attest token wrap apple --key-id "$KEY_ID" --assertion assertion.b64 --server-nonce "$SERVER_NONCE"`,
     )
     .action(
-      (
+      async (
         opts: NonceFlags & {
           keyId: string;
           attestation?: string;
@@ -70,9 +70,11 @@ Examples:
         const attestation =
           opts.attestation === undefined
             ? undefined
-            : readObject(opts.attestation, '--attestation');
+            : await readObject(opts.attestation, '--attestation');
         const assertion =
-          opts.assertion === undefined ? undefined : readObject(opts.assertion, '--assertion');
+          opts.assertion === undefined
+            ? undefined
+            : await readObject(opts.assertion, '--assertion');
         printToken(
           encodeAppleToken({
             nonce,
@@ -103,46 +105,42 @@ The app must have requested the token with nonce = base64url(final nonce), no pa
 Example:
   $ attest token wrap gms --package com.example.app --integrity-token play.jwe --nonce "$NONCE"`,
     )
-    .action((opts: NonceFlags & { package: string; integrityToken: string; json?: boolean }) => {
-      if (!ANDROID_PACKAGE.test(opts.package))
-        throw usageError(
-          `"${opts.package}" is not an Android package name such as com.example.app`,
+    .action(
+      async (opts: NonceFlags & { package: string; integrityToken: string; json?: boolean }) => {
+        if (!ANDROID_PACKAGE.test(opts.package))
+          throw usageError(
+            `"${opts.package}" is not an Android package name such as com.example.app`,
+          );
+        const nonce = finalNonceOf(opts);
+        const text = (await readText(opts.integrityToken, '--integrity-token')).trim();
+        if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*){4}$/.test(text)) {
+          throw usageError(
+            `${opts.integrityToken} does not hold a compact JWE (five base64url parts joined by dots), which is what the Play Integrity API returns`,
+          );
+        }
+        if (Buffer.byteLength(text) > INTEGRITY_TOKEN_MAX_BYTES)
+          throw usageError(`the integrity token is over ${INTEGRITY_TOKEN_MAX_BYTES} bytes`);
+        printToken(
+          encodeGmsToken({ nonce, packageName: opts.package, integrityToken: text }),
+          opts.json,
         );
-      const nonce = finalNonceOf(opts);
-      const text = readText(opts.integrityToken, '--integrity-token').trim();
-      if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*){4}$/.test(text)) {
-        throw usageError(
-          `${opts.integrityToken} does not hold a compact JWE (five base64url parts joined by dots), which is what the Play Integrity API returns`,
-        );
-      }
-      if (Buffer.byteLength(text) > INTEGRITY_TOKEN_MAX_BYTES)
-        throw usageError(`the integrity token is over ${INTEGRITY_TOKEN_MAX_BYTES} bytes`);
-      printToken(
-        encodeGmsToken({ nonce, packageName: opts.package, integrityToken: text }),
-        opts.json,
-      );
-    });
+      },
+    );
 
   return token;
 }
 
-function readRaw(path: string, flag: string): Buffer {
-  try {
-    return readFileSync(path === '-' ? 0 : path);
-  } catch (err) {
-    throw usageError(
-      `${flag}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
-  }
+function readRaw(path: string, flag: string): Promise<Buffer> {
+  return readCliFile(path, { maxBytes: CLI_INPUT_MAX_BYTES, what: flag, stdin: true });
 }
 
-function readText(path: string, flag: string): string {
-  return readRaw(path, flag).toString('utf8');
+async function readText(path: string, flag: string): Promise<string> {
+  return (await readRaw(path, flag)).toString('utf8');
 }
 
 /** An App Attest object: raw CBOR (a map) or its base64 text, as apps often log it. */
-function readObject(path: string, flag: string): Uint8Array {
-  const raw = readRaw(path, flag);
+async function readObject(path: string, flag: string): Promise<Uint8Array> {
+  const raw = await readRaw(path, flag);
   if (raw.length === 0) throw usageError(`${flag}: ${path} is empty`);
   // a CBOR map starts with major type 5; base64 text never does (it is ASCII)
   if (raw[0]! >> 5 === 5) return new Uint8Array(raw);

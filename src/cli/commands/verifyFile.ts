@@ -1,6 +1,4 @@
 import { createPublicKey, createHash, X509Certificate } from 'node:crypto';
-import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { Command, Option } from 'commander';
 import { defaultAppleRoots, withDevelopmentRoot } from '../../core/apple/trustRoots.js';
 import { decodeBase64 } from '../../core/base64.js';
@@ -38,6 +36,7 @@ import {
 import { parseServiceAccount } from '../../google/serviceAccount.js';
 import { appleRootsOf, config, withAdmin } from '../context.js';
 import { CliError, EXIT, runtimeError, usageError } from '../errors.js';
+import { CLI_INPUT_MAX_BYTES, readCliFile, readCliFileSync } from '../inputFiles.js';
 import { printJson } from '../output.js';
 import { paint, safeText } from '../terminalText.js';
 import { APPLE_APP_ID } from './allowlist.js';
@@ -351,55 +350,14 @@ export async function readTokenInput(
   return { token: notRawEvidence(bytes, path) };
 }
 
-async function readBounded(path: string): Promise<Buffer> {
-  const tooLarge = (what: string) =>
-    usageError(
-      `${path} is ${what}, more than verify-file reads (${INPUT_MAX_BYTES / 1024} KiB; a token is at most 64 KiB): is it the token?`,
-    );
-  if (path === '-') {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of process.stdin) {
-      chunks.push(chunk as Buffer);
-      size += (chunk as Buffer).length;
-      if (size > INPUT_MAX_BYTES) {
-        process.stdin.destroy();
-        throw tooLarge('over that');
-      }
-    }
-    return Buffer.concat(chunks, size);
-  }
-  let file;
-  try {
-    file = await open(path, 'r');
-  } catch (err) {
-    throw usageError(
-      `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}): give a file holding the token as CBOR or base64`,
-    );
-  }
-  try {
-    const info = await file.stat();
-    if (info.isDirectory())
-      throw usageError(`${path} is a directory: give the file holding the token`);
-    if (info.size > INPUT_MAX_BYTES) throw tooLarge(`${info.size} bytes`);
-    // at most one byte past the limit, whatever the file claims (a device, a growing file)
-    const buffer = Buffer.alloc(INPUT_MAX_BYTES + 1);
-    let size = 0;
-    for (;;) {
-      const { bytesRead } = await file.read(buffer, size, buffer.length - size, null);
-      if (bytesRead === 0) break;
-      size += bytesRead;
-      if (size > INPUT_MAX_BYTES) throw tooLarge('over that');
-    }
-    return buffer.subarray(0, size);
-  } catch (err) {
-    if (err instanceof CliError) throw err;
-    throw usageError(
-      `cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'}): give a file holding the token as CBOR or base64`,
-    );
-  } finally {
-    await file.close();
-  }
+function readBounded(path: string): Promise<Buffer> {
+  return readCliFile(path, {
+    maxBytes: INPUT_MAX_BYTES,
+    what: 'verify-file',
+    stdin: true,
+    tooLarge: (size) =>
+      `${path} is ${size}, more than verify-file reads (${INPUT_MAX_BYTES / 1024} KiB; a token is at most 64 KiB): is it the token?`,
+  });
 }
 
 const MAJOR_TYPES = [
@@ -604,28 +562,14 @@ function keyFlag(
   if (inline !== undefined && file !== undefined)
     throw usageError(`give ${flag} or ${flag}-file, not both`);
   if (file === undefined) return inline;
-  try {
-    // a bounded read: a key is a few dozen bytes, and the path may name a device or a pipe
-    const fd = openSync(file, 'r');
-    const buffer = Buffer.alloc(KEY_FILE_MAX_BYTES + 1);
-    let size = 0;
-    try {
-      for (let n = 1; n > 0 && size <= KEY_FILE_MAX_BYTES; size += n)
-        n = readSync(fd, buffer, size, buffer.length - size, null);
-    } finally {
-      closeSync(fd);
-    }
-    if (size > KEY_FILE_MAX_BYTES)
-      throw usageError(
-        `${flag}-file ${file} is larger than a key (${KEY_FILE_MAX_BYTES} bytes at most)`,
-      );
-    return buffer.subarray(0, size).toString('utf8').trim();
-  } catch (err) {
-    if (err instanceof CliError) throw err;
-    throw usageError(
-      `${flag}-file: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
-  }
+  return readCliFileSync(file, {
+    maxBytes: KEY_FILE_MAX_BYTES,
+    what: `${flag}-file`,
+    tooLarge: () =>
+      `${flag}-file ${file} is larger than a key (${KEY_FILE_MAX_BYTES} bytes at most)`,
+  })
+    .toString('utf8')
+    .trim();
 }
 
 /** Whether the token is a `gms` token of a standard request (which only Google can decode). */
@@ -639,14 +583,10 @@ function isStandardRequest(token: Uint8Array): boolean {
 }
 
 async function readServiceAccount(path: string): Promise<GoogleServiceAccount> {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw usageError(
-      `--service-account-file: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
-  }
+  const text = readCliFileSync(path, {
+    maxBytes: CLI_INPUT_MAX_BYTES,
+    what: '--service-account-file',
+  }).toString('utf8');
   const parsed = await parseServiceAccount(text);
   if (!parsed.ok) throw usageError(`--service-account-file ${path}: ${parsed.problem}`);
   return parsed.account;
@@ -678,13 +618,9 @@ function offlineKeys(opts: Options, token: Uint8Array): AppleKeyStore {
     throw usageError('--counter must be 0 to 4294967295');
   let pem = opts.appleKey;
   if (!pem.includes('-----BEGIN')) {
-    try {
-      pem = readFileSync(pem, 'utf8');
-    } catch {
-      throw usageError(
-        `--apple-key: cannot read ${opts.appleKey}; give a PEM file or the PEM text`,
-      );
-    }
+    pem = readCliFileSync(pem, { maxBytes: CLI_INPUT_MAX_BYTES, what: '--apple-key' }).toString(
+      'utf8',
+    );
   }
   let publicKey: Uint8Array;
   try {

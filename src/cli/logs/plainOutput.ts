@@ -3,7 +3,7 @@ import { formatPlainLine } from './formatLog.js';
 import { parseLogLine, type LogEntry } from './logRecord.js';
 import type { LineSink } from './logReader.js';
 import type { SourcedLine, SourcedSink } from './mergeFiles.js';
-import type { Paint } from '../terminalText.js';
+import { jsonSafe, type Paint } from '../terminalText.js';
 
 /** Options of {@link PlainPrinter}. */
 export interface PlainOptions {
@@ -64,7 +64,7 @@ export class PlainPrinter {
       const entry: LogEntry = { seq: this.seq++, ...line };
       if (!this.matches(entry)) continue;
       if (this.options.json) {
-        if (entry.record !== undefined) out.push(entry.raw);
+        if (entry.record !== undefined) out.push(jsonSafe(entry.raw));
       } else {
         out.push(
           formatPlainLine(entry, { instance: this.options.instance, paint: this.options.paint }),

@@ -7,6 +7,7 @@ import { logsCommand } from '../../../src/cli/commands/logs.js';
 import { CliError } from '../../../src/cli/errors.js';
 import { captureOut, fakeIo } from './helpers.js';
 import { requestLine } from './sampleLog.js';
+import { HOSTILE, INERT } from '../../support/hostileText.js';
 
 const replay = requestLine({
   requestId: 'r-replay',
@@ -66,6 +67,17 @@ describe('attest logs', () => {
       );
       expect(out.lines()).toEqual([ok]);
     }
+  });
+
+  it('--json escapes C1, bidi, format and separator characters as \\uXXXX, and keeps the values', async () => {
+    const hostile = Object.values(HOSTILE).join('|');
+    const line = requestLine({ requestId: 'r-hostile', detail: hostile });
+    writeFileSync(file, `${line}\n`);
+    const out = captureOut();
+    await run([file, '--json'], fakeIo({ stdout: out.stream }));
+    expect(out.lines()).toHaveLength(1);
+    expect(out.lines()[0]).toMatch(INERT);
+    expect(JSON.parse(out.lines()[0]!)).toEqual(JSON.parse(line));
   });
 
   it('prints NDJSON with --json even on a terminal', async () => {

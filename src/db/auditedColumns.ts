@@ -1,0 +1,118 @@
+import { sql, type SQL } from 'drizzle-orm';
+
+/** How one column appears in audit summaries: its key there, and its value (the column as it is by default). */
+export interface AuditedColumn {
+  key: string;
+  /** the summary value from the row `row` (default: the column itself) */
+  value?: (row: SQL) => SQL;
+}
+
+/**
+ * What the service accepts, column by column: every column of these tables is either audited
+ * (its before and after land in the audit event of any change) or named in `NOT_AUDITED` with the
+ * reason. test/db/auditedColumns.test.ts derives the columns from the drizzle schema, so a column
+ * added to one of these tables without a line here fails the tests.
+ */
+export const AUDITED_COLUMNS = {
+  api_keys: {
+    name: { key: 'name' },
+    mode: { key: 'mode' },
+    expires_at: { key: 'expiresAt' },
+    revoked_at: { key: 'revokedAt' },
+  },
+  apple_apps: {
+    env: { key: 'env' },
+  },
+  android_packages: {
+    certificate_digests: {
+      key: 'certificateDigests',
+      value: (r) => sql`to_jsonb(${r}.certificate_digests)`,
+    },
+    min_verdict: { key: 'minVerdict' },
+    allow_unrecognized: { key: 'allowUnrecognized' },
+    max_age_seconds: { key: 'maxAgeSeconds' },
+    require_licensed: { key: 'requireLicensed' },
+    play_protect_verdicts: {
+      key: 'playProtectVerdicts',
+      value: (r) => sql`to_jsonb(${r}.play_protect_verdicts)`,
+    },
+    deny_app_access_risk: {
+      key: 'denyAppAccessRisk',
+      value: (r) => sql`to_jsonb(${r}.deny_app_access_risk)`,
+    },
+    max_device_activity: { key: 'maxDeviceActivity' },
+    // the account itself is a secret: its fingerprint stands for it (null: none stored)
+    service_account_fingerprint: {
+      key: 'serviceAccount',
+      value: (r) =>
+        sql`case when ${r}.service_account is null then null else coalesce(${r}.service_account_fingerprint, 'stored before fingerprints were kept') end`,
+    },
+  },
+  android_key_pairs: {
+    // a package's summary lists its pairs' fingerprints: `keyPairs` (live) and `testKeyPairs`
+    id: { key: 'keyPairs' },
+    test_only: { key: 'testKeyPairs' },
+  },
+} as const satisfies Record<string, Record<string, AuditedColumn>>;
+
+/** Columns of the audited tables that are not part of what the service accepts, and why. */
+export const NOT_AUDITED: Record<keyof typeof AUDITED_COLUMNS, Record<string, string>> = {
+  api_keys: {
+    id: 'the event target',
+    hash: 'a secret (argon2 of the key); the id names the key',
+    created_at: 'the event time',
+    last_used_at: 'usage, not configuration',
+  },
+  apple_apps: { app_id: 'the event target', created_at: 'the event time' },
+  android_packages: {
+    package_name: 'the event target',
+    service_account: 'a secret: audited as service_account_fingerprint',
+    service_account_key_id:
+      'the master key it is sealed under (master_key.rotate records rotations)',
+    created_at: 'the event time',
+  },
+  android_key_pairs: {
+    package_name: 'the event target',
+    decryption_key: 'a secret: the pair is audited by its id (a fingerprint)',
+    verification_key: 'key material: the pair is audited by its id (a fingerprint)',
+    signing_key: 'a secret: the pair is audited by its id (a fingerprint)',
+    master_key_id: 'the master key it is sealed under (master_key.rotate records rotations)',
+    created_at: 'the event time',
+  },
+};
+
+/**
+ * Tables whose columns are not audited one by one, and why. Every other table of the schema must
+ * be in `AUDITED_COLUMNS` (test/db/auditedColumns.test.ts checks).
+ */
+export const NOT_AUDITED_TABLES: Record<string, string> = {
+  attestation_sessions: 'per-request state, not configuration',
+  apple_keys: 'device registrations made by verify, not configuration',
+  api_key_origins: 'where keys were used from, not configuration',
+  audit_events: 'the trail itself',
+  master_key_check: 'audited as master_key.rotate (key ids)',
+  dev_ca: 'audited as dev.init and dev.rotate (rootSha256 of the development root)',
+};
+
+/**
+ * `jsonb_build_object(...)` of a row's audited columns of `table`, plus `extra` entries.
+ * @param row the row's alias or CTE name in the statement
+ */
+export function auditSummary(
+  table: 'api_keys' | 'apple_apps' | 'android_packages',
+  row: SQL,
+  extra: Record<string, SQL> = {},
+): SQL {
+  const columns: Record<string, AuditedColumn> = AUDITED_COLUMNS[table];
+  const entries = [
+    ...Object.entries(columns).map(
+      ([column, c]) =>
+        [c.key, c.value ? c.value(row) : sql`${row}.${sql.identifier(column)}`] as const,
+    ),
+    ...Object.entries(extra),
+  ];
+  return sql`jsonb_build_object(${sql.join(
+    entries.map(([key, value]) => sql`${key}::text, ${value}`),
+    sql`, `,
+  )})`;
+}
