@@ -11,6 +11,8 @@ export interface ApiKeyLookup {
     expiresAt: Date | null;
     revokedAt: Date | null;
     mode?: KeyMode;
+    /** absent: off */
+    resultTokens?: boolean;
   } | null>;
   touch(id: string): Promise<void>;
 }
@@ -27,7 +29,7 @@ export type AuthFailure =
   | 'locked_address';
 
 export type AuthResult =
-  | { ok: true; keyId: string; mode: KeyMode }
+  | { ok: true; keyId: string; mode: KeyMode; resultTokens?: boolean }
   | { ok: false; status: 401 | 403 | 503; why: AuthFailure; keyId?: string };
 
 /** What the request adds to the presented value. */
@@ -63,6 +65,7 @@ export interface AuthenticatorOptions {
 interface Verified {
   id: string;
   mode: KeyMode;
+  resultTokens: boolean;
   hash: string;
   expiresAt: number | null;
   checkedAt: number;
@@ -196,14 +199,16 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       return { ok: false, status: 403, why: 'mismatch', keyId: id };
     }
     const mode = row.mode ?? 'live';
+    const resultTokens = row.resultTokens === true;
     verified.set(fp, {
       id,
       mode,
+      resultTokens,
       hash: row.hash,
       expiresAt: row.expiresAt?.getTime() ?? null,
       checkedAt: now(),
     });
-    return { ok: true, keyId: id, mode };
+    return { ok: true, keyId: id, mode, resultTokens };
   }
 
   return {
@@ -227,7 +232,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         }
         if (now() - hit.checkedAt < revalidateMs) {
           touch(hit.id);
-          return { ok: true, keyId: hit.id, mode: hit.mode };
+          return { ok: true, keyId: hit.id, mode: hit.mode, resultTokens: hit.resultTokens };
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
         const row = await backend(options.lookup.find(hit.id));
@@ -244,8 +249,9 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         hit.checkedAt = now();
         hit.expiresAt = row.expiresAt?.getTime() ?? null;
         hit.mode = row.mode ?? 'live';
+        hit.resultTokens = row.resultTokens === true;
         touch(hit.id);
-        return { ok: true, keyId: hit.id, mode: hit.mode };
+        return { ok: true, keyId: hit.id, mode: hit.mode, resultTokens: hit.resultTokens };
       }
 
       const failed = failures.get(fp);
