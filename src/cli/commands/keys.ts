@@ -16,7 +16,9 @@ export function keysCommand(): Command {
     `
 Examples:
   $ attest keys create --name "mobile banking" --expires-in 90d
+  $ attest keys create --name payments --result-tokens
   $ attest keys list
+  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens on
   $ attest keys revoke 0h3k5x9q2m7c1b4n`,
   );
 
@@ -136,23 +138,23 @@ Examples:
               'ID',
               'NAME',
               'MODE',
-              'RESULT TOKENS',
               'STATE',
               'CREATED',
               'LAST USED',
               'EXPIRES',
               'REVOKED',
+              'RESULT TOKENS',
             ],
             rows.map((r) => [
               r.id,
               r.name,
               r.mode,
-              r.resultTokens ? 'on' : 'off',
               state(r),
               when(r.createdAt),
               when(r.lastUsedAt),
               when(r.expiresAt),
               when(r.revokedAt),
+              r.resultTokens ? 'on' : 'off',
             ]),
           );
         }
