@@ -38,7 +38,7 @@ describe('verifyResultToken', () => {
     });
     service = createTestService(db, { resultTokens: signer });
     fetches = [];
-    appFetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+    appFetch = (async (input: string | URL | Request, init?: RequestInit) => {
       const url = input instanceof Request ? input.url : String(input);
       fetches.push(url);
       return service.app.request(url, init);
