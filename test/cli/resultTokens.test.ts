@@ -3,12 +3,16 @@
  * --result-tokens (audited), result-keys rotate/list (audited, never key bytes), the
  * configuration's failure paths, and `serve`'s rule about ATTEST_ISSUER.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { JSONWebKeySet } from 'jose';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { resolveMasterKey } from '../../src/db/masterKey.js';
+import { createResultKeyRepository } from '../../src/db/resultKeys.js';
+import { createSecretBox } from '../../src/db/secretBox.js';
+import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { startServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { captureLogger } from '../support/service.js';
@@ -233,12 +237,57 @@ describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, (
       );
       expect(table).toContain(view.kid);
 
+      const payments = (await json<KeyView[]>('keys', 'list', '--json')).find(
+        (k) => k.name === 'payments',
+      )!;
       // the running instance keeps signing with the current key; it reads the new one within 5 s
       // (test/server/resultKeyRotation.test.ts follows that through)
       const set = (await (
         await fetch(`${server.url}/.well-known/jwks.json`)
       ).json()) as JSONWebKeySet;
       expect(set.keys.map((k) => k.kid)).toContain(jwks.keys[0]!.kid);
+
+      // verify-file checks a token of the deployment against the database's keys
+      const { key: masterKey } = await resolveMasterKey(loadConfig(), server.database);
+      const signer = createResultTokenSigner({
+        keys: createResultKeyRepository(server.database.db, createSecretBox([masterKey])),
+        issuer: ISSUER,
+        ttlSeconds: 300,
+        refreshMs: 5000,
+      });
+      const jwt = await signer.sign({
+        apiKeyId: payments.id,
+        approach: 'sessionless',
+        nonce: new Uint8Array(32),
+        details: {
+          service: 'apple',
+          appleTokenDetails: {
+            keyIdentifier: 'AAAA',
+            appId: 'ABCDE12345.com.example',
+            environment: 'Production',
+            assertionCounter: 3,
+          },
+        },
+      });
+      const path = join(dir, 'result.jwt');
+      writeFileSync(path, jwt);
+      process.env.ATTEST_ISSUER = ISSUER;
+      const checked = await runCli('verify-file', path, '--audience', payments.id, '--json');
+      expect(checked.code, checked.stderr).toBe(0);
+      expect(JSON.parse(checked.stdout)).toMatchObject({
+        valid: true,
+        keys: 'database',
+        keyPublished: true,
+        claims: { iss: ISSUER, aud: payments.id, sub: 'AAAA' },
+      });
+      const late = await runCli(
+        'verify-file',
+        path,
+        '--at',
+        new Date(Date.now() + 3_600_000).toISOString(),
+      );
+      expect(late.code).toBe(1);
+      expect(late.stdout).toMatch(/\[FAIL\] expiry: expired at/);
     } finally {
       await server.close();
     }
