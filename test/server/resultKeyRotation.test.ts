@@ -13,6 +13,7 @@ import {
   ROTATION_DELAY_SECONDS,
 } from '../../src/core/resultToken.js';
 import type { AuditEvent } from '../../src/db/audit.js';
+import { rowsOf } from '../../src/db/client.js';
 import { createResultKeyRepository } from '../../src/db/resultKeys.js';
 import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { backends, useDatabase } from '../support/databases.js';
@@ -179,5 +180,36 @@ describe.each(backends())('result key rotation on $name', (backend) => {
     });
     expect(res.status).toBe(500);
     expect(await res.text()).not.toContain('isValid');
+  });
+
+  it('a master key rotation re-wraps the signing keys, and signing goes on under the new key with the same kid', async () => {
+    const { createSecretBox } = await import('../../src/db/secretBox.js');
+    const { testMasterKey } = await import('../support/secrets.js');
+    const { rotateMasterKey, checkMasterKey } = await import('../../src/db/secrets.js');
+    await checkMasterKey(db.db, TEST_SECRETS, { source: 'test' });
+    await a.signer.ensureKey();
+    const before = await resultToken(a.app);
+    const newer = createSecretBox([testMasterKey(11), testMasterKey()]);
+    const { rewrapped } = await rotateMasterKey(db.db, newer, 'test', {
+      actor: 'test',
+      log: () => {},
+    });
+    expect(rewrapped).toBeGreaterThanOrEqual(1);
+    const ids = rowsOf<{ master_key_id: string }>(
+      await db.db.execute(sql`select master_key_id from result_signing_keys`),
+    ).map((r) => r.master_key_id);
+    expect(ids).toEqual([testMasterKey(11).id]);
+    // an instance started with the new key signs with the same key id
+    const signer = createResultTokenSigner({
+      keys: createResultKeyRepository(db.db, createSecretBox([testMasterKey(11)])),
+      issuer: ISSUER,
+      ttlSeconds: TTL,
+      refreshMs: REFRESH_MS,
+      now: () => clock,
+    });
+    const c = createTestService(db, { resultTokens: signer });
+    const after = await resultToken(c.app);
+    expect(kidOf(after)).toBe(kidOf(before));
+    expect(await verifies(after, await jwks(b.app))).toBe(true);
   });
 });
