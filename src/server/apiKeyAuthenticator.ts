@@ -208,7 +208,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       expiresAt: row.expiresAt?.getTime() ?? null,
       checkedAt: now(),
     });
-    return { ok: true, keyId: id, mode, resultTokens };
+    return { ok: true, keyId: id, mode, ...tokensFlag(resultTokens) };
   }
 
   return {
@@ -232,7 +232,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         }
         if (now() - hit.checkedAt < revalidateMs) {
           touch(hit.id);
-          return { ok: true, keyId: hit.id, mode: hit.mode, resultTokens: hit.resultTokens };
+          return { ok: true, keyId: hit.id, mode: hit.mode, ...tokensFlag(hit.resultTokens) };
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
         const row = await backend(options.lookup.find(hit.id));
@@ -251,7 +251,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         hit.mode = row.mode ?? 'live';
         hit.resultTokens = row.resultTokens === true;
         touch(hit.id);
-        return { ok: true, keyId: hit.id, mode: hit.mode, resultTokens: hit.resultTokens };
+        return { ok: true, keyId: hit.id, mode: hit.mode, ...tokensFlag(hit.resultTokens) };
       }
 
       const failed = failures.get(fp);
@@ -293,6 +293,9 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
 export type ApiKeyAuthenticator = ReturnType<typeof createApiKeyAuthenticator>;
 
 type Budget = <T>(work: Promise<T>) => Promise<T>;
+
+// present only when on: a plain key's result is what it always was
+const tokensFlag = (on: boolean) => (on ? { resultTokens: true } : {});
 
 /** Runs at most `concurrency` tasks at once with at most `queue` waiting; `undefined` when full. */
 function createLimiter(concurrency: number, queue: number) {
