@@ -4,7 +4,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { SignJWT, generateKeyPair } from 'jose';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   AttestResultTokenError,
   createAttestClient,
@@ -27,7 +27,6 @@ describe('verifyResultToken', () => {
   let fetches: string[];
   let appFetch: typeof fetch;
 
-  beforeAll(() => {});
   const setup = async () => {
     key = await issueKey(db, { name: 'rp', resultTokens: true });
     const signer = createResultTokenSigner({

@@ -6,7 +6,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
-import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import { RESULT_TOKEN_TYPE } from '../../src/core/resultToken.js';
 import { createResultKeyRepository } from '../../src/db/resultKeys.js';
 import { STATUS_INTERNAL_ERROR } from '../../src/server/app.js';
@@ -237,7 +237,6 @@ describe.each(backends())('result tokens on $name', (backend) => {
 
 describe.each(backends())('turning result tokens on and off on $name', (backend) => {
   const db = useDatabase(backend);
-  beforeAll(() => {});
 
   it('keys update reaches a running instance within its revalidation time (5 s), and is audited', async () => {
     let clock = Date.now();
