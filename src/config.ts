@@ -37,6 +37,10 @@ export interface Config {
   googleTimeoutMs: number;
   /** decodes through Google in flight at once; beyond it verify answers 503 */
   googleMaxInFlight: number;
+  /** ATTEST_ISSUER: the `iss` of result tokens (an https URL); unset: no API key may use result tokens */
+  issuer?: string | undefined;
+  /** ATTEST_RESULT_TOKEN_TTL: lifetime of a result token in seconds (default 300, at most 3600) */
+  resultTokenTtlSeconds?: number;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -115,6 +119,19 @@ const env = z.object({
     .default('https://playintegrity.googleapis.com'),
   ATTEST_GOOGLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
   ATTEST_GOOGLE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(64),
+  ATTEST_ISSUER: z.string().refine(isIssuer).optional(),
+  ATTEST_RESULT_TOKEN_TTL: z
+    .string()
+    .default('300')
+    .transform((text, ctx) => {
+      // whole seconds, or a duration with its unit (5m)
+      const seconds = /^\d{1,9}$/.test(text.trim()) ? Number(text.trim()) : parseDuration(text);
+      if (seconds === null || seconds < 1 || seconds > MAX_RESULT_TOKEN_TTL_SECONDS) {
+        ctx.addIssue({ code: 'custom', message: 'out of range' });
+        return z.NEVER;
+      }
+      return seconds;
+    }),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -141,7 +158,39 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_GOOGLE_PLAY_INTEGRITY_URL: 'must be an http(s) URL',
   ATTEST_GOOGLE_TIMEOUT_MS: 'must be a whole number of milliseconds from 100 to 60000',
   ATTEST_GOOGLE_MAX_IN_FLIGHT: 'must be a whole number from 1 to 100000',
+  ATTEST_ISSUER:
+    'must be an https URL without query, fragment or trailing slash, such as https://attest.example.com',
+  ATTEST_RESULT_TOKEN_TTL:
+    'must be a lifetime from 1 second to 1 hour: seconds (300) or a duration (5m, 1h)',
 };
+
+/** The longest a result token may live (ATTEST_RESULT_TOKEN_TTL). */
+export const MAX_RESULT_TOKEN_TTL_SECONDS = 3600;
+/** ATTEST_RESULT_TOKEN_TTL when unset. */
+export const DEFAULT_RESULT_TOKEN_TTL_SECONDS = 300;
+
+/**
+ * An issuer for result tokens: an https URL with a host, no credentials, query, fragment or
+ * trailing slash, so that `iss` and `<issuer>/.well-known/...` are spelt one way only.
+ */
+export function isIssuer(text: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return false;
+  }
+  return (
+    url.protocol === 'https:' &&
+    url.hostname !== '' &&
+    url.username === '' &&
+    url.password === '' &&
+    !text.includes('?') &&
+    !text.includes('#') &&
+    !text.endsWith('/') &&
+    !/\s/.test(text)
+  );
+}
 
 /** Values never repeated in a message: a database URL may hold a password. */
 const SECRET_VALUES = new Set(['DATABASE_URL', 'ATTEST_MASTER_KEY']);
@@ -193,6 +242,8 @@ export function loadConfig(
     googlePlayIntegrityUrl: e.ATTEST_GOOGLE_PLAY_INTEGRITY_URL,
     googleTimeoutMs: e.ATTEST_GOOGLE_TIMEOUT_MS,
     googleMaxInFlight: e.ATTEST_GOOGLE_MAX_IN_FLIGHT,
+    issuer: e.ATTEST_ISSUER,
+    resultTokenTtlSeconds: e.ATTEST_RESULT_TOKEN_TTL,
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;

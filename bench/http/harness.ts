@@ -177,6 +177,8 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     ATTEST_APPLE_ROOT_CA: rootCa,
     ATTEST_MASTER_KEY: options.masterKey ?? randomBytes(32).toString('base64'),
     LOG_LEVEL: 'info',
+    // the result-token scenario's key signs with it
+    ATTEST_ISSUER: 'https://attest.bench.example',
   };
   delete env.ATTEST_LOG_FILE;
   delete env.ATTEST_MASTER_KEY_FILE;
@@ -191,6 +193,11 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
   cli('db', 'migrate');
   const apiKey = (
     JSON.parse(cli('keys', 'create', '--name', `bench-${Date.now()}`, '--json')) as { key: string }
+  ).key;
+  const tokensKey = (
+    JSON.parse(
+      cli('keys', 'create', '--name', `bench-tokens-${Date.now()}`, '--result-tokens', '--json'),
+    ) as { key: string }
   ).key;
   cli('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
   cli(...androidAllowlistArgs(material));
@@ -274,6 +281,23 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
               headers,
               setupRequest: (req) => ({ ...req, body: playBodies[i++ % playBodies.length] }),
               onResponse: (s, b) => count(valid(s, b), b),
+            },
+          ];
+        },
+      },
+      {
+        // the same verify for a key with result tokens on: the cost of signing the result
+        name: 'play integrity, sessionless, result token',
+        target: 'attest',
+        client: (count) => {
+          let i = Math.floor(Math.random() * playBodies.length);
+          return [
+            {
+              method: 'POST',
+              path: VERIFY,
+              headers: { ...headers, 'X-Api-Key': tokensKey },
+              setupRequest: (req) => ({ ...req, body: playBodies[i++ % playBodies.length] }),
+              onResponse: (s, b) => count(valid(s, b) && b.includes('"resultToken":"ey'), b),
             },
           ];
         },

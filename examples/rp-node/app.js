@@ -17,6 +17,7 @@ import { AttestError, AttestHttpError, createAttestClient } from 'attest-server/
  * @property {number} [challengeTtlMs] how long a challenge waits for its login (the service's session expires on its own too)
  * @property {() => number} [now]
  * @property {(line: Record<string, unknown>) => void} [log] where denials are explained (never to the device)
+ * @property {string} [ledgerUrl] a second service (ledger.js) the login's result token is forwarded to; needs an API key with result tokens on
  */
 
 /**
@@ -125,7 +126,30 @@ export function createRpApp(options) {
             packageName: result.googleTokenDetails.packageName,
             verdicts: result.googleTokenDetails.deviceIntegrityVerdicts,
           };
-    return c.json({ loggedIn: true, device });
+    if (!options.ledgerUrl) return c.json({ loggedIn: true, device });
+    // the ledger trusts the signed result, not this RP's word: forward the token as it came
+    if (!result.resultToken) {
+      log({ msg: 'login denied', why: 'no result token (is --result-tokens on for this key?)' });
+      return c.json({ error: 'device check unavailable' }, 503);
+    }
+    /** @type {Response} */
+    let answer;
+    try {
+      answer = await fetch(new URL('/device-checks', options.ledgerUrl), {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${result.resultToken}` },
+        signal: AbortSignal.timeout(5_000),
+      });
+    } catch (err) {
+      log({ msg: 'login denied', why: 'ledger unreachable', error: String(err) });
+      return c.json({ error: 'device check unavailable' }, 503);
+    }
+    const ledger = /** @type {Record<string, unknown>} */ (await answer.json().catch(() => ({})));
+    if (answer.status !== 200 || ledger.accepted !== true) {
+      log({ msg: 'login denied', why: 'ledger refused the result token', status: answer.status });
+      return c.json({ error: 'device check failed' }, 403);
+    }
+    return c.json({ loggedIn: true, device, ledger });
   });
 
   return app;

@@ -21,6 +21,8 @@ import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus } from '../db/migrate.js';
 import type { SecretBox } from '../db/secretBox.js';
 import { createSessionRepository } from '../db/sessions.js';
+import { createResultKeyRepository, type ResultKeyRecord } from '../db/resultKeys.js';
+import { newResultSigningKey, ROTATION_DELAY_SECONDS } from '../core/resultToken.js';
 import { AdminError } from './adminError.js';
 
 /**
@@ -45,6 +47,14 @@ export interface Operation<S extends z.ZodType, R> {
 
 function operation<S extends z.ZodType, R>(def: Operation<S, R>): Operation<S, R> {
   return def;
+}
+
+/** A result signing key without its sealed private half: what may leave the database's owner. */
+function publicRecord({
+  sealed: _sealed,
+  ...rest
+}: ResultKeyRecord): Omit<ResultKeyRecord, 'sealed'> {
+  return rest;
 }
 
 function auditorOf(ctx: OperationContext): Auditor {
@@ -108,6 +118,7 @@ export const OPERATIONS = {
       hash: z.string().startsWith('$argon2id$').max(200),
       expiresInSeconds: z.number().int().positive().nullable(),
       mode: z.enum(['live', 'test']),
+      resultTokens: z.boolean(),
     }),
     changes: true,
     async run(ctx, input) {
@@ -139,6 +150,42 @@ export const OPERATIONS = {
     changes: true,
     async run(ctx, { id }) {
       return { revoked: await createApiKeyRepository(ctx.handle.db).revoke(id, auditorOf(ctx)) };
+    },
+  }),
+  'keys.setResultTokens': operation({
+    input: z.strictObject({ id: KEY_ID, on: z.boolean() }),
+    changes: true,
+    async run(ctx, { id, on }) {
+      return createApiKeyRepository(ctx.handle.db).setResultTokens(id, on, auditorOf(ctx));
+    },
+  }),
+  'resultKeys.rotate': operation({
+    input: none,
+    changes: true,
+    async run(ctx) {
+      // made where it is stored: the private key never crosses the admin socket
+      const key = await newResultSigningKey();
+      try {
+        const record = await createResultKeyRepository(ctx.handle.db, await ctx.secrets()).rotate(
+          key,
+          ROTATION_DELAY_SECONDS,
+          auditorOf(ctx),
+        );
+        return publicRecord(record);
+      } finally {
+        key.privateKey.fill(0);
+      }
+    },
+  }),
+  'resultKeys.list': operation({
+    input: z.strictObject({
+      publishedWithinSeconds: z.number().int().positive().optional(),
+    }),
+    changes: false,
+    async run(ctx, { publishedWithinSeconds }) {
+      return (await createResultKeyRepository(ctx.handle.db).list(publishedWithinSeconds)).map(
+        publicRecord,
+      );
     },
   }),
   'audit.list': operation({

@@ -7,6 +7,7 @@ import { dbCommand } from './commands/db.js';
 import { devCommand } from './commands/dev.js';
 import { keysCommand } from './commands/keys.js';
 import { logsCommand } from './commands/logs.js';
+import { resultKeysCommand } from './commands/resultKeys.js';
 import { serveCommand } from './commands/serve.js';
 import { tokenCommand } from './commands/token.js';
 import { verifyFileCommand } from './commands/verifyFile.js';
@@ -38,6 +39,7 @@ Examples:
     serveCommand(),
     dbCommand(),
     keysCommand(),
+    resultKeysCommand(),
     allowlistCommand(),
     auditCommand(),
     verifyFileCommand(),

@@ -13,6 +13,14 @@ import type { AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
 import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 
 export {
+  verifyResultToken,
+  AttestResultTokenError,
+  type ResultTokenClaims,
+  type ResultTokenProblem,
+  type VerifyResultTokenOptions,
+} from './resultToken.js';
+
+export {
   INIT_RESPONSE,
   VERIFY_RESPONSE,
   APPLE_TOKEN_DETAILS,
@@ -37,10 +45,26 @@ export interface AttestSession {
 
 export type { AppleTokenDetails, GoogleTokenDetails };
 
-/** A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason. */
+/**
+ * A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason.
+ * `resultToken` comes with valid answers to API keys that have result tokens on: hand it to
+ * other services, which check it with `verifyResultToken`.
+ */
 export type VerifyResult =
-  | { isValid: true; statusCode: 0; service: 'apple'; appleTokenDetails: AppleTokenDetails }
-  | { isValid: true; statusCode: 0; service: 'gms'; googleTokenDetails: GoogleTokenDetails }
+  | {
+      isValid: true;
+      statusCode: 0;
+      service: 'apple';
+      appleTokenDetails: AppleTokenDetails;
+      resultToken?: string;
+    }
+  | {
+      isValid: true;
+      statusCode: 0;
+      service: 'gms';
+      googleTokenDetails: GoogleTokenDetails;
+      resultToken?: string;
+    }
   | { isValid: false; statusCode: 0 };
 
 /** Base64 strings as the wire carries them, or bytes (sent as standard base64). */
@@ -290,8 +314,10 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         isValid: boolean;
         appleTokenDetails?: AppleTokenDetails;
         googleTokenDetails?: GoogleTokenDetails;
+        resultToken?: string;
       };
       if (result.isValid !== true) return { isValid: false, statusCode: 0 };
+      const token = result.resultToken === undefined ? {} : { resultToken: result.resultToken };
       // a valid token names exactly one platform; without its details the RP could not check the app binding
       if (result.appleTokenDetails && !result.googleTokenDetails)
         return {
@@ -299,6 +325,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
           statusCode: 0,
           service: 'apple',
           appleTokenDetails: result.appleTokenDetails,
+          ...token,
         };
       if (result.googleTokenDetails && !result.appleTokenDetails)
         return {
@@ -306,6 +333,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
           statusCode: 0,
           service: 'gms',
           googleTokenDetails: result.googleTokenDetails,
+          ...token,
         };
       throw new AttestResponseError(
         'verify',

@@ -65,6 +65,8 @@ export const VERIFY_RESPONSE = {
     statusCode: { const: 0 },
     googleTokenDetails: { object: GOOGLE_TOKEN_DETAILS },
     appleTokenDetails: { object: APPLE_TOKEN_DETAILS },
+    // only for API keys with result tokens on
+    resultToken: { type: 'string' },
   },
 } as const satisfies Shape;
 

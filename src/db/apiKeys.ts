@@ -13,6 +13,8 @@ export interface ApiKeyRow {
   expiresAt: Date | null;
   revokedAt: Date | null;
   mode: KeyMode;
+  /** valid verifies carry a signed result token */
+  resultTokens: boolean;
 }
 
 interface RawRow {
@@ -24,6 +26,7 @@ interface RawRow {
   expires_at: Date | string | null;
   revoked_at: Date | string | null;
   mode: string;
+  result_tokens?: boolean | null;
 }
 
 const date = (v: Date | string | null) => (v === null ? null : new Date(v));
@@ -36,6 +39,7 @@ const toRow = (r: RawRow): ApiKeyRow => ({
   expiresAt: date(r.expires_at),
   revokedAt: date(r.revoked_at),
   mode: r.mode === 'test' ? 'test' : 'live',
+  resultTokens: r.result_tokens === true,
 });
 
 /** How long an address prefix that authenticated a key keeps its own failure budget for it. */
@@ -54,14 +58,15 @@ export function createApiKeyRepository(db: Database) {
         hash: string;
         expiresInSeconds: number | null;
         mode?: KeyMode;
+        resultTokens?: boolean;
       },
       auditor?: Auditor,
     ): Promise<ApiKeyRow> {
       const rows = rowsOf<RawRow & { audit: unknown }>(
         await db.execute(sql`
           with k as (
-            insert into api_keys (id, name, hash, mode, expires_at)
-            values (${input.id}, ${input.name}, ${input.hash}, ${input.mode ?? 'live'},
+            insert into api_keys (id, name, hash, mode, result_tokens, expires_at)
+            values (${input.id}, ${input.name}, ${input.hash}, ${input.mode ?? 'live'}, ${input.resultTokens ?? false},
                     ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
             returning *
           )${auditCte(
@@ -123,6 +128,44 @@ export function createApiKeyRepository(db: Database) {
       );
       if (rows.length === 1) logAudit(auditor, rows[0]!.audit);
       return rows.length === 1;
+    },
+
+    /**
+     * Turns result tokens on or off for a key: false when there is no such key. With an auditor,
+     * the same statement records `keys.update` (before and after), only when the flag changes.
+     */
+    async setResultTokens(
+      id: string,
+      on: boolean,
+      auditor?: Auditor,
+    ): Promise<{ found: boolean; changed: boolean }> {
+      const rows = rowsOf<{ id: string; changed: boolean; audit: unknown }>(
+        await db.execute(sql`
+          with b as (select id, result_tokens from api_keys where id = ${id}),
+          u as (
+            update api_keys set result_tokens = ${on}
+            where id = ${id} and result_tokens is distinct from ${on} returning id, name
+          )${auditCte(
+            auditor,
+            (actor) => sql`
+            select ${actor}, 'keys.update', u.id, jsonb_build_object('name', u.name, 'resultTokens', not ${on}::boolean),
+                   jsonb_build_object('name', u.name, 'resultTokens', ${on}::boolean) from u`,
+          )}
+          select b.id, exists (select 1 from u) as changed, ${auditColumn(auditor)} as audit from b`),
+      );
+      if (!rows[0]) return { found: false, changed: false };
+      if (rows[0].changed) logAudit(auditor, rows[0].audit);
+      return { found: true, changed: rows[0].changed };
+    },
+
+    /** Whether any key that is not revoked has result tokens on (serve refuses to start without an issuer then). */
+    async anyResultTokens(): Promise<boolean> {
+      const rows = rowsOf<{ any: boolean }>(
+        await db.execute(
+          sql`select exists (select 1 from api_keys where result_tokens and revoked_at is null) as any`,
+        ),
+      );
+      return rows[0]?.any === true;
     },
 
     async touch(id: string): Promise<void> {

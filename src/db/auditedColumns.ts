@@ -19,6 +19,7 @@ export const AUDITED_COLUMNS = {
     mode: { key: 'mode' },
     expires_at: { key: 'expiresAt' },
     revoked_at: { key: 'revokedAt' },
+    result_tokens: { key: 'resultTokens' },
   },
   apple_apps: {
     env: { key: 'env' },
@@ -92,6 +93,7 @@ export const NOT_AUDITED_TABLES: Record<string, string> = {
   audit_events: 'the trail itself',
   master_key_check: 'audited as master_key.rotate (key ids)',
   dev_ca: 'audited as dev.init and dev.rotate (rootSha256 of the development root)',
+  result_signing_keys: 'audited as result_keys.create and result_keys.rotate (key ids and dates)',
 };
 
 /**

@@ -33,6 +33,8 @@ export const apiKeys = pgTable('api_keys', {
   revokedAt: timestamp('revoked_at', { withTimezone: true }),
   /** 'live' | 'test': test keys also trust the deployment's development roots */
   mode: text('mode').notNull().default('live'),
+  /** valid verifies of this key carry a signed result token (`keys create --result-tokens`) */
+  resultTokens: boolean('result_tokens').notNull().default(false),
 });
 
 /**
@@ -197,3 +199,25 @@ export const devCa = pgTable('dev_ca', {
   masterKeyId: text('master_key_id'),
   createdAt: createdAt(),
 });
+
+/**
+ * The keys that sign result tokens (ES256), shared by every instance. A key is published from
+ * its creation and signs from `signing_from` (creation + the propagation delay, so every instance
+ * has seen it first); it is retired when the next key starts signing. Never updated but by a
+ * master key rotation (the sealed column).
+ */
+export const resultSigningKeys = pgTable(
+  'result_signing_keys',
+  {
+    /** the `kid`: the RFC 7638 thumbprint of the public key */
+    id: text('id').primaryKey(),
+    /** DER SubjectPublicKeyInfo of the P-256 key */
+    publicKey: bytea('public_key').notNull(),
+    /** PKCS#8 DER of the P-256 key, sealed under the master key; secret */
+    privateKey: bytea('private_key').notNull(),
+    masterKeyId: text('master_key_id'),
+    createdAt: createdAt(),
+    signingFrom: timestamp('signing_from', { withTimezone: true }).notNull(),
+  },
+  (t) => [index('result_signing_keys_signing_from_idx').on(t.signingFrom)],
+);

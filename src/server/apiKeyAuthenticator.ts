@@ -16,6 +16,8 @@ export interface ApiKeyLookup {
     revokedAt: Date | null;
     mode?: KeyMode;
     origins?: readonly string[];
+    /** absent: off */
+    resultTokens?: boolean;
   } | null>;
   touch(id: string): Promise<void>;
   /** Records that `prefix` authenticated the key (shared by every instance); optional. */
@@ -35,7 +37,7 @@ export type AuthFailure =
   | 'locked_origin';
 
 export type AuthResult =
-  | { ok: true; keyId: string; mode: KeyMode }
+  | { ok: true; keyId: string; mode: KeyMode; resultTokens?: boolean }
   | { ok: false; status: 401 | 403 | 503; why: AuthFailure; keyId?: string };
 
 /** What the request adds to the presented value. */
@@ -79,6 +81,7 @@ export interface AuthenticatorOptions {
 interface Verified {
   id: string;
   mode: KeyMode;
+  resultTokens: boolean;
   hash: string;
   expiresAt: number | null;
   checkedAt: number;
@@ -289,14 +292,16 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       return { ok: false, status: 403, why: 'mismatch', keyId: id };
     }
     const mode = row.mode ?? 'live';
+    const resultTokens = row.resultTokens === true;
     verified.set(fp, {
       id,
       mode,
+      resultTokens,
       hash: row.hash,
       expiresAt: row.expiresAt?.getTime() ?? null,
       checkedAt: now(),
     });
-    return { ok: true, keyId: id, mode };
+    return { ok: true, keyId: id, mode, ...tokensFlag(resultTokens) };
   }
 
   return {
@@ -321,7 +326,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         }
         if (now() - hit.checkedAt < revalidateMs) {
           touch(hit.id, prefix);
-          return { ok: true, keyId: hit.id, mode: hit.mode };
+          return { ok: true, keyId: hit.id, mode: hit.mode, ...tokensFlag(hit.resultTokens) };
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
         const row = await backend(options.lookup.find(hit.id));
@@ -338,8 +343,9 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         hit.checkedAt = now();
         hit.expiresAt = row.expiresAt?.getTime() ?? null;
         hit.mode = row.mode ?? 'live';
+        hit.resultTokens = row.resultTokens === true;
         touch(hit.id, prefix);
-        return { ok: true, keyId: hit.id, mode: hit.mode };
+        return { ok: true, keyId: hit.id, mode: hit.mode, ...tokensFlag(hit.resultTokens) };
       }
 
       const failed = failures.get(fp);
@@ -407,6 +413,9 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
 export type ApiKeyAuthenticator = ReturnType<typeof createApiKeyAuthenticator>;
 
 type Budget = <T>(work: Promise<T>) => Promise<T>;
+
+// present only when on: a plain key's result is what it always was
+const tokensFlag = (on: boolean) => (on ? { resultTokens: true } : {});
 
 /**
  * Runs at most `concurrency` tasks at once. Waiting tasks are queued per lane (an address

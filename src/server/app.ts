@@ -21,6 +21,7 @@ import { backendBudget, DeadlineExceeded } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { readBody, TOO_LARGE } from './readBody.js';
+import type { ResultTokenSigner } from './resultTokenSigner.js';
 import { parseVerifyRequest } from './verifyRequest.js';
 
 export { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
@@ -53,7 +54,16 @@ export interface AppDeps {
   onBackendTimeout?: () => void;
   /** false when /metrics is served on a port of its own (ATTEST_METRICS_PORT) */
   metricsRoute?: boolean;
+  /**
+   * Signs the result tokens of keys that use them and publishes the keys (/.well-known/...).
+   * Absent (ATTEST_ISSUER unset): those routes answer 404 and a valid verify of such a key 500.
+   */
+  resultTokens?: Pick<ResultTokenSigner, 'issuer' | 'sign' | 'jwks'>;
 }
+
+/** How long verifiers may cache the JWKS and the discovery document. */
+export const WELL_KNOWN_MAX_AGE_SECONDS = 300;
+const JWKS_PATH = '/.well-known/jwks.json';
 
 const ROUTES: Record<string, string[]> = {
   '/api/v1/attestation/init': ['POST'],
@@ -62,6 +72,8 @@ const ROUTES: Record<string, string[]> = {
   '/readyz': ['GET', 'HEAD'],
   '/metrics': ['GET'],
   '/openapi.json': ['GET'],
+  '/.well-known/jwks.json': ['GET', 'HEAD'],
+  '/.well-known/openid-configuration': ['GET', 'HEAD'],
 };
 
 /** The HTTP API: the contract of docs/http-api.md. No module state. */
@@ -160,7 +172,36 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     log.isValid = true;
     deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
     const { service, ...details } = outcome.details;
-    return c.json({ isValid: true, statusCode: STATUS_OK, ...details });
+    if (!c.get('resultTokens')) return c.json({ isValid: true, statusCode: STATUS_OK, ...details });
+    if (!deps.resultTokens)
+      throw new Error(
+        'this API key has result tokens on, but ATTEST_ISSUER is unset: set it and restart, or turn them off (attest keys update ID --result-tokens off)',
+      );
+    const resultToken = await c.get('backend')(
+      deps.resultTokens.sign({
+        apiKeyId: c.get('keyId'),
+        approach: request.approach,
+        nonce,
+        details: outcome.details,
+      }),
+    );
+    return c.json({ isValid: true, statusCode: STATUS_OK, ...details, resultToken });
+  });
+
+  // what verifiers of result tokens fetch: no API key, cacheable
+  app.get(JWKS_PATH, async (c) => {
+    if (!deps.resultTokens) return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
+    const jwks = await deps.resultTokens.jwks();
+    c.header('Cache-Control', `max-age=${WELL_KNOWN_MAX_AGE_SECONDS}`);
+    return c.json(jwks);
+  });
+  app.get('/.well-known/openid-configuration', (c) => {
+    if (!deps.resultTokens) return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
+    c.header('Cache-Control', `max-age=${WELL_KNOWN_MAX_AGE_SECONDS}`);
+    return c.json({
+      issuer: deps.resultTokens.issuer,
+      jwks_uri: `${deps.resultTokens.issuer}${JWKS_PATH}`,
+    });
   });
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));

@@ -25,6 +25,13 @@ export type Budget = <T>(work: Promise<T>) => Promise<T>;
 
 /** The Hono environment of the HTTP API: what the middlewares set for the handlers. */
 export type AppEnv = {
-  Variables: { log: RequestLog; keyId: string; mode: KeyMode; backend: Budget };
+  Variables: {
+    log: RequestLog;
+    keyId: string;
+    mode: KeyMode;
+    backend: Budget;
+    /** the key's valid verifies carry a result token */
+    resultTokens: boolean;
+  };
   Bindings: { incoming?: { socket?: { remoteAddress?: string } } };
 };

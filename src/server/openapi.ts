@@ -158,6 +158,11 @@ export const OPENAPI_DOCUMENT = {
                     statusCode: { const: 0 },
                     googleTokenDetails: { $ref: '#/components/schemas/GoogleTokenDetails' },
                     appleTokenDetails: { $ref: '#/components/schemas/AppleTokenDetails' },
+                    resultToken: {
+                      type: 'string',
+                      description:
+                        'Only for API keys with result tokens on, only with isValid true: an ES256 JWT (typ attest-result+jwt) of the result, verifiable offline against /.well-known/jwks.json',
+                    },
                   },
                 },
               },

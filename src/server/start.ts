@@ -6,7 +6,7 @@ import type { Logger } from 'pino';
 import { startAdminServer, type AdminServer } from '../admin/adminServer.js';
 import { OPERATIONS, runOperation } from '../admin/operations.js';
 import { createPrivateSocketPath, removeSocket } from '../admin/socketPath.js';
-import type { Config } from '../config.js';
+import { ConfigError, DEFAULT_RESULT_TOKEN_TTL_SECONDS, type Config } from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
 import { configuredAppleRoots } from '../configuredAppleRoots.js';
@@ -25,7 +25,9 @@ import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createSecretBox, type SecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
+import { createResultKeyRepository } from '../db/resultKeys.js';
 import { createSessionRepository } from '../db/sessions.js';
+import { createResultTokenSigner, type ResultTokenSigner } from './resultTokenSigner.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
 import { createApp, describeFault } from './app.js';
@@ -117,6 +119,7 @@ async function serveOn(
 
   const sessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(database.db);
+  const resultTokens = await resultTokenSigner(database, box, config, logger, apiKeys);
   const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
   const googleDecoder = createPlayIntegrityClient({
     oauthUrl: config.googleOauthUrl,
@@ -165,6 +168,7 @@ async function serveOn(
         ),
     }),
     metricsRoute: !separateMetrics,
+    ...(resultTokens ? { resultTokens } : {}),
   });
 
   /**
@@ -312,6 +316,44 @@ async function startAdmin(
       removeSocket(socketPath);
     },
   };
+}
+
+/**
+ * The result token signer when ATTEST_ISSUER is set (its first key made now, so the JWKS has a
+ * key before any token). Without an issuer no token can be made: the service refuses to start
+ * while any live API key has result tokens on, rather than answer those keys' verifies without
+ * the token they rely on.
+ */
+async function resultTokenSigner(
+  database: DatabaseHandle,
+  box: ReturnType<typeof createSecretBox>,
+  config: Config,
+  logger: Logger,
+  apiKeys: ReturnType<typeof createApiKeyRepository>,
+): Promise<ResultTokenSigner | undefined> {
+  if (config.issuer === undefined) {
+    if (await apiKeys.anyResultTokens())
+      throw new ConfigError(
+        'API keys with result tokens on need ATTEST_ISSUER (an https URL, such as https://attest.example.com); set it, or turn them off with "attest keys update ID --result-tokens off"',
+      );
+    return undefined;
+  }
+  const signer = createResultTokenSigner({
+    keys: createResultKeyRepository(database.db, box),
+    issuer: config.issuer,
+    ttlSeconds: config.resultTokenTtlSeconds ?? DEFAULT_RESULT_TOKEN_TTL_SECONDS,
+    refreshMs: PROPAGATION_MS,
+    auditor: {
+      actor: 'attest serve',
+      log: (event) =>
+        logger.info(
+          { audit: { ...event, at: event.at.toISOString() } },
+          `${event.action} ${event.target} by ${event.actor}`,
+        ),
+    },
+  });
+  await signer.ensureKey();
+  return signer;
 }
 
 /** Rejects with the listen error (EADDRINUSE, EACCES) that listening on port/host would meet. */

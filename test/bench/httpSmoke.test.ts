@@ -23,6 +23,7 @@ it('runs every scenario with correct answers and refuses the replays', async () 
     'hello-world',
     'init',
     'play integrity, sessionless',
+    'play integrity, sessionless, result token',
     'app attest assertion, sessionless',
     'app attest registration',
     'garbage token',

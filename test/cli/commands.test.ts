@@ -57,6 +57,7 @@ function commandSuite(where: () => string) {
       'key',
       'mode',
       'name',
+      'resultTokens',
     ]);
     expect(created.key).toMatch(KEY);
     expect(run.stderr).not.toContain(created.key.slice(-43));
@@ -93,6 +94,7 @@ function commandSuite(where: () => string) {
       'lastUsedAt',
       'mode',
       'name',
+      'resultTokens',
       'revokedAt',
       'state',
     ]);
@@ -128,7 +130,7 @@ function commandSuite(where: () => string) {
 
     const table = await runCli('keys', 'list');
     expect(table.stdout.split('\n')[0]).toMatch(
-      /^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED$/,
+      /^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED\s+RESULT TOKENS$/,
     );
     expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+live\\s+revoked`));
 

@@ -12,7 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { AddressInfo } from 'node:net';
+import { serve } from '@hono/node-server';
+import { createAttestClient } from 'attest-server/client';
 import { createRpApp } from '../../examples/rp-node/app.js';
+import { createLedgerApp } from '../../examples/rp-node/ledger.js';
 import { ROOT, baseEnv, buildOnce, serveBin, stopBin, type Served } from '../support/binary.js';
 import { runCli } from '../support/cli.js';
 import { startTcpProxy } from '../support/tcpProxy.js';
@@ -20,6 +24,7 @@ import { startTcpProxy } from '../support/tcpProxy.js';
 const APP_ID = 'ABCDE12345.com.example.rp';
 const OTHER_APP_ID = 'ABCDE12345.com.example.other';
 const PACKAGE = 'com.example.rp';
+const ISSUER = 'https://attest.example.com';
 
 /** CLI commands run in this process, through the running server's admin socket (a node per mint is slow on a busy machine) */
 async function attest(...args: string[]): Promise<string> {
@@ -43,6 +48,7 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
   let url: string;
   let testKey: string;
   let liveKey: string;
+  let tokensKey: { id: string; key: string };
   const saved = {
     ATTEST_DATA_DIR: process.env.ATTEST_DATA_DIR,
     DATABASE_URL: process.env.DATABASE_URL,
@@ -52,7 +58,7 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
   beforeAll(async () => {
     buildOnce();
     dir = mkdtempSync(join(tmpdir(), 'attest-rp-'));
-    const env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data') });
+    const env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data'), ATTEST_ISSUER: ISSUER });
     process.env.ATTEST_DATA_DIR = env.ATTEST_DATA_DIR;
     delete process.env.DATABASE_URL;
     service = await serveBin(env);
@@ -67,6 +73,17 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
         key: string;
       }
     ).key;
+    tokensKey = JSON.parse(
+      await attest(
+        'keys',
+        'create',
+        '--name',
+        'rp-node-tokens',
+        '--test',
+        '--result-tokens',
+        '--json',
+      ),
+    ) as { id: string; key: string };
     await attest('allowlist', 'add', 'apple', APP_ID);
     await attest('allowlist', 'add', 'apple', OTHER_APP_ID);
     await attest('allowlist', 'add', 'android', PACKAGE, '--without-keys');
@@ -258,6 +275,103 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
       proxy.setMode('forward');
       proxy.cut();
       await proxy.close();
+    }
+  });
+
+  /** the ledger (examples/rp-node/ledger.js) on a port of its own, trusting `audience` */
+  async function startLedger(audience: string) {
+    const lines: Record<string, unknown>[] = [];
+    const app = createLedgerApp({
+      issuer: ISSUER,
+      audience,
+      // the issuer's host is not this test's: the keys come from the service itself
+      jwksUrl: `${url}/.well-known/jwks.json`,
+      log: (line) => lines.push(line),
+    });
+    const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
+    await once(server, 'listening');
+    const ledgerUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return {
+      url: ledgerUrl,
+      lines,
+      close: () => new Promise((r) => server.close(r)),
+    };
+  }
+  const rpWithLedger = (apiKey: string, ledgerUrl: string) =>
+    createRpApp({
+      attest: { baseUrl: url, apiKey, timeoutMs: 10_000, initRetries: 0 },
+      appleAppIds: [APP_ID],
+      androidPackages: [PACKAGE],
+      log: (line) => denials.push(line),
+      ledgerUrl,
+    });
+
+  it('result token: the RP forwards it and the ledger verifies it offline against the published keys', async () => {
+    const ledger = await startLedger(tokensKey.id);
+    try {
+      const rp = rpWithLedger(tokensKey.key, ledger.url);
+      const c = await challenge(rp);
+      const res = await login(rp, c.challengeId, await mintGms(c.nonce));
+      expect(res.status).toBe(200);
+      expect(res.body).toMatchObject({
+        loggedIn: true,
+        ledger: { accepted: true, device: PACKAGE, service: 'gms' },
+      });
+      // an Apple login too: its subject is the App Attest key id
+      const first = await challenge(rp);
+      const apple = await login(rp, first.challengeId, await mintApple('ledger.json', first.nonce));
+      expect(apple.status).toBe(200);
+      expect((apple.body.ledger as { device: string }).device).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    } finally {
+      await ledger.close();
+    }
+  });
+
+  it('deny: a ledger that trusts another RP refuses the token (aud), and so does the login', async () => {
+    const ledger = await startLedger('someotherrp00000');
+    try {
+      const rp = rpWithLedger(tokensKey.key, ledger.url);
+      const c = await challenge(rp);
+      expect((await login(rp, c.challengeId, await mintGms(c.nonce))).status).toBe(403);
+      expect(denials.at(-1)).toMatchObject({ why: 'ledger refused the result token' });
+      expect(ledger.lines.at(-1)).toMatchObject({ problem: 'claims' });
+    } finally {
+      await ledger.close();
+    }
+  });
+
+  it('deny: the ledger refuses a missing, altered or foreign token; a key without result tokens gives none', async () => {
+    const ledger = await startLedger(tokensKey.id);
+    try {
+      const post = (authorization?: string) =>
+        fetch(`${ledger.url}/device-checks`, {
+          method: 'POST',
+          headers: authorization ? { Authorization: authorization } : {},
+        });
+      expect((await post()).status).toBe(401);
+      // a real token, its subject changed
+      const client = createAttestClient({ baseUrl: url, apiKey: tokensKey.key });
+      const session = await client.init();
+      const result = await client.verify({
+        attestationToken: await mintGms(session.serverNonce),
+        sessionReference: session.sessionReference,
+      });
+      expect(result.isValid).toBe(true);
+      const jwt = (result as { resultToken: string }).resultToken;
+      expect((await post(`Bearer ${jwt}`)).status).toBe(200);
+      const [h, p, s] = jwt.split('.');
+      const claims = JSON.parse(Buffer.from(p!, 'base64url').toString()) as { sub: string };
+      claims.sub = 'com.example.other';
+      const altered = `${h}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${s}`;
+      expect((await post(`Bearer ${altered}`)).status).toBe(403);
+      expect(ledger.lines.at(-1)).toMatchObject({ problem: 'signature' });
+
+      const plain = rpWithLedger(testKey, ledger.url);
+      const c = await challenge(plain);
+      expect((await login(plain, c.challengeId, await mintGms(c.nonce))).status).toBe(503);
+      expect(denials.at(-1)).toMatchObject({ why: expect.stringMatching(/no result token/) });
+    } finally {
+      await ledger.close();
     }
   });
 

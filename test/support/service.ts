@@ -71,6 +71,7 @@ export async function issueKey(
     prefix?: string;
     secretWith?: RegExp;
     mode?: KeyMode;
+    resultTokens?: boolean;
   } = {},
 ) {
   let generated = generateApiKey(options.prefix ?? 'attest');
@@ -86,6 +87,7 @@ export async function issueKey(
     hash: await hashApiKey(generated.key),
     expiresInSeconds: options.expiresInSeconds ?? null,
     mode: options.mode ?? 'live',
+    resultTokens: options.resultTokens ?? false,
   });
   return { id: row.id, key: generated.key };
 }
@@ -99,6 +101,7 @@ export interface ServiceOptions {
   ready?: () => Promise<boolean>;
   sessions?: AppDeps['sessions'];
   onBackendTimeout?: () => void;
+  resultTokens?: AppDeps['resultTokens'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -121,6 +124,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     ...(options.requestDeadlineMs ? { requestDeadlineMs: options.requestDeadlineMs } : {}),
     ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
+    ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }

@@ -17,7 +17,9 @@ export function keysCommand(): Command {
     `
 Examples:
   $ attest keys create --name "mobile banking" --expires-in 90d
+  $ attest keys create --name payments --result-tokens
   $ attest keys list
+  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens on
   $ attest keys revoke 0h3k5x9q2m7c1b4n`,
   );
 
@@ -34,14 +36,24 @@ Examples:
       '--test',
       "a test-mode key: its verifications also trust this deployment's development roots (attest dev ...)",
     )
-    .option('--json', 'print {"id","name","mode","key","createdAt","expiresAt"}')
+    .option(
+      '--result-tokens',
+      'valid verifies with this key also carry a signed result token (needs ATTEST_ISSUER on the server)',
+    )
+    .option('--json', 'print {"id","name","mode","resultTokens","key","createdAt","expiresAt"}')
     .addHelpText(
       'after',
       '\nExamples:\n  $ attest keys create --name "mobile banking" --expires-in 90d\n  $ attest keys create --name ci --test --json | jq -r .key',
     )
     .action(
       async (
-        opts: { name?: string; expiresIn?: string; test?: boolean; json?: boolean },
+        opts: {
+          name?: string;
+          expiresIn?: string;
+          test?: boolean;
+          resultTokens?: boolean;
+          json?: boolean;
+        },
         command: Command,
       ) => {
         if (opts.name === undefined)
@@ -62,12 +74,14 @@ Examples:
               hash,
               expiresInSeconds: expiresIn,
               mode: opts.test ? 'test' : 'live',
+              resultTokens: opts.resultTokens === true,
             });
             if (opts.json) {
               printJson({
                 id: row.id,
                 name: row.name,
                 mode: row.mode,
+                resultTokens: row.resultTokens,
                 key,
                 createdAt: row.createdAt.toISOString(),
                 expiresAt: row.expiresAt?.toISOString() ?? null,
@@ -77,8 +91,11 @@ Examples:
                 row.mode === 'test'
                   ? 'This is a TEST key: it also accepts tokens from "attest dev mint"; never ship it in production.\n'
                   : '';
+              const tokenNote = row.resultTokens
+                ? 'Its valid verifies carry a result token (the server needs ATTEST_ISSUER).\n'
+                : '';
               process.stdout.write(
-                `created ${row.mode} API key ${row.id} (${row.name}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n${testNote}`,
+                `created ${row.mode} API key ${row.id} (${safeText(row.name)}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n${testNote}${tokenNote}`,
               );
             }
           },
@@ -108,6 +125,7 @@ Examples:
               id: r.id,
               name: r.name,
               mode: r.mode,
+              resultTokens: r.resultTokens,
               state: state(r),
               createdAt: r.createdAt,
               lastUsedAt: r.lastUsedAt,
@@ -117,7 +135,17 @@ Examples:
           );
         } else {
           printTable(
-            ['ID', 'NAME', 'MODE', 'STATE', 'CREATED', 'LAST USED', 'EXPIRES', 'REVOKED'],
+            [
+              'ID',
+              'NAME',
+              'MODE',
+              'STATE',
+              'CREATED',
+              'LAST USED',
+              'EXPIRES',
+              'REVOKED',
+              'RESULT TOKENS',
+            ],
             rows.map((r) => [
               r.id,
               r.name,
@@ -127,11 +155,55 @@ Examples:
               when(r.lastUsedAt),
               when(r.expiresAt),
               when(r.revokedAt),
+              r.resultTokens ? 'on' : 'off',
             ]),
           );
         }
       });
     });
+
+  keys
+    .command('update')
+    .description('change an API key; every running instance applies it within 5 seconds')
+    .argument('<id>', 'the key id, as shown by "attest keys list" (never the key itself)')
+    .option(
+      '--result-tokens <on|off>',
+      'whether valid verifies with this key carry a signed result token',
+    )
+    .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens on\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens off --json',
+    )
+    .action(
+      async (id: string, opts: { resultTokens?: string; json?: boolean }, command: Command) => {
+        checkId(id, 'update');
+        if (opts.resultTokens === undefined)
+          throw usageError('nothing to change: give --result-tokens on or --result-tokens off');
+        if (opts.resultTokens !== 'on' && opts.resultTokens !== 'off')
+          throw usageError(`--result-tokens takes on or off, got "${opts.resultTokens}"`);
+        const on = opts.resultTokens === 'on';
+        const auditor = auditorFor(command);
+        await withAdmin(
+          async (admin) => {
+            const { found, changed } = await admin.run('keys.setResultTokens', { id, on });
+            if (!found) throw negativeError(`no API key with id "${id}"; see "attest keys list"`);
+            if (opts.json) printJson({ id, resultTokens: on, changed });
+            else
+              process.stdout.write(
+                changed
+                  ? `result tokens ${opts.resultTokens} for ${id}; every instance applies it within 5 seconds\n`
+                  : `result tokens were already ${opts.resultTokens} for ${id}\n`,
+              );
+            if (on && changed && config().issuer === undefined)
+              process.stderr.write(
+                'attest: ATTEST_ISSUER is not set here: the server needs it to sign result tokens (it refuses to start without it while a key uses them)\n',
+              );
+          },
+          { auditor },
+        );
+      },
+    );
 
   keys
     .command('revoke')
@@ -146,16 +218,7 @@ Examples:
       '\nExamples:\n  $ attest keys revoke 0h3k5x9q2m7c1b4n\n  $ attest keys revoke 0h3k5x9q2m7c1b4n --yes --json   # from a script',
     )
     .action(async (id: string, opts: { yes?: boolean; json?: boolean }, command: Command) => {
-      const whole = parseApiKey(id.trim());
-      // a key is a secret: never repeat it, not even in an error
-      if (whole)
-        throw usageError(
-          `that is a whole API key, not its id; its id is ${whole.id}: "attest keys revoke ${whole.id}" (and treat the key as exposed)`,
-        );
-      if (!ID.test(id))
-        throw usageError(
-          'an API key id is 16 characters of 0-9 and a-z, as "attest keys list" shows',
-        );
+      checkId(id, 'revoke');
       requireConfirmation('keys revoke', opts.yes);
       const auditor = auditorFor(command);
       await withAdmin(
@@ -186,4 +249,15 @@ Examples:
     });
 
   return keys;
+}
+
+/** A usage error unless `id` is an API key id; a whole key is never repeated, not even in the error. */
+function checkId(id: string, verb: string): void {
+  const whole = parseApiKey(id.trim());
+  if (whole)
+    throw usageError(
+      `that is a whole API key, not its id; its id is ${whole.id}: "attest keys ${verb} ${whole.id}" (and treat the key as exposed)`,
+    );
+  if (!ID.test(id))
+    throw usageError('an API key id is 16 characters of 0-9 and a-z, as "attest keys list" shows');
 }

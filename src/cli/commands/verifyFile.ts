@@ -40,6 +40,8 @@ import { CLI_INPUT_MAX_BYTES, readCliFile, readCliFileSync } from '../inputFiles
 import { printJson } from '../output.js';
 import { paint, safeText } from '../terminalText.js';
 import { APPLE_APP_ID } from './allowlist.js';
+import { looksLikeJws } from '../../core/resultToken.js';
+import { verifyResultTokenFile } from '../resultTokenReport.js';
 
 interface Options {
   nonce?: string;
@@ -59,6 +61,9 @@ interface Options {
   devRoots?: boolean;
   online?: boolean;
   serviceAccountFile?: string;
+  jwks?: string;
+  issuer?: string;
+  audience?: string;
   json?: boolean;
 }
 
@@ -131,6 +136,15 @@ export function verifyFileCommand(): Command {
       '--dev-roots',
       "verify as a test API key would: also trust the database's development CA and test-only Play pairs",
     )
+    .option(
+      '--jwks <file>',
+      "a result token: check it against this key set (what /.well-known/jwks.json serves) instead of the database's keys",
+    )
+    .option(
+      '--issuer <url>',
+      'a result token: the issuer it must name (default ATTEST_ISSUER when set)',
+    )
+    .option('--audience <id>', 'a result token: the API key id it must be made for')
     .option('--json', 'print a JSON document (documented in the README)')
     .addHelpText(
       'after',
@@ -147,7 +161,8 @@ Examples:
       --client-data-hash SGVsbG8=
   $ attest verify-file play.cbor --nonce ... --package com.example.app \\
       --decryption-key-file dec.key --verification-key-file ver.key --json
-  $ attest verify-file standard.cbor --nonce ... --online`,
+  $ attest verify-file standard.cbor --nonce ... --online
+  $ attest verify-file result.jwt --jwks jwks.json --audience 0h3k5x9q2m7c1b4n --at 2026-01-01T10:00:00Z`,
     )
     .action(async (tokenPath: string, opts: Options) => {
       if (opts.package === undefined) {
@@ -159,15 +174,33 @@ Examples:
             `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --package`,
           );
       }
-      let token: Uint8Array;
+      let token: Uint8Array = new Uint8Array();
       let bodyNonce: string | undefined;
+      let raw: Buffer;
+      let jws: string | undefined;
       try {
-        ({ token, bodyNonce } = await readTokenInput(tokenPath));
+        raw = await readBounded(tokenPath);
+        const text = raw.toString('latin1').trim();
+        if (looksLikeJws(text)) jws = text;
+        else {
+          const stray = (['jwks', 'issuer', 'audience'] as const).find(
+            (k) => opts[k] !== undefined,
+          );
+          if (stray)
+            throw usageError(
+              `--${stray} is for result tokens (a JWT), and ${tokenPath} holds an attestation token`,
+            );
+          ({ token, bodyNonce } = parseTokenInput(raw, tokenPath));
+        }
       } catch (err) {
         // scripts reading --json get a document for an unreadable input too (exit 2 as well)
         if (opts.json === true && err instanceof CliError)
           printJson({ valid: false, error: 'input_unreadable', detail: err.message });
         throw err;
+      }
+      if (jws !== undefined) {
+        process.exitCode = (await resultToken(jws, opts)) ? EXIT.ok : EXIT.negative;
+        return;
       }
       if (bodyNonce !== undefined && opts.nonce === undefined && opts.serverNonce === undefined)
         opts.nonce = bodyNonce;
@@ -307,6 +340,39 @@ Examples:
     });
 }
 
+/** verify-file for a result token; the flags of attestation tokens do not apply to it. */
+async function resultToken(text: string, opts: Options): Promise<boolean> {
+  const stray = (
+    [
+      ['appId', opts.appId.length > 0],
+      ['package', opts.package !== undefined],
+      ['appleKey', opts.appleKey !== undefined],
+      ['clientDataHash', opts.clientDataHash !== undefined],
+      ['devRoots', opts.devRoots === true],
+      ['online', opts.online === true],
+      ['serviceAccountFile', opts.serviceAccountFile !== undefined],
+    ] as const
+  ).find(([, given]) => given);
+  if (stray)
+    throw usageError(
+      `--${stray[0].replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} is for attestation tokens; this is a result token (a JWT): check it with --jwks FILE or against the database's keys`,
+    );
+  const { expectedNonce } = nonces(opts);
+  const at = opts.at === undefined ? new Date() : instant(opts.at);
+  const cfg = config();
+  const issuer = opts.issuer ?? cfg.issuer;
+  return verifyResultTokenFile({
+    token: text,
+    at,
+    ...(opts.jwks !== undefined ? { jwksFile: opts.jwks } : {}),
+    ...(issuer !== undefined ? { issuer } : {}),
+    ...(opts.audience !== undefined ? { audience: opts.audience } : {}),
+    nonce: expectedNonce,
+    json: opts.json === true,
+    config: cfg,
+  });
+}
+
 /** The rejections a test key's wider trust can change: only these are re-run as a test key. */
 const TEST_TRUST_REASONS = new Set([
   'apple_chain_invalid',
@@ -330,7 +396,10 @@ const COMPACT_JWE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*){4}$/;
 export async function readTokenInput(
   path: string,
 ): Promise<{ token: Uint8Array; bodyNonce?: string }> {
-  const raw = await readBounded(path);
+  return parseTokenInput(await readBounded(path), path);
+}
+
+function parseTokenInput(raw: Buffer, path: string): { token: Uint8Array; bodyNonce?: string } {
   const text = raw.toString('latin1').trim();
   if (text.length === 0)
     throw usageError(

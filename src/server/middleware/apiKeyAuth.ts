@@ -38,5 +38,6 @@ export const apiKeyAuth = (opts: {
     }
     c.set('keyId', result.keyId);
     c.set('mode', result.mode);
+    c.set('resultTokens', result.resultTokens === true);
     await next();
   });

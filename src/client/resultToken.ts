@@ -1,0 +1,174 @@
+/**
+ * Offline verification of result tokens, for the services an RP hands them to. It needs `jose`
+ * (an optional peer dependency): it is loaded here, on first use, so the rest of the client never
+ * loads it and has no runtime dependency.
+ */
+import type { JWTVerifyGetKey } from 'jose';
+
+/** The claims of a verified result token (exactly these: docs/result-tokens.md). */
+export interface ResultTokenClaims {
+  /** the deployment (ATTEST_ISSUER) */
+  iss: string;
+  /** the id of the API key whose verify made the token */
+  aud: string;
+  /** keyIdentifier (App Attest, Android key attestation) or packageName (Play Integrity) */
+  sub: string;
+  iat: number;
+  exp: number;
+  jti: string;
+  service: string;
+  approach: 'session' | 'sessionless';
+  /** base64url of SHA-256 of the final nonce */
+  nonce: string;
+  /** the details object of the verify response */
+  details: Record<string, unknown>;
+}
+
+export interface VerifyResultTokenOptions {
+  /** the deployment's issuer, exactly as configured (ATTEST_ISSUER) */
+  issuer: string;
+  /** the API key id the token must be made for */
+  audience: string;
+  /** where the keys are; default `<issuer>/.well-known/jwks.json` */
+  jwksUrl?: string | URL;
+  /** a fixed key set instead (no network) */
+  jwks?: { keys: readonly Record<string, unknown>[] };
+  /** the final nonce the RP used: the token's `nonce` must be its SHA-256 */
+  nonce?: Uint8Array;
+  /** verify as of this instant; default now */
+  currentDate?: Date;
+  /** seconds of clock skew tolerated on iat and exp; default 0 */
+  clockToleranceSeconds?: number;
+  /** injected for tests: fetches the JWKS */
+  fetch?: typeof globalThis.fetch;
+}
+
+/** Why a result token was refused. */
+export type ResultTokenProblem =
+  'malformed' | 'signature' | 'expired' | 'claims' | 'nonce' | 'keys_unavailable';
+
+/** A result token that does not verify; `problem` says which check refused it. */
+export class AttestResultTokenError extends Error {
+  override readonly name = 'AttestResultTokenError';
+  readonly code = 'ERR_ATTEST_RESULT_TOKEN' as const;
+  constructor(
+    readonly problem: ResultTokenProblem,
+    message: string,
+    options?: ErrorOptions,
+  ) {
+    super(`result token: ${message}`, options);
+  }
+}
+
+const CLAIMS = [
+  'iss',
+  'aud',
+  'sub',
+  'iat',
+  'exp',
+  'jti',
+  'service',
+  'approach',
+  'nonce',
+  'details',
+];
+
+/** One remote key set per JWKS URL (and fetch function): jose caches the keys and refetches an unknown kid. */
+const remoteSets = new Map<string, JWTVerifyGetKey>();
+const remoteSetsByFetch = new WeakMap<typeof globalThis.fetch, Map<string, JWTVerifyGetKey>>();
+
+/**
+ * Verifies a result token offline: ES256 signature against the deployment's published keys
+ * (fetched once and cached for 5 minutes; a token signed by a newer key makes it refetch, at
+ * most every 5 s), `typ`, issuer, audience, lifetime and the claim set; with `nonce`, also the
+ * binding to the RP's own request. Resolves with the claims, or rejects with an
+ * `AttestResultTokenError`.
+ */
+export async function verifyResultToken(
+  token: string,
+  options: VerifyResultTokenOptions,
+): Promise<ResultTokenClaims> {
+  if (typeof token !== 'string' || token.length === 0)
+    throw new TypeError('token must be a non-empty string');
+  if (typeof options?.issuer !== 'string' || typeof options.audience !== 'string')
+    throw new TypeError('issuer and audience are required strings');
+  const jose = await import('jose');
+  const keys = options.jwks
+    ? jose.createLocalJWKSet({ keys: [...options.jwks.keys] as never })
+    : remoteSet(jose, options);
+  let payload: Record<string, unknown>;
+  try {
+    ({ payload } = await jose.jwtVerify(token, keys, {
+      issuer: options.issuer,
+      audience: options.audience,
+      algorithms: ['ES256'],
+      typ: 'attest-result+jwt',
+      requiredClaims: ['iat', 'exp', 'jti', 'sub'],
+      ...(options.currentDate ? { currentDate: options.currentDate } : {}),
+      clockTolerance: options.clockToleranceSeconds ?? 0,
+    }));
+  } catch (err) {
+    throw new AttestResultTokenError(problemOf(jose, err), (err as Error).message, { cause: err });
+  }
+  const names = Object.keys(payload);
+  const odd = [
+    ...names.filter((n) => !CLAIMS.includes(n)),
+    ...CLAIMS.filter((n) => !names.includes(n)),
+  ];
+  if (odd.length || typeof payload.details !== 'object' || payload.details === null)
+    throw new AttestResultTokenError(
+      'claims',
+      `not the claims of a result token (${odd.join(', ') || 'details'})`,
+    );
+  if (options.nonce) {
+    const digest = new Uint8Array(
+      await globalThis.crypto.subtle.digest('SHA-256', options.nonce as Uint8Array<ArrayBuffer>),
+    );
+    if (jose.base64url.encode(digest) !== payload.nonce)
+      throw new AttestResultTokenError('nonce', 'made for another nonce');
+  }
+  return payload as unknown as ResultTokenClaims;
+}
+
+function remoteSet(jose: typeof import('jose'), options: VerifyResultTokenOptions) {
+  const url = new URL(options.jwksUrl ?? `${options.issuer}/.well-known/jwks.json`);
+  let sets = remoteSets;
+  if (options.fetch) {
+    sets = remoteSetsByFetch.get(options.fetch) ?? new Map();
+    remoteSetsByFetch.set(options.fetch, sets);
+  }
+  let set = sets.get(url.href);
+  if (!set) {
+    const fetchWith = options.fetch;
+    set = jose.createRemoteJWKSet(url, {
+      cacheMaxAge: 300_000,
+      cooldownDuration: 5_000,
+      ...(fetchWith
+        ? {
+            [jose.customFetch]: (input: string | URL, init: RequestInit) => fetchWith(input, init),
+          }
+        : {}),
+    });
+    sets.set(url.href, set);
+  }
+  return set;
+}
+
+function problemOf(jose: typeof import('jose'), err: unknown): ResultTokenProblem {
+  const e = jose.errors;
+  if (err instanceof e.JWTExpired) return 'expired';
+  if (err instanceof e.JWTClaimValidationFailed) return 'claims';
+  if (err instanceof e.JWSSignatureVerificationFailed || err instanceof e.JWKSNoMatchingKey)
+    return 'signature';
+  if (err instanceof e.JWKSTimeout || err instanceof e.JWKSInvalid) return 'keys_unavailable';
+  if (
+    err instanceof e.JOSEAlgNotAllowed ||
+    err instanceof e.JWSInvalid ||
+    err instanceof e.JWTInvalid
+  )
+    return 'malformed';
+  // a network failure fetching the keys
+  if (err instanceof TypeError || (err as { code?: string }).code === 'ERR_JOSE_GENERIC')
+    return 'keys_unavailable';
+  return 'malformed';
+}
