@@ -58,10 +58,17 @@ export function readInputFileSync(path: string, options: InputFileOptions): Buff
       );
     if (info.size > options.maxBytes)
       throw new InputFileError(tooLarge(options, `${info.size} bytes`));
-    // at most one byte past the limit, whatever the size said (a file that grows)
-    const buffer = Buffer.alloc(options.maxBytes + 1);
+    // sized by what fstat said, grown for a file that grows meanwhile, never read past one byte
+    // over the limit (allocating the limit itself would cost gigabytes for a backup)
+    const cap = options.maxBytes + 1;
+    let buffer = Buffer.alloc(Math.min(cap, info.size + 1));
     let size = 0;
     for (;;) {
+      if (size === buffer.length) {
+        const grown = Buffer.alloc(Math.min(cap, buffer.length * 2));
+        buffer.copy(grown, 0, 0, size);
+        buffer = grown;
+      }
       const n = readSync(fd, buffer, size, buffer.length - size, null);
       if (n === 0) break;
       size += n;
