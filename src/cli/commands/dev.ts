@@ -26,16 +26,39 @@ import {
 } from '../../core/google/deviceVerdict.js';
 import type { AppleEnvironment } from '../../core/types.js';
 import { createAllowlistRepository } from '../../db/allowlist.js';
-import { createDevCaRepository } from '../../db/devCa.js';
+import type { Auditor } from '../../db/audit.js';
+import type { DatabaseHandle } from '../../db/client.js';
+import { createDevCaRepository, type DevCaRecord } from '../../db/devCa.js';
+import type { SecretBox } from '../../db/secretBox.js';
 import { auditorFor, withSecrets } from '../context.js';
 import { parseDuration } from '../duration.js';
 import { runtimeError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../tokenOutput.js';
 import { ANDROID_PACKAGE, APPLE_APP_ID } from './allowlist.js';
+import { devUpCommand } from './devUp.js';
 
 const UINT32_MAX = 0xffffffff;
 const DEVICE_KIND = 'attest-simulated-app-attest-device';
+
+/**
+ * Creates the development CA on `handle` unless there is one (`rotate`: replaces it): what
+ * `dev init` does, for callers that hold the database already (`attest dev up`).
+ */
+export async function initDevCa(
+  handle: DatabaseHandle,
+  box: SecretBox,
+  rotate: boolean,
+  auditor: Auditor,
+): Promise<{ ca: DevCaRecord; stored: boolean }> {
+  const repo = createDevCaRepository(handle.db, box);
+  // a CA is made (two key pairs) only when one is missing or asked for
+  if (!rotate) {
+    const ca = await repo.get();
+    if (ca) return { ca, stored: false };
+  }
+  return repo.put(await createDevCa(new Date()), { replace: rotate }, auditor);
+}
 
 export function devCommand(): Command {
   const dev = new Command('dev')
@@ -44,10 +67,13 @@ export function devCommand(): Command {
       'after',
       `
 Examples:
+  $ attest dev up                  # the service, a test key and the development CA, in one command
   $ attest dev init
   $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --nonce <b64>
   $ attest dev mint gms --package com.example.bank --nonce <b64>`,
     );
+
+  dev.addCommand(devUpCommand());
 
   dev
     .command('init')
@@ -58,14 +84,9 @@ Examples:
     .option('--json', 'print {"created","rotated","rootSha256","createdAt"}')
     .addHelpText('after', '\nExamples:\n  $ attest dev init\n  $ attest dev init --rotate')
     .action(async (opts: { rotate?: boolean; json?: boolean }, command: Command) => {
-      const fresh = await createDevCa(new Date());
       const auditor = auditorFor(command);
       await withSecrets(async (handle, secrets) => {
-        const { ca, stored } = await createDevCaRepository(handle.db, secrets.box).put(
-          fresh,
-          { replace: opts.rotate === true },
-          auditor,
-        );
+        const { ca, stored } = await initDevCa(handle, secrets.box, opts.rotate === true, auditor);
         const rootSha256 = createHash('sha256').update(ca.rootCert).digest('hex');
         if (opts.json) {
           printJson({

@@ -1,11 +1,33 @@
 import { Command } from 'commander';
 import { generateApiKey, hashApiKey, parseApiKey } from '../../core/apiKeys.js';
-import { createApiKeyRepository } from '../../db/apiKeys.js';
+import type { KeyMode } from '../../core/types.js';
+import { createApiKeyRepository, type ApiKeyRow } from '../../db/apiKeys.js';
+import type { Auditor } from '../../db/audit.js';
+import type { DatabaseHandle } from '../../db/client.js';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, config, withDatabase } from '../context.js';
 import { durationProblem, parseDuration } from '../duration.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
+
+/**
+ * Issues an API key on `handle`: what `keys create` does, for callers that hold the database
+ * already (`attest dev up`, on its own server's handle). The key is returned once; only its hash
+ * is stored.
+ */
+export async function createApiKey(
+  handle: DatabaseHandle,
+  input: { name: string; expiresInSeconds: number | null; mode: KeyMode },
+  auditor: Auditor,
+): Promise<{ row: ApiKeyRow; key: string }> {
+  const { id, key } = generateApiKey(config().apiKeyPrefix);
+  const hash = await hashApiKey(key);
+  const row = await createApiKeyRepository(handle.db).insert(
+    { id, name: input.name, hash, expiresInSeconds: input.expiresInSeconds, mode: input.mode },
+    auditor,
+  );
+  return { row, key };
+}
 
 /** An API key id: what follows the prefix in a key (core/apiKeys.ts). */
 const ID = /^[0-9a-z]{16}$/;
@@ -51,11 +73,10 @@ Examples:
         if (expiresIn === null && opts.expiresIn !== undefined)
           throw usageError(durationProblem('--expires-in', opts.expiresIn));
         const auditor = auditorFor(command);
-        const { id, key } = generateApiKey(config().apiKeyPrefix);
-        const hash = await hashApiKey(key);
         await withDatabase(async (handle) => {
-          const row = await createApiKeyRepository(handle.db).insert(
-            { id, name, hash, expiresInSeconds: expiresIn, mode: opts.test ? 'test' : 'live' },
+          const { row, key } = await createApiKey(
+            handle,
+            { name, expiresInSeconds: expiresIn, mode: opts.test ? 'test' : 'live' },
             auditor,
           );
           if (opts.json) {
