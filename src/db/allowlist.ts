@@ -457,19 +457,25 @@ export function createCachedAllowlist(
   }
   let snapshot: Snapshot | null = null;
   let loading: Promise<Snapshot> | null = null;
+  // bumped by invalidate: a reload that began before it must not become the snapshot
+  let generation = 0;
   const current = async (): Promise<Snapshot> => {
     if (snapshot && now() - snapshot.at < options.ttlMs) return snapshot;
     // one reload at a time; concurrent readers share it
-    loading ??= (async () => {
-      try {
+    if (!loading) {
+      const started = generation;
+      const load = (async (): Promise<Snapshot> => {
         const [apple, android] = await Promise.all([repo.listApple(), repo.listAndroid()]);
         const loaded: Snapshot = { at: now(), apple, android };
-        snapshot = loaded;
+        if (started === generation) snapshot = loaded;
         return loaded;
-      } finally {
-        loading = null;
-      }
-    })();
+      })();
+      loading = load;
+      const clear = () => {
+        if (loading === load) loading = null;
+      };
+      load.then(clear, clear);
+    }
     return loading;
   };
   return {
@@ -480,6 +486,8 @@ export function createCachedAllowlist(
     androidPackages: async () => (await current()).android,
     invalidate: () => {
       snapshot = null;
+      loading = null;
+      generation++;
     },
   };
 }

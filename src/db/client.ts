@@ -41,6 +41,16 @@ export interface DatabaseHandle {
    * pool whose connections lost their peer without a reset (a silent partition) waits forever.
    */
   recycle?(): Promise<void>;
+  /**
+   * PostgreSQL only: LISTENs on `channel` on a connection of its own (postgres.js reconnects it),
+   * calling `onNotify` with each payload and `onListen` each time the LISTEN is in place (first
+   * and after every reconnect, when notifications may have been missed). Ended by `close`.
+   */
+  listen?(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onListen: () => void,
+  ): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -271,6 +281,8 @@ async function openPostgres(
     });
   let client = connect();
   let current = drizzlePostgres(preparedStatements(client), { schema });
+  // notifications have a connection of their own, outside the pool `recycle` replaces
+  let listener: Sql | undefined;
   // repositories keep this object; `recycle` swaps what it forwards to
   const db = new Proxy({} as typeof current, {
     get: (_, key) => Reflect.get(current, key, current),
@@ -288,7 +300,19 @@ async function openPostgres(
       // timeout 0: sockets whose peer vanished would never answer a graceful end
       await stale.end({ timeout: 0 }).catch(() => {});
     },
-    close: () => client.end({ timeout: 5 }),
+    async listen(channel, onNotify, onListen) {
+      listener ??= postgres(url, {
+        max: 1,
+        connect_timeout: connectTimeoutSeconds,
+        keep_alive: 10,
+        onnotice: () => {},
+        connection: { application_name: 'attest-listen' },
+      });
+      await listener.listen(channel, onNotify, onListen);
+    },
+    async close() {
+      await Promise.all([client.end({ timeout: 5 }), listener?.end({ timeout: 1 })]);
+    },
   };
 }
 

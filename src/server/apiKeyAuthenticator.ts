@@ -277,6 +277,14 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       return result;
     },
 
+    /**
+     * Every cached key is re-read on its next use (no argon2: its row only), as if `revalidateMs`
+     * had passed: a change to the keys was announced.
+     */
+    revalidateAll() {
+      for (const [, v] of verified) v.checkedAt = -Infinity;
+    },
+
     /** Drops cached verifications of a key (the revoking process calls it at once). */
     invalidate(keyId: string) {
       for (const [fp, v] of verified) if (v.id === keyId) verified.delete(fp);

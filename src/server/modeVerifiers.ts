@@ -33,7 +33,7 @@ export interface ModeVerifierDeps {
  */
 export function createModeVerifiers(
   deps: ModeVerifierDeps,
-): (mode: KeyMode) => Promise<PlatformVerifiers> {
+): ((mode: KeyMode) => Promise<PlatformVerifiers>) & { invalidate(): void } {
   const now = deps.now ?? Date.now;
   const decoder = deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {};
   const live = buildVerifiers({
@@ -86,7 +86,7 @@ export function createModeVerifiers(
     return verifiers;
   };
 
-  return async (mode) => {
+  const forMode = async (mode: KeyMode): Promise<PlatformVerifiers> => {
     if (mode === 'live') return live;
     // before `dev init` the root is looked for on every test request, so the first mint works at once
     if (test && test.root !== '' && now() - test.at < deps.ttlMs) return test.verifiers;
@@ -96,4 +96,10 @@ export function createModeVerifiers(
     });
     return loading;
   };
+  return Object.assign(forMode, {
+    /** the next test-mode request re-reads the development root (a change was announced) */
+    invalidate() {
+      if (test) test.at = -Infinity;
+    },
+  });
 }

@@ -38,11 +38,33 @@ export interface RunningServer {
   database: DatabaseHandle;
   /** the master key in use (its id and where it came from; `created` when made just now) */
   masterKey: Omit<ResolvedMasterKey, 'key'> & { id: string };
+  /**
+   * Makes the next request re-read API keys, the allowlist (with its Play Integrity credentials)
+   * and the development root: call it after a change made in this process or announced by
+   * another, so that it applies at once rather than within PROPAGATION_MS.
+   */
+  reloadNow(): void;
   close(): Promise<void>;
 }
 
-/** Revocation, expiry and allowlist edits reach every instance within this time. */
+/** The channel on which PostgreSQL announces key, allowlist, credential and development CA changes (migration 0006). */
+export const CHANGES_CHANNEL = 'attest_changes';
+
+/**
+ * Revocation, expiry and allowlist edits reach every instance within this time even when a
+ * change notification is lost (on PostgreSQL they are announced and apply at once).
+ */
 export const PROPAGATION_MS = 5000;
+
+export interface StartOptions {
+  migrate: boolean;
+  onProgress?: (message: string) => void;
+  pruneIntervalMs?: number;
+  /** the fallback re-read interval (default PROPAGATION_MS); tests lengthen it to see notifications alone */
+  propagationMs?: number;
+  /** told after each reload a PostgreSQL notification caused (the payload names the table) */
+  onChange?: (table: string) => void;
+}
 
 /**
  * Opens the database, migrates (unless told not to), wires the app and listens.
@@ -51,7 +73,7 @@ export const PROPAGATION_MS = 5000;
 export async function startServer(
   config: Config,
   logger: Logger,
-  options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
+  options: StartOptions,
 ): Promise<RunningServer> {
   const appleRoots = configuredAppleRoots(config.appleRootCaPath);
   if (config.appleRootCaPath) {
@@ -91,8 +113,9 @@ async function serveOn(
   appleRoots: readonly X509Certificate[],
   config: Config,
   logger: Logger,
-  options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
+  options: StartOptions,
 ): Promise<RunningServer> {
+  const propagationMs = options.propagationMs ?? PROPAGATION_MS;
   const masterKey = await resolveMasterKey(config, database);
   if (masterKey.created)
     logger.warn(
@@ -125,7 +148,7 @@ async function serveOn(
   });
   const allowlist = createCachedAllowlist(
     reportingKeyFailures(createAllowlistRepository(database.db, box), logger),
-    { ttlMs: PROPAGATION_MS },
+    { ttlMs: propagationMs },
   );
   const devCa = createDevCaRepository(database.db);
   const verifiersFor = createModeVerifiers({
@@ -133,14 +156,14 @@ async function serveOn(
     appleKeys: createAppleKeyRepository(database.db),
     appleRoots,
     devRoot: () => devCa.root(),
-    ttlMs: PROPAGATION_MS,
+    ttlMs: propagationMs,
     googleDecoder,
   });
   if (!config.testKeys)
     logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
   const auth = createApiKeyAuthenticator({
     lookup: apiKeys,
-    revalidateMs: PROPAGATION_MS,
+    revalidateMs: propagationMs,
     onTouchError: (err) => logger.warn({ err: describeFault(err) }, 'could not record API key use'),
   });
   const separateMetrics = config.metricsPort !== undefined;
@@ -164,6 +187,24 @@ async function serveOn(
     }),
     metricsRoute: !separateMetrics,
   });
+
+  const reloadNow = () => {
+    allowlist.invalidate();
+    verifiersFor.invalidate();
+    auth.revalidateAll();
+  };
+  // every instance hears of changes made anywhere (migration 0006's triggers); a (re)connected
+  // LISTEN reloads too, since what was announced while it was down is lost
+  if (database.listen) {
+    await database.listen(
+      CHANGES_CHANNEL,
+      (table) => {
+        reloadNow();
+        options.onChange?.(table);
+      },
+      reloadNow,
+    );
+  }
 
   // slow clients must not hold sockets: whole request within 10 s, headers within 5 s. Node checks
   // those limits only every connectionsCheckingInterval (30 s by default): check every second.
@@ -230,6 +271,7 @@ async function serveOn(
       created: masterKey.created,
       ...(masterKey.defaultFile ? { defaultFile: masterKey.defaultFile } : {}),
     },
+    reloadNow,
     async close() {
       await pruner.stop();
       await Promise.all([
