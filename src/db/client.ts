@@ -21,6 +21,7 @@ import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import * as schema from './schema.js';
 import { startSharedSocket, type SharedSocket } from './sharedSocket.js';
+import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
@@ -132,8 +133,8 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     if (options.role === 'cli' && holder.socket)
       return await openShared(holder.socket, dataDir, connectTimeoutSeconds);
     throw new DatabaseBusyError(
-      `the embedded database in ${dataDir} is in use by process ${holder.pid}` +
-        (holder.socket ? '' : ' (another attest command); wait for it to finish') +
+      `the embedded database in ${dataDir} is in use by ${processName(holder.pid)}` +
+        (holder.socket ? '' : '; wait for it to finish') +
         (options.role === 'server'
           ? '; stop that process or set ATTEST_DATA_DIR to another folder'
           : ''),

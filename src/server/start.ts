@@ -116,12 +116,8 @@ async function serveOn(
   options: StartOptions,
 ): Promise<RunningServer> {
   const propagationMs = options.propagationMs ?? PROPAGATION_MS;
+  // a created key is said once, by the command (RunningServer.masterKey.created)
   const masterKey = await resolveMasterKey(config, database);
-  if (masterKey.created)
-    logger.warn(
-      { path: masterKey.source, keyId: masterKey.key.id },
-      'created a master key for the embedded database: back it up with the data dir',
-    );
   const box = createSecretBox([masterKey.key]);
   if (options.migrate) {
     const { applied, sealed } = await runMigrations(database, {

@@ -93,7 +93,7 @@ describe('sharp edges, before any database is opened', { timeout: 120_000 }, () 
     const result = await attest(['keys', 'create', '--name', 'x', '--expires-in', '90']);
     expect(result.code).toBe(2);
     expect(oneLine(result)).toBe(
-      'attest: --expires-in 90 has no unit: write 90s, 90m, 90h, 90d or 90w',
+      'attest: --expires-in 90 has no unit: write 90s, 90m, 90h, 90d or 90w (run "attest keys create --help" for usage)',
     );
   });
 
@@ -200,7 +200,14 @@ describe('attest completion', { timeout: 120_000 }, () => {
       ]),
     );
     expect(await complete('k')).toEqual(['keys']);
-    expect(await complete('keys', '')).toEqual(['--actor', '--help', 'create', 'list', 'revoke']);
+    expect(await complete('keys', '')).toEqual([
+      '--actor',
+      '--help',
+      '--log',
+      'create',
+      'list',
+      'revoke',
+    ]);
     expect(await complete('keys', 'revoke', 'abc', '--')).toEqual([
       '--actor',
       '--help',
@@ -215,7 +222,14 @@ describe('attest completion', { timeout: 120_000 }, () => {
     expect(
       await complete('--actor', 'bob', 'allowlist', 'remove', 'android', 'com.x', '--k'),
     ).toEqual(['--key-id']);
-    expect(await complete('completion', '')).toEqual(['--actor', '--help', 'bash', 'fish', 'zsh']);
+    expect(await complete('completion', '')).toEqual([
+      '--actor',
+      '--help',
+      '--log',
+      'bash',
+      'fish',
+      'zsh',
+    ]);
   });
 
   it('zsh and fish get scripts of their own; another shell is a usage error', async () => {
@@ -261,7 +275,7 @@ describe('destructive commands against a running serve', { timeout: 120_000 }, (
     const piped = await attest(['keys', 'revoke', created.id]);
     expect(piped.code).toBe(2);
     expect(oneLine(piped)).toBe(
-      'attest: keys revoke changes what running instances accept and asks first; without a terminal to ask on, add --yes',
+      'attest: keys revoke changes what running instances accept and asks first; without a terminal to ask on, add --yes (run "attest keys revoke --help" for usage)',
     );
     expect(await state(created.id)).toBe('active');
 

@@ -1,6 +1,6 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { parseApiKey, verifyApiKeyHash } from '../../core/apiKeys.js';
 import { ConfigError, type Config } from '../../config.js';
 import { createAllowlistRepository } from '../../db/allowlist.js';
@@ -13,7 +13,7 @@ import { createSecretBox } from '../../db/secretBox.js';
 import { MasterKeyError } from '../../db/secrets.js';
 import type { RunningServer } from '../../server/start.js';
 import { auditorFor, config, configProblem } from '../context.js';
-import { runtimeError, usageError } from '../errors.js';
+import { runtimeError, settingError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { initDevCa } from './dev.js';
 import { createApiKey } from './keys.js';
@@ -71,13 +71,11 @@ Examples:
         command: Command,
       ) => {
         if (!APPLE_APP_ID.test(opts.appId))
-          throw usageError(
-            `--app-id "${opts.appId}" is not TEAMID.bundle.id (run "attest dev up --help" for usage)`,
-          );
+          throw usageError(`--app-id "${opts.appId}" is not TEAMID.bundle.id`);
         const base = config();
         if (base.databaseUrl)
           throw usageError(
-            'attest dev up runs on an embedded development database, and DATABASE_URL is set: unset it for this command (run "attest dev up --help" for usage)',
+            'attest dev up runs on an embedded development database, and DATABASE_URL is set: unset it for this command',
           );
         const dataDir = resolve(opts.dataDir ?? DEV_DATA_DIR);
         const cfg: Config = {
@@ -105,6 +103,10 @@ Examples:
           logger.flush();
           throw startProblem(err, cfg);
         }
+        if (server.masterKey.created)
+          process.stderr.write(
+            `attest: created a master key in ${server.masterKey.source}: back it up with the data dir (not inside the same backup)\n`,
+          );
         let info: DevUpInfo;
         try {
           info = await prepare(server, cfg, opts.appId, auditor);
@@ -134,7 +136,7 @@ async function prepare(
   const live = rows.filter((r) => r.mode === 'live' && !r.revokedAt);
   if (live.length > 0)
     throw usageError(
-      `the data dir ${cfg.dataDir} holds live API keys (${live.map((r) => r.id).join(', ')}): attest dev up runs only on development data; give another --data-dir (run "attest dev up --help" for usage)`,
+      `the data dir ${cfg.dataDir} holds live API keys (${live.map((r) => r.id).join(', ')}): attest dev up runs only on development data; give another --data-dir`,
     );
   const box = createSecretBox([(await resolveMasterKey(cfg, handle)).key]);
   const { ca, stored } = await initDevCa(handle, box, false, auditor);
@@ -260,15 +262,13 @@ function startProblem(err: unknown, cfg: Config): unknown {
   if (e.code === 'EADDRINUSE')
     return runtimeError(`port ${cfg.port} on ${cfg.host} is in use: pick another with --port`);
   if (err instanceof ConfigError) return configProblem(err);
-  if (err instanceof MasterKeyError) return usageError(err.message);
+  if (err instanceof MasterKeyError) return settingError(err.message);
   return runtimeError(`cannot start: ${e.message}`);
 }
 
 function portFlag(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw usageError(
-      `--port must be 0-65535, got "${value}" (run "attest dev up --help" for usage)`,
-    );
+    throw new InvalidArgumentError('a port is 0 to 65535');
   return n;
 }
