@@ -8,6 +8,7 @@ import { devCommand } from './commands/dev.js';
 import { keysCommand } from './commands/keys.js';
 import { logsCommand } from './commands/logs.js';
 import { serveCommand } from './commands/serve.js';
+import { statusCommand } from './commands/status.js';
 import { tokenCommand } from './commands/token.js';
 import { verifyFileCommand } from './commands/verifyFile.js';
 import { cleanDatabaseError } from '../db/errors.js';
@@ -48,6 +49,7 @@ Examples:
     logsCommand(),
     devCommand(),
     tokenCommand(),
+    statusCommand(),
     completionCommand(() => program),
   ]) {
     program.addCommand(command);

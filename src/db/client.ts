@@ -354,6 +354,25 @@ async function openShared(
   };
 }
 
+/** What the lock file of an embedded data dir says about the process that holds it. */
+export interface LockHolder {
+  pid: number;
+  /** the address it serves the CLI on (its private socket), when it is a server */
+  address?: string;
+}
+
+/**
+ * The live process holding the embedded database in `dataDir`, as its lock file says, or null.
+ * The one reader of the lock for reports (`attest status`): a stale lock is cleared as openDatabase would.
+ */
+export function lockHolder(dataDir: string): LockHolder | null {
+  const lockPath = join(resolve(dataDir), LOCK_FILE);
+  if (!existsSync(lockPath)) return null;
+  const info = readLiveLock(lockPath);
+  if (!info) return null;
+  return { pid: info.pid, ...(info.socket ? { address: info.socket.path } : {}) };
+}
+
 function readLiveLock(lockPath: string): LockInfo | null {
   let info: LockInfo;
   try {
