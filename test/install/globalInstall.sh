@@ -2,13 +2,13 @@
 # Process-level test of the release tarball: `npm pack`, `npm install -g` of the tarball into a
 # private prefix, then the installed `attest` from another folder (--version, a usage error,
 # `serve` with its migrations, SIGTERM). Too slow for the vitest suite (npm itself takes a minute
-# on a busy machine): .ci/run calls it. Needs dist/ (npm ci builds it); uses the npm cache first.
+# on a busy machine): .ci/run calls it. Needs dist/ (npm test and npm run build make it); uses the npm cache first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 
 fail() { echo "globalInstall: FAIL: $*" >&2; exit 1; }
-[ -f dist/cli/main.js ] || fail "dist/ is missing: run npm ci (or npm run build) first"
+[ -f dist/cli/main.js ] || fail "dist/ is missing: run npm run build first"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/attest-install-XXXXXX")
 server=''
@@ -21,7 +21,11 @@ trap cleanup EXIT
 version=$(node -p 'require("./package.json").version')
 name=$(node -p 'require("./package.json").name')
 
-# dist/ is already built: skip `prepare` (a second tsc run)
+# no install-time build: npm warns about (and asks approval for) a tarball's own prepare script
+node -e 'const s=require("./package.json").scripts||{}; for (const k of ["prepare","install","postinstall","preinstall"]) if (s[k]) { console.error(k); process.exit(1) }' \
+  || fail "package.json has an install-time script; build in prepack instead"
+
+# dist/ is already built: skip `prepack` (a second tsc run)
 npm pack --ignore-scripts --silent --pack-destination "$work" >/dev/null
 tgz="$work/$name-$version.tgz"
 [ -f "$tgz" ] || fail "npm pack did not write $tgz"
