@@ -45,7 +45,9 @@ export function devUpCommand(): Command {
     )
     .option('--data-dir <dir>', `the development data dir (default ${DEV_DATA_DIR})`)
     .addOption(
-      new Option('--port <n>', 'listen port (default 8080; 0: any free port)').argParser(portFlag),
+      new Option('--port <n>', 'listen port (env PORT, default 8080; 0: any free port)').argParser(
+        portFlag,
+      ),
     )
     .option('--host <h>', 'listen address (default 127.0.0.1)')
     .option(
@@ -81,7 +83,7 @@ Examples:
         const cfg: Config = {
           ...base,
           dataDir,
-          port: opts.port ?? 8080,
+          port: opts.port ?? base.port,
           host: opts.host ?? '127.0.0.1',
           logFile: base.logFile ?? join(dataDir, 'attest.log'),
           testKeys: true,
