@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
 import { auditCommand } from './commands/audit.js';
-import { completionCommand } from './commands/completion.js';
+import { completionCommand, completionIdsCommand } from './commands/completion.js';
 import { dbCommand } from './commands/db.js';
 import { devCommand } from './commands/dev.js';
 import { keysCommand } from './commands/keys.js';
@@ -51,8 +51,10 @@ Examples:
     tokenCommand(),
     statusCommand(),
     completionCommand(() => program),
+    completionIdsCommand(),
   ]) {
-    program.addCommand(command);
+    // the completion scripts' helper is not a command for people
+    program.addCommand(command, command.name() === '__complete-ids' ? { hidden: true } : {});
   }
   for (const command of [program, ...allCommands(program)]) {
     command.exitOverride();

@@ -190,6 +190,19 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       return rows.length === 1;
     },
 
+    /** The allowlisted app IDs and package names only (no secret is read): for shell completion. */
+    async listIds(): Promise<{ apple: string[]; android: string[] }> {
+      const apple = rowsOf<{ id: string }>(
+        await db.execute(sql`select app_id as id from apple_apps order by app_id`),
+      );
+      const android = rowsOf<{ id: string }>(
+        await db.execute(
+          sql`select package_name as id from android_packages order by package_name`,
+        ),
+      );
+      return { apple: apple.map((r) => r.id), android: android.map((r) => r.id) };
+    },
+
     async listApple(): Promise<AppleAppPolicy[]> {
       const rows = rowsOf<{ app_id: string; env: string }>(
         await db.execute(sql`select app_id, env from apple_apps order by app_id`),

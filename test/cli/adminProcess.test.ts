@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -212,6 +212,7 @@ describe('attest completion', { timeout: 120_000 }, () => {
       '--actor',
       '--help',
       '--json',
+      '--log',
       '--yes',
     ]);
     expect(await complete('allowlist', 'add', 'apple', 'ABCDE12345.com.x', '--env', '')).toEqual([
@@ -231,6 +232,50 @@ describe('attest completion', { timeout: 120_000 }, () => {
       'zsh',
     ]);
   });
+
+  it('bash completes active key ids and allowlisted IDs from the database', async () => {
+    // `attest` as the shell finds it: the scripts call the command that was typed
+    const bin = join(dir, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(
+      join(bin, 'attest'),
+      `#!/bin/sh\nexec ${shellQuote(process.execPath)} ${shellQuote(BIN)} "$@"\n`,
+      {
+        mode: 0o755,
+      },
+    );
+    const withBin = { ...env, PATH: `${bin}:${env.PATH}` };
+    expect((await attest(['db', 'migrate'])).code).toBe(0);
+    const created = JSON.parse(
+      (await attest(['keys', 'create', '--name', 'completion', '--json'])).stdout,
+    ) as { id: string };
+    const revoked = JSON.parse(
+      (await attest(['keys', 'create', '--name', 'gone', '--json'])).stdout,
+    ) as { id: string };
+    expect((await attest(['keys', 'revoke', revoked.id, '--yes'])).code).toBe(0);
+    expect((await attest(['allowlist', 'add', 'apple', 'ABCDE12345.com.example.done'])).code).toBe(
+      0,
+    );
+    expect(
+      (await attest(['allowlist', 'add', 'android', 'com.example.done', '--without-keys'])).code,
+    ).toBe(0);
+    const offered = async (...words: string[]) => {
+      const line = ['attest', ...words];
+      const program = `source ${shellQuote(script)}; COMP_WORDS=(${line.map(shellQuote).join(' ')}); COMP_CWORD=${line.length - 1}; _attest_complete; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      const result = await runProcess('bash', ['--norc', '-c', program], withBin);
+      return result.stdout.split('\n').filter(Boolean).sort();
+    };
+    const keys = await offered('keys', 'revoke', '');
+    expect(keys).toContain(created.id);
+    expect(keys).not.toContain(revoked.id);
+    expect(await offered('allowlist', 'remove', 'apple', 'ABCDE')).toEqual([
+      'ABCDE12345.com.example.done',
+    ]);
+    expect(await offered('allowlist', 'remove', 'android', '')).toContain('com.example.done');
+    // the helper stays out of help and out of the completed commands
+    expect((await attest(['--help'])).stdout).not.toContain('__complete');
+    expect(await complete('__')).toEqual([]);
+  }, 300_000);
 
   it('zsh and fish get scripts of their own; another shell is a usage error', async () => {
     const zsh = await attest(['completion', 'zsh']);
