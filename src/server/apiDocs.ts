@@ -1,7 +1,15 @@
-import { readFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Context } from 'hono';
+
+/**
+ * Where the build puts swagger-ui's files (dist/server/api-docs): the package ships them, so
+ * swagger-ui-dist is only a devDependency (its own dependency runs an install script that
+ * would make every install warn).
+ */
+const SHIPPED = fileURLToPath(new URL('./api-docs/', import.meta.url));
 
 /** swagger-ui-dist's files the page uses, with their types: served from the installed package, never a CDN. */
 const ASSETS: Record<string, string> = {
@@ -46,7 +54,7 @@ export function createApiDocs() {
   const asset = (name: string): Buffer => {
     let body = cache.get(name);
     if (!body) {
-      folder ??= dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+      folder ??= existsSync(join(SHIPPED, 'swagger-ui-bundle.js')) ? SHIPPED : installedSwaggerUi();
       body = readFileSync(join(folder, name));
       cache.set(name, body);
     }
@@ -69,4 +77,23 @@ export function createApiDocs() {
       return c.body(new Uint8Array(asset(name)), 200, headers(type));
     },
   };
+}
+
+/** swagger-ui-dist in node_modules (a checkout, tests from src/). */
+function installedSwaggerUi(): string {
+  return dirname(createRequire(import.meta.url).resolve('swagger-ui-dist/package.json'));
+}
+
+/** Copies swagger-ui's files into dist/server/api-docs (run by `npm run build`), with its licence. */
+export function copyApiDocsAssets(): string {
+  const from = installedSwaggerUi();
+  mkdirSync(SHIPPED, { recursive: true });
+  for (const name of [
+    ...Object.keys(ASSETS),
+    'LICENSE',
+    'NOTICE',
+    'swagger-ui-bundle.js.LICENSE.txt',
+  ])
+    copyFileSync(join(from, name), join(SHIPPED, name));
+  return SHIPPED;
 }

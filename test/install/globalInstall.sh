@@ -38,6 +38,8 @@ if grep -qE '^package/(src|test|node_modules)/' <<<"$listing"; then fail "the ta
 # a consumer install: no devDependencies, no project around it, native modules from their prebuilds
 npm install -g --prefix "$work/prefix" --prefer-offline --no-audit --no-fund --loglevel=error "$tgz" >"$work/npm.log" 2>&1 \
   || { cat "$work/npm.log" >&2; fail "npm install -g of the tarball failed"; }
+# no script of this package, nor of a dependency it adds beyond the native ones, asks for approval
+if grep -q 'prepare\|@scarf' "$work/npm.log"; then cat "$work/npm.log" >&2; fail "npm install -g warned about install scripts"; fi
 bin="$work/prefix/bin/attest"
 [ -x "$bin" ] || fail "npm install -g did not link bin/attest"
 
@@ -77,6 +79,9 @@ exec 3<&-
 
 ready=$(node -e 'fetch(process.argv[1] + "/readyz").then((r) => console.log(r.status), (e) => console.log(e.message))' "$url")
 [ "$ready" = 200 ] || fail "/readyz answered $ready (migrations not found or not applied?)"
+# the API reference page from the installed copy itself (swagger-ui's files ship in dist/)
+docs=$(node -e 'Promise.all(["/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css"].map((p) => fetch(process.argv[1] + p).then((r) => r.status))).then((s) => console.log(s.join(" ")), (e) => console.log(e.message))' "$url")
+[ "$docs" = "200 200 200" ] || fail "/docs and its assets answered $docs"
 applied=$(attest db status --json | node -e 'const s=JSON.parse(require("fs").readFileSync(0,"utf8"));console.log(s.length>0&&s.every((m)=>m.applied))')
 [ "$applied" = true ] || fail "db status does not list every migration applied"
 
@@ -98,4 +103,4 @@ tar -C "$work/restored" -xzf "$work/backup.tgz"
 listed=$(ATTEST_DATA_DIR="$work/restored/data" attest keys list --json)
 grep -q "\"$created\"" <<<"$listed" || fail "the key made before the backup is not in the restored database"
 
-echo "globalInstall: ok ($name@$version installed from the tarball; --version, usage error, serve with migrations, SIGTERM, backup and restore)"
+echo "globalInstall: ok ($name@$version installed from the tarball; --version, usage error, serve with migrations, /docs, SIGTERM, backup and restore)"
