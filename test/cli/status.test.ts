@@ -23,7 +23,7 @@ const VARS = [
   'ATTEST_DB_CONNECT_TIMEOUT',
 ];
 
-describe('attest status', () => {
+describe('attest status', { timeout: 120_000 }, () => {
   let dir: string;
   const saved: Record<string, string | undefined> = {};
   beforeAll(() => {
