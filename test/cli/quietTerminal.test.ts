@@ -10,7 +10,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { auditOnStderr } from '../../src/cli/context.js';
 import { runCli } from '../support/cli.js';
 
-describe('audit events on stderr', () => {
+describe('audit events on stderr', { timeout: 120_000 }, () => {
   let dir: string;
   const saved: Record<string, string | undefined> = {};
   const vars = ['ATTEST_DATA_DIR', 'DATABASE_URL', 'ATTEST_LOG_FILE', 'LOG_LEVEL'];
