@@ -7,11 +7,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { Hono } from 'hono';
-import { AttestError, AttestHttpError, createAttestClient } from 'attest-server/client';
+import { AttestError, AttestHttpError, createAttestClient } from 'attest-client';
 
 /**
  * @typedef {object} RpOptions
- * @property {import('attest-server/client').AttestClientOptions} attest where the service is, this RP's API key, timeout and retries
+ * @property {import('attest-client').AttestClientOptions} attest where the service is, this RP's API key, timeout and retries
  * @property {readonly string[]} appleAppIds App Attest app IDs (`TEAMID.bundle`) this RP accepts
  * @property {readonly string[]} androidPackages Android package names this RP accepts
  * @property {number} [challengeTtlMs] how long a challenge waits for its login (the service's session expires on its own too)
@@ -22,7 +22,7 @@ import { AttestError, AttestHttpError, createAttestClient } from 'attest-server/
 
 /**
  * The RP's own policy on top of isValid: the service checked its allowlist; this RP accepts its own apps only.
- * @param {import('attest-server/client').VerifyResult} result
+ * @param {import('attest-client').VerifyResult} result
  * @param {RpOptions} options
  */
 function expectedApp(result, options) {
@@ -85,7 +85,7 @@ export function createRpApp(options) {
     if (!challenge || challenge.expiresAt <= now())
       return c.json({ error: 'unknown or expired challenge' }, 403);
 
-    /** @type {import('attest-server/client').VerifyResult} */
+    /** @type {import('attest-client').VerifyResult} */
     let result;
     try {
       result = await attest.verify({

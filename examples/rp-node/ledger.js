@@ -7,7 +7,7 @@
  * request names.
  */
 import { Hono } from 'hono';
-import { AttestResultTokenError, verifyResultToken } from 'attest-server/client';
+import { AttestResultTokenError, verifyResultToken } from 'attest-client';
 
 /**
  * @typedef {object} LedgerOptions

@@ -21,7 +21,7 @@ import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createSecretBox, type SecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
 import { localAdmin, remoteAdmin, type Admin } from './admin.js';
-import { runtimeError, usageError } from './errors.js';
+import { runtimeError, settingError, usageError } from './errors.js';
 
 /** The configuration, with a bad value reported as a usage error. */
 export function config(flags: Partial<Config> = {}): Config {
@@ -43,7 +43,7 @@ export function appleRootsOf(cfg: Config): readonly X509Certificate[] {
 
 /** A ConfigError as the one line every command prints for it (exit 2); anything else passes through. */
 export function configProblem(err: unknown): unknown {
-  return err instanceof ConfigError ? usageError(`${err.message}; fix it and run again`) : err;
+  return err instanceof ConfigError ? settingError(`${err.message}; fix it and run again`) : err;
 }
 
 /**
@@ -152,15 +152,37 @@ export async function withDatabase<T>(
 
 /**
  * Who makes the administrative changes of this run, resolved once: `--actor`, else ATTEST_ACTOR,
- * else the OS user@host. Each recorded change becomes one pino line on stderr (stdout is the
- * command's output), and in ATTEST_LOG_FILE too when set, where `attest serve` logs.
+ * else the OS user@host. Each recorded change is in the audit table already; it also becomes one
+ * pino line in ATTEST_LOG_FILE when set (where `attest serve` logs), and on stderr (stdout is the
+ * command's output) as auditOnStderr decides.
  */
 export function auditorFor(command: Command): Auditor {
   const cfg = config();
-  const flag = (command.optsWithGlobals() as { actor?: string }).actor;
+  const flags = command.optsWithGlobals() as { actor?: string; log?: boolean };
+  const flag = flags.actor;
   if (flag !== undefined && !ACTOR.test(flag)) throw usageError(`--actor ${PRINTABLE_NAME_RULE}`);
   const actor = flag ?? cfg.actor ?? osActor();
-  return { actor, log: (event) => logChange(cfg, event) };
+  const stderr = auditOnStderr({
+    logFlag: flags.log === true,
+    stderrIsTTY: process.stderr.isTTY === true,
+    logLevel: cfg.logLevel,
+  });
+  return { actor, log: (event) => logChange(cfg, event, stderr) };
+}
+
+/**
+ * Whether an audit event is also printed on stderr as a JSON line: always with `--log`; never on a
+ * terminal otherwise (a person reads the command's own result there); elsewhere (a script, a
+ * supervisor, CI) when LOG_LEVEL lets info lines through, which the default (info) does.
+ */
+export function auditOnStderr(options: {
+  logFlag: boolean;
+  stderrIsTTY: boolean;
+  logLevel: string;
+}): boolean {
+  if (options.logFlag) return true;
+  if (options.stderrIsTTY) return false;
+  return ['info', 'debug', 'trace'].includes(options.logLevel);
 }
 
 function osActor(): string {
@@ -174,21 +196,32 @@ function osActor(): string {
   return `${user}@${hostname()}`;
 }
 
-function logChange(cfg: Config, event: AuditEvent): void {
-  const streams: pino.StreamEntry[] = [
-    { stream: { write: (line: string) => process.stderr.write(line) } },
-  ];
+function logChange(cfg: Config, event: AuditEvent, stderr: boolean): void {
+  const streams: pino.StreamEntry[] = [];
+  // --log prints the event whatever LOG_LEVEL says
+  if (stderr)
+    streams.push({
+      stream: { write: (line: string) => process.stderr.write(line) },
+      level: 'info',
+    });
   // sync: the CLI exits right after, and an asynchronous write could be lost
   const file = cfg.logFile
     ? pino.destination({ dest: cfg.logFile, append: true, mkdir: true, sync: true })
     : undefined;
-  if (file) streams.push({ stream: file });
-  const logger = pino(loggerOptions(cfg.logLevel), pino.multistream(streams));
+  if (file) streams.push({ stream: file, level: cfg.logLevel as pino.Level });
+  if (streams.length === 0) return;
+  const level = stderr ? lowest('info', cfg.logLevel) : cfg.logLevel;
+  const logger = pino(loggerOptions(level), pino.multistream(streams));
   logger.info(
     { audit: { ...event, at: event.at.toISOString() } },
     `${event.action} ${event.target} by ${event.actor}`,
   );
   file?.end();
+}
+
+const LEVELS = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
+function lowest(a: string, b: string): string {
+  return LEVELS.indexOf(a) <= LEVELS.indexOf(b) ? a : b;
 }
 
 export interface Secrets {
@@ -232,7 +265,7 @@ export async function loadSecrets(
 /** A master key problem is a usage error (fix the configuration); anything else passes through. */
 export function secretsError(err: unknown): unknown {
   if (err instanceof MasterKeyError || err instanceof ConfigError)
-    return usageError(`${err.message}`);
+    return settingError(`${err.message}`);
   return err;
 }
 

@@ -7,6 +7,8 @@ export class CliError extends Error {
   constructor(
     message: string,
     readonly exitCode: number = EXIT.usage,
+    /** a usage error names the `--help` to run; a setting (environment, master key) is fixed elsewhere */
+    readonly helpHint: boolean = exitCode === EXIT.usage,
   ) {
     super(message);
   }
@@ -14,6 +16,8 @@ export class CliError extends Error {
 
 /** Bad usage or bad input (exit 2). */
 export const usageError = (message: string) => new CliError(message, EXIT.usage);
+/** A bad setting (environment variable, master key): exit 2, but `--help` is not where the fix is. */
+export const settingError = (message: string) => new CliError(message, EXIT.usage, false);
 /** A runtime failure such as an unreachable database (exit 3). */
 export const runtimeError = (message: string) => new CliError(message, EXIT.runtime);
 /** The operation's negative answer, such as nothing to revoke or a declined confirmation (exit 1). */

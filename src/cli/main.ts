@@ -2,13 +2,14 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
 import { auditCommand } from './commands/audit.js';
-import { completionCommand } from './commands/completion.js';
+import { completionCommand, completionIdsCommand } from './commands/completion.js';
 import { dbCommand } from './commands/db.js';
 import { devCommand } from './commands/dev.js';
 import { keysCommand } from './commands/keys.js';
 import { logsCommand } from './commands/logs.js';
 import { resultKeysCommand } from './commands/resultKeys.js';
 import { serveCommand } from './commands/serve.js';
+import { statusCommand } from './commands/status.js';
 import { tokenCommand } from './commands/token.js';
 import { verifyFileCommand } from './commands/verifyFile.js';
 import { cleanDatabaseError } from '../db/errors.js';
@@ -22,6 +23,10 @@ export function buildProgram(): Command {
     .option(
       '--actor <name>',
       'who makes administrative changes, for the audit trail (default: ATTEST_ACTOR, else user@host)',
+    )
+    .option(
+      '--log',
+      'also print each recorded change (audit event) on stderr as a JSON line; on a terminal they are not printed otherwise',
     )
     .addHelpText(
       'after',
@@ -46,9 +51,12 @@ Examples:
     logsCommand(),
     devCommand(),
     tokenCommand(),
+    statusCommand(),
     completionCommand(() => program),
+    completionIdsCommand(),
   ]) {
-    program.addCommand(command);
+    // the completion scripts' helper is not a command for people
+    program.addCommand(command, command.name() === '__complete-ids' ? { hidden: true } : {});
   }
   for (const command of [program, ...allCommands(program)]) {
     command.exitOverride();
@@ -93,8 +101,14 @@ export async function main(argv: string[]): Promise<number> {
     process.stderr.write(`attest: cannot write the output (${err.code ?? err.message})\n`);
     process.exit(EXIT.runtime);
   });
+  const program = buildProgram();
+  // the command whose action runs, so that its usage errors name its --help
+  let acting: Command = program;
+  program.hook('preAction', (_, actionCommand) => {
+    acting = actionCommand;
+  });
   try {
-    await buildProgram().parseAsync(argv);
+    await program.parseAsync(argv);
     return process.exitCode === undefined ? EXIT.ok : Number(process.exitCode);
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -102,7 +116,12 @@ export async function main(argv: string[]): Promise<number> {
       return err.exitCode === 0 ? EXIT.ok : EXIT.usage;
     }
     if (err instanceof CliError) {
-      process.stderr.write(`attest: ${err.message.replace(/\s+/g, ' ').trim()}\n`);
+      const message = err.message.replace(/\s+/g, ' ').trim();
+      const hint =
+        err.helpHint && !message.includes('--help')
+          ? ` (run "${commandPath(acting)} --help" for usage)`
+          : '';
+      process.stderr.write(`attest: ${message}${hint}\n`);
       return err.exitCode;
     }
     process.stderr.write(`attest: unexpected failure: ${faultText(err)}\n`);

@@ -1,5 +1,5 @@
 /**
- * The typed client for a relying party's backend (`attest-server/client`). It uses the platform's
+ * The typed client for a relying party's backend (`attest-client`, also exported as `attest-server/client`). It uses the platform's
  * `fetch` only, so importing it pulls in none of the service's own dependencies.
  *
  * Grant the protected operation only when `verify()` resolves with `isValid: true`: every 4xx/5xx

@@ -199,6 +199,19 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       return rows.length === 1;
     },
 
+    /** The allowlisted app IDs and package names only (no secret is read): for shell completion. */
+    async listIds(): Promise<{ apple: string[]; android: string[] }> {
+      const apple = rowsOf<{ id: string }>(
+        await db.execute(sql`select app_id as id from apple_apps order by app_id`),
+      );
+      const android = rowsOf<{ id: string }>(
+        await db.execute(
+          sql`select package_name as id from android_packages order by package_name`,
+        ),
+      );
+      return { apple: apple.map((r) => r.id), android: android.map((r) => r.id) };
+    },
+
     async listApple(): Promise<AppleAppPolicy[]> {
       const rows = rowsOf<{ app_id: string; env: string }>(
         await db.execute(sql`select app_id, env from apple_apps order by app_id`),
@@ -511,19 +524,25 @@ export function createCachedAllowlist(
   }
   let snapshot: Snapshot | null = null;
   let loading: Promise<Snapshot> | null = null;
+  // bumped by invalidate: a reload that began before it must not become the snapshot
+  let generation = 0;
   const current = async (): Promise<Snapshot> => {
     if (snapshot && now() - snapshot.at < options.ttlMs) return snapshot;
     // one reload at a time; concurrent readers share it
-    loading ??= (async () => {
-      try {
+    if (!loading) {
+      const started = generation;
+      const load = (async (): Promise<Snapshot> => {
         const [apple, android] = await Promise.all([repo.listApple(), repo.listAndroid()]);
         const loaded: Snapshot = { at: now(), apple, android };
-        snapshot = loaded;
+        if (started === generation) snapshot = loaded;
         return loaded;
-      } finally {
-        loading = null;
-      }
-    })();
+      })();
+      loading = load;
+      const clear = () => {
+        if (loading === load) loading = null;
+      };
+      load.then(clear, clear);
+    }
     return loading;
   };
   return {
@@ -534,6 +553,8 @@ export function createCachedAllowlist(
     androidPackages: async () => (await current()).android,
     invalidate: () => {
       snapshot = null;
+      loading = null;
+      generation++;
     },
   };
 }

@@ -18,6 +18,7 @@ import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
 import * as schema from './schema.js';
+import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
@@ -48,6 +49,16 @@ export interface DatabaseHandle {
    * in the 0600 lock file, where the CLI finds them.
    */
   announce?(admin: AdminDoor): void;
+  /**
+   * PostgreSQL only: LISTENs on `channel` on a connection of its own (postgres.js reconnects it),
+   * calling `onNotify` with each payload and `onListen` each time the LISTEN is in place (first
+   * and after every reconnect, when notifications may have been missed). Ended by `close`.
+   */
+  listen?(
+    channel: string,
+    onNotify: (payload: string) => void,
+    onListen: () => void,
+  ): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -148,10 +159,8 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   const holder = readLiveLock(lockPath);
   if (holder) {
     throw new DatabaseBusyError(
-      `the embedded database in ${dataDir} is in use by process ${holder.pid}` +
-        (holder.admin
-          ? ' (a running "attest serve")'
-          : ' (another attest command, or "attest serve" starting); wait for it to finish') +
+      `the embedded database in ${dataDir} is in use by ${processName(holder.pid)}` +
+        (holder.admin ? '' : '; wait for it to finish') +
         (options.role === 'server'
           ? '; stop that process or set ATTEST_DATA_DIR to another folder'
           : ''),
@@ -307,6 +316,8 @@ async function openPostgres(
     });
   let client = connect();
   let current = drizzlePostgres(preparedStatements(client), { schema });
+  // notifications have a connection of their own, outside the pool `recycle` replaces
+  let listener: Sql | undefined;
   // repositories keep this object; `recycle` swaps what it forwards to
   const db = new Proxy({} as typeof current, {
     get: (_, key) => Reflect.get(current, key, current),
@@ -324,7 +335,19 @@ async function openPostgres(
       // timeout 0: sockets whose peer vanished would never answer a graceful end
       await stale.end({ timeout: 0 }).catch(() => {});
     },
-    close: () => client.end({ timeout: 5 }),
+    async listen(channel, onNotify, onListen) {
+      listener ??= postgres(url, {
+        max: 1,
+        connect_timeout: connectTimeoutSeconds,
+        keep_alive: 10,
+        onnotice: () => {},
+        connection: { application_name: 'attest-listen' },
+      });
+      await listener.listen(channel, onNotify, onListen);
+    },
+    async close() {
+      await Promise.all([client.end({ timeout: 5 }), listener?.end({ timeout: 1 })]);
+    },
   };
 }
 
@@ -340,6 +363,25 @@ function preparedStatements(client: Sql): Sql {
   return new Proxy(client, {
     get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)),
   });
+}
+
+/** What the lock file of an embedded data dir says about the process that holds it. */
+export interface LockHolder {
+  pid: number;
+  /** the address it serves the CLI on (its private admin socket), when it is a server */
+  address?: string;
+}
+
+/**
+ * The live process holding the embedded database in `dataDir`, as its lock file says, or null.
+ * The one reader of the lock for reports (`attest status`): a stale lock is cleared as openDatabase would.
+ */
+export function lockHolder(dataDir: string): LockHolder | null {
+  const lockPath = join(resolve(dataDir), LOCK_FILE);
+  if (!existsSync(lockPath)) return null;
+  const info = readLiveLock(lockPath);
+  if (!info) return null;
+  return { pid: info.pid, ...(info.admin ? { address: info.admin.socket } : {}) };
 }
 
 function readLiveLock(lockPath: string): LockInfo | null {

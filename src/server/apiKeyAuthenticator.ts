@@ -401,10 +401,12 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
 
     /**
      * Every cached key's row is re-read on its next use (no argon2 again), and remembered failures
-     * are forgotten: an administrative change through this process applies at once.
+     * are forgotten: a change made through this process, or announced by another instance,
+     * applies at once.
      */
     revalidateAll() {
       for (const [, v] of verified) v.checkedAt = -Infinity;
+      rows.clear();
       failures.clear();
     },
   };

@@ -20,6 +20,7 @@ import { apiKeyAuth } from './middleware/apiKeyAuth.js';
 import { backendBudget, DeadlineExceeded } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
+import { createApiDocs } from './apiDocs.js';
 import { readBody, TOO_LARGE } from './readBody.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
 import { parseVerifyRequest } from './verifyRequest.js';
@@ -74,6 +75,7 @@ const ROUTES: Record<string, string[]> = {
   '/openapi.json': ['GET'],
   '/.well-known/jwks.json': ['GET', 'HEAD'],
   '/.well-known/openid-configuration': ['GET', 'HEAD'],
+  '/docs': ['GET'],
 };
 
 /** The HTTP API: the contract of docs/http-api.md. No module state. */
@@ -220,6 +222,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     });
   }
   app.get('/openapi.json', (c) => c.json(OPENAPI_DOCUMENT));
+  const apiDocs = createApiDocs();
+  app.get('/docs', (c) => apiDocs.page(c));
+  app.get('/docs/:asset', (c) => apiDocs.asset(c, c.req.param('asset')) ?? c.notFound());
 
   app.notFound((c) => {
     const allowed = c.req.path === '/metrics' && !metricsRoute ? undefined : ROUTES[c.req.path];

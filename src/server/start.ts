@@ -43,11 +43,33 @@ export interface RunningServer {
   database: DatabaseHandle;
   /** the master key in use (its id and where it came from; `created` when made just now) */
   masterKey: Omit<ResolvedMasterKey, 'key'> & { id: string };
+  /**
+   * Makes the next request re-read API keys, the allowlist (with its Play Integrity credentials)
+   * and the development root: call it after a change made in this process or announced by
+   * another, so that it applies at once rather than within PROPAGATION_MS.
+   */
+  reloadNow(): void;
   close(): Promise<void>;
 }
 
-/** Revocation, expiry and allowlist edits reach every instance within this time. */
+/** The channel on which PostgreSQL announces key, allowlist, credential and development CA changes (migration 0006). */
+export const CHANGES_CHANNEL = 'attest_changes';
+
+/**
+ * Revocation, expiry and allowlist edits reach every instance within this time even when a
+ * change notification is lost (on PostgreSQL they are announced and apply at once).
+ */
 export const PROPAGATION_MS = 5000;
+
+export interface StartOptions {
+  migrate: boolean;
+  onProgress?: (message: string) => void;
+  pruneIntervalMs?: number;
+  /** the fallback re-read interval (default PROPAGATION_MS); tests lengthen it to see notifications alone */
+  propagationMs?: number;
+  /** told after each reload a PostgreSQL notification caused (the payload names the table) */
+  onChange?: (table: string) => void;
+}
 
 /**
  * Opens the database, migrates (unless told not to), wires the app and listens.
@@ -56,7 +78,7 @@ export const PROPAGATION_MS = 5000;
 export async function startServer(
   config: Config,
   logger: Logger,
-  options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
+  options: StartOptions,
 ): Promise<RunningServer> {
   const appleRoots = configuredAppleRoots(config.appleRootCaPath);
   if (config.appleRootCaPath) {
@@ -95,14 +117,11 @@ async function serveOn(
   appleRoots: readonly X509Certificate[],
   config: Config,
   logger: Logger,
-  options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
+  options: StartOptions,
 ): Promise<RunningServer> {
+  const propagationMs = options.propagationMs ?? PROPAGATION_MS;
+  // a created key is said once, by the command (RunningServer.masterKey.created)
   const masterKey = await resolveMasterKey(config, database);
-  if (masterKey.created)
-    logger.warn(
-      { path: masterKey.source, keyId: masterKey.key.id },
-      'created a master key for the embedded database: back it up with the data dir',
-    );
   const box = createSecretBox([masterKey.key]);
   if (options.migrate) {
     const { applied, sealed } = await runMigrations(database, {
@@ -130,7 +149,7 @@ async function serveOn(
   });
   const allowlist = createCachedAllowlist(
     reportingKeyFailures(createAllowlistRepository(database.db, box), logger),
-    { ttlMs: PROPAGATION_MS },
+    { ttlMs: propagationMs },
   );
   const devCa = createDevCaRepository(database.db);
   const verifiersFor = createModeVerifiers({
@@ -138,14 +157,14 @@ async function serveOn(
     appleKeys: createAppleKeyRepository(database.db),
     appleRoots,
     devRoot: () => devCa.root(),
-    ttlMs: PROPAGATION_MS,
+    ttlMs: propagationMs,
     googleDecoder,
   });
   if (!config.testKeys)
     logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
   const auth = createApiKeyAuthenticator({
     lookup: apiKeys,
-    revalidateMs: PROPAGATION_MS,
+    revalidateMs: propagationMs,
     onTouchError: (err) => logger.warn({ err: describeFault(err) }, 'could not record API key use'),
   });
   const separateMetrics = config.metricsPort !== undefined;
@@ -171,15 +190,18 @@ async function serveOn(
     ...(resultTokens ? { resultTokens } : {}),
   });
 
+  const reloadNow = () => {
+    allowlist.invalidate();
+    verifiersFor.invalidate();
+    auth.revalidateAll();
+  };
   /**
-   * After an administrative change through the admin socket: the caches of API keys, the
-   * allowlist and the development root are dropped and the allowlist read again, so the change
-   * applies before the command returns (other instances still see it within PROPAGATION_MS).
+   * After an administrative change through the admin socket: the caches are dropped and the
+   * allowlist read again, so the change applies before the command returns (other instances
+   * hear of it through LISTEN/NOTIFY, or within PROPAGATION_MS).
    */
   const reload = async () => {
-    auth.revalidateAll();
-    verifiersFor.invalidate();
-    allowlist.invalidate();
+    reloadNow();
     try {
       await allowlist.appleApps();
     } catch (err) {
@@ -187,6 +209,18 @@ async function serveOn(
       logger.warn({ err: describeFault(err) }, 'could not reload the allowlist');
     }
   };
+  // every instance hears of changes made anywhere (the change_notify migration's triggers); a
+  // (re)connected LISTEN reloads too, since what was announced while it was down is lost
+  if (database.listen) {
+    await database.listen(
+      CHANGES_CHANNEL,
+      (table) => {
+        reloadNow();
+        options.onChange?.(table);
+      },
+      reloadNow,
+    );
+  }
   // the embedded database has no other door: the CLI's commands run here, through the admin API
   const admin = database.announce ? await startAdmin(database, config, logger, box, reload) : null;
 
@@ -262,6 +296,7 @@ async function serveOn(
       created: masterKey.created,
       ...(masterKey.defaultFile ? { defaultFile: masterKey.defaultFile } : {}),
     },
+    reloadNow,
     async close() {
       await pruner.stop();
       await Promise.all([

@@ -290,7 +290,9 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
     ]) {
       const run = await runCli(...args);
       expect(run.code).toBe(2);
-      expect(oneLine(run)).toMatch(/without a terminal to ask on, add --yes$/);
+      expect(oneLine(run)).toMatch(
+        /without a terminal to ask on, add --yes \(run "attest [a-z ]+ --help" for usage\)$/,
+      );
     }
     expect((await events()).map((e) => e.action)).toEqual(['keys.create', 'allowlist.add']);
   });

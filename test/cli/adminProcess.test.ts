@@ -5,7 +5,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -93,7 +93,7 @@ describe('sharp edges, before any database is opened', { timeout: 120_000 }, () 
     const result = await attest(['keys', 'create', '--name', 'x', '--expires-in', '90']);
     expect(result.code).toBe(2);
     expect(oneLine(result)).toBe(
-      'attest: --expires-in 90 has no unit: write 90s, 90m, 90h, 90d or 90w',
+      'attest: --expires-in 90 has no unit: write 90s, 90m, 90h, 90d or 90w (run "attest keys create --help" for usage)',
     );
   });
 
@@ -200,11 +200,19 @@ describe('attest completion', { timeout: 120_000 }, () => {
       ]),
     );
     expect(await complete('k')).toEqual(['keys']);
-    expect(await complete('keys', '')).toEqual(['--actor', '--help', 'create', 'list', 'revoke']);
+    expect(await complete('keys', '')).toEqual([
+      '--actor',
+      '--help',
+      '--log',
+      'create',
+      'list',
+      'revoke',
+    ]);
     expect(await complete('keys', 'revoke', 'abc', '--')).toEqual([
       '--actor',
       '--help',
       '--json',
+      '--log',
       '--yes',
     ]);
     expect(await complete('allowlist', 'add', 'apple', 'ABCDE12345.com.x', '--env', '')).toEqual([
@@ -215,8 +223,59 @@ describe('attest completion', { timeout: 120_000 }, () => {
     expect(
       await complete('--actor', 'bob', 'allowlist', 'remove', 'android', 'com.x', '--k'),
     ).toEqual(['--key-id']);
-    expect(await complete('completion', '')).toEqual(['--actor', '--help', 'bash', 'fish', 'zsh']);
+    expect(await complete('completion', '')).toEqual([
+      '--actor',
+      '--help',
+      '--log',
+      'bash',
+      'fish',
+      'zsh',
+    ]);
   });
+
+  it('bash completes active key ids and allowlisted IDs from the database', async () => {
+    // `attest` as the shell finds it: the scripts call the command that was typed
+    const bin = join(dir, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(
+      join(bin, 'attest'),
+      `#!/bin/sh\nexec ${shellQuote(process.execPath)} ${shellQuote(BIN)} "$@"\n`,
+      {
+        mode: 0o755,
+      },
+    );
+    const withBin = { ...env, PATH: `${bin}:${env.PATH}` };
+    expect((await attest(['db', 'migrate'])).code).toBe(0);
+    const created = JSON.parse(
+      (await attest(['keys', 'create', '--name', 'completion', '--json'])).stdout,
+    ) as { id: string };
+    const revoked = JSON.parse(
+      (await attest(['keys', 'create', '--name', 'gone', '--json'])).stdout,
+    ) as { id: string };
+    expect((await attest(['keys', 'revoke', revoked.id, '--yes'])).code).toBe(0);
+    expect((await attest(['allowlist', 'add', 'apple', 'ABCDE12345.com.example.done'])).code).toBe(
+      0,
+    );
+    expect(
+      (await attest(['allowlist', 'add', 'android', 'com.example.done', '--without-keys'])).code,
+    ).toBe(0);
+    const offered = async (...words: string[]) => {
+      const line = ['attest', ...words];
+      const program = `source ${shellQuote(script)}; COMP_WORDS=(${line.map(shellQuote).join(' ')}); COMP_CWORD=${line.length - 1}; _attest_complete; printf '%s\\n' "\${COMPREPLY[@]}"`;
+      const result = await runProcess('bash', ['--norc', '-c', program], withBin);
+      return result.stdout.split('\n').filter(Boolean).sort();
+    };
+    const keys = await offered('keys', 'revoke', '');
+    expect(keys).toContain(created.id);
+    expect(keys).not.toContain(revoked.id);
+    expect(await offered('allowlist', 'remove', 'apple', 'ABCDE')).toEqual([
+      'ABCDE12345.com.example.done',
+    ]);
+    expect(await offered('allowlist', 'remove', 'android', '')).toContain('com.example.done');
+    // the helper stays out of help and out of the completed commands
+    expect((await attest(['--help'])).stdout).not.toContain('__complete');
+    expect(await complete('__')).toEqual([]);
+  }, 300_000);
 
   it('zsh and fish get scripts of their own; another shell is a usage error', async () => {
     const zsh = await attest(['completion', 'zsh']);
@@ -261,7 +320,7 @@ describe('destructive commands against a running serve', { timeout: 120_000 }, (
     const piped = await attest(['keys', 'revoke', created.id]);
     expect(piped.code).toBe(2);
     expect(oneLine(piped)).toBe(
-      'attest: keys revoke changes what running instances accept and asks first; without a terminal to ask on, add --yes',
+      'attest: keys revoke changes what running instances accept and asks first; without a terminal to ask on, add --yes (run "attest keys revoke --help" for usage)',
     );
     expect(await state(created.id)).toBe('active');
 

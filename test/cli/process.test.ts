@@ -73,7 +73,7 @@ describe('the attest binary on one embedded data dir', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
       new RegExp(
-        `^attest: the embedded database in .* is in use by process ${server!.child.pid}.*ATTEST_DATA_DIR`,
+        `^attest: the embedded database in .* is in use by attest serve \\(pid ${server!.child.pid}, --port 0\\).*ATTEST_DATA_DIR`,
       ),
     );
     // and the first server is unharmed

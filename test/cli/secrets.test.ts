@@ -289,7 +289,7 @@ describe('the embedded database’s own master key', () => {
       );
       expect(missing.code).toBe(2);
       expect(oneLine(missing)).toMatch(
-        /^attest: --new-key-file: cannot read .*nope\.key \(ENOENT\)$/,
+        /^attest: --new-key-file: cannot read .*nope\.key \(ENOENT\) \(run "attest db rotate-master-key --help" for usage\)$/,
       );
     },
     SLOW,

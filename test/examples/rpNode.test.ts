@@ -14,7 +14,7 @@ import { createServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AddressInfo } from 'node:net';
 import { serve } from '@hono/node-server';
-import { createAttestClient } from 'attest-server/client';
+import { createAttestClient } from 'attest-client';
 import { createRpApp } from '../../examples/rp-node/app.js';
 import { createLedgerApp } from '../../examples/rp-node/ledger.js';
 import { ROOT, baseEnv, buildOnce, serveBin, stopBin, type Served } from '../support/binary.js';

@@ -2,13 +2,13 @@
 # Process-level test of the release tarball: `npm pack`, `npm install -g` of the tarball into a
 # private prefix, then the installed `attest` from another folder (--version, a usage error,
 # `serve` with its migrations, SIGTERM). Too slow for the vitest suite (npm itself takes a minute
-# on a busy machine): .ci/run calls it. Needs dist/ (npm ci builds it); uses the npm cache first.
+# on a busy machine): .ci/run calls it. Needs dist/ (npm test and npm run build make it); uses the npm cache first.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
 
 fail() { echo "globalInstall: FAIL: $*" >&2; exit 1; }
-[ -f dist/cli/main.js ] || fail "dist/ is missing: run npm ci (or npm run build) first"
+[ -f dist/cli/main.js ] || fail "dist/ is missing: run npm run build first"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/attest-install-XXXXXX")
 server=''
@@ -21,7 +21,11 @@ trap cleanup EXIT
 version=$(node -p 'require("./package.json").version')
 name=$(node -p 'require("./package.json").name')
 
-# dist/ is already built: skip `prepare` (a second tsc run)
+# no install-time build: npm warns about (and asks approval for) a tarball's own prepare script
+node -e 'const s=require("./package.json").scripts||{}; for (const k of ["prepare","install","postinstall","preinstall"]) if (s[k]) { console.error(k); process.exit(1) }' \
+  || fail "package.json has an install-time script; build in prepack instead"
+
+# dist/ is already built: skip `prepack` (a second tsc run)
 npm pack --ignore-scripts --silent --pack-destination "$work" >/dev/null
 tgz="$work/$name-$version.tgz"
 [ -f "$tgz" ] || fail "npm pack did not write $tgz"
@@ -34,6 +38,8 @@ if grep -qE '^package/(src|test|node_modules)/' <<<"$listing"; then fail "the ta
 # a consumer install: no devDependencies, no project around it, native modules from their prebuilds
 npm install -g --prefix "$work/prefix" --prefer-offline --no-audit --no-fund --loglevel=error "$tgz" >"$work/npm.log" 2>&1 \
   || { cat "$work/npm.log" >&2; fail "npm install -g of the tarball failed"; }
+# no script of this package, nor of a dependency it adds beyond the native ones, asks for approval
+if grep -q 'prepare\|@scarf' "$work/npm.log"; then cat "$work/npm.log" >&2; fail "npm install -g warned about install scripts"; fi
 bin="$work/prefix/bin/attest"
 [ -x "$bin" ] || fail "npm install -g did not link bin/attest"
 
@@ -73,6 +79,9 @@ exec 3<&-
 
 ready=$(node -e 'fetch(process.argv[1] + "/readyz").then((r) => console.log(r.status), (e) => console.log(e.message))' "$url")
 [ "$ready" = 200 ] || fail "/readyz answered $ready (migrations not found or not applied?)"
+# the API reference page from the installed copy itself (swagger-ui's files ship in dist/)
+docs=$(node -e 'Promise.all(["/docs", "/docs/swagger-ui-bundle.js", "/docs/swagger-ui.css"].map((p) => fetch(process.argv[1] + p).then((r) => r.status))).then((s) => console.log(s.join(" ")), (e) => console.log(e.message))' "$url")
+[ "$docs" = "200 200 200" ] || fail "/docs and its assets answered $docs"
 applied=$(attest db status --json | node -e 'const s=JSON.parse(require("fs").readFileSync(0,"utf8"));console.log(s.length>0&&s.every((m)=>m.applied))')
 [ "$applied" = true ] || fail "db status does not list every migration applied"
 
@@ -95,4 +104,4 @@ cp "$work/data/master.key" "$work/restored/data/master.key"
 listed=$(ATTEST_DATA_DIR="$work/restored/data" attest keys list --json)
 grep -q "\"$created\"" <<<"$listed" || fail "the key made before the backup is not in the restored database"
 
-echo "globalInstall: ok ($name@$version installed from the tarball; --version, usage error, serve with migrations, SIGTERM, backup and restore)"
+echo "globalInstall: ok ($name@$version installed from the tarball; --version, usage error, serve with migrations, /docs, SIGTERM, backup and restore)"

@@ -25,6 +25,7 @@ import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../inputFiles.js';
 import { printJson } from '../output.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../tokenOutput.js';
 import { ANDROID_PACKAGE, APPLE_APP_ID } from './allowlist.js';
+import { devUpCommand } from './devUp.js';
 
 const UINT32_MAX = 0xffffffff;
 const DEVICE_KIND = 'attest-simulated-app-attest-device';
@@ -36,10 +37,13 @@ export function devCommand(): Command {
       'after',
       `
 Examples:
+  $ attest dev up                  # the service, a test key and the development CA, in one command
   $ attest dev init
   $ attest dev mint apple --app-id ABCDE12345.com.example.bank --device dev.json --nonce <b64>
   $ attest dev mint gms --package com.example.bank --nonce <b64>`,
     );
+
+  dev.addCommand(devUpCommand());
 
   dev
     .command('init')

@@ -1,27 +1,23 @@
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError } from '../../config.js';
 import { DataDirUnsafeError, DatabaseBusyError } from '../../db/client.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { RunningServer } from '../../server/start.js';
 import { MasterKeyError } from '../../db/secrets.js';
 import { config, configProblem } from '../context.js';
-import { runtimeError, usageError } from '../errors.js';
+import { runtimeError, settingError, usageError } from '../errors.js';
 
 export function serveCommand(): Command {
   return new Command('serve')
     .description('run the HTTP API (applies pending migrations first)')
-    .addOption(
-      new Option('--port <n>', 'listen port (env PORT, default 8080)').argParser((v) =>
-        port(v, '--port'),
-      ),
-    )
+    .addOption(new Option('--port <n>', 'listen port (env PORT, default 8080)').argParser(port))
     .option('--host <h>', 'listen address (env HOST, default 0.0.0.0)')
     .option('--no-migrate', 'do not apply pending migrations; refuse to start if any are missing')
     .addOption(
       new Option(
         '--metrics-port <n>',
         'serve /metrics on this port instead of the API port (env ATTEST_METRICS_PORT); keep it private',
-      ).argParser((v) => port(v, '--metrics-port')),
+      ).argParser(port),
     )
     .option(
       '--metrics-host <h>',
@@ -78,7 +74,7 @@ Examples:
               `port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`,
             );
           if (err instanceof ConfigError) throw configProblem(err);
-          if (err instanceof MasterKeyError) throw usageError(err.message);
+          if (err instanceof MasterKeyError) throw settingError(err.message);
           throw runtimeError(`cannot start: ${e.message}`);
         }
         if (server.masterKey.created)
@@ -116,9 +112,9 @@ Examples:
     );
 }
 
-function port(value: string, flag: string): number {
+function port(value: string): number {
   const n = Number(value);
   if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw usageError(`${flag} must be 0-65535, got "${value}"`);
+    throw new InvalidArgumentError('a port is 0 to 65535');
   return n;
 }

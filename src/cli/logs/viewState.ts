@@ -231,6 +231,11 @@ function applySearchKey(state: ViewState, input: string, key: KeyPress): ViewSta
     return withFilter(state, { search: state.filter.search.slice(0, -1) });
   if (key.ctrl === true && input === 'u') return withFilter(state, { search: '' });
   if (key.ctrl === true || key.meta === true || input === '') return state;
-  // Pasted text arrives as one input; keep it to one line.
-  return withFilter(state, { search: state.filter.search + input.replace(/[\r\n\t]/g, ' ') });
+  // Pasted text arrives as one input; keep it to one line. Text and Enter pasted together (one
+  // chunk ending in a line break, which the terminal does not report as the Enter key) end the
+  // search as Enter would.
+  const entered = /[\r\n]+$/.exec(input);
+  const text = (entered ? input.slice(0, entered.index) : input).replace(/[\r\n\t]/g, ' ');
+  const next = withFilter(state, { search: state.filter.search + text });
+  return entered ? { ...next, searching: false } : next;
 }

@@ -115,6 +115,19 @@ describe('filters', () => {
     expect(press(s, c, '{enter}')).toMatchObject({ searching: false, filter: { search: 'kidq' } });
     expect(press(s, c, '{esc}')).toMatchObject({ searching: false, filter: { search: 'old' } });
   });
+
+  it('takes pasted text and Enter arriving in one chunk as text, then Enter', () => {
+    const c = ctx([]);
+    const open = press(initialViewState(), c, '/');
+    for (const chunk of ['KEYID-ONE\r', 'KEYID-ONE\n', 'KEYID-ONE\r\n'])
+      expect(press(open, c, chunk)).toMatchObject({
+        searching: false,
+        filter: { search: 'KEYID-ONE' },
+      });
+    // a line break inside the paste is a space; only a trailing one is Enter
+    expect(press(open, c, 'a\nb')).toMatchObject({ searching: true, filter: { search: 'a b' } });
+    expect(press(open, c, 'a\nb\r')).toMatchObject({ searching: false, filter: { search: 'a b' } });
+  });
 });
 
 describe('other keys', () => {

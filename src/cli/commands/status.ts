@@ -1,0 +1,117 @@
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Command } from 'commander';
+import { lockHolder, redactUrl, type DatabaseHandle } from '../../db/client.js';
+import { migrationStatus } from '../../db/migrate.js';
+import { processName } from '../../db/processName.js';
+import { sealedUnderKeyId } from '../../db/secrets.js';
+import { config, withDatabase } from '../context.js';
+import { CliError, EXIT } from '../errors.js';
+import { printJson } from '../output.js';
+
+/** What `attest status --json` prints. */
+export interface StatusReport {
+  database: { kind: 'postgres' | 'embedded'; where: string; reachable: boolean; error?: string };
+  /** null when there is no database yet (embedded) or it cannot be reached */
+  schema: { applied: number; pending: number; state: 'current' | 'pending' } | null;
+  /** the master key the database's secrets are sealed with (null: none recorded yet) */
+  masterKeyId: string | null;
+  /** a server holding this embedded data dir (null: none; PostgreSQL deployments are not tracked) */
+  server: { pid: number; process: string; address: string | null } | null;
+  /** test API keys accepted by a server started with this configuration (ATTEST_TEST_KEYS) */
+  testKeys: 'on' | 'off';
+}
+
+export function statusCommand(): Command {
+  return new Command('status')
+    .description(
+      'what this deployment is: database, schema state, master key id, running server, test keys',
+    )
+    .option('--json', 'print {"database","schema","masterKeyId","server","testKeys"}')
+    .addHelpText(
+      'after',
+      `
+Exit 0, or 3 when the database cannot be reached (the report is printed all the same).
+
+Examples:
+  $ attest status
+  $ DATABASE_URL=postgres://attest@db/attest attest status --json`,
+    )
+    .action(async (opts: { json?: boolean }) => {
+      const cfg = config();
+      const embedded = !cfg.databaseUrl;
+      const dataDir = resolve(cfg.dataDir);
+      const report: StatusReport = {
+        database: {
+          kind: embedded ? 'embedded' : 'postgres',
+          where: embedded ? dataDir : redactUrl(cfg.databaseUrl!),
+          reachable: false,
+        },
+        schema: null,
+        masterKeyId: null,
+        server: null,
+        testKeys: cfg.testKeys ? 'on' : 'off',
+      };
+      if (embedded) {
+        const holder = lockHolder(dataDir);
+        if (holder)
+          report.server = {
+            pid: holder.pid,
+            process: processName(holder.pid),
+            address: holder.address ?? null,
+          };
+      }
+      let failure: CliError | undefined;
+      if (embedded && !existsSync(join(dataDir, 'pgdata', 'PG_VERSION'))) {
+        report.database.error = 'no database yet ("attest db migrate" or "attest serve" makes it)';
+      } else {
+        try {
+          await withDatabase((handle) => readDatabase(handle, report), { requireMigrated: false });
+          report.database.reachable = true;
+        } catch (err) {
+          if (!(err instanceof CliError) || err.exitCode !== EXIT.runtime) throw err;
+          report.database.error = err.message;
+          failure = err;
+        }
+      }
+      if (opts.json) printJson(report);
+      else process.stdout.write(describe(report));
+      if (failure) throw failure;
+    });
+}
+
+async function readDatabase(handle: DatabaseHandle, report: StatusReport): Promise<void> {
+  const migrations = await migrationStatus(handle.db);
+  const applied = migrations.filter((m) => m.applied).length;
+  const pending = migrations.length - applied;
+  report.schema = { applied, pending, state: pending === 0 ? 'current' : 'pending' };
+  report.masterKeyId = await sealedUnderKeyId(handle.db);
+}
+
+function describe(r: StatusReport): string {
+  const rows: [string, string][] = [
+    [
+      'database',
+      `${r.database.kind} ${r.database.where}${r.database.error ? ` (${r.database.error})` : ''}`,
+    ],
+    [
+      'schema',
+      r.schema
+        ? r.schema.pending === 0
+          ? `current (${r.schema.applied} migrations applied)`
+          : `${r.schema.pending} migration(s) pending: "attest db migrate" or "attest serve" applies them`
+        : '-',
+    ],
+    ['master key', r.masterKeyId ?? '(none recorded yet)'],
+    [
+      'server',
+      r.server
+        ? `${r.server.process}${r.server.address ? `, CLI socket ${r.server.address}` : ''}`
+        : r.database.kind === 'postgres'
+          ? '(not tracked on PostgreSQL: ask your supervisor or /readyz)'
+          : 'none running on this data dir',
+    ],
+    ['test keys', `${r.testKeys} (ATTEST_TEST_KEYS)`],
+  ];
+  return `${rows.map(([k, v]) => `${k.padEnd(11)}${v}`).join('\n')}\n`;
+}

@@ -1,0 +1,120 @@
+/**
+ * `attest status`: which database (a URL without its password, or the data dir), the schema
+ * state, the master key id, a server running on the data dir, test keys on or off; exit 3 when
+ * the database cannot be reached, with the report printed all the same.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { StatusReport } from '../../src/cli/commands/status.js';
+import { loadConfig } from '../../src/config.js';
+import { startServer } from '../../src/server/start.js';
+import { oneLine, runCli } from '../support/cli.js';
+import { postgresBackend } from '../support/databases.js';
+import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
+import { captureLogger } from '../support/service.js';
+
+const VARS = [
+  'ATTEST_DATA_DIR',
+  'DATABASE_URL',
+  'ATTEST_TEST_KEYS',
+  'ATTEST_MASTER_KEY',
+  'ATTEST_DB_CONNECT_TIMEOUT',
+];
+
+describe('attest status', { timeout: 120_000 }, () => {
+  let dir: string;
+  const saved: Record<string, string | undefined> = {};
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), 'attest-status-'));
+    for (const v of VARS) saved[v] = process.env[v];
+  });
+  afterEach(() => {
+    for (const v of VARS) {
+      if (saved[v] === undefined) delete process.env[v];
+      else process.env[v] = saved[v];
+    }
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const status = async () => {
+    const run = await runCli('status', '--json');
+    return { ...run, report: JSON.parse(run.stdout) as StatusReport };
+  };
+
+  it('embedded: no database yet, then current with its master key; a running server by pid and address', async () => {
+    delete process.env.DATABASE_URL;
+    process.env.ATTEST_DATA_DIR = join(dir, 'data');
+    const before = await status();
+    expect(before.code).toBe(0);
+    expect(before.report).toMatchObject({
+      database: { kind: 'embedded', where: join(dir, 'data'), reachable: false },
+      schema: null,
+      server: null,
+      testKeys: 'on',
+    });
+    expect(before.report.database.error).toContain('no database yet');
+
+    expect((await runCli('db', 'migrate')).code).toBe(0);
+    process.env.ATTEST_TEST_KEYS = 'off';
+    const after = await status();
+    expect(after.code).toBe(0);
+    expect(after.report.database.reachable).toBe(true);
+    expect(after.report.schema).toMatchObject({ pending: 0, state: 'current' });
+    expect(after.report.masterKeyId).toMatch(/^[0-9a-f]{16}$/);
+    expect(after.report.testKeys).toBe('off');
+
+    const server = await startServer(
+      { ...loadConfig({}, {}), dataDir: join(dir, 'data'), port: 0, host: '127.0.0.1' },
+      captureLogger().logger,
+      { migrate: true },
+    );
+    try {
+      const serving = await status();
+      expect(serving.code).toBe(0);
+      expect(serving.report.server).toMatchObject({
+        pid: process.pid,
+        address: expect.stringMatching(/attest\.sock$/),
+      });
+      expect(serving.report.masterKeyId).toBe(after.report.masterKeyId);
+      const text = await runCli('status');
+      expect(text.stdout).toMatch(new RegExp(`^server +.*\\b${process.pid}\\b`, 'm'));
+      expect(text.stdout).toMatch(/^test keys +off/m);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('PostgreSQL unreachable: the report without the password, then exit 3 with one line', async () => {
+    process.env.DATABASE_URL = 'postgres://attest:s3cret@127.0.0.1:1/attest';
+    process.env.ATTEST_DB_CONNECT_TIMEOUT = '1';
+    const run = await status();
+    expect(run.code).toBe(3);
+    expect(run.report.database).toMatchObject({ kind: 'postgres', reachable: false });
+    expect(run.report.database.where).not.toContain('s3cret');
+    expect(run.stdout).not.toContain('s3cret');
+    expect(oneLine(run)).toMatch(/^attest: cannot reach the database/);
+  });
+
+  it.skipIf(!postgresBackend())(
+    'PostgreSQL reachable: current schema and its master key',
+    async () => {
+      const db = await postgresBackend()!.open();
+      try {
+        process.env.DATABASE_URL = db.url!;
+        process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
+        expect((await runCli('db', 'migrate')).code).toBe(0);
+        const run = await status();
+        expect(run.code).toBe(0);
+        expect(run.report).toMatchObject({
+          database: { kind: 'postgres', reachable: true },
+          schema: { state: 'current', pending: 0 },
+          server: null,
+        });
+      } finally {
+        await db.close();
+      }
+    },
+  );
+});
