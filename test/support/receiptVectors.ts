@@ -60,6 +60,8 @@ export interface ReceiptVector {
   environment: 'development' | 'production';
   keyId: Buffer;
   attestation: Buffer;
+  /** the bytes the capture's device appended to authData for the nonce */
+  clientDataHash: Buffer;
   receipt: Buffer;
   leaf: Uint8Array;
   check: ReceiptCheck;
@@ -78,6 +80,7 @@ export function loadReceiptVectors(): ReceiptVector[] {
         environment: 'development' | 'production';
         keyId: string;
         attestation: string;
+        clientDataHash: string;
         receipts?: { id: string; receiptBase64: string }[];
       };
       const attestation = Buffer.from(vector.attestation, 'base64');
@@ -94,6 +97,7 @@ export function loadReceiptVectors(): ReceiptVector[] {
         environment: vector.environment,
         keyId: Buffer.from(vector.keyId, 'base64'),
         attestation,
+        clientDataHash: Buffer.from(vector.clientDataHash, 'base64'),
         receipt: Buffer.from(parsed.receipt!),
         leaf: parsed.x5c[0]!,
         check,
