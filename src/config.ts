@@ -37,6 +37,13 @@ export interface Config {
   googleTimeoutMs: number;
   /** decodes through Google in flight at once; beyond it verify answers 503 */
   googleMaxInFlight: number;
+  /** ATTEST_APPLE_RECEIPT_ROOT_CA: replaces Apple Root CA - G3 for App Attest receipts (tests) */
+  appleReceiptRootCaPath?: string | undefined;
+  /** Apple's App Attest data endpoints, where receipts are refreshed */
+  appleReceiptUrlDevelopment: string;
+  appleReceiptUrlProduction: string;
+  /** bound on one receipt refresh at Apple */
+  appleReceiptTimeoutMs: number;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -107,6 +114,16 @@ const env = z.object({
     .default('https://playintegrity.googleapis.com'),
   ATTEST_GOOGLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
   ATTEST_GOOGLE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(64),
+  ATTEST_APPLE_RECEIPT_ROOT_CA: z.string().min(1).optional(),
+  ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
+    .default('https://data-development.appattest.apple.com/v1/attestationData'),
+  ATTEST_APPLE_RECEIPT_URL_PRODUCTION: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
+    .default('https://data.appattest.apple.com/v1/attestationData'),
+  ATTEST_APPLE_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -133,6 +150,10 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_GOOGLE_PLAY_INTEGRITY_URL: 'must be an http(s) URL',
   ATTEST_GOOGLE_TIMEOUT_MS: 'must be a whole number of milliseconds from 100 to 60000',
   ATTEST_GOOGLE_MAX_IN_FLIGHT: 'must be a whole number from 1 to 100000',
+  ATTEST_APPLE_RECEIPT_ROOT_CA: 'must be the path of a PEM file',
+  ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT: 'must be an http(s) URL',
+  ATTEST_APPLE_RECEIPT_URL_PRODUCTION: 'must be an http(s) URL',
+  ATTEST_APPLE_RECEIPT_TIMEOUT_MS: 'must be a whole number of milliseconds from 100 to 60000',
 };
 
 /** Values never repeated in a message: a database URL may hold a password. */
@@ -185,6 +206,10 @@ export function loadConfig(
     googlePlayIntegrityUrl: e.ATTEST_GOOGLE_PLAY_INTEGRITY_URL,
     googleTimeoutMs: e.ATTEST_GOOGLE_TIMEOUT_MS,
     googleMaxInFlight: e.ATTEST_GOOGLE_MAX_IN_FLIGHT,
+    appleReceiptRootCaPath: e.ATTEST_APPLE_RECEIPT_ROOT_CA,
+    appleReceiptUrlDevelopment: e.ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT,
+    appleReceiptUrlProduction: e.ATTEST_APPLE_RECEIPT_URL_PRODUCTION,
+    appleReceiptTimeoutMs: e.ATTEST_APPLE_RECEIPT_TIMEOUT_MS,
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;

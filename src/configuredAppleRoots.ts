@@ -2,6 +2,8 @@ import type { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { ConfigError } from './config.js';
 import { loadAppleRoots } from './core/verifiers.js';
+import { parseTrustRoots } from './core/apple/trustRoots.js';
+import { defaultReceiptRoots } from './core/apple/verifyReceipt.js';
 
 /**
  * The App Attest roots this deployment trusts: the PEM file ATTEST_APPLE_ROOT_CA names, else Apple's
@@ -23,5 +25,27 @@ export function configuredAppleRoots(path: string | undefined): readonly X509Cer
     return loadAppleRoots(pem);
   } catch (err) {
     throw new ConfigError(`ATTEST_APPLE_ROOT_CA (${path}): ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The roots App Attest receipts chain to: the PEM file ATTEST_APPLE_RECEIPT_ROOT_CA names, else
+ * the built-in Apple Root CA - G3.
+ * @param path the configured `appleReceiptRootCaPath`
+ */
+export function configuredReceiptRoots(path: string | undefined): readonly X509Certificate[] {
+  if (path === undefined) return defaultReceiptRoots();
+  let pem: string;
+  try {
+    pem = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(
+      `ATTEST_APPLE_RECEIPT_ROOT_CA (${path}): cannot read the file (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
+  }
+  try {
+    return parseTrustRoots(pem);
+  } catch (err) {
+    throw new ConfigError(`ATTEST_APPLE_RECEIPT_ROOT_CA (${path}): ${(err as Error).message}`);
   }
 }

@@ -58,8 +58,8 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & {
     async register(record) {
       const r = record.receipt ?? null;
       const time = (d: Date | null | undefined) => (d ? d.toISOString() : null);
-      // a valid receipt is due for its first refresh at once (Apple's first answer carries the
-      // risk metric); an invalid one is kept for the record but never sent to Apple
+      // a valid receipt is due for its first refresh from its creation (Apple's first answer
+      // carries the risk metric); an invalid one is kept for the record but never sent to Apple
       const rows = rowsOf<{ key_id: Uint8Array }>(
         await db.execute(sql`
           insert into apple_keys (key_id, public_key, app_id, environment, counter, mode,
@@ -71,7 +71,7 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & {
             ${r ? Buffer.from(r.bytes) : null}, ${r?.problem ?? null}, ${r?.type ?? null},
             ${time(r?.creationTime)}::timestamptz, ${time(r?.notBefore)}::timestamptz, ${time(r?.expirationTime)}::timestamptz, ${r?.riskMetric ?? null}::integer,
             ${r !== null && r.problem === null},
-            case when ${r !== null && r.problem === null} then coalesce(${time(r?.notBefore)}::timestamptz, now()) end,
+            case when ${r !== null && r.problem === null} then coalesce(${time(r?.notBefore)}::timestamptz, ${time(r?.creationTime)}::timestamptz, now()) end,
             now())
           on conflict (key_id) do nothing
           returning key_id`),

@@ -6,7 +6,8 @@ import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
-import { configuredAppleRoots } from '../configuredAppleRoots.js';
+import { configuredAppleRoots, configuredReceiptRoots } from '../configuredAppleRoots.js';
+import { createReceiptVerifier } from '../core/apple/verifyReceipt.js';
 import {
   createAllowlistRepository,
   createCachedAllowlist,
@@ -128,6 +129,13 @@ async function serveOn(
     { ttlMs: PROPAGATION_MS },
   );
   const devCa = createDevCaRepository(database.db);
+  const receiptRoots = configuredReceiptRoots(config.appleReceiptRootCaPath);
+  if (config.appleReceiptRootCaPath)
+    logger.warn(
+      { path: config.appleReceiptRootCaPath },
+      'ATTEST_APPLE_RECEIPT_ROOT_CA is set: App Attest receipts chain to these roots instead of Apple Root CA - G3',
+    );
+  const receipts = createReceiptVerifier(receiptRoots);
   const verifiersFor = createModeVerifiers({
     allowlist,
     appleKeys: createAppleKeyRepository(database.db),
@@ -135,6 +143,7 @@ async function serveOn(
     devRoot: () => devCa.root(),
     ttlMs: PROPAGATION_MS,
     googleDecoder,
+    receipts,
   });
   if (!config.testKeys)
     logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');

@@ -47,7 +47,8 @@ export type ReceiptVerdict =
 
 /** What the receipt must say. */
 export interface ReceiptExpectation {
-  type: ReceiptType;
+  /** absent = either type (a receipt file checked alone) */
+  type?: ReceiptType;
   /** the attestation's (or the stored key's) App ID; absent = not compared */
   appId?: string;
   /** the attestation's `x5c[0]`, byte for byte; absent = not compared */
@@ -156,6 +157,24 @@ export function createReceiptVerifier(
   };
 }
 
+/**
+ * The attributes of a receipt without checking its signature or chain: for a receipt this service
+ * checked before it stored it (the refresher needs its attested certificate). Null when unreadable.
+ * @param receipt the receipt bytes
+ */
+export function readReceiptFacts(receipt: Uint8Array): ReceiptFacts | null {
+  try {
+    const signed = readSignedData(receipt);
+    if (typeof signed === 'string') return null;
+    const content = readContent(signed);
+    if (typeof content === 'string') return null;
+    const facts = readFacts(content);
+    return typeof facts === 'string' ? null : facts;
+  } catch {
+    return null;
+  }
+}
+
 function readSignedData(bytes: Uint8Array): pkijs.SignedData | string {
   if (bytes.length === 0) return 'the receipt is empty';
   if (bytes.length > MAX_RECEIPT_BYTES)
@@ -251,8 +270,12 @@ function readFacts(content: Uint8Array): ReceiptFacts | string {
 }
 
 function attributeProblem(facts: ReceiptFacts, expect: ReceiptExpectation, now: Date) {
-  if (facts.type !== expect.type)
-    return `the receipt type is ${JSON.stringify(facts.type.slice(0, 16))}, not ${expect.type}`;
+  if (
+    expect.type === undefined
+      ? !['ATTEST', 'RECEIPT'].includes(facts.type)
+      : facts.type !== expect.type
+  )
+    return `the receipt type is ${JSON.stringify(facts.type.slice(0, 16))}, not ${expect.type ?? 'ATTEST or RECEIPT'}`;
   if (expect.appId !== undefined && facts.appId !== expect.appId)
     return `the receipt is for App ID ${JSON.stringify(facts.appId.slice(0, 128))}, not "${expect.appId}"`;
   if (
