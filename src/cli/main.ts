@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
+import { appleCommand } from './commands/apple.js';
 import { auditCommand } from './commands/audit.js';
 import { completionCommand } from './commands/completion.js';
 import { dbCommand } from './commands/db.js';
@@ -39,6 +40,7 @@ Examples:
     dbCommand(),
     keysCommand(),
     allowlistCommand(),
+    appleCommand(),
     auditCommand(),
     verifyFileCommand(),
     logsCommand(),

@@ -8,6 +8,10 @@ import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
 import { configuredAppleRoots, configuredReceiptRoots } from '../configuredAppleRoots.js';
 import { createReceiptVerifier } from '../core/apple/verifyReceipt.js';
+import { createReceiptClient } from '../apple/receiptClient.js';
+import { createAppleCredentialRepository } from '../db/appleCredentials.js';
+import { createReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';
+import { createReceiptRefresher, startReceiptRefresher } from './receiptRefresher.js';
 import {
   createAllowlistRepository,
   createCachedAllowlist,
@@ -52,7 +56,12 @@ export const PROPAGATION_MS = 5000;
 export async function startServer(
   config: Config,
   logger: Logger,
-  options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
+  options: {
+    migrate: boolean;
+    onProgress?: (message: string) => void;
+    pruneIntervalMs?: number;
+    receiptRefreshIntervalMs?: number;
+  },
 ): Promise<RunningServer> {
   const appleRoots = configuredAppleRoots(config.appleRootCaPath);
   if (config.appleRootCaPath) {
@@ -92,7 +101,12 @@ async function serveOn(
   appleRoots: readonly X509Certificate[],
   config: Config,
   logger: Logger,
-  options: { migrate: boolean; onProgress?: (message: string) => void; pruneIntervalMs?: number },
+  options: {
+    migrate: boolean;
+    onProgress?: (message: string) => void;
+    pruneIntervalMs?: number;
+    receiptRefreshIntervalMs?: number;
+  },
 ): Promise<RunningServer> {
   const masterKey = await resolveMasterKey(config, database);
   if (masterKey.created)
@@ -225,6 +239,41 @@ async function serveOn(
     onError: (err) => logger.warn({ err: describeFault(err) }, 'could not prune sessions'),
   });
 
+  // Apple's risk metric: receipts of recently used keys are refreshed about daily. Claims are
+  // atomic, so every instance runs it; a team without a DeviceCheck key is left alone.
+  const credentials = createAppleCredentialRepository(database.db, box);
+  const refresher = startReceiptRefresher(
+    createReceiptRefresher({
+      queue: createReceiptRefreshQueue(database.db),
+      credentials,
+      client: createReceiptClient({
+        developmentUrl: config.appleReceiptUrlDevelopment,
+        productionUrl: config.appleReceiptUrlProduction,
+        timeoutMs: config.appleReceiptTimeoutMs,
+      }),
+      receipts,
+      onAttempt: (outcome, riskMetric) => metrics.observeReceiptRefresh(outcome, riskMetric),
+      onCredentialRefused: (teamId, keyId, status) =>
+        logger.error(
+          { teamId, keyId, status },
+          `Apple refused the DeviceCheck key ${keyId} of team ${teamId} (HTTP ${status}): its receipts are not refreshed until "attest apple credentials add ${teamId}" gives a key with DeviceCheck enabled`,
+        ),
+      onInvalid: (keyId, problem) =>
+        logger.warn(
+          { keyId: Buffer.from(keyId).toString('base64'), problem },
+          'a refreshed App Attest receipt failed its checks: the previous one is kept',
+        ),
+    }),
+    {
+      ...(options.receiptRefreshIntervalMs !== undefined
+        ? { intervalMs: options.receiptRefreshIntervalMs }
+        : {}),
+      onRun: (run) => logger.info(run, 'App Attest receipts refreshed'),
+      onError: (err) =>
+        logger.warn({ err: describeFault(err) }, 'could not refresh App Attest receipts'),
+    },
+  );
+
   // loaded once the socket listens rather than before: the first attestation finds it ready
   setImmediate(peculiarX509).unref();
 
@@ -241,6 +290,7 @@ async function serveOn(
     },
     async close() {
       await pruner.stop();
+      await refresher.stop();
       await Promise.all([
         closeServer(server),
         metricsServer ? closeServer(metricsServer) : undefined,
