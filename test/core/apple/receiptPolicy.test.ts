@@ -379,3 +379,41 @@ describe('the extensions decoder and version order', () => {
     expect(compareBundleVersions('1.a', '1')).toBeNull();
   });
 });
+
+describe('a refreshed risk metric reaches a verifier that cached the key', () => {
+  it('within knownRowTtlMs (a minute by default): the row is read again after it', async () => {
+    const device = await createDeviceKey();
+    const keys = createMemoryAppleKeyStore([
+      {
+        keyId: device.keyId,
+        publicKey: device.spki,
+        appId: TEST_APP_ID,
+        environment: 'Production',
+        counter: 0,
+        riskMetric: null,
+      },
+    ]);
+    const verifier = createAppleVerifier({
+      roots: ca.roots,
+      allowlist: createMemoryAllowlist({
+        apple: [{ appId: TEST_APP_ID, env: 'any', maxRiskMetric: 5 }],
+      }),
+      keys,
+    });
+    const at = (ms: number, counter: number) =>
+      verifyToken(
+        {
+          token: encodeAppleToken({
+            keyId: device.keyId,
+            assertion: createAssertion(device, { counter }).assertion,
+          }),
+          expectedNonce: TEST_NONCE,
+        },
+        { now: () => new Date(TEST_NOW.getTime() + ms), verifiers: { apple: verifier } },
+      );
+    expect(reason(await at(0, 1))).toBe('accepted');
+    keys.records.get(Buffer.from(device.keyId).toString('hex'))!.riskMetric = 9;
+    expect(reason(await at(30_000, 2))).toBe('accepted'); // the cached row, a minute at most
+    expect(await at(61_000, 3)).toMatchObject({ reason: 'apple_risk_exceeded' });
+  });
+});
