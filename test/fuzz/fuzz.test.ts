@@ -498,15 +498,13 @@ describe('fuzz: parsers', () => {
             type: 'ATTEST' as const,
             created: v.check.fields.creationTime.parsed,
           },
-          ...v.refreshed
-            .slice(0, 1)
-            .map((r) => ({
-              bytes: r.bytes,
-              appId: v.appId,
-              leaf: v.leaf,
-              type: 'RECEIPT' as const,
-              created: r.check.creationTime!.parsed,
-            })),
+          ...v.refreshed.slice(0, 1).map((r) => ({
+            bytes: r.bytes,
+            appId: v.appId,
+            leaf: v.leaf,
+            type: 'RECEIPT' as const,
+            created: r.check.creationTime!.parsed,
+          })),
         ]);
       const summary = (f: ReceiptFacts | null) =>
         f &&
