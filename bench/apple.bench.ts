@@ -9,6 +9,8 @@ import { readFileSync } from 'node:fs';
 import { bench, describe } from 'vitest';
 import { createAppleVerifier } from '../src/core/apple/appleVerifier.js';
 import { defaultAppleRoots } from '../src/core/apple/trustRoots.js';
+import { parseAttestationObject } from '../src/core/apple/verifyAttestation.js';
+import { createReceiptVerifier } from '../src/core/apple/verifyReceipt.js';
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
 import { TraceRecorder } from '../src/core/trace.js';
 import type { AppleKeyRecord, AppleKeyStore } from '../src/core/types.js';
@@ -77,16 +79,33 @@ const attestationEvidence = new Map<string, unknown>([
   ['keyId', keyId],
   ['attestation', b64(capture.attestation)],
 ]);
+// a few seconds after the receipt's creation (2020-11-21T22:13:02.796Z), so the attestation's
+// receipt is valid too and the registration pays its whole check (CMS, chain to G3, attributes)
+const REGISTRATION_AT = new Date('2020-11-21T22:13:08Z');
 const registrationCtx = () => ({
   nonce: Buffer.alloc(32),
-  now: new Date(capture.verifyAt),
+  now: REGISTRATION_AT,
   clientDataHash: b64(capture.clientDataHash),
   trace: new TraceRecorder(),
 });
 const warmRegistrations = createAppleVerifier({ roots, allowlist, keys: unknownKey });
+// the baseline: the same registration with the receipt kept unchecked
+const warmWithoutReceipts = createAppleVerifier({
+  roots,
+  allowlist,
+  keys: unknownKey,
+  receipts: null,
+});
+const receiptVerifier = createReceiptVerifier();
+const receiptBytes = parseAttestationObject(b64(capture.attestation)).receipt!;
+const leafDer = parseAttestationObject(b64(capture.attestation)).x5c[0]!;
 
 await warmAssertions.verify(assertionEvidence, assertionCtx());
-await warmRegistrations.verify(attestationEvidence, registrationCtx());
+const checked = new TraceRecorder();
+await warmRegistrations.verify(attestationEvidence, { ...registrationCtx(), trace: checked });
+if (checked.facts.receipt !== 'valid')
+  throw new Error(`the bench's receipt must be valid: ${checked.facts.receiptProblem}`);
+await warmWithoutReceipts.verify(attestationEvidence, registrationCtx());
 
 describe('App Attest assertion', () => {
   bench(
@@ -127,5 +146,26 @@ describe('App Attest registration', () => {
       await warmRegistrations.verify(attestationEvidence, registrationCtx());
     },
     { time: 2000 }, // the warm-up iterations fill the intermediate cache
+  );
+
+  bench(
+    'registration, warm intermediate cache, receipt not validated (baseline)',
+    async () => {
+      await warmWithoutReceipts.verify(attestationEvidence, registrationCtx());
+    },
+    { time: 2000 },
+  );
+
+  bench(
+    'the receipt check alone (pkijs: CMS signature, chain to Apple Root CA - G3, attributes)',
+    async () => {
+      const verdict = await receiptVerifier.verify(
+        receiptBytes,
+        { type: 'ATTEST', appId: capture.appId, attestedCertificate: leafDer },
+        REGISTRATION_AT,
+      );
+      if (!verdict.valid) throw new Error(verdict.problem);
+    },
+    { time: 2000 },
   );
 });

@@ -41,6 +41,13 @@ export interface Config {
   issuer?: string | undefined;
   /** ATTEST_RESULT_TOKEN_TTL: lifetime of a result token in seconds (default 300, at most 3600) */
   resultTokenTtlSeconds?: number;
+  /** ATTEST_APPLE_RECEIPT_ROOT_CA: replaces Apple Root CA - G3 for App Attest receipts (tests) */
+  appleReceiptRootCaPath?: string | undefined;
+  /** Apple's App Attest data endpoints, where receipts are refreshed */
+  appleReceiptUrlDevelopment: string;
+  appleReceiptUrlProduction: string;
+  /** bound on one receipt refresh at Apple */
+  appleReceiptTimeoutMs: number;
 }
 
 /** A configuration value that cannot be used; the message says which and what to do. */
@@ -132,6 +139,16 @@ const env = z.object({
       }
       return seconds;
     }),
+  ATTEST_APPLE_RECEIPT_ROOT_CA: z.string().min(1).optional(),
+  ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
+    .default('https://data-development.appattest.apple.com/v1/attestationData'),
+  ATTEST_APPLE_RECEIPT_URL_PRODUCTION: z
+    .string()
+    .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
+    .default('https://data.appattest.apple.com/v1/attestationData'),
+  ATTEST_APPLE_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -162,6 +179,10 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
     'must be an https URL without query, fragment or trailing slash, such as https://attest.example.com',
   ATTEST_RESULT_TOKEN_TTL:
     'must be a lifetime from 1 second to 1 hour: seconds (300) or a duration (5m, 1h)',
+  ATTEST_APPLE_RECEIPT_ROOT_CA: 'must be the path of a PEM file',
+  ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT: 'must be an http(s) URL',
+  ATTEST_APPLE_RECEIPT_URL_PRODUCTION: 'must be an http(s) URL',
+  ATTEST_APPLE_RECEIPT_TIMEOUT_MS: 'must be a whole number of milliseconds from 100 to 60000',
 };
 
 /** The longest a result token may live (ATTEST_RESULT_TOKEN_TTL). */
@@ -244,6 +265,10 @@ export function loadConfig(
     googleMaxInFlight: e.ATTEST_GOOGLE_MAX_IN_FLIGHT,
     issuer: e.ATTEST_ISSUER,
     resultTokenTtlSeconds: e.ATTEST_RESULT_TOKEN_TTL,
+    appleReceiptRootCaPath: e.ATTEST_APPLE_RECEIPT_ROOT_CA,
+    appleReceiptUrlDevelopment: e.ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT,
+    appleReceiptUrlProduction: e.ATTEST_APPLE_RECEIPT_URL_PRODUCTION,
+    appleReceiptTimeoutMs: e.ATTEST_APPLE_RECEIPT_TIMEOUT_MS,
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;

@@ -15,6 +15,12 @@ import type { DeviceActivityLevel, MinVerdict } from '../core/types.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
+import {
+  APPLE_KEY_ID,
+  APPLE_TEAM_ID,
+  createAppleCredentialRepository,
+  parseDeviceCheckKey,
+} from '../db/appleCredentials.js';
 import { createAuditRepository, type Auditor } from '../db/audit.js';
 import type { DatabaseHandle } from '../db/client.js';
 import { createDevCaRepository } from '../db/devCa.js';
@@ -55,6 +61,11 @@ function publicRecord({
   ...rest
 }: ResultKeyRecord): Omit<ResultKeyRecord, 'sealed'> {
   return rest;
+}
+
+/** zod's optional keys may hold `undefined`; the repositories take absent keys (exactOptionalPropertyTypes). */
+function stripUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as never;
 }
 
 function auditorOf(ctx: OperationContext): Auditor {
@@ -188,6 +199,53 @@ export const OPERATIONS = {
       );
     },
   }),
+  'apple.credentials.add': operation({
+    input: z.strictObject({
+      teamId: z.string().regex(APPLE_TEAM_ID),
+      keyId: z.string().regex(APPLE_KEY_ID),
+      // the .p8 file's PEM: checked by the CLI, parsed again here
+      privateKeyPem: z.string().max(16_384),
+    }),
+    changes: true,
+    async run(ctx, { teamId, keyId, privateKeyPem }) {
+      let key;
+      try {
+        key = parseDeviceCheckKey(privateKeyPem);
+      } catch (err) {
+        throw new AdminError('usage', (err as Error).message);
+      }
+      return createAppleCredentialRepository(ctx.handle.db, await ctx.secrets()).add(
+        teamId,
+        keyId,
+        key,
+        auditorOf(ctx),
+      );
+    },
+  }),
+  'apple.credentials.list': operation({
+    input: none,
+    changes: false,
+    async run(ctx) {
+      return createAppleCredentialRepository(ctx.handle.db, await ctx.secrets()).list();
+    },
+  }),
+  'apple.credentials.remove': operation({
+    input: z.strictObject({ teamId: z.string().regex(APPLE_TEAM_ID) }),
+    changes: true,
+    async run(ctx, { teamId }) {
+      return {
+        removed: await createAppleCredentialRepository(ctx.handle.db, null).remove(
+          teamId,
+          auditorOf(ctx),
+        ),
+      };
+    },
+  }),
+  'apple.receipts.show': operation({
+    input: z.strictObject({ keyId: bytes.refine((b) => b.length === 32) }),
+    changes: false,
+    run: (ctx, { keyId }) => createAppleKeyRepository(ctx.handle.db).receipt(keyId),
+  }),
   'audit.list': operation({
     input: z.strictObject({
       sinceSeconds: z.number().int().positive().optional(),
@@ -216,10 +274,24 @@ export const OPERATIONS = {
     input: z.strictObject({
       appId: APPLE_APP_ID,
       env: z.enum(['production', 'development', 'any']).optional(),
+      policy: z
+        .strictObject({
+          requireReceipt: z.boolean().optional(),
+          maxRiskMetric: z.number().int().min(0).nullable().optional(),
+          validationCategories: z.array(z.string().max(32)).max(16).optional(),
+          minBundleVersion: z.string().max(64).nullable().optional(),
+          allowMissingValidationCategory: z.boolean().optional(),
+        })
+        .optional(),
     }),
     changes: true,
-    run: (ctx, { appId, env }) =>
-      createAllowlistRepository(ctx.handle.db, null).addApple(appId, env, auditorOf(ctx)),
+    run: (ctx, { appId, env, policy }) =>
+      createAllowlistRepository(ctx.handle.db, null).addApple(
+        appId,
+        env,
+        auditorOf(ctx),
+        policy === undefined ? {} : stripUndefined(policy),
+      ),
   }),
   'allowlist.addAndroid': operation({
     input: z.strictObject({

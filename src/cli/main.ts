@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
+import { appleCommand } from './commands/apple.js';
 import { auditCommand } from './commands/audit.js';
 import { completionCommand, completionIdsCommand } from './commands/completion.js';
 import { dbCommand } from './commands/db.js';
@@ -46,6 +47,7 @@ Examples:
     keysCommand(),
     resultKeysCommand(),
     allowlistCommand(),
+    appleCommand(),
     auditCommand(),
     verifyFileCommand(),
     logsCommand(),

@@ -26,6 +26,10 @@ export const APPLE_TOKEN_DETAILS = {
     appId: { type: 'string' },
     environment: { enum: ['Development', 'Production'] },
     assertionCounter: { type: 'integer', minimum: 0 },
+    // extensions: present only when known for the key
+    riskMetric: { type: 'integer', minimum: 0 },
+    validationCategory: { type: 'string' },
+    bundleVersion: { type: 'string' },
   },
 } as const satisfies Shape;
 

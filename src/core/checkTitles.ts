@@ -33,9 +33,15 @@ export const CHECK_TITLES = {
   'apple.attestation.appId': 'rpIdHash is an allowlisted app ID',
   'apple.attestation.counter': 'attestation counter is 0',
   'apple.attestation.environment': 'App Attest environment is allowed for the app',
+  'apple.attestation.distribution':
+    'validation category and bundle version (iOS 27+) are allowed for the app (when it restricts them)',
+  'apple.attestation.receipt':
+    "Apple's receipt verifies (CMS, Apple Root CA - G3, this key, ATTEST); rejects only with --require-receipt",
   'apple.assertion.format': 'assertion object has signature and authenticatorData',
   'apple.assertion.signature': 'assertion signature verifies with the key',
   'apple.assertion.appId': "rpIdHash is the key's app ID, still allowlisted",
+  'apple.assertion.policy':
+    "the key's risk metric and distribution are within the app's limits (when it sets any)",
   'apple.assertion.counter': 'assertion counter is above the stored one',
   // verify-file passes this check without recording anything: the title must hold for both
   'apple.register': 'key is new; the service registers it (verify-file does not)',

@@ -35,6 +35,9 @@ export const REJECT_REASONS = [
   'apple_counter_replay',
   'apple_key_registered',
   'apple_key_unknown',
+  'apple_receipt_invalid',
+  'apple_risk_exceeded',
+  'apple_distribution_not_allowed',
 ] as const;
 
 export type RejectReason = (typeof REJECT_REASONS)[number];

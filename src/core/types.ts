@@ -29,6 +29,15 @@ export interface AppleTokenDetails {
   appId: string;
   environment: AppleEnvironment;
   assertionCounter: number;
+  /**
+   * Apple's risk metric from the key's latest refreshed receipt (attestations for this device and
+   * app over 30 days), when one is known
+   */
+  riskMetric?: number;
+  /** how the app was distributed (iOS 27+ `apple_validation_category_01`), when the device said */
+  validationCategory?: string;
+  /** the app's bundle version (iOS 27+ `apple_bundle_version_01`), when the device said */
+  bundleVersion?: string;
 }
 
 export type AppleEnvironment = 'Development' | 'Production';
@@ -56,6 +65,12 @@ export interface VerifyFacts {
   appId?: string;
   environment?: AppleEnvironment;
   shape?: 'registration' | 'assertion' | 'attestation+assertion';
+  /** apple: the validation category the token or key carries (iOS 27+) */
+  validationCategory?: string;
+  /** apple registration: what became of the attestation's receipt */
+  receipt?: 'valid' | 'missing' | 'invalid';
+  /** apple registration: what failed in the receipt */
+  receiptProblem?: string;
   /** gms: when the integrity token says it was issued (ISO 8601) */
   issuedAt?: string;
   /** apple assertion: its counter, and the counter stored for the key */
@@ -93,6 +108,16 @@ export interface AppleAppPolicy {
   /** `TEAMID.bundle.id` */
   appId: string;
   env: AppleEnvPolicy;
+  /** a registration whose receipt is missing or invalid is rejected (`apple_receipt_invalid`) */
+  requireReceipt?: boolean;
+  /** assertions from keys whose latest risk metric is above this are rejected (`apple_risk_exceeded`) */
+  maxRiskMetric?: number | null;
+  /** accepted validation categories (`appstore`, `testflight`...); absent or empty = not checked */
+  validationCategories?: readonly string[];
+  /** lowest accepted bundle version (dotted numbers); absent = not checked */
+  minBundleVersion?: string | null;
+  /** tokens without the iOS 27 extensions pass the two rules above */
+  allowMissingValidationCategory?: boolean;
 }
 
 export type MinVerdict =
@@ -167,6 +192,25 @@ export interface AppleKeyRecord {
   counter: number;
   /** the mode of the API key that registered it (default live); test keys are refused to live keys */
   mode?: KeyMode;
+  /** the latest risk metric from a refreshed receipt, when one is known */
+  riskMetric?: number | null;
+  /** iOS 27+: the validation category and bundle version the attestation carried */
+  validationCategory?: string | null;
+  bundleVersion?: string | null;
+  /** written at registration only: the attestation's receipt and what its check found */
+  receipt?: AppleKeyReceipt | null;
+}
+
+/** The receipt kept with a key at registration (refresh replaces it later). */
+export interface AppleKeyReceipt {
+  bytes: Uint8Array;
+  /** null when the receipt passed every check */
+  problem: string | null;
+  type: string | null;
+  creationTime: Date | null;
+  notBefore: Date | null;
+  expirationTime: Date | null;
+  riskMetric: number | null;
 }
 
 export interface AppleKeyStore {

@@ -1,6 +1,7 @@
 import type { X509Certificate } from 'node:crypto';
 import { createAppleVerifier } from './apple/appleVerifier.js';
 import { defaultAppleRoots, parseTrustRoots } from './apple/trustRoots.js';
+import type { ReceiptVerifier } from './apple/verifyReceipt.js';
 import { createGoogleVerifier } from './google/googleVerifier.js';
 import type {
   AllowlistReader,
@@ -23,11 +24,19 @@ export function buildVerifiers(deps: {
   mode?: KeyMode;
   /** Google's decodeIntegrityToken (standard requests); without it they are a fault */
   googleDecoder?: IntegrityTokenDecoder;
+  /** checks App Attest receipts (default: against the built-in Apple Root CA - G3) */
+  receipts?: ReceiptVerifier;
 }): PlatformVerifiers {
   const mode = deps.mode ?? 'live';
   const allowlist = mode === 'test' ? deps.allowlist : liveAllowlist(deps.allowlist);
   return {
-    apple: createAppleVerifier({ roots: deps.appleRoots, allowlist, keys: deps.appleKeys, mode }),
+    apple: createAppleVerifier({
+      roots: deps.appleRoots,
+      allowlist,
+      keys: deps.appleKeys,
+      mode,
+      ...(deps.receipts ? { receipts: deps.receipts } : {}),
+    }),
     gms: createGoogleVerifier({
       allowlist,
       ...(deps.googleDecoder ? { decoder: deps.googleDecoder } : {}),

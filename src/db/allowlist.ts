@@ -68,6 +68,41 @@ export interface TestKeyPair extends AndroidKeyPairInput {
   signingKey: Uint8Array;
 }
 
+/** Policy fields of an App Attest entry; undefined keeps the stored value. */
+export interface ApplePolicyInput {
+  requireReceipt?: boolean;
+  /** `null` stops checking */
+  maxRiskMetric?: number | null;
+  /** `[]` stops checking */
+  validationCategories?: string[];
+  /** `null` stops checking */
+  minBundleVersion?: string | null;
+  allowMissingValidationCategory?: boolean;
+}
+
+interface AppleAppRow {
+  app_id: string;
+  env: string;
+  require_receipt: boolean;
+  max_risk_metric: number | null;
+  validation_categories: string[] | string | null;
+  min_bundle_version: string | null;
+  allow_missing_validation_category: boolean;
+}
+
+// every field of an entry, as the audit trail records it before and after a change
+function appleAppOf(row: AppleAppRow): AppleAppPolicy {
+  return {
+    appId: row.app_id,
+    env: row.env as AppleEnvPolicy,
+    requireReceipt: row.require_receipt,
+    maxRiskMetric: row.max_risk_metric === null ? null : Number(row.max_risk_metric),
+    validationCategories: parseTextArray(row.validation_categories),
+    minBundleVersion: row.min_bundle_version,
+    allowMissingValidationCategory: row.allow_missing_validation_category,
+  };
+}
+
 const PAIRS = 'android_key_pairs';
 const PACKAGES = 'android_packages';
 
@@ -148,22 +183,41 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
   };
   return {
     /**
-     * Adds an app, or on an existing one sets `env` when given (else keeps the stored one).
-     * With an auditor, the same statement records `allowlist.add` or `allowlist.update` (no
-     * event when nothing changed).
+     * Adds an app, or on an existing one sets `env` and each policy field given (else keeps the
+     * stored ones). With an auditor, the same statement records `allowlist.add` or
+     * `allowlist.update` with every field before and after (no event when nothing changed).
      */
     async addApple(
       appId: string,
       env: AppleEnvPolicy | undefined,
       auditor?: Auditor,
-    ): Promise<{ result: 'added' | 'updated' | 'unchanged'; env: AppleEnvPolicy }> {
+      policy: ApplePolicyInput = {},
+    ): Promise<{
+      result: 'added' | 'updated' | 'unchanged';
+      env: AppleEnvPolicy;
+      policy: AppleAppPolicy;
+    }> {
       const given = env ?? null;
-      const rows = rowsOf<{ inserted: boolean; changed: boolean; env: string; audit: unknown }>(
+      const p = policy;
+      const set = <T>(v: T | undefined) => (v === undefined ? null : v);
+      const categories =
+        p.validationCategories === undefined ? null : textArray(p.validationCategories);
+      const rows = rowsOf<{ inserted: boolean; changed: boolean; audit: unknown } & AppleAppRow>(
         await db.execute(sql`
           with b as (select ${auditSummary('apple_apps', sql`x`)} as summary from apple_apps x where app_id = ${appId}),
           u as (
-            insert into apple_apps (app_id, env) values (${appId}, coalesce(${given}::text, 'production'))
-            on conflict (app_id) do update set env = coalesce(${given}::text, apple_apps.env)
+            insert into apple_apps (app_id, env, require_receipt, max_risk_metric, validation_categories,
+              min_bundle_version, allow_missing_validation_category)
+            values (${appId}, coalesce(${given}::text, 'production'), coalesce(${set(p.requireReceipt)}::boolean, false),
+              ${set(p.maxRiskMetric)}::integer, coalesce(${categories ?? sql`null`}::text[], '{}'::text[]),
+              ${set(p.minBundleVersion)}::text, coalesce(${set(p.allowMissingValidationCategory)}::boolean, false))
+            on conflict (app_id) do update set
+              env = coalesce(${given}::text, apple_apps.env),
+              require_receipt = coalesce(${set(p.requireReceipt)}::boolean, apple_apps.require_receipt),
+              max_risk_metric = case when ${p.maxRiskMetric !== undefined} then ${set(p.maxRiskMetric)}::integer else apple_apps.max_risk_metric end,
+              validation_categories = coalesce(${categories ?? sql`null`}::text[], apple_apps.validation_categories),
+              min_bundle_version = case when ${p.minBundleVersion !== undefined} then ${set(p.minBundleVersion)}::text else apple_apps.min_bundle_version end,
+              allow_missing_validation_category = coalesce(${set(p.allowMissingValidationCategory)}::boolean, apple_apps.allow_missing_validation_category)
             returning *, (xmax = 0) as inserted
           ),
           a as (
@@ -175,12 +229,15 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                    a.before, a.after
             from a where a.inserted or a.before is distinct from a.after`,
           )}
-          select u.inserted, (a.inserted or a.before is distinct from a.after) as changed, u.env, ${auditColumn(auditor)} as audit from u, a`),
+          select u.inserted, (a.inserted or a.before is distinct from a.after) as changed, u.app_id, u.env, u.require_receipt, u.max_risk_metric, u.validation_categories,
+            u.min_bundle_version, u.allow_missing_validation_category, ${auditColumn(auditor)} as audit from u, a`),
       );
       logAudit(auditor, rows[0]!.audit);
+      const stored = appleAppOf(rows[0]!);
       return {
         result: rows[0]!.inserted ? 'added' : rows[0]!.changed ? 'updated' : 'unchanged',
-        env: rows[0]!.env as AppleEnvPolicy,
+        env: stored.env,
+        policy: stored,
       };
     },
 
@@ -213,10 +270,13 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     },
 
     async listApple(): Promise<AppleAppPolicy[]> {
-      const rows = rowsOf<{ app_id: string; env: string }>(
-        await db.execute(sql`select app_id, env from apple_apps order by app_id`),
+      const rows = rowsOf<AppleAppRow>(
+        await db.execute(
+          sql`select app_id, env, require_receipt, max_risk_metric, validation_categories, min_bundle_version,
+                allow_missing_validation_category from apple_apps order by app_id`,
+        ),
       );
-      return rows.map((r) => ({ appId: r.app_id, env: r.env as AppleEnvPolicy }));
+      return rows.map(appleAppOf);
     },
 
     /**

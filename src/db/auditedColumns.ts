@@ -23,6 +23,14 @@ export const AUDITED_COLUMNS = {
   },
   apple_apps: {
     env: { key: 'env' },
+    require_receipt: { key: 'requireReceipt' },
+    max_risk_metric: { key: 'maxRiskMetric' },
+    validation_categories: {
+      key: 'validationCategories',
+      value: (r) => sql`to_jsonb(${r}.validation_categories)`,
+    },
+    min_bundle_version: { key: 'minBundleVersion' },
+    allow_missing_validation_category: { key: 'allowMissingValidationCategory' },
   },
   android_packages: {
     certificate_digests: {
@@ -88,7 +96,10 @@ export const NOT_AUDITED: Record<keyof typeof AUDITED_COLUMNS, Record<string, st
  */
 export const NOT_AUDITED_TABLES: Record<string, string> = {
   attestation_sessions: 'per-request state, not configuration',
-  apple_keys: 'device registrations made by verify, not configuration',
+  apple_keys:
+    'device registrations made by verify, not configuration (receipts refreshed by serve)',
+  apple_credentials:
+    'audited as apple.credentials.add and .remove (team, key id, public key fingerprint)',
   api_key_origins: 'where keys were used from, not configuration',
   audit_events: 'the trail itself',
   master_key_check: 'audited as master_key.rotate (key ids)',

@@ -78,6 +78,21 @@ export const appleApps = pgTable('apple_apps', {
   /** 'production' | 'development' | 'any' */
   env: text('env').notNull(),
   createdAt: createdAt(),
+  /** a registration without a valid receipt is rejected (apple_receipt_invalid) */
+  requireReceipt: boolean('require_receipt').notNull().default(false),
+  /** assertions from keys whose latest risk metric is above this are rejected; null = not checked */
+  maxRiskMetric: integer('max_risk_metric'),
+  /** accepted iOS 27 validation categories; empty = not checked */
+  validationCategories: text('validation_categories')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  /** lowest accepted bundle version (dotted numbers); null = not checked */
+  minBundleVersion: text('min_bundle_version'),
+  /** tokens without the iOS 27 extensions pass the two rules above */
+  allowMissingValidationCategory: boolean('allow_missing_validation_category')
+    .notNull()
+    .default(false),
 });
 
 export const androidPackages = pgTable('android_packages', {
@@ -140,18 +155,56 @@ export const androidKeyPairs = pgTable(
   ],
 );
 
-export const appleKeys = pgTable('apple_keys', {
-  keyId: bytea('key_id').primaryKey(),
-  publicKey: bytea('public_key').notNull(),
-  appId: text('app_id').notNull(),
-  /** 'Development' | 'Production' */
-  environment: text('environment').notNull(),
-  /** highest assertion counter accepted; uint32 fits a bigint */
-  counter: bigint('counter', { mode: 'number' }).notNull(),
-  /** mode of the API key that registered it: 'test' keys are refused to live API keys */
-  mode: text('mode').notNull().default('live'),
+export const appleKeys = pgTable(
+  'apple_keys',
+  {
+    keyId: bytea('key_id').primaryKey(),
+    publicKey: bytea('public_key').notNull(),
+    appId: text('app_id').notNull(),
+    /** 'Development' | 'Production' */
+    environment: text('environment').notNull(),
+    /** highest assertion counter accepted; uint32 fits a bigint */
+    counter: bigint('counter', { mode: 'number' }).notNull(),
+    /** mode of the API key that registered it: 'test' keys are refused to live API keys */
+    mode: text('mode').notNull().default('live'),
+    createdAt: createdAt(),
+    lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    /** iOS 27+: what the attestation said about distribution */
+    validationCategory: text('validation_category'),
+    bundleVersion: text('bundle_version'),
+    /** the latest App Attest receipt (the attestation's, then each refreshed one) */
+    receipt: bytea('receipt'),
+    /** what failed in the stored receipt's check; null = it passed */
+    receiptProblem: text('receipt_problem'),
+    receiptType: text('receipt_type'),
+    receiptCreatedAt: timestamp('receipt_created_at', { withTimezone: true }),
+    /** Apple refreshes no sooner than this */
+    receiptNotBefore: timestamp('receipt_not_before', { withTimezone: true }),
+    receiptExpiresAt: timestamp('receipt_expires_at', { withTimezone: true }),
+    /** from the latest refreshed receipt */
+    riskMetric: integer('risk_metric'),
+    receiptRefreshedAt: timestamp('receipt_refreshed_at', { withTimezone: true }),
+    /** false once Apple answered 404 for the receipt */
+    receiptRefreshable: boolean('receipt_refreshable').notNull().default(true),
+    /** the refresher's schedule: claimed keys move it forward (back-off, a day after success) */
+    receiptNextAttemptAt: timestamp('receipt_next_attempt_at', { withTimezone: true }),
+    receiptFailures: integer('receipt_failures').notNull().default(0),
+    receiptLastOutcome: text('receipt_last_outcome'),
+  },
+  // the refresher's claim reads the due keys in this order
+  (t) => [index('apple_keys_receipt_next_attempt_at_idx').on(t.receiptNextAttemptAt)],
+);
+
+/** DeviceCheck keys per team, for refreshing App Attest receipts at Apple's data endpoint. */
+export const appleCredentials = pgTable('apple_credentials', {
+  teamId: text('team_id').primaryKey(),
+  keyId: text('key_id').notNull(),
+  /** PKCS#8 of the ES256 key, sealed under the master key */
+  privateKey: bytea('private_key').notNull(),
+  masterKeyId: text('master_key_id'),
   createdAt: createdAt(),
-  lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+  /** set when Apple refused the key (401/403), cleared on success: reported once */
+  rejectedAt: timestamp('rejected_at', { withTimezone: true }),
 });
 
 /**

@@ -38,6 +38,12 @@ export const SEALED_TABLES: readonly SealedTable[] = [
     columns: ['private_key'],
     keyIdColumn: 'master_key_id',
   },
+  {
+    table: 'apple_credentials',
+    key: ['team_id'],
+    columns: ['private_key'],
+    keyIdColumn: 'master_key_id',
+  },
 ];
 
 /** The associated data of a secret: its table, column and row, so a value moved elsewhere does not open. */

@@ -170,6 +170,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       deps.verify({ token: request.token, expectedNonce: nonce }, c.get('mode')),
     );
     Object.assign(log, pickFacts(outcome.facts));
+    // a missing or invalid receipt is logged (receiptProblem) and counted, whatever the verdict
+    if (outcome.facts.receipt) deps.metrics.observeReceipt(outcome.facts.receipt);
     if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
     log.isValid = true;
     deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
@@ -269,6 +271,8 @@ function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
   if (facts.keyId) out.keyId = facts.keyId;
   if (facts.packageName) out.packageName = facts.packageName;
   if (facts.appId) out.appId = facts.appId;
+  if (facts.receipt) out.receipt = facts.receipt;
+  if (facts.receiptProblem) out.receiptProblem = facts.receiptProblem;
   return out;
 }
 

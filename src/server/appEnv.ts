@@ -16,6 +16,9 @@ export interface RequestLog {
   keyId?: string;
   packageName?: string;
   appId?: string;
+  /** App Attest registration: what its receipt was, and what failed in it */
+  receipt?: 'valid' | 'missing' | 'invalid';
+  receiptProblem?: string;
   auth?: string;
   err?: { type: string; code?: string; message: string };
 }

@@ -42,6 +42,24 @@ export function createMetrics(options: MetricsOptions = {}) {
     labelNames: ['endpoint', 'outcome'] as const,
     registers: [registry],
   });
+  const receipts = new Counter({
+    name: 'attest_apple_receipts_total',
+    help: 'App Attest registrations by what their receipt was: valid, missing or invalid (an invalid one rejects only under --require-receipt)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const refreshes = new Counter({
+    name: 'attest_apple_receipt_refresh_total',
+    help: "receipt refreshes at Apple's App Attest data endpoint by outcome (refreshed, not_modified, not_found, unauthorized, rate_limited, server_error, invalid, network_error)",
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const riskMetrics = new Histogram({
+    name: 'attest_apple_risk_metric',
+    help: "Apple's risk metric of each refreshed receipt (attestations for the device and app over 30 days)",
+    buckets: [1, 2, 3, 5, 10, 20, 50, 100],
+    registers: [registry],
+  });
   const sessionsCreated = new Counter({
     name: 'attest_sessions_created_total',
     help: 'sessions created by init',
@@ -106,6 +124,13 @@ export function createMetrics(options: MetricsOptions = {}) {
     },
     observeGoogle(endpoint: string, outcome: string) {
       google.inc({ endpoint, outcome });
+    },
+    observeReceipt(outcome: 'valid' | 'missing' | 'invalid') {
+      receipts.inc({ outcome });
+    },
+    observeReceiptRefresh(outcome: string, riskMetric: number | null = null) {
+      refreshes.inc({ outcome });
+      if (riskMetric !== null) riskMetrics.observe(riskMetric);
     },
     sessionCreated() {
       sessionsCreated.inc();

@@ -1,5 +1,6 @@
 import type { X509Certificate } from 'node:crypto';
 import { withDevelopmentRoot } from '../core/apple/trustRoots.js';
+import type { ReceiptVerifier } from '../core/apple/verifyReceipt.js';
 import type {
   AllowlistReader,
   AppleKeyStore,
@@ -24,6 +25,8 @@ export interface ModeVerifierDeps {
   now?: () => number;
   /** Google's decodeIntegrityToken (standard Play Integrity requests) */
   googleDecoder?: IntegrityTokenDecoder;
+  /** checks App Attest receipts (ATTEST_APPLE_RECEIPT_ROOT_CA or Apple Root CA - G3) */
+  receipts?: ReceiptVerifier;
 }
 
 /**
@@ -38,7 +41,10 @@ export function createModeVerifiers(deps: ModeVerifierDeps): ((
   invalidate(): void;
 } {
   const now = deps.now ?? Date.now;
-  const decoder = deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {};
+  const decoder = {
+    ...(deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {}),
+    ...(deps.receipts ? { receipts: deps.receipts } : {}),
+  };
   const live = buildVerifiers({
     allowlist: deps.allowlist,
     appleKeys: deps.appleKeys,

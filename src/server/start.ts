@@ -9,7 +9,12 @@ import { createPrivateSocketPath, removeSocket } from '../admin/socketPath.js';
 import { ConfigError, DEFAULT_RESULT_TOKEN_TTL_SECONDS, type Config } from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
-import { configuredAppleRoots } from '../configuredAppleRoots.js';
+import { configuredAppleRoots, configuredReceiptRoots } from '../configuredAppleRoots.js';
+import { createReceiptVerifier } from '../core/apple/verifyReceipt.js';
+import { createReceiptClient } from '../apple/receiptClient.js';
+import { createAppleCredentialRepository } from '../db/appleCredentials.js';
+import { createReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';
+import { createReceiptRefresher, startReceiptRefresher } from './receiptRefresher.js';
 import {
   createAllowlistRepository,
   createCachedAllowlist,
@@ -65,6 +70,7 @@ export interface StartOptions {
   migrate: boolean;
   onProgress?: (message: string) => void;
   pruneIntervalMs?: number;
+  receiptRefreshIntervalMs?: number;
   /** the fallback re-read interval (default PROPAGATION_MS); tests lengthen it to see notifications alone */
   propagationMs?: number;
   /** told after each reload a PostgreSQL notification caused (the payload names the table) */
@@ -152,6 +158,13 @@ async function serveOn(
     { ttlMs: propagationMs },
   );
   const devCa = createDevCaRepository(database.db);
+  const receiptRoots = configuredReceiptRoots(config.appleReceiptRootCaPath);
+  if (config.appleReceiptRootCaPath)
+    logger.warn(
+      { path: config.appleReceiptRootCaPath },
+      'ATTEST_APPLE_RECEIPT_ROOT_CA is set: App Attest receipts chain to these roots instead of Apple Root CA - G3',
+    );
+  const receipts = createReceiptVerifier(receiptRoots);
   const verifiersFor = createModeVerifiers({
     allowlist,
     appleKeys: createAppleKeyRepository(database.db),
@@ -159,6 +172,7 @@ async function serveOn(
     devRoot: () => devCa.root(),
     ttlMs: propagationMs,
     googleDecoder,
+    receipts,
   });
   if (!config.testKeys)
     logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
@@ -282,6 +296,41 @@ async function serveOn(
     onError: (err) => logger.warn({ err: describeFault(err) }, 'could not prune sessions'),
   });
 
+  // Apple's risk metric: receipts of recently used keys are refreshed about daily. Claims are
+  // atomic, so every instance runs it; a team without a DeviceCheck key is left alone.
+  const credentials = createAppleCredentialRepository(database.db, box);
+  const refresher = startReceiptRefresher(
+    createReceiptRefresher({
+      queue: createReceiptRefreshQueue(database.db),
+      credentials,
+      client: createReceiptClient({
+        developmentUrl: config.appleReceiptUrlDevelopment,
+        productionUrl: config.appleReceiptUrlProduction,
+        timeoutMs: config.appleReceiptTimeoutMs,
+      }),
+      receipts,
+      onAttempt: (outcome, riskMetric) => metrics.observeReceiptRefresh(outcome, riskMetric),
+      onCredentialRefused: (teamId, keyId, status) =>
+        logger.error(
+          { teamId, keyId, status },
+          `Apple refused the DeviceCheck key ${keyId} of team ${teamId} (HTTP ${status}): its receipts are not refreshed until "attest apple credentials add ${teamId}" gives a key with DeviceCheck enabled`,
+        ),
+      onInvalid: (keyId, problem) =>
+        logger.warn(
+          { keyId: Buffer.from(keyId).toString('base64'), problem },
+          'a refreshed App Attest receipt failed its checks: the previous one is kept',
+        ),
+    }),
+    {
+      ...(options.receiptRefreshIntervalMs !== undefined
+        ? { intervalMs: options.receiptRefreshIntervalMs }
+        : {}),
+      onRun: (run) => logger.info(run, 'App Attest receipts refreshed'),
+      onError: (err) =>
+        logger.warn({ err: describeFault(err) }, 'could not refresh App Attest receipts'),
+    },
+  );
+
   // loaded once the socket listens rather than before: the first attestation finds it ready
   setImmediate(peculiarX509).unref();
 
@@ -299,6 +348,7 @@ async function serveOn(
     reloadNow,
     async close() {
       await pruner.stop();
+      await refresher.stop();
       await Promise.all([
         closeServer(server),
         metricsServer ? closeServer(metricsServer) : undefined,

@@ -139,6 +139,63 @@ function commandSuite(where: () => string) {
     expect(oneLine(unknown)).toMatch(/^attest: no API key with id "nosuchkey0000000"/);
   });
 
+  it('allowlist add apple: receipt, risk and distribution rules are set, kept, shown and cleared', async () => {
+    const app = 'ABCDE12345.com.example.rules';
+    const set = await runCli(
+      'allowlist',
+      'add',
+      'apple',
+      app,
+      '--require-receipt',
+      '--max-risk-metric',
+      '5',
+      '--validation-category',
+      'appstore,TestFlight',
+      '--min-bundle-version',
+      '4.2',
+      '--allow-missing-validation-category',
+    );
+    expect(set.code).toBe(0);
+    expect(set.stdout).toMatch(
+      /receipt required, risk <= 5, category appstore\|testflight, bundle >= 4\.2, missing category ok/,
+    );
+    const kept = JSON.parse((await runCli('allowlist', 'add', 'apple', app, '--json')).stdout);
+    expect(kept.policy).toMatchObject({
+      requireReceipt: true,
+      maxRiskMetric: 5,
+      validationCategories: ['appstore', 'testflight'],
+      minBundleVersion: '4.2',
+      allowMissingValidationCategory: true,
+    });
+    const cleared = await runCli(
+      'allowlist',
+      'add',
+      'apple',
+      app,
+      '--no-require-receipt',
+      '--no-max-risk-metric',
+      '--no-validation-category',
+      '--no-min-bundle-version',
+      '--json',
+    );
+    expect(JSON.parse(cleared.stdout).policy).toMatchObject({
+      requireReceipt: false,
+      maxRiskMetric: null,
+      validationCategories: [],
+      minBundleVersion: null,
+    });
+    for (const [flag, value, message] of [
+      ['--max-risk-metric', 'lots', /--max-risk-metric must be a whole number/],
+      ['--validation-category', 'appstore,sideloaded', /--validation-category takes platform/],
+      ['--min-bundle-version', '1.x', /--min-bundle-version must be 1 to 4 dotted numbers/],
+    ] as const) {
+      const bad = await runCli('allowlist', 'add', 'apple', app, flag, value);
+      expect(bad.code).toBe(2);
+      expect(bad.stderr).toMatch(message);
+    }
+    expect((await runCli('allowlist', 'remove', 'apple', app, '--yes')).code).toBe(0);
+  });
+
   it('allowlist add/list/remove apple', async () => {
     const add = await runCli('allowlist', 'add', 'apple', 'ABCDE12345.com.example.bank');
     expect(add.code).toBe(0);
@@ -152,7 +209,7 @@ function commandSuite(where: () => string) {
       'any',
       '--json',
     );
-    expect(JSON.parse(update.stdout)).toEqual({
+    expect(JSON.parse(update.stdout)).toMatchObject({
       kind: 'apple',
       appId: 'ABCDE12345.com.example.bank',
       env: 'any',
@@ -163,9 +220,16 @@ function commandSuite(where: () => string) {
       apple: unknown[];
       android: unknown[];
     };
+    const noRules = {
+      requireReceipt: false,
+      maxRiskMetric: null,
+      validationCategories: [],
+      minBundleVersion: null,
+      allowMissingValidationCategory: false,
+    };
     expect(list.apple).toEqual([
-      { appId: 'ABCDE12345.com.example.bank', env: 'any' },
-      { appId: 'ZZZZZ99999.org.beta-app', env: 'development' },
+      { ...noRules, appId: 'ABCDE12345.com.example.bank', env: 'any' },
+      { ...noRules, appId: 'ZZZZZ99999.org.beta-app', env: 'development' },
     ]);
     expect(list.android).toEqual([]);
     const table = await runCli('allowlist', 'list');

@@ -64,6 +64,15 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     expect(logged).toEqual(events);
   });
 
+  // an App Attest entry's policy fields when none was given
+  const policy = {
+    requireReceipt: false,
+    maxRiskMetric: null,
+    validationCategories: [],
+    minBundleVersion: null,
+    allowMissingValidationCategory: false,
+  };
+
   it('apple apps: add, update, an add that changes nothing (no event), remove', async () => {
     const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
     await repo.addApple('ABCDE12345.com.x', undefined, auditor);
@@ -74,11 +83,45 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     expect(await repo.removeApple('ABCDE12345.com.x', auditor)).toBe(false);
     const events = await recorded();
     expect(events.map((e) => [e.action, e.target, e.before, e.after])).toEqual([
-      ['allowlist.add', 'apple:ABCDE12345.com.x', null, { env: 'production' }],
-      ['allowlist.update', 'apple:ABCDE12345.com.x', { env: 'production' }, { env: 'any' }],
-      ['allowlist.remove', 'apple:ABCDE12345.com.x', { env: 'any' }, null],
+      ['allowlist.add', 'apple:ABCDE12345.com.x', null, { ...policy, env: 'production' }],
+      [
+        'allowlist.update',
+        'apple:ABCDE12345.com.x',
+        { ...policy, env: 'production' },
+        { ...policy, env: 'any' },
+      ],
+      ['allowlist.remove', 'apple:ABCDE12345.com.x', { ...policy, env: 'any' }, null],
     ]);
     expect(logged).toEqual(events);
+  });
+
+  it('apple apps: every policy field is in the trail, before and after', async () => {
+    const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
+    await repo.addApple('ABCDE12345.com.x', undefined, auditor);
+    await repo.addApple('ABCDE12345.com.x', undefined, auditor, {
+      requireReceipt: true,
+      maxRiskMetric: 3,
+      validationCategories: ['appstore'],
+      minBundleVersion: '2.0',
+      allowMissingValidationCategory: true,
+    });
+    await repo.addApple('ABCDE12345.com.x', undefined, auditor, { maxRiskMetric: 3 }); // no change
+    const events = await recorded();
+    expect(events.map((e) => [e.action, e.before, e.after])).toEqual([
+      ['allowlist.add', null, { ...policy, env: 'production' }],
+      [
+        'allowlist.update',
+        { ...policy, env: 'production' },
+        {
+          env: 'production',
+          requireReceipt: true,
+          maxRiskMetric: 3,
+          validationCategories: ['appstore'],
+          minBundleVersion: '2.0',
+          allowMissingValidationCategory: true,
+        },
+      ],
+    ]);
   });
 
   it('android packages: add, key rotation, policy update, retire a pair, remove; fingerprints only', async () => {

@@ -12,6 +12,15 @@ import { rowsOf, type Database } from '../../src/db/client.js';
 import { backends, useDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
+/** An App Attest entry's policy fields when none was given. */
+const NO_POLICY = {
+  requireReceipt: false,
+  maxRiskMetric: null,
+  validationCategories: [],
+  minBundleVersion: null,
+  allowMissingValidationCategory: false,
+};
+
 describe.each(backends())('repositories on $name', (backend) => {
   const handle = useDatabase(backend);
 
@@ -149,6 +158,9 @@ describe.each(backends())('repositories on $name', (backend) => {
         keyId: new Uint8Array(r.keyId),
         publicKey: new Uint8Array(r.publicKey),
         mode: 'live',
+        riskMetric: null,
+        validationCategory: null,
+        bundleVersion: null,
       });
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(true);
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(false);
@@ -207,18 +219,59 @@ describe.each(backends())('repositories on $name', (backend) => {
 
     it('adds, updates and removes apple apps', async () => {
       const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
-      expect(await repo.addApple('T.a', 'production')).toEqual({
+      expect(await repo.addApple('T.a', 'production')).toMatchObject({
         result: 'added',
         env: 'production',
       });
-      expect(await repo.addApple('T.a', 'any')).toEqual({ result: 'updated', env: 'any' });
+      expect(await repo.addApple('T.a', 'any')).toMatchObject({ result: 'updated', env: 'any' });
       // without an env, an existing app keeps its own
-      expect(await repo.addApple('T.a', undefined)).toEqual({ result: 'unchanged', env: 'any' });
-      expect(await repo.listApple()).toEqual([{ appId: 'T.a', env: 'any' }]);
-      expect(await repo.addApple('T.b', undefined)).toEqual({ result: 'added', env: 'production' });
+      expect(await repo.addApple('T.a', undefined)).toMatchObject({
+        result: 'unchanged',
+        env: 'any',
+      });
+      expect(await repo.listApple()).toEqual([{ ...NO_POLICY, appId: 'T.a', env: 'any' }]);
+      expect(await repo.addApple('T.b', undefined)).toMatchObject({
+        result: 'added',
+        env: 'production',
+      });
       expect(await repo.removeApple('T.b')).toBe(true);
       expect(await repo.removeApple('T.a')).toBe(true);
       expect(await repo.removeApple('T.a')).toBe(false);
+    });
+
+    it('keeps each App Attest policy field until it is given, and null / [] stop checking', async () => {
+      const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
+      const full = {
+        requireReceipt: true,
+        maxRiskMetric: 5,
+        validationCategories: ['appstore', 'testflight'],
+        minBundleVersion: '1.2',
+        allowMissingValidationCategory: true,
+      };
+      expect((await repo.addApple('T.a', undefined, undefined, full)).policy).toEqual({
+        appId: 'T.a',
+        env: 'production',
+        ...full,
+      });
+      // an update without policy fields keeps them all
+      expect((await repo.addApple('T.a', 'any')).policy).toEqual({
+        appId: 'T.a',
+        env: 'any',
+        ...full,
+      });
+      const cleared = await repo.addApple('T.a', undefined, undefined, {
+        maxRiskMetric: null,
+        validationCategories: [],
+        minBundleVersion: null,
+        requireReceipt: false,
+      });
+      expect(cleared.policy).toEqual({
+        ...NO_POLICY,
+        appId: 'T.a',
+        env: 'any',
+        allowMissingValidationCategory: true,
+      });
+      expect(await repo.listApple()).toEqual([cleared.policy]);
     });
 
     it('adds a package, then a second key pair without losing the policy, then retires one', async () => {
@@ -262,7 +315,11 @@ describe.each(backends())('repositories on $name', (backend) => {
       let clock = 0;
       const cached = createCachedAllowlist(repo, { ttlMs: 5000, now: () => clock });
       await repo.addApple('T.a', 'production');
-      expect(await cached.appleApp('T.a')).toEqual({ appId: 'T.a', env: 'production' });
+      expect(await cached.appleApp('T.a')).toEqual({
+        ...NO_POLICY,
+        appId: 'T.a',
+        env: 'production',
+      });
       await repo.removeApple('T.a');
       clock = 4999;
       expect(await cached.appleApp('T.a')).not.toBeNull();

@@ -21,6 +21,11 @@ import { parseAuthenticatorData } from '../../src/core/apple/authenticatorData.j
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { parseAssertionObject } from '../../src/core/apple/verifyAssertion.js';
 import { parseAttestationObject } from '../../src/core/apple/verifyAttestation.js';
+import {
+  createReceiptVerifier,
+  type ReceiptFacts,
+  type ReceiptVerdict,
+} from '../../src/core/apple/verifyReceipt.js';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../../src/core/cbor.js';
 import { createGoogleVerifier } from '../../src/core/google/googleVerifier.js';
 import { KeyCache } from '../../src/core/google/keyCache.js';
@@ -39,6 +44,7 @@ import {
   TEST_PACKAGE,
   type GoogleTestKeys,
 } from '../support/googleFactory.js';
+import { loadReceiptVectors } from '../support/receiptVectors.js';
 import { captureToken, gmsToken, loadCaptures, type Capture } from '../support/verifyFileTokens.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 0) || undefined;
@@ -473,6 +479,80 @@ describe('fuzz: parsers', () => {
           },
         ),
         params(150),
+      );
+    },
+    LONG_RUN_TIMEOUT,
+  );
+
+  it(
+    'the receipt verifier never throws, and accepts a mutated receipt only with the same facts',
+    async () => {
+      const receipts = createReceiptVerifier();
+      const seeds = loadReceiptVectors()
+        .filter((v) => v.name.startsWith('veehaitch-ios-14.2') || v.name === 'dreipol-pyattest')
+        .flatMap((v) => [
+          {
+            bytes: v.receipt,
+            appId: v.appId,
+            leaf: v.leaf,
+            type: 'ATTEST' as const,
+            created: v.check.fields.creationTime.parsed,
+          },
+          ...v.refreshed.slice(0, 1).map((r) => ({
+            bytes: r.bytes,
+            appId: v.appId,
+            leaf: v.leaf,
+            type: 'RECEIPT' as const,
+            created: r.check.creationTime!.parsed,
+          })),
+        ]);
+      const summary = (f: ReceiptFacts | null) =>
+        f &&
+        [
+          f.type,
+          f.appId,
+          hex(f.attestedCertificate),
+          f.creationTime.toISOString(),
+          f.expirationTime?.toISOString(),
+          f.notBefore?.toISOString(),
+          f.riskMetric,
+          f.environment,
+        ].join('|');
+      const originals = await Promise.all(
+        seeds.map((s) =>
+          receipts.verify(
+            s.bytes,
+            { type: s.type, appId: s.appId, attestedCertificate: s.leaf },
+            new Date(new Date(s.created).getTime() + 5000),
+          ),
+        ),
+      );
+      expect(originals.every((o) => o.valid)).toBe(true);
+      await fc.assert(
+        fc.asyncProperty(fc.nat({ max: seeds.length - 1 }), mutations, async (i, ms) => {
+          const seed = seeds[i]!;
+          const verdict = (await bounded(
+            () =>
+              receipts.verify(
+                applyAll(new Uint8Array(seed.bytes), ms),
+                { type: seed.type, appId: seed.appId, attestedCertificate: seed.leaf },
+                new Date(new Date(seed.created).getTime() + 5000),
+              ),
+            [],
+          )) as ReceiptVerdict;
+          if (verdict.valid) expect(summary(verdict.facts)).toBe(summary(originals[i]!.facts));
+        }),
+        params(150),
+      );
+      await fc.assert(
+        fc.asyncProperty(fc.uint8Array({ maxLength: 512 }), async (bytes) => {
+          const verdict = (await bounded(
+            () => receipts.verify(bytes, { type: 'ATTEST' }, new Date()),
+            [],
+          )) as ReceiptVerdict;
+          expect(verdict.valid).toBe(false);
+        }),
+        params(200),
       );
     },
     LONG_RUN_TIMEOUT,

@@ -1,5 +1,6 @@
 // App Attest end to end: HTTP app + real verifiers + real key store, on PGlite and PostgreSQL.
 import { randomBytes } from 'node:crypto';
+import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
@@ -153,6 +154,68 @@ describe.each(backends())('App Attest over HTTP on $name', (backend) => {
       });
     },
   );
+
+  it('receipts: an invalid one registers, logged with what failed and counted; --require-receipt rejects it', async () => {
+    const device = await createDeviceKey();
+    const token = (nonce: Buffer) =>
+      createAttestation(ca, device, { nonce }).then(({ attestation }) =>
+        encodeAppleToken({ nonce, keyId: device.keyId, attestation }),
+      );
+    const ok = await sessionlessVerify(token);
+    expect(ok.body).toMatchObject({ isValid: true });
+    expect(ok.log).toMatchObject({ receipt: 'invalid', receiptProblem: expect.any(String) });
+    expect(await service.metrics.registry.metrics()).toContain(
+      'attest_apple_receipts_total{outcome="invalid"} 1',
+    );
+    const stored = await createAppleKeyRepository(db.db).receipt(device.keyId);
+    expect(stored).toMatchObject({ problem: expect.any(String), refreshable: false });
+
+    await createAllowlistRepository(db.db, null).addApple(TEST_APP_ID, undefined, undefined, {
+      requireReceipt: true,
+    });
+    const other = await createDeviceKey();
+    const refused = await sessionlessVerify(async (nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: other.keyId,
+        attestation: (await createAttestation(ca, other, { nonce })).attestation,
+      }),
+    );
+    expect(refused.body).toMatchObject({ isValid: false });
+    expect(refused.log).toMatchObject({ reason: 'apple_receipt_invalid', receipt: 'invalid' });
+  });
+
+  it("risk metric: a refreshed receipt's metric is in the details, and --max-risk-metric rejects above it", async () => {
+    const device = await createDeviceKey();
+    await sessionlessVerify(async (nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        attestation: (await createAttestation(ca, device, { nonce })).attestation,
+      }),
+    );
+    // what the refresher stores after a 200 from Apple
+    await db.db.execute(
+      sql`update apple_keys set risk_metric = 4 where key_id = ${Buffer.from(device.keyId)}`,
+    );
+    // an instance that has not seen the key within the last minute reads the row (the key's row
+    // is re-read at least once a minute, docs/token-format.md)
+    service = appleService(db);
+    const assert = (counter: number) => (nonce: Buffer) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        assertion: createAssertion(device, { nonce, counter }).assertion,
+      });
+    const within = await sessionlessVerify(assert(1));
+    expect(within.body).toMatchObject({ isValid: true, appleTokenDetails: { riskMetric: 4 } });
+    await createAllowlistRepository(db.db, null).addApple(TEST_APP_ID, undefined, undefined, {
+      maxRiskMetric: 3,
+    });
+    const above = await sessionlessVerify(assert(2));
+    expect(above.body).toMatchObject({ isValid: false });
+    expect(above.log).toMatchObject({ reason: 'apple_risk_exceeded' });
+  });
 
   it('binds the device nonce: a token over the server nonce alone is rejected when a device nonce is sent', async () => {
     const device = await createDeviceKey();

@@ -327,6 +327,8 @@ export interface AttestationOptions {
   fmt?: unknown;
   omitX5c?: boolean;
   encoding?: ObjectEncoding;
+  /** `attStmt.receipt` (default the bytes "test receipt", which no receipt check accepts); null leaves it out */
+  receipt?: Uint8Array | null;
 }
 
 export const TEST_NONCE = Buffer.alloc(32, 0x6e);
@@ -400,7 +402,9 @@ export async function createAttestation(
     intermediate: intermediate.der,
     root: (options.root ?? ca.root).der,
   };
-  const attStmt = new Map<string, unknown>([['receipt', Buffer.from('test receipt')]]);
+  const attStmt = new Map<string, unknown>(
+    options.receipt === null ? [] : [['receipt', options.receipt ?? Buffer.from('test receipt')]],
+  );
   if (!options.omitX5c)
     attStmt.set('x5c', options.x5c ? options.x5c(parts) : [parts.leaf, parts.intermediate]);
   const entries: [string, unknown][] = [

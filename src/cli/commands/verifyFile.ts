@@ -42,6 +42,14 @@ import { paint, safeText } from '../terminalText.js';
 import { APPLE_APP_ID } from './allowlist.js';
 import { looksLikeJws } from '../../core/resultToken.js';
 import { verifyResultTokenFile } from '../resultTokenReport.js';
+import { configuredReceiptRoots } from '../../configuredAppleRoots.js';
+import {
+  checkTokenReceipt,
+  summarizeReceipt,
+  type ReceiptSummary,
+} from '../../core/apple/tokenReceipt.js';
+import { createReceiptVerifier } from '../../core/apple/verifyReceipt.js';
+import { readReceiptFile, receiptLine } from '../receiptReport.js';
 
 interface Options {
   nonce?: string;
@@ -65,6 +73,7 @@ interface Options {
   issuer?: string;
   audience?: string;
   json?: boolean;
+  receipt?: string;
 }
 
 /** The most verify-file reads: base64 text of a 64 KiB token, with room for line breaks. */
@@ -79,7 +88,7 @@ export function verifyFileCommand(): Command {
       'check a token offline, step by step, and explain why it is rejected (changes no state)',
     )
     .argument(
-      '<token>',
+      '[token]',
       'file with the token as raw CBOR, base64 text, or a saved verify request body (JSON); - for stdin',
     )
     .option('--nonce <b64>', 'the final nonce (sessionless expectedNonce)')
@@ -145,6 +154,10 @@ export function verifyFileCommand(): Command {
       'a result token: the issuer it must name (default ATTEST_ISSUER when set)',
     )
     .option('--audience <id>', 'a result token: the API key id it must be made for')
+    .option(
+      '--receipt <file>',
+      'check an App Attest receipt file alone (DER/BER or base64; no TOKEN), with --at and --app-id',
+    )
     .option('--json', 'print a JSON document (documented in the README)')
     .addHelpText(
       'after',
@@ -162,9 +175,29 @@ Examples:
   $ attest verify-file play.cbor --nonce ... --package com.example.app \\
       --decryption-key-file dec.key --verification-key-file ver.key --json
   $ attest verify-file standard.cbor --nonce ... --online
-  $ attest verify-file result.jwt --jwks jwks.json --audience 0h3k5x9q2m7c1b4n --at 2026-01-01T10:00:00Z`,
+  $ attest verify-file result.jwt --jwks jwks.json --audience 0h3k5x9q2m7c1b4n --at 2026-01-01T10:00:00Z
+  $ attest verify-file --receipt receipt.der --at 2020-11-21T22:13:10Z --app-id 6MURL8TA57.de.example.app`,
     )
-    .action(async (tokenPath: string, opts: Options) => {
+    .action(async (tokenPath: string | undefined, opts: Options) => {
+      if (opts.receipt !== undefined) {
+        if (tokenPath !== undefined)
+          throw usageError('--receipt checks a receipt file alone: leave out TOKEN');
+        if (opts.appId.length > 1) throw usageError('--receipt takes at most one --app-id');
+        const bytes = readReceiptFile(opts.receipt);
+        const at = opts.at === undefined ? new Date() : instant(opts.at);
+        const verifier = createReceiptVerifier(
+          configuredReceiptRoots(config().appleReceiptRootCaPath),
+        );
+        const summary = summarizeReceipt(
+          await verifier.verify(bytes, opts.appId[0] ? { appId: opts.appId[0] } : {}, at),
+        );
+        if (opts.json) printJson({ receipt: summary, verifiedAt: at.toISOString() });
+        else process.stdout.write(`${receiptLine(summary)}\nverified at ${at.toISOString()}\n`);
+        process.exitCode = summary.valid ? EXIT.ok : EXIT.negative;
+        return;
+      }
+      if (tokenPath === undefined)
+        throw usageError('give the TOKEN file to check (or --receipt FILE for a receipt alone)');
       if (opts.package === undefined) {
         const stray = (
           ['decryptionKey', 'verificationKey', 'decryptionKeyFile', 'verificationKeyFile'] as const
@@ -231,6 +264,7 @@ Examples:
       }
       const cfg = config();
       const appleRoots = appleRootsOf(cfg);
+      const receipts = createReceiptVerifier(configuredReceiptRoots(cfg.appleReceiptRootCaPath));
       const serviceAccount =
         opts.serviceAccountFile === undefined
           ? undefined
@@ -263,6 +297,7 @@ Examples:
                 appleKeys: keys,
                 appleRoots: rootsOf(m),
                 mode: m,
+                receipts,
                 ...(googleDecoder ? { googleDecoder } : {}),
               }),
             });
@@ -328,7 +363,10 @@ Examples:
           );
 
       const roots = appleRoots === defaultAppleRoots() ? 'apple' : 'ATTEST_APPLE_ROOT_CA';
+      // the receipt on its own, whatever the verdict on the token (it never changes the verdict)
+      const receipt = await checkTokenReceipt(token, receipts, at, result.outcome.facts.appId);
       report(result.outcome, result.hints, {
+        receipt,
         at,
         nonceChecked: expectedNonce !== null,
         json: opts.json === true,
@@ -737,6 +775,7 @@ function report(
     offline: boolean;
     roots: string;
     mode: KeyMode;
+    receipt: ReceiptSummary | null;
   },
 ) {
   const checks = outcome.checks.map((c) => ({
@@ -758,6 +797,18 @@ function report(
       facts: outcome.facts,
       checks,
       ...(outcome.ok ? { details: outcome.details } : {}),
+      ...(ctx.receipt
+        ? {
+            receipt: {
+              valid: ctx.receipt.valid,
+              type: ctx.receipt.type,
+              creationTime: ctx.receipt.creationTime,
+              expirationTime: ctx.receipt.expirationTime,
+              riskMetric: ctx.receipt.riskMetric,
+              problem: ctx.receipt.problem,
+            },
+          }
+        : {}),
       hints,
     });
     return;
@@ -783,6 +834,7 @@ function report(
     line(`         ${c.id}: ${c.detail}${c.reason ? ` (${c.reason})` : ''}`);
   }
   out.push('');
+  if (ctx.receipt) out.push(receiptLine(ctx.receipt), '');
   if (outcome.ok) {
     const { service, ...details } = outcome.details;
     out.push(`${p.green(p.bold('VALID'))}${safeText(` (${service}): ${JSON.stringify(details)}`)}`);

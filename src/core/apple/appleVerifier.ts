@@ -25,6 +25,8 @@ import { createCertificateChainVerifier } from './certificateChain.js';
 import { LruCache } from '../lruCache.js';
 import { ASSERTION_CHECKS, verifyAssertion } from './verifyAssertion.js';
 import { ATTESTATION_CHECKS, verifyAttestation } from './verifyAttestation.js';
+import type { Distribution } from './appleDistribution.js';
+import { createReceiptVerifier, type ReceiptVerifier } from './verifyReceipt.js';
 
 export type AppleTokenShape = NonNullable<VerifyFacts['shape']>;
 
@@ -56,6 +58,16 @@ export interface AppleVerifierDeps {
   keyCacheSize?: number;
   /** verified intermediate certificates kept; default 64 */
   intermediateCacheSize?: number;
+  /**
+   * checks attestation receipts (default: against the built-in Apple Root CA - G3); null keeps
+   * them unchecked (the benchmark's baseline)
+   */
+  receipts?: ReceiptVerifier | null;
+  /**
+   * how long a key row read from the store is trusted for the one-statement assertion path; its
+   * risk metric changes when the receipt is refreshed (default 60 s)
+   */
+  knownRowTtlMs?: number;
 }
 
 /** The `apple` evidence map of a token, checked for shape only. */
@@ -103,6 +115,8 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     intermediateCacheSize: deps.intermediateCacheSize,
   });
   const { allowlist, keys } = deps;
+  const receipts = deps.receipts === null ? undefined : (deps.receipts ?? createReceiptVerifier());
+  const knownRowTtlMs = deps.knownRowTtlMs ?? 60_000;
   const mode = deps.mode ?? 'live';
   // Creating a KeyObject from DER costs about three signature checks; an assertion should cost one.
   const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(
@@ -130,9 +144,12 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
 
   // Rows seen per key id, for stores that can check in the counter UPDATE that the row is still
   // the same: an assertion for a known key is then one statement, not a read and then an update.
-  const knownRows = new LruCache<string, AppleKeyRecord>(deps.keyCacheSize ?? 10_000);
+  const knownRows = new LruCache<string, AppleKeyRecord & { cachedAt?: number }>(
+    deps.keyCacheSize ?? 10_000,
+  );
   const sameRow = (a: AppleKeyRecord, b: AppleKeyRecord) =>
     a.appId === b.appId &&
+    (a.riskMetric ?? null) === (b.riskMetric ?? null) &&
     a.environment === b.environment &&
     (a.mode ?? 'live') === (b.mode ?? 'live') &&
     Buffer.from(a.publicKey).equals(Buffer.from(b.publicKey));
@@ -151,7 +168,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     begin(ctx, 'assertion');
     ctx.trace.facts.appId = record.appId;
     ctx.trace.facts.environment = record.environment;
-    const { counter } = await verifyAssertion(
+    const asserted = await verifyAssertion(
       {
         assertion,
         clientDataHash,
@@ -160,10 +177,13 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
           appId: record.appId,
           environment: record.environment,
           counter: record.counter,
+          riskMetric: record.riskMetric ?? null,
+          distribution: distributionOf(record),
         },
       },
       { allowlist, trace: ctx.trace, raiseCounter },
     );
+    const { counter } = asserted;
     return {
       counter,
       result: details({
@@ -171,6 +191,8 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
         appId: record.appId,
         environment: record.environment,
         counter,
+        riskMetric: record.riskMetric ?? null,
+        distribution: asserted.distribution,
       }),
     };
   }
@@ -186,7 +208,10 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     const clientDataHash = ctx.clientDataHash ?? createHash('sha256').update(ctx.nonce).digest();
     const rowKey = Buffer.from(keyId).toString('hex');
     const raiseIfUnchanged = keys.raiseCounterIfUnchanged?.bind(keys);
-    const seen = assertion && raiseIfUnchanged ? knownRows.get(rowKey) : undefined;
+    const cached = assertion && raiseIfUnchanged ? knownRows.get(rowKey) : undefined;
+    // a row older than the TTL is read again: its risk metric may have been refreshed since
+    const age = cached?.cachedAt === undefined ? Infinity : ctx.now.getTime() - cached.cachedAt;
+    const seen = cached && age >= 0 && age < knownRowTtlMs ? cached : undefined;
     let record: AppleKeyRecord | null;
     if (seen && assertion && raiseIfUnchanged) {
       try {
@@ -202,7 +227,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
         // the same row: the verdict stands. A row changed or removed underneath (by hand) is
         // verified again below as the store holds it now; the trace then shows both attempts.
         if (record && sameRow(record, seen)) {
-          knownRows.set(rowKey, record);
+          knownRows.set(rowKey, { ...record, cachedAt: ctx.now.getTime() });
           throw err;
         }
       }
@@ -228,7 +253,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       const { counter, result } = await assertWith(record, assertion, clientDataHash, ctx, (n) =>
         keys.raiseCounter(keyId, n),
       );
-      knownRows.set(rowKey, { ...record, counter });
+      knownRows.set(rowKey, { ...record, counter, cachedAt: ctx.now.getTime() });
       return result;
     }
 
@@ -244,10 +269,11 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     // at key creation, and the assertion's signature over this request's nonce is the freshness.
     const attested = await verifyAttestation(
       { attestation, keyId, clientDataHash: assertion ? null : clientDataHash, now: ctx.now },
-      { chain, allowlist, trace },
+      { chain, allowlist, trace, ...(receipts ? { receipts } : {}) },
     );
 
     let counter = 0;
+    let distribution: Distribution = attested.distribution;
     if (assertion) {
       const asserted = await verifyAssertion(
         {
@@ -259,11 +285,13 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
             appId: attested.appId,
             environment: attested.environment,
             counter: 0,
+            distribution: attested.distribution,
           },
         },
         { allowlist, trace },
       );
       counter = asserted.counter;
+      distribution = asserted.distribution;
     }
 
     trace.current('apple.register');
@@ -274,6 +302,9 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       environment: attested.environment,
       counter,
       mode,
+      validationCategory: attested.distribution.validationCategory,
+      bundleVersion: attested.distribution.bundleVersion,
+      receipt: attested.receipt,
     });
     if (!registered)
       throw new Rejection('apple_key_registered', 'another request registered this key first');
@@ -285,12 +316,23 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       environment: attested.environment,
       counter,
       mode,
+      riskMetric: null,
+      validationCategory: attested.distribution.validationCategory,
+      bundleVersion: attested.distribution.bundleVersion,
+      cachedAt: ctx.now.getTime(),
     });
     trace.pass(
       'apple.register',
       `key registered for "${attested.appId}" (${attested.environment}) with counter ${counter}${mode === 'test' ? ', for test API keys only' : ''}`,
     );
-    return details({ keyId, appId: attested.appId, environment: attested.environment, counter });
+    return details({
+      keyId,
+      appId: attested.appId,
+      environment: attested.environment,
+      counter,
+      riskMetric: null,
+      distribution,
+    });
   }
 
   return { service: 'apple', verify };
@@ -313,19 +355,31 @@ function describeShape(shape: AppleTokenShape): string {
   }
 }
 
+function distributionOf(record: AppleKeyRecord): Distribution {
+  return {
+    validationCategory: record.validationCategory ?? null,
+    bundleVersion: record.bundleVersion ?? null,
+  };
+}
+
 function details(fields: {
   keyId: Uint8Array;
   appId: string;
   environment: AppleTokenDetails['environment'];
   counter: number;
+  riskMetric: number | null;
+  distribution: Distribution;
 }): PlatformDetails {
-  return {
-    service: 'apple',
-    appleTokenDetails: {
-      keyIdentifier: encodeBase64(fields.keyId),
-      appId: fields.appId,
-      environment: fields.environment,
-      assertionCounter: fields.counter,
-    },
+  const out: AppleTokenDetails = {
+    keyIdentifier: encodeBase64(fields.keyId),
+    appId: fields.appId,
+    environment: fields.environment,
+    assertionCounter: fields.counter,
   };
+  if (fields.riskMetric !== null) out.riskMetric = fields.riskMetric;
+  if (fields.distribution.validationCategory !== null)
+    out.validationCategory = fields.distribution.validationCategory;
+  if (fields.distribution.bundleVersion !== null)
+    out.bundleVersion = fields.distribution.bundleVersion;
+  return { service: 'apple', appleTokenDetails: out };
 }

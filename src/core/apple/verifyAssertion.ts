@@ -12,12 +12,14 @@ import { appIdHash } from './appIdHash.js';
 import { type AssertionAuthenticatorData, parseAuthenticatorData } from './authenticatorData.js';
 import { appAttestNonce } from './nonceExtension.js';
 import { silentTrace } from './silentTrace.js';
+import { type Distribution, distributionProblem, readDistribution } from './appleDistribution.js';
 
 /** Check ids of an assertion, in order (stable: `verify-file` prints them, the README lists them). */
 export const ASSERTION_CHECKS = [
   'apple.assertion.format',
   'apple.assertion.signature',
   'apple.assertion.appId',
+  'apple.assertion.policy',
   'apple.assertion.counter',
 ] as const;
 
@@ -59,6 +61,10 @@ export interface AssertionKey {
   environment: AppleEnvironment;
   /** the highest counter accepted so far; 0 for a key that has not asserted yet */
   counter: number;
+  /** the latest risk metric from a refreshed receipt, when one is known */
+  riskMetric?: number | null;
+  /** what the key's attestation said about distribution (iOS 27+) */
+  distribution?: Distribution;
 }
 
 export interface AssertionInput {
@@ -83,6 +89,8 @@ export interface AssertionDeps {
 export interface VerifiedAssertion {
   counter: number;
   authenticatorData: AssertionAuthenticatorData;
+  /** the assertion's own distribution extensions when it carries them, else the key's */
+  distribution: Distribution;
 }
 
 /**
@@ -141,6 +149,30 @@ export async function verifyAssertion(
     `rpIdHash is SHA-256 of "${key.appId}", allowlisted for ${key.environment} keys`,
   );
 
+  // The app's limits: Apple's risk metric for the key, and its distribution (the assertion's own
+  // iOS 27 extensions, which the key signed, else what the attestation said)
+  trace.current('apple.assertion.policy');
+  const own = readDistribution(authenticatorData.extensions);
+  const distribution: Distribution =
+    own.validationCategory !== null || own.bundleVersion !== null
+      ? { validationCategory: own.validationCategory, bundleVersion: own.bundleVersion }
+      : (key.distribution ?? { validationCategory: null, bundleVersion: null });
+  if (distribution.validationCategory)
+    trace.facts.validationCategory = distribution.validationCategory;
+  const limit = app.maxRiskMetric;
+  const risk = key.riskMetric ?? null;
+  if (limit !== undefined && limit !== null && risk !== null && risk > limit)
+    throw new Rejection(
+      'apple_risk_exceeded',
+      `Apple's risk metric for this key is ${risk}, above the ${limit} "${key.appId}" accepts`,
+    );
+  const notAllowed = distributionProblem(app, distribution);
+  if (notAllowed) throw new Rejection('apple_distribution_not_allowed', notAllowed);
+  trace.pass(
+    'apple.assertion.policy',
+    `risk metric ${risk ?? 'unknown'}${limit != null ? ` (limit ${limit})` : ''}, distribution ${distribution.validationCategory ?? 'not reported'}`,
+  );
+
   // Assertion step 5: the counter is strictly above every counter accepted before
   trace.current('apple.assertion.counter');
   const { counter } = authenticatorData;
@@ -162,7 +194,7 @@ export async function verifyAssertion(
   }
   trace.pass('apple.assertion.counter', `counter ${counter} is above the stored ${key.counter}`);
 
-  return { counter, authenticatorData };
+  return { counter, authenticatorData, distribution };
 }
 
 function signatureValid(nonce: Uint8Array, publicKey: KeyObject, signature: Uint8Array): boolean {

@@ -14,6 +14,9 @@ import { type AttestationAuthenticatorData, parseAuthenticatorData } from './aut
 import type { CertificateChainVerifier } from './certificateChain.js';
 import { appAttestNonce, nonceExtensionValue, readNonceExtensionValue } from './nonceExtension.js';
 import { silentTrace } from './silentTrace.js';
+import { type Distribution, distributionProblem, readDistribution } from './appleDistribution.js';
+import type { AppleKeyReceipt } from '../types.js';
+import type { ReceiptVerifier } from './verifyReceipt.js';
 
 export const APPLE_ATTESTATION_FORMAT = 'apple-appattest';
 
@@ -26,6 +29,8 @@ export const ATTESTATION_CHECKS = [
   'apple.attestation.appId',
   'apple.attestation.counter',
   'apple.attestation.environment',
+  'apple.attestation.distribution',
+  'apple.attestation.receipt',
 ] as const;
 
 // An attestation object nests three levels (map, attStmt, x5c); Apple's are about 5 KiB.
@@ -98,6 +103,8 @@ export interface AttestationDeps {
   chain: CertificateChainVerifier;
   allowlist: AllowlistReader;
   trace?: Trace;
+  /** checks the attestation's receipt; absent = the receipt is kept unchecked */
+  receipts?: ReceiptVerifier;
 }
 
 /** What a verified attestation establishes about its key. */
@@ -110,6 +117,10 @@ export interface VerifiedAttestation {
   environment: AppleEnvironment;
   authData: AttestationAuthenticatorData;
   leaf: X509Certificate;
+  /** iOS 27+: how the app was distributed, from authData's extensions */
+  distribution: Distribution;
+  /** the attestation's receipt with what its check found, or null when it carries none */
+  receipt: AppleKeyReceipt | null;
 }
 
 /**
@@ -220,6 +231,42 @@ export async function verifyAttestation(
     `${environment} key; "${app.appId}" allows ${app.env}`,
   );
 
+  // iOS 27: the distribution the device reports (authData is covered by the nonce) fits the app entry
+  trace.current('apple.attestation.distribution');
+  const distribution = readDistribution(authData.extensions);
+  trace.facts.validationCategory = distribution.validationCategory ?? undefined;
+  const distributionRejection = distributionProblem(app, distribution);
+  if (distributionRejection)
+    throw new Rejection(
+      'apple_distribution_not_allowed',
+      distribution.problem
+        ? `${distributionRejection} (${distribution.problem})`
+        : distributionRejection,
+    );
+  trace.pass('apple.attestation.distribution', describeDistribution(distribution));
+
+  // Apple's "Assessing fraud risk": the receipt is Apple's, for this key and App ID, type ATTEST.
+  // Missing or invalid, it is reported (facts) and rejects only under the app's requireReceipt.
+  trace.current('apple.attestation.receipt');
+  const receipt = await checkReceipt(attestation, app.appId, leaf.raw, input.now, deps.receipts);
+  trace.facts.receipt = receipt.outcome;
+  if (receipt.problem) trace.facts.receiptProblem = receipt.problem;
+  if (receipt.outcome !== 'valid') {
+    const what =
+      receipt.outcome === 'missing' ? 'no receipt' : `receipt invalid: ${receipt.problem}`;
+    if (app.requireReceipt)
+      throw new Rejection(
+        'apple_receipt_invalid',
+        `${what} ("${app.appId}" requires a valid receipt)`,
+      );
+    trace.skip('apple.attestation.receipt', `${what} (kept; "${app.appId}" does not require one)`);
+  } else {
+    trace.pass(
+      'apple.attestation.receipt',
+      `ATTEST receipt for this key, created ${receipt.record!.creationTime!.toISOString()}, chains to Apple Root CA - G3`,
+    );
+  }
+
   return {
     keyId: input.keyId,
     publicKey: new Uint8Array(p256Spki(point)),
@@ -228,7 +275,68 @@ export async function verifyAttestation(
     environment,
     authData,
     leaf,
+    distribution: {
+      validationCategory: distribution.validationCategory,
+      bundleVersion: distribution.bundleVersion,
+    },
+    receipt: receipt.record,
   };
+}
+
+async function checkReceipt(
+  attestation: AttestationObject,
+  appId: string,
+  leafDer: Uint8Array,
+  now: Date,
+  receipts: ReceiptVerifier | undefined,
+): Promise<{
+  outcome: 'valid' | 'missing' | 'invalid';
+  problem?: string;
+  record: AppleKeyReceipt | null;
+}> {
+  if (!attestation.receipt || attestation.receipt.length === 0)
+    return { outcome: 'missing', problem: 'the attestation carries no receipt', record: null };
+  const bytes = new Uint8Array(attestation.receipt);
+  if (!receipts)
+    return {
+      outcome: 'invalid',
+      problem: 'receipt validation is off',
+      record: {
+        bytes,
+        problem: 'not checked',
+        type: null,
+        creationTime: null,
+        notBefore: null,
+        expirationTime: null,
+        riskMetric: null,
+      },
+    };
+  const verdict = await receipts.verify(
+    bytes,
+    { type: 'ATTEST', appId, attestedCertificate: leafDer },
+    now,
+  );
+  const f = verdict.facts;
+  const record: AppleKeyReceipt = {
+    bytes,
+    problem: verdict.valid ? null : verdict.problem,
+    type: f?.type ?? null,
+    creationTime: f?.creationTime ?? null,
+    notBefore: f?.notBefore ?? null,
+    expirationTime: f?.expirationTime ?? null,
+    riskMetric: f?.riskMetric ?? null,
+  };
+  return verdict.valid
+    ? { outcome: 'valid', record }
+    : { outcome: 'invalid', problem: verdict.problem, record };
+}
+
+function describeDistribution(d: Distribution & { problem: string | null }): string {
+  if (d.validationCategory === null && d.bundleVersion === null)
+    return d.problem
+      ? `extensions unreadable (${d.problem}); the app does not restrict distribution`
+      : 'no iOS 27 distribution extensions; the app does not restrict them, or accepts their absence';
+  return `validation category ${d.validationCategory ?? 'absent'}, bundle version ${d.bundleVersion ?? 'absent'}: allowed`;
 }
 
 /**

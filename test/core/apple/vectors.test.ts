@@ -102,6 +102,10 @@ describe('real attestations', () => {
           appId: vector.appId,
           environment: vector.environment === 'development' ? 'Development' : 'Production',
           assertionCounter: 0,
+          // only Apple's 2026 sample carries the iOS 27 extensions: category 1, bundle version "1"
+          ...(vector.authDataExtensions
+            ? { validationCategory: 'platform', bundleVersion: '1' }
+            : {}),
         },
       });
       const stored = await keys.find(b64(vector.keyId));

@@ -68,6 +68,7 @@ describe('verifyAssertion', () => {
       ['apple.assertion.format', 'pass'],
       ['apple.assertion.signature', 'pass'],
       ['apple.assertion.appId', 'pass'],
+      ['apple.assertion.policy', 'pass'],
       ['apple.assertion.counter', 'pass'],
     ]);
   });

@@ -90,6 +90,8 @@ describe('verifyAttestation', () => {
       ['apple.attestation.appId', 'pass'],
       ['apple.attestation.counter', 'pass'],
       ['apple.attestation.environment', 'pass'],
+      ['apple.attestation.distribution', 'pass'],
+      ['apple.attestation.receipt', 'skip'],
     ]);
     expect(trace.facts).toMatchObject({ appId: TEST_APP_ID, environment: 'Production' });
   });
