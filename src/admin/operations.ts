@@ -25,6 +25,7 @@ import { createAuditRepository, type Auditor } from '../db/audit.js';
 import type { DatabaseHandle } from '../db/client.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus } from '../db/migrate.js';
+import { sealedUnderKeyId } from '../db/secrets.js';
 import type { SecretBox } from '../db/secretBox.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createResultKeyRepository, type ResultKeyRecord } from '../db/resultKeys.js';
@@ -263,6 +264,11 @@ export const OPERATIONS = {
     changes: false,
     run: (ctx) => migrationStatus(ctx.handle.db),
   }),
+  'db.masterKeyId': operation({
+    input: none,
+    changes: false,
+    run: (ctx) => sealedUnderKeyId(ctx.handle.db),
+  }),
   'db.prune': operation({
     input: z.strictObject({ olderThanSeconds: z.number().int().positive() }),
     changes: false,
@@ -348,6 +354,11 @@ export const OPERATIONS = {
         })),
       };
     },
+  }),
+  'allowlist.ids': operation({
+    input: none,
+    changes: false,
+    run: (ctx) => createAllowlistRepository(ctx.handle.db, null).listIds(),
   }),
   'allowlist.find': operation({
     input: z.discriminatedUnion('kind', [

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { JWK } from 'jose';
 import { colorWanted, DEFAULT_RESULT_TOKEN_TTL_SECONDS, type Config } from '../config.js';
 import {
@@ -9,6 +8,7 @@ import {
   type ResultTokenVerdict,
 } from '../core/resultToken.js';
 import { withAdmin } from './context.js';
+import { readCliFileSync } from './inputFiles.js';
 import { usageError } from './errors.js';
 import { printJson } from './output.js';
 import { paint, safeText } from './terminalText.js';
@@ -125,16 +125,11 @@ function nonceCheck(
 }
 
 function readJwks(path: string): JWK[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw usageError(
-      `cannot read the JWKS file ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
-  }
-  if (text.length > JWKS_FILE_MAX_BYTES)
-    throw usageError(`${path} is over ${JWKS_FILE_MAX_BYTES / 1024} KiB: is it a JWKS?`);
+  const text = readCliFileSync(path, {
+    maxBytes: JWKS_FILE_MAX_BYTES,
+    what: '--jwks',
+    tooLarge: () => `${path} is over ${JWKS_FILE_MAX_BYTES / 1024} KiB: is it a JWKS?`,
+  }).toString('utf8');
   let json: unknown;
   try {
     json = JSON.parse(text);

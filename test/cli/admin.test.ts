@@ -184,6 +184,7 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
       appId: app,
       env: 'development',
       result: 'unchanged',
+      policy: expect.objectContaining({ env: 'development', requireReceipt: false }),
     });
     // "updated" only when something changed
     const plain = await runCli('allowlist', 'add', 'apple', app);
@@ -192,11 +193,19 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
     const list = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as {
       apple: { appId: string; env: string }[];
     };
-    expect(list.apple.find((a) => a.appId === app)).toEqual({ appId: app, env: 'any' });
+    expect(list.apple.find((a) => a.appId === app)).toMatchObject({ appId: app, env: 'any' });
     // adds that change nothing are not changes
+    const appPolicy = (env: string) => ({
+      env,
+      requireReceipt: false,
+      maxRiskMetric: null,
+      validationCategories: [],
+      minBundleVersion: null,
+      allowMissingValidationCategory: false,
+    });
     expect((await events()).map((e) => [e.action, e.before, e.after])).toEqual([
-      ['allowlist.add', null, { env: 'development' }],
-      ['allowlist.update', { env: 'development' }, { env: 'any' }],
+      ['allowlist.add', null, appPolicy('development')],
+      ['allowlist.update', appPolicy('development'), appPolicy('any')],
     ]);
   });
 

@@ -207,6 +207,7 @@ describe('attest completion', { timeout: 120_000 }, () => {
       'create',
       'list',
       'revoke',
+      'update',
     ]);
     expect(await complete('keys', 'revoke', 'abc', '--')).toEqual([
       '--actor',
@@ -371,8 +372,9 @@ describe('destructive commands against a running serve', { timeout: 120_000 }, (
       );
       const trail = JSON.parse(
         (await attest(['audit', 'list', '--action', 'allowlist', '--json'])).stdout,
-      ) as { actor: string; action: string; after: { keyPairs: string[] } }[];
-      expect(trail.map((e) => [e.actor, e.action, e.after.keyPairs])).toEqual([
+      ) as { actor: string; action: string; target: string; after: { keyPairs: string[] } }[];
+      const mine = trail.filter((e) => e.target === 'android:com.example.last');
+      expect(mine.map((e) => [e.actor, e.action, e.after.keyPairs])).toEqual([
         ['ops-test', 'allowlist.add', [keyId]],
         ['ops-test', 'allowlist.key.remove', []],
       ]);

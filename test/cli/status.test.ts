@@ -75,7 +75,7 @@ describe('attest status', { timeout: 120_000 }, () => {
       expect(serving.code).toBe(0);
       expect(serving.report.server).toMatchObject({
         pid: process.pid,
-        address: expect.stringMatching(/attest\.sock$/),
+        address: expect.stringMatching(/admin\.sock$/),
       });
       expect(serving.report.masterKeyId).toBe(after.report.masterKeyId);
       const text = await runCli('status');

@@ -26,6 +26,10 @@ Examples:
     .command('credentials')
     .description(
       "DeviceCheck keys per team: attest serve refreshes the receipts of the team's apps with them",
+    )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ attest apple credentials add ABCDE12345 --key-id KEY1234567 --private-key-file AuthKey_KEY1234567.p8\n  $ attest apple credentials list',
     );
 
   credentials
@@ -35,6 +39,10 @@ Examples:
     .option('--key-id <kid>', "the key's 10-character ID (Apple's Keys page); required")
     .option('--private-key-file <path>', 'the AuthKey_KID.p8 file Apple gave; required')
     .option('--json', 'print {"teamId","keyId","fingerprint","result"}')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ attest apple credentials add ABCDE12345 --key-id KEY1234567 --private-key-file AuthKey_KEY1234567.p8',
+    )
     .action(
       async (
         teamId: string,
@@ -84,6 +92,7 @@ Examples:
     .command('list')
     .description('list the teams with a DeviceCheck key (fingerprints only, never the key)')
     .option('--json', 'print the list as JSON')
+    .addHelpText('after', '\nExample:\n  $ attest apple credentials list --json')
     .action(async (opts: { json?: boolean }) => {
       await withAdmin(async (admin) => {
         const list = await admin.run('apple.credentials.list', {});
@@ -116,6 +125,7 @@ Examples:
     .argument('<team-id>', 'the team ID')
     .option('--yes', 'do not ask (needed without a terminal)')
     .option('--json', 'print {"teamId","removed"}')
+    .addHelpText('after', '\nExample:\n  $ attest apple credentials remove ABCDE12345 --yes')
     .action(async (teamId: string, opts: { yes?: boolean; json?: boolean }, command: Command) => {
       if (!APPLE_TEAM_ID.test(teamId))
         throw usageError(`"${teamId}" is not a team ID: 10 uppercase letters or digits`);
@@ -138,12 +148,22 @@ Examples:
       );
     });
 
-  const receipts = apple.command('receipts').description('App Attest receipts stored with keys');
+  const receipts = apple
+    .command('receipts')
+    .description('App Attest receipts stored with keys')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ attest apple receipts show 2o0syRGn1HDKDv85d522XBC9nLqrHWHGnt/mJ5hWMQM=',
+    );
   receipts
     .command('show')
     .description("a key's receipt facts: type, times, risk metric, refresh state")
     .argument('<key-id>', 'the key id, base64 (as appleTokenDetails.keyIdentifier shows it)')
     .option('--json', 'print the facts as JSON')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ attest apple receipts show 2o0syRGn1HDKDv85d522XBC9nLqrHWHGnt/mJ5hWMQM= --json',
+    )
     .action(async (keyIdText: string, opts: { json?: boolean }) => {
       const keyId = decodeBase64(keyIdText.trim());
       if (!keyId || keyId.length !== 32)

@@ -1,7 +1,5 @@
 import { Argument, Command, type Option } from 'commander';
-import { createAllowlistRepository } from '../../db/allowlist.js';
-import { createApiKeyRepository } from '../../db/apiKeys.js';
-import { withDatabase } from '../context.js';
+import { withAdmin } from '../context.js';
 
 /** The hidden command the completion scripts call for values that live in the database. */
 const IDS_COMMAND = '__complete-ids';
@@ -19,21 +17,26 @@ const DYNAMIC: { path: string; prev: string; kind: 'keys' | 'apple' | 'android' 
  * busy one): a completion must never print an error into the command line.
  */
 export function completionIdsCommand(): Command {
-  return new Command(IDS_COMMAND).argument('<kind>').action(async (kind: string) => {
-    try {
-      const ids = await withDatabase(async (handle) => {
-        if (kind === 'keys')
-          return (await createApiKeyRepository(handle.db).list())
-            .filter((k) => !k.revokedAt)
-            .map((k) => k.id);
-        const all = await createAllowlistRepository(handle.db, null).listIds();
-        return kind === 'apple' ? all.apple : kind === 'android' ? all.android : [];
-      });
-      if (ids.length > 0) process.stdout.write(`${ids.join('\n')}\n`);
-    } catch {
-      // nothing to offer
-    }
-  });
+  return new Command(IDS_COMMAND)
+    .argument('<kind>')
+    .addHelpText(
+      'after',
+      '\nExample (what the completion scripts run):\n  $ attest __complete-ids keys',
+    )
+    .action(async (kind: string) => {
+      try {
+        // through the running server when there is one: completing must work while it serves
+        const ids = await withAdmin(async (admin) => {
+          if (kind === 'keys')
+            return (await admin.run('keys.list', {})).filter((k) => !k.revokedAt).map((k) => k.id);
+          const all = await admin.run('allowlist.ids', {});
+          return kind === 'apple' ? all.apple : kind === 'android' ? all.android : [];
+        });
+        if (ids.length > 0) process.stdout.write(`${ids.join('\n')}\n`);
+      } catch {
+        // nothing to offer
+      }
+    });
 }
 
 /** A command of the tree, flattened for the scripts: its path, subcommands, options and value choices. */

@@ -1,8 +1,9 @@
-import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { generateApiKey, hashApiKey, parseApiKey, verifyApiKeyHash } from '../../core/apiKeys.js';
 import { ConfigError, type Config } from '../../config.js';
+import { readInputFileSync } from '../../inputFile.js';
 import { createApiKeyRepository } from '../../db/apiKeys.js';
 import type { Auditor } from '../../db/audit.js';
 import { DataDirUnsafeError, DatabaseBusyError, type DatabaseHandle } from '../../db/client.js';
@@ -184,7 +185,10 @@ async function prepare(
 async function keptKey(handle: DatabaseHandle, dataDir: string): Promise<string | null> {
   let text: string;
   try {
-    text = readFileSync(join(dataDir, DEV_KEY_FILE), 'utf8').trim();
+    // its own small file; bounded all the same (the data dir is the operator's)
+    text = readInputFileSync(join(dataDir, DEV_KEY_FILE), { maxBytes: 1024, what: DEV_KEY_FILE })
+      .toString('utf8')
+      .trim();
   } catch {
     return null;
   }

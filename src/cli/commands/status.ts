@@ -1,11 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
-import { lockHolder, redactUrl, type DatabaseHandle } from '../../db/client.js';
-import { migrationStatus } from '../../db/migrate.js';
+import { lockHolder, redactUrl } from '../../db/client.js';
 import { processName } from '../../db/processName.js';
-import { sealedUnderKeyId } from '../../db/secrets.js';
-import { config, withDatabase } from '../context.js';
+import type { Admin } from '../admin.js';
+import { config, withAdmin } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { printJson } from '../output.js';
 
@@ -66,7 +65,8 @@ Examples:
         report.database.error = 'no database yet ("attest db migrate" or "attest serve" makes it)';
       } else {
         try {
-          await withDatabase((handle) => readDatabase(handle, report), { requireMigrated: false });
+          // through the running server when there is one: it alone opens the embedded database
+          await withAdmin((admin) => readDatabase(admin, report), { requireMigrated: false });
           report.database.reachable = true;
         } catch (err) {
           if (!(err instanceof CliError) || err.exitCode !== EXIT.runtime) throw err;
@@ -80,12 +80,12 @@ Examples:
     });
 }
 
-async function readDatabase(handle: DatabaseHandle, report: StatusReport): Promise<void> {
-  const migrations = await migrationStatus(handle.db);
+async function readDatabase(admin: Admin, report: StatusReport): Promise<void> {
+  const migrations = await admin.run('db.status', {});
   const applied = migrations.filter((m) => m.applied).length;
   const pending = migrations.length - applied;
   report.schema = { applied, pending, state: pending === 0 ? 'current' : 'pending' };
-  report.masterKeyId = await sealedUnderKeyId(handle.db);
+  report.masterKeyId = await admin.run('db.masterKeyId', {});
 }
 
 function describe(r: StatusReport): string {
