@@ -37,7 +37,16 @@ export interface Config {
   googleTimeoutMs: number;
   /** decodes through Google in flight at once; beyond it verify answers 503 */
   googleMaxInFlight: number;
+  /** ATTEST_ANDROID_ROOT_CA: a PEM file of root certificates whose keys replace Google's (tests) */
+  androidRootCaPath?: string | undefined;
+  /** where `serve` refreshes Google's attestation status list from; null = never (`off`) */
+  androidRevocationUrl?: string | null;
+  /** how often `serve` refreshes it */
+  androidRevocationIntervalSeconds?: number;
 }
+
+/** Google's Android attestation status list. */
+export const ANDROID_REVOCATION_URL = 'https://android.googleapis.com/attestation/status';
 
 /** A configuration value that cannot be used; the message says which and what to do. */
 export class ConfigError extends Error {
@@ -107,6 +116,19 @@ const env = z.object({
     .default('https://playintegrity.googleapis.com'),
   ATTEST_GOOGLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
   ATTEST_GOOGLE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(64),
+  ATTEST_ANDROID_ROOT_CA: z.string().min(1).optional(),
+  ATTEST_ANDROID_REVOCATION_URL: z
+    .string()
+    .regex(/^(off|https?:\/\/\S+)$/, 'must be an http(s) URL or off')
+    .default(ANDROID_REVOCATION_URL),
+  ATTEST_ANDROID_REVOCATION_INTERVAL: z
+    .string()
+    .default('1h')
+    .transform(
+      (text, ctx) =>
+        parseDuration(text) ??
+        (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
+    ),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -133,6 +155,9 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_GOOGLE_PLAY_INTEGRITY_URL: 'must be an http(s) URL',
   ATTEST_GOOGLE_TIMEOUT_MS: 'must be a whole number of milliseconds from 100 to 60000',
   ATTEST_GOOGLE_MAX_IN_FLIGHT: 'must be a whole number from 1 to 100000',
+  ATTEST_ANDROID_ROOT_CA: 'must be the path of a PEM file',
+  ATTEST_ANDROID_REVOCATION_URL: 'must be an http(s) URL, or off',
+  ATTEST_ANDROID_REVOCATION_INTERVAL: 'must be a duration such as 30m, 1h or 1d',
 };
 
 /** Values never repeated in a message: a database URL may hold a password. */
@@ -185,6 +210,10 @@ export function loadConfig(
     googlePlayIntegrityUrl: e.ATTEST_GOOGLE_PLAY_INTEGRITY_URL,
     googleTimeoutMs: e.ATTEST_GOOGLE_TIMEOUT_MS,
     googleMaxInFlight: e.ATTEST_GOOGLE_MAX_IN_FLIGHT,
+    androidRootCaPath: e.ATTEST_ANDROID_ROOT_CA,
+    androidRevocationUrl:
+      e.ATTEST_ANDROID_REVOCATION_URL === 'off' ? null : e.ATTEST_ANDROID_REVOCATION_URL,
+    androidRevocationIntervalSeconds: e.ATTEST_ANDROID_REVOCATION_INTERVAL,
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;

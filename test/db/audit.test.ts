@@ -91,6 +91,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       minVerdict: 'MEETS_DEVICE_INTEGRITY',
       allowUnrecognized: false,
       certificateDigests: [digest.toString('hex')],
+      ...KEY_ATTESTATION_OFF,
     };
     expect(events.map((e) => [e.action, e.target, e.before, e.after])).toEqual([
       [
@@ -134,6 +135,34 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       expect(text).not.toContain(key.toString('hex'));
       expect(text).not.toContain(key.toString('base64'));
     }
+  });
+
+  it('key attestation policy changes are audited, field by field', async () => {
+    const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
+    const bootKey = randomBytes(32);
+    await repo.addAndroid('com.k', null, { keyAttestation: true }, auditor);
+    await repo.addAndroid(
+      'com.k',
+      null,
+      {
+        minSecurityLevel: 'StrongBox',
+        allowUnlocked: true,
+        bootKeys: [bootKey],
+        maxPatchAgeMonths: 12,
+      },
+      auditor,
+    );
+    const events = await recorded();
+    expect(events.map((e) => e.action)).toEqual(['allowlist.add', 'allowlist.update']);
+    expect(events[0]!.after).toMatchObject({ ...KEY_ATTESTATION_OFF, keyAttestation: true });
+    expect(events[1]!.before).toMatchObject({ ...KEY_ATTESTATION_OFF, keyAttestation: true });
+    expect(events[1]!.after).toMatchObject({
+      keyAttestation: true,
+      minSecurityLevel: 'StrongBox',
+      allowUnlocked: true,
+      bootKeys: [bootKey.toString('hex')],
+      maxPatchAgeMonths: 12,
+    });
   });
 
   it('the database refuses UPDATE, DELETE and TRUNCATE of audit events', async () => {
@@ -212,3 +241,12 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     ]);
   });
 });
+
+/** The key attestation fields of an entry that never turned it on. */
+const KEY_ATTESTATION_OFF = {
+  keyAttestation: false,
+  minSecurityLevel: 'TrustedEnvironment',
+  allowUnlocked: false,
+  bootKeys: [],
+  maxPatchAgeMonths: null,
+};
