@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
+import { androidCommand } from './commands/android.js';
 import { auditCommand } from './commands/audit.js';
 import { completionCommand } from './commands/completion.js';
 import { dbCommand } from './commands/db.js';
@@ -44,6 +45,7 @@ Examples:
     logsCommand(),
     devCommand(),
     tokenCommand(),
+    androidCommand(),
     completionCommand(() => program),
   ]) {
     program.addCommand(command);
