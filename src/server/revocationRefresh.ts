@@ -77,7 +77,9 @@ export function startRevocationRefresh(deps: RevocationRefreshDeps): { stop(): P
     if (running || stopped) return;
     running = (async () => {
       try {
-        deps.onUpdate?.(await refreshRevocations(deps, stopping.signal));
+        // evaluated first: `onUpdate?.(await ...)` would skip the refresh without a listener
+        const result = await refreshRevocations(deps, stopping.signal);
+        deps.onUpdate?.(result);
       } catch (err) {
         if (!stopped) deps.onError?.(err as Error);
       }
