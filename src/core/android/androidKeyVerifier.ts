@@ -27,7 +27,11 @@ import type {
   RevocationList,
 } from '../types.js';
 import { bytesEqual } from '../verify.js';
-import { readAttestationCertificate, serialHex } from './attestationCertificate.js';
+import {
+  readAttestationCertificate,
+  serialHex,
+  type AttestationCertificate,
+} from './attestationCertificate.js';
 import { createAttestationChainVerifier } from './attestationChain.js';
 import { KEY_DESCRIPTION_OID, parseKeyDescription, type KeyDescription } from './keyDescription.js';
 import { checkKeyPolicy, lowerLevel, POLICY_CHECKS, type AttestedFacts } from './keyPolicy.js';
@@ -180,6 +184,18 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     deps.keyCacheSize ?? 10_000,
   );
 
+  // Issuing certificates are shared by many devices and cost milliseconds to read (two parsers):
+  // each is read once, by the SHA-256 of its bytes. The leaf is read every time.
+  const issuingCerts = new LruCache<string, AttestationCertificate>(256);
+  function issuing(der: Uint8Array, i: number): AttestationCertificate {
+    const key = createHash('sha256').update(der).digest('hex');
+    const cached = issuingCerts.get(key);
+    if (cached) return cached;
+    const cert = readAttestationCertificate(der, `certificateChain[${i}]`);
+    issuingCerts.set(key, cert);
+    return cert;
+  }
+
   function publicKeyOf(record: AndroidKeyRecord): KeyObject {
     const cacheKey = Buffer.from(record.keyId).toString('hex');
     const cached = publicKeys.get(cacheKey);
@@ -243,7 +259,9 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     const chain = evidence.certificateChain!;
 
     trace.current('android.certificates');
-    const certs = chain.map((der, i) => readAttestationCertificate(der, `certificateChain[${i}]`));
+    const certs = chain.map((der, i) =>
+      i === 0 ? readAttestationCertificate(der, 'certificateChain[0]') : issuing(der, i),
+    );
     const leaf = certs[0]!;
     const values = leaf.extensions.get(KEY_DESCRIPTION_OID) ?? [];
     if (values.length !== 1)
