@@ -9,13 +9,14 @@
  * backoff; `verify()` never is, since a verify that reached the server consumed its session.
  */
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
-import type { AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
+import type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
 import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 
 export {
   INIT_RESPONSE,
   VERIFY_RESPONSE,
   APPLE_TOKEN_DETAILS,
+  ANDROID_KEY_DETAILS,
   GOOGLE_TOKEN_DETAILS,
   ERROR_BODY,
   type Shape,
@@ -35,12 +36,18 @@ export interface AttestSession {
   statusCode: 0;
 }
 
-export type { AppleTokenDetails, GoogleTokenDetails };
+export type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails };
 
 /** A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason. */
 export type VerifyResult =
   | { isValid: true; statusCode: 0; service: 'apple'; appleTokenDetails: AppleTokenDetails }
   | { isValid: true; statusCode: 0; service: 'gms'; googleTokenDetails: GoogleTokenDetails }
+  | {
+      isValid: true;
+      statusCode: 0;
+      service: 'android-key';
+      androidKeyDetails: AndroidKeyDetails;
+    }
   | { isValid: false; statusCode: 0 };
 
 /** Base64 strings as the wire carries them, or bytes (sent as standard base64). */
@@ -290,17 +297,30 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         isValid: boolean;
         appleTokenDetails?: AppleTokenDetails;
         googleTokenDetails?: GoogleTokenDetails;
+        androidKeyDetails?: AndroidKeyDetails;
       };
       if (result.isValid !== true) return { isValid: false, statusCode: 0 };
       // a valid token names exactly one platform; without its details the RP could not check the app binding
-      if (result.appleTokenDetails && !result.googleTokenDetails)
+      const named = [
+        result.appleTokenDetails,
+        result.googleTokenDetails,
+        result.androidKeyDetails,
+      ].filter(Boolean).length;
+      if (named === 1 && result.androidKeyDetails)
+        return {
+          isValid: true,
+          statusCode: 0,
+          service: 'android-key',
+          androidKeyDetails: result.androidKeyDetails,
+        };
+      if (named === 1 && result.appleTokenDetails)
         return {
           isValid: true,
           statusCode: 0,
           service: 'apple',
           appleTokenDetails: result.appleTokenDetails,
         };
-      if (result.googleTokenDetails && !result.appleTokenDetails)
+      if (named === 1 && result.googleTokenDetails)
         return {
           isValid: true,
           statusCode: 0,
@@ -309,7 +329,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         };
       throw new AttestResponseError(
         'verify',
-        'isValid true needs exactly one of appleTokenDetails and googleTokenDetails',
+        'isValid true needs exactly one of appleTokenDetails, googleTokenDetails and androidKeyDetails',
         answer.requestId,
       );
     },
