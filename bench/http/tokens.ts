@@ -23,7 +23,6 @@ import {
 } from '../../test/support/googleFactory.js';
 
 import {
-  ANDROID_PACKAGE,
   androidAssertion,
   androidRegistration,
   createAndroidTestCa,
@@ -52,14 +51,18 @@ export async function createMaterial(): Promise<Material> {
   };
 }
 
-export { ANDROID_PACKAGE };
+/** Its own package: the Play Integrity one lists a signing certificate digest the factory's apps lack. */
+export const ANDROID_PACKAGE = 'com.example.keyattest';
 
 /** A sessionless android-key registration body: a fresh P-256 key attested under the test CA. */
 export async function androidRegistrationBody(
   m: Material,
 ): Promise<{ device: AndroidDeviceKey; body: string }> {
   const nonce = randomBytes(32);
-  const { token, device } = await androidRegistration(m.android, { nonce });
+  const { token, device } = await androidRegistration(m.android, {
+    nonce,
+    packageName: ANDROID_PACKAGE,
+  });
   return {
     device,
     body: JSON.stringify({ attestationToken: b64(token), expectedNonce: b64(nonce) }),
@@ -70,7 +73,7 @@ export async function androidRegistrationBody(
 export function androidAssertionBody(device: AndroidDeviceKey): string {
   const nonce = randomBytes(32);
   return JSON.stringify({
-    attestationToken: b64(androidAssertion(device, nonce)),
+    attestationToken: b64(androidAssertion(device, nonce, { packageName: ANDROID_PACKAGE })),
     expectedNonce: b64(nonce),
   });
 }

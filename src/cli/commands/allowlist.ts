@@ -346,7 +346,11 @@ Examples:
                 `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}` +
                 keyAttestationSummary(p),
               [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') ||
-                (p.serviceAccount ? '(none: standard requests only)' : '(none: no token can pass)'),
+                (p.serviceAccount
+                  ? '(none: standard requests only)'
+                  : p.keyAttestation
+                    ? '(none: android-key only)'
+                    : '(none: no token can pass)'),
             ]),
           ],
         );
