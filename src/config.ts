@@ -41,7 +41,16 @@ export interface Config {
   issuer?: string | undefined;
   /** ATTEST_RESULT_TOKEN_TTL: lifetime of a result token in seconds (default 300, at most 3600) */
   resultTokenTtlSeconds?: number;
+  /** ATTEST_ANDROID_ROOT_CA: a PEM file of root certificates whose keys replace Google's (tests) */
+  androidRootCaPath?: string | undefined;
+  /** where `serve` refreshes Google's attestation status list from; null = never (`off`) */
+  androidRevocationUrl?: string | null;
+  /** how often `serve` refreshes it */
+  androidRevocationIntervalSeconds?: number;
 }
+
+/** Google's Android attestation status list. */
+export const ANDROID_REVOCATION_URL = 'https://android.googleapis.com/attestation/status';
 
 /** A configuration value that cannot be used; the message says which and what to do. */
 export class ConfigError extends Error {
@@ -132,6 +141,19 @@ const env = z.object({
       }
       return seconds;
     }),
+  ATTEST_ANDROID_ROOT_CA: z.string().min(1).optional(),
+  ATTEST_ANDROID_REVOCATION_URL: z
+    .string()
+    .regex(/^(off|https?:\/\/\S+)$/, 'must be an http(s) URL or off')
+    .default(ANDROID_REVOCATION_URL),
+  ATTEST_ANDROID_REVOCATION_INTERVAL: z
+    .string()
+    .default('1h')
+    .transform(
+      (text, ctx) =>
+        parseDuration(text) ??
+        (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
+    ),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -162,6 +184,9 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
     'must be an https URL without query, fragment or trailing slash, such as https://attest.example.com',
   ATTEST_RESULT_TOKEN_TTL:
     'must be a lifetime from 1 second to 1 hour: seconds (300) or a duration (5m, 1h)',
+  ATTEST_ANDROID_ROOT_CA: 'must be the path of a PEM file',
+  ATTEST_ANDROID_REVOCATION_URL: 'must be an http(s) URL, or off',
+  ATTEST_ANDROID_REVOCATION_INTERVAL: 'must be a duration such as 30m, 1h or 1d',
 };
 
 /** The longest a result token may live (ATTEST_RESULT_TOKEN_TTL). */
@@ -244,6 +269,10 @@ export function loadConfig(
     googleMaxInFlight: e.ATTEST_GOOGLE_MAX_IN_FLIGHT,
     issuer: e.ATTEST_ISSUER,
     resultTokenTtlSeconds: e.ATTEST_RESULT_TOKEN_TTL,
+    androidRootCaPath: e.ATTEST_ANDROID_ROOT_CA,
+    androidRevocationUrl:
+      e.ATTEST_ANDROID_REVOCATION_URL === 'off' ? null : e.ATTEST_ANDROID_REVOCATION_URL,
+    androidRevocationIntervalSeconds: e.ATTEST_ANDROID_REVOCATION_INTERVAL,
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;

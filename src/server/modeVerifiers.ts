@@ -1,4 +1,5 @@
 import type { X509Certificate } from 'node:crypto';
+import { androidRootsFromCertificates } from '../core/android/trustRoots.js';
 import { withDevelopmentRoot } from '../core/apple/trustRoots.js';
 import type {
   AllowlistReader,
@@ -6,7 +7,7 @@ import type {
   IntegrityTokenDecoder,
   KeyMode,
 } from '../core/types.js';
-import { buildVerifiers } from '../core/verifiers.js';
+import { buildVerifiers, type AndroidKeyDeps } from '../core/verifiers.js';
 import type { PlatformVerifiers } from '../core/verify.js';
 
 const FORCED_RELOAD_INTERVAL_MS = 1000;
@@ -24,6 +25,8 @@ export interface ModeVerifierDeps {
   now?: () => number;
   /** Google's decodeIntegrityToken (standard Play Integrity requests) */
   googleDecoder?: IntegrityTokenDecoder;
+  /** Android key attestation: its store, root keys (both modes) and status list */
+  android?: AndroidKeyDeps;
 }
 
 /**
@@ -39,12 +42,14 @@ export function createModeVerifiers(deps: ModeVerifierDeps): ((
 } {
   const now = deps.now ?? Date.now;
   const decoder = deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {};
+  const android = deps.android;
   const live = buildVerifiers({
     allowlist: deps.allowlist,
     appleKeys: deps.appleKeys,
     appleRoots: deps.appleRoots,
     mode: 'live',
     ...decoder,
+    ...(android ? { android } : {}),
   });
   let test: { root: string; at: number; verifiers: PlatformVerifiers } | null = null;
   // `dev mint gms` adds a package's test-only pair on its first mint, and the RP verifies that
@@ -84,6 +89,17 @@ export function createModeVerifiers(deps: ModeVerifierDeps): ((
       appleRoots: withDevelopmentRoot(deps.appleRoots, der),
       mode: 'test',
       ...decoder,
+      // test keys trust the development CA for android-key too
+      ...(android
+        ? {
+            android: {
+              ...android,
+              roots: der
+                ? [...android.roots, ...androidRootsFromCertificates([der])]
+                : android.roots,
+            },
+          }
+        : {}),
     });
     test = { root, at: now(), verifiers };
     return verifiers;
