@@ -55,6 +55,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       mode: 'live',
       expiresAt: expect.any(String),
       revokedAt: null,
+      resultTokens: false,
     });
     expect(Date.parse(events[0]!.after!.expiresAt as string)).toBe(row.expiresAt!.getTime());
     expect(events[1]!.before).toMatchObject({ name: 'ci', revokedAt: null });
