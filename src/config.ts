@@ -48,7 +48,16 @@ export interface Config {
   appleReceiptUrlProduction: string;
   /** bound on one receipt refresh at Apple */
   appleReceiptTimeoutMs: number;
+  /** ATTEST_ANDROID_ROOT_CA: a PEM file of root certificates whose keys replace Google's (tests) */
+  androidRootCaPath?: string | undefined;
+  /** where `serve` refreshes Google's attestation status list from; null = never (`off`) */
+  androidRevocationUrl?: string | null;
+  /** how often `serve` refreshes it */
+  androidRevocationIntervalSeconds?: number;
 }
+
+/** Google's Android attestation status list. */
+export const ANDROID_REVOCATION_URL = 'https://android.googleapis.com/attestation/status';
 
 /** A configuration value that cannot be used; the message says which and what to do. */
 export class ConfigError extends Error {
@@ -149,6 +158,19 @@ const env = z.object({
     .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
     .default('https://data.appattest.apple.com/v1/attestationData'),
   ATTEST_APPLE_RECEIPT_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(10_000),
+  ATTEST_ANDROID_ROOT_CA: z.string().min(1).optional(),
+  ATTEST_ANDROID_REVOCATION_URL: z
+    .string()
+    .regex(/^(off|https?:\/\/\S+)$/, 'must be an http(s) URL or off')
+    .default(ANDROID_REVOCATION_URL),
+  ATTEST_ANDROID_REVOCATION_INTERVAL: z
+    .string()
+    .default('1h')
+    .transform(
+      (text, ctx) =>
+        parseDuration(text) ??
+        (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
+    ),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -183,6 +205,9 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT: 'must be an http(s) URL',
   ATTEST_APPLE_RECEIPT_URL_PRODUCTION: 'must be an http(s) URL',
   ATTEST_APPLE_RECEIPT_TIMEOUT_MS: 'must be a whole number of milliseconds from 100 to 60000',
+  ATTEST_ANDROID_ROOT_CA: 'must be the path of a PEM file',
+  ATTEST_ANDROID_REVOCATION_URL: 'must be an http(s) URL, or off',
+  ATTEST_ANDROID_REVOCATION_INTERVAL: 'must be a duration such as 30m, 1h or 1d',
 };
 
 /** The longest a result token may live (ATTEST_RESULT_TOKEN_TTL). */
@@ -269,6 +294,10 @@ export function loadConfig(
     appleReceiptUrlDevelopment: e.ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT,
     appleReceiptUrlProduction: e.ATTEST_APPLE_RECEIPT_URL_PRODUCTION,
     appleReceiptTimeoutMs: e.ATTEST_APPLE_RECEIPT_TIMEOUT_MS,
+    androidRootCaPath: e.ATTEST_ANDROID_ROOT_CA,
+    androidRevocationUrl:
+      e.ATTEST_ANDROID_REVOCATION_URL === 'off' ? null : e.ATTEST_ANDROID_REVOCATION_URL,
+    androidRevocationIntervalSeconds: e.ATTEST_ANDROID_REVOCATION_INTERVAL,
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;

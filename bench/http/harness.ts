@@ -14,8 +14,12 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DeviceKey } from '../../test/support/appleFactory.js';
+import type { AndroidDeviceKey } from '../../src/core/dev/androidKeyMint.js';
 import {
+  ANDROID_PACKAGE,
   androidAllowlistArgs,
+  androidAssertionBody,
+  androidRegistrationBody,
   assertionBody,
   assertionToken,
   createMaterial,
@@ -171,10 +175,14 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
   const material: Material = await createMaterial();
   const rootCa = join(dir, 'root.pem');
   writeFileSync(rootCa, material.ca.rootPem);
+  const androidRootCa = join(dir, 'android-root.pem');
+  writeFileSync(androidRootCa, material.android.rootPem);
   const env: NodeJS.ProcessEnv = {
     ...process.env,
     ATTEST_DATA_DIR: join(dir, 'data'),
     ATTEST_APPLE_ROOT_CA: rootCa,
+    ATTEST_ANDROID_ROOT_CA: androidRootCa,
+    ATTEST_ANDROID_REVOCATION_URL: 'off',
     ATTEST_MASTER_KEY: options.masterKey ?? randomBytes(32).toString('base64'),
     LOG_LEVEL: 'info',
     // the result-token scenario's key signs with it
@@ -201,6 +209,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
   ).key;
   cli('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
   cli(...androidAllowlistArgs(material));
+  cli('allowlist', 'add', 'android', ANDROID_PACKAGE, '--key-attestation');
 
   let server: Proc | undefined;
   let hello: Proc | undefined;
@@ -242,6 +251,24 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     };
     let nextDevice = 0;
     const takeDevice = () => assertionDevices[nextDevice++ % assertionDevices.length]!;
+    // android-key: a registration pool, and keys registered beforehand for assertions
+    let androidRegistrations: { device: AndroidDeviceKey; body: string }[] = [];
+    const androidDevices: AndroidDeviceKey[] = [];
+    const registerAndroid = async (n: number) => {
+      while (androidDevices.length < n) {
+        const r = await androidRegistrationBody(material);
+        const res = await fetch(new URL(VERIFY, server!.url), {
+          method: 'POST',
+          headers,
+          body: r.body,
+        });
+        const text = await res.text();
+        if (!valid(res.status, text))
+          throw new Error(`android-key registration failed: ${res.status} ${text}`);
+        androidDevices.push(r.device);
+      }
+    };
+    let nextAndroid = 0;
 
     const scenarios: Scenario[] = [
       {
@@ -342,6 +369,47 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
               // the pool is sized to the amount; an empty pool would be a harness bug
               if (!r) throw new Error('registration pool ran dry');
               lastRegistration = r.body;
+              return { ...req, body: r.body };
+            },
+            onResponse: (s, b) => count(valid(s, b), b),
+          },
+        ],
+      },
+      {
+        name: 'android-key assertion, sessionless',
+        target: 'attest',
+        prepare: (connections) => registerAndroid(connections),
+        client: (count) => {
+          const mine = androidDevices[nextAndroid++ % androidDevices.length]!;
+          return [
+            {
+              method: 'POST',
+              path: VERIFY,
+              headers,
+              setupRequest: (req) => ({ ...req, body: androidAssertionBody(mine) }),
+              onResponse: (s, b) => count(valid(s, b), b),
+            },
+          ];
+        },
+      },
+      {
+        name: 'android-key registration',
+        target: 'attest',
+        amount: (connections) => Math.max(options.registrations, connections * 2),
+        prepare: async (connections) => {
+          const n = Math.max(options.registrations, connections * 2);
+          androidRegistrations = [];
+          for (let i = 0; i < n; i++)
+            androidRegistrations.push(await androidRegistrationBody(material));
+        },
+        client: (count) => [
+          {
+            method: 'POST',
+            path: VERIFY,
+            headers,
+            setupRequest: (req) => {
+              const r = androidRegistrations.pop();
+              if (!r) throw new Error('android-key registration pool ran dry');
               return { ...req, body: r.body };
             },
             onResponse: (s, b) => count(valid(s, b), b),

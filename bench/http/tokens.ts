@@ -22,6 +22,14 @@ import {
   type GoogleTestKeys,
 } from '../../test/support/googleFactory.js';
 
+import {
+  androidAssertion,
+  androidRegistration,
+  createAndroidTestCa,
+  type AndroidTestCa,
+} from '../../test/support/androidFactory.js';
+import type { AndroidDeviceKey } from '../../src/core/dev/androidKeyMint.js';
+
 export { TEST_APP_ID } from '../../test/support/appleFactory.js';
 export { TEST_PACKAGE };
 
@@ -31,10 +39,43 @@ const HOUR = 3_600_000;
 export interface Material {
   ca: TestCa;
   google: GoogleTestKeys;
+  /** the android-key test CA (the server trusts it through ATTEST_ANDROID_ROOT_CA) */
+  android: AndroidTestCa;
 }
 
 export async function createMaterial(): Promise<Material> {
-  return { ca: await createTestCa(), google: await createGoogleTestKeys('bench') };
+  return {
+    ca: await createTestCa(),
+    google: await createGoogleTestKeys('bench'),
+    android: await createAndroidTestCa(),
+  };
+}
+
+/** Its own package: the Play Integrity one lists a signing certificate digest the factory's apps lack. */
+export const ANDROID_PACKAGE = 'com.example.keyattest';
+
+/** A sessionless android-key registration body: a fresh P-256 key attested under the test CA. */
+export async function androidRegistrationBody(
+  m: Material,
+): Promise<{ device: AndroidDeviceKey; body: string }> {
+  const nonce = randomBytes(32);
+  const { token, device } = await androidRegistration(m.android, {
+    nonce,
+    packageName: ANDROID_PACKAGE,
+  });
+  return {
+    device,
+    body: JSON.stringify({ attestationToken: b64(token), expectedNonce: b64(nonce) }),
+  };
+}
+
+/** A sessionless android-key assertion body: the key's signature over a fresh nonce. */
+export function androidAssertionBody(device: AndroidDeviceKey): string {
+  const nonce = randomBytes(32);
+  return JSON.stringify({
+    attestationToken: b64(androidAssertion(device, nonce, { packageName: ANDROID_PACKAGE })),
+    expectedNonce: b64(nonce),
+  });
 }
 
 /** `attest allowlist add android` arguments for the generated keys. */

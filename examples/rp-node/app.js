@@ -29,6 +29,8 @@ function expectedApp(result, options) {
   if (!result.isValid) return false;
   if (result.service === 'apple')
     return options.appleAppIds.includes(result.appleTokenDetails.appId);
+  if (result.service === 'android-key')
+    return options.androidPackages.includes(result.androidKeyDetails.packageName);
   return options.androidPackages.includes(result.googleTokenDetails.packageName);
 }
 
@@ -121,11 +123,17 @@ export function createRpApp(options) {
             appId: result.appleTokenDetails.appId,
             environment: result.appleTokenDetails.environment,
           }
-        : {
-            platform: 'android',
-            packageName: result.googleTokenDetails.packageName,
-            verdicts: result.googleTokenDetails.deviceIntegrityVerdicts,
-          };
+        : result.service === 'android-key'
+          ? {
+              platform: 'android',
+              packageName: result.androidKeyDetails.packageName,
+              securityLevel: result.androidKeyDetails.securityLevel,
+            }
+          : {
+              platform: 'android',
+              packageName: result.googleTokenDetails.packageName,
+              verdicts: result.googleTokenDetails.deviceIntegrityVerdicts,
+            };
     if (!options.ledgerUrl) return c.json({ loggedIn: true, device });
     // the ledger trusts the signed result, not this RP's word: forward the token as it came
     if (!result.resultToken) {

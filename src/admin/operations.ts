@@ -21,6 +21,9 @@ import {
   createAppleCredentialRepository,
   parseDeviceCheckKey,
 } from '../db/appleCredentials.js';
+import { createAndroidKeyRepository } from '../db/androidKeys.js';
+import { createRevocationRepository } from '../db/androidRevocations.js';
+import { parseRevocationDocument } from '../core/android/revocationList.js';
 import { createAuditRepository, type Auditor } from '../db/audit.js';
 import type { DatabaseHandle } from '../db/client.js';
 import { createDevCaRepository } from '../db/devCa.js';
@@ -114,6 +117,14 @@ const androidPolicy = z.strictObject({
     })
     .nullable()
     .optional(),
+  keyAttestation: z.boolean().optional(),
+  minSecurityLevel: z.enum(['TrustedEnvironment', 'StrongBox']).optional(),
+  allowUnlocked: z.boolean().optional(),
+  bootKeys: z
+    .array(bytes.refine((b) => b.length === 32))
+    .max(32)
+    .optional(),
+  maxPatchAgeMonths: z.number().int().min(1).max(240).nullable().optional(),
 });
 
 /**
@@ -318,11 +329,12 @@ export const OPERATIONS = {
         !pair &&
         !withoutKeys &&
         policy.serviceAccount == null &&
+        policy.keyAttestation !== true &&
         !(await repo.listAndroid()).some((p) => p.packageName === packageName)
       ) {
         throw new AdminError(
           'usage',
-          `${packageName} is not on the allowlist: a new package needs --decryption-key and --verification-key, --service-account-file, or --without-keys`,
+          `${packageName} is not on the allowlist: a new package needs --decryption-key and --verification-key, --service-account-file, --key-attestation, or --without-keys`,
         );
       }
       const withId = pair && { id: keyPairId(pair.decryptionKey, pair.verificationKey), ...pair };
@@ -351,6 +363,11 @@ export const OPERATIONS = {
           denyAppAccessRisk: [...(p.denyAppAccessRisk ?? [])],
           maxDeviceActivity: p.maxDeviceActivity ?? null,
           serviceAccount: p.serviceAccount?.clientEmail ?? null,
+          keyAttestation: p.keyAttestation ?? false,
+          minSecurityLevel: p.minSecurityLevel ?? 'TrustedEnvironment',
+          allowUnlocked: p.allowUnlocked ?? false,
+          bootKeys: (p.bootKeys ?? []).map((k) => Buffer.from(k).toString('hex')),
+          maxPatchAgeMonths: p.maxPatchAgeMonths ?? null,
         })),
       };
     },
@@ -490,6 +507,50 @@ export const OPERATIONS = {
       ]);
       return { apple, android, devRoot };
     },
+  }),
+  'verifyFile.revocations': operation({
+    input: none,
+    changes: false,
+    // the stored status list as Google's JSON entries (null: none stored yet)
+    run: (ctx) => createRevocationRepository(ctx.handle.db).storedEntries(),
+  }),
+  'androidKeys.find': operation({
+    input: z.strictObject({ keyId: bytes.refine((b) => b.length <= 64) }),
+    changes: false,
+    run: (ctx, { keyId }) => createAndroidKeyRepository(ctx.handle.db).find(keyId),
+  }),
+  'android.revocations.update': operation({
+    input: z.strictObject({
+      // Google's document, checked again here (the server gets it from a socket)
+      document: z.unknown(),
+      source: z.string().min(1).max(1100),
+      takenAt: z.date(),
+    }),
+    // every instance re-reads the list (the 0009 trigger announces it too)
+    changes: true,
+    async run(ctx, { document, source, takenAt }) {
+      let entries;
+      try {
+        ({ entries } = parseRevocationDocument(document));
+      } catch (err) {
+        throw new AdminError(
+          'usage',
+          `not Google's attestation status list: ${(err as Error).message}`,
+        );
+      }
+      const stored = await createRevocationRepository(ctx.handle.db).replace(
+        entries,
+        source,
+        takenAt,
+        auditorOf(ctx),
+      );
+      return { entries: entries.size, stored };
+    },
+  }),
+  'android.revocations.show': operation({
+    input: none,
+    changes: false,
+    run: (ctx) => createRevocationRepository(ctx.handle.db).info(),
   }),
   'appleKeys.find': operation({
     input: z.strictObject({ keyId: bytes.refine((b) => b.length <= 64) }),

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { allowlistCommand } from './commands/allowlist.js';
 import { appleCommand } from './commands/apple.js';
+import { androidCommand } from './commands/android.js';
 import { auditCommand } from './commands/audit.js';
 import { completionCommand, completionIdsCommand } from './commands/completion.js';
 import { dbCommand } from './commands/db.js';
@@ -54,6 +55,7 @@ Examples:
     devCommand(),
     tokenCommand(),
     statusCommand(),
+    androidCommand(),
     completionCommand(() => program),
     completionIdsCommand(),
   ]) {

@@ -9,7 +9,7 @@
  * backoff; `verify()` never is, since a verify that reached the server consumed its session.
  */
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
-import type { AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
+import type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
 import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 
 export {
@@ -24,6 +24,7 @@ export {
   INIT_RESPONSE,
   VERIFY_RESPONSE,
   APPLE_TOKEN_DETAILS,
+  ANDROID_KEY_DETAILS,
   GOOGLE_TOKEN_DETAILS,
   ERROR_BODY,
   type Shape,
@@ -43,7 +44,7 @@ export interface AttestSession {
   statusCode: 0;
 }
 
-export type { AppleTokenDetails, GoogleTokenDetails };
+export type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails };
 
 /**
  * A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason.
@@ -63,6 +64,13 @@ export type VerifyResult =
       statusCode: 0;
       service: 'gms';
       googleTokenDetails: GoogleTokenDetails;
+      resultToken?: string;
+    }
+  | {
+      isValid: true;
+      statusCode: 0;
+      service: 'android-key';
+      androidKeyDetails: AndroidKeyDetails;
       resultToken?: string;
     }
   | { isValid: false; statusCode: 0 };
@@ -315,11 +323,25 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         appleTokenDetails?: AppleTokenDetails;
         googleTokenDetails?: GoogleTokenDetails;
         resultToken?: string;
+        androidKeyDetails?: AndroidKeyDetails;
       };
       if (result.isValid !== true) return { isValid: false, statusCode: 0 };
       const token = result.resultToken === undefined ? {} : { resultToken: result.resultToken };
       // a valid token names exactly one platform; without its details the RP could not check the app binding
-      if (result.appleTokenDetails && !result.googleTokenDetails)
+      const named = [
+        result.appleTokenDetails,
+        result.googleTokenDetails,
+        result.androidKeyDetails,
+      ].filter(Boolean).length;
+      if (named === 1 && result.androidKeyDetails)
+        return {
+          isValid: true,
+          statusCode: 0,
+          service: 'android-key',
+          androidKeyDetails: result.androidKeyDetails,
+          ...token,
+        };
+      if (named === 1 && result.appleTokenDetails)
         return {
           isValid: true,
           statusCode: 0,
@@ -327,7 +349,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
           appleTokenDetails: result.appleTokenDetails,
           ...token,
         };
-      if (result.googleTokenDetails && !result.appleTokenDetails)
+      if (named === 1 && result.googleTokenDetails)
         return {
           isValid: true,
           statusCode: 0,
@@ -337,7 +359,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         };
       throw new AttestResponseError(
         'verify',
-        'isValid true needs exactly one of appleTokenDetails and googleTokenDetails',
+        'isValid true needs exactly one of appleTokenDetails, googleTokenDetails and androidKeyDetails',
         answer.requestId,
       );
     },

@@ -5,7 +5,7 @@
  */
 export type FieldType =
   | { type: 'string' }
-  | { type: 'integer'; minimum?: number }
+  | { type: 'integer'; minimum?: number; nullable?: true }
   | { type: 'boolean' }
   | { type: 'string[]' }
   | { const: number }
@@ -50,6 +50,29 @@ export const GOOGLE_TOKEN_DETAILS = {
   },
 } as const satisfies Shape;
 
+export const ANDROID_KEY_DETAILS = {
+  name: 'AndroidKeyDetails',
+  required: [
+    'keyIdentifier',
+    'packageName',
+    'securityLevel',
+    'verifiedBootState',
+    'deviceLocked',
+    'osPatchLevel',
+    'attestationVersion',
+  ],
+  properties: {
+    keyIdentifier: { type: 'string' },
+    packageName: { type: 'string' },
+    securityLevel: { enum: ['TrustedEnvironment', 'StrongBox'] },
+    verifiedBootState: { enum: ['Verified', 'SelfSigned', 'Unverified', 'Failed'] },
+    deviceLocked: { type: 'boolean' },
+    // YYYYMM, or null when the key description has none
+    osPatchLevel: { type: 'integer', nullable: true },
+    attestationVersion: { type: 'integer', minimum: 0 },
+  },
+} as const satisfies Shape;
+
 export const INIT_RESPONSE = {
   name: 'init 200',
   required: ['sessionReference', 'serverNonce', 'expiresAtUtc', 'statusCode'],
@@ -71,6 +94,7 @@ export const VERIFY_RESPONSE = {
     appleTokenDetails: { object: APPLE_TOKEN_DETAILS },
     // only for API keys with result tokens on
     resultToken: { type: 'string' },
+    androidKeyDetails: { object: ANDROID_KEY_DETAILS },
   },
 } as const satisfies Shape;
 
@@ -111,6 +135,7 @@ function check(type: FieldType, value: unknown, at: string): string | undefined 
         ? undefined
         : `${at} is not a list of strings`;
     case 'integer':
+      if (value === null && type.nullable) return undefined;
       if (!Number.isSafeInteger(value)) return `${at} is not an integer`;
       return type.minimum !== undefined && (value as number) < type.minimum
         ? `${at} is below ${type.minimum}`

@@ -45,6 +45,20 @@ export const CHECK_TITLES = {
   'apple.assertion.counter': 'assertion counter is above the stored one',
   // verify-file passes this check without recording anything: the title must hold for both
   'apple.register': 'key is new; the service registers it (verify-file does not)',
+  'android.shape': 'token shape fits the key (registration, or assertion of a registered key)',
+  'android.certificates': 'certificateChain is DER certificates, the leaf with one KeyDescription',
+  'android.chain': 'chain verifies to a trusted attestation root key (extension in the leaf only)',
+  'android.revocation': 'no certificate of the chain is revoked or suspended',
+  'android.challenge': 'attestationChallenge equals SHA-256(final nonce)',
+  'android.keyId': 'keyId is SHA-256 of the leaf key, an EC P-256 or RSA (2048+) key',
+  'android.signature': 'signature over the final nonce verifies with the registered key',
+  'android.package': 'the attested app is the package, allowlisted for key attestation',
+  'android.appSignature': 'app signing certificate is allowlisted (when the package lists digests)',
+  'android.securityLevel': 'attestation and KeyMint security levels meet the package minimum',
+  'android.bootState': 'device is locked with a verified OS (or the package allows otherwise)',
+  'android.patchLevel': 'OS patch level is recent enough (when the package sets a maximum age)',
+  // verify-file passes this check without recording anything: the title must hold for both
+  'android.register': 'key is new; the service registers it (verify-file does not)',
 } as const satisfies Record<string, string>;
 
 export type CheckId = keyof typeof CHECK_TITLES;

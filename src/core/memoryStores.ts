@@ -1,5 +1,7 @@
 import type {
   AllowlistReader,
+  AndroidKeyRecord,
+  AndroidKeyStore,
   AndroidPackagePolicy,
   AppleAppPolicy,
   AppleKeyRecord,
@@ -61,6 +63,29 @@ export function createMemoryAppleKeyStore(
       if ((r.mode ?? 'live') !== (expected.mode ?? 'live')) return false;
       if (!Buffer.from(r.publicKey).equals(Buffer.from(expected.publicKey))) return false;
       if (!options.readOnly) r.counter = counter;
+      return true;
+    },
+  };
+}
+
+/**
+ * An Android key store held in memory, registering as the database does (first one wins).
+ * `readOnly` (verify-file) answers writes as the database would but keeps nothing.
+ */
+export function createMemoryAndroidKeyStore(
+  initial: readonly AndroidKeyRecord[] = [],
+  options: { readOnly?: boolean } = {},
+): AndroidKeyStore & { records: Map<string, AndroidKeyRecord> } {
+  const records = new Map(initial.map((r) => [hex(r.keyId), { ...r }]));
+  return {
+    records,
+    find: async (keyId) => {
+      const r = records.get(hex(keyId));
+      return r ? { ...r } : null;
+    },
+    register: async (record) => {
+      if (records.has(hex(record.keyId))) return false;
+      if (!options.readOnly) records.set(hex(record.keyId), { ...record });
       return true;
     },
   };

@@ -38,6 +38,20 @@ export const REJECT_REASONS = [
   'apple_receipt_invalid',
   'apple_risk_exceeded',
   'apple_distribution_not_allowed',
+  'android_key_malformed',
+  'android_chain_invalid',
+  'android_chain_revoked',
+  'android_challenge_mismatch',
+  'android_key_id_mismatch',
+  'android_key_unsupported',
+  'android_package_not_allowed',
+  'android_app_signature_mismatch',
+  'android_security_level_insufficient',
+  'android_boot_state_insufficient',
+  'android_patch_level_stale',
+  'android_signature_invalid',
+  'android_key_registered',
+  'android_key_unknown',
 ] as const;
 
 export type RejectReason = (typeof REJECT_REASONS)[number];

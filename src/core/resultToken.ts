@@ -89,9 +89,17 @@ export function resultClaims(input: {
   };
 }
 
-/** The platform key a token is about: packageName for Play Integrity, else the attested key's id. */
+/**
+ * The platform key a token is about: packageName for Play Integrity, the attested key's id for
+ * App Attest and Android key attestation (android-key).
+ */
 function subjectOf(service: string, details: Record<string, unknown>): string {
-  const value = service === 'gms' ? details.packageName : details.keyIdentifier;
+  const value =
+    service === 'gms'
+      ? details.packageName
+      : service === 'apple' || service === 'android-key'
+        ? details.keyIdentifier
+        : undefined;
   if (typeof value !== 'string') throw new TypeError(`no subject in the ${service} details`);
   return value;
 }

@@ -1,9 +1,9 @@
 /**
- * The two attestation services, by the names the token's `device.service`, the HTTP contract's
+ * The attestation services, by the names the token's `device.service`, the HTTP contract's
  * `service`, the log field `service` and the metrics label `service` all use (docs/token-format.md
  * section 3).
  */
-export const SERVICES = ['apple', 'gms'] as const;
+export const SERVICES = ['apple', 'gms', 'android-key'] as const;
 export type Service = (typeof SERVICES)[number];
 
 /** The other names an operator may type for a service (`attest logs --service android`). */

@@ -42,9 +42,27 @@ export interface AppleTokenDetails {
 
 export type AppleEnvironment = 'Development' | 'Production';
 
+/** Android hardware key attestation's security levels, weakest first. */
+export type AndroidSecurityLevel = 'Software' | 'TrustedEnvironment' | 'StrongBox';
+export type AndroidBootState = 'Verified' | 'SelfSigned' | 'Unverified' | 'Failed';
+
+export interface AndroidKeyDetails {
+  /** base64 (standard, padded) of the 32-byte key id */
+  keyIdentifier: string;
+  packageName: string;
+  /** the lower of the attestation and KeyMint security levels */
+  securityLevel: Exclude<AndroidSecurityLevel, 'Software'>;
+  verifiedBootState: AndroidBootState;
+  deviceLocked: boolean;
+  /** YYYYMM, or null when the key description has none */
+  osPatchLevel: number | null;
+  attestationVersion: number;
+}
+
 export type PlatformDetails =
   | { service: 'gms'; googleTokenDetails: GoogleTokenDetails }
-  | { service: 'apple'; appleTokenDetails: AppleTokenDetails };
+  | { service: 'apple'; appleTokenDetails: AppleTokenDetails }
+  | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails };
 
 export type CheckStatus = 'pass' | 'fail' | 'skip';
 
@@ -80,6 +98,17 @@ export interface VerifyFacts {
   request?: 'standard';
   /** gms: the payload field of a verdict the package requires but Google did not give */
   missingVerdict?: string;
+  /** android-key: what the key description says (registration) or the stored key (assertion) */
+  securityLevel?: AndroidSecurityLevel;
+  verifiedBootState?: AndroidBootState;
+  deviceLocked?: boolean;
+  osPatchLevel?: number | null;
+  /** android-key: the key the top of the chain is signed by, when it is a known one */
+  chainRoot?: 'google' | 'aosp-software' | 'configured';
+  /** android-key: the serial (hex) of a revoked certificate in the chain */
+  revokedSerial?: string;
+  /** android-key: the attested device looks like an emulator (its attested product or model) */
+  emulator?: boolean;
 }
 
 export type VerifyOutcome =
@@ -152,6 +181,16 @@ export interface AndroidPackagePolicy {
   maxDeviceActivity?: DeviceActivityLevel | null;
   /** decodes standard-request tokens through Google; absent = standard requests are refused */
   serviceAccount?: GoogleServiceAccount | null;
+  /** hardware key attestation (`android-key`) is allowed for the package; absent = no */
+  keyAttestation?: boolean;
+  /** the lowest accepted attestation and KeyMint security level; default TrustedEnvironment */
+  minSecurityLevel?: Exclude<AndroidSecurityLevel, 'Software'>;
+  /** devices that are unlocked or not Verified pass check 8 */
+  allowUnlocked?: boolean;
+  /** verifiedBootKey values (32 raw bytes each) of self-signed OS builds the package trusts */
+  bootKeys?: readonly Uint8Array[];
+  /** the oldest accepted osPatchLevel, in months before the verification time; null = not checked */
+  maxPatchAgeMonths?: number | null;
 }
 
 export type DeviceActivityLevel = 'LEVEL_1' | 'LEVEL_2' | 'LEVEL_3' | 'LEVEL_4';
@@ -227,6 +266,43 @@ export interface AppleKeyStore {
   raiseCounterIfUnchanged?(expected: AppleKeyRecord, counter: number): Promise<boolean>;
 }
 
+/** What a registered Android key keeps: its public key and the facts of its key description. */
+export interface AndroidKeyRecord {
+  keyId: Uint8Array; // 32 bytes, SHA-256 of publicKey
+  publicKey: Uint8Array; // DER SPKI, EC P-256 or RSA >= 2048
+  packageName: string;
+  attestationSecurityLevel: AndroidSecurityLevel;
+  keyMintSecurityLevel: AndroidSecurityLevel;
+  verifiedBootState: AndroidBootState;
+  deviceLocked: boolean;
+  /** 32 bytes or fewer (older devices), as the key description gives it */
+  verifiedBootKey: Uint8Array;
+  osPatchLevel: number | null;
+  attestationVersion: number;
+  /** the app's signing certificate digests, as attested */
+  signatureDigests: readonly Uint8Array[];
+  mode?: KeyMode;
+}
+
+export interface AndroidKeyStore {
+  find(keyId: Uint8Array): Promise<AndroidKeyRecord | null>;
+  /** INSERT ... ON CONFLICT DO NOTHING: false when the key was already registered */
+  register(record: AndroidKeyRecord): Promise<boolean>;
+}
+
+/** One entry of Google's attestation status list. */
+export interface RevocationEntry {
+  status: string;
+  reason?: string;
+}
+
+/** The attestation certificate status list, by serial number (as an integer). */
+export interface RevocationList {
+  /** the status of a serial, or undefined when the list does not name it */
+  lookup(serial: bigint): RevocationEntry | undefined;
+  readonly size: number;
+}
+
 /** What a platform verifier gets besides its evidence map. */
 export interface PlatformContext {
   /** the final nonce (already checked equal to the token's `nonce` when one was expected) */
@@ -234,6 +310,8 @@ export interface PlatformContext {
   now: Date;
   /** verify-file only: replaces SHA-256(nonce) as App Attest clientDataHash */
   clientDataHash?: Uint8Array;
+  /** verify-file only: replaces SHA-256(nonce) as the Android attestation challenge */
+  challenge?: Uint8Array;
   trace: Trace;
 }
 

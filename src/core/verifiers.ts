@@ -2,13 +2,17 @@ import type { X509Certificate } from 'node:crypto';
 import { createAppleVerifier } from './apple/appleVerifier.js';
 import { defaultAppleRoots, parseTrustRoots } from './apple/trustRoots.js';
 import type { ReceiptVerifier } from './apple/verifyReceipt.js';
+import { createAndroidKeyVerifier } from './android/androidKeyVerifier.js';
+import type { AndroidRootKey } from './android/trustRoots.js';
 import { createGoogleVerifier } from './google/googleVerifier.js';
 import type {
   AllowlistReader,
+  AndroidKeyStore,
   AndroidPackagePolicy,
   AppleKeyStore,
   IntegrityTokenDecoder,
   KeyMode,
+  RevocationList,
 } from './types.js';
 import type { PlatformVerifiers } from './verify.js';
 
@@ -26,6 +30,8 @@ export function buildVerifiers(deps: {
   googleDecoder?: IntegrityTokenDecoder;
   /** checks App Attest receipts (default: against the built-in Apple Root CA - G3) */
   receipts?: ReceiptVerifier;
+  /** Android key attestation; without it `android-key` tokens are `service_unsupported` */
+  android?: AndroidKeyDeps;
 }): PlatformVerifiers {
   const mode = deps.mode ?? 'live';
   const allowlist = mode === 'test' ? deps.allowlist : liveAllowlist(deps.allowlist);
@@ -41,7 +47,26 @@ export function buildVerifiers(deps: {
       allowlist,
       ...(deps.googleDecoder ? { decoder: deps.googleDecoder } : {}),
     }),
+    ...(deps.android
+      ? {
+          'android-key': createAndroidKeyVerifier({
+            roots: deps.android.roots,
+            allowlist,
+            keys: deps.android.keys,
+            revocations: deps.android.revocations,
+            mode,
+          }),
+        }
+      : {}),
   };
+}
+
+/** What the Android key attestation verifier needs besides the allowlist. */
+export interface AndroidKeyDeps {
+  keys: AndroidKeyStore;
+  /** root keys: `defaultAndroidRoots()`, or ATTEST_ANDROID_ROOT_CA's; test keys add the development CA */
+  roots: readonly AndroidRootKey[];
+  revocations: () => RevocationList | Promise<RevocationList>;
 }
 
 /** The allowlist as a live API key sees it: every package without its test-only key pairs. */

@@ -27,6 +27,8 @@ export interface VerifyInput {
   expectedNonce: Uint8Array | null;
   /** verify-file only: replaces SHA-256(finalNonce) as App Attest clientDataHash */
   clientDataHash?: Uint8Array;
+  /** verify-file only: replaces SHA-256(finalNonce) as the Android attestation challenge */
+  challenge?: Uint8Array;
 }
 
 export type PlatformVerifiers = Partial<Record<Service, PlatformVerifier>>;
@@ -98,6 +100,7 @@ export async function verifyToken(input: VerifyInput, deps: VerifyDeps): Promise
       nonce: envelope.nonce,
       now: deps.now(),
       ...(input.clientDataHash ? { clientDataHash: input.clientDataHash } : {}),
+      ...(input.challenge ? { challenge: input.challenge } : {}),
       trace,
     });
     return { ok: true, details, checks: trace.finish(), facts: trace.facts };

@@ -31,6 +31,14 @@ export interface AndroidPolicyInput {
   maxDeviceActivity?: DeviceActivityLevel | null;
   /** `null` removes the stored service account */
   serviceAccount?: GoogleServiceAccount | null;
+  /** hardware key attestation (`android-key`) */
+  keyAttestation?: boolean;
+  minSecurityLevel?: 'TrustedEnvironment' | 'StrongBox';
+  allowUnlocked?: boolean;
+  /** verifiedBootKey values of trusted self-signed OS builds; `[]` clears them */
+  bootKeys?: Uint8Array[];
+  /** `null` stops checking */
+  maxPatchAgeMonths?: number | null;
 }
 
 export interface AndroidKeyPairInput {
@@ -51,6 +59,11 @@ interface PackageRow {
   max_device_activity: string | null;
   service_account: Uint8Array | null;
   service_account_key_id: string | null;
+  key_attestation: boolean;
+  min_security_level: string;
+  allow_unlocked: boolean;
+  boot_keys: string[] | string | null;
+  max_patch_age_months: number | null;
 }
 
 interface PairRow {
@@ -293,6 +306,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     ): Promise<{ package: 'added' | 'updated' | 'unchanged'; pair: 'added' | 'exists' | 'none' }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
+      const bootKeys = policy.bootKeys?.map((d) => Buffer.from(d).toString('hex'));
       const keep = (given: boolean, column: string) =>
         given ? sql.raw(`excluded.${column}`) : sql.raw(`android_packages.${column}`);
       const serviceAccount = policy.serviceAccount
@@ -330,7 +344,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           pkg as (
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
                                           require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity,
-                                          service_account, service_account_key_id, service_account_fingerprint)
+                                          service_account, service_account_key_id, service_account_fingerprint,
+                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months)
             values (${packageName},
                     ${textArray(digests)},
                     ${policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict},
@@ -342,7 +357,12 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                     ${policy.maxDeviceActivity ?? DEFAULT_ANDROID_POLICY.maxDeviceActivity},
                     ${serviceAccount?.ciphertext ?? null},
                     ${serviceAccount?.keyId ?? null},
-                    ${serviceAccount?.fingerprint ?? null})
+                    ${serviceAccount?.fingerprint ?? null},
+                    ${policy.keyAttestation ?? DEFAULT_ANDROID_POLICY.keyAttestation},
+                    ${policy.minSecurityLevel ?? DEFAULT_ANDROID_POLICY.minSecurityLevel},
+                    ${policy.allowUnlocked ?? DEFAULT_ANDROID_POLICY.allowUnlocked},
+                    ${textArray(bootKeys)},
+                    ${policy.maxPatchAgeMonths ?? DEFAULT_ANDROID_POLICY.maxPatchAgeMonths})
             on conflict (package_name) do update set
               certificate_digests = ${keep(digests !== undefined, 'certificate_digests')},
               min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
@@ -354,7 +374,12 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               max_device_activity = ${keep(policy.maxDeviceActivity !== undefined, 'max_device_activity')},
               service_account = ${keep(policy.serviceAccount !== undefined, 'service_account')},
               service_account_key_id = ${keep(policy.serviceAccount !== undefined, 'service_account_key_id')},
-              service_account_fingerprint = ${keep(policy.serviceAccount !== undefined, 'service_account_fingerprint')}
+              service_account_fingerprint = ${keep(policy.serviceAccount !== undefined, 'service_account_fingerprint')},
+              key_attestation = ${keep(policy.keyAttestation !== undefined, 'key_attestation')},
+              min_security_level = ${keep(policy.minSecurityLevel !== undefined, 'min_security_level')},
+              allow_unlocked = ${keep(policy.allowUnlocked !== undefined, 'allow_unlocked')},
+              boot_keys = ${keep(bootKeys !== undefined, 'boot_keys')},
+              max_patch_age_months = ${keep(policy.maxPatchAgeMonths !== undefined, 'max_patch_age_months')}
             returning *, (xmax = 0) as inserted
           ), pair as (
             ${
@@ -481,7 +506,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const packages = rowsOf<PackageRow>(
         await db.execute(sql`
           select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
-                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, service_account, service_account_key_id
+                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, service_account, service_account_key_id,
+                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months
           from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
@@ -507,6 +533,14 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         playProtectVerdicts: parseTextArray(p.play_protect_verdicts),
         denyAppAccessRisk: parseTextArray(p.deny_app_access_risk),
         maxDeviceActivity: p.max_device_activity as DeviceActivityLevel | null,
+        keyAttestation: p.key_attestation,
+        minSecurityLevel:
+          p.min_security_level === 'StrongBox'
+            ? ('StrongBox' as const)
+            : ('TrustedEnvironment' as const),
+        allowUnlocked: p.allow_unlocked,
+        bootKeys: parseDigests(p.boot_keys),
+        maxPatchAgeMonths: p.max_patch_age_months === null ? null : Number(p.max_patch_age_months),
         serviceAccount:
           p.service_account === null
             ? null

@@ -56,6 +56,11 @@ export const AUDITED_COLUMNS = {
       value: (r) =>
         sql`case when ${r}.service_account is null then null else coalesce(${r}.service_account_fingerprint, 'stored before fingerprints were kept') end`,
     },
+    key_attestation: { key: 'keyAttestation' },
+    min_security_level: { key: 'minSecurityLevel' },
+    allow_unlocked: { key: 'allowUnlocked' },
+    boot_keys: { key: 'bootKeys', value: (r) => sql`to_jsonb(${r}.boot_keys)` },
+    max_patch_age_months: { key: 'maxPatchAgeMonths' },
   },
   android_key_pairs: {
     // a package's summary lists its pairs' fingerprints: `keyPairs` (live) and `testKeyPairs`
@@ -105,6 +110,9 @@ export const NOT_AUDITED_TABLES: Record<string, string> = {
   master_key_check: 'audited as master_key.rotate (key ids)',
   dev_ca: 'audited as dev.init and dev.rotate (rootSha256 of the development root)',
   result_signing_keys: 'audited as result_keys.create and result_keys.rotate (key ids and dates)',
+  android_keys: 'device registrations made by verify (android-key), not configuration',
+  android_revocations:
+    'the attestation status list: manual updates are audited as android.revocations.update (source, takenAt, entry count)',
 };
 
 /**

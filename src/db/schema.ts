@@ -125,6 +125,22 @@ export const androidPackages = pgTable('android_packages', {
   serviceAccountKeyId: text('service_account_key_id'),
   /** `<client email> spki-sha256:<hex>` of the stored service account: what the audit trail shows of it */
   serviceAccountFingerprint: text('service_account_fingerprint'),
+  /** hardware key attestation (`android-key`): off unless the operator turns it on */
+  keyAttestation: boolean('key_attestation')
+    .notNull()
+    .default(DEFAULT_ANDROID_POLICY.keyAttestation),
+  /** 'TrustedEnvironment' | 'StrongBox' */
+  minSecurityLevel: text('min_security_level')
+    .notNull()
+    .default(DEFAULT_ANDROID_POLICY.minSecurityLevel),
+  allowUnlocked: boolean('allow_unlocked').notNull().default(DEFAULT_ANDROID_POLICY.allowUnlocked),
+  /** hex verifiedBootKey values of self-signed OS builds the package trusts */
+  bootKeys: text('boot_keys')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  /** null = patch level not checked */
+  maxPatchAgeMonths: integer('max_patch_age_months'),
   createdAt: createdAt(),
 });
 
@@ -205,6 +221,47 @@ export const appleCredentials = pgTable('apple_credentials', {
   createdAt: createdAt(),
   /** set when Apple refused the key (401/403), cleared on success: reported once */
   rejectedAt: timestamp('rejected_at', { withTimezone: true }),
+});
+
+/** Registered Android hardware-attested keys, with the facts of their key description. */
+export const androidKeys = pgTable('android_keys', {
+  keyId: bytea('key_id').primaryKey(),
+  /** DER SubjectPublicKeyInfo, EC P-256 or RSA */
+  publicKey: bytea('public_key').notNull(),
+  packageName: text('package_name').notNull(),
+  attestationSecurityLevel: text('attestation_security_level').notNull(),
+  keyMintSecurityLevel: text('keymint_security_level').notNull(),
+  verifiedBootState: text('verified_boot_state').notNull(),
+  deviceLocked: boolean('device_locked').notNull(),
+  verifiedBootKey: bytea('verified_boot_key').notNull(),
+  /** YYYYMM; null when the key description has none */
+  osPatchLevel: integer('os_patch_level'),
+  attestationVersion: integer('attestation_version').notNull(),
+  /** hex SHA-256 digests of the app's signing certificates, as attested */
+  signatureDigests: text('signature_digests')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  /** mode of the API key that registered it: 'test' keys are refused to live API keys */
+  mode: text('mode').notNull().default('live'),
+  createdAt: createdAt(),
+});
+
+/**
+ * Google's Android attestation status list, one row for every instance: the entries as Google's
+ * JSON has them, where they came from and when.
+ */
+export const androidRevocations = pgTable('android_revocations', {
+  /** always 'google' */
+  id: text('id').primaryKey(),
+  /** `{"<serial hex>": {"status", "reason"}}` */
+  entries: jsonb('entries').notNull(),
+  entryCount: integer('entry_count').notNull(),
+  /** the URL or file it was taken from, or 'snapshot <date>' */
+  source: text('source').notNull(),
+  /** when the list was taken (the snapshot's date for the shipped one) */
+  takenAt: timestamp('taken_at', { withTimezone: true }).notNull(),
+  updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
 });
 
 /**

@@ -3,6 +3,7 @@ import { Hono, type Context } from 'hono';
 import type { Logger } from 'pino';
 import { encodeBase64 } from '../core/base64.js';
 import type { RejectReason } from '../core/reasons.js';
+import { isService } from '../core/services.js';
 import type { KeyMode, VerifyOutcome } from '../core/types.js';
 import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
 import type { ConsumeResult } from '../db/sessions.js';
@@ -259,7 +260,7 @@ const sessionDetail: Record<'session_unknown' | 'session_consumed' | 'session_ex
 function peekService(token: Uint8Array): string | undefined {
   try {
     const { service } = parseEnvelope(token);
-    return service === 'apple' || service === 'gms' ? service : undefined;
+    return isService(service) ? service : undefined;
   } catch {
     return undefined;
   }

@@ -11,6 +11,8 @@ export interface MetricsOptions {
   /** the counts are re-read at most this often, one query at a time, whatever the number of scrapers */
   sessionCountsMaxAgeMs?: number;
   now?: () => number;
+  /** when the Android attestation status list in use was taken (null: none known) */
+  androidRevocationTakenAt?: () => Date | null;
 }
 
 /** Prometheus metrics of one app instance (own registry: no global state). */
@@ -110,6 +112,19 @@ export function createMetrics(options: MetricsOptions = {}) {
         }
         if (!last) return;
         for (const [state, n] of Object.entries(last)) this.set({ state }, n);
+      },
+    });
+  }
+  if (options.androidRevocationTakenAt) {
+    const takenAt = options.androidRevocationTakenAt;
+    const now = options.now ?? Date.now;
+    new Gauge({
+      name: 'attest_android_revocation_age_seconds',
+      help: 'age of the Android attestation status list in use (since Google published it)',
+      registers: [registry],
+      collect() {
+        const at = takenAt();
+        if (at) this.set(Math.max(0, Math.round((now() - at.getTime()) / 1000)));
       },
     });
   }

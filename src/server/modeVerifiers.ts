@@ -1,4 +1,5 @@
 import type { X509Certificate } from 'node:crypto';
+import { androidRootsFromCertificates } from '../core/android/trustRoots.js';
 import { withDevelopmentRoot } from '../core/apple/trustRoots.js';
 import type { ReceiptVerifier } from '../core/apple/verifyReceipt.js';
 import type {
@@ -7,7 +8,7 @@ import type {
   IntegrityTokenDecoder,
   KeyMode,
 } from '../core/types.js';
-import { buildVerifiers } from '../core/verifiers.js';
+import { buildVerifiers, type AndroidKeyDeps } from '../core/verifiers.js';
 import type { PlatformVerifiers } from '../core/verify.js';
 
 const FORCED_RELOAD_INTERVAL_MS = 1000;
@@ -27,6 +28,8 @@ export interface ModeVerifierDeps {
   googleDecoder?: IntegrityTokenDecoder;
   /** checks App Attest receipts (ATTEST_APPLE_RECEIPT_ROOT_CA or Apple Root CA - G3) */
   receipts?: ReceiptVerifier;
+  /** Android key attestation: its store, root keys (both modes) and status list */
+  android?: AndroidKeyDeps;
 }
 
 /**
@@ -45,12 +48,14 @@ export function createModeVerifiers(deps: ModeVerifierDeps): ((
     ...(deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {}),
     ...(deps.receipts ? { receipts: deps.receipts } : {}),
   };
+  const android = deps.android;
   const live = buildVerifiers({
     allowlist: deps.allowlist,
     appleKeys: deps.appleKeys,
     appleRoots: deps.appleRoots,
     mode: 'live',
     ...decoder,
+    ...(android ? { android } : {}),
   });
   let test: { root: string; at: number; verifiers: PlatformVerifiers } | null = null;
   // `dev mint gms` adds a package's test-only pair on its first mint, and the RP verifies that
@@ -90,6 +95,17 @@ export function createModeVerifiers(deps: ModeVerifierDeps): ((
       appleRoots: withDevelopmentRoot(deps.appleRoots, der),
       mode: 'test',
       ...decoder,
+      // test keys trust the development CA for android-key too
+      ...(android
+        ? {
+            android: {
+              ...android,
+              roots: der
+                ? [...android.roots, ...androidRootsFromCertificates([der])]
+                : android.roots,
+            },
+          }
+        : {}),
     });
     test = { root, at: now(), verifiers };
     return verifiers;

@@ -97,6 +97,34 @@ export const OPENAPI_DOCUMENT = {
           },
         },
       },
+      AndroidKeyDetails: {
+        type: 'object',
+        description: 'Android hardware key attestation (device.service android-key)',
+        required: [
+          'keyIdentifier',
+          'packageName',
+          'securityLevel',
+          'verifiedBootState',
+          'deviceLocked',
+          'osPatchLevel',
+          'attestationVersion',
+        ],
+        properties: {
+          keyIdentifier: { ...base64, description: 'base64 of keyId, SHA-256 of the key SPKI' },
+          packageName: { type: 'string' },
+          securityLevel: {
+            enum: ['TrustedEnvironment', 'StrongBox'],
+            description: 'the lower of the attestation and KeyMint security levels',
+          },
+          verifiedBootState: { enum: ['Verified', 'SelfSigned', 'Unverified', 'Failed'] },
+          deviceLocked: { type: 'boolean' },
+          osPatchLevel: {
+            type: ['integer', 'null'],
+            description: 'YYYYMM, or null when the key description has none',
+          },
+          attestationVersion: { type: 'integer', minimum: 0 },
+        },
+      },
     },
   },
   paths: {
@@ -178,6 +206,7 @@ export const OPENAPI_DOCUMENT = {
                       description:
                         'Only for API keys with result tokens on, only with isValid true: an ES256 JWT (typ attest-result+jwt) of the result, verifiable offline against /.well-known/jwks.json',
                     },
+                    androidKeyDetails: { $ref: '#/components/schemas/AndroidKeyDetails' },
                   },
                 },
               },

@@ -6,7 +6,12 @@ import type { Logger } from 'pino';
 import { startAdminServer, type AdminServer } from '../admin/adminServer.js';
 import { OPERATIONS, runOperation } from '../admin/operations.js';
 import { createPrivateSocketPath, removeSocket } from '../admin/socketPath.js';
-import { ConfigError, DEFAULT_RESULT_TOKEN_TTL_SECONDS, type Config } from '../config.js';
+import {
+  ANDROID_REVOCATION_URL,
+  ConfigError,
+  DEFAULT_RESULT_TOKEN_TTL_SECONDS,
+  type Config,
+} from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
 import { configuredAppleRoots, configuredReceiptRoots } from '../configuredAppleRoots.js';
@@ -22,6 +27,10 @@ import {
 } from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
+import { createAndroidKeyRepository } from '../db/androidKeys.js';
+import { createRevocationRepository, createRevocationSource } from '../db/androidRevocations.js';
+import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
+import { checkRevocationAge, startRevocationRefresh } from './revocationRefresh.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
@@ -87,6 +96,14 @@ export async function startServer(
   options: StartOptions,
 ): Promise<RunningServer> {
   const appleRoots = configuredAppleRoots(config.appleRootCaPath);
+  // read before the database opens: a bad file is a configuration error, not a half-started server
+  configuredAndroidRoots(config.androidRootCaPath);
+  if (config.androidRootCaPath) {
+    logger.warn(
+      { path: config.androidRootCaPath },
+      "ATTEST_ANDROID_ROOT_CA is set: android-key trusts these root keys instead of Google's",
+    );
+  }
   if (config.appleRootCaPath) {
     logger.warn(
       { path: config.appleRootCaPath, roots: appleRoots.length },
@@ -145,7 +162,14 @@ async function serveOn(
   const sessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(database.db);
   const resultTokens = await resultTokenSigner(database, box, config, logger, apiKeys);
-  const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
+  const revocationRepo = createRevocationRepository(database.db);
+  // a new database starts from the snapshot shipped with this build
+  await revocationRepo.seed();
+  const revocations = createRevocationSource(revocationRepo, { ttlMs: propagationMs });
+  const metrics = createMetrics({
+    sessionCounts: () => sessions.counts(),
+    androidRevocationTakenAt: () => revocations.info()?.takenAt ?? null,
+  });
   const googleDecoder = createPlayIntegrityClient({
     oauthUrl: config.googleOauthUrl,
     playIntegrityUrl: config.googlePlayIntegrityUrl,
@@ -173,7 +197,13 @@ async function serveOn(
     ttlMs: propagationMs,
     googleDecoder,
     receipts,
+    android: {
+      keys: createAndroidKeyRepository(database.db),
+      roots: configuredAndroidRoots(config.androidRootCaPath),
+      revocations: () => revocations.list(),
+    },
   });
+  await revocations.list();
   if (!config.testKeys)
     logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
   const auth = createApiKeyAuthenticator({
@@ -207,6 +237,7 @@ async function serveOn(
   const reloadNow = () => {
     allowlist.invalidate();
     verifiersFor.invalidate();
+    revocations.invalidate();
     auth.revalidateAll();
   };
   /**
@@ -331,6 +362,37 @@ async function serveOn(
     },
   );
 
+  const onStale = (info: { takenAt: Date; source: string; ageDays: number }) =>
+    logger.warn(
+      { takenAt: info.takenAt.toISOString(), source: info.source, ageDays: info.ageDays },
+      'the Android attestation status list is older than 7 days: revoked attestation keys may pass (attest android revocations update FILE, or let serve reach ATTEST_ANDROID_REVOCATION_URL)',
+    );
+  const intervalMs = (config.androidRevocationIntervalSeconds ?? 3600) * 1000;
+  const revocationUrl =
+    config.androidRevocationUrl === undefined
+      ? ANDROID_REVOCATION_URL
+      : config.androidRevocationUrl;
+  const revocationRefresher = revocationUrl
+    ? startRevocationRefresh({
+        url: revocationUrl,
+        intervalMs,
+        repo: revocationRepo,
+        onUpdate: ({ entries, stored }) =>
+          logger.info(
+            { entries, stored },
+            stored
+              ? 'Android attestation status list refreshed'
+              : 'Android attestation status list fetched; a newer one is stored',
+          ),
+        onError: (err) =>
+          logger.warn(
+            { err: describeFault(err), url: revocationUrl },
+            'could not refresh the Android attestation status list',
+          ),
+        onStale,
+      })
+    : startAgeCheck(() => checkRevocationAge(revocationRepo, new Date(), onStale), intervalMs);
+
   // loaded once the socket listens rather than before: the first attestation finds it ready
   setImmediate(peculiarX509).unref();
 
@@ -349,6 +411,7 @@ async function serveOn(
     async close() {
       await pruner.stop();
       await refresher.stop();
+      await revocationRefresher.stop();
       await Promise.all([
         closeServer(server),
         metricsServer ? closeServer(metricsServer) : undefined,
@@ -500,6 +563,19 @@ function reportingKeyFailures(repo: AllowlistRepository, logger: Logger): Allowl
           );
         throw err;
       }
+    },
+  };
+}
+
+/** ATTEST_ANDROID_REVOCATION_URL=off: no refresh, but the age warning still runs on schedule. */
+function startAgeCheck(check: () => Promise<void>, intervalMs: number): { stop(): Promise<void> } {
+  const run = () => void check().catch(() => {});
+  run();
+  const timer = setInterval(run, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
     },
   };
 }

@@ -3,6 +3,7 @@
  * absent without it), the `--json` document and the text report, the unchecked nonce, usage
  * errors, and database mode (read-only, same verdicts as the server).
  */
+import { ANDROID_KEY_CHECKS } from '../../src/core/android/androidKeyVerifier.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -488,6 +489,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
         ...GOOGLE_CHECKS,
         ...GOOGLE_STANDARD_CHECKS,
         ...Object.values(APPLE_CHECKS).flat(),
+        ...Object.values(ANDROID_KEY_CHECKS).flat(),
       ];
       for (const id of ids) expect(CHECK_TITLES[id as CheckId], id).toEqual(expect.any(String));
       expect(Object.keys(CHECK_TITLES).sort()).toEqual([...new Set(ids)].sort());

@@ -5,12 +5,14 @@
  */
 import { beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import {
+  ANDROID_KEY_DETAILS,
   APPLE_TOKEN_DETAILS,
   ERROR_BODY,
   GOOGLE_TOKEN_DETAILS,
   HTTP_ERROR_KINDS,
   INIT_RESPONSE,
   VERIFY_RESPONSE,
+  type AndroidKeyDetails,
   type AppleTokenDetails,
   type AttestSession,
   type GoogleTokenDetails,
@@ -59,6 +61,10 @@ function expectedType(schema: Schema, shapes: Record<string, Shape>): FieldType 
     expect((schema.items as Schema).type).toBe('string');
     return { type: 'string[]' };
   }
+  if (Array.isArray(schema.type)) {
+    expect(schema.type).toEqual(['integer', 'null']);
+    return { type: 'integer', nullable: true };
+  }
   if (schema.type === 'integer')
     return schema.minimum === undefined
       ? { type: 'integer' }
@@ -81,6 +87,7 @@ describe('client shapes against /openapi.json', () => {
   const details = {
     AppleTokenDetails: APPLE_TOKEN_DETAILS,
     GoogleTokenDetails: GOOGLE_TOKEN_DETAILS,
+    AndroidKeyDetails: ANDROID_KEY_DETAILS,
   };
 
   it('init 200', () =>
@@ -89,6 +96,7 @@ describe('client shapes against /openapi.json', () => {
     expectSameShape(VERIFY_RESPONSE, responseSchema('/api/v1/attestation/verify', '200'), details);
     expectSameShape(APPLE_TOKEN_DETAILS, doc.components.schemas.AppleTokenDetails!);
     expectSameShape(GOOGLE_TOKEN_DETAILS, doc.components.schemas.GoogleTokenDetails!);
+    expectSameShape(ANDROID_KEY_DETAILS, doc.components.schemas.AndroidKeyDetails!);
   });
   it('every error body the document describes is the one the client reads', () => {
     const withBody = Object.entries(doc.paths).flatMap(([path, item]) =>
@@ -123,6 +131,10 @@ describe('client shapes against /openapi.json', () => {
     expectTypeOf<keyof GoogleTokenDetails>().toEqualTypeOf<Props<typeof GOOGLE_TOKEN_DETAILS>>();
     expectTypeOf<RequiredKeys<GoogleTokenDetails>>().toEqualTypeOf<
       (typeof GOOGLE_TOKEN_DETAILS)['required'][number]
+    >();
+    expectTypeOf<keyof AndroidKeyDetails>().toEqualTypeOf<Props<typeof ANDROID_KEY_DETAILS>>();
+    expectTypeOf<RequiredKeys<AndroidKeyDetails>>().toEqualTypeOf<
+      (typeof ANDROID_KEY_DETAILS)['required'][number]
     >();
     expectTypeOf<keyof AttestSession>().toEqualTypeOf<Props<typeof INIT_RESPONSE>>();
     expectTypeOf<RequiredKeys<AttestSession>>().toEqualTypeOf<

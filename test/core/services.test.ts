@@ -7,8 +7,8 @@ import {
 } from '../../src/core/services.js';
 
 describe('the service registry', () => {
-  it('names the two services and maps each alias to its canonical name', () => {
-    expect(SERVICES).toEqual(['apple', 'gms']);
+  it('names the three services and maps each alias to its canonical name', () => {
+    expect(SERVICES).toEqual(['apple', 'gms', 'android-key']);
     expect(['apple', 'gms', 'android', 'google'].map(serviceNamed)).toEqual([
       'apple',
       'gms',
@@ -25,6 +25,6 @@ describe('the service registry', () => {
   });
 
   it('lists what it accepts for messages', () => {
-    expect(acceptedServiceNames()).toBe('apple, or gms (android, google)');
+    expect(acceptedServiceNames()).toBe('apple, or gms (android, google), or android-key');
   });
 });

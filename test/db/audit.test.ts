@@ -3,6 +3,7 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
+import { createRevocationRepository } from '../../src/db/androidRevocations.js';
 import {
   createAuditRepository,
   recordAudit,
@@ -147,6 +148,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       maxDeviceActivity: null,
       serviceAccount: null,
       testKeyPairs: [],
+      ...KEY_ATTESTATION_OFF,
     };
     expect(events.map((e) => [e.action, e.target, e.before, e.after])).toEqual([
       [
@@ -190,6 +192,50 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       expect(text).not.toContain(key.toString('hex'));
       expect(text).not.toContain(key.toString('base64'));
     }
+  });
+
+  it('key attestation policy changes are audited, field by field', async () => {
+    const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
+    const bootKey = randomBytes(32);
+    await repo.addAndroid('com.k', null, { keyAttestation: true }, auditor);
+    await repo.addAndroid(
+      'com.k',
+      null,
+      {
+        minSecurityLevel: 'StrongBox',
+        allowUnlocked: true,
+        bootKeys: [bootKey],
+        maxPatchAgeMonths: 12,
+      },
+      auditor,
+    );
+    const events = await recorded();
+    expect(events.map((e) => e.action)).toEqual(['allowlist.add', 'allowlist.update']);
+    expect(events[0]!.after).toMatchObject({ ...KEY_ATTESTATION_OFF, keyAttestation: true });
+    expect(events[1]!.before).toMatchObject({ ...KEY_ATTESTATION_OFF, keyAttestation: true });
+    expect(events[1]!.after).toMatchObject({
+      keyAttestation: true,
+      minSecurityLevel: 'StrongBox',
+      allowUnlocked: true,
+      bootKeys: [bootKey.toString('hex')],
+      maxPatchAgeMonths: 12,
+    });
+  });
+
+  it('a status list update is audited (source, takenAt, entries); an older list is neither stored nor recorded', async () => {
+    const repo = createRevocationRepository(handle.db);
+    const entries = new Map([[0x1234n, { status: 'REVOKED', reason: 'KEY_COMPROMISE' }]]);
+    const takenAt = new Date('2026-11-01T00:00:00Z');
+    expect(await repo.replace(entries, 'file status.json', takenAt, auditor)).toBe(true);
+    expect(
+      await repo.replace(entries, 'file old.json', new Date('2026-01-01T00:00:00Z'), auditor),
+    ).toBe(false);
+    const events = await recorded();
+    expect(events.map((e) => [e.action, e.target, e.before])).toEqual([
+      ['android.revocations.update', 'status list', null],
+    ]);
+    expect(events[0]!.after).toMatchObject({ source: 'file status.json', entries: 1 });
+    expect(logged.map((e) => e.action)).toEqual(['android.revocations.update']);
   });
 
   it('the database refuses UPDATE, DELETE and TRUNCATE of audit events', async () => {
@@ -268,3 +314,12 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     ]);
   });
 });
+
+/** The key attestation fields of an entry that never turned it on. */
+const KEY_ATTESTATION_OFF = {
+  keyAttestation: false,
+  minSecurityLevel: 'TrustedEnvironment',
+  allowUnlocked: false,
+  bootKeys: [],
+  maxPatchAgeMonths: null,
+};

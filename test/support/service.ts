@@ -11,6 +11,12 @@ import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
+import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';
+import {
+  createRevocationRepository,
+  createRevocationSource,
+} from '../../src/db/androidRevocations.js';
+import type { AndroidRootKey } from '../../src/core/android/trustRoots.js';
 import type { IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../src/core/types.js';
 import type { DatabaseHandle } from '../../src/db/client.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
@@ -181,6 +187,8 @@ export function createPlatformService(
     now: Date;
     appleRoots: readonly X509Certificate[];
     googleDecoder?: IntegrityTokenDecoder;
+    /** android-key root keys; without them android-key tokens are service_unsupported */
+    androidRoots?: readonly AndroidRootKey[];
   },
 ) {
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), {
@@ -191,6 +199,16 @@ export function createPlatformService(
     appleKeys: createAppleKeyRepository(db.db),
     appleRoots: options.appleRoots,
     ...(options.googleDecoder ? { googleDecoder: options.googleDecoder } : {}),
+    ...(options.androidRoots
+      ? {
+          android: {
+            keys: createAndroidKeyRepository(db.db),
+            roots: options.androidRoots,
+            revocations: createRevocationSource(createRevocationRepository(db.db), { ttlMs: 0 })
+              .list,
+          },
+        }
+      : {}),
   });
   return createTestService(db, {
     verify: (input) => verifyToken(input, { now: () => options.now, verifiers }),

@@ -27,6 +27,11 @@ import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, withAdmin } from '../context.js';
 import { negativeError, usageError } from '../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../inputFiles.js';
+import {
+  addKeyAttestationOptions,
+  keyAttestationPolicy,
+  type KeyAttestationFlags,
+} from '../keyAttestationOptions.js';
 import { printJson, printTable } from '../output.js';
 
 /**
@@ -133,7 +138,7 @@ Examples:
       );
     });
 
-  add
+  const addAndroid = add
     .command('android')
     .description(
       'allow an Android package with its Play Integrity keys; on an existing package, adds a key pair (rotation)',
@@ -191,7 +196,8 @@ Examples:
       '--max-device-activity <level>',
       'highest accepted recentDeviceActivity level, LEVEL_1 to LEVEL_4',
     )
-    .option('--no-max-device-activity', 'stop checking recent device activity')
+    .option('--no-max-device-activity', 'stop checking recent device activity');
+  addKeyAttestationOptions(addAndroid)
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
@@ -205,6 +211,9 @@ Examples:
   # policy on the newer verdicts (classic and standard alike)
   $ attest allowlist add android com.example.bank --require-licensed --require-play-protect \\
       --deny-app-access-risk capturing,controlling --max-device-activity LEVEL_2
+  # hardware key attestation (android-key), alone or beside Play Integrity
+  $ attest allowlist add android com.example.bank --without-keys --key-attestation \\
+      --min-security-level strongbox --max-patch-age 12m --cert-digest 6A:6A:14:74:...
   # rotation: add the new pair, then retire the old one
   $ attest allowlist add android com.example.bank --decryption-key NEW... --verification-key NEW...
   $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`,
@@ -212,7 +221,7 @@ Examples:
     .action(async (pkg: string, opts: AndroidOptions, command: Command) => {
       if (!ANDROID_PACKAGE.test(pkg))
         throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
-      const verdicts = verdictPolicy(opts);
+      const verdicts = { ...verdictPolicy(opts), ...keyAttestationPolicy(opts) };
       const serviceAccount = await serviceAccountOption(opts);
       const anyKey = [
         opts.decryptionKey,
@@ -298,6 +307,8 @@ Examples:
                 `key pair ${pair.id} ${result.pair === 'added' ? 'added' : 'was already there'}`,
               );
             else if (opts.withoutKeys) parts.push('without Play keys');
+            if (verdicts.keyAttestation === true) parts.push('key attestation allowed');
+            if (verdicts.keyAttestation === false) parts.push('key attestation off');
             if (serviceAccount) parts.push(`service account ${serviceAccount.clientEmail}`);
             if (serviceAccount === null) parts.push('service account removed');
             process.stdout.write(`${parts.join('; ')}\n`);
@@ -330,9 +341,14 @@ Examples:
                 `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}` +
                 `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
                 `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
-                `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}`,
+                `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}` +
+                keyAttestationSummary(p),
               [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') ||
-                (p.serviceAccount ? '(none: standard requests only)' : '(none: no token can pass)'),
+                (p.serviceAccount
+                  ? '(none: standard requests only)'
+                  : p.keyAttestation
+                    ? '(none: android-key only)'
+                    : '(none: no token can pass)'),
             ]),
           ],
         );
@@ -424,7 +440,23 @@ Examples:
   return allowlist;
 }
 
-interface AndroidOptions {
+/** `allowlist list`'s words for a package's key attestation policy. */
+function keyAttestationSummary(p: {
+  keyAttestation: boolean;
+  minSecurityLevel: string;
+  allowUnlocked: boolean;
+  bootKeys: string[];
+  maxPatchAgeMonths: number | null;
+}): string {
+  if (!p.keyAttestation) return '';
+  return (
+    `; key attestation: min ${p.minSecurityLevel === 'StrongBox' ? 'strongbox' : 'tee'}` +
+    `${p.allowUnlocked ? ', unlocked ok' : ''}${p.bootKeys.length ? `, ${p.bootKeys.length} boot key(s)` : ''}` +
+    `${p.maxPatchAgeMonths !== null ? `, patch <= ${p.maxPatchAgeMonths} months` : ''}`
+  );
+}
+
+interface AndroidOptions extends KeyAttestationFlags {
   decryptionKey?: string;
   decryptionKeyFile?: string;
   verificationKey?: string;

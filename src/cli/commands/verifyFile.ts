@@ -7,14 +7,29 @@ import { checkTitle } from '../../core/checkTitles.js';
 import { findHints, type Hint } from '../../core/explain.js';
 import { parseDecryptionKey, parseVerificationKey } from '../../core/google/keyMaterial.js';
 import { DEFAULT_ANDROID_POLICY } from '../../core/google/defaultAndroidPolicy.js';
-import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../core/memoryStores.js';
+import {
+  createMemoryAllowlist,
+  createMemoryAndroidKeyStore,
+  createMemoryAppleKeyStore,
+} from '../../core/memoryStores.js';
+import { parseRevocationDocument, shippedRevocations } from '../../core/android/revocationList.js';
+import { androidRootsFromCertificates } from '../../core/android/trustRoots.js';
+import { configuredAndroidRoots } from '../../configuredAndroidRoots.js';
+import type { AndroidPolicyInput } from '../../db/allowlist.js';
+import {
+  addKeyAttestationOptions,
+  keyAttestationPolicy,
+  type KeyAttestationFlags,
+} from '../keyAttestationOptions.js';
 import type {
   AllowlistReader,
+  AndroidKeyStore,
   AppleKeyRecord,
   AppleKeyStore,
   GoogleServiceAccount,
   IntegrityTokenDecoder,
   KeyMode,
+  RevocationList,
   VerifyOutcome,
 } from '../../core/types.js';
 import { buildVerifiers } from '../../core/verifiers.js';
@@ -51,7 +66,9 @@ import {
 import { createReceiptVerifier } from '../../core/apple/verifyReceipt.js';
 import { readReceiptFile, receiptLine } from '../receiptReport.js';
 
-interface Options {
+interface Options extends KeyAttestationFlags {
+  challenge?: string;
+  revocations?: string;
   nonce?: string;
   serverNonce?: string;
   deviceNonce?: string;
@@ -83,14 +100,16 @@ const KEY_FILE_MAX_BYTES = 4096;
 /** The service's deviceNonce rule. */
 
 export function verifyFileCommand(): Command {
-  return new Command('verify-file')
-    .description(
-      'check a token offline, step by step, and explain why it is rejected (changes no state)',
-    )
-    .argument(
-      '[token]',
-      'file with the token as raw CBOR, base64 text, or a saved verify request body (JSON); - for stdin',
-    )
+  return addKeyAttestationOptions(
+    new Command('verify-file')
+      .description(
+        'check a token offline, step by step, and explain why it is rejected (changes no state)',
+      )
+      .argument(
+        '[token]',
+        'file with the token as raw CBOR, base64 text, or a saved verify request body (JSON); - for stdin',
+      ),
+  )
     .option('--nonce <b64>', 'the final nonce (sessionless expectedNonce)')
     .option('--server-nonce <b64>', 'the serverNonce from init (session approach)')
     .option('--device-nonce <b64>', 'with --server-nonce: the deviceNonce sent to verify')
@@ -158,6 +177,14 @@ export function verifyFileCommand(): Command {
       '--receipt <file>',
       'check an App Attest receipt file alone (DER/BER or base64; no TOKEN), with --at and --app-id',
     )
+    .option(
+      '--challenge <b64>',
+      'android-key: the attestation challenge to expect instead of SHA-256(final nonce) (captures made by other integrations)',
+    )
+    .option(
+      '--revocations <file>',
+      "android-key: Google's attestation status list (JSON) to use instead of the stored or built-in one",
+    )
     .option('--json', 'print a JSON document (documented in the README)')
     .addHelpText(
       'after',
@@ -176,7 +203,8 @@ Examples:
       --decryption-key-file dec.key --verification-key-file ver.key --json
   $ attest verify-file standard.cbor --nonce ... --online
   $ attest verify-file result.jwt --jwks jwks.json --audience 0h3k5x9q2m7c1b4n --at 2026-01-01T10:00:00Z
-  $ attest verify-file --receipt receipt.der --at 2020-11-21T22:13:10Z --app-id 6MURL8TA57.de.example.app`,
+  $ attest verify-file --receipt receipt.der --at 2020-11-21T22:13:10Z --app-id 6MURL8TA57.de.example.app
+  $ attest verify-file android.cbor --nonce ... --package com.example.app --min-security-level strongbox`,
     )
     .action(async (tokenPath: string | undefined, opts: Options) => {
       if (opts.receipt !== undefined) {
@@ -207,6 +235,11 @@ Examples:
             `--${stray.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} needs --package`,
           );
       }
+      const keyFlags = keyAttestationPolicy(opts);
+      if (opts.package === undefined && Object.keys(keyFlags).length > 0)
+        throw usageError(
+          'the key attestation policy flags describe a package: they need --package',
+        );
       let token: Uint8Array = new Uint8Array();
       let bodyNonce: string | undefined;
       let raw: Buffer;
@@ -243,10 +276,15 @@ Examples:
         opts.clientDataHash === undefined
           ? undefined
           : bytesFlag(opts.clientDataHash, '--client-data-hash');
+      const challenge =
+        opts.challenge === undefined ? undefined : bytesFlag(opts.challenge, '--challenge');
+      const revocationFile =
+        opts.revocations === undefined ? undefined : readRevocationFile(opts.revocations);
       const input: VerifyInput = {
         token,
         expectedNonce,
         ...(clientDataHash ? { clientDataHash } : {}),
+        ...(challenge ? { challenge } : {}),
       };
       const offline =
         opts.appId.length > 0 || opts.package !== undefined || opts.appleKey !== undefined;
@@ -265,6 +303,7 @@ Examples:
       const cfg = config();
       const appleRoots = appleRootsOf(cfg);
       const receipts = createReceiptVerifier(configuredReceiptRoots(cfg.appleReceiptRootCaPath));
+      const androidRoots = configuredAndroidRoots(cfg.androidRootCaPath);
       const serviceAccount =
         opts.serviceAccountFile === undefined
           ? undefined
@@ -284,9 +323,14 @@ Examples:
         allowlist: AllowlistReader,
         keys: AppleKeyStore,
         devRoot: Uint8Array | null,
+        android: { keys: AndroidKeyStore; revocations: RevocationList },
       ) => {
         const rootsOf = (m: KeyMode) =>
           m === 'test' ? withDevelopmentRoot(appleRoots, devRoot) : appleRoots;
+        const androidRootsOf = (m: KeyMode) =>
+          m === 'test' && devRoot
+            ? [...androidRoots, ...androidRootsFromCertificates([devRoot])]
+            : androidRoots;
         const runAs =
           (m: KeyMode) =>
           (i: VerifyInput, o: { allowlist?: AllowlistReader; at?: Date } = {}) =>
@@ -299,6 +343,11 @@ Examples:
                 mode: m,
                 receipts,
                 ...(googleDecoder ? { googleDecoder } : {}),
+                android: {
+                  keys: android.keys,
+                  roots: androidRootsOf(m),
+                  revocations: () => android.revocations,
+                },
               }),
             });
         const run = runAs(mode);
@@ -339,7 +388,15 @@ Examples:
       };
 
       const result = offline
-        ? await explain(offlineAllowlist(opts, serviceAccount), offlineKeys(opts, token), null)
+        ? await explain(
+            offlineAllowlist(opts, serviceAccount, keyFlags, tokenService(token)),
+            offlineKeys(opts, token),
+            null,
+            {
+              keys: createMemoryAndroidKeyStore([], { readOnly: true }),
+              revocations: revocationFile ?? shippedRevocations().list,
+            },
+          )
         : await withAdmin(
             async (admin) => {
               // one snapshot for the whole run, so the re-tries see the same allowlist
@@ -353,10 +410,23 @@ Examples:
                 register: async () => false,
                 raiseCounter: async () => false,
               };
+              const androidRegistered: AndroidKeyStore = {
+                find: (keyId) => admin.run('androidKeys.find', { keyId }),
+                register: async () => false,
+              };
+              const stored = revocationFile ? null : await admin.run('verifyFile.revocations', {});
               return explain(
                 createMemoryAllowlist({ apple, android }),
                 readOnlyKeys(registered),
                 devRoot,
+                {
+                  keys: readOnlyAndroidKeys(androidRegistered),
+                  revocations:
+                    revocationFile ??
+                    (stored === null
+                      ? shippedRevocations().list
+                      : parseRevocationDocument({ entries: stored }).list),
+                },
               );
             },
             { establish: false },
@@ -418,6 +488,9 @@ const TEST_TRUST_REASONS = new Set([
   'apple_key_registered',
   'gms_decrypt_failed',
   'gms_signature_invalid',
+  'android_chain_invalid',
+  'android_key_unknown',
+  'android_key_registered',
 ]);
 
 const COMPACT_JWE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]*){4}$/;
@@ -618,6 +691,8 @@ function instant(text: string): Date {
 function offlineAllowlist(
   opts: Options,
   serviceAccount: GoogleServiceAccount | undefined,
+  keyFlags: AndroidPolicyInput,
+  service: string | undefined,
 ): AllowlistReader {
   for (const id of opts.appId)
     if (!APPLE_APP_ID.test(id)) throw usageError(`--app-id "${id}" is not TEAMID.bundle.id`);
@@ -625,8 +700,11 @@ function offlineAllowlist(
   if (opts.package !== undefined) {
     const decryption = keyFlag(opts, 'decryptionKey', '--decryption-key');
     const verification = keyFlag(opts, 'verificationKey', '--verification-key');
+    // an android-key token needs no Play keys: the package's key attestation policy is enough
     const keyless =
-      serviceAccount !== undefined && decryption === undefined && verification === undefined;
+      (serviceAccount !== undefined || service === 'android-key') &&
+      decryption === undefined &&
+      verification === undefined;
     if (!keyless && (decryption === undefined || verification === undefined)) {
       throw usageError(
         '--package needs --decryption-key-file and --verification-key-file (or --decryption-key and --verification-key; for standard requests, --service-account-file with --online)',
@@ -647,6 +725,10 @@ function offlineAllowlist(
         keys,
         ...(serviceAccount ? { serviceAccount } : {}),
         ...DEFAULT_ANDROID_POLICY,
+        // verify-file --package implies --key-attestation
+        keyAttestation: true,
+        ...keyFlags,
+        ...(keyFlags.bootKeys ? { bootKeys: keyFlags.bootKeys } : {}),
       });
     } catch (err) {
       throw usageError((err as Error).message);
@@ -754,6 +836,33 @@ function offlineKeys(opts: Options, token: Uint8Array): AppleKeyStore {
 }
 
 /** The database key store, with writes answered as the database would answer them but not made. */
+/** The token's device.service, or undefined when it does not parse. */
+function tokenService(token: Uint8Array): string | undefined {
+  try {
+    return parseEnvelope(token).service;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Google's status list from a file (`--revocations`). */
+function readRevocationFile(path: string): RevocationList {
+  const text = readCliFileSync(path, {
+    maxBytes: 16 * 1024 * 1024,
+    what: '--revocations',
+  }).toString('utf8');
+  try {
+    return parseRevocationDocument(JSON.parse(text)).list;
+  } catch (err) {
+    throw usageError(`--revocations ${safeText(path)}: ${(err as Error).message}`);
+  }
+}
+
+/** The database's Android keys, read-only: a registration is answered, never stored. */
+function readOnlyAndroidKeys(store: AndroidKeyStore): AndroidKeyStore {
+  return { find: (keyId) => store.find(keyId), register: async () => true };
+}
+
 function readOnlyKeys(store: AppleKeyStore): AppleKeyStore {
   return {
     find: (keyId) => store.find(keyId),

@@ -48,9 +48,38 @@ export function encodeGmsToken(
   return envelope(parts.nonce, 'gms', gms, device);
 }
 
+export interface AndroidKeyTokenParts {
+  /** the final nonce the evidence binds */
+  nonce: Uint8Array;
+  packageName: string;
+  keyId: Uint8Array;
+  /** registration: leaf first */
+  certificateChain?: readonly Uint8Array[];
+  /** assertion: the attested key's signature over the nonce */
+  signature?: Uint8Array;
+}
+
+/** A format-1 token for the `android-key` service. */
+export function encodeAndroidKeyToken(
+  parts: AndroidKeyTokenParts,
+  device: { model?: string; os?: string; sdk?: string } = {},
+): Uint8Array {
+  const android = new Map<string, unknown>([
+    ['packageName', parts.packageName],
+    ['keyId', Buffer.from(parts.keyId)],
+  ]);
+  if (parts.certificateChain)
+    android.set(
+      'certificateChain',
+      parts.certificateChain.map((c) => Buffer.from(c)),
+    );
+  if (parts.signature) android.set('signature', Buffer.from(parts.signature));
+  return envelope(parts.nonce, 'android-key', android, device);
+}
+
 function envelope(
   nonce: Uint8Array,
-  service: 'apple' | 'gms',
+  service: 'apple' | 'gms' | 'android-key',
   evidence: Map<string, unknown>,
   device: Record<string, string | undefined>,
 ): Uint8Array {

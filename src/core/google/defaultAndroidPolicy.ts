@@ -18,4 +18,9 @@ export const DEFAULT_ANDROID_POLICY = {
   playProtectVerdicts: [],
   denyAppAccessRisk: [],
   maxDeviceActivity: null,
+  keyAttestation: false,
+  minSecurityLevel: 'TrustedEnvironment',
+  allowUnlocked: false,
+  bootKeys: [],
+  maxPatchAgeMonths: null,
 } as const satisfies PolicyDefaults;

@@ -1,0 +1,438 @@
+/**
+ * The Android hardware key attestation verifier (`device.service` `android-key`): reads the
+ * evidence map, picks the shape from what the token carries and whether its key is registered,
+ * runs the registration checks 1 to 9 or the assertion checks (signature, then 6 to 9 against the
+ * stored facts), and registers a key with one atomic insert (two racing requests cannot both win).
+ */
+import {
+  createHash,
+  createPublicKey,
+  verify as verifySignature,
+  type KeyObject,
+} from 'node:crypto';
+import { encodeBase64 } from '../base64.js';
+import { isBytes, isMap } from '../cbor.js';
+import type { CheckId } from '../checkTitles.js';
+import { LruCache } from '../lruCache.js';
+import { ownBytes } from '../ownBytes.js';
+import { Rejection } from '../reasons.js';
+import type {
+  AllowlistReader,
+  AndroidKeyRecord,
+  AndroidKeyStore,
+  KeyMode,
+  PlatformContext,
+  PlatformDetails,
+  PlatformVerifier,
+  RevocationList,
+} from '../types.js';
+import { bytesEqual } from '../verify.js';
+import {
+  readAttestationCertificate,
+  serialHex,
+  type AttestationCertificate,
+} from './attestationCertificate.js';
+import { createAttestationChainVerifier } from './attestationChain.js';
+import { KEY_DESCRIPTION_OID, parseKeyDescription, type KeyDescription } from './keyDescription.js';
+import { checkKeyPolicy, lowerLevel, POLICY_CHECKS, type AttestedFacts } from './keyPolicy.js';
+import { REJECTING_STATUSES } from './revocationList.js';
+import type { AndroidRootKey } from './trustRoots.js';
+
+export type AndroidKeyShape = 'registration' | 'assertion';
+
+/** The ordered check ids of each shape (stable: `verify-file` prints them). */
+export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly CheckId[]>> = {
+  registration: [
+    'android.shape',
+    'android.certificates',
+    'android.chain',
+    'android.revocation',
+    'android.challenge',
+    'android.keyId',
+    ...POLICY_CHECKS,
+    'android.register',
+  ],
+  assertion: ['android.shape', 'android.signature', ...POLICY_CHECKS],
+};
+
+const KEY_ID_LENGTH = 32;
+const MAX_CHAIN = 10;
+const MAX_PACKAGE_NAME = 256;
+const EMULATOR = /\b(sdk|emulator|generic|ranchu|goldfish|gphone)/i;
+
+/** The `android-key` evidence map of a token, checked for shape only. */
+export interface AndroidKeyEvidence {
+  packageName: string;
+  keyId: Uint8Array;
+  certificateChain: Uint8Array[] | null;
+  signature: Uint8Array | null;
+}
+
+/**
+ * Reads the `android-key` map of a token. Throws `Rejection('token_malformed')` on a wrong type
+ * or size, and when the map carries both or neither of `certificateChain` and `signature`.
+ * @param evidence the decoded value under the token's `android-key` key
+ */
+export function readAndroidKeyEvidence(evidence: unknown): AndroidKeyEvidence {
+  const bad = (detail: string): never => {
+    throw new Rejection('token_malformed', detail);
+  };
+  if (!isMap(evidence)) bad('the "android-key" evidence is not a map');
+  const map = evidence as Map<unknown, unknown>;
+  const packageName = map.get('packageName');
+  if (
+    typeof packageName !== 'string' ||
+    packageName.length === 0 ||
+    packageName.length > MAX_PACKAGE_NAME
+  )
+    bad(`"android-key.packageName" must be text of 1 to ${MAX_PACKAGE_NAME} characters`);
+  const keyId = map.get('keyId');
+  if (!isBytes(keyId) || keyId.length !== KEY_ID_LENGTH)
+    bad(`"android-key.keyId" must be a byte string of ${KEY_ID_LENGTH} bytes`);
+  const chain = map.get('certificateChain');
+  if (
+    chain !== undefined &&
+    (!Array.isArray(chain) ||
+      chain.length < 1 ||
+      chain.length > MAX_CHAIN ||
+      !chain.every((c) => isBytes(c)))
+  )
+    bad(`"android-key.certificateChain" must be an array of 1 to ${MAX_CHAIN} byte strings`);
+  const signature = map.get('signature');
+  if (signature !== undefined && !isBytes(signature))
+    bad('"android-key.signature" must be a byte string');
+  if ((chain === undefined) === (signature === undefined))
+    bad('"android-key" must carry exactly one of certificateChain and signature');
+  return {
+    packageName: packageName as string,
+    keyId: keyId as Uint8Array,
+    certificateChain: (chain as Uint8Array[] | undefined) ?? null,
+    signature: (signature as Uint8Array | undefined) ?? null,
+  };
+}
+
+export interface AndroidKeyVerifierDeps {
+  /** trusted root keys: `defaultAndroidRoots()` unless a deployment replaces them */
+  roots: readonly AndroidRootKey[];
+  allowlist: AllowlistReader;
+  keys: AndroidKeyStore;
+  /** the current status list (the database's, or the shipped snapshot) */
+  revocations: () => RevocationList | Promise<RevocationList>;
+  /** the mode of the API key verifying (default live): test-registered keys are refused to live keys */
+  mode?: KeyMode;
+  /** parsed public keys kept per key id; default 10 000 */
+  keyCacheSize?: number;
+}
+
+/** The facts a key description gives the policy and the store. */
+function attestedFacts(description: KeyDescription): AttestedFacts {
+  return {
+    attestedPackages: description.applicationId?.packages.map((p) => p.name) ?? null,
+    signatureDigests: description.applicationId?.signatureDigests ?? [],
+    attestationSecurityLevel: description.attestationSecurityLevel,
+    keyMintSecurityLevel: description.keyMintSecurityLevel,
+    rootOfTrust: description.rootOfTrust,
+    osPatchLevel: description.osPatchLevel,
+  };
+}
+
+function storedFacts(record: AndroidKeyRecord): AttestedFacts {
+  return {
+    attestedPackages: [record.packageName],
+    signatureDigests: record.signatureDigests,
+    attestationSecurityLevel: record.attestationSecurityLevel,
+    keyMintSecurityLevel: record.keyMintSecurityLevel,
+    rootOfTrust: {
+      deviceLocked: record.deviceLocked,
+      verifiedBootState: record.verifiedBootState,
+      verifiedBootKey: record.verifiedBootKey,
+    },
+    osPatchLevel: record.osPatchLevel,
+  };
+}
+
+/** Whether assertions can be checked with `key`: EC P-256, or RSA of 2048 bits or more. */
+function supportedKey(
+  spki: Uint8Array,
+): { ok: true; key: KeyObject } | { ok: false; what: string } {
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
+  } catch {
+    return { ok: false, what: 'a key type this service cannot read (ML-DSA?)' };
+  }
+  const details = key.asymmetricKeyDetails ?? {};
+  if (key.asymmetricKeyType === 'ec' && details.namedCurve === 'prime256v1')
+    return { ok: true, key };
+  if (key.asymmetricKeyType === 'rsa' && (details.modulusLength ?? 0) >= 2048)
+    return { ok: true, key };
+  return {
+    ok: false,
+    what: `${key.asymmetricKeyType ?? 'unknown'} ${details.namedCurve ?? details.modulusLength ?? ''}`.trim(),
+  };
+}
+
+/**
+ * Builds the Android key attestation verifier.
+ * @param deps root keys, allowlist, key store, status list and mode
+ */
+export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): PlatformVerifier {
+  const chainVerifier = createAttestationChainVerifier(deps.roots);
+  const { allowlist, keys } = deps;
+  const mode = deps.mode ?? 'live';
+  const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(
+    deps.keyCacheSize ?? 10_000,
+  );
+
+  // Issuing certificates are shared by many devices and cost milliseconds to read (two parsers):
+  // each is read once, by the SHA-256 of its bytes. The leaf is read every time.
+  const issuingCerts = new LruCache<string, AttestationCertificate>(256);
+  function issuing(der: Uint8Array, i: number): AttestationCertificate {
+    const key = createHash('sha256').update(der).digest('hex');
+    const cached = issuingCerts.get(key);
+    if (cached) return cached;
+    const cert = readAttestationCertificate(der, `certificateChain[${i}]`);
+    issuingCerts.set(key, cert);
+    return cert;
+  }
+
+  function publicKeyOf(record: AndroidKeyRecord): KeyObject {
+    const cacheKey = Buffer.from(record.keyId).toString('hex');
+    const cached = publicKeys.get(cacheKey);
+    if (cached && cached.spki.equals(record.publicKey)) return cached.key;
+    const spki = ownBytes(record.publicKey);
+    let key: KeyObject;
+    try {
+      key = createPublicKey({ key: spki, format: 'der', type: 'spki' });
+    } catch (err) {
+      // stored by this service after verification: unreadable means damaged storage, a fault
+      throw new Error(
+        `stored Android public key of ${encodeBase64(record.keyId)} is unreadable: ${(err as Error).message}`,
+      );
+    }
+    publicKeys.set(cacheKey, { spki, key });
+    return key;
+  }
+
+  async function assertion(
+    record: AndroidKeyRecord,
+    evidence: AndroidKeyEvidence,
+    ctx: PlatformContext,
+  ): Promise<PlatformDetails> {
+    const { trace } = ctx;
+    begin(ctx, 'assertion');
+    describe(ctx, record);
+    trace.current('android.signature');
+    let valid = false;
+    try {
+      valid = verifySignature('sha256', ctx.nonce, publicKeyOf(record), evidence.signature!);
+    } catch {
+      valid = false; // a signature that is not even DER
+    }
+    if (!valid)
+      throw new Rejection(
+        'android_signature_invalid',
+        'the signature over the final nonce does not verify with the registered key',
+      );
+    trace.pass('android.signature', 'the signature over the final nonce verifies with the key');
+    if (evidence.packageName !== record.packageName) {
+      trace.current('android.package');
+      throw new Rejection(
+        'android_package_not_allowed',
+        `the key was registered for "${record.packageName}", not "${evidence.packageName}"`,
+      );
+    }
+    await checkKeyPolicy(record.packageName, storedFacts(record), {
+      allowlist,
+      trace,
+      now: ctx.now,
+    });
+    return details(record);
+  }
+
+  async function registration(
+    evidence: AndroidKeyEvidence,
+    ctx: PlatformContext,
+  ): Promise<PlatformDetails> {
+    const { trace } = ctx;
+    begin(ctx, 'registration');
+    const chain = evidence.certificateChain!;
+
+    trace.current('android.certificates');
+    const certs = chain.map((der, i) =>
+      i === 0 ? readAttestationCertificate(der, 'certificateChain[0]') : issuing(der, i),
+    );
+    const leaf = certs[0]!;
+    const values = leaf.extensions.get(KEY_DESCRIPTION_OID) ?? [];
+    if (values.length !== 1)
+      throw new Rejection(
+        'android_key_malformed',
+        values.length === 0
+          ? 'the leaf has no key description extension (1.3.6.1.4.1.11129.2.1.17): not an attestation certificate'
+          : 'the leaf carries the key description extension more than once',
+      );
+    const description = parseKeyDescription(values[0]!);
+    const lowest = lowerLevel(
+      description.attestationSecurityLevel,
+      description.keyMintSecurityLevel,
+    );
+    trace.facts.securityLevel = lowest;
+    if (description.rootOfTrust) {
+      trace.facts.verifiedBootState = description.rootOfTrust.verifiedBootState;
+      trace.facts.deviceLocked = description.rootOfTrust.deviceLocked;
+    }
+    trace.facts.osPatchLevel = description.osPatchLevel;
+    const ids = Object.values(description.deviceIds).join(' ');
+    if (EMULATOR.test(ids)) trace.facts.emulator = true;
+    trace.pass(
+      'android.certificates',
+      `${certs.length} DER certificate(s); KeyDescription v${description.attestationVersion}, ${description.attestationSecurityLevel}`,
+    );
+
+    trace.current('android.chain');
+    const { root, provisioning } = chainVerifier.verify(certs, ctx.now, (kind) => {
+      trace.facts.chainRoot = kind;
+    });
+    trace.facts.chainRoot = root.kind;
+    trace.pass(
+      'android.chain',
+      `${provisioning === 'remote' ? 'remotely provisioned' : 'factory'} chain to ${root.name}`,
+    );
+
+    trace.current('android.revocation');
+    const list = await deps.revocations();
+    for (const cert of certs) {
+      const entry = list.lookup(cert.serial);
+      if (entry && REJECTING_STATUSES.has(entry.status)) {
+        trace.facts.revokedSerial = serialHex(cert.serial);
+        throw new Rejection(
+          'android_chain_revoked',
+          `certificate serial ${serialHex(cert.serial)} is ${entry.status}${entry.reason ? ` (${entry.reason})` : ''} on the attestation status list`,
+        );
+      }
+    }
+    trace.pass('android.revocation', `no certificate is on the status list (${list.size} entries)`);
+
+    trace.current('android.challenge');
+    const expected = ctx.challenge ?? createHash('sha256').update(ctx.nonce).digest();
+    if (!bytesEqual(description.attestationChallenge, expected))
+      throw new Rejection(
+        'android_challenge_mismatch',
+        `attestationChallenge (${description.attestationChallenge.length} bytes) is not ${ctx.challenge ? 'the given challenge' : 'SHA-256(final nonce)'}`,
+      );
+    trace.pass(
+      'android.challenge',
+      ctx.challenge
+        ? 'attestationChallenge equals the given challenge'
+        : 'attestationChallenge equals SHA-256(final nonce)',
+    );
+
+    trace.current('android.keyId');
+    if (!bytesEqual(createHash('sha256').update(leaf.spki).digest(), evidence.keyId))
+      throw new Rejection(
+        'android_key_id_mismatch',
+        'keyId is not SHA-256 of the leaf SubjectPublicKeyInfo',
+      );
+    const supported = supportedKey(leaf.spki);
+    if (!supported.ok)
+      throw new Rejection(
+        'android_key_unsupported',
+        `the attested key is ${supported.what}: assertions need EC P-256 or RSA of 2048 bits or more`,
+      );
+    trace.pass('android.keyId', `keyId matches the leaf's ${supported.key.asymmetricKeyType} key`);
+
+    const facts = attestedFacts(description);
+    await checkKeyPolicy(evidence.packageName, facts, { allowlist, trace, now: ctx.now });
+
+    const record: AndroidKeyRecord = {
+      keyId: ownBytes(evidence.keyId),
+      publicKey: ownBytes(leaf.spki),
+      packageName: evidence.packageName,
+      attestationSecurityLevel: description.attestationSecurityLevel,
+      keyMintSecurityLevel: description.keyMintSecurityLevel,
+      // check 8 passed: without a root of trust only --allow-unlocked lets a key through
+      verifiedBootState: description.rootOfTrust?.verifiedBootState ?? 'Unverified',
+      deviceLocked: description.rootOfTrust?.deviceLocked ?? false,
+      verifiedBootKey: ownBytes(description.rootOfTrust?.verifiedBootKey ?? new Uint8Array()),
+      osPatchLevel: description.osPatchLevel,
+      attestationVersion: description.attestationVersion,
+      signatureDigests: facts.signatureDigests.map(ownBytes),
+      mode,
+    };
+    trace.current('android.register');
+    if (!(await keys.register(record)))
+      throw new Rejection('android_key_registered', 'another request registered this key first');
+    publicKeys.set(Buffer.from(record.keyId).toString('hex'), {
+      spki: ownBytes(record.publicKey),
+      key: supported.key,
+    });
+    trace.pass(
+      'android.register',
+      `key registered for "${record.packageName}"${mode === 'test' ? ', for test API keys only' : ''}`,
+    );
+    return details(record);
+  }
+
+  async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
+    const { trace } = ctx;
+    trace.current('android.shape');
+    const parsed = readAndroidKeyEvidence(evidence);
+    trace.facts.keyId = encodeBase64(parsed.keyId);
+    trace.facts.packageName = parsed.packageName;
+    const record = await keys.find(parsed.keyId);
+    if (record?.mode === 'test' && mode !== 'test')
+      throw new Rejection(
+        'android_key_unknown',
+        'this key was registered with a test API key; live API keys do not accept it',
+      );
+    if (record) {
+      if (parsed.certificateChain)
+        throw new Rejection(
+          'android_key_registered',
+          'a certificate chain for a key that is already registered',
+        );
+      return assertion(record, parsed, ctx);
+    }
+    if (!parsed.certificateChain)
+      throw new Rejection('android_key_unknown', 'a signature for a key that is not registered');
+    return registration(parsed, ctx);
+  }
+
+  return { service: 'android-key', verify };
+}
+
+function begin(ctx: PlatformContext, shape: AndroidKeyShape): void {
+  ctx.trace.facts.shape = shape;
+  ctx.trace.plan(ANDROID_KEY_CHECKS[shape]);
+  ctx.trace.pass(
+    'android.shape',
+    shape === 'registration'
+      ? 'registration: a certificate chain for a key not yet registered'
+      : 'assertion: a signature for a registered key',
+  );
+}
+
+function describe(ctx: PlatformContext, record: AndroidKeyRecord): void {
+  const facts = ctx.trace.facts;
+  facts.securityLevel = lowerLevel(record.attestationSecurityLevel, record.keyMintSecurityLevel);
+  facts.verifiedBootState = record.verifiedBootState;
+  facts.deviceLocked = record.deviceLocked;
+  facts.osPatchLevel = record.osPatchLevel;
+}
+
+function details(record: AndroidKeyRecord): PlatformDetails {
+  const level = lowerLevel(record.attestationSecurityLevel, record.keyMintSecurityLevel);
+  return {
+    service: 'android-key',
+    androidKeyDetails: {
+      keyIdentifier: encodeBase64(record.keyId),
+      packageName: record.packageName,
+      // the policy refuses Software, so a key that got here is at least TrustedEnvironment
+      securityLevel: level === 'StrongBox' ? 'StrongBox' : 'TrustedEnvironment',
+      verifiedBootState: record.verifiedBootState,
+      deviceLocked: record.deviceLocked,
+      osPatchLevel: record.osPatchLevel,
+      attestationVersion: record.attestationVersion,
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * One certificate of an Android attestation chain, read twice from the same bytes: by OpenSSL
+ * (node:crypto, which verifies signatures) and by asn1js (names, serial, key and extensions).
+ * Only an exact DER certificate is accepted, so both read the bytes the issuer's signature covers.
+ */
+import { X509Certificate } from 'node:crypto';
+import type * as asn1js from 'asn1js';
+import { Rejection } from '../reasons.js';
+import { children, decodeOne } from './keyDescription.js';
+
+export interface AttestationCertificate {
+  der: Buffer;
+  cert: X509Certificate;
+  /** the serial number as a (two's complement) integer */
+  serial: bigint;
+  /** DER of the issuer and subject names and of the SubjectPublicKeyInfo */
+  issuer: Buffer;
+  subject: Buffer;
+  spki: Buffer;
+  /** extension values (the OCTET STRING contents) by OID; a list, since an OID may repeat */
+  extensions: Map<string, Uint8Array[]>;
+  notBefore: Date;
+  notAfter: Date;
+}
+
+const raw = (v: asn1js.AsnType) => Buffer.from(v.valueBeforeDecodeView);
+
+/**
+ * Reads one certificate. Throws `Rejection('android_key_malformed')` unless `der` is exactly one
+ * DER certificate both readers accept.
+ * @param der the bytes of one `certificateChain` entry
+ * @param what names it in the rejection (`certificateChain[1]`)
+ */
+export function readAttestationCertificate(der: Uint8Array, what: string): AttestationCertificate {
+  const fail = (detail: string): never => {
+    throw new Rejection('android_key_malformed', `${what} ${detail}`);
+  };
+  const bytes = Buffer.from(der.buffer, der.byteOffset, der.byteLength);
+  // OpenSSL's PEM reader skips text before a BEGIN line and its DER reader ignores trailing bytes
+  if (bytes[0] !== 0x30) fail('is not a DER certificate (PEM text, or bytes before it)');
+  let cert: X509Certificate;
+  try {
+    cert = new X509Certificate(bytes);
+  } catch {
+    return fail('is not a readable X.509 certificate');
+  }
+  if (!cert.raw.equals(bytes)) fail('is not exactly one DER certificate (bytes around it)');
+
+  const top = decodeOne(bytes, what);
+  const [tbs] = children(top);
+  if (!tbs) return fail('has no TBSCertificate');
+  const parts = children(tbs);
+  // version [0] is optional (v1 certificates leave it out)
+  const offset = parts[0]?.idBlock.tagClass === 3 && parts[0].idBlock.tagNumber === 0 ? 1 : 0;
+  const [serialField, , issuer, , subject, spki] = parts.slice(offset);
+  if (!serialField || !issuer || !subject || !spki) return fail('has a short TBSCertificate');
+  const serialBytes = (serialField as asn1js.Integer).valueBlock.valueHexView;
+  let serial = 0n;
+  for (const b of serialBytes) serial = (serial << 8n) | BigInt(b);
+  if (serialBytes.length > 0 && serialBytes[0]! & 0x80)
+    serial -= 1n << BigInt(8 * serialBytes.length);
+
+  const extensions = new Map<string, Uint8Array[]>();
+  const wrapper = parts
+    .slice(offset + 6)
+    .find((p) => p.idBlock.tagClass === 3 && p.idBlock.tagNumber === 3);
+  if (wrapper) {
+    const [list] = children(wrapper);
+    for (const extension of list ? children(list) : []) {
+      const fields = children(extension);
+      const oid = (fields[0] as asn1js.ObjectIdentifier | undefined)?.valueBlock?.toString?.();
+      const value = fields.at(-1) as asn1js.OctetString | undefined;
+      if (!oid || !value || value.idBlock.tagNumber !== 4 || value.idBlock.tagClass !== 1)
+        return fail('has an unreadable extension');
+      const values = extensions.get(oid) ?? [];
+      values.push(new Uint8Array(value.valueBlock.valueHexView));
+      extensions.set(oid, values);
+    }
+  }
+
+  const notBefore = new Date(cert.validFrom);
+  const notAfter = new Date(cert.validTo);
+  if (Number.isNaN(notBefore.getTime()) || Number.isNaN(notAfter.getTime()))
+    fail('has an unreadable validity period');
+  return {
+    der: bytes,
+    cert,
+    serial,
+    issuer: raw(issuer),
+    subject: raw(subject),
+    spki: raw(spki),
+    extensions,
+    notBefore,
+    notAfter,
+  };
+}
+
+/** A serial number as Google's status list writes it: lowercase hex without leading zeros. */
+export function serialHex(serial: bigint): string {
+  return serial < 0n ? `-${(-serial).toString(16)}` : serial.toString(16);
+}

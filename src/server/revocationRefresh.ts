@@ -1,0 +1,107 @@
+/**
+ * The scheduled refresh of Google's Android attestation status list (`serve`): fetch it, parse it,
+ * store it for every instance (a list older than the stored one is never put back), and warn in
+ * the log while the list in use is more than 7 days old. Failures are logged, never fatal: the
+ * stored list (or the shipped snapshot) stays in use.
+ */
+import { parseRevocationDocument } from '../core/android/revocationList.js';
+import type { RevocationRepository } from '../db/androidRevocations.js';
+
+export const REVOCATION_STALE_MS = 7 * 24 * 3_600_000;
+const MAX_BYTES = 16 * 1024 * 1024;
+
+export interface RevocationRefreshDeps {
+  url: string;
+  intervalMs: number;
+  repo: RevocationRepository;
+  fetch?: typeof fetch;
+  timeoutMs?: number;
+  now?: () => Date;
+  onUpdate?: (result: { entries: number; stored: boolean }) => void;
+  onError?: (err: Error) => void;
+  /** the list in use is older than 7 days (called after every attempt while it is) */
+  onStale?: (info: { takenAt: Date; source: string; ageDays: number }) => void;
+}
+
+/**
+ * Fetches the list once and stores it.
+ * @returns the number of entries and whether it replaced the stored list
+ */
+export async function refreshRevocations(
+  deps: Omit<RevocationRefreshDeps, 'intervalMs'>,
+  signal?: AbortSignal,
+): Promise<{ entries: number; stored: boolean }> {
+  const get = deps.fetch ?? fetch;
+  const now = deps.now ?? (() => new Date());
+  const timeout = AbortSignal.timeout(deps.timeoutMs ?? 30_000);
+  const res = await get(deps.url, {
+    signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+    headers: { Accept: 'application/json' },
+  });
+  if (!res.ok) throw new Error(`${deps.url} answered HTTP ${res.status}`);
+  const text = await res.text();
+  if (text.length > MAX_BYTES) throw new Error(`${deps.url} sent more than ${MAX_BYTES} bytes`);
+  let document: unknown;
+  try {
+    document = JSON.parse(text);
+  } catch {
+    throw new Error(`${deps.url} did not send JSON`);
+  }
+  const { entries } = parseRevocationDocument(document);
+  const stored = await deps.repo.replace(entries, deps.url, now());
+  return { entries: entries.size, stored };
+}
+
+/** Warns through `onStale` when the stored list is older than 7 days. */
+export async function checkRevocationAge(
+  repo: RevocationRepository,
+  now: Date,
+  onStale: NonNullable<RevocationRefreshDeps['onStale']>,
+): Promise<void> {
+  const info = await repo.info();
+  if (!info) return;
+  const age = now.getTime() - info.takenAt.getTime();
+  if (age > REVOCATION_STALE_MS)
+    onStale({ takenAt: info.takenAt, source: info.source, ageDays: Math.floor(age / 86_400_000) });
+}
+
+/**
+ * Refreshes at once and then every `intervalMs`; `stop` ends it (and waits for a run under way).
+ */
+export function startRevocationRefresh(deps: RevocationRefreshDeps): { stop(): Promise<void> } {
+  const now = deps.now ?? (() => new Date());
+  let running: Promise<void> | null = null;
+  let stopped = false;
+  const stopping = new AbortController();
+  const run = () => {
+    if (running || stopped) return;
+    running = (async () => {
+      try {
+        // evaluated first: `onUpdate?.(await ...)` would skip the refresh without a listener
+        const result = await refreshRevocations(deps, stopping.signal);
+        deps.onUpdate?.(result);
+      } catch (err) {
+        if (!stopped) deps.onError?.(err as Error);
+      }
+      if (stopped) return;
+      try {
+        if (deps.onStale) await checkRevocationAge(deps.repo, now(), deps.onStale);
+      } catch (err) {
+        deps.onError?.(err as Error);
+      }
+    })().finally(() => {
+      running = null;
+    });
+  };
+  run();
+  const timer = setInterval(run, deps.intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      stopped = true;
+      clearInterval(timer);
+      stopping.abort();
+      await running;
+    },
+  };
+}
