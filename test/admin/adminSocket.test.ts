@@ -4,7 +4,7 @@
  * server runs in this process on a real embedded data dir; the CLI runs in-process (runCli).
  */
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -219,6 +219,34 @@ describe('finding 1: a client transaction cannot enclose the server’s writes',
       (await runCli('audit', 'list', '--action', 'keys.revoke', '--json')).stdout,
     ) as { actor: string; target: string }[];
     expect(audit).toContainEqual(expect.objectContaining({ actor: 'alice', target: created.id }));
+  }, 120_000);
+
+  it('android revocations update FILE while serve runs: stored through the server, shown, audited', async () => {
+    const file = join(root, 'status.json');
+    writeFileSync(
+      file,
+      JSON.stringify({ entries: { c35747a084470c3135aeefe2b8d40cd6: { status: 'REVOKED' } } }),
+    );
+    const update = await runCli(
+      '--actor',
+      'alice',
+      'android',
+      'revocations',
+      'update',
+      file,
+      '--json',
+    );
+    expect(update.code, update.stderr).toBe(0);
+    expect(JSON.parse(update.stdout)).toEqual({ entries: 1, stored: true });
+    const show = await runCli('android', 'revocations', 'show', '--json');
+    expect(show.code, show.stderr).toBe(0);
+    expect(JSON.parse(show.stdout)).toMatchObject({ source: `file ${file}`, entries: 1 });
+    const audit = JSON.parse(
+      (await runCli('audit', 'list', '--action', 'android.revocations.update', '--json')).stdout,
+    ) as { actor: string; target: string }[];
+    expect(audit).toContainEqual(
+      expect.objectContaining({ actor: 'alice', target: 'status list' }),
+    );
   }, 120_000);
 });
 

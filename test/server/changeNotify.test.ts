@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
+import { createRevocationRepository } from '../../src/db/androidRevocations.js';
 import { rowsOf } from '../../src/db/client.js';
 import { sql } from 'drizzle-orm';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
@@ -80,6 +81,20 @@ describe.skipIf(!pg)('change notifications between two instances on PostgreSQL',
     expect((await init(b)).status).toBe(403);
   });
 
+  it('a new attestation status list stored through one connection is announced to both instances', async () => {
+    const heard = Promise.all([
+      nextChange(a, 'android_revocations'),
+      nextChange(b, 'android_revocations'),
+    ]);
+    const stored = await createRevocationRepository(db.db).replace(
+      new Map([[0xabcdefn, { status: 'REVOKED' }]]),
+      'file status.json',
+      new Date(),
+    );
+    expect(stored).toBe(true);
+    await heard;
+  });
+
   it('a key being used does not notify (last_used_at is not a change to announce)', async () => {
     const rows = rowsOf<{ tgname: string }>(
       await db.db.execute(
@@ -89,6 +104,7 @@ describe.skipIf(!pg)('change notifications between two instances on PostgreSQL',
     expect(rows.map((r) => r.tgname)).toEqual([
       'attest_android_key_pairs_changed',
       'attest_android_packages_changed',
+      'attest_android_revocations_changed',
       'attest_api_keys_changed',
       'attest_apple_apps_changed',
       'attest_dev_ca_changed',
