@@ -26,6 +26,8 @@ it('runs every scenario with correct answers and refuses the replays', async () 
     'play integrity, sessionless, result token',
     'app attest assertion, sessionless',
     'app attest registration',
+    'android-key assertion, sessionless',
+    'android-key registration',
     'garbage token',
     'session: init + verify',
   ]);

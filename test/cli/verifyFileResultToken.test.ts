@@ -188,10 +188,7 @@ describe('verify-file with a result token', () => {
   it('bad input is exit 2 with one line', async () => {
     const token = file('t.jwt', await sign(claims()));
     const cases: [string[], RegExp][] = [
-      [
-        ['--jwks', join(dir, 'missing.json')],
-        /cannot read the JWKS file .*missing\.json \(ENOENT\)/,
-      ],
+      [['--jwks', join(dir, 'missing.json')], /--jwks: cannot read .*missing\.json \(ENOENT\)/],
       [['--jwks', file('notjson.json', 'nope')], /is not JSON: give the key set/],
       [['--jwks', file('nokeys.json', '{"k": 1}')], /has no "keys" array/],
       [

@@ -11,12 +11,19 @@ const STATUS_LIST_MAX_BYTES = 16 * 1024 * 1024;
 
 /** `attest android`: the Android key attestation status list. */
 export function androidCommand(): Command {
-  const android = new Command('android').description(
-    'Android hardware key attestation (android-key): the attestation status list',
-  );
+  const android = new Command('android')
+    .description('Android hardware key attestation (android-key): the attestation status list')
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ attest android revocations show\n  $ attest android revocations update status.json',
+    );
   const revocations = android
     .command('revocations')
-    .description("Google's attestation status list, kept in the database for every instance");
+    .description("Google's attestation status list, kept in the database for every instance")
+    .addHelpText(
+      'after',
+      '\nExamples:\n  $ attest android revocations show --json\n  $ attest android revocations update status.json',
+    );
 
   revocations
     .command('update')
@@ -73,6 +80,7 @@ Example:
     .command('show')
     .description('where the stored status list came from, when, and how many entries it has')
     .option('--json', 'print {"source","takenAt","updatedAt","entries"}')
+    .addHelpText('after', '\nExample:\n  $ attest android revocations show --json')
     .action(async (opts: { json?: boolean }) => {
       const info = await withAdmin((admin) => admin.run('android.revocations.show', {}));
       const view = info
