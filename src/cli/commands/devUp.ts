@@ -16,6 +16,7 @@ import { localAdmin } from '../admin.js';
 import { auditorFor, config, configProblem } from '../context.js';
 import { runtimeError, settingError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
+import { stopOnSignal } from './serve.js';
 import { APPLE_APP_ID } from './allowlist.js';
 
 /** The development data dir `attest dev up` uses unless told otherwise. */
@@ -235,25 +236,6 @@ function invokedAs(): string {
 
 function shellWord(text: string): string {
   return /^[\w./:@%+=-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
-}
-
-/** Ctrl-C (or SIGTERM) closes the server; resolves once it is closed. */
-function stopOnSignal(server: RunningServer, logger: { info(m: string): void; flush(): void }) {
-  return new Promise<void>((done) => {
-    let stopping = false;
-    const stop = () => {
-      if (stopping) return;
-      stopping = true;
-      logger.info('shutting down');
-      setTimeout(() => process.exit(1), 10_000).unref();
-      server.close().finally(() => {
-        logger.flush();
-        done();
-      });
-    };
-    process.on('SIGINT', stop);
-    process.on('SIGTERM', stop);
-  });
 }
 
 function startProblem(err: unknown, cfg: Config): unknown {

@@ -85,24 +85,8 @@ Examples:
         // The handlers are in place before the line that says the server is up: whoever waits
         // for that line (a supervisor, a test) may stop the server at once, and a SIGTERM before
         // them would kill the process without closing (seen beside stress-ng: exit by signal).
-        const stopped = new Promise<void>((resolve) => {
-          let stopping = false;
-          const stop = () => {
-            // SIGINT and SIGTERM often come together (npx forwards one, the terminal sends the other)
-            if (stopping) return;
-            stopping = true;
-            logger.info('shutting down');
-            // a shutdown that hangs (a database that never answers) must still end the process
-            setTimeout(() => process.exit(1), 10_000).unref();
-            running.close().finally(() => {
-              logger.flush();
-              resolve();
-            });
-          };
-          process.on('SIGINT', stop);
-          process.on('SIGTERM', stop);
-          process.on('SIGHUP', () => logger.reopen());
-        });
+        const stopped = stopOnSignal(running, logger);
+        process.on('SIGHUP', () => logger.reopen());
         process.stderr.write(
           `attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`,
         );
@@ -117,4 +101,30 @@ function port(value: string): number {
   if (!Number.isInteger(n) || n < 0 || n > 65535)
     throw new InvalidArgumentError('a port is 0 to 65535');
   return n;
+}
+
+/**
+ * SIGINT or SIGTERM closes `server` (once: npx forwards one signal, the terminal sends the other).
+ * Resolves once the server is closed.
+ */
+export function stopOnSignal(
+  server: { close(): Promise<void> },
+  logger: { info(message: string): void; flush(): void },
+): Promise<void> {
+  return new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = () => {
+      if (stopping) return;
+      stopping = true;
+      logger.info('shutting down');
+      // a shutdown that hangs (a database that never answers) must still end the process
+      setTimeout(() => process.exit(1), 10_000).unref();
+      server.close().finally(() => {
+        logger.flush();
+        resolve();
+      });
+    };
+    process.on('SIGINT', stop);
+    process.on('SIGTERM', stop);
+  });
 }
