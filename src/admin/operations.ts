@@ -30,6 +30,7 @@ import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus } from '../db/migrate.js';
 import { sealedUnderKeyId } from '../db/secrets.js';
 import type { SecretBox } from '../db/secretBox.js';
+import { createReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createResultKeyRepository, type ResultKeyRecord } from '../db/resultKeys.js';
 import { newResultSigningKey, ROTATION_DELAY_SECONDS } from '../core/resultToken.js';
@@ -257,6 +258,11 @@ export const OPERATIONS = {
     input: z.strictObject({ keyId: bytes.refine((b) => b.length === 32) }),
     changes: false,
     run: (ctx, { keyId }) => createAppleKeyRepository(ctx.handle.db).receipt(keyId),
+  }),
+  'apple.receipts.summary': operation({
+    input: z.strictObject({ at: z.date() }),
+    changes: false,
+    run: (ctx, { at }) => createReceiptRefreshQueue(ctx.handle.db).summary(at),
   }),
   'audit.list': operation({
     input: z.strictObject({

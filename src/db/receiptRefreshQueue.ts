@@ -3,6 +3,21 @@ import type { AppleEnvironment } from '../core/types.js';
 import type { ReceiptFacts } from '../core/apple/verifyReceipt.js';
 import { rowsOf, type Database } from './client.js';
 
+/** The refresh schedule at a glance: teams with DeviceCheck keys and stored receipts by state. */
+export interface ReceiptRefreshSummary {
+  /** teams with a DeviceCheck key (`attest apple credentials add`), and those Apple refused */
+  teams: number;
+  refusedTeams: number;
+  /** keys holding a receipt; those that can still be refreshed; those due now; those backing off */
+  receipts: number;
+  refreshable: number;
+  due: number;
+  failing: number;
+  lastRefreshedAt: Date | null;
+  /** keys by the outcome of their last attempt (refreshed, not-modified, ...) */
+  outcomes: Record<string, number>;
+}
+
 /** A key whose receipt is due for a refresh, claimed by one refresher. */
 export interface DueReceipt {
   keyId: Uint8Array;
@@ -21,6 +36,52 @@ export interface DueReceipt {
 export function createReceiptRefreshQueue(db: Database) {
   const ts = (d: Date) => d.toISOString();
   return {
+    /** Where the refresh schedule stands at `now`, for `attest status`: one statement. */
+    async summary(now: Date): Promise<ReceiptRefreshSummary> {
+      const [row] = rowsOf<{
+        teams: number;
+        refused_teams: number;
+        receipts: number;
+        refreshable: number;
+        due: number;
+        failing: number;
+        last_refreshed_at: Date | string | null;
+        outcomes: Record<string, number> | string | null;
+      }>(
+        await db.execute(sql`
+          select
+            (select count(*)::int from apple_credentials) as teams,
+            (select count(*)::int from apple_credentials where rejected_at is not null) as refused_teams,
+            count(*)::int as receipts,
+            (count(*) filter (where receipt_refreshable and receipt_problem is null))::int as refreshable,
+            (count(*) filter (where receipt_refreshable and receipt_problem is null
+              and receipt_next_attempt_at <= ${ts(now)}::timestamptz))::int as due,
+            (count(*) filter (where receipt_failures > 0))::int as failing,
+            max(receipt_refreshed_at) as last_refreshed_at,
+            (select jsonb_object_agg(o, n) from (
+              select receipt_last_outcome as o, count(*)::int as n from apple_keys
+              where receipt_last_outcome is not null group by receipt_last_outcome) g) as outcomes
+          from apple_keys where receipt is not null`),
+      );
+      const outcomes =
+        typeof row!.outcomes === 'string' ? JSON.parse(row!.outcomes) : row!.outcomes;
+      return {
+        teams: Number(row!.teams),
+        refusedTeams: Number(row!.refused_teams),
+        receipts: Number(row!.receipts),
+        refreshable: Number(row!.refreshable),
+        due: Number(row!.due),
+        failing: Number(row!.failing),
+        lastRefreshedAt: row!.last_refreshed_at ? new Date(row!.last_refreshed_at) : null,
+        outcomes: Object.fromEntries(
+          Object.entries((outcomes ?? {}) as Record<string, unknown>).map(([k, v]) => [
+            k,
+            Number(v),
+          ]),
+        ),
+      };
+    },
+
     /**
      * Claims up to `limit` due receipts: valid, refreshable, due at `now`, of keys used within
      * `horizonDays`, of teams with a DeviceCheck key.

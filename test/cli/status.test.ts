@@ -64,6 +64,9 @@ describe('attest status', { timeout: 120_000 }, () => {
     expect(after.report.schema).toMatchObject({ pending: 0, state: 'current' });
     expect(after.report.masterKeyId).toMatch(/^[0-9a-f]{16}$/);
     expect(after.report.testKeys).toBe('off');
+    // db migrate stores no status list (serve does) and there are no receipts yet
+    expect(after.report.revocationList).toBeNull();
+    expect(after.report.receipts).toMatchObject({ teams: 0, receipts: 0 });
 
     const server = await startServer(
       { ...loadConfig({}, {}), dataDir: join(dir, 'data'), port: 0, host: '127.0.0.1' },
@@ -78,9 +81,23 @@ describe('attest status', { timeout: 120_000 }, () => {
         address: expect.stringMatching(/admin\.sock$/),
       });
       expect(serving.report.masterKeyId).toBe(after.report.masterKeyId);
+      // serve stored the shipped status list; the tests' environment never refreshes it
+      expect(serving.report.revocationList).toMatchObject({
+        source: expect.stringMatching(/^snapshot \d{4}-\d{2}-\d{2}$/),
+        refreshFrom: null,
+        entries: expect.any(Number),
+      });
+      expect(serving.report.revocationList!.ageSeconds).toBeGreaterThan(0);
+      expect(serving.report.receipts).toMatchObject({ teams: 0, receipts: 0, due: 0 });
       const text = await runCli('status');
       expect(text.stdout).toMatch(new RegExp(`^server +.*\\b${process.pid}\\b`, 'm'));
       expect(text.stdout).toMatch(/^test keys +off/m);
+      expect(text.stdout).toMatch(
+        /^revocations +snapshot \S+, taken \d+ \w+ ago, \d+ entries; not refreshed \(ATTEST_ANDROID_REVOCATION_URL=off\)$/m,
+      );
+      expect(text.stdout).toMatch(
+        /^receipts +0 stored, 0 due, 0 backing off; not refreshed: no DeviceCheck key/m,
+      );
     } finally {
       await server.close();
     }
@@ -111,6 +128,7 @@ describe('attest status', { timeout: 120_000 }, () => {
           database: { kind: 'postgres', reachable: true },
           schema: { state: 'current', pending: 0 },
           server: null,
+          receipts: { failing: 0 },
         });
       } finally {
         await db.close();

@@ -158,6 +158,39 @@ describe.each(backends())('the refresher on $name', (backend) => {
     expect((await createAppleKeyRepository(handle.db).find(v.keyId))?.riskMetric).toBe(2);
   });
 
+  it('the summary attest status shows: teams, receipts due, backing off, last refresh, outcomes', async () => {
+    const summary = () => createReceiptRefreshQueue(handle.db).summary(clock);
+    clock = after(first.check.creationTime!.parsed, 5);
+    expect(await summary()).toEqual({
+      teams: 0,
+      refusedTeams: 0,
+      receipts: 0,
+      refreshable: 0,
+      due: 0,
+      failing: 0,
+      lastRefreshedAt: null,
+      outcomes: {},
+    });
+    await register();
+    await addCredential();
+    expect(await summary()).toMatchObject({ teams: 1, receipts: 1, refreshable: 1, due: 1 });
+    fake.answers.push({ status: 200, receipt: first.bytes });
+    expect(await refresher().runOnce()).toEqual({ claimed: 1, refreshed: 1 });
+    await register(v, randomBytes(32));
+    fake.answers.push({ status: 500 });
+    expect(await refresher().runOnce()).toEqual({ claimed: 1, server_error: 1 });
+    expect(await summary()).toEqual({
+      teams: 1,
+      refusedTeams: 0,
+      receipts: 2,
+      refreshable: 2,
+      due: 0,
+      failing: 1,
+      lastRefreshedAt: clock,
+      outcomes: { refreshed: 1, server_error: 1 },
+    });
+  });
+
   it('not-before: nothing is sent before the next refresh; then the stored receipt is sent', async () => {
     await register();
     await addCredential();
@@ -214,6 +247,10 @@ describe.each(backends())('the refresher on $name', (backend) => {
     expect(refusals).toHaveLength(1);
     const [credential] = await createAppleCredentialRepository(handle.db, TEST_SECRETS).list();
     expect(credential!.rejectedAt).not.toBeNull();
+    expect(await createReceiptRefreshQueue(handle.db).summary(clock)).toMatchObject({
+      teams: 1,
+      refusedTeams: 1,
+    });
     // the right key: accepted, the mark is cleared
     await addCredential();
     clock = new Date(clock.getTime() + DAY);
