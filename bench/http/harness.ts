@@ -80,6 +80,12 @@ export interface ScenarioResult {
   target: 'hello' | 'attest';
   /** the yardstick only: req/s of its run before the scenarios and of its run after them */
   helloRuns?: [number, number];
+  /**
+   * the attest server's own view of the run (its /metrics, scraped just before and just after):
+   * event-loop delay p99 and max (prom-client's monitorEventLoopDelay, reset by each scrape), and
+   * the GC pauses in between (count and total ms)
+   */
+  server?: { loopDelayP99Ms: number; loopDelayMaxMs: number; gcCount: number; gcMs: number };
   sampleWrong?: string;
 }
 
@@ -475,6 +481,26 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       },
     ];
 
+    const scrape = async () => {
+      const text = await (await fetch(new URL('/metrics', server!.url))).text();
+      const value = (name: string) =>
+        Number(new RegExp(`^attest_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+      let gcCount = 0;
+      let gcSeconds = 0;
+      for (const m of text.matchAll(
+        /^attest_nodejs_gc_duration_seconds_(count|sum)\{[^}]*\} (\S+)$/gm,
+      )) {
+        if (m[1] === 'count') gcCount += Number(m[2]);
+        else gcSeconds += Number(m[2]);
+      }
+      return {
+        loopDelayP99Ms: value('nodejs_eventloop_lag_p99_seconds') * 1000,
+        loopDelayMaxMs: value('nodejs_eventloop_lag_max_seconds') * 1000,
+        gcCount,
+        gcMs: gcSeconds * 1000,
+      };
+    };
+
     const run = async (
       scenario: Scenario,
       connections: number,
@@ -497,6 +523,8 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         }
       };
       const pid = target.child.pid!;
+      // a scrape resets the server's event-loop delay histogram: what the next one reads is this run's
+      const before = record && scenario.target === 'attest' ? await scrape() : undefined;
       const cpuBefore = cpuMs(pid);
       const started = performance.now();
       const amount =
@@ -516,6 +544,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         ((amount ? lastAnswerAt || performance.now() : performance.now()) - started) / 1000;
       const cpu = cpuMs(pid) - cpuBefore;
       if (!record) return undefined;
+      const after = before ? await scrape() : undefined;
       // a session round trip is two requests; the scenario counts completed verifications
       const requests = result.requests.total;
       return {
@@ -532,6 +561,16 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         p99: result.latency.p99,
         cpuMsPerRequest: cpu / Math.max(1, correct),
         ratio: NaN,
+        ...(before && after
+          ? {
+              server: {
+                loopDelayP99Ms: after.loopDelayP99Ms,
+                loopDelayMaxMs: after.loopDelayMaxMs,
+                gcCount: after.gcCount - before.gcCount,
+                gcMs: after.gcMs - before.gcMs,
+              },
+            }
+          : {}),
         ...(sampleWrong ? { sampleWrong } : {}),
       };
     };
@@ -539,7 +578,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     const results: ScenarioResult[] = [];
     const report = (r: ScenarioResult) =>
       log(
-        `${r.scenario.padEnd(34)} c=${String(r.connections).padStart(2)}  ${r.rps.toFixed(0).padStart(6)}/s  p50 ${r.p50} ms  p99 ${r.p99} ms  ${r.cpuMsPerRequest.toFixed(2)} ms CPU  correct ${r.correct} wrong ${r.wrong} errors ${r.errors}`,
+        `${r.scenario.padEnd(34)} c=${String(r.connections).padStart(2)}  ${r.rps.toFixed(0).padStart(6)}/s  p50 ${r.p50} ms  p99 ${r.p99} ms  ${r.cpuMsPerRequest.toFixed(2)} ms CPU  correct ${r.correct} wrong ${r.wrong} errors ${r.errors}${r.server ? `  loop p99 ${r.server.loopDelayP99Ms.toFixed(1)} ms  GC ${r.server.gcCount}x ${r.server.gcMs.toFixed(0)} ms` : ''}`,
       );
     for (const connections of options.connections) {
       for (const scenario of scenarios) {

@@ -1,13 +1,102 @@
-/** The benchmark's outputs: a terminal table, and an SVG bar chart of throughput per scenario. */
-import type { BenchResult } from './harness.js';
+/**
+ * The benchmark's outputs: a terminal table, the verdict on each target of the performance round
+ * (met / missed), and an SVG bar chart of throughput per scenario.
+ */
+import type { BenchResult, ScenarioResult } from './harness.js';
+
+/** One target of docs/benchmark-http.md, judged on a run. */
+export interface Verdict {
+  target: string;
+  goal: string;
+  measured: string;
+  /** null: the run did not include what the target needs */
+  met: boolean | null;
+}
+
+/** The concurrency the targets are stated at. */
+export const TARGET_CONNECTIONS = 64;
+const REGISTRATION = /registration/;
+
+/**
+ * Each target of the round, judged on `result` at 64 connections: throughput as a share of the
+ * same run's hello-world, server CPU per answer, p99 of every scenario but the registrations,
+ * the result-token cost against the same verify without, and the server's RSS after the run.
+ */
+export function verdicts(result: BenchResult, connections = TARGET_CONNECTIONS): Verdict[] {
+  const at = result.results.filter((r) => r.connections === connections);
+  const find = (name: string) => at.find((r) => r.scenario === name);
+  const pct = (x: number) => `${(x * 100).toFixed(1)}%`;
+  const out: Verdict[] = [];
+  const ratio = (target: string, name: string, min: number) => {
+    const r = find(name);
+    out.push({
+      target,
+      goal: `>= ${pct(min)}`,
+      measured: r ? pct(r.ratio) : 'not run',
+      met: r ? r.ratio >= min : null,
+    });
+  };
+  ratio('init', 'init', 0.8);
+  ratio('Play Integrity, sessionless', 'play integrity, sessionless', 0.5);
+  ratio('App Attest assertion, sessionless', 'app attest assertion, sessionless', 0.5);
+  const assertion = find('app attest assertion, sessionless');
+  out.push({
+    target: 'App Attest assertion, CPU per answer',
+    goal: '<= 0.30 ms',
+    measured: assertion ? `${assertion.cpuMsPerRequest.toFixed(2)} ms` : 'not run',
+    met: assertion ? assertion.cpuMsPerRequest <= 0.3 : null,
+  });
+  ratio('App Attest registration', 'app attest registration', 0.15);
+  ratio('android-key assertion, sessionless', 'android-key assertion, sessionless', 0.5);
+  ratio('android-key registration', 'android-key registration', 0.12);
+  const plain = find('play integrity, sessionless');
+  const signed = find('play integrity, sessionless, result token');
+  out.push({
+    target: 'verify with a result-token key vs without',
+    goal: '>= 90.0% of its throughput',
+    measured: plain && signed ? pct(signed.rps / plain.rps) : 'not run',
+    met: plain && signed ? signed.rps / plain.rps >= 0.9 : null,
+  });
+  ratio('garbage token', 'garbage token', 0.9);
+  const tails = at.filter((r) => r.target === 'attest' && !REGISTRATION.test(r.scenario));
+  const worst = tails.reduce<ScenarioResult | undefined>(
+    (w, r) => (!w || r.p99 > w.p99 ? r : w),
+    undefined,
+  );
+  out.push({
+    target: 'p99, every scenario but registrations',
+    goal: '<= 30 ms',
+    measured: worst ? `${worst.p99} ms (worst: ${worst.scenario})` : 'not run',
+    met: worst ? worst.p99 <= 30 : null,
+  });
+  out.push({
+    target: 'server RSS after the whole run',
+    goal: '<= 160 MB',
+    measured: `${result.serverRssAfterMb.toFixed(0)} MB`,
+    met: Number.isFinite(result.serverRssAfterMb) ? result.serverRssAfterMb <= 160 : null,
+  });
+  return out;
+}
+
+/** The verdicts as a Markdown table. */
+export function verdictTable(list: readonly Verdict[], connections = TARGET_CONNECTIONS): string {
+  return [
+    `| target (${connections} connections) | goal | measured | verdict |`,
+    '|---|---|---|---|',
+    ...list.map(
+      (v) =>
+        `| ${v.target} | ${v.goal} | ${v.measured} | ${v.met === null ? 'not run' : v.met ? 'met' : 'missed'} |`,
+    ),
+  ].join('\n');
+}
 
 export function table(result: BenchResult): string {
   const head =
-    '| scenario | conns | req/s | vs hello | p50 ms | p99 ms | CPU ms/req | correct | wrong | errors |';
-  const rule = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+    '| scenario | conns | req/s | vs hello | p50 ms | p99 ms | CPU ms/req | loop delay p99 ms | GC pauses | correct | wrong | errors |';
+  const rule = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = result.results.map(
     (r) =>
-      `| ${r.scenario}${r.helloRuns ? ' (better of 2)' : ''} | ${r.connections} | ${r.rps.toFixed(0)} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.cpuMsPerRequest.toFixed(2)} | ${r.correct} | ${r.wrong} | ${r.errors} |`,
+      `| ${r.scenario}${r.helloRuns ? ' (better of 2)' : ''} | ${r.connections} | ${r.rps.toFixed(0)} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.cpuMsPerRequest.toFixed(2)} | ${r.server ? r.server.loopDelayP99Ms.toFixed(1) : '-'} | ${r.server ? `${r.server.gcCount} / ${r.server.gcMs.toFixed(0)} ms` : '-'} | ${r.correct} | ${r.wrong} | ${r.errors} |`,
   );
   return [
     `database ${result.database}, node ${result.node}, load before ${result.loadBefore.join(' ')} / after ${result.loadAfter.join(' ')}`,

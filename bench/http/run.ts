@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runHttpBench } from './harness.js';
-import { svgChart, table } from './report.js';
+import { svgChart, table, verdicts, verdictTable } from './report.js';
 
 const { values } = parseArgs({
   options: {
@@ -54,8 +54,10 @@ const result = await runHttpBench({
   log: (line) => console.error(line),
 });
 console.log(table(result));
+const judged = verdicts(result);
+console.log(`\n${verdictTable(judged)}`);
 const base = join(out, `http-${result.database}`);
-writeFileSync(`${base}.json`, `${JSON.stringify(result, null, 2)}\n`);
+writeFileSync(`${base}.json`, `${JSON.stringify({ ...result, verdicts: judged }, null, 2)}\n`);
 writeFileSync(`${base}.svg`, `${svgChart(result)}\n`);
 console.log(`\nwrote ${base}.json and ${base}.svg`);
 const failed = result.results.filter(

@@ -5,7 +5,8 @@
  */
 import { beforeAll, expect, it } from 'vitest';
 import { runHttpBench } from '../../bench/http/harness.js';
-import { svgChart, table } from '../../bench/http/report.js';
+import type { BenchResult, ScenarioResult } from '../../bench/http/harness.js';
+import { svgChart, table, verdicts, verdictTable } from '../../bench/http/report.js';
 import { buildOnce } from '../support/binary.js';
 
 // the benchmark runs the built binary, as `npm run bench:http` builds it
@@ -40,7 +41,18 @@ it('runs every scenario with correct answers and refuses the replays', async () 
     }).toEqual({ scenario: r.scenario, wrong: 0, errors: 0, sample: undefined });
     expect(r.correct, r.scenario).toBeGreaterThan(0);
     expect(r.ratio, r.scenario).toBeGreaterThan(0);
+    // the server's own view of each of its runs: event-loop delay and GC pauses in between
+    if (r.target === 'attest') {
+      expect(r.server!.loopDelayP99Ms, r.scenario).toBeGreaterThan(0);
+      expect(r.server!.gcCount, r.scenario).toBeGreaterThanOrEqual(0);
+      expect(r.server!.gcMs, r.scenario).toBeGreaterThanOrEqual(0);
+    } else expect(r.server).toBeUndefined();
   }
+  // every target can be judged on a run of every scenario
+  const judged = verdicts(result, 2);
+  expect(judged).toHaveLength(11);
+  for (const v of judged) expect(typeof v.met, v.target).toBe('boolean');
+  expect(verdictTable(judged, 2)).toMatch(/^\| target \(2 connections\) \|/);
   expect(result.results.find((r) => r.scenario === 'app attest registration')!.correct).toBe(6);
   // the used assertion and registration, sent again, are refused: the counter and the key were stored
   expect(result.replay.assertion).toBe('200 {"isValid":false,"statusCode":0}');
@@ -55,3 +67,48 @@ it('runs every scenario with correct answers and refuses the replays', async () 
   expect(table(result)).toContain('| hello-world (better of 2) | 2 |');
   expect(svgChart(result)).toMatch(/^<svg[\s\S]*<\/svg>$/);
 }, 240_000);
+
+it('judges each target: met at the bound, missed below it, not run when its scenario is absent', () => {
+  const row = (scenario: string, ratio: number, extra: Partial<ScenarioResult> = {}) =>
+    ({
+      scenario,
+      connections: 64,
+      ratio,
+      rps: ratio * 1000,
+      p99: 20,
+      cpuMsPerRequest: 0.3,
+      target: scenario === 'hello-world' ? 'hello' : 'attest',
+      ...extra,
+    }) as ScenarioResult;
+  const result = {
+    serverRssAfterMb: 161,
+    results: [
+      row('hello-world', 1, { p99: 99 }),
+      row('init', 0.8),
+      row('play integrity, sessionless', 0.499),
+      row('play integrity, sessionless, result token', 0.45),
+      row('app attest assertion, sessionless', 0.5, { cpuMsPerRequest: 0.31 }),
+      row('app attest registration', 0.15, { p99: 300 }),
+      row('garbage token', 0.95, { p99: 31 }),
+    ],
+  } as BenchResult;
+  const byTarget = Object.fromEntries(verdicts(result).map((v) => [v.target, v.met]));
+  expect(byTarget).toEqual({
+    init: true,
+    'Play Integrity, sessionless': false,
+    'App Attest assertion, sessionless': true,
+    'App Attest assertion, CPU per answer': false,
+    'App Attest registration': true,
+    'android-key assertion, sessionless': null,
+    'android-key registration': null,
+    // 450 of 499 req/s: 90.2%
+    'verify with a result-token key vs without': true,
+    'garbage token': true,
+    // the garbage token's 31 ms, not the hello-world's or the registration's
+    'p99, every scenario but registrations': false,
+    'server RSS after the whole run': false,
+  });
+  expect(verdicts(result).find((v) => v.target.startsWith('p99'))!.measured).toBe(
+    '31 ms (worst: garbage token)',
+  );
+});
