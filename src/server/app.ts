@@ -23,6 +23,7 @@ import { requestLog } from './middleware/requestLog.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { createApiDocs } from './apiDocs.js';
 import { readBody, TOO_LARGE } from './readBody.js';
+import { requestHeader } from './requestHeader.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
 import { parseVerifyRequest } from './verifyRequest.js';
 
@@ -138,7 +139,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
         STATUS_INVALID_REQUEST,
         `Request body larger than ${BODY_LIMIT_BYTES} bytes`,
       );
-    if (!/^application\/json\s*(;|$)/i.test(c.req.header('content-type') ?? '')) {
+    if (!/^application\/json\s*(;|$)/i.test(requestHeader(c, 'content-type') ?? '')) {
       return errorBody(c, 400, STATUS_INVALID_REQUEST, 'Content-Type must be application/json');
     }
     let json: unknown;

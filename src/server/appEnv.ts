@@ -36,5 +36,12 @@ export type AppEnv = {
     /** the key's valid verifies carry a result token */
     resultTokens: boolean;
   };
-  Bindings: { incoming?: { socket?: { remoteAddress?: string } } };
+  /** what @hono/node-server passes: Node's request and response (absent under app.request) */
+  Bindings: {
+    incoming?: {
+      socket?: { remoteAddress?: string };
+      headersDistinct?: Record<string, string[] | undefined>;
+    };
+    outgoing?: { setHeader(name: string, value: string): unknown };
+  };
 };

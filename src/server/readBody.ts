@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
 import type { AppEnv } from './appEnv.js';
+import { requestHeader } from './requestHeader.js';
 
 /** The body was larger than the limit (answer 413). */
 export const TOO_LARGE = Symbol('too large');
@@ -16,10 +17,10 @@ export async function readBody(
   c: Context<AppEnv>,
   limit: number,
 ): Promise<Uint8Array | typeof TOO_LARGE> {
-  const length = c.req.header('content-length');
+  const length = requestHeader(c, 'content-length');
   if (
     length !== undefined &&
-    c.req.header('transfer-encoding') === undefined &&
+    requestHeader(c, 'transfer-encoding') === undefined &&
     Number.parseInt(length, 10) > limit
   )
     return TOO_LARGE;

@@ -95,6 +95,39 @@ describe.each(targets)('startServer on $name', (target) => {
     expect(running.logs.lines.some((l) => l.msg === 'listening')).toBe(true);
   });
 
+  it('over a real socket every answer carries the request id once: a valid given one echoed, else a new UUID', async () => {
+    const { url } = running.server;
+    const cases: [string, RequestInit, number][] = [
+      ['/api/v1/attestation/init', { method: 'POST', headers: { 'X-Api-Key': key } }, 200],
+      ['/api/v1/attestation/init', { method: 'POST' }, 401],
+      ['/api/v1/nothing-here', { method: 'POST', headers: { 'X-Api-Key': key } }, 404],
+      [
+        '/api/v1/attestation/verify',
+        { method: 'POST', headers: { 'X-Api-Key': key, 'Content-Type': 'text/plain' }, body: '{}' },
+        400,
+      ],
+      ['/healthz', {}, 200],
+    ];
+    for (const [path, init, status] of cases) {
+      const given = `req-${status}-${path.length}`;
+      const echoed = await fetch(`${url}${path}`, {
+        ...init,
+        headers: { ...(init.headers as Record<string, string>), 'X-Request-Id': given },
+      });
+      expect(echoed.status, path).toBe(status);
+      // a second copy would read as "id, id"
+      expect(echoed.headers.get('x-request-id'), path).toBe(given);
+      expect(running.logs.last()).toMatchObject({ requestId: given, status });
+      const fresh = await fetch(`${url}${path}`, {
+        ...init,
+        headers: { ...(init.headers as Record<string, string>), 'X-Request-Id': 'has spaces' },
+      });
+      expect(fresh.headers.get('x-request-id'), path).toMatch(
+        /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+      );
+    }
+  });
+
   it('init, then verify over a real socket; the retry is rejected', async () => {
     const { url } = running.server;
     const initRes = await fetch(`${url}/api/v1/attestation/init`, {

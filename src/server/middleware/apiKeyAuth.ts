@@ -2,6 +2,7 @@ import { createMiddleware } from 'hono/factory';
 import type { ApiKeyAuthenticator } from '../apiKeyAuthenticator.js';
 import type { AppEnv } from '../appEnv.js';
 import { errorBody, STATUS_INTERNAL_ERROR } from '../errorBody.js';
+import { requestHeader } from '../requestHeader.js';
 
 /**
  * Checks `X-API-Key` before anything else it guards and sets `keyId` and `mode` for the handlers.
@@ -16,7 +17,7 @@ export const apiKeyAuth = (opts: {
 }) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const address = c.env?.incoming?.socket?.remoteAddress;
-    const result = await opts.auth.authenticate(c.req.header('x-api-key'), {
+    const result = await opts.auth.authenticate(requestHeader(c, 'x-api-key'), {
       address,
       backend: c.get('backend'),
     });

@@ -3,6 +3,7 @@ import { createMiddleware } from 'hono/factory';
 import type { Logger } from 'pino';
 import type { AppEnv, RequestLog } from '../appEnv.js';
 import type { Metrics } from '../metrics.js';
+import { requestHeader } from '../requestHeader.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -18,7 +19,7 @@ export const requestLog = (opts: {
 }) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const started = performance.now();
-    const given = c.req.header('x-request-id');
+    const given = requestHeader(c, 'x-request-id');
     const requestId = given && REQUEST_ID.test(given) ? given : randomUUID();
     const path = c.req.path;
     const log: RequestLog = {
@@ -27,10 +28,14 @@ export const requestLog = (opts: {
       route: path in opts.routes ? path : 'unmatched',
     };
     c.set('log', log);
+    // on Node's response before Hono makes one: a header set on Hono's answer turns its plain
+    // header object into a web Headers that the adapter then converts back (docs/benchmark-http.md)
+    const outgoing = c.env?.outgoing;
+    outgoing?.setHeader('X-Request-Id', requestId);
     try {
       await next();
     } finally {
-      c.res.headers.set('X-Request-Id', requestId);
+      if (!outgoing) c.res.headers.set('X-Request-Id', requestId);
       const durationMs = Math.round((performance.now() - started) * 100) / 100;
       opts.metrics.observeRequest(log.route, c.req.method, c.res.status, durationMs / 1000);
       const level = c.res.status >= 500 ? 'error' : 'info';
