@@ -160,3 +160,42 @@ export function svgChart(result: BenchResult): string {
   out.push('</svg>');
   return out.join('\n');
 }
+
+const LABELS: Record<string, string> = {
+  'hello-world': 'hello-world (yardstick)',
+  init: '`init`',
+  'play integrity, sessionless': 'Play Integrity verify, sessionless',
+  'play integrity, sessionless, result token': 'the same, API key with result tokens',
+  'app attest assertion, sessionless': 'App Attest assertion verify, sessionless',
+  'app attest registration': 'App Attest registration (each key once)',
+  'android-key assertion, sessionless': 'android-key assertion verify, sessionless',
+  'android-key registration': 'android-key registration (each key once)',
+  'garbage token': 'garbage token (rejected)',
+  'session: init + verify': 'session approach (`init` + `verify`, per pair)',
+};
+
+/**
+ * The README's "Measured costs" from one run: every scenario at 64 connections, the verdict on
+ * each target, and the server's memory (written beside the JSON as http-<db>.md).
+ */
+export function readmeSection(result: BenchResult, connections = TARGET_CONNECTIONS): string {
+  const n = (x: number) => Math.round(x).toLocaleString('en-US').replace(/,/g, ' ');
+  const rows = result.results
+    .filter((r) => r.connections === connections)
+    .map(
+      (r) =>
+        `| ${LABELS[r.scenario] ?? r.scenario} | ${(r.ratio * 100).toFixed(1)}% | ${n(r.rps)} | ${r.p50} ms | ${r.p99} ms | ${r.cpuMsPerRequest.toFixed(2)} ms | ${r.server ? `${r.server.loopDelayP99Ms.toFixed(1)} ms` : '-'} |`,
+    );
+  const hello = result.results.find((r) => r.target === 'hello' && r.connections === connections);
+  return [
+    `${result.database === 'postgres' ? 'PostgreSQL' : 'Embedded PGlite'}, ${connections} connections, ${result.startedAt.slice(0, 10)}, Node ${result.node}, load average ${result.loadBefore[0] ?? '?'} before / ${result.loadAfter[0] ?? '?'} after; yardstick runs ${hello?.helloRuns?.map(n).join(' / ') ?? '?'} req/s (the better counts).`,
+    '',
+    '| scenario | vs hello-world | req/s | p50 | p99 | server CPU per answer | event-loop delay p99 |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | ---: |',
+    ...rows,
+    '',
+    verdictTable(verdicts(result, connections), connections),
+    '',
+    `Server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB.`,
+  ].join('\n');
+}

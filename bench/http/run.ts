@@ -5,7 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runHttpBench } from './harness.js';
-import { svgChart, table, verdicts, verdictTable } from './report.js';
+import { readmeSection, svgChart, table, verdicts, verdictTable } from './report.js';
 
 const { values } = parseArgs({
   options: {
@@ -59,7 +59,8 @@ console.log(`\n${verdictTable(judged)}`);
 const base = join(out, `http-${result.database}`);
 writeFileSync(`${base}.json`, `${JSON.stringify({ ...result, verdicts: judged }, null, 2)}\n`);
 writeFileSync(`${base}.svg`, `${svgChart(result)}\n`);
-console.log(`\nwrote ${base}.json and ${base}.svg`);
+writeFileSync(`${base}.md`, `${readmeSection(result)}\n`);
+console.log(`\nwrote ${base}.json, .svg and .md (the README's "Measured costs")`);
 const failed = result.results.filter(
   (r) =>
     r.wrong > 0 ||

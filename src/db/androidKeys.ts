@@ -6,6 +6,7 @@ import type {
   AndroidSecurityLevel,
 } from '../core/types.js';
 import { rowsOf, type Database } from './client.js';
+import { fixedStatement } from './fixedStatement.js';
 
 interface Row {
   key_id: Uint8Array;
@@ -22,9 +23,11 @@ interface Row {
   mode: string;
 }
 
-const COLUMNS = sql.raw(
-  'key_id, public_key, package_name, attestation_security_level, keymint_security_level, verified_boot_state, device_locked, verified_boot_key, os_patch_level, attestation_version, signature_digests, mode',
-);
+const COLUMN_LIST =
+  'key_id, public_key, package_name, attestation_security_level, keymint_security_level, verified_boot_state, device_locked, verified_boot_key, os_patch_level, attestation_version, signature_digests, mode';
+const COLUMNS = sql.raw(COLUMN_LIST);
+// every assertion reads its key: a fixed text (fixedStatement.ts)
+const FIND = fixedStatement<Row>(`select ${COLUMN_LIST} from android_keys where key_id = $1`);
 
 /**
  * Registered Android hardware-attested keys. Registration is one INSERT ... ON CONFLICT DO
@@ -35,11 +38,7 @@ export function createAndroidKeyRepository(
 ): AndroidKeyStore & { list(): Promise<AndroidKeyRecord[]> } {
   return {
     async find(keyId) {
-      const rows = rowsOf<Row>(
-        await db.execute(
-          sql`select ${COLUMNS} from android_keys where key_id = ${Buffer.from(keyId)}`,
-        ),
-      );
+      const rows = await FIND(db, [Buffer.from(keyId)]);
       return rows[0] ? toRecord(rows[0]) : null;
     },
 

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { AppleEnvironment, AppleKeyRecord, AppleKeyStore } from '../core/types.js';
 import { rowsOf, type Database } from './client.js';
+import { fixedStatement } from './fixedStatement.js';
 
 interface Row {
   key_id: Uint8Array;
@@ -14,9 +15,21 @@ interface Row {
   bundle_version: string | null;
 }
 
-const COLUMNS = sql.raw(
-  'key_id, public_key, app_id, environment, counter, mode, risk_metric, validation_category, bundle_version',
-);
+const COLUMN_LIST =
+  'key_id, public_key, app_id, environment, counter, mode, risk_metric, validation_category, bundle_version';
+const COLUMNS = sql.raw(COLUMN_LIST);
+
+// every assertion runs one of these: fixed texts (fixedStatement.ts)
+const FIND = fixedStatement<Row>(`select ${COLUMN_LIST} from apple_keys where key_id = $1`);
+const RAISE = fixedStatement<{ counter: string | number }>(`
+  update apple_keys set counter = $2, last_used_at = now()
+  where key_id = $1 and counter < $2
+  returning counter`);
+const RAISE_IF_UNCHANGED = fixedStatement<{ counter: string | number }>(`
+  update apple_keys set counter = $2, last_used_at = now()
+  where key_id = $1 and counter < $2
+    and public_key = $3 and app_id = $4 and environment = $5 and mode = $6
+  returning counter`);
 
 /** What is stored about a key's receipt (`attest apple receipts show`). */
 export interface AppleKeyReceiptView {
@@ -47,11 +60,7 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & {
 } {
   return {
     async find(keyId) {
-      const rows = rowsOf<Row>(
-        await db.execute(
-          sql`select ${COLUMNS} from apple_keys where key_id = ${Buffer.from(keyId)}`,
-        ),
-      );
+      const rows = await FIND(db, [Buffer.from(keyId)]);
       return rows[0] ? toRecord(rows[0]) : null;
     },
 
@@ -80,24 +89,18 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & {
     },
 
     async raiseCounter(keyId, counter) {
-      const rows = rowsOf<{ counter: string | number }>(
-        await db.execute(sql`
-          update apple_keys set counter = ${counter}, last_used_at = now()
-          where key_id = ${Buffer.from(keyId)} and counter < ${counter}
-          returning counter`),
-      );
-      return rows.length === 1;
+      return (await RAISE(db, [Buffer.from(keyId), counter])).length === 1;
     },
 
     async raiseCounterIfUnchanged(expected, counter) {
-      const rows = rowsOf<{ counter: string | number }>(
-        await db.execute(sql`
-          update apple_keys set counter = ${counter}, last_used_at = now()
-          where key_id = ${Buffer.from(expected.keyId)} and counter < ${counter}
-            and public_key = ${Buffer.from(expected.publicKey)} and app_id = ${expected.appId} and environment = ${expected.environment}
-            and mode = ${expected.mode ?? 'live'}
-          returning counter`),
-      );
+      const rows = await RAISE_IF_UNCHANGED(db, [
+        Buffer.from(expected.keyId),
+        counter,
+        Buffer.from(expected.publicKey),
+        expected.appId,
+        expected.environment,
+        expected.mode ?? 'live',
+      ]);
       return rows.length === 1;
     },
 

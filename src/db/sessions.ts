@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Database } from './client.js';
+import { fixedStatement } from './fixedStatement.js';
 
 // any constant works; it only has to be the same for every instance of attest
 const PRUNE_LOCK_ID = 0x70727565; // 'prue'
@@ -7,6 +8,27 @@ const PRUNE_LOCK_ID = 0x70727565; // 'prue'
 export type ConsumeResult =
   | { ok: true; serverNonce: Uint8Array }
   | { ok: false; reason: 'session_unknown' | 'session_consumed' | 'session_expired' };
+
+// init and a session's verify run these on every request: fixed texts (fixedStatement.ts)
+const CREATE = fixedStatement<{ expires_at: Date | string }>(`
+  insert into attestation_sessions (reference, api_key_id, server_nonce, expires_at)
+  select $1, $2, $3, now() + make_interval(secs => $4)
+  from (select set_config('synchronous_commit', 'off', true)) as async_commit
+  returning expires_at`);
+const CONSUME = fixedStatement<{
+  found: number;
+  server_nonce: Uint8Array | null;
+  expired: boolean | null;
+}>(`
+  with target as (
+    select reference from attestation_sessions where reference = $1 and api_key_id = $2
+  ), consumed as (
+    update attestation_sessions s set consumed_at = now()
+    from target where s.reference = target.reference and s.consumed_at is null
+    returning s.server_nonce, s.expires_at <= now() as expired
+  )
+  select (select count(*) from target)::int as found, consumed.server_nonce, consumed.expired
+  from (select 1) as one left join consumed on true`);
 
 /** Attestation sessions: created by init, consumed exactly once by verify. */
 export function createSessionRepository(db: Database) {
@@ -23,13 +45,12 @@ export function createSessionRepository(db: Database) {
       serverNonce: Uint8Array;
       ttlSeconds: number;
     }): Promise<{ expiresAt: Date }> {
-      const rows = rowsOf<{ expires_at: Date | string }>(
-        await db.execute(sql`
-          insert into attestation_sessions (reference, api_key_id, server_nonce, expires_at)
-          select ${input.reference}, ${input.apiKeyId}, ${Buffer.from(input.serverNonce)}, now() + make_interval(secs => ${input.ttlSeconds})
-          from (select set_config('synchronous_commit', 'off', true)) as async_commit
-          returning expires_at`),
-      );
+      const rows = await CREATE(db, [
+        input.reference,
+        input.apiKeyId,
+        Buffer.from(input.serverNonce),
+        input.ttlSeconds,
+      ]);
       return { expiresAt: new Date(rows[0]!.expires_at) };
     },
 
@@ -39,22 +60,7 @@ export function createSessionRepository(db: Database) {
      * left untouched. Concurrent calls: exactly one gets `ok`.
      */
     async consume(reference: string, apiKeyId: string): Promise<ConsumeResult> {
-      const rows = rowsOf<{
-        found: number;
-        server_nonce: Uint8Array | null;
-        expired: boolean | null;
-      }>(
-        await db.execute(sql`
-          with target as (
-            select reference from attestation_sessions where reference = ${reference} and api_key_id = ${apiKeyId}
-          ), consumed as (
-            update attestation_sessions s set consumed_at = now()
-            from target where s.reference = target.reference and s.consumed_at is null
-            returning s.server_nonce, s.expires_at <= now() as expired
-          )
-          select (select count(*) from target)::int as found, consumed.server_nonce, consumed.expired
-          from (select 1) as one left join consumed on true`),
-      );
+      const rows = await CONSUME(db, [reference, apiKeyId]);
       const row = rows[0];
       if (!row || row.found === 0) return { ok: false, reason: 'session_unknown' };
       if (row.server_nonce === null) return { ok: false, reason: 'session_consumed' };

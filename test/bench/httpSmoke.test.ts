@@ -6,7 +6,7 @@
 import { beforeAll, expect, it } from 'vitest';
 import { runHttpBench } from '../../bench/http/harness.js';
 import type { BenchResult, ScenarioResult } from '../../bench/http/harness.js';
-import { svgChart, table, verdicts, verdictTable } from '../../bench/http/report.js';
+import { readmeSection, svgChart, table, verdicts, verdictTable } from '../../bench/http/report.js';
 import { buildOnce } from '../support/binary.js';
 
 // the benchmark runs the built binary, as `npm run bench:http` builds it
@@ -53,6 +53,9 @@ it('runs every scenario with correct answers and refuses the replays', async () 
   expect(judged).toHaveLength(11);
   for (const v of judged) expect(typeof v.met, v.target).toBe('boolean');
   expect(verdictTable(judged, 2)).toMatch(/^\| target \(2 connections\) \|/);
+  const section = readmeSection(result, 2);
+  expect(section).toContain('| App Attest registration (each key once) |');
+  expect(section).toContain('| target (2 connections) |');
   expect(result.results.find((r) => r.scenario === 'app attest registration')!.correct).toBe(6);
   // the used assertion and registration, sent again, are refused: the counter and the key were stored
   expect(result.replay.assertion).toBe('200 {"isValid":false,"statusCode":0}');
