@@ -1,19 +1,27 @@
 /**
  * CPU time per Play Integrity verify and per result token, in process: `process.cpuUsage()` counts
- * every thread, so the libuv pool's WebCrypto jobs are in it (a wall-clock bench hides them).
- * Tokens run `CONCURRENCY` at a time, as under load; each row is the median of `ROUNDS` rounds.
- * Run: npx tsx bench/googleCpu.ts [filter]   (profile: node --cpu-prof --import tsx bench/googleCpu.ts)
+ * every thread, so the libuv pool's WebCrypto jobs are in it (a wall-clock bench hides them); the
+ * main thread's share is shown apart. Tokens run `CONCURRENCY` at a time, as under load; each row
+ * is the median of `ROUNDS` rounds. The jose rows compare CryptoKey and KeyObject inputs (jose 6
+ * turns a KeyObject into a CryptoKey: WebCrypto either way); the `floor:` rows are node:crypto's
+ * synchronous primitives on the same token, a yardstick only (the service keeps jose for JOSE).
+ * Run: npx tsx bench/googleCpu.ts [filter]
+ * Profile: node --cpu-prof --import tsx bench/googleCpu.ts "gms verify"
+ * The pool's size changes the figures a lot on few cores: try UV_THREADPOOL_SIZE=1, 2, 4.
  */
 import {
   createPrivateKey,
   createPublicKey,
+  createDecipheriv,
   createSecretKey,
   randomBytes,
+  sign as cryptoSign,
+  verify as cryptoVerify,
   randomUUID,
   webcrypto,
   type KeyObject,
 } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { compactDecrypt, CompactSign, compactVerify, SignJWT } from 'jose';
 import { createGoogleVerifier } from '../src/core/google/googleVerifier.js';
 import { KeyCache } from '../src/core/google/keyCache.js';
@@ -132,6 +140,47 @@ const signingInput = new TextEncoder().encode(
 );
 const ecdsa = { name: 'ECDSA', hash: 'SHA-256' };
 
+// the same token opened with node:crypto's synchronous primitives (the yardstick rows)
+const [jweHeader, encryptedKey, iv, ciphertext, tag] = integrityToken.split('.') as [
+  string,
+  string,
+  string,
+  string,
+  string,
+];
+const encryptedKeyBytes = Buffer.from(encryptedKey, 'base64url');
+const unwrapSync = () => {
+  const d = createDecipheriv(
+    'id-aes256-wrap',
+    aesKeyObject,
+    Buffer.from('A6A6A6A6A6A6A6A6', 'hex'),
+  );
+  return Buffer.concat([d.update(encryptedKeyBytes), d.final()]);
+};
+const cek = unwrapSync();
+const gcmSync = () => {
+  const d = createDecipheriv('aes-256-gcm', cek, Buffer.from(iv, 'base64url'));
+  d.setAAD(Buffer.from(jweHeader));
+  d.setAuthTag(Buffer.from(tag, 'base64url'));
+  return Buffer.concat([d.update(Buffer.from(ciphertext, 'base64url')), d.final()]);
+};
+const [jwsHeader, jwsPayload, jwsSignature] = new TextDecoder().decode(jws).split('.') as [
+  string,
+  string,
+  string,
+];
+const jwsInput = Buffer.from(`${jwsHeader}.${jwsPayload}`);
+const jwsSignatureBytes = Buffer.from(jwsSignature, 'base64url');
+const verifySync = () => {
+  const ok = cryptoVerify(
+    'sha256',
+    jwsInput,
+    { key: ecKeyObject, dsaEncoding: 'ieee-p1363' },
+    jwsSignatureBytes,
+  );
+  if (!ok) throw new Error('the yardstick does not verify');
+};
+
 const cases: [string, () => unknown][] = [
   [
     'gms verify, warm (the whole classic path)',
@@ -142,7 +191,7 @@ const cases: [string, () => unknown][] = [
     () => openIntegrityToken(integrityToken, [pair], importPair),
   ],
   [
-    'jose compactDecrypt + compactVerify (the floor of the two above)',
+    'jose compactDecrypt + compactVerify, CryptoKey',
     async () => {
       const { plaintext } = await compactDecrypt(
         integrityToken,
@@ -152,7 +201,6 @@ const cases: [string, () => unknown][] = [
       await compactVerify(plaintext, imported.verificationKey!, { algorithms: ['ES256'] });
     },
   ],
-  ['keyCache.get', () => keyCache.get(pair)],
   [
     'jose compactDecrypt, CryptoKey',
     () => compactDecrypt(integrityToken, imported.decryptionKey!, JWE_OPTIONS),
@@ -169,7 +217,9 @@ const cases: [string, () => unknown][] = [
     'jose compactVerify, KeyObject',
     () => compactVerify(jws, ecKeyObject, { algorithms: ['ES256'] }),
   ],
+  ['keyCache.get', () => keyCache.get(pair)],
   ['parsePlayIntegrityPayload', () => parsePlayIntegrityPayload(payloadBytes)],
+  ['floor: AES-KW unwrap + AES-GCM + ECDSA verify', () => (unwrapSync(), gcmSync(), verifySync())],
   ['result token: signer.sign', () => signer.sign(signInput)],
   ['result token: resultClaims only', claims],
   [
@@ -181,15 +231,27 @@ const cases: [string, () => unknown][] = [
     () => new SignJWT(claims() as never).setProtectedHeader(header).sign(ecPrivateKeyObject),
   ],
   [
-    'floor: subtle.sign ES256 alone',
-    () => webcrypto.subtle.sign(ecdsa, ecPrivateCryptoKey, signingInput),
-  ],
-  [
     'result token: CompactSign of claims JSON, CryptoKey',
     () =>
       new CompactSign(new TextEncoder().encode(JSON.stringify(claims())))
         .setProtectedHeader(header)
         .sign(ecPrivateCryptoKey),
+  ],
+  [
+    'result token: CompactSign of claims JSON, KeyObject',
+    () =>
+      new CompactSign(new TextEncoder().encode(JSON.stringify(claims())))
+        .setProtectedHeader(header)
+        .sign(ecPrivateKeyObject),
+  ],
+  [
+    'floor: WebCrypto subtle.sign ES256 alone',
+    () => webcrypto.subtle.sign(ecdsa, ecPrivateCryptoKey, signingInput),
+  ],
+  [
+    'floor: node:crypto sign ES256, synchronous',
+    () =>
+      cryptoSign('sha256', signingInput, { key: ecPrivateKeyObject, dsaEncoding: 'ieee-p1363' }),
   ],
 ];
 
