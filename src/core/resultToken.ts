@@ -1,4 +1,4 @@
-import { createHash, createPublicKey, generateKeyPairSync } from 'node:crypto';
+import { createPublicKey, generateKeyPairSync, hash } from 'node:crypto';
 import {
   calculateJwkThumbprint,
   compactVerify,
@@ -84,7 +84,7 @@ export function resultClaims(input: {
     jti: input.jti,
     service,
     approach: input.approach,
-    nonce: createHash('sha256').update(input.nonce).digest('base64url'),
+    nonce: hash('sha256', input.nonce, 'base64url'),
     details,
   };
 }

@@ -1,5 +1,5 @@
 import { randomUUID, webcrypto } from 'node:crypto';
-import { SignJWT } from 'jose';
+import { CompactSign, type CompactJWSHeaderParameters } from 'jose';
 import {
   newResultSigningKey,
   publicJwk,
@@ -12,6 +12,8 @@ import {
 import type { PlatformDetails } from '../core/types.js';
 import type { Auditor } from '../db/audit.js';
 import type { ResultKeyRecord, ResultKeyRepository } from '../db/resultKeys.js';
+
+const encoder = new TextEncoder();
 
 /** What signing needs of the key store (src/db/resultKeys.ts). */
 export type ResultKeySource = Pick<ResultKeyRepository, 'list' | 'open' | 'createFirst'>;
@@ -48,6 +50,8 @@ interface Snapshot {
     signingAt: number;
     /** local clock: retired then (null: the newest key) */
     retiredAt: number | null;
+    /** the protected header of the tokens it signs */
+    header: CompactJWSHeaderParameters;
   }[];
 }
 
@@ -78,6 +82,7 @@ export function createResultTokenSigner(options: ResultTokenSignerOptions) {
         jwk,
         signingAt: readAt + record.signingInMs,
         retiredAt: record.retiredMsAgo === null ? null : readAt - record.retiredMsAgo,
+        header: { alg: RESULT_TOKEN_ALG, typ: RESULT_TOKEN_TYPE, kid: record.id },
       };
     });
     return { readAt, keys };
@@ -146,8 +151,12 @@ export function createResultTokenSigner(options: ResultTokenSignerOptions) {
         ttlSeconds: options.ttlSeconds,
         jti: randomUUID(),
       });
-      return new SignJWT(claims as unknown as Record<string, unknown>)
-        .setProtectedHeader({ alg: RESULT_TOKEN_ALG, typ: RESULT_TOKEN_TYPE, kid: key.record.id })
+      if (!Number.isSafeInteger(claims.iat) || !Number.isSafeInteger(claims.exp))
+        throw new TypeError('"iat" and "exp" must be whole numbers of seconds');
+      // CompactSign over the claims' JSON: the same token SignJWT makes, without the deep copy
+      // of the claims it takes first (a fifth of the signing cost)
+      return new CompactSign(encoder.encode(JSON.stringify(claims)))
+        .setProtectedHeader(key.header)
         .sign(await importKey(key.record));
     },
 

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { decodeBase64 } from '../base64.js';
+import { decodeBase64, encodeBase64Url } from '../base64.js';
 import { isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
 import type {
@@ -177,7 +177,11 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
       trace.skip('gms.certificate', 'the allowlist entry lists no signing-certificate digests');
     } else {
       const listed = appIntegrity.certificateSha256Digest ?? [];
+      // Google writes the digests as unpadded base64url: the same text is the same bytes, and
+      // spares the strict decode below, which any other spelling still goes through
+      const allowedText = policy.certificateDigests.map(encodeBase64Url);
       const match = listed.some((text) => {
+        if (text.length > 0 && allowedText.includes(text)) return true;
         const digest = decodeBase64(text);
         return (
           digest !== null &&
@@ -283,7 +287,11 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         'gms_nonce_mismatch',
         'requestDetails.nonce is absent (a standard-request verdict sent as classic?)',
       );
-    const nonce = decodeBase64(requestDetails.nonce);
+    // the device's own unpadded base64url of the final nonce is that nonce without a decode
+    const nonce =
+      ctx.nonce.length > 0 && requestDetails.nonce === encodeBase64Url(ctx.nonce)
+        ? ctx.nonce
+        : decodeBase64(requestDetails.nonce);
     if (nonce === null)
       throw new Rejection('gms_nonce_mismatch', 'requestDetails.nonce is not base64url');
     if (!bytesEqual(nonce, ctx.nonce)) {

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { webcrypto } from 'node:crypto';
 import { LruCache } from '../lruCache.js';
 import type { AndroidKeyPair } from '../types.js';
@@ -25,6 +25,12 @@ export const DEFAULT_KEY_CACHE_SIZE = 256;
  */
 export class KeyCache {
   private readonly entries: LruCache<string, Promise<ImportedKeyPair>>;
+  /**
+   * Each pair object's cache key: the allowlist hands out the same (never mutated) pair objects
+   * until it reloads, so a request hashes nothing; a reloaded pair is a new object and is hashed
+   * once. Weak, so the pairs of a dropped allowlist snapshot are not kept alive by it.
+   */
+  private readonly keyOf = new WeakMap<AndroidKeyPair, string>();
 
   /** @param maxEntries the bound (at least 1) */
   constructor(readonly maxEntries: number = DEFAULT_KEY_CACHE_SIZE) {
@@ -43,7 +49,8 @@ export class KeyCache {
    * @param pair an allowlisted key pair
    */
   get(pair: AndroidKeyPair): Promise<ImportedKeyPair> {
-    const key = cacheKey(pair);
+    let key = this.keyOf.get(pair);
+    if (key === undefined) this.keyOf.set(pair, (key = cacheKey(pair)));
     const hit = this.entries.get(key);
     if (hit) return hit;
     const imported = importKeyPair(pair);
@@ -66,12 +73,16 @@ export async function importKeyPair(pair: AndroidKeyPair): Promise<ImportedKeyPa
 }
 
 function cacheKey(pair: AndroidKeyPair): string {
-  const hash = createHash('sha256');
-  for (const part of [Buffer.from(pair.id, 'utf8'), pair.decryptionKey, pair.verificationKey]) {
-    // length-prefixed, so no two different pairs concatenate to the same input
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(part.length);
-    hash.update(length).update(part);
+  const parts = [Buffer.from(pair.id, 'utf8'), pair.decryptionKey, pair.verificationKey];
+  // length-prefixed, so no two different pairs concatenate to the same input
+  const input = Buffer.allocUnsafe(parts.reduce((n, part) => n + 4 + part.length, 0));
+  let at = 0;
+  for (const part of parts) {
+    at = input.writeUInt32BE(part.length, at);
+    input.set(part, at);
+    at += part.length;
   }
-  return hash.digest('base64');
+  const key = hash('sha256', input, 'base64');
+  input.fill(0); // it held the AES key
+  return key;
 }

@@ -73,6 +73,9 @@ export const playIntegrityPayloadSchema = z.object({
 /** A payload that passed `playIntegrityPayloadSchema` (timestampMillis already a number). */
 export type PlayIntegrityPayload = z.output<typeof playIntegrityPayloadSchema>;
 
+/** One decoder for every payload: `decode` keeps no state between whole (non-streaming) calls. */
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
 /**
  * Parses the JWS payload bytes as a Play Integrity verdict.
  * @param bytes the verified JWS payload
@@ -81,7 +84,7 @@ export type PlayIntegrityPayload = z.output<typeof playIntegrityPayloadSchema>;
 export function parsePlayIntegrityPayload(bytes: Uint8Array): ParsedPayload {
   let json: unknown;
   try {
-    json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+    json = JSON.parse(utf8.decode(bytes));
   } catch {
     return { ok: false, problem: 'the signed payload is not JSON' };
   }
