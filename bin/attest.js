@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Runs the compiled CLI (npm install builds it through the `prepare` script).
+// Runs the compiled CLI (dist/, built by `npm run build` before packing or testing).
 // React (the `attest logs` viewer) is several times slower in its development mode.
 process.env.NODE_ENV ??= 'production';
 const { main } = await import('../dist/cli/main.js');
