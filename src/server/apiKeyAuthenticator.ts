@@ -61,7 +61,13 @@ export interface AuthenticatorOptions {
   maxQueuedHashesPerPrefix?: number;
   /** how long a failed key is answered 403 without hashing again */
   failureTtlMs?: number;
+  /** entries of each per-value, per-id and per-prefix cache (default 10 000; a few MB in all) */
   maxEntries?: number;
+  /**
+   * origins a cached row remembers (default 64, what the database returns): those it read plus
+   * those this process saw since, the most recent kept
+   */
+  maxOriginsPerKey?: number;
   /** how often last_used_at (and a key's origin) is written per key */
   touchIntervalMs?: number;
   onTouchError?: (err: unknown) => void;
@@ -88,6 +94,13 @@ interface Verified {
 }
 
 type KeyRow = NonNullable<Awaited<ReturnType<ApiKeyLookup['find']>>>;
+
+/** Adds `value` as the newest member of `set`, dropping the oldest beyond `max`. */
+function addRecent(set: Set<string>, value: string, max: number): void {
+  set.delete(value);
+  set.add(value);
+  if (set.size > max) set.delete(set.values().next().value!);
+}
 
 /** Failed verifications of one key id or client address in the current window. */
 interface FailureWindow {
@@ -142,6 +155,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const revalidateMs = options.revalidateMs ?? 5000;
   const failureTtlMs = options.failureTtlMs ?? 60_000;
   const maxEntries = options.maxEntries ?? 10_000;
+  const maxOrigins = options.maxOriginsPerKey ?? 64;
   const touchIntervalMs = options.touchIntervalMs ?? 60_000;
   const cacheSecret = randomBytes(32).toString('base64');
   const verified = new LruCache<string, Verified>(maxEntries);
@@ -236,7 +250,8 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     const lastOrigin = originTouched.get(key) ?? -Infinity;
     if (now() - lastOrigin < touchIntervalMs) return;
     originTouched.set(key, now());
-    rows.get(id)?.origins.add(prefix);
+    const cachedRow = rows.get(id);
+    if (cachedRow) addRecent(cachedRow.origins, prefix, maxOrigins);
     options.lookup.rememberOrigin(id, prefix).catch((err) => options.onTouchError?.(err));
   }
 
@@ -267,9 +282,10 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       rows.delete(id);
       return null;
     }
-    const entry = { row, at: now(), origins: new Set(row.origins ?? []) };
+    // the row lists its origins most recent first; the set keeps the most recent last
+    const entry = { row, at: now(), origins: new Set([...(row.origins ?? [])].reverse()) };
     // what this process learnt since it last read the row stays known
-    for (const o of cached?.origins ?? []) entry.origins.add(o);
+    for (const o of cached?.origins ?? []) addRecent(entry.origins, o, maxOrigins);
     rows.set(id, entry);
     return entry;
   }

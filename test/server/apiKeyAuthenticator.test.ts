@@ -661,6 +661,28 @@ describe("a key's origins (address prefixes that authenticated it recently)", ()
     expect(await mine).toMatchObject({ ok: true });
   });
 
+  it('a cached row remembers its maxOriginsPerKey most recent origins, not every prefix ever seen', async () => {
+    const lookup = fakeLookup();
+    const { key } = await addKey(lookup);
+    const auth = createApiKeyAuthenticator({
+      lookup,
+      now: () => 0,
+      maxOriginsPerKey: 2,
+      maxFailuresPerOrigin: 1,
+    });
+    for (const address of ['192.0.2.1', '192.0.2.2', '192.0.2.3'])
+      expect(await auth.authenticate(key, { address })).toMatchObject({ ok: true });
+    const whys = async (address: string) => {
+      const out = [];
+      for (const w of wrongSecrets(key, 2))
+        out.push(((await auth.authenticate(w, { address })) as { why: string }).why);
+      return out;
+    };
+    // the newest origin spends its own budget; the oldest was forgotten: it is a stranger again
+    expect(await whys('192.0.2.3')).toEqual(['mismatch', 'locked_origin']);
+    expect(await whys('192.0.2.1')).toEqual(['mismatch', 'mismatch']);
+  });
+
   it('a success records its address prefix as an origin, at most once per touchInterval', async () => {
     let now = 0;
     const lookup = fakeLookup();

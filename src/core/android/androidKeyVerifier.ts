@@ -120,9 +120,15 @@ export interface AndroidKeyVerifierDeps {
   revocations: () => RevocationList | Promise<RevocationList>;
   /** the mode of the API key verifying (default live): test-registered keys are refused to live keys */
   mode?: KeyMode;
-  /** parsed public keys kept per key id; default 10 000 */
+  /** parsed public keys kept per key id, most recently used; default ANDROID_KEY_CACHE_SIZE */
   keyCacheSize?: number;
 }
+
+/**
+ * Public keys a verifier keeps for assertions: a P-256 KeyObject holds about 2.9 KB of OpenSSL
+ * memory (an RSA one more), so 2 000 cost ~6 MB per verifier; a miss costs one createPublicKey.
+ */
+export const ANDROID_KEY_CACHE_SIZE = 2000;
 
 /** The facts a key description gives the policy and the store. */
 function attestedFacts(description: KeyDescription): AttestedFacts {
@@ -181,7 +187,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
   const { allowlist, keys } = deps;
   const mode = deps.mode ?? 'live';
   const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(
-    deps.keyCacheSize ?? 10_000,
+    deps.keyCacheSize ?? ANDROID_KEY_CACHE_SIZE,
   );
 
   // Issuing certificates are shared by many devices and cost milliseconds to read (two parsers):

@@ -44,6 +44,14 @@ export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly CheckId[]>>
 
 const KEY_ID_LENGTH = 32;
 
+/**
+ * Keys a verifier keeps for assertions. A P-256 KeyObject holds about 2.9 KB of OpenSSL memory
+ * and its row about 1-2.5 KB more: 10 000 of each cost ~45 MB per verifier (one per API key
+ * mode), most of it for keys that registered and never asserted again. A miss costs one
+ * createPublicKey (about two signature checks) and a row read; keys that assert often stay.
+ */
+export const APPLE_KEY_CACHE_SIZE = 2000;
+
 export interface AppleVerifierDeps {
   /** trust roots for attestation chains: `defaultAppleRoots()` unless a deployment replaces them */
   roots: readonly X509Certificate[];
@@ -54,7 +62,10 @@ export interface AppleVerifierDeps {
    * refused to live keys, and keys this verifier registers are recorded with its mode
    */
   mode?: KeyMode;
-  /** parsed public keys kept per key id; default 10 000 */
+  /**
+   * keys kept in memory for assertions (their KeyObject and their row), most recently used;
+   * default APPLE_KEY_CACHE_SIZE
+   */
   keyCacheSize?: number;
   /** verified intermediate certificates kept; default 64 */
   intermediateCacheSize?: number;
@@ -120,7 +131,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
   const mode = deps.mode ?? 'live';
   // Creating a KeyObject from DER costs about three signature checks; an assertion should cost one.
   const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(
-    deps.keyCacheSize ?? 10_000,
+    deps.keyCacheSize ?? APPLE_KEY_CACHE_SIZE,
   );
 
   function publicKeyOf(record: AppleKeyRecord): KeyObject {
@@ -145,7 +156,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
   // Rows seen per key id, for stores that can check in the counter UPDATE that the row is still
   // the same: an assertion for a known key is then one statement, not a read and then an update.
   const knownRows = new LruCache<string, AppleKeyRecord & { cachedAt?: number }>(
-    deps.keyCacheSize ?? 10_000,
+    deps.keyCacheSize ?? APPLE_KEY_CACHE_SIZE,
   );
   const sameRow = (a: AppleKeyRecord, b: AppleKeyRecord) =>
     a.appId === b.appId &&
