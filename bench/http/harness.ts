@@ -56,6 +56,8 @@ export interface BenchOptions {
   masterKey?: string;
   /** run only the scenarios whose name contains one of these (the hello-world always runs) */
   only?: string[];
+  /** seconds to wait without requests after the run before reading the RSS again (default 0: not read) */
+  settleSeconds?: number;
   /** extra node flags for the server (e.g. --cpu-prof) */
   serverNodeArgs?: string[];
   log?: (line: string) => void;
@@ -98,6 +100,8 @@ export interface BenchResult {
   results: ScenarioResult[];
   serverPeakRssMb: number;
   serverRssAfterMb: number;
+  /** the same after `settleSeconds` without requests (V8's memory reducer and malloc's trims had their turn); null when not waited for */
+  serverRssSettledMb: number | null;
   /** the server's own view after the run (its /metrics), to tell the JS heap from native memory */
   serverHeapMb: { heapTotal: number; heapUsed: number; external: number };
   replay: { assertion: string; registration: string };
@@ -629,6 +633,12 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       registration: lastRegistration ? await replay(lastRegistration) : 'not run',
     };
     const metrics = await (await fetch(new URL('/metrics', server.url))).text();
+    const rssAfterMb = statusKb(serverPid, 'VmRSS') / 1024;
+    let rssSettledMb: number | null = null;
+    if (options.settleSeconds) {
+      await new Promise((resolve) => setTimeout(resolve, options.settleSeconds! * 1000));
+      rssSettledMb = statusKb(serverPid, 'VmRSS') / 1024;
+    }
     const gauge = (name: string) =>
       Number(new RegExp(`^attest_${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN) / 2 ** 20;
     return {
@@ -639,7 +649,8 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       loadAfter: loadavg(),
       results,
       serverPeakRssMb: statusKb(serverPid, 'VmHWM') / 1024,
-      serverRssAfterMb: statusKb(serverPid, 'VmRSS') / 1024,
+      serverRssAfterMb: rssAfterMb,
+      serverRssSettledMb: rssSettledMb,
       serverHeapMb: {
         heapTotal: gauge('nodejs_heap_size_total_bytes'),
         heapUsed: gauge('nodejs_heap_size_used_bytes'),

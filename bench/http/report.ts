@@ -108,11 +108,14 @@ export function table(result: BenchResult): string {
       .filter((r) => r.helloRuns)
       .map((r) => `c=${r.connections} ${r.helloRuns!.map((x) => x.toFixed(0)).join(' / ')}`)
       .join(', ')} req/s; ratios are to the better run`,
-    `server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB`,
+    `server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB${settled(result)} (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB`,
     `replayed assertion: ${result.replay.assertion}`,
     `replayed registration: ${result.replay.registration}`,
   ].join('\n');
 }
+
+const settled = (r: BenchResult) =>
+  r.serverRssSettledMb == null ? '' : `, ${r.serverRssSettledMb.toFixed(0)} MB once idle`;
 
 const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
 
@@ -196,6 +199,6 @@ export function readmeSection(result: BenchResult, connections = TARGET_CONNECTI
     '',
     verdictTable(verdicts(result, connections), connections),
     '',
-    `Server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB.`,
+    `Server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB${settled(result)} (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB.`,
   ].join('\n');
 }
