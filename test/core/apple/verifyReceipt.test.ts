@@ -227,6 +227,48 @@ describe('each rule rejects when broken', () => {
     expect((await again.verify(veehaitch.receipt, attest(), fresh())).valid).toBe(true);
   });
 
+  it('a SignedData without certificates, or without the intermediate, after the whole one verified', async () => {
+    const again = createReceiptVerifier();
+    expect((await again.verify(veehaitch.receipt, attest(), fresh())).valid).toBe(true);
+    const reencoded = (edit: (certificates: pkijs.CertificateSet['certificates']) => unknown[]) => {
+      const info = pkijs.ContentInfo.fromBER(new Uint8Array(veehaitch.receipt));
+      const signed = new pkijs.SignedData({ schema: info.content });
+      const kept = edit(signed.certificates!);
+      signed.certificates = kept.length
+        ? (kept as pkijs.CertificateSet['certificates'])
+        : undefined;
+      return new Uint8Array(
+        new pkijs.ContentInfo({ contentType: info.contentType, content: signed.toSchema(true) })
+          .toSchema()
+          .toBER(false),
+      );
+    };
+    expect(
+      await again.verify(
+        reencoded(() => []),
+        attest(),
+        fresh(),
+      ),
+    ).toMatchObject({
+      valid: false,
+      problem: 'the SignedData carries no certificates',
+    });
+    const withoutIntermediate = reencoded((certificates) =>
+      certificates.filter(
+        (c) =>
+          !(c instanceof pkijs.Certificate) ||
+          !c.subject.typesAndValues.some((t) =>
+            String(t.value.valueBlock.value).includes('Integration CA 5'),
+          ),
+      ),
+    );
+    expect(await again.verify(withoutIntermediate, attest(), fresh())).toMatchObject({
+      valid: false,
+      problem: expect.stringMatching(/signer chain does not verify/),
+    });
+    expect((await again.verify(veehaitch.receipt, attest(), fresh())).valid).toBe(true);
+  });
+
   it('truncations never throw', async () => {
     for (let n = 0; n < veehaitch.receipt.length; n += 97) {
       const verdict = await verifier.verify(veehaitch.receipt.subarray(0, n), attest(), fresh());
