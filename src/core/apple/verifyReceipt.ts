@@ -334,17 +334,18 @@ function attributeProblem(facts: ReceiptFacts, expect: ReceiptExpectation, now: 
   return null;
 }
 
+type ImportedKey = ReturnType<pkijs.CryptoEngine['getPublicKey']>;
+type SignedBytes = Parameters<pkijs.CryptoEngine['verifyWithPublicKey']>[0];
+
 /**
  * pkijs's WebCrypto engine, remembering what repeats from receipt to receipt: the public keys it
  * imported and the signatures that verified. Every receipt carries the same few Apple certificates,
  * whose signatures (one by Apple Root CA - G3, a P-384 check) pkijs's chain validation would
  * otherwise import keys for and check again each time. Only a signature that verified is
- * remembered, by the SHA-256 of everything its check read; pkijs still runs every other step
- * (names, validity at the instant, the CMS signature and digest) on every call.
+ * remembered, by the SHA-256 of everything its check read (signed bytes, signature, key,
+ * algorithm), so a check of the very same inputs is answered from memory; pkijs still runs every
+ * other step (names, validity at the instant, the message digest) on every call.
  */
-type ImportedKey = ReturnType<pkijs.CryptoEngine['getPublicKey']>;
-type SignedBytes = Parameters<pkijs.CryptoEngine['verifyWithPublicKey']>[0];
-
 class RememberingCryptoEngine extends pkijs.CryptoEngine {
   private readonly verified = new LruCache<string, true>(64);
   private readonly keys = new LruCache<string, ImportedKey>(64);
