@@ -1,12 +1,14 @@
 /**
- * Server CPU per registration, in process: `npx tsx bench/registrationCpu.ts [apple|android|receipt|capture] [--rounds N] [--per N]`.
+ * Server CPU per registration, in process:
+ * `npx tsx bench/registrationCpu.ts [apple] [android] [receipt] [capture] [--rounds N] [--per N] [--profile DIR]`.
  * Fresh keys under test CAs, as `npm run bench:http` sends them (intermediates repeat, leaves are
  * new, App Attest attestations carry the factory's unreadable "test receipt"), each token verified
  * once through verifyToken with in-memory stores; plus the real App Attest capture's receipt
  * checked alone (`receipt`) and the capture's whole registration with its valid receipt (`capture`).
  * Prints CPU time (process.cpuUsage: user + system, libuv threads included) per operation, the
- * median of the rounds. `--profile DIR` writes a V8 profile of the measured rounds only (not the minting) per scenario;
- * `npx tsx bench/http/topFrames.ts FILE` lists its top frames.
+ * median of the rounds after one warm-up round. `--profile DIR` writes a V8 profile of the measured
+ * rounds only (not the minting) per scenario; `npx tsx bench/http/topFrames.ts FILE` lists its top
+ * frames.
  */
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
