@@ -157,15 +157,23 @@ function storedFacts(record: AndroidKeyRecord): AttestedFacts {
   };
 }
 
-/** Whether assertions can be checked with `key`: EC P-256, or RSA of 2048 bits or more. */
+/**
+ * Whether assertions can be checked with the leaf's key: EC P-256, or RSA of 2048 bits or more.
+ * OpenSSL decoded the key when it read the certificate (from the same SPKI bytes): reading it
+ * again from DER would cost as much as three P-256 signature checks.
+ */
 function supportedKey(
-  spki: Uint8Array,
+  leaf: AttestationCertificate,
 ): { ok: true; key: KeyObject } | { ok: false; what: string } {
   let key: KeyObject;
   try {
-    key = createPublicKey({ key: Buffer.from(spki), format: 'der', type: 'spki' });
+    key = leaf.cert.publicKey;
   } catch {
-    return { ok: false, what: 'a key type this service cannot read (ML-DSA?)' };
+    try {
+      key = createPublicKey({ key: leaf.spki, format: 'der', type: 'spki' });
+    } catch {
+      return { ok: false, what: 'a key type this service cannot read (ML-DSA?)' };
+    }
   }
   const details = key.asymmetricKeyDetails ?? {};
   if (key.asymmetricKeyType === 'ec' && details.namedCurve === 'prime256v1')
@@ -339,7 +347,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
         'android_key_id_mismatch',
         'keyId is not SHA-256 of the leaf SubjectPublicKeyInfo',
       );
-    const supported = supportedKey(leaf.spki);
+    const supported = supportedKey(leaf);
     if (!supported.ok)
       throw new Rejection(
         'android_key_unsupported',

@@ -12,8 +12,13 @@ import type { AndroidBootState, AndroidSecurityLevel } from '../types.js';
 /** The attestation extension's OID. */
 export const KEY_DESCRIPTION_OID = '1.3.6.1.4.1.11129.2.1.17';
 
-/** asn1js limits: a KeyDescription is a few levels deep and a few hundred nodes. */
-export const ASN1_LIMITS = { maxDepth: 16, maxNodes: 4096 } as const;
+/**
+ * asn1js options: a KeyDescription is a few levels deep and a few hundred nodes. OCTET and BIT
+ * STRING contents are not tried as ASN.1 (asn1js's default): every one this service reads is
+ * read from its bytes (an extension value, the attestationApplicationId), and trying them cost
+ * a third of a certificate's decoding.
+ */
+export const ASN1_LIMITS = { maxDepth: 16, maxNodes: 4096, parseEmbedded: false } as const;
 
 export interface RootOfTrust {
   verifiedBootKey: Uint8Array;

@@ -27,6 +27,19 @@ export function p256Point(publicKey: KeyObject): Buffer | null {
 }
 
 /**
+ * The uncompressed point of a P-256 key from its SubjectPublicKeyInfo DER when it has the one
+ * form App Attest keys take (the prefix above, then `0x04 || X || Y`); `null` for any other, which
+ * `p256Point` then reads from the key object. The same point as `p256Point`'s, without an export.
+ * @param spki the DER SubjectPublicKeyInfo of a key OpenSSL decoded
+ */
+export function p256PointOfSpki(spki: Uint8Array): Buffer | null {
+  const n = P256_SPKI_PREFIX.length;
+  if (spki.length !== n + 65 || spki[n] !== 0x04) return null;
+  if (!P256_SPKI_PREFIX.equals(spki.subarray(0, n))) return null;
+  return Buffer.from(spki.subarray(n));
+}
+
+/**
  * The App Attest key identifier of a public key: SHA-256 of its uncompressed EC point
  * `0x04 || X || Y`. `null` when the key is not an EC P-256 public key (App Attest keys always are).
  * @param publicKey a public KeyObject, e.g. the leaf certificate's

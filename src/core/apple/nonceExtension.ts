@@ -12,7 +12,7 @@
  * looser reading (extra fields, long-form lengths) can slip through.
  */
 import { createHash } from 'node:crypto';
-import { fromBER, ObjectIdentifier, OctetString, type AsnType } from 'asn1js';
+import { fromBER, ObjectIdentifier, OctetString, Sequence, type AsnType } from 'asn1js';
 
 export const APPLE_NONCE_EXTENSION_OID = '1.2.840.113635.100.8.2';
 
@@ -47,6 +47,24 @@ export function nonceExtensionValue(nonce: Uint8Array): Buffer {
  * @param leafDer the leaf certificate (`x5c[0]`) as DER
  */
 export function readNonceExtensionValue(leafDer: Uint8Array): Buffer | null {
+  return readLeafNonceAndKey(leafDer).nonceExtension;
+}
+
+/** What verification reads of the leaf with asn1js. */
+export interface LeafNonceAndKey {
+  /** the nonce extension's raw value; `null` when absent or the leaf is unreadable */
+  nonceExtension: Buffer | null;
+  /** the DER SubjectPublicKeyInfo; `null` when the leaf is unreadable */
+  spki: Buffer | null;
+}
+
+/**
+ * The nonce extension's value and the SubjectPublicKeyInfo, from one decoding of the leaf: the
+ * key's point is then read from the bytes OpenSSL decoded, not exported from its key object again.
+ * @param leafDer the leaf certificate (`x5c[0]`) as DER
+ */
+export function readLeafNonceAndKey(leafDer: Uint8Array): LeafNonceAndKey {
+  const none = { nonceExtension: null, spki: null };
   try {
     // no re-parsing of OCTET and BIT STRING contents as ASN.1 (asn1js's default): their bytes are
     // random (keys, the nonce), and the walk below reads the extension's value whole
@@ -57,12 +75,15 @@ export function readNonceExtensionValue(leafDer: Uint8Array): Buffer | null {
       parseEmbedded: false,
     });
     // exactly one element: bytes after the certificate are not part of what was verified
-    if (parsed.offset !== leafDer.byteLength) return null;
-    const tbs = children(parsed.result)?.[0];
+    if (parsed.offset !== leafDer.byteLength) return none;
+    const tbs = children(children(parsed.result)?.[0]);
+    if (!tbs) return none;
+    // version is tbsCertificate's optional [0] EXPLICIT field; subjectPublicKeyInfo the 6th after it
+    const versioned = isContext(tbs[0], 0) ? 1 : 0;
+    const key = tbs[versioned + 5];
+    const spki = key instanceof Sequence ? Buffer.from(key.valueBeforeDecodeView) : null;
     // extensions are tbsCertificate's [3] EXPLICIT field, a SEQUENCE of Extension
-    const tagged = children(tbs)?.find(
-      (f) => f.idBlock.tagClass === CONTEXT_SPECIFIC && f.idBlock.tagNumber === 3,
-    );
+    const tagged = tbs.find((f) => isContext(f, 3));
     const list = children(children(tagged)?.[0]);
     for (const extension of list ?? []) {
       // Extension ::= SEQUENCE { extnID OID, critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }
@@ -74,13 +95,21 @@ export function readNonceExtensionValue(leafDer: Uint8Array): Buffer | null {
         id.valueBlock.toString() !== APPLE_NONCE_EXTENSION_OID
       )
         continue;
-      return value instanceof OctetString ? Buffer.from(value.valueBlock.valueHexView) : null;
+      return {
+        nonceExtension:
+          value instanceof OctetString ? Buffer.from(value.valueBlock.valueHexView) : null,
+        spki,
+      };
     }
-    return null;
+    return { nonceExtension: null, spki };
   } catch {
     // asn1js throws on some malformed contents (e.g. an unreadable time): unreadable is "none"
-    return null;
+    return none;
   }
+}
+
+function isContext(node: AsnType | undefined, tag: number): boolean {
+  return node?.idBlock.tagClass === CONTEXT_SPECIFIC && node.idBlock.tagNumber === tag;
 }
 
 const CONTEXT_SPECIFIC = 3;

@@ -7,12 +7,17 @@ import type { KeyObject, X509Certificate } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
 import type { AllowlistReader, AppleAppPolicy, AppleEnvironment, Trace } from '../types.js';
-import { appAttestKeyIdOfPoint, p256Point, p256Spki } from './appAttestKeyId.js';
+import { appAttestKeyIdOfPoint, p256Point, p256PointOfSpki, p256Spki } from './appAttestKeyId.js';
 import { environmentAllowed, environmentFromAaguid } from './appleEnvironment.js';
 import { appIdHash } from './appIdHash.js';
 import { type AttestationAuthenticatorData, parseAuthenticatorData } from './authenticatorData.js';
 import type { CertificateChainVerifier } from './certificateChain.js';
-import { appAttestNonce, nonceExtensionValue, readNonceExtensionValue } from './nonceExtension.js';
+import {
+  appAttestNonce,
+  type LeafNonceAndKey,
+  nonceExtensionValue,
+  readLeafNonceAndKey,
+} from './nonceExtension.js';
 import { silentTrace } from './silentTrace.js';
 import { type Distribution, distributionProblem, readDistribution } from './appleDistribution.js';
 import type { AppleKeyReceipt } from '../types.js';
@@ -152,6 +157,7 @@ export async function verifyAttestation(
   );
 
   // Attestation steps 2-4: nonce = SHA-256(authData || clientDataHash) is in the leaf's extension
+  let leafFields: LeafNonceAndKey | null = null;
   if (input.clientDataHash === null) {
     trace.skip(
       'apple.attestation.nonce',
@@ -160,7 +166,8 @@ export async function verifyAttestation(
   } else {
     trace.current('apple.attestation.nonce');
     // the bytes OpenSSL verified (the chain check also refuses an x5c[0] that differs from them)
-    const actual = readNonceExtensionValue(leaf.raw);
+    leafFields = readLeafNonceAndKey(leaf.raw);
+    const actual = leafFields.nonceExtension;
     if (!actual)
       throw new Rejection(
         'apple_nonce_mismatch',
@@ -183,7 +190,9 @@ export async function verifyAttestation(
   // Attestation step 9: credentialId is the key id too
   trace.current('apple.attestation.keyId');
   const publicKeyObject = leaf.publicKey;
-  const point = p256Point(publicKeyObject);
+  // the SPKI the nonce step decoded is the key's own DER (OpenSSL read the same bytes)
+  const point =
+    (leafFields?.spki && p256PointOfSpki(leafFields.spki)) ?? p256Point(publicKeyObject);
   if (!point) throw new Rejection('apple_key_id_mismatch', 'the leaf key is not an EC P-256 key');
   if (!appAttestKeyIdOfPoint(point).equals(input.keyId))
     throw new Rejection(

@@ -7,9 +7,10 @@
  * pkijs's; this module only reads the attributes and holds them against what the key store knows.
  * It never throws on hostile bytes: every problem is a `{ valid: false, problem }` value.
  */
-import { webcrypto, X509Certificate } from 'node:crypto';
+import { createHash, webcrypto, X509Certificate } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
+import { LruCache } from '../lruCache.js';
 import { APPLE_ROOT_CA_G3_PEM } from './appleRootCaG3.js';
 import { parseTrustRoots } from './trustRoots.js';
 
@@ -103,7 +104,7 @@ export function createReceiptVerifier(
   roots: readonly X509Certificate[] = defaultReceiptRoots(),
 ): ReceiptVerifier {
   if (roots.length === 0) throw new Error('receipts need at least one trust root');
-  const engine = new pkijs.CryptoEngine({
+  const engine = new RememberingCryptoEngine({
     name: 'node',
     crypto: webcrypto as unknown as pkijs.ICryptoEngine['crypto'],
   });
@@ -180,18 +181,61 @@ function readSignedData(bytes: Uint8Array): pkijs.SignedData | string {
   if (bytes.length > MAX_RECEIPT_BYTES)
     return `the receipt is ${bytes.length} bytes, more than ${MAX_RECEIPT_BYTES}`;
   const view = new Uint8Array(bytes); // own, aligned copy for asn1js
-  const asn1 = asn1js.fromBER(view);
+  // OCTET and BIT STRING contents are not tried as ASN.1 (asn1js's default): pkijs reads them
+  // from their bytes when it needs them (the content below, keys, signatures, extensions)
+  const asn1 = asn1js.fromBER(view, { parseEmbedded: false });
   if (asn1.offset === -1) return `not BER: ${asn1.result.error || 'unreadable'}`;
   if (asn1.offset !== view.length)
     return `${view.length - asn1.offset} bytes follow the CMS ContentInfo`;
   const info = new pkijs.ContentInfo({ schema: asn1.result });
   if (info.contentType !== OID_SIGNED_DATA)
     return `the ContentInfo holds ${info.contentType}, not SignedData`;
+  const certificates = takeCertificates(info.content);
   const signed = new pkijs.SignedData({ schema: info.content });
+  if (certificates) signed.certificates = certificates;
   if (signed.signerInfos.length !== 1)
     return `the SignedData has ${signed.signerInfos.length} signers, not one`;
   if (!signed.certificates?.length) return 'the SignedData carries no certificates';
   return signed;
+}
+
+// Every receipt carries the same few Apple certificates: pkijs's reading of them (a third of a
+// receipt's CPU) is kept by their bytes, and so are the extensions pkijs reads from them later.
+const certificateSets = new LruCache<string, pkijs.CertificateSet>(16);
+
+/**
+ * The certificates of a SignedData, read by pkijs as `SignedData` reads them, or from the reading
+ * of the same bytes kept earlier; their element is taken out of `content` so that pkijs does not
+ * read them again. `null` (and `content` untouched) when there is no `[0]` where RFC 5652 puts
+ * `certificates` or pkijs cannot read it: `SignedData` then reads, or refuses, the whole as before.
+ * @param content the SignedData SEQUENCE, as asn1js decoded it
+ */
+function takeCertificates(content: unknown): pkijs.SignedData['certificates'] | null {
+  if (!(content instanceof asn1js.Sequence)) return null;
+  const fields = content.valueBlock.value;
+  // SignedData ::= SEQUENCE { version, digestAlgorithms, encapContentInfo, [0] certificates OPTIONAL, ... }
+  const element = fields[3];
+  if (
+    !(element instanceof asn1js.Constructed) ||
+    element.idBlock.tagClass !== 3 ||
+    element.idBlock.tagNumber !== 0
+  )
+    return null;
+  const key = createHash('sha256').update(element.valueBeforeDecodeView).digest('hex');
+  let set = certificateSets.get(key);
+  if (!set) {
+    try {
+      // what SignedData.fromSchema does with the element it matched
+      set = new pkijs.CertificateSet({
+        schema: new asn1js.Set({ value: element.valueBlock.value }),
+      });
+    } catch {
+      return null;
+    }
+    certificateSets.set(key, set);
+  }
+  fields.splice(3, 1);
+  return set.certificates.slice();
 }
 
 function readContent(signed: pkijs.SignedData): Uint8Array | string {
@@ -204,7 +248,7 @@ function readContent(signed: pkijs.SignedData): Uint8Array | string {
 }
 
 function readFacts(content: Uint8Array): ReceiptFacts | string {
-  const asn1 = asn1js.fromBER(content);
+  const asn1 = asn1js.fromBER(content, { parseEmbedded: false });
   if (asn1.offset === -1 || asn1.offset !== content.length)
     return 'the signed content is not one BER value';
   const set = asn1.result;
@@ -288,6 +332,75 @@ function attributeProblem(facts: ReceiptFacts, expect: ReceiptExpectation, now: 
   if (facts.expirationTime && facts.expirationTime.getTime() < now.getTime())
     return `the receipt expired at ${facts.expirationTime.toISOString()}`;
   return null;
+}
+
+type ImportedKey = ReturnType<pkijs.CryptoEngine['getPublicKey']>;
+type SignedBytes = Parameters<pkijs.CryptoEngine['verifyWithPublicKey']>[0];
+
+/**
+ * pkijs's WebCrypto engine, remembering what repeats from receipt to receipt: the public keys it
+ * imported and the signatures that verified. Every receipt carries the same few Apple certificates,
+ * whose signatures (one by Apple Root CA - G3, a P-384 check) pkijs's chain validation would
+ * otherwise import keys for and check again each time. Only a signature that verified is
+ * remembered, by the SHA-256 of everything its check read (signed bytes, signature, key,
+ * algorithm), so a check of the very same inputs is answered from memory; pkijs still runs every
+ * other step (names, validity at the instant, the message digest) on every call.
+ */
+class RememberingCryptoEngine extends pkijs.CryptoEngine {
+  private readonly verified = new LruCache<string, true>(64);
+  private readonly keys = new LruCache<string, ImportedKey>(64);
+
+  override getPublicKey(
+    publicKeyInfo: pkijs.PublicKeyInfo,
+    signatureAlgorithm: pkijs.AlgorithmIdentifier,
+    parameters?: pkijs.CryptoEnginePublicKeyParams,
+  ): ImportedKey {
+    const params = parameters ?? this.fillPublicKeyParameters(publicKeyInfo, signatureAlgorithm);
+    const id = createHash('sha256')
+      .update(new Uint8Array(publicKeyInfo.toSchema().toBER(false)))
+      .update(JSON.stringify(params))
+      .digest('hex');
+    let key = this.keys.get(id);
+    if (!key) {
+      key = super.getPublicKey(publicKeyInfo, signatureAlgorithm, params);
+      key.catch(() => this.keys.delete(id));
+      this.keys.set(id, key);
+    }
+    return key;
+  }
+
+  override async verifyWithPublicKey(
+    data: SignedBytes,
+    signature: asn1js.BitString | asn1js.OctetString,
+    publicKeyInfo: pkijs.PublicKeyInfo,
+    signatureAlgorithm: pkijs.AlgorithmIdentifier,
+    shaAlgorithm?: string,
+  ): Promise<boolean> {
+    const hash = createHash('sha256');
+    for (const part of [
+      ArrayBuffer.isView(data)
+        ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+        : new Uint8Array(data),
+      signature.valueBlock.valueHexView,
+      new Uint8Array(publicKeyInfo.toSchema().toBER(false)),
+      new Uint8Array(signatureAlgorithm.toSchema().toBER(false)),
+      Buffer.from(shaAlgorithm ?? ''),
+    ]) {
+      // each part's length first, so no two different inputs hash alike
+      hash.update(`${part.byteLength}:`).update(part);
+    }
+    const id = hash.digest('hex');
+    if (this.verified.get(id)) return true;
+    const ok = await super.verifyWithPublicKey(
+      data,
+      signature,
+      publicKeyInfo,
+      signatureAlgorithm,
+      shaAlgorithm,
+    );
+    if (ok) this.verified.set(id, true);
+    return ok;
+  }
 }
 
 function cmsProblem(err: unknown): string {

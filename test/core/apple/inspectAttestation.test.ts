@@ -1,5 +1,17 @@
-import { createHash, createSecretKey, generateKeyPairSync } from 'node:crypto';
-import { appAttestKeyId, p256Point, p256Spki } from '../../../src/core/apple/appAttestKeyId.js';
+import {
+  ECDH,
+  createHash,
+  createPublicKey,
+  createSecretKey,
+  generateKeyPairSync,
+  X509Certificate,
+} from 'node:crypto';
+import {
+  appAttestKeyId,
+  p256Point,
+  p256PointOfSpki,
+  p256Spki,
+} from '../../../src/core/apple/appAttestKeyId.js';
 import * as x509 from '@peculiar/x509';
 import { describe, expect, it } from 'vitest';
 import {
@@ -11,6 +23,7 @@ import {
   appAttestNonce,
   nonceExtensionValue,
   readAttestedNonce,
+  readLeafNonceAndKey,
   readNonceExtensionValue,
 } from '../../../src/core/apple/nonceExtension.js';
 import { b64, loadVectors } from './helpers.js';
@@ -125,7 +138,43 @@ describe('appAttestKeyId', () => {
         createHash('sha256').update(point).digest('hex'),
       );
       expect(p256Spki(p256Point(publicKey)!).toString('hex')).toBe(spki.toString('hex'));
+      expect(p256PointOfSpki(spki)?.toString('hex')).toBe(point.toString('hex'));
     }
+  });
+
+  it("reads the leaf's point from its SPKI exactly when p256Point would read the same one", () => {
+    for (const vector of vectors.filter((v) => v.attestation)) {
+      const leaf = inspectAttestation(b64(vector.attestation!)).x5c[0]!;
+      const { spki } = readLeafNonceAndKey(leaf);
+      const key = new X509Certificate(leaf).publicKey;
+      expect(spki?.equals(key.export({ type: 'spki', format: 'der' })), vector.id).toBe(true);
+      expect(p256PointOfSpki(spki!)?.toString('hex'), vector.id).toBe(
+        p256Point(key)?.toString('hex'),
+      );
+    }
+    const { publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const spki = publicKey.export({ type: 'spki', format: 'der' });
+    // a compressed point, another curve, bytes around it: left to p256Point
+    const short = Buffer.concat([
+      Buffer.from('3039301306072a8648ce3d020106082a8648ce3d030107032200', 'hex'),
+      ECDH.convertKey(
+        p256Point(publicKey)!,
+        'prime256v1',
+        undefined,
+        undefined,
+        'compressed',
+      ) as Buffer,
+    ]);
+    expect(createPublicKey({ key: short, format: 'der', type: 'spki' }).asymmetricKeyType).toBe(
+      'ec',
+    );
+    expect(p256PointOfSpki(short)).toBeNull();
+    const p384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey;
+    expect(p256PointOfSpki(p384.export({ type: 'spki', format: 'der' }))).toBeNull();
+    expect(p256PointOfSpki(Buffer.concat([spki, Buffer.from([0])]))).toBeNull();
+    const hybrid = Buffer.from(spki);
+    hybrid[spki.length - 65] = 0x06;
+    expect(p256PointOfSpki(hybrid)).toBeNull();
   });
 
   it('is null for any other key', () => {

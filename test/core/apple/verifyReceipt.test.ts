@@ -3,6 +3,7 @@
  * check (test/fixtures/apple-receipts), and every rule is shown to reject when it is broken.
  */
 import { createHash, X509Certificate } from 'node:crypto';
+import * as pkijs from 'pkijs';
 import { describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../../src/core/apple/trustRoots.js';
 import {
@@ -194,6 +195,78 @@ describe('each rule rejects when broken', () => {
       /bytes follow/,
     );
     expect(await problem(new Uint8Array(40_000))).toMatch(/more than/);
+  });
+
+  it('a verifier that verified a receipt rejects it when a certificate of its chain is changed, at an instant outside the chain, and with a changed signature', async () => {
+    // one verifier throughout: what it remembers of the first check must not carry over
+    const again = createReceiptVerifier();
+    expect((await again.verify(veehaitch.receipt, attest(), fresh())).valid).toBe(true);
+    const info = pkijs.ContentInfo.fromBER(new Uint8Array(veehaitch.receipt));
+    const ders = new pkijs.SignedData({ schema: info.content })
+      .certificates!.map((c) => Buffer.from(c.toSchema().toBER(false)))
+      // the receipt carries a copy of Apple Root CA - G3 too, which the check never reads
+      .filter((der) => !der.equals(defaultReceiptRoots()[0]!.raw));
+    expect(ders).toHaveLength(2); // the signer and Apple Application Integration CA 5 - G1
+    for (const der of ders) {
+      const bytes = Buffer.from(veehaitch.receipt);
+      bytes[bytes.indexOf(der) + der.length - 5]! ^= 0x01; // inside the certificate's signature
+      expect(await again.verify(bytes, attest(), fresh())).toMatchObject({
+        valid: false,
+        problem: expect.stringMatching(/signer chain does not verify/),
+      });
+    }
+    expect(
+      await again.verify(veehaitch.receipt, attest(), new Date('2021-07-01T00:00:00Z')),
+    ).toMatchObject({ valid: false, problem: expect.stringMatching(/signer chain|expired/) });
+    const signature = Buffer.from(veehaitch.receipt);
+    signature[signature.lastIndexOf(Buffer.from([0x04, 0x47, 0x30, 0x45])) + 10]! ^= 0x01;
+    expect(await again.verify(signature, attest(), fresh())).toMatchObject({
+      valid: false,
+      problem: expect.stringMatching(/CMS signature does not verify/),
+    });
+    expect((await again.verify(veehaitch.receipt, attest(), fresh())).valid).toBe(true);
+  });
+
+  it('a SignedData without certificates, or without the intermediate, after the whole one verified', async () => {
+    const again = createReceiptVerifier();
+    expect((await again.verify(veehaitch.receipt, attest(), fresh())).valid).toBe(true);
+    const reencoded = (edit: (certificates: pkijs.CertificateSet['certificates']) => unknown[]) => {
+      const info = pkijs.ContentInfo.fromBER(new Uint8Array(veehaitch.receipt));
+      const signed = new pkijs.SignedData({ schema: info.content });
+      const kept = edit(signed.certificates!);
+      signed.certificates = kept.length
+        ? (kept as pkijs.CertificateSet['certificates'])
+        : undefined;
+      return new Uint8Array(
+        new pkijs.ContentInfo({ contentType: info.contentType, content: signed.toSchema(true) })
+          .toSchema()
+          .toBER(false),
+      );
+    };
+    expect(
+      await again.verify(
+        reencoded(() => []),
+        attest(),
+        fresh(),
+      ),
+    ).toMatchObject({
+      valid: false,
+      problem: 'the SignedData carries no certificates',
+    });
+    const withoutIntermediate = reencoded((certificates) =>
+      certificates.filter(
+        (c) =>
+          !(c instanceof pkijs.Certificate) ||
+          !c.subject.typesAndValues.some((t) =>
+            String(t.value.valueBlock.value).includes('Integration CA 5'),
+          ),
+      ),
+    );
+    expect(await again.verify(withoutIntermediate, attest(), fresh())).toMatchObject({
+      valid: false,
+      problem: expect.stringMatching(/signer chain does not verify/),
+    });
+    expect((await again.verify(veehaitch.receipt, attest(), fresh())).valid).toBe(true);
   });
 
   it('truncations never throw', async () => {
