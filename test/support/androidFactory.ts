@@ -25,6 +25,7 @@ import type { AndroidPackagePolicy } from '../../src/core/types.js';
 const subtle = webcrypto.subtle;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;
 const P384 = { name: 'ECDSA', namedCurve: 'P-384' } as const;
+const P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
 
 export const ANDROID_PACKAGE = 'com.example.attest';
 /** "today" in these tests; the factory's default patch level 202611 is current then */
@@ -36,6 +37,8 @@ export interface TestCertificate {
   keys: CryptoKeyPair;
   pkcs8: Uint8Array;
   subject: string;
+  /** the certificate's key pair (to sign with its `pkcs8`) */
+  algorithm: typeof P384 | typeof P256;
 }
 
 async function certificate(options: {
@@ -44,12 +47,17 @@ async function certificate(options: {
   notBefore?: Date;
   notAfter?: Date;
   extensions?: x509.Extension[];
+  algorithm?: typeof P384 | typeof P256;
 }): Promise<TestCertificate> {
-  const keys = (await subtle.generateKey(P384, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const algorithm = options.algorithm ?? P384;
+  const keys = (await subtle.generateKey(algorithm, true, ['sign', 'verify'])) as CryptoKeyPair;
   const common = {
     notBefore: options.notBefore ?? new Date('2020-01-01T00:00:00Z'),
     notAfter: options.notAfter ?? new Date('2040-01-01T00:00:00Z'),
-    signingAlgorithm: { name: 'ECDSA', hash: 'SHA-384' },
+    signingAlgorithm: {
+      name: 'ECDSA',
+      hash: (options.issuer?.algorithm ?? algorithm) === P256 ? 'SHA-256' : 'SHA-384',
+    },
     extensions: [
       new x509.BasicConstraintsExtension(true, undefined, true),
       ...(options.extensions ?? []),
@@ -75,6 +83,7 @@ async function certificate(options: {
     keys,
     pkcs8: new Uint8Array(await subtle.exportKey('pkcs8', keys.privateKey)),
     subject: cert.subject,
+    algorithm,
   };
 }
 
@@ -98,9 +107,13 @@ export async function createAndroidTestCa(
   const extensions = [...(options.intermediateExtensions ?? [])];
   if (options.remote)
     extensions.push(new x509.Extension(PROVISIONING_INFO_OID, false, new Uint8Array([0xa0])));
+  // P-256, as the batch and RKP keys that sign real devices' leaves are (every chain in
+  // test/fixtures/android-key has a P-256 or RSA-2048 signer): a P-384 one had made each
+  // registration's leaf check three times what a real device's costs
   const intermediate = await certificate({
     subject: 'CN=Test Droid CA, O=attest tests',
     issuer: root,
+    algorithm: P256,
     ...options.intermediateValidity,
     extensions,
   });
@@ -154,17 +167,21 @@ export async function androidRegistration(ca: AndroidTestCa, options: Registrati
     ...options.description,
   });
   const issuer = options.issuer ?? ca.intermediate;
-  const leaf = await mintAttestationLeaf({ cert: issuer.der, key: issuer.pkcs8 }, device, {
-    now: ANDROID_NOW,
-    ...(options.serialHex ? { serialHex: options.serialHex } : {}),
-    keyDescriptions:
-      options.descriptions === 0
-        ? []
-        : options.descriptions === 2
-          ? [description, description]
-          : [description],
-    ...(options.issuerName ? { issuerName: options.issuerName } : {}),
-  });
+  const leaf = await mintAttestationLeaf(
+    { cert: issuer.der, key: issuer.pkcs8, algorithm: issuer.algorithm },
+    device,
+    {
+      now: ANDROID_NOW,
+      ...(options.serialHex ? { serialHex: options.serialHex } : {}),
+      keyDescriptions:
+        options.descriptions === 0
+          ? []
+          : options.descriptions === 2
+            ? [description, description]
+            : [description],
+      ...(options.issuerName ? { issuerName: options.issuerName } : {}),
+    },
+  );
   let chain = [leaf, issuer.der, ...(options.includeRoot ? [ca.root.der] : [])];
   if (options.editChain) chain = options.editChain(chain);
   const token = encodeAndroidKeyToken({
