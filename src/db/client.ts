@@ -134,13 +134,21 @@ export function findRunningServer(dataDir: string): RunningServer | null {
   return holder?.admin ? { pid: holder.pid, admin: holder.admin } : null;
 }
 
+/**
+ * PostgreSQL connections per process. Fewer connections carry more statements each (postgres.js
+ * pipelines them, one socket write for several) and wake fewer server processes: at 64 concurrent
+ * clients 3 to 6 answered App Attest assertions 15-20% faster than 10 did, with less CPU each
+ * (docs/benchmark-http.md), and N instances need only 5 N of PostgreSQL's connections.
+ */
+const POOL_SIZE = 4;
+
 /** Opens the configured database (the embedded one only when no other process holds it). */
 export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle> {
   const connectTimeoutSeconds = options.connectTimeoutSeconds ?? DEFAULT_CONNECT_TIMEOUT_SECONDS;
   if (options.url)
     return await openPostgres(
       options.url,
-      options.poolSize ?? 10,
+      options.poolSize ?? POOL_SIZE,
       options.role === 'server',
       connectTimeoutSeconds,
     );
