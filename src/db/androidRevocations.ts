@@ -18,6 +18,20 @@ export interface RevocationInfo {
 
 const ROW_ID = 'google';
 
+interface InfoRow {
+  source: string;
+  taken_at: Date | string;
+  updated_at: Date | string;
+  entry_count: number;
+}
+
+const infoOf = (row: InfoRow): RevocationInfo => ({
+  source: row.source,
+  takenAt: new Date(row.taken_at),
+  updatedAt: new Date(row.updated_at),
+  entryCount: Number(row.entry_count),
+});
+
 /**
  * Google's Android attestation status list, one for every instance. A write replaces the list in
  * one statement, and only with a list taken no earlier than the stored one (two instances that
@@ -26,35 +40,16 @@ const ROW_ID = 'google';
 export function createRevocationRepository(db: Database) {
   return {
     async info(): Promise<RevocationInfo | null> {
-      const rows = rowsOf<{
-        source: string;
-        taken_at: Date | string;
-        updated_at: Date | string;
-        entry_count: number;
-      }>(
+      const rows = rowsOf<InfoRow>(
         await db.execute(
           sql`select source, taken_at, updated_at, entry_count from android_revocations where id = ${ROW_ID}`,
         ),
       );
-      const row = rows[0];
-      return row
-        ? {
-            source: row.source,
-            takenAt: new Date(row.taken_at),
-            updatedAt: new Date(row.updated_at),
-            entryCount: Number(row.entry_count),
-          }
-        : null;
+      return rows[0] ? infoOf(rows[0]) : null;
     },
 
     async load(): Promise<{ list: RevocationList; info: RevocationInfo } | null> {
-      const rows = rowsOf<{
-        entries: unknown;
-        source: string;
-        taken_at: Date | string;
-        updated_at: Date | string;
-        entry_count: number;
-      }>(
+      const rows = rowsOf<InfoRow & { entries: unknown }>(
         await db.execute(
           sql`select entries, source, taken_at, updated_at, entry_count from android_revocations where id = ${ROW_ID}`,
         ),
@@ -64,12 +59,7 @@ export function createRevocationRepository(db: Database) {
       const entries = typeof row.entries === 'string' ? JSON.parse(row.entries) : row.entries;
       return {
         list: parseRevocationDocument({ entries }).list,
-        info: {
-          source: row.source,
-          takenAt: new Date(row.taken_at),
-          updatedAt: new Date(row.updated_at),
-          entryCount: Number(row.entry_count),
-        },
+        info: infoOf(row),
       };
     },
 
