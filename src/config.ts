@@ -59,6 +59,13 @@ export interface Config {
 /** Google's Android attestation status list. */
 export const ANDROID_REVOCATION_URL = 'https://android.googleapis.com/attestation/status';
 
+/** Where `serve` refreshes the status list from (a Config built in code may leave it out), or null: never. */
+export function androidRevocationUrl(config: Pick<Config, 'androidRevocationUrl'>): string | null {
+  return config.androidRevocationUrl === undefined
+    ? ANDROID_REVOCATION_URL
+    : config.androidRevocationUrl;
+}
+
 /** A configuration value that cannot be used; the message says which and what to do. */
 export class ConfigError extends Error {
   override readonly name = 'ConfigError';

@@ -7,7 +7,7 @@ import { startAdminServer, type AdminServer } from '../admin/adminServer.js';
 import { OPERATIONS, runOperation } from '../admin/operations.js';
 import { createPrivateSocketPath, removeSocket } from '../admin/socketPath.js';
 import {
-  ANDROID_REVOCATION_URL,
+  androidRevocationUrl,
   ConfigError,
   DEFAULT_RESULT_TOKEN_TTL_SECONDS,
   type Config,
@@ -368,10 +368,7 @@ async function serveOn(
       'the Android attestation status list is older than 7 days: revoked attestation keys may pass (attest android revocations update FILE, or let serve reach ATTEST_ANDROID_REVOCATION_URL)',
     );
   const intervalMs = (config.androidRevocationIntervalSeconds ?? 3600) * 1000;
-  const revocationUrl =
-    config.androidRevocationUrl === undefined
-      ? ANDROID_REVOCATION_URL
-      : config.androidRevocationUrl;
+  const revocationUrl = androidRevocationUrl(config);
   const revocationRefresher = revocationUrl
     ? startRevocationRefresh({
         url: revocationUrl,

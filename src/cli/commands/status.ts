@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { lockHolder, redactUrl } from '../../db/client.js';
 import { processName } from '../../db/processName.js';
-import { ANDROID_REVOCATION_URL } from '../../config.js';
+import { androidRevocationUrl } from '../../config.js';
 import type { ReceiptRefreshSummary } from '../../db/receiptRefreshQueue.js';
 import type { Admin } from '../admin.js';
 import { config, withAdmin } from '../context.js';
@@ -89,7 +89,7 @@ Examples:
       } else {
         try {
           // through the running server when there is one: it alone opens the embedded database
-          await withAdmin((admin) => readDatabase(admin, report, cfg.androidRevocationUrl), {
+          await withAdmin((admin) => readDatabase(admin, report, androidRevocationUrl(cfg)), {
             requireMigrated: false,
           });
           report.database.reachable = true;
@@ -108,7 +108,7 @@ Examples:
 async function readDatabase(
   admin: Admin,
   report: StatusReport,
-  revocationUrl: string | null | undefined,
+  revocationUrl: string | null,
 ): Promise<void> {
   const migrations = await admin.run('db.status', {});
   const applied = migrations.filter((m) => m.applied).length;
@@ -126,7 +126,7 @@ async function readDatabase(
       updatedAt: list.updatedAt.toISOString(),
       ageSeconds: Math.max(0, Math.floor((now.getTime() - list.takenAt.getTime()) / 1000)),
       entries: list.entryCount,
-      refreshFrom: revocationUrl === undefined ? ANDROID_REVOCATION_URL : revocationUrl,
+      refreshFrom: revocationUrl,
     };
   const receipts = await admin.run('apple.receipts.summary', { at: now });
   report.receipts = {
