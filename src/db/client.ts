@@ -16,7 +16,7 @@ import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
-import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
+import { checkSocketPath, removeSocket } from '../socketPath.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';

@@ -5,7 +5,7 @@ import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
 import { startAdminServer, type AdminServer } from '../admin/adminServer.js';
 import { OPERATIONS, runOperation } from '../admin/operations.js';
-import { createPrivateSocketPath, removeSocket } from '../admin/socketPath.js';
+import { createPrivateSocketPath, removeSocket } from '../socketPath.js';
 import {
   androidRevocationUrl,
   ConfigError,
