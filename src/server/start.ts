@@ -1,11 +1,6 @@
-import { randomBytes, type X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
-import { createServer } from 'node:net';
-import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
-import { startAdminServer, type AdminServer } from '../admin/adminServer.js';
-import { OPERATIONS, runOperation } from '../admin/operations.js';
-import { createPrivateSocketPath, removeSocket } from '../socketPath.js';
 import {
   androidRevocationUrl,
   ConfigError,
@@ -20,11 +15,7 @@ import { createReceiptClient } from '../apple/receiptClient.js';
 import { createAppleCredentialRepository } from '../db/appleCredentials.js';
 import { createReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';
 import { createReceiptRefresher, startReceiptRefresher } from './receiptRefresher.js';
-import {
-  createAllowlistRepository,
-  createCachedAllowlist,
-  type AllowlistRepository,
-} from '../db/allowlist.js';
+import { createAllowlistRepository, createCachedAllowlist } from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { createAndroidKeyRepository } from '../db/androidKeys.js';
@@ -37,8 +28,8 @@ import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
-import { createSecretBox, type SecretBox } from '../db/secretBox.js';
-import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
+import { createSecretBox } from '../db/secretBox.js';
+import { checkMasterKey } from '../db/secrets.js';
 import { createResultKeyRepository } from '../db/resultKeys.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createResultTokenSigner, type ResultTokenSigner } from './resultTokenSigner.js';
@@ -48,6 +39,9 @@ import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
 import { createModeVerifiers } from './modeVerifiers.js';
+import { assertPortFree, closeServer, listen, portOf, urlOf } from './httpListen.js';
+import { reportingKeyFailures } from './reportingKeyFailures.js';
+import { startAdmin } from './startAdmin.js';
 
 export interface RunningServer {
   url: string;
@@ -420,50 +414,6 @@ async function serveOn(
 }
 
 /**
- * The admin API on a 0600 unix socket in a new 0700 folder, announced with a per-run secret in
- * the 0600 lock file. Each request runs one of the CLI's operations on this process's handle.
- */
-async function startAdmin(
-  database: DatabaseHandle,
-  config: Config,
-  logger: Logger,
-  box: SecretBox,
-  reload: () => Promise<void>,
-): Promise<AdminServer> {
-  const socketPath = createPrivateSocketPath(config.socketDir);
-  const secret = randomBytes(32).toString('base64url');
-  let server: AdminServer;
-  try {
-    server = await startAdminServer(socketPath, {
-      secret,
-      async execute(name, input, actor, audit) {
-        const result = await runOperation(name, input, {
-          handle: database,
-          // checked against the database when the server started
-          secrets: async () => box,
-          ...(actor !== undefined ? { auditor: { actor, log: audit } } : {}),
-        });
-        if (OPERATIONS[name].changes) await reload();
-        return result;
-      },
-      backup: () => database.dump!(),
-      onFault: (err, op) =>
-        logger.error({ err: describeFault(err), op }, 'an admin operation failed'),
-    });
-    database.announce!({ socket: socketPath, secret });
-  } catch (err) {
-    removeSocket(socketPath);
-    throw err;
-  }
-  return {
-    async stop() {
-      await server.stop();
-      removeSocket(socketPath);
-    },
-  };
-}
-
-/**
  * The result token signer when ATTEST_ISSUER is set (its first key made now, so the JWKS has a
  * key before any token). Without an issuer no token can be made: the service refuses to start
  * while any live API key has result tokens on, rather than answer those keys' verifies without
@@ -499,69 +449,6 @@ async function resultTokenSigner(
   });
   await signer.ensureKey();
   return signer;
-}
-
-/** Rejects with the listen error (EADDRINUSE, EACCES) that listening on port/host would meet. */
-function assertPortFree(port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
-  });
-}
-
-function listen(
-  fetch: Parameters<typeof serve>[0]['fetch'],
-  port: number,
-  hostname: string,
-  serverOptions: object,
-): Promise<Server> {
-  return new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s as Server));
-    (s as Server).once('error', reject);
-  });
-}
-
-function portOf(server: Server, fallback: number): number {
-  const address = server.address();
-  return typeof address === 'object' && address ? address.port : fallback;
-}
-
-/** The address really bound (0.0.0.0 when that is what listens), not a guess at a reachable one. */
-function urlOf(server: Server, host: string, fallbackPort: number): string {
-  const address = server.address();
-  const bound = typeof address === 'object' && address ? address.address : host;
-  return `http://${bound.includes(':') ? `[${bound}]` : bound}:${portOf(server, fallbackPort)}`;
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
-}
-
-/**
- * Another instance rotated the master key: this one's reloads cannot open the Play Integrity keys
- * any more. Requests then fail (never a verdict from a stale allowlist); the log says why, once
- * per reload, until the instance is restarted with the new key.
- */
-function reportingKeyFailures(repo: AllowlistRepository, logger: Logger): AllowlistRepository {
-  return {
-    ...repo,
-    async listAndroid() {
-      try {
-        return await repo.listAndroid();
-      } catch (err) {
-        if (err instanceof MasterKeyError)
-          logger.error(
-            { reason: err.message },
-            'cannot load the allowlist: restart this instance with the current master key',
-          );
-        throw err;
-      }
-    },
-  };
 }
 
 /** ATTEST_ANDROID_REVOCATION_URL=off: no refresh, but the age warning still runs on schedule. */
