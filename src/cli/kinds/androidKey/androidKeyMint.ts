@@ -18,7 +18,7 @@ import { withAdmin } from '../../context.js';
 import { runtimeError, usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';
 import { ANDROID_PACKAGE } from '../androidPackage.js';
-import { readDeviceJson, writeDevice } from '../deviceFile.js';
+import { deviceKeyFields, readDeviceFile, writeDevice } from '../deviceFile.js';
 
 /** `attest dev mint android-key`: key attestation tokens from a simulated device, for test API keys. */
 export function androidKeyMintCommand(): Command {
@@ -196,27 +196,21 @@ function newAndroidDevice(packageName: string): AndroidDeviceFile {
     kind: ANDROID_DEVICE_KIND,
     version: 1,
     packageName,
-    keyId: encodeBase64(key.keyId),
-    privateKey: key.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    ...deviceKeyFields(key),
     registered: false,
   };
 }
 
 function readAndroidDevice(path: string): AndroidDeviceFile {
-  const parsed = readDeviceJson<AndroidDeviceFile>(path);
-  const ok =
-    parsed?.kind === ANDROID_DEVICE_KIND &&
-    parsed.version === 1 &&
-    typeof parsed.packageName === 'string' &&
-    ANDROID_PACKAGE.test(parsed.packageName) &&
-    typeof parsed.privateKey === 'string' &&
-    typeof parsed.keyId === 'string' &&
-    typeof parsed.registered === 'boolean';
-  if (!ok)
-    throw usageError(
-      `${path} is not a simulated device file made by "attest dev mint android-key"`,
-    );
-  return parsed as AndroidDeviceFile;
+  return readDeviceFile<AndroidDeviceFile>(
+    path,
+    ANDROID_DEVICE_KIND,
+    'android-key',
+    (parsed) =>
+      typeof parsed.packageName === 'string' &&
+      ANDROID_PACKAGE.test(parsed.packageName) &&
+      typeof parsed.registered === 'boolean',
+  );
 }
 
 /** A serial on the shipped status list: the service refuses the leaf (android_chain_revoked). */

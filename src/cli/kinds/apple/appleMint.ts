@@ -14,7 +14,7 @@ import type { AppleEnvironment } from '../../../core/types.js';
 import { withAdmin } from '../../context.js';
 import { runtimeError, usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';
-import { readDeviceJson, writeDevice } from '../deviceFile.js';
+import { deviceKeyFields, readDeviceFile, writeDevice } from '../deviceFile.js';
 import { APPLE_APP_ID } from './appleAppId.js';
 
 const UINT32_MAX = 0xffffffff;
@@ -178,30 +178,26 @@ function newDevice(appId: string, environment: AppleEnvironment): DeviceFile {
     version: 1,
     appId,
     environment,
-    keyId: encodeBase64(key.keyId),
-    privateKey: key.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    ...deviceKeyFields(key),
     counter: 0,
     attested: false,
   };
 }
 
 function readDevice(path: string): DeviceFile {
-  const parsed = readDeviceJson<DeviceFile>(path);
-  const ok =
-    parsed?.kind === DEVICE_KIND &&
-    parsed.version === 1 &&
-    typeof parsed.appId === 'string' &&
-    APPLE_APP_ID.test(parsed.appId) &&
-    (parsed.environment === 'Development' || parsed.environment === 'Production') &&
-    typeof parsed.privateKey === 'string' &&
-    typeof parsed.keyId === 'string' &&
-    Number.isInteger(parsed.counter) &&
-    parsed.counter! >= 0 &&
-    parsed.counter! <= UINT32_MAX &&
-    typeof parsed.attested === 'boolean';
-  if (!ok)
-    throw usageError(`${path} is not a simulated device file made by "attest dev mint apple"`);
-  return parsed as DeviceFile;
+  return readDeviceFile<DeviceFile>(
+    path,
+    DEVICE_KIND,
+    'apple',
+    (parsed) =>
+      typeof parsed.appId === 'string' &&
+      APPLE_APP_ID.test(parsed.appId) &&
+      (parsed.environment === 'Development' || parsed.environment === 'Production') &&
+      Number.isInteger(parsed.counter) &&
+      parsed.counter! >= 0 &&
+      parsed.counter! <= UINT32_MAX &&
+      typeof parsed.attested === 'boolean',
+  );
 }
 
 function loadKey(device: DeviceFile, path: string): SimulatedKey {
