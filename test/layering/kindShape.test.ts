@@ -3,26 +3,16 @@
  * listed by src/cli/kinds/registry.ts), so the generic commands barely name a kind, and no
  * source file grows past 500 lines (the shipped status list is data, not code).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { join, relative, resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
 import { expect, it } from 'vitest';
+import { sources, SRC } from './sourceFiles.js';
 
-const SRC = resolve(import.meta.dirname, '..', '..', 'src');
 const MAX_LINES = 500;
 const DATA = ['core/android/revocationSnapshot.ts'];
 const GENERIC_COMMANDS = ['verifyFile.ts', 'allowlist.ts', 'dev.ts', 'token.ts'];
 const MAX_KIND_LINES = 40;
 const KIND_WORD = /apple|gms|android/i;
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory()
-      ? sources(join(dir, e.name))
-      : /\.tsx?$/.test(e.name)
-        ? [join(dir, e.name)]
-        : [],
-  );
-}
 
 const lineCount = (file: string) => readFileSync(file, 'utf8').split('\n').length - 1;
 

@@ -69,7 +69,9 @@ Examples:
     )
     .action(async (opts: AndroidMintOptions) => {
       const nonce = finalNonceOf(opts);
-      const existing = existsSync(opts.device) ? readAndroidDevice(opts.device) : null;
+      const existing = existsSync(opts.device)
+        ? readDeviceFile(opts.device, ANDROID_DEVICE_KIND, 'android-key', androidDeviceFields)
+        : null;
       if (opts.package !== undefined && !ANDROID_PACKAGE.test(opts.package))
         throw usageError(
           `"${opts.package}" is not an Android package name such as com.example.app`,
@@ -201,17 +203,11 @@ function newAndroidDevice(packageName: string): AndroidDeviceFile {
   };
 }
 
-function readAndroidDevice(path: string): AndroidDeviceFile {
-  return readDeviceFile<AndroidDeviceFile>(
-    path,
-    ANDROID_DEVICE_KIND,
-    'android-key',
-    (parsed) =>
-      typeof parsed.packageName === 'string' &&
-      ANDROID_PACKAGE.test(parsed.packageName) &&
-      typeof parsed.registered === 'boolean',
-  );
-}
+/** Whether a device file's own fields are those of this kind. */
+const androidDeviceFields = (parsed: Partial<AndroidDeviceFile>): boolean =>
+  typeof parsed.packageName === 'string' &&
+  ANDROID_PACKAGE.test(parsed.packageName) &&
+  typeof parsed.registered === 'boolean';
 
 /** A serial on the shipped status list: the service refuses the leaf (android_chain_revoked). */
 function revokedSerial(): string {

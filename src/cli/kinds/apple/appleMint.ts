@@ -64,7 +64,9 @@ Examples:
     .action(async (opts: AppleMintOptions) => {
       const nonce = finalNonceOf(opts);
       const clientDataHash = createHash('sha256').update(nonce).digest();
-      const existing = existsSync(opts.device) ? readDevice(opts.device) : null;
+      const existing = existsSync(opts.device)
+        ? readDeviceFile(opts.device, DEVICE_KIND, 'apple', appleDeviceFields)
+        : null;
       if (opts.appId !== undefined && !APPLE_APP_ID.test(opts.appId))
         throw usageError(`--app-id "${opts.appId}" is not TEAMID.bundle.id`);
       if (existing && opts.appId !== undefined && opts.appId !== existing.appId) {
@@ -184,21 +186,15 @@ function newDevice(appId: string, environment: AppleEnvironment): DeviceFile {
   };
 }
 
-function readDevice(path: string): DeviceFile {
-  return readDeviceFile<DeviceFile>(
-    path,
-    DEVICE_KIND,
-    'apple',
-    (parsed) =>
-      typeof parsed.appId === 'string' &&
-      APPLE_APP_ID.test(parsed.appId) &&
-      (parsed.environment === 'Development' || parsed.environment === 'Production') &&
-      Number.isInteger(parsed.counter) &&
-      parsed.counter! >= 0 &&
-      parsed.counter! <= UINT32_MAX &&
-      typeof parsed.attested === 'boolean',
-  );
-}
+/** Whether a device file's own fields are those of this kind. */
+const appleDeviceFields = (parsed: Partial<DeviceFile>): boolean =>
+  typeof parsed.appId === 'string' &&
+  APPLE_APP_ID.test(parsed.appId) &&
+  (parsed.environment === 'Development' || parsed.environment === 'Production') &&
+  Number.isInteger(parsed.counter) &&
+  parsed.counter! >= 0 &&
+  parsed.counter! <= UINT32_MAX &&
+  typeof parsed.attested === 'boolean';
 
 function loadKey(device: DeviceFile, path: string): SimulatedKey {
   let key: SimulatedKey;
