@@ -23,7 +23,7 @@ export const OPENAPI_DOCUMENT = {
     title: 'attest',
     version: '1',
     description:
-      'Verifies Apple App Attest and Google Play Integrity attestation tokens. Grant the protected operation only on HTTP 200 with isValid true; a rejection never says why (the reason is in the server log).',
+      'Verifies Apple App Attest, Google Play Integrity and Android key attestation tokens. Grant the protected operation only on HTTP 200 with isValid true; a rejection never says why (the reason is in the server log).',
   },
   servers: [{ url: '/' }],
   security: [{ apiKey: [] }],

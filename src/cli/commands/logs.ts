@@ -174,7 +174,7 @@ export function logsCommand(io?: LogsIo): Command {
     .option('--json', 'print the matching lines as NDJSON, exactly as written (never the viewer)')
     .option('--rejections', 'only rejected verifications (isValid false)')
     .option('--reason <code>', 'only this reason code, e.g. apple_counter_replay')
-    .option('--service <service>', 'only this platform: apple, or gms (android)')
+    .option('--service <service>', `only this evidence kind: ${acceptedServiceNames()}`)
     .option(
       '--since <time>',
       'only lines at or after this ISO time, or this long ago (30m, 2h, 1d)',
