@@ -228,6 +228,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.get('/openapi.json', (c) => c.json(OPENAPI_DOCUMENT));
   const apiDocs = createApiDocs();
   app.get('/docs', (c) => apiDocs.page(c));
+  // the page's asset links are relative to /docs: the trailing-slash form redirects there
+  app.get('/docs/', (c) => c.redirect('/docs', 301));
   app.get('/docs/:asset', (c) => apiDocs.asset(c, c.req.param('asset')) ?? c.notFound());
 
   app.notFound((c) => {

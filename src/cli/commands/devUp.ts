@@ -50,11 +50,7 @@ export function devUpCommand(): Command {
       ),
     )
     .option('--host <h>', 'listen address (default 127.0.0.1)')
-    .option(
-      '--app-id <id>',
-      `an App Attest app ID to allowlist (default ${EXAMPLE_APP_ID})`,
-      EXAMPLE_APP_ID,
-    )
+    .option('--app-id <id>', 'an App Attest app ID to allowlist', EXAMPLE_APP_ID)
     .option('--json', 'print {"url","key","keyId","dataDir","appId","created","next"}')
     .addHelpText(
       'after',
