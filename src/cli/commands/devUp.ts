@@ -1,6 +1,12 @@
 import { basename, join, relative, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { generateApiKey, hashApiKey, parseApiKey, verifyApiKeyHash } from '../../core/apiKeys.js';
+import {
+  apiKeyCheck,
+  generateApiKey,
+  hashApiKey,
+  parseApiKey,
+  verifyApiKeyHash,
+} from '../../core/apiKeys.js';
 import { ConfigError, type Config } from '../../config.js';
 import { readInputFileSync } from '../../inputFile.js';
 import { writePrivateFile } from '../../writePrivateFile.js';
@@ -154,6 +160,7 @@ async function prepare(
       id: made.id,
       name: 'attest dev up',
       hash: await hashApiKey(made.key),
+      precheck: apiKeyCheck(made.key),
       expiresInSeconds: null,
       mode: 'test',
       resultTokens: false,
