@@ -177,7 +177,8 @@ export const OPERATIONS = {
     async run(ctx, { id }) {
       const row = await createApiKeyRepository(ctx.handle.db).find(id);
       if (!row) return null;
-      const { hash: _hash, ...shown } = row;
+      // neither the hash nor the pre-check leaves the database
+      const { hash: _hash, precheck: _precheck, ...shown } = row;
       return shown;
     },
   }),

@@ -390,6 +390,15 @@ describe("the admin API applies the CLI's own rules", () => {
     const res = await create(await valid());
     expect(res.status).toBe(200);
     expect(await apiAnswers(made.key)).toBe(200);
+    // neither the hash nor the pre-check is ever answered
+    for (const text of [
+      res.text,
+      (await adminPost(JSON.stringify({ op: 'keys.find', input: { id: made.id } }))).text,
+      (await adminPost(JSON.stringify({ op: 'keys.list', input: {} }))).text,
+    ]) {
+      expect(text).toContain(made.id);
+      expect(text).not.toMatch(/hash|precheck|argon2|hs256/);
+    }
   });
 });
 
