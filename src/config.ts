@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { decodeBase64 } from './core/base64.js';
+import { PRINTABLE_NAME, PRINTABLE_NAME_RULE } from './core/printableName.js';
+
+// the rule lives in core, below the CLI and the admin API that both apply it; re-exported here
+export { PRINTABLE_NAME, PRINTABLE_NAME_RULE };
 
 /** Everything attest reads from its environment, in one place. */
 export interface Config {
@@ -71,16 +75,8 @@ export class ConfigError extends Error {
   override readonly name = 'ConfigError';
 }
 
-/**
- * A name an operator gives (an actor, an API key's name): 1 to 100 printable characters, with no
- * control, format (bidi, zero-width) or separator character, since it is printed in tables and logs.
- */
-export const PRINTABLE_NAME = /^[^\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]{1,100}$/u;
 /** An actor name (see PRINTABLE_NAME). */
 export const ACTOR = PRINTABLE_NAME;
-/** How a name that is not PRINTABLE_NAME is refused. */
-export const PRINTABLE_NAME_RULE =
-  'must be 1 to 100 printable characters (no control, format, bidi or line separator characters)';
 
 const env = z.object({
   DATABASE_URL: z

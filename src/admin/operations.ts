@@ -1,5 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { isApiKeyCheck, isApiKeyHash, isApiKeyName } from '../core/apiKeys.js';
+import { PRINTABLE_NAME_RULE } from '../core/printableName.js';
 import { formatCertificateDigest } from '../core/google/certificateDigest.js';
 import { createDevCa } from '../core/dev/devCa.js';
 import { encodeGmsToken } from '../core/dev/encodeToken.js';
@@ -137,9 +139,19 @@ export const OPERATIONS = {
   'keys.create': operation({
     input: z.strictObject({
       id: KEY_ID,
-      name: z.string().min(1).max(100),
+      // the CLI's own rules: the server gets these from a socket
+      name: z
+        .string()
+        .refine(isApiKeyName, `name ${PRINTABLE_NAME_RULE}, without surrounding spaces`),
       // the CLI hashes the key it made: the key itself never leaves the CLI
-      hash: z.string().startsWith('$argon2id$').max(200),
+      hash: z
+        .string()
+        .max(300)
+        .refine(isApiKeyHash, 'hash is not an argon2id hash of an API key as attest makes it'),
+      precheck: z
+        .string()
+        .max(100)
+        .refine(isApiKeyCheck, 'precheck is not an API key pre-check as attest makes it'),
       expiresInSeconds: z.number().int().positive().nullable(),
       mode: z.enum(['live', 'test']),
       resultTokens: z.boolean(),
@@ -165,7 +177,8 @@ export const OPERATIONS = {
     async run(ctx, { id }) {
       const row = await createApiKeyRepository(ctx.handle.db).find(id);
       if (!row) return null;
-      const { hash: _hash, ...shown } = row;
+      // neither the hash nor the pre-check leaves the database
+      const { hash: _hash, precheck: _precheck, ...shown } = row;
       return shown;
     },
   }),

@@ -27,6 +27,11 @@ export const apiKeys = pgTable('api_keys', {
   name: text('name').notNull(),
   /** argon2id PHC string of the whole key */
   hash: text('hash').notNull(),
+  /**
+   * `hs256$<salt>$<mac>` (core/apiKeys.ts apiKeyCheck): refuses a wrong secret before argon2 and
+   * before any failure budget. Null for keys made before it: set by their next verification.
+   */
+  precheck: text('precheck'),
   createdAt: createdAt(),
   lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
   expiresAt: timestamp('expires_at', { withTimezone: true }),

@@ -210,6 +210,8 @@ async function serveOn(
     lookup: apiKeys,
     revalidateMs: propagationMs,
     onTouchError: (err) => logger.warn({ err: describeFault(err) }, 'could not record API key use'),
+    onStoredKeyProblem: (apiKeyId, problem) =>
+      logger.error({ apiKeyId, problem }, 'API key refused: its stored row is damaged'),
   });
   const separateMetrics = config.metricsPort !== undefined;
   const app = createApp({

@@ -6,7 +6,7 @@
 import { randomBytes, type X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
+import { apiKeyCheck, generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
@@ -78,6 +78,8 @@ export async function issueKey(
     secretWith?: RegExp;
     mode?: KeyMode;
     resultTokens?: boolean;
+    /** store the key's pre-check, as `attest keys create` does (default: none, as a key made before pre-checks) */
+    precheck?: boolean;
   } = {},
 ) {
   let generated = generateApiKey(options.prefix ?? 'attest');
@@ -91,6 +93,7 @@ export async function issueKey(
     id: generated.id,
     name: options.name ?? 'test',
     hash: await hashApiKey(generated.key),
+    precheck: options.precheck ? apiKeyCheck(generated.key) : null,
     expiresInSeconds: options.expiresInSeconds ?? null,
     mode: options.mode ?? 'live',
     resultTokens: options.resultTokens ?? false,

@@ -1,5 +1,5 @@
 import { createHash, createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
-import { chmodSync, existsSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { encodeBase64 } from '../../core/base64.js';
 import {
@@ -30,6 +30,7 @@ import {
 import type { AppleEnvironment } from '../../core/types.js';
 import { auditorFor, withAdmin } from '../context.js';
 import { parseDuration } from '../../duration.js';
+import { writePrivateFile } from '../../writePrivateFile.js';
 import { CliError, runtimeError, usageError } from '../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../inputFiles.js';
 import { printJson } from '../output.js';
@@ -637,7 +638,7 @@ function loadKey(device: DeviceFile, path: string): SimulatedKey {
   return key;
 }
 
-/** Writes through a temporary file, so a crash never leaves half a device; always 0600. */
+/** Creates the file (O_EXCL), or replaces it through a temporary file of a random name (O_EXCL, see writePrivateFile): a crash never leaves half a device, a planted symlink is never followed; always 0600. */
 function writeDevice(path: string, device: DeviceFile, create: boolean): void {
   const text = `${JSON.stringify(device, null, 2)}\n`;
   try {
@@ -645,10 +646,7 @@ function writeDevice(path: string, device: DeviceFile, create: boolean): void {
       writeFileSync(path, text, { mode: 0o600, flag: 'wx' });
       return;
     }
-    const tmp = `${path}.tmp-${process.pid}`;
-    writeFileSync(tmp, text, { mode: 0o600 });
-    renameSync(tmp, path);
-    chmodSync(path, 0o600);
+    writePrivateFile(path, text);
   } catch (err) {
     throw runtimeError(
       `cannot write the device file ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,

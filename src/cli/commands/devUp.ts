@@ -1,9 +1,15 @@
-import { chmodSync, writeFileSync } from 'node:fs';
 import { basename, join, relative, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { generateApiKey, hashApiKey, parseApiKey, verifyApiKeyHash } from '../../core/apiKeys.js';
+import {
+  apiKeyCheck,
+  generateApiKey,
+  hashApiKey,
+  parseApiKey,
+  verifyApiKeyHash,
+} from '../../core/apiKeys.js';
 import { ConfigError, type Config } from '../../config.js';
 import { readInputFileSync } from '../../inputFile.js';
+import { writePrivateFile } from '../../writePrivateFile.js';
 import { createApiKeyRepository } from '../../db/apiKeys.js';
 import type { Auditor } from '../../db/audit.js';
 import { DataDirUnsafeError, DatabaseBusyError, type DatabaseHandle } from '../../db/client.js';
@@ -150,6 +156,7 @@ async function prepare(
       id: made.id,
       name: 'attest dev up',
       hash: await hashApiKey(made.key),
+      precheck: apiKeyCheck(made.key),
       expiresInSeconds: null,
       mode: 'test',
       resultTokens: false,
@@ -157,8 +164,7 @@ async function prepare(
     key = made.key;
     created = true;
     const file = join(cfg.dataDir, DEV_KEY_FILE);
-    writeFileSync(file, `${key}\n`, { mode: 0o600 });
-    chmodSync(file, 0o600);
+    writePrivateFile(file, `${key}\n`);
   }
   server.reloadNow();
   const url = reachableUrl(server.url);
