@@ -119,7 +119,7 @@ const MAX_CERTIFICATES = 4;
 const MAX_CERTIFICATE_BYTES = 4096;
 const CERTIFICATE_LIMITS = { maxDepth: 12, maxNodes: 500 };
 // the signed content: a SET of SEQUENCE { INTEGER, INTEGER, OCTET STRING }, about 12 of them
-const CONTENT_LIMITS = { parseEmbedded: false, maxDepth: 4, maxNodes: 400 };
+const CONTENT_LIMITS = { maxDepth: 4, maxNodes: 400 };
 
 const FIELD = {
   appId: 2,
@@ -169,7 +169,7 @@ interface SignerParts {
 }
 
 interface ReceiptStructure {
-  content: Uint8Array;
+  content: Buffer;
   certificates: Buffer[];
   signer: SignerParts;
 }
@@ -377,7 +377,6 @@ function readStructure(input: Uint8Array): ReceiptStructure | string {
   if (info.end !== bytes.length)
     return `${bytes.length - info.end} bytes follow the CMS ContentInfo`;
   const slice = (n: BerNode) => bytes.subarray(n.start, n.end);
-  const contents = (n: BerNode) => bytes.subarray(n.contentStart, n.contentEnd);
   const oidIs = (n: BerNode | undefined, der: string) =>
     isUniversal(n, 6) && !n.constructed && slice(n).toString('hex') === der;
 
@@ -418,13 +417,9 @@ function readStructure(input: Uint8Array): ReceiptStructure | string {
   if (!isUniversal(eContentType, 6)) return 'the signed content has no type';
   if (!oidIs(eContentType, OID_DATA))
     return `the signed content type is ${oidText(slice(eContentType))}, not data`;
-  const octets = eContent?.children[0];
-  if (!isContext(eContent, 0) || !isUniversal(octets, 4)) return 'the signed content is missing';
   // BER lets an OCTET STRING come in primitive pieces (Apple sends 1000-byte ones)
-  const pieces = octets.constructed ? octets.children : [octets];
-  if (pieces.some((p) => !isUniversal(p, 4) || p.constructed))
-    return 'the signed content is not an OCTET STRING';
-  const content = Buffer.concat(pieces.map(contents));
+  const content = octetString(eContent?.children[0], bytes);
+  if (!isContext(eContent, 0) || content === null) return 'the signed content is missing';
 
   const signer = readSignerInfo(signerInfos.children[0]!, bytes);
   if (typeof signer === 'string') return signer;
@@ -562,6 +557,20 @@ function readCertificate(input: Buffer, hash?: string): ReadCertificate | string
   };
 }
 
+/** An INTEGER of one to six octets (attribute types and versions are small numbers). */
+function isInteger(node: BerNode | undefined): node is BerNode {
+  const length = node ? node.contentEnd - node.contentStart : 0;
+  return isUniversal(node, 2) && !node.constructed && length >= 1 && length <= 6;
+}
+
+/** The octets of an OCTET STRING, primitive or in primitive pieces (BER); null when it is not one. */
+function octetString(node: BerNode | undefined, bytes: Buffer): Buffer | null {
+  if (!isUniversal(node, 4)) return null;
+  const pieces = node.constructed ? node.children : [node];
+  if (pieces.some((p) => !isUniversal(p, 4) || p.constructed)) return null;
+  return Buffer.concat(pieces.map((p) => bytes.subarray(p.contentStart, p.contentEnd)));
+}
+
 function commonName(cert: ReadCertificate): string {
   return (/CN=([^\n]*)/.exec(cert.x509.subject)?.[1] ?? 'unnamed').slice(0, 80);
 }
@@ -577,26 +586,31 @@ function oidText(der: Uint8Array): string {
     : 'an unreadable OID';
 }
 
-function readFacts(content: Uint8Array): ReceiptFacts | string {
-  const asn1 = asn1js.fromBER(content, CONTENT_LIMITS);
-  if (asn1.offset === -1 || asn1.offset !== content.length)
-    return 'the signed content is not one BER value';
-  const set = asn1.result;
-  if (!(set instanceof asn1js.Set)) return 'the signed content is not a SET of attributes';
+function readFacts(content: Buffer): ReceiptFacts | string {
+  let set: BerNode;
+  try {
+    set = outlineBer(content, CONTENT_LIMITS);
+  } catch (err) {
+    if (err instanceof BerError) return `the signed content is not BER: ${err.message}`;
+    throw err;
+  }
+  if (set.end !== content.length) return 'the signed content is not one BER value';
+  if (!isUniversal(set, 17)) return 'the signed content is not a SET of attributes';
   const fields = new Map<number, Uint8Array>();
-  for (const item of set.valueBlock.value) {
-    const parts = item instanceof asn1js.Sequence ? item.valueBlock.value : [];
-    const [type, version, value] = parts;
+  for (const item of set.children) {
+    const [type, version, value] = item.children;
+    const valueBytes = octetString(value, content);
     if (
-      parts.length !== 3 ||
-      !(type instanceof asn1js.Integer) ||
-      !(version instanceof asn1js.Integer) ||
-      !(value instanceof asn1js.OctetString)
+      !isUniversal(item, 16) ||
+      item.children.length !== 3 ||
+      !isInteger(type) ||
+      !isInteger(version) ||
+      valueBytes === null
     )
       return 'an attribute is not SEQUENCE { INTEGER, INTEGER, OCTET STRING }';
-    const n = type.valueBlock.valueDec;
+    const n = content.readIntBE(type.contentStart, type.contentEnd - type.contentStart);
     if (fields.has(n)) return `attribute ${n} appears twice`;
-    fields.set(n, new Uint8Array(value.getValue()));
+    fields.set(n, valueBytes);
   }
   const text = (n: number) => {
     const bytes = fields.get(n);
