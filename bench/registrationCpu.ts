@@ -166,7 +166,7 @@ if (scenarios.includes('receipt')) {
   const parsed = parseAttestationObject(Buffer.from(c.attestation, 'base64'));
   const receipts = createReceiptVerifier();
   await measure(
-    'App Attest receipt check alone (real capture, pkijs CMS + chain to G3)',
+    'App Attest receipt check alone (real capture, CMS + fixed chain to G3)',
     async () => {
       const v = await receipts.verify(
         parsed.receipt!,
