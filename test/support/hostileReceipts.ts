@@ -154,8 +154,13 @@ export const HOSTILE_NOW = new Date('2026-11-22T12:00:00Z');
  * Two CA certificates that issue each other (A by B, B by A) and a receipt signer under A: what
  * made pkijs's path builder recurse for good. `rootName` names B after a trust root (so A looks
  * issued by it): the root is then found by name, and A's signature is checked once against it.
+ * `content` is the signed content (by default an ATTEST receipt for `attested` at HOSTILE_NOW).
  */
-export async function cycleReceipt(attested: Uint8Array, rootName?: x509.Name): Promise<Buffer> {
+export async function cycleReceipt(
+  attested: Uint8Array,
+  rootName?: x509.Name,
+  content = receiptContent(HOSTILE_APP_ID, attested, HOSTILE_NOW),
+): Promise<Buffer> {
   const [a, b, s] = await Promise.all([p256Keys(), p256Keys(), p256Keys()]);
   const nameB = rootName ?? 'CN=Cycle CA B';
   const caA = await certificate({
@@ -183,7 +188,7 @@ export async function cycleReceipt(attested: Uint8Array, rootName?: x509.Name): 
     receiptSigner: true,
   });
   return signedReceipt({
-    content: receiptContent(HOSTILE_APP_ID, attested, HOSTILE_NOW),
+    content,
     certificates: [signer.der, caA.der, caB.der],
     signer,
   });
