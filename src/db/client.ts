@@ -11,6 +11,8 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 // PGlite stays a static import: loaded lazily, the embedded database opened measurably slower
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -20,6 +22,9 @@ import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
+import { applyEmbeddedWalSettings, startEmbeddedCheckpoints } from './embeddedWal.js';
+
+const gzipAsync = promisify(gzip);
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
 export type Database = PgDatabase<any, typeof schema>;
@@ -183,6 +188,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       if (!existsSync(pgDir)) createFromTemplate(pgDir);
     }
     pglite = await PGlite.create({ dataDir: pgDir });
+    applyEmbeddedWalSettings(pglite);
   } catch (err) {
     await pglite?.close().catch(() => {});
     rmSync(lockPath, { force: true });
@@ -190,6 +196,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   }
   const db = drizzlePglite(pglite, { schema }) as unknown as Database;
   const opened = pglite;
+  const checkpoints = startEmbeddedCheckpoints(opened);
   return {
     db,
     kind: 'embedded',
@@ -209,6 +216,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
         }
       : {}),
     async close() {
+      await checkpoints.stop();
       await opened.close();
       rmSync(lockPath, { force: true });
     },
@@ -216,12 +224,16 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
 }
 
 /**
- * PGlite's data directory as a gzipped tar, consistent: a checkpoint first (so a restore has
- * little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
+ * PGlite's data directory as a gzipped tar, consistent: a checkpoint first (with wal_recycle off
+ * it also deletes the segments before it, so the backup carries only the live WAL and a restore
+ * has little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
+ * Only the copy holds the lock: the gzip runs after it, in libuv's thread pool, while requests go on.
  */
 async function dumpPglite(pglite: PGlite): Promise<Blob> {
   await pglite.exec('CHECKPOINT');
-  return pglite.runExclusive(() => pglite.dumpDataDir('gzip'));
+  const tar = await pglite.runExclusive(() => pglite.dumpDataDir('none'));
+  const gzipped = await gzipAsync(new Uint8Array(await tar.arrayBuffer()));
+  return new Blob([new Uint8Array(gzipped)], { type: 'application/x-gzip' });
 }
 
 /**
