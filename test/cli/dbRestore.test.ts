@@ -28,7 +28,7 @@ afterAll(() => {
 async function archive(entries: { header: Header; body?: Buffer }[]): Promise<Buffer> {
   const tar = pack();
   const chunks: Buffer[] = [];
-  tar.on('data', (c: Buffer) => chunks.push(c));
+  tar.on('data', (c: unknown) => chunks.push(c as Buffer));
   const done = new Promise((resolve) => tar.on('end', resolve));
   for (const e of entries) tar.entry(e.header, e.body);
   tar.finalize();
