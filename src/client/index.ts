@@ -11,6 +11,10 @@
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
 import type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
 import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
+import { readBoundedText } from './readBoundedBody.js';
+
+/** The most of one attest answer read (a verify answer is a few KB): more is a network error. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
 
 export {
   verifyResultToken,
@@ -260,7 +264,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         redirect: 'error',
       });
       // the body is read under the same timeout: a server that stalls mid-body is a timeout too
-      text = await res.text();
+      text = await readBoundedText(res, MAX_ANSWER_BYTES);
     } catch (err) {
       if (call.signal?.aborted) throw call.signal.reason;
       if (timeout.aborted) throw new AttestTimeoutError(operation, timeoutMs);

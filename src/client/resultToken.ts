@@ -4,6 +4,10 @@
  * loads it and has no runtime dependency.
  */
 import type { JWTVerifyGetKey } from 'jose';
+import { BodyTooLargeError, readBoundedBody } from './readBoundedBody.js';
+
+/** The most of a JWKS answer read (a few keys are a few KB). */
+const MAX_JWKS_BYTES = 256 * 1024;
 
 /** The claims of a verified result token (exactly these: docs/result-tokens.md). */
 export interface ResultTokenClaims {
@@ -139,15 +143,22 @@ function remoteSet(jose: typeof import('jose'), options: VerifyResultTokenOption
   }
   let set = sets.get(url.href);
   if (!set) {
-    const fetchWith = options.fetch;
+    const fetchWith = options.fetch ?? globalThis.fetch;
     set = jose.createRemoteJWKSet(url, {
       cacheMaxAge: 300_000,
       cooldownDuration: 5_000,
-      ...(fetchWith
-        ? {
-            [jose.customFetch]: (input: string | URL, init: RequestInit) => fetchWith(input, init),
-          }
-        : {}),
+      // jose reads the whole answer (response.json()): the key set is read here first, cut at
+      // MAX_JWKS_BYTES as it streams, so a hostile or broken JWKS URL costs bounded memory
+      [jose.customFetch]: async (input: string | URL, init: RequestInit) => {
+        const res = await fetchWith(input, init);
+        if (res.status < 200 || res.status > 599) return res; // a manual redirect: no body
+        const body = await readBoundedBody(res, MAX_JWKS_BYTES);
+        return new Response(body as Uint8Array<ArrayBuffer>, {
+          status: res.status,
+          statusText: res.statusText,
+          headers: res.headers,
+        });
+      },
     });
     sets.set(url.href, set);
   }
@@ -156,6 +167,7 @@ function remoteSet(jose: typeof import('jose'), options: VerifyResultTokenOption
 
 function problemOf(jose: typeof import('jose'), err: unknown): ResultTokenProblem {
   const e = jose.errors;
+  if (err instanceof BodyTooLargeError) return 'keys_unavailable';
   if (err instanceof e.JWTExpired) return 'expired';
   if (err instanceof e.JWTClaimValidationFailed) return 'claims';
   if (err instanceof e.JWSSignatureVerificationFailed || err instanceof e.JWKSNoMatchingKey)

@@ -11,6 +11,9 @@ import {
   writeFileSync,
 } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 // PGlite stays a static import: loaded lazily, the embedded database opened measurably slower
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
@@ -20,6 +23,10 @@ import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
+import { applyEmbeddedWalSettings, startEmbeddedCheckpoints } from './embeddedWal.js';
+import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES, unpackBackup } from './backupArchive.js';
+
+const gzipAsync = promisify(gzip);
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
 export type Database = PgDatabase<any, typeof schema>;
@@ -183,6 +190,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       if (!existsSync(pgDir)) createFromTemplate(pgDir);
     }
     pglite = await PGlite.create({ dataDir: pgDir });
+    applyEmbeddedWalSettings(pglite);
   } catch (err) {
     await pglite?.close().catch(() => {});
     rmSync(lockPath, { force: true });
@@ -190,6 +198,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   }
   const db = drizzlePglite(pglite, { schema }) as unknown as Database;
   const opened = pglite;
+  const checkpoints = startEmbeddedCheckpoints(opened);
   return {
     db,
     kind: 'embedded',
@@ -209,6 +218,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
         }
       : {}),
     async close() {
+      await checkpoints.stop();
       await opened.close();
       rmSync(lockPath, { force: true });
     },
@@ -216,20 +226,32 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
 }
 
 /**
- * PGlite's data directory as a gzipped tar, consistent: a checkpoint first (so a restore has
- * little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
+ * PGlite's data directory as a gzipped tar, consistent: a checkpoint first (with wal_recycle off
+ * it also deletes the segments before it, so the backup carries only the live WAL and a restore
+ * has little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
+ * Only the copy holds the lock: the gzip runs after it, in libuv's thread pool, while requests go on.
  */
 async function dumpPglite(pglite: PGlite): Promise<Blob> {
   await pglite.exec('CHECKPOINT');
-  return pglite.runExclusive(() => pglite.dumpDataDir('gzip'));
+  const tar = await pglite.runExclusive(() => pglite.dumpDataDir('none'));
+  const gzipped = await gzipAsync(new Uint8Array(await tar.arrayBuffer()));
+  return new Blob([new Uint8Array(gzipped)], { type: 'application/x-gzip' });
 }
 
 /**
  * Creates the embedded database in `dataDir` from a backup made by `dump` (PGlite's gzipped
- * tar). `dataDir` must hold no database: the caller checks, and the tar is unpacked beside
- * `pgdata` first, then renamed, so a failed restore leaves nothing that looks like a database.
+ * tar), read from `backup` as it streams. `dataDir` must hold no database: the caller checks, and
+ * the tar is unpacked beside `pgdata` first (bounded and checked entry by entry: see
+ * backupArchive), opened, and checked to be an attest database (attest's migrations table with a
+ * shipped migration in it, and the first migration's tables) before it is renamed into place, so a
+ * refused or failed restore leaves nothing that looks like a database. Refusals are
+ * BackupRefusedError.
  */
-export async function restoreEmbedded(dataDir: string, backup: Blob): Promise<void> {
+export async function restoreEmbedded(
+  dataDir: string,
+  backup: Readable,
+  limits: { maxBytes: number } = { maxBytes: DEFAULT_MAX_UNPACKED_BYTES },
+): Promise<void> {
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   assertPrivate(dir);
@@ -245,10 +267,20 @@ export async function restoreEmbedded(dataDir: string, backup: Blob): Promise<vo
     if (existsSync(join(dir, PG_DIR)))
       throw new DatabaseBusyError(`${dir} already holds a database`);
     rmSync(partial, { recursive: true, force: true });
-    const pglite = await PGlite.create({ dataDir: partial, loadDataDir: backup });
-    // a statement proves the restored database opens and answers
-    await pglite.query('select 1');
-    await pglite.close();
+    await unpackBackup(backup, partial, limits);
+    let pglite: PGlite;
+    try {
+      pglite = await PGlite.create({ dataDir: partial });
+    } catch (err) {
+      throw new BackupRefusedError(
+        `its data directory does not open (${(err instanceof Error ? err.message : String(err)).split('\n')[0]})`,
+      );
+    }
+    try {
+      await assertAttestDatabase(pglite);
+    } finally {
+      await pglite.close();
+    }
     renameSync(partial, join(dir, PG_DIR));
   } catch (err) {
     rmSync(partial, { recursive: true, force: true });
@@ -256,6 +288,22 @@ export async function restoreEmbedded(dataDir: string, backup: Blob): Promise<vo
   } finally {
     rmSync(lockPath, { force: true });
   }
+}
+
+/** Refuses a database that is not attest's: no migrations table, no shipped migration, no tables. */
+async function assertAttestDatabase(pglite: PGlite): Promise<void> {
+  const { migrationStatus } = await import('./migrate.js');
+  const db = drizzlePglite(pglite, { schema }) as unknown as Database;
+  const status = await migrationStatus(db);
+  if (!status[0]?.applied)
+    throw new BackupRefusedError(
+      "it holds a PostgreSQL database, but not attest's (no attest migration was applied to it)",
+    );
+  const { rows } = await pglite.query<{ present: boolean }>(
+    "select to_regclass('public.api_keys') is not null and to_regclass('public.attestation_sessions') is not null as present",
+  );
+  if (!rows[0]?.present)
+    throw new BackupRefusedError("it holds a PostgreSQL database, but not attest's tables");
 }
 
 /** Refuses a data dir that another user owns or may write to: they could swap the lock or the data. */
