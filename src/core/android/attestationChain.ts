@@ -170,10 +170,7 @@ export function createAttestationChainVerifier(
       if (!issuing[i]!.issuer.equals(issuing[i + 1]!.subject))
         fail(`${at(i)}'s issuer name is not ${at(i + 1)}'s subject name`);
       const key = root && i + 1 === n - 1 ? root.key : issuingKey(issuing[i + 1]!);
-      if (typeof key === 'string')
-        fail(
-          `${at(i + 1)}'s key is ${key}: the issuing keys of attestation chains are EC P-256 or P-384, or RSA of 2048 to 4096 bits with exponent 65537`,
-        );
+      if (typeof key === 'string') fail(outOfProfile(at(i + 1), key));
       algorithmFits(issuing[i]!, at(i), familyOf(key), at(i + 1));
       keys.push(key);
     }
@@ -206,6 +203,21 @@ export function createAttestationChainVerifier(
     return root;
   }
 
+  /**
+   * The key that is to verify the leaf (certificateChain[1]'s: in profile, or a root key's own),
+   * once the leaf names it and is signed with an algorithm of its family.
+   */
+  function leafIssuerKey(certs: readonly AttestationCertificate[]): KeyObject {
+    const [leaf, issuer] = [certs[0]!, certs[1]!];
+    if (!leaf.issuer.equals(issuer.subject))
+      fail("certificateChain[0]'s issuer name is not certificateChain[1]'s subject name");
+    const trusted = certs.length === 2 ? roots.find((r) => r.spki.equals(issuer.spki)) : undefined;
+    const key = trusted ? trusted.key : issuingKey(issuer);
+    if (typeof key === 'string') fail(outOfProfile('certificateChain[1]', key));
+    algorithmFits(leaf, 'certificateChain[0]', familyOf(key), 'certificateChain[1]');
+    return key;
+  }
+
   /** Runs `step`; an android_chain_invalid it throws is remembered under `digest`. */
   function remembering<T>(digest: string, step: (onAosp: () => void) => T): T {
     let aosp = false;
@@ -232,36 +244,34 @@ export function createAttestationChainVerifier(
           );
         }
       }
-      const issuing = certs.length === 1 ? certs : certs.slice(1);
-      const issuingDigest = digest(issuing);
-      const chainDigest = certs.length === 1 ? issuingDigest : digest(certs);
+      const lone = certs.length === 1;
+      const issuing = lone ? certs : certs.slice(1);
+      // a lone leaf is its own issuing part, but its failures name other indexes
+      const issuingDigest = digest(issuing, lone ? 'lone' : 'issuing');
+      const chainDigest = lone ? issuingDigest : digest(certs, 'chain');
       const known = failed.get(issuingDigest) ?? failed.get(chainDigest);
       if (known) {
         if (known.aosp) onUntrusted?.('aosp-software');
         fail(known.detail);
       }
-
       const onAosp = () => onUntrusted?.('aosp-software');
+
+      // the leaf's link, before any signature: names, its issuer's key, its algorithm
+      const leafKey = lone ? null : remembering(chainDigest, () => leafIssuerKey(certs));
+
       let root = verified.get(issuingDigest);
       if (!root) {
         root = remembering(issuingDigest, (aosp) =>
-          anchor(issuing, certs.length === 1 ? 0 : 1, () => {
+          anchor(issuing, lone ? 0 : 1, () => {
             aosp();
             onAosp();
           }),
         );
         verified.set(issuingDigest, root);
       }
-      if (certs.length > 1) {
+      if (leafKey) {
         remembering(chainDigest, () => {
-          const [leaf, issuer] = [certs[0]!, certs[1]!];
-          if (!leaf.issuer.equals(issuer.subject))
-            fail("certificateChain[0]'s issuer name is not certificateChain[1]'s subject name");
-          // in profile: the issuing part verified with it (or it is the root's own)
-          const key = root.spki.equals(issuer.spki) ? root.key : issuingKey(issuer);
-          if (typeof key === 'string') throw new Error('a verified issuing key out of profile');
-          algorithmFits(leaf, 'certificateChain[0]', familyOf(key), 'certificateChain[1]');
-          if (!signs(leaf, key))
+          if (!signs(certs[0]!, leafKey))
             fail("certificateChain[0]'s signature does not verify with certificateChain[1]'s key");
         });
       }
@@ -282,11 +292,14 @@ export function createAttestationChainVerifier(
   };
 }
 
+const outOfProfile = (what: string, key: string) =>
+  `${what}'s key is ${key}: the issuing keys of attestation chains are EC P-256 or P-384, or RSA of 2048 to 4096 bits with exponent 65537`;
+
 const AOSP =
   'the chain ends at the AOSP software attestation root: the key was made by Keystore in software (an emulator, or a device without secure hardware), not by a TEE or StrongBox';
 
-function digest(certs: readonly AttestationCertificate[]): string {
-  const hash = createHash('sha256');
+function digest(certs: readonly AttestationCertificate[], tag: string): string {
+  const hash = createHash('sha256').update(tag);
   for (const c of certs) hash.update(c.der);
   return hash.digest('hex');
 }

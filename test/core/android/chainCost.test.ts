@@ -194,16 +194,26 @@ describe('the profile, checked before any signature (android_chain_invalid, no c
     ['a P-521 issuing key', () => ecKey('P-521', 'SHA-512'), /secp521r1/],
     ['ECDSA with SHA-1', () => ecKey('P-256', 'SHA-1'), /algorithm 1\.2\.840\.10045\.4\.1/],
   ];
-  it.each(cases)(
-    '%s, even under a configured root',
-    async (_name, make, detail) => {
+  // two certificates: the root signs the issuer whose key is to verify the leaf; three: the
+  // same key also signs the certificate below it
+  it.each(
+    cases.flatMap(([name, make, detail]) => [2, 3].map((n) => [name, n, make, detail] as const)),
+  )(
+    '%s, in a chain of %i under a configured root',
+    async (_name, length, make, detail) => {
       const run = service(ca.roots);
       const nonce = randomBytes(32);
-      const key = await make();
-      const { token } = await hostileChainToken({ length: 3, key, nonce, root: ca.root });
+      const { token } = await hostileChainToken({
+        length,
+        key: await make(),
+        nonce,
+        root: ca.root,
+      });
       const outcome = await run(token, nonce);
       expect(outcome).toMatchObject({ reason: 'android_chain_invalid', checks: 0 });
       expect(outcome.detail).toMatch(detail);
+      // and again: remembered
+      expect(await run(token, nonce)).toMatchObject({ reason: 'android_chain_invalid', checks: 0 });
     },
     60_000,
   );
