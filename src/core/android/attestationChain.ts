@@ -205,12 +205,10 @@ export function createAttestationChainVerifier(
 
   /**
    * The key that is to verify the leaf (certificateChain[1]'s: in profile, or a root key's own),
-   * once the leaf names it and is signed with an algorithm of its family.
+   * once the leaf is signed with an algorithm of its family.
    */
   function leafIssuerKey(certs: readonly AttestationCertificate[]): KeyObject {
     const [leaf, issuer] = [certs[0]!, certs[1]!];
-    if (!leaf.issuer.equals(issuer.subject))
-      fail("certificateChain[0]'s issuer name is not certificateChain[1]'s subject name");
     const trusted = certs.length === 2 ? roots.find((r) => r.spki.equals(issuer.spki)) : undefined;
     const key = trusted ? trusted.key : issuingKey(issuer);
     if (typeof key === 'string') fail(outOfProfile('certificateChain[1]', key));
@@ -256,7 +254,7 @@ export function createAttestationChainVerifier(
       }
       const onAosp = () => onUntrusted?.('aosp-software');
 
-      // the leaf's link, before any signature: names, its issuer's key, its algorithm
+      // the leaf's link, before any signature: its issuer's key and its algorithm
       const leafKey = lone ? null : remembering(chainDigest, () => leafIssuerKey(certs));
 
       let root = verified.get(issuingDigest);
@@ -271,6 +269,9 @@ export function createAttestationChainVerifier(
       }
       if (leafKey) {
         remembering(chainDigest, () => {
+          // its name after the root (an unknown root is the news, as Google's verifier says)
+          if (!certs[0]!.issuer.equals(certs[1]!.subject))
+            fail("certificateChain[0]'s issuer name is not certificateChain[1]'s subject name");
           if (!signs(certs[0]!, leafKey))
             fail("certificateChain[0]'s signature does not verify with certificateChain[1]'s key");
         });
