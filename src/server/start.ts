@@ -32,7 +32,7 @@ import { createRevocationRepository, createRevocationSource } from '../db/androi
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
 import { checkRevocationAge, startRevocationRefresh } from './revocationRefresh.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
-import { isConnectionError, unavailable } from '../db/errors.js';
+import { embeddedUnavailable, isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
@@ -119,12 +119,16 @@ export async function startServer(
     role: 'server',
     connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    onStaleLock: ({ path, pid, why }) =>
+      logger.warn({ lock: path, pid }, `removed a stale lock ${path} (pid ${pid}): ${why}`),
   });
   // whatever fails from here on, the database (its lock and socket) is released before the error
   try {
     return await serveOn(database, appleRoots, config, logger, options);
   } catch (err) {
     await database.close().catch(() => {});
+    // a full disk shows as PGlite failing on its first write: name the disk, not "unreachable"
+    if (database.kind === 'embedded') err = embeddedUnavailable(database.where, err);
     if (isConnectionError(err)) {
       throw unavailable(database.where, err, {
         connectTimeoutSeconds: database.connectTimeoutSeconds,
