@@ -48,6 +48,7 @@ import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
 import { createModeVerifiers } from './modeVerifiers.js';
+import { drainable, type Drainable } from './drainable.js';
 
 export interface RunningServer {
   url: string;
@@ -74,6 +75,12 @@ export const CHANGES_CHANNEL = 'attest_changes';
  * change notification is lost (on PostgreSQL they are announced and apply at once).
  */
 export const PROPAGATION_MS = 5000;
+
+/**
+ * On close, requests in flight have this long to be answered (their own deadline is 5 s) before
+ * the connections still open are cut; the database closes after.
+ */
+export const DRAIN_MS = 5000;
 
 export interface StartOptions {
   migrate: boolean;
@@ -290,14 +297,16 @@ async function serveOn(
     throw err;
   }
   server.maxHeadersCount = 100;
+  const api = drainable(server);
   const url = urlOf(server, config.host, config.port);
   logger.info({ url, database: database.kind, where: database.where }, 'listening');
 
-  let metricsServer: Server | undefined;
+  let metricsServer: Drainable | undefined;
   let metricsUrl: string | undefined;
   if (separateMetrics) {
+    let listening: Server;
     try {
-      metricsServer = await listen(
+      listening = await listen(
         createMetricsApp(metrics).fetch,
         config.metricsPort!,
         config.metricsHost,
@@ -313,7 +322,8 @@ async function serveOn(
           : `cannot serve metrics on ${config.metricsHost}:${config.metricsPort}: ${e.message}`,
       );
     }
-    metricsUrl = `${urlOf(metricsServer, config.metricsHost, config.metricsPort!)}/metrics`;
+    metricsServer = drainable(listening);
+    metricsUrl = `${urlOf(listening, config.metricsHost, config.metricsPort!)}/metrics`;
     logger.info({ url: metricsUrl }, 'metrics listening');
   }
 
@@ -410,14 +420,12 @@ async function serveOn(
     },
     reloadNow,
     async close() {
+      // the drain starts at once: no new connection, and every answer from now says Connection: close
+      const drained = Promise.all([api.drain(DRAIN_MS), metricsServer?.drain(DRAIN_MS)]);
       await pruner.stop();
       await refresher.stop();
       await revocationRefresher.stop();
-      await Promise.all([
-        closeServer(server),
-        metricsServer ? closeServer(metricsServer) : undefined,
-        admin?.stop(),
-      ]);
+      await Promise.all([drained, admin?.stop()]);
       await database.close();
     },
   };
