@@ -181,10 +181,17 @@ export function embeddedUnavailable(
   const free = (options.free ?? freeBytes)(dataDir);
   const room = free === undefined ? '' : `, ${formatBytes(free)} free`;
   const disk = DISK_CODES[code];
-  if (disk)
+  if (disk) {
+    const advice =
+      code === 'EROFS'
+        ? 'make its file system writable'
+        : /EIO|58030/.test(code)
+          ? 'check its disk'
+          : 'make room on its disk';
     return new DatabaseUnavailableError(
-      `cannot use the embedded database in ${dataDir}: ${disk}${room}; make room on its disk and start again`,
+      `cannot use the embedded database in ${dataDir}: ${disk}${room}; ${advice} and start again`,
     );
+  }
   const inner = innermost(err);
   const message = String(inner.message ?? err)
     .replace(/\s+/g, ' ')
