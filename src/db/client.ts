@@ -1,15 +1,4 @@
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
@@ -19,7 +8,15 @@ import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
-import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
+import {
+  acquireLock,
+  announceInLock,
+  LOCK_FILE,
+  readLiveLock,
+  type AdminDoor,
+  type StaleLock,
+} from './dataDirLock.js';
+import { embeddedUnavailable } from './errors.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
@@ -69,11 +66,7 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-/** Where the running server's admin API listens, and the secret that opens it. */
-export interface AdminDoor {
-  socket: string;
-  secret: string;
-}
+export type { AdminDoor, StaleLock } from './dataDirLock.js';
 
 export interface OpenOptions {
   /** a postgres:// URL; when absent the embedded database in `dataDir` is used */
@@ -92,6 +85,8 @@ export interface OpenOptions {
   create?: boolean;
   /** told what takes time while it happens (creating the embedded database) */
   onProgress?: (message: string) => void;
+  /** told of a lock left by a process that is gone, removed before the embedded database opened */
+  onStaleLock?: (stale: StaleLock) => void;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
@@ -113,13 +108,6 @@ export class DatabaseMissingError extends Error {
 
 // PGlite wants a folder of its own: the lock sits beside it
 export const PG_DIR = 'pgdata';
-const LOCK_FILE = 'attest.lock';
-
-interface LockInfo {
-  pid: number;
-  /** the running server's admin API, once it listens */
-  admin?: AdminDoor;
-}
 
 /** A running `attest serve` that holds the embedded database in `dataDir`, if there is one. */
 export interface RunningServer {
@@ -171,7 +159,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   assertPrivate(dataDir);
   const lockPath = join(dataDir, LOCK_FILE);
-  const holder = readLiveLock(lockPath);
+  const holder = readLiveLock(lockPath, options.onStaleLock);
   if (holder) {
     throw new DatabaseBusyError(
       `the embedded database in ${dataDir} is in use by ${processName(holder.pid)}` +
@@ -181,8 +169,12 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
           : ''),
     );
   }
-  acquireLock(lockPath);
   let pglite: PGlite | undefined;
+  try {
+    acquireLock(lockPath, (message) => new DatabaseBusyError(message));
+  } catch (err) {
+    throw embeddedUnavailable(dataDir, err);
+  }
   try {
     if (!exists) {
       options.onProgress?.(`creating the embedded database in ${options.dataDir}…`);
@@ -194,7 +186,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   } catch (err) {
     await pglite?.close().catch(() => {});
     rmSync(lockPath, { force: true });
-    throw err;
+    throw embeddedUnavailable(dataDir, err);
   }
   const db = drizzlePglite(pglite, { schema }) as unknown as Database;
   const opened = pglite;
@@ -208,19 +200,18 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     ...(options.role === 'server'
       ? {
           announce(admin: AdminDoor) {
-            // written whole under another name, then renamed: a reader never sees half of it
-            const partial = `${lockPath}.${process.pid}`;
-            writeFileSync(partial, JSON.stringify({ pid: process.pid, admin } satisfies LockInfo), {
-              mode: 0o600,
-            });
-            renameSync(partial, lockPath);
+            announceInLock(lockPath, admin);
           },
         }
       : {}),
     async close() {
-      await checkpoints.stop();
-      await opened.close();
-      rmSync(lockPath, { force: true });
+      // the lock goes even when PGlite fails to close (a full disk): the process is done with it
+      try {
+        await checkpoints.stop();
+        await opened.close();
+      } finally {
+        rmSync(lockPath, { force: true });
+      }
     },
   };
 }
@@ -261,7 +252,7 @@ export async function restoreEmbedded(
     throw new DatabaseBusyError(
       `the embedded database in ${dir} is in use by process ${holder.pid}: stop it first`,
     );
-  acquireLock(lockPath);
+  acquireLock(lockPath, (message) => new DatabaseBusyError(message));
   const partial = join(dir, `${PG_DIR}.restoring-${process.pid}`);
   try {
     if (existsSync(join(dir, PG_DIR)))
@@ -438,63 +429,6 @@ export function lockHolder(dataDir: string): LockHolder | null {
   const info = readLiveLock(lockPath);
   if (!info) return null;
   return { pid: info.pid, ...(info.admin ? { address: info.admin.socket } : {}) };
-}
-
-function readLiveLock(lockPath: string): LockInfo | null {
-  let info: LockInfo;
-  try {
-    info = JSON.parse(readFileSync(lockPath, 'utf8')) as LockInfo;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    // half-written by a process that is starting: treat as held, not as stale
-    return { pid: 0 };
-  }
-  if (!Number.isInteger(info.pid) || info.pid <= 0) return { pid: 0 };
-  // a lock of an older version (a PostgreSQL-protocol socket) names no admin API: not a door
-  const admin =
-    typeof info.admin?.socket === 'string' && typeof info.admin.secret === 'string'
-      ? { socket: info.admin.socket, secret: info.admin.secret }
-      : undefined;
-  if (info.pid === process.pid || isAlive(info.pid))
-    return { pid: info.pid, ...(admin ? { admin } : {}) };
-  // stale: its process died without cleaning up; its socket goes too, when it is ours to remove
-  if (admin) removeStaleSocket(admin.socket);
-  rmSync(lockPath, { force: true });
-  return null;
-}
-
-/** Removes a dead server's socket and its folder, only when the checks say both are this user's own. */
-function removeStaleSocket(path: string): void {
-  try {
-    removeSocket(checkSocketPath(path));
-  } catch {
-    // not ours, or gone: leave it
-  }
-}
-
-function acquireLock(lockPath: string): void {
-  let fd: number;
-  try {
-    fd = openSync(lockPath, 'wx', 0o600);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new DatabaseBusyError(
-        `the embedded database lock ${lockPath} was taken by another process just now; try again`,
-      );
-    }
-    throw err;
-  }
-  writeSync(fd, JSON.stringify({ pid: process.pid } satisfies LockInfo));
-  closeSync(fd);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A URL without its password, for messages and logs. */

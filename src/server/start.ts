@@ -32,7 +32,7 @@ import { createRevocationRepository, createRevocationSource } from '../db/androi
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
 import { checkRevocationAge, startRevocationRefresh } from './revocationRefresh.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
-import { isConnectionError, unavailable } from '../db/errors.js';
+import { embeddedUnavailable, isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
@@ -48,6 +48,7 @@ import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
 import { createModeVerifiers } from './modeVerifiers.js';
+import { drainable, type Drainable } from './drainable.js';
 
 export interface RunningServer {
   url: string;
@@ -74,6 +75,12 @@ export const CHANGES_CHANNEL = 'attest_changes';
  * change notification is lost (on PostgreSQL they are announced and apply at once).
  */
 export const PROPAGATION_MS = 5000;
+
+/**
+ * On close, requests in flight have this long to be answered (their own deadline is 5 s) before
+ * the connections still open are cut; the database closes after.
+ */
+export const DRAIN_MS = 5000;
 
 export interface StartOptions {
   migrate: boolean;
@@ -119,12 +126,16 @@ export async function startServer(
     role: 'server',
     connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    onStaleLock: ({ path, pid, why }) =>
+      logger.warn({ lock: path, pid }, `removed a stale lock ${path} (pid ${pid}): ${why}`),
   });
   // whatever fails from here on, the database (its lock and socket) is released before the error
   try {
     return await serveOn(database, appleRoots, config, logger, options);
   } catch (err) {
     await database.close().catch(() => {});
+    // a full disk shows as PGlite failing on its first write: name the disk, not "unreachable"
+    if (database.kind === 'embedded') err = embeddedUnavailable(database.where, err);
     if (isConnectionError(err)) {
       throw unavailable(database.where, err, {
         connectTimeoutSeconds: database.connectTimeoutSeconds,
@@ -288,14 +299,16 @@ async function serveOn(
     throw err;
   }
   server.maxHeadersCount = 100;
+  const api = drainable(server);
   const url = urlOf(server, config.host, config.port);
   logger.info({ url, database: database.kind, where: database.where }, 'listening');
 
-  let metricsServer: Server | undefined;
+  let metricsServer: Drainable | undefined;
   let metricsUrl: string | undefined;
   if (separateMetrics) {
+    let listening: Server;
     try {
-      metricsServer = await listen(
+      listening = await listen(
         createMetricsApp(metrics).fetch,
         config.metricsPort!,
         config.metricsHost,
@@ -311,7 +324,8 @@ async function serveOn(
           : `cannot serve metrics on ${config.metricsHost}:${config.metricsPort}: ${e.message}`,
       );
     }
-    metricsUrl = `${urlOf(metricsServer, config.metricsHost, config.metricsPort!)}/metrics`;
+    metricsServer = drainable(listening);
+    metricsUrl = `${urlOf(listening, config.metricsHost, config.metricsPort!)}/metrics`;
     logger.info({ url: metricsUrl }, 'metrics listening');
   }
 
@@ -408,14 +422,12 @@ async function serveOn(
     },
     reloadNow,
     async close() {
+      // the drain starts at once: no new connection, and every answer from now says Connection: close
+      const drained = Promise.all([api.drain(DRAIN_MS), metricsServer?.drain(DRAIN_MS)]);
       await pruner.stop();
       await refresher.stop();
       await revocationRefresher.stop();
-      await Promise.all([
-        closeServer(server),
-        metricsServer ? closeServer(metricsServer) : undefined,
-        admin?.stop(),
-      ]);
+      await Promise.all([drained, admin?.stop()]);
       await database.close();
     },
   };
