@@ -146,7 +146,7 @@ describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, (
     [
       'ATTEST_ISSUER',
       'https://attest.example.com/',
-      /ATTEST_ISSUER must be an https URL without .* trailing slash/,
+      /ATTEST_ISSUER must be an https URL .*without .* trailing slash/,
     ],
     ['ATTEST_ISSUER', 'attest.example.com', /ATTEST_ISSUER must be an https URL/],
     ['ATTEST_ISSUER', 'https://attest.example.com?x=1', /ATTEST_ISSUER/],
