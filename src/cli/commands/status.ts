@@ -3,7 +3,9 @@ import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { lockHolder, redactUrl } from '../../db/client.js';
 import { processName } from '../../db/processName.js';
-import { androidRevocationUrl } from '../../config.js';
+import { androidRevocationUrl, type Config } from '../../config.js';
+import { DEFAULT_MASTER_KEY_FILE, readMasterKeyFile } from '../../db/masterKey.js';
+import { toMasterKey } from '../../db/secretBox.js';
 import type { ReceiptRefreshSummary } from '../../db/receiptRefreshQueue.js';
 import type { Admin } from '../admin.js';
 import { config, withAdmin } from '../context.js';
@@ -17,6 +19,11 @@ export interface StatusReport {
   schema: { applied: number; pending: number; state: 'current' | 'pending' } | null;
   /** the master key the database's secrets are sealed with (null: none recorded yet) */
   masterKeyId: string | null;
+  /**
+   * Why this configuration cannot open those secrets (null: it can, or nothing is sealed yet):
+   * the key file is missing or unreadable, or it holds another key. Exit 1.
+   */
+  masterKeyProblem: string | null;
   /** a server holding this embedded data dir (null: none; PostgreSQL deployments are not tracked) */
   server: { pid: number; process: string; address: string | null } | null;
   /** test API keys accepted by a server started with this configuration (ATTEST_TEST_KEYS) */
@@ -33,6 +40,8 @@ export interface StatusReport {
     ageSeconds: number;
     entries: number;
     refreshFrom: string | null;
+    /** why serve's last refresh from refreshFrom failed, and when (null: it succeeded, or none ran) */
+    lastRefreshError: { message: string; at: string } | null;
   } | null;
   /** the App Attest receipt refresh schedule (null when the database could not be read) */
   receipts:
@@ -46,12 +55,14 @@ export function statusCommand(): Command {
     )
     .option(
       '--json',
-      'print {"database","schema","masterKeyId","server","testKeys","revocationList","receipts"}',
+      'print {"database","schema","masterKeyId","masterKeyProblem","server","testKeys","revocationList","receipts"}',
     )
     .addHelpText(
       'after',
       `
-Exit 0, or 3 when the database cannot be reached (the report is printed all the same).
+Exit 0; 1 when this configuration cannot open the master key that seals the secrets (its file
+missing, or another key); 3 when the database cannot be reached (the report is printed all the
+same). A failed refresh of the Android status list shows on the revocations line.
 
 Examples:
   $ attest status
@@ -69,6 +80,7 @@ Examples:
         },
         schema: null,
         masterKeyId: null,
+        masterKeyProblem: null,
         server: null,
         testKeys: cfg.testKeys ? 'on' : 'off',
         revocationList: null,
@@ -99,9 +111,14 @@ Examples:
           failure = err;
         }
       }
+      if (report.masterKeyId !== null)
+        report.masterKeyProblem = masterKeyProblem(cfg, report.masterKeyId, embedded);
       if (opts.json) printJson(report);
       else process.stdout.write(describe(report));
       if (failure) throw failure;
+      // printed above; the exit code says it to a script
+      if (report.masterKeyProblem)
+        throw new CliError(report.masterKeyProblem, EXIT.negative, false);
     });
 }
 
@@ -127,12 +144,48 @@ async function readDatabase(
       ageSeconds: Math.max(0, Math.floor((now.getTime() - list.takenAt.getTime()) / 1000)),
       entries: list.entryCount,
       refreshFrom: revocationUrl,
+      lastRefreshError: list.lastRefreshError
+        ? { message: list.lastRefreshError.message, at: list.lastRefreshError.at.toISOString() }
+        : null,
     };
   const receipts = await admin.run('apple.receipts.summary', { at: now });
   report.receipts = {
     ...receipts,
     lastRefreshedAt: receipts.lastRefreshedAt?.toISOString() ?? null,
   };
+}
+
+/**
+ * Whether this configuration holds the master key the database's secrets are sealed with
+ * (`sealedWith`): the one problem, or null. The server may run with another environment, but a
+ * CLI that cannot open the secrets cannot rotate, back up or add credentials either.
+ */
+function masterKeyProblem(cfg: Config, sealedWith: string, embedded: boolean): string | null {
+  let key: { id: string };
+  let where: string;
+  try {
+    if (cfg.masterKey !== undefined) {
+      where = 'ATTEST_MASTER_KEY';
+      key = toMasterKey(Buffer.from(cfg.masterKey, 'base64'));
+    } else if (cfg.masterKeyFile !== undefined) {
+      where = cfg.masterKeyFile;
+      if (!existsSync(where))
+        return `master key ${sealedWith} seals the secrets, but ATTEST_MASTER_KEY_FILE ${where} is missing: restore it from a backup`;
+      key = readMasterKeyFile(where, 'ATTEST_MASTER_KEY_FILE');
+    } else if (embedded) {
+      where = join(resolve(cfg.dataDir), DEFAULT_MASTER_KEY_FILE);
+      if (!existsSync(where))
+        return `master key ${sealedWith} seals the secrets, but its file ${where} is missing: restore it from a backup, or set ATTEST_MASTER_KEY_FILE`;
+      key = readMasterKeyFile(where, where);
+    } else {
+      return `master key ${sealedWith} seals the secrets, but no master key is configured: set ATTEST_MASTER_KEY_FILE`;
+    }
+  } catch (err) {
+    return `master key ${sealedWith} seals the secrets, but the configured key cannot be read: ${(err as Error).message}`;
+  }
+  return key.id === sealedWith
+    ? null
+    : `master key ${sealedWith} seals the secrets, but ${where} holds key ${key.id}`;
 }
 
 /** A whole-unit age: 45 s, 12 min, 5 h, 3 d. */
@@ -152,7 +205,10 @@ function describeRevocations(r: StatusReport): string {
   const refresh = list.refreshFrom
     ? `serve refreshes it from ${list.refreshFrom}`
     : 'not refreshed (ATTEST_ANDROID_REVOCATION_URL=off)';
-  return `${list.source}, taken ${age(list.ageSeconds)} ago, ${list.entries} entries; ${refresh}`;
+  const failed = list.lastRefreshError
+    ? `; LAST REFRESH FAILED at ${list.lastRefreshError.at}: ${list.lastRefreshError.message}`
+    : '';
+  return `${list.source}, taken ${age(list.ageSeconds)} ago, ${list.entries} entries; ${refresh}${failed}`;
 }
 
 function describeReceipts(r: StatusReport): string {
@@ -180,7 +236,12 @@ function describe(r: StatusReport): string {
           : `${r.schema.pending} migration(s) pending: "attest db migrate" or "attest serve" applies them`
         : '-',
     ],
-    ['master key', r.masterKeyId ?? '(none recorded yet)'],
+    [
+      'master key',
+      r.masterKeyId
+        ? `${r.masterKeyId}${r.masterKeyProblem ? ` (PROBLEM: ${r.masterKeyProblem})` : ''}`
+        : '(none recorded yet)',
+    ],
     [
       'server',
       r.server
