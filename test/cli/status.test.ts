@@ -4,6 +4,8 @@
  * the database cannot be reached, with the report printed all the same.
  */
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -23,6 +25,7 @@ const VARS = [
   'ATTEST_TEST_KEYS',
   'ATTEST_MASTER_KEY',
   'ATTEST_DB_CONNECT_TIMEOUT',
+  'ATTEST_ANDROID_REVOCATION_URL',
 ];
 
 describe('attest status', { timeout: 120_000 }, () => {
@@ -147,6 +150,49 @@ describe('attest status', { timeout: 120_000 }, () => {
     expect(other.report.masterKeyProblem).toMatch(/holds key [0-9a-f]{16}$/);
     renameSync(`${file}.away`, file);
     expect((await status()).code).toBe(0);
+  });
+
+  it("--check reaches Google's status list: ok, or failing with the reason and exit 1", async () => {
+    delete process.env.DATABASE_URL;
+    process.env.ATTEST_DATA_DIR = join(dir, 'check');
+    let answer = { status: 200, text: JSON.stringify({ entries: { abc: { status: 'REVOKED' } } }) };
+    const google = createServer((_req, res) => {
+      // no kept-alive socket: the last step finds nobody listening, not a stale connection
+      res.writeHead(answer.status, { 'Content-Type': 'application/json', Connection: 'close' });
+      res.end(answer.text);
+    });
+    await new Promise<void>((r) => google.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(google.address() as AddressInfo).port}/attestation/status`;
+    process.env.ATTEST_ANDROID_REVOCATION_URL = url;
+    const check = async () => {
+      const run = await runCli('status', '--check', '--json');
+      return { ...run, report: JSON.parse(run.stdout) as StatusReport };
+    };
+    try {
+      const ok = await check();
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.report.checks).toEqual([
+        { upstream: 'android-status-list', target: url, state: 'ok', detail: '1 entries' },
+        expect.objectContaining({ upstream: 'play-integrity', state: 'not checked' }),
+        expect.objectContaining({ upstream: 'apple-receipts', state: 'not checked' }),
+      ]);
+      answer = { status: 503, text: 'unavailable' };
+      const down = await check();
+      expect(down.code).toBe(1);
+      expect(down.report.checks![0]).toMatchObject({ state: 'failing', detail: 'HTTP 503' });
+      expect(oneLine(down)).toBe(`attest: android-status-list ${url}: HTTP 503`);
+      answer = { status: 200, text: 'not json' };
+      expect((await check()).report.checks![0]!.detail).toMatch(/^not a status list/);
+      // without --check nothing is reached
+      const plain = await status();
+      expect(plain.report.checks).toBeUndefined();
+    } finally {
+      await new Promise<void>((r) => google.close(() => r()));
+    }
+    // nobody listening
+    const refused = await check();
+    expect(refused.code).toBe(1);
+    expect(refused.report.checks![0]).toMatchObject({ state: 'failing', detail: 'ECONNREFUSED' });
   });
 
   it('PostgreSQL unreachable: the report without the password, then exit 3 with one line', async () => {

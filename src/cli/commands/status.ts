@@ -6,11 +6,25 @@ import { processName } from '../../db/processName.js';
 import { androidRevocationUrl, type Config } from '../../config.js';
 import { DEFAULT_MASTER_KEY_FILE, readMasterKeyFile } from '../../db/masterKey.js';
 import { toMasterKey } from '../../db/secretBox.js';
+import { parseRevocationDocument } from '../../core/android/revocationList.js';
 import type { ReceiptRefreshSummary } from '../../db/receiptRefreshQueue.js';
 import type { Admin } from '../admin.js';
 import { config, withAdmin } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { printJson } from '../output.js';
+
+/** One upstream reached by `attest status --check`. */
+export interface UpstreamCheck {
+  upstream: 'android-status-list' | 'play-integrity' | 'apple-receipts';
+  /** the URL reached */
+  target: string;
+  state: 'ok' | 'failing' | 'not checked';
+  detail: string;
+}
+
+/** How long one upstream check may take, and how much of its answer is read. */
+const CHECK_TIMEOUT_MS = 10_000;
+const CHECK_MAX_BYTES = 16 * 1024 * 1024;
 
 /** What `attest status --json` prints. */
 export interface StatusReport {
@@ -43,6 +57,11 @@ export interface StatusReport {
     /** why serve's last refresh from refreshFrom failed, and when (null: it succeeded, or none ran) */
     lastRefreshError: { message: string; at: string } | null;
   } | null;
+  /**
+   * With --check: each upstream this deployment uses, reached now, ok or failing with the reason
+   * (absent without --check). Exit 1 when one fails.
+   */
+  checks?: UpstreamCheck[];
   /** the App Attest receipt refresh schedule (null when the database could not be read) */
   receipts:
     (Omit<ReceiptRefreshSummary, 'lastRefreshedAt'> & { lastRefreshedAt: string | null }) | null;
@@ -52,6 +71,10 @@ export function statusCommand(): Command {
   return new Command('status')
     .description(
       'what this deployment is: database, schema state, master key id, running server, test keys, Android status list age, receipt refresh state',
+    )
+    .option(
+      '--check',
+      "reach each upstream this deployment uses now (Google's Android status list) and say ok or failing; exit 1 when one fails",
     )
     .option(
       '--json',
@@ -68,7 +91,7 @@ Examples:
   $ attest status
   $ DATABASE_URL=postgres://attest@db/attest attest status --json`,
     )
-    .action(async (opts: { json?: boolean }) => {
+    .action(async (opts: { json?: boolean; check?: boolean }) => {
       const cfg = config();
       const embedded = !cfg.databaseUrl;
       const dataDir = resolve(cfg.dataDir);
@@ -113,12 +136,20 @@ Examples:
       }
       if (report.masterKeyId !== null)
         report.masterKeyProblem = masterKeyProblem(cfg, report.masterKeyId, embedded);
+      if (opts.check) report.checks = await checkUpstreams(androidRevocationUrl(cfg));
       if (opts.json) printJson(report);
       else process.stdout.write(describe(report));
       if (failure) throw failure;
       // printed above; the exit code says it to a script
       if (report.masterKeyProblem)
         throw new CliError(report.masterKeyProblem, EXIT.negative, false);
+      const failing = report.checks?.filter((c) => c.state === 'failing') ?? [];
+      if (failing.length > 0)
+        throw new CliError(
+          failing.map((c) => `${c.upstream} ${c.target}: ${c.detail}`).join('; '),
+          EXIT.negative,
+          false,
+        );
     });
 }
 
@@ -188,6 +219,85 @@ function masterKeyProblem(cfg: Config, sealedWith: string, embedded: boolean): s
     : `master key ${sealedWith} seals the secrets, but ${where} holds key ${key.id}`;
 }
 
+/**
+ * Reaches each upstream once, each bounded in time (CHECK_TIMEOUT_MS) and size (CHECK_MAX_BYTES,
+ * the stream cut there), redirects refused. Play's API per service account and Apple's receipt
+ * endpoint per DeviceCheck key need the sealed credentials and are not checked yet: they are
+ * listed as `not checked`, never as ok.
+ */
+async function checkUpstreams(revocationUrl: string | null): Promise<UpstreamCheck[]> {
+  const checks: UpstreamCheck[] = [];
+  if (revocationUrl) checks.push(await checkStatusList(revocationUrl));
+  checks.push(
+    {
+      upstream: 'play-integrity',
+      target: 'each stored service account',
+      state: 'not checked',
+      detail: 'not checked by this version',
+    },
+    {
+      upstream: 'apple-receipts',
+      target: 'each DeviceCheck key',
+      state: 'not checked',
+      detail: 'not checked by this version',
+    },
+  );
+  return checks;
+}
+
+async function checkStatusList(url: string): Promise<UpstreamCheck> {
+  const failing = (detail: string): UpstreamCheck => ({
+    upstream: 'android-status-list',
+    target: url,
+    state: 'failing',
+    detail,
+  });
+  let text: string;
+  try {
+    const res = await fetch(url, {
+      headers: { Accept: 'application/json' },
+      signal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
+      redirect: 'error',
+    });
+    if (!res.ok) {
+      await res.body?.cancel();
+      return failing(`HTTP ${res.status}`);
+    }
+    const body = await readBounded(res, CHECK_MAX_BYTES);
+    if (body === null) return failing(`the answer is larger than ${CHECK_MAX_BYTES} bytes`);
+    text = body;
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string } };
+    if (e.name === 'TimeoutError') return failing(`no answer within ${CHECK_TIMEOUT_MS} ms`);
+    return failing(e.cause?.code ?? e.cause?.message ?? e.message);
+  }
+  try {
+    const { entries } = parseRevocationDocument(JSON.parse(text));
+    return {
+      upstream: 'android-status-list',
+      target: url,
+      state: 'ok',
+      detail: `${entries.size} entries`,
+    };
+  } catch (err) {
+    return failing(`not a status list: ${(err as Error).message}`);
+  }
+}
+
+/** The body as text, or null when it is longer than `maxBytes` (reading stops there). */
+async function readBounded(res: Response, maxBytes: number): Promise<string | null> {
+  if (!res.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.byteLength;
+    // leaving the loop cancels the stream: nothing more is read
+    if (size > maxBytes) return null;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 /** A whole-unit age: 45 s, 12 min, 5 h, 3 d. */
 function age(seconds: number): string {
   if (seconds < 60) return `${seconds} s`;
@@ -253,6 +363,10 @@ function describe(r: StatusReport): string {
     ['test keys', `${r.testKeys} (ATTEST_TEST_KEYS)`],
     ['revocations', describeRevocations(r)],
     ['receipts', describeReceipts(r)],
+    ...(r.checks ?? []).map((c): [string, string] => [
+      'check',
+      `${c.upstream} ${c.target}: ${c.state} (${c.detail})`,
+    ]),
   ];
   return `${rows.map(([k, v]) => `${k.padEnd(12)}${v}`).join('\n')}\n`;
 }
