@@ -89,6 +89,7 @@ same). A failed refresh of the Android status list shows on the revocations line
 
 Examples:
   $ attest status
+  $ attest status --check
   $ DATABASE_URL=postgres://attest@db/attest attest status --json`,
     )
     .action(async (opts: { json?: boolean; check?: boolean }) => {
