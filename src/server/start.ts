@@ -91,6 +91,11 @@ export interface StartOptions {
   propagationMs?: number;
   /** told after each reload a PostgreSQL notification caused (the payload names the table) */
   onChange?: (table: string) => void;
+  /**
+   * The issuer of result tokens instead of ATTEST_ISSUER: `attest dev up` passes a function
+   * giving its own URL, known only once it listens (http on loopback: see isIssuer).
+   */
+  ownIssuer?: () => string;
 }
 
 /**
@@ -172,7 +177,8 @@ async function serveOn(
 
   const sessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(database.db);
-  const resultTokens = await resultTokenSigner(database, box, config, logger, apiKeys);
+  const signers = await resultTokenSigners(database, box, config, logger, apiKeys, options);
+  const resultTokens = signers?.live;
   const revocationRepo = createRevocationRepository(database.db);
   // a new database starts from the snapshot shipped with this build
   await revocationRepo.seed();
@@ -245,6 +251,7 @@ async function serveOn(
     }),
     metricsRoute: !separateMetrics,
     ...(resultTokens ? { resultTokens } : {}),
+    ...(signers?.test ? { testResultTokens: signers.test } : {}),
   });
 
   const reloadNow = () => {
@@ -478,41 +485,51 @@ async function startAdmin(
 }
 
 /**
- * The result token signer when ATTEST_ISSUER is set (its first key made now, so the JWKS has a
- * key before any token). Without an issuer no token can be made: the service refuses to start
- * while any live API key has result tokens on, rather than answer those keys' verifies without
- * the token they rely on.
+ * The result token signers when there is an issuer (ATTEST_ISSUER, or the server's own loopback
+ * URL with `ownIssuer`): the live one, and with ATTEST_TEST_KEYS on a test one whose keys sign
+ * only test-mode keys' tokens. Their first keys are made now, so each JWKS has a key before any
+ * token. Without an issuer no token can be made: the service refuses to start while any live API
+ * key has result tokens on, rather than answer those keys' verifies without the token they rely on.
  */
-async function resultTokenSigner(
+async function resultTokenSigners(
   database: DatabaseHandle,
   box: ReturnType<typeof createSecretBox>,
   config: Config,
   logger: Logger,
   apiKeys: ReturnType<typeof createApiKeyRepository>,
-): Promise<ResultTokenSigner | undefined> {
-  if (config.issuer === undefined) {
+  options: StartOptions,
+): Promise<{ live: ResultTokenSigner; test?: ResultTokenSigner } | undefined> {
+  const issuer = options.ownIssuer ?? config.issuer;
+  if (issuer === undefined) {
     if (await apiKeys.anyResultTokens())
       throw new ConfigError(
         'API keys with result tokens on need ATTEST_ISSUER (an https URL, such as https://attest.example.com); set it, or turn them off with "attest keys update ID --result-tokens off"',
       );
     return undefined;
   }
-  const signer = createResultTokenSigner({
-    keys: createResultKeyRepository(database.db, box),
-    issuer: config.issuer,
-    ttlSeconds: config.resultTokenTtlSeconds ?? DEFAULT_RESULT_TOKEN_TTL_SECONDS,
-    refreshMs: PROPAGATION_MS,
-    auditor: {
-      actor: 'attest serve',
-      log: (event) =>
-        logger.info(
-          { audit: { ...event, at: event.at.toISOString() } },
-          `${event.action} ${event.target} by ${event.actor}`,
-        ),
-    },
-  });
-  await signer.ensureKey();
-  return signer;
+  const keys = createResultKeyRepository(database.db, box);
+  const make = (mode: 'live' | 'test') =>
+    createResultTokenSigner({
+      keys,
+      issuer,
+      mode,
+      ttlSeconds: config.resultTokenTtlSeconds ?? DEFAULT_RESULT_TOKEN_TTL_SECONDS,
+      refreshMs: PROPAGATION_MS,
+      auditor: {
+        actor: 'attest serve',
+        log: (event) =>
+          logger.info(
+            { audit: { ...event, at: event.at.toISOString() } },
+            `${event.action} ${event.target} by ${event.actor}`,
+          ),
+      },
+    });
+  const live = make('live');
+  await live.ensureKey();
+  if (!config.testKeys) return { live };
+  const test = make('test');
+  await test.ensureKey();
+  return { live, test };
 }
 
 /** Rejects with the listen error (EADDRINUSE, EACCES) that listening on port/host would meet. */

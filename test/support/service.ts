@@ -111,6 +111,7 @@ export interface ServiceOptions {
   sessions?: AppDeps['sessions'];
   onBackendTimeout?: () => void;
   resultTokens?: AppDeps['resultTokens'];
+  testResultTokens?: AppDeps['testResultTokens'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -134,6 +135,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
+    ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }
