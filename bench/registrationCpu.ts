@@ -1,10 +1,11 @@
 /**
  * Server CPU per registration, in process:
- * `npx tsx bench/registrationCpu.ts [apple] [android] [receipt] [capture] [--rounds N] [--per N] [--profile DIR]`.
+ * `npx tsx bench/registrationCpu.ts [apple] [android] [receipt] [capture] [hostile] [--rounds N] [--per N] [--profile DIR]`.
  * Fresh keys under test CAs, as `npm run bench:http` sends them (intermediates repeat, leaves are
  * new, App Attest attestations carry the factory's unreadable "test receipt"), each token verified
  * once through verifyToken with in-memory stores; plus the real App Attest capture's receipt
- * checked alone (`receipt`) and the capture's whole registration with its valid receipt (`capture`).
+ * checked alone (`receipt`) and the capture's whole registration with its valid receipt (`capture`),
+ * or with hostile receipts in its place, against a garbage attestation (`hostile`).
  * Prints CPU time (process.cpuUsage: user + system, libuv threads included) per operation, the
  * median of the rounds after one warm-up round. `--profile DIR` writes a V8 profile of the measured
  * rounds only (not the minting) per scenario; `npx tsx bench/http/topFrames.ts FILE` lists its top
@@ -16,7 +17,8 @@ import { Session } from 'node:inspector/promises';
 import { createAppleVerifier } from '../src/core/apple/appleVerifier.js';
 import { defaultAppleRoots } from '../src/core/apple/trustRoots.js';
 import { parseAttestationObject } from '../src/core/apple/verifyAttestation.js';
-import { createReceiptVerifier } from '../src/core/apple/verifyReceipt.js';
+import { createReceiptVerifier, defaultReceiptRoots } from '../src/core/apple/verifyReceipt.js';
+import { decodeStrictCbor } from '../src/core/cbor.js';
 import { shippedRevocations } from '../src/core/android/revocationList.js';
 import {
   createMemoryAllowlist,
@@ -37,8 +39,17 @@ import {
   createDeviceKey,
   createTestCa,
   encodeAppleToken,
+  encodeCbor,
   TEST_APP_ID,
 } from '../test/support/appleFactory.js';
+import {
+  cycleReceipt,
+  deepReceipt,
+  emptySetsReceipt,
+  fanOutReceipt,
+  nameOf,
+  receiptContent,
+} from '../test/support/hostileReceipts.js';
 
 const args = process.argv.slice(2);
 const opt = (name: string, fallback: number) => {
@@ -166,7 +177,7 @@ if (scenarios.includes('receipt')) {
   const parsed = parseAttestationObject(Buffer.from(c.attestation, 'base64'));
   const receipts = createReceiptVerifier();
   await measure(
-    'App Attest receipt check alone (real capture, pkijs CMS + chain to G3)',
+    'App Attest receipt check alone (real capture, CMS + fixed chain to G3)',
     async () => {
       const v = await receipts.verify(
         parsed.receipt!,
@@ -213,4 +224,69 @@ if (scenarios.includes('capture')) {
   await measure('App Attest registration, real capture, receipt unchecked', async () => {
     await without.verify(evidence, ctx());
   });
+}
+
+if (scenarios.includes('hostile')) {
+  // The capture's attestation with its receipt (covered by no signature) replaced by a hostile
+  // one whose content names the capture's key and App ID: everything before the receipt passes.
+  const c = capture();
+  const keyId = Buffer.from(c.keyId, 'base64');
+  const attestation = Buffer.from(c.attestation, 'base64');
+  const leaf = parseAttestationObject(attestation).x5c[0]!;
+  const content = receiptContent(c.appId, leaf, new Date(CAPTURE_AT.getTime() - 5000));
+  const withReceipt = (receipt: Uint8Array) => {
+    const object = decodeStrictCbor(attestation, { maxDepth: 8, maxBytes: 64 * 1024 }) as Map<
+      string,
+      unknown
+    >;
+    (object.get('attStmt') as Map<string, unknown>).set('receipt', receipt);
+    return new Map<string, unknown>([
+      ['keyId', keyId],
+      ['attestation', encodeCbor(object)],
+    ]);
+  };
+  const keys = {
+    find: async () => null,
+    register: async () => true,
+    raiseCounter: async () => false,
+  };
+  const verifier = createAppleVerifier({
+    roots: defaultAppleRoots(),
+    allowlist: createMemoryAllowlist({ apple: [{ appId: c.appId, env: 'any' }] }),
+    keys,
+  });
+  const ctx = () => ({
+    nonce: Buffer.alloc(32),
+    now: CAPTURE_AT,
+    clientDataHash: Buffer.from(c.clientDataHash, 'base64'),
+    trace: new TraceRecorder(),
+  });
+  const cases: [string, Map<string, unknown>][] = [
+    [
+      'garbage attestation (64 random bytes)',
+      new Map<string, unknown>([
+        ['keyId', keyId],
+        ['attestation', randomBytes(64)],
+      ]),
+    ],
+    ['real capture, its valid receipt', withReceipt(parseAttestationObject(attestation).receipt!)],
+    [
+      'real capture, mutual-issuer cycle receipt',
+      withReceipt(await cycleReceipt(leaf, undefined, content)),
+    ],
+    [
+      "real capture, cycle receipt under Apple Root CA - G3's name (replayed)",
+      withReceipt(await cycleReceipt(leaf, nameOf(defaultReceiptRoots()[0]!), content)),
+    ],
+    [
+      'real capture, fan-out receipt (3 candidate issuers)',
+      withReceipt(await fanOutReceipt(leaf, 3)),
+    ],
+    ['real capture, 9,990 empty SETs receipt', withReceipt(await emptySetsReceipt(leaf, 9990))],
+    ['real capture, 5,000-deep receipt', withReceipt(await deepReceipt(leaf, 5000))],
+  ];
+  for (const [name, evidence] of cases)
+    await measure(`App Attest registration, ${name}`, async () => {
+      await verifier.verify(evidence, ctx()).catch(() => {});
+    });
 }

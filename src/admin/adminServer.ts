@@ -1,6 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { chmodSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { z } from 'zod';
@@ -36,6 +37,15 @@ export interface AdminServerOptions {
   timeoutMs?: number;
   /** operations at once; more are answered 503 busy (default 8) */
   maxInFlight?: number;
+  /**
+   * connections at once (default 64): a new one beyond it closes the oldest that is not running
+   * an operation, so clients that hold connections open cannot keep the CLI out
+   */
+  maxConnections?: number;
+  /** the whole request head within this time of connecting (default 2 s) */
+  headersTimeoutMs?: number;
+  /** the whole request, body included, within this time (default 5 s) */
+  requestTimeoutMs?: number;
 }
 
 export interface AdminServer {
@@ -65,16 +75,22 @@ export async function startAdminServer(
   const maxBodyBytes = options.maxBodyBytes ?? 1024 * 1024;
   const timeoutMs = options.timeoutMs ?? 30_000;
   const maxInFlight = options.maxInFlight ?? 8;
+  const maxConnections = options.maxConnections ?? 64;
+  const headersTimeout = options.headersTimeoutMs ?? 2_000;
+  const requestTimeout = Math.max(options.requestTimeoutMs ?? 5_000, headersTimeout);
   const expected = digest(deps.secret);
   let inFlight = 0;
+  // open connections, oldest first (a Map keeps insertion order), and whether each runs an operation
+  const connections = new Map<Socket, { running: boolean }>();
 
   const server = createServer(
     {
-      // a client that trickles its request must not hold a slot: whole request within 10 s
-      requestTimeout: 10_000,
-      headersTimeout: 5_000,
+      // the CLI sends its whole request at once: a client that trickles it is cut off, so it
+      // holds a connection for seconds at most (and is closed first when one is needed)
+      requestTimeout,
+      headersTimeout,
       keepAliveTimeout: 1_000,
-      connectionsCheckingInterval: 1_000,
+      connectionsCheckingInterval: Math.min(1_000, headersTimeout),
       maxHeaderSize: 8192,
     },
     (req, res) => {
@@ -86,7 +102,21 @@ export async function startAdminServer(
     },
   );
   server.maxHeadersCount = 32;
-  server.maxConnections = 64;
+  // not server.maxConnections, which drops the newest connection (the CLI's, EPIPE): the oldest
+  // idle or unfinished one makes room instead. Running operations are at most maxInFlight, so
+  // there always is one.
+  server.on('connection', (socket: Socket) => {
+    if (connections.size >= maxConnections) {
+      for (const [old, state] of connections) {
+        if (state.running) continue;
+        connections.delete(old);
+        old.destroy();
+        break;
+      }
+    }
+    connections.set(socket, { running: false });
+    socket.once('close', () => connections.delete(socket));
+  });
   // anything that is not HTTP (a PostgreSQL startup packet, garbage) ends with node's 400 and a close
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
@@ -121,6 +151,8 @@ export async function startAdminServer(
     if (inFlight >= maxInFlight)
       return answer(res, 503, failure('runtime', 'the running attest serve is busy; try again'));
     inFlight++;
+    const connection = connections.get(req.socket);
+    if (connection) connection.running = true;
     try {
       if (req.url === '/v1/backup') return await sendBackup(res);
       let parsed: z.infer<typeof REQUEST>;
@@ -153,6 +185,7 @@ export async function startAdminServer(
       }
     } finally {
       inFlight--;
+      if (connection) connection.running = false;
     }
   }
 

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import { isApiKeyCheck, isApiKeyHash, isApiKeyName } from '../core/apiKeys.js';
+import { PRINTABLE_NAME_RULE } from '../core/printableName.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import {
@@ -51,9 +53,19 @@ export const OPERATIONS = {
   'keys.create': operation({
     input: z.strictObject({
       id: KEY_ID,
-      name: z.string().min(1).max(100),
+      // the CLI's own rules: the server gets these from a socket
+      name: z
+        .string()
+        .refine(isApiKeyName, `name ${PRINTABLE_NAME_RULE}, without surrounding spaces`),
       // the CLI hashes the key it made: the key itself never leaves the CLI
-      hash: z.string().startsWith('$argon2id$').max(200),
+      hash: z
+        .string()
+        .max(300)
+        .refine(isApiKeyHash, 'hash is not an argon2id hash of an API key as attest makes it'),
+      precheck: z
+        .string()
+        .max(100)
+        .refine(isApiKeyCheck, 'precheck is not an API key pre-check as attest makes it'),
       expiresInSeconds: z.number().int().positive().nullable(),
       mode: z.enum(['live', 'test']),
       resultTokens: z.boolean(),
@@ -79,7 +91,8 @@ export const OPERATIONS = {
     async run(ctx, { id }) {
       const row = await createApiKeyRepository(ctx.handle.db).find(id);
       if (!row) return null;
-      const { hash: _hash, ...shown } = row;
+      // neither the hash nor the pre-check leaves the database
+      const { hash: _hash, precheck: _precheck, ...shown } = row;
       return shown;
     },
   }),
@@ -98,9 +111,10 @@ export const OPERATIONS = {
     },
   }),
   'resultKeys.rotate': operation({
-    input: none,
+    // test: the keys of test-mode API keys' tokens (published at /.well-known/jwks-test.json)
+    input: z.strictObject({ mode: z.enum(['live', 'test']).optional() }),
     changes: true,
-    async run(ctx) {
+    async run(ctx, { mode }) {
       // made where it is stored: the private key never crosses the admin socket
       const key = await newResultSigningKey();
       try {
@@ -108,6 +122,7 @@ export const OPERATIONS = {
           key,
           ROTATION_DELAY_SECONDS,
           auditorOf(ctx),
+          mode ?? 'live',
         );
         return publicRecord(record);
       } finally {

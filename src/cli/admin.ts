@@ -1,4 +1,5 @@
 import { createWriteStream, renameSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { request, type IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { AdminError, type AdminErrorKind } from '../admin/adminError.js';
@@ -206,7 +207,7 @@ async function writeNew(
   file: string,
   write: (out: ReturnType<typeof createWriteStream>) => Promise<void>,
 ): Promise<number> {
-  const partial = `${file}.partial-${process.pid}`;
+  const partial = `${file}.partial-${randomBytes(8).toString('hex')}`;
   const out = createWriteStream(partial, { mode: 0o600, flags: 'wx' });
   try {
     await new Promise<void>((resolve, reject) => {

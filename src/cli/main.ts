@@ -20,7 +20,9 @@ import { CliError, EXIT } from './errors.js';
 /** The `attest` program with every subcommand. */
 export function buildProgram(): Command {
   const program = new Command('attest')
-    .description('verify Apple App Attest and Google Play Integrity tokens for relying parties')
+    .description(
+      'verify Apple App Attest, Google Play Integrity and Android key attestation tokens for relying parties',
+    )
     .version(packageVersion())
     .option(
       '--actor <name>',

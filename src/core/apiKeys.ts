@@ -1,5 +1,6 @@
-import { randomBytes } from 'node:crypto';
+import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import argon2 from 'argon2';
+import { PRINTABLE_NAME } from './printableName.js';
 
 /**
  * API keys look like `<prefix>_<id><secret>`: `id` is 16 characters of [0-9a-z] (the row to
@@ -49,4 +50,56 @@ export function hashApiKey(key: string): Promise<string> {
 /** Constant-time check of a presented key against its stored hash. */
 export function verifyApiKeyHash(hash: string, presented: string): Promise<boolean> {
   return argon2.verify(hash, presented);
+}
+
+/**
+ * Whether `name` may name an API key: PRINTABLE_NAME, with no surrounding spaces (the CLI trims
+ * what it is given). One rule for the CLI and for the admin API, which gets names from a socket.
+ */
+export function isApiKeyName(name: string): boolean {
+  return PRINTABLE_NAME.test(name) && name.trim() === name;
+}
+
+/**
+ * The argon2id PHC strings `hashApiKey` makes, with parameters bounded so that checking a stored
+ * hash costs at most a few times what ours cost: m 19 to 64 MiB, t 2 to 8, p 1 to 4, salt and
+ * hash 16 to 64 bytes (unpadded base64).
+ */
+const HASH_PATTERN =
+  /^\$argon2id\$v=19\$m=(\d{5}),t=(\d),p=(\d)\$[A-Za-z0-9+/]{22,86}\$[A-Za-z0-9+/]{22,86}$/;
+
+/** Whether `hash` is an API key hash as `hashApiKey` makes it (the admin API and the authenticator check it before argon2). */
+export function isApiKeyHash(hash: string): boolean {
+  const m = HASH_PATTERN.exec(hash);
+  if (!m) return false;
+  const [memory, time, lanes] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  return memory >= 19_456 && memory <= 65_536 && time >= 2 && time <= 8 && lanes >= 1 && lanes <= 4;
+}
+
+/**
+ * The pre-check of a key: `hs256$<salt>$<mac>`, HMAC-SHA256 of the whole key under a random
+ * 16-byte salt (base64url). It is stored beside the argon2 hash so a wrong secret is refused for
+ * the cost of one HMAC, before argon2 and before any failure budget. Keys carry 256 random bits,
+ * so the value, like the argon2 hash, gives nothing to guess from.
+ */
+export function apiKeyCheck(key: string, salt: Uint8Array = randomBytes(16)): string {
+  const mac = createHmac('sha256', salt).update(key, 'utf8').digest('base64url');
+  return `hs256$${Buffer.from(salt).toString('base64url')}$${mac}`;
+}
+
+const CHECK_PATTERN = /^hs256\$([A-Za-z0-9_-]{22})\$([A-Za-z0-9_-]{43})$/;
+
+/** Whether `check` is of the form `apiKeyCheck` makes. */
+export function isApiKeyCheck(check: string): boolean {
+  return CHECK_PATTERN.test(check);
+}
+
+/** Whether `presented` fits the stored pre-check (constant time); null when `check` is not a pre-check. */
+export function matchesApiKeyCheck(check: string, presented: string): boolean | null {
+  const m = CHECK_PATTERN.exec(check);
+  if (!m) return null;
+  const salt = Buffer.from(m[1]!, 'base64url');
+  const expected = Buffer.from(m[2]!, 'base64url');
+  const actual = createHmac('sha256', salt).update(presented, 'utf8').digest();
+  return expected.length === actual.length && timingSafeEqual(expected, actual);
 }

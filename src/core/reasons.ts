@@ -1,4 +1,4 @@
-/** Every rejection reason of docs/token-format.md section 6 and the platform sections: a closed union. */
+/** Every rejection reason of docs/token-format.md section 7 and the platform sections: a closed union. */
 export const REJECT_REASONS = [
   'token_malformed',
   'token_version_unsupported',

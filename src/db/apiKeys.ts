@@ -27,6 +27,7 @@ interface RawRow {
   revoked_at: Date | string | null;
   mode: string;
   result_tokens?: boolean | null;
+  precheck?: string | null;
 }
 
 const date = (v: Date | string | null) => (v === null ? null : new Date(v));
@@ -56,6 +57,8 @@ export function createApiKeyRepository(db: Database) {
         id: string;
         name: string;
         hash: string;
+        /** the key's pre-check (`apiKeyCheck`); absent: set by its first verification */
+        precheck?: string | null;
         expiresInSeconds: number | null;
         mode?: KeyMode;
         resultTokens?: boolean;
@@ -65,8 +68,8 @@ export function createApiKeyRepository(db: Database) {
       const rows = rowsOf<RawRow & { audit: unknown }>(
         await db.execute(sql`
           with k as (
-            insert into api_keys (id, name, hash, mode, result_tokens, expires_at)
-            values (${input.id}, ${input.name}, ${input.hash}, ${input.mode ?? 'live'}, ${input.resultTokens ?? false},
+            insert into api_keys (id, name, hash, precheck, mode, result_tokens, expires_at)
+            values (${input.id}, ${input.name}, ${input.hash}, ${input.precheck ?? null}, ${input.mode ?? 'live'}, ${input.resultTokens ?? false},
                     ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
             returning *
           )${auditCte(
@@ -81,10 +84,12 @@ export function createApiKeyRepository(db: Database) {
     },
 
     /**
-     * The key's row, with the address prefixes that authenticated it within
+     * The key's row, with its pre-check and the address prefixes that authenticated it within
      * `ORIGIN_MAX_AGE_DAYS` (the most recent `MAX_ORIGINS`), in one statement.
      */
-    async find(id: string): Promise<(ApiKeyRow & { origins: string[] }) | null> {
+    async find(
+      id: string,
+    ): Promise<(ApiKeyRow & { precheck: string | null; origins: string[] }) | null> {
       const rows = rowsOf<RawRow & { origins: unknown }>(
         await db.execute(sql`
           select k.*, (select coalesce(jsonb_agg(o.prefix), '[]'::jsonb) from (
@@ -96,7 +101,21 @@ export function createApiKeyRepository(db: Database) {
       const row = rows[0];
       if (!row) return null;
       const origins = typeof row.origins === 'string' ? JSON.parse(row.origins) : row.origins;
-      return { ...toRow(row), origins: Array.isArray(origins) ? origins.map(String) : [] };
+      return {
+        ...toRow(row),
+        precheck: row.precheck ?? null,
+        origins: Array.isArray(origins) ? origins.map(String) : [],
+      };
+    },
+
+    /**
+     * Stores the pre-check of a key verified by argon2 (keys made before pre-checks), only while
+     * the row still has the hash it was verified against.
+     */
+    async setPrecheck(id: string, hash: string, precheck: string): Promise<void> {
+      await db.execute(sql`
+        update api_keys set precheck = ${precheck}
+        where id = ${id} and hash = ${hash} and precheck is distinct from ${precheck}`);
     },
 
     /** Records that `prefix` authenticated the key just now (one upsert; a key deleted meanwhile is ignored). */

@@ -74,6 +74,7 @@ export const NOT_AUDITED: Record<keyof typeof AUDITED_COLUMNS, Record<string, st
   api_keys: {
     id: 'the event target',
     hash: 'a secret (argon2 of the key); the id names the key',
+    precheck: 'a secret (HMAC of the key, beside its hash); the id names the key',
     created_at: 'the event time',
     last_used_at: 'usage, not configuration',
   },

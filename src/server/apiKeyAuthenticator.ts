@@ -1,6 +1,12 @@
 import { hash, randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
-import { parseApiKey, verifyApiKeyHash } from '../core/apiKeys.js';
+import {
+  apiKeyCheck,
+  isApiKeyHash,
+  matchesApiKeyCheck,
+  parseApiKey,
+  verifyApiKeyHash,
+} from '../core/apiKeys.js';
 import { LruCache } from '../core/lruCache.js';
 import type { KeyMode } from '../core/types.js';
 
@@ -18,8 +24,12 @@ export interface ApiKeyLookup {
     origins?: readonly string[];
     /** absent: off */
     resultTokens?: boolean;
+    /** the key's pre-check (`apiKeyCheck`); absent or null: none yet */
+    precheck?: string | null;
   } | null>;
   touch(id: string): Promise<void>;
+  /** Stores the pre-check of a key argon2 just verified against `hash`; optional. */
+  setPrecheck?(id: string, hash: string, precheck: string): Promise<void>;
   /** Records that `prefix` authenticated the key (shared by every instance); optional. */
   rememberOrigin?(id: string, prefix: string): Promise<void>;
 }
@@ -31,6 +41,7 @@ export type AuthFailure =
   | 'revoked'
   | 'expired'
   | 'mismatch'
+  | 'bad_hash'
   | 'busy'
   | 'locked_id'
   | 'locked_address'
@@ -71,6 +82,8 @@ export interface AuthenticatorOptions {
   /** how often last_used_at (and a key's origin) is written per key */
   touchIntervalMs?: number;
   onTouchError?: (err: unknown) => void;
+  /** a key's stored hash or pre-check is not as attest makes it (told once per key per failure window) */
+  onStoredKeyProblem?: (keyId: string, problem: string) => void;
   /**
    * failed verifications (in flight ones included) within `failureWindowMs` before further ones
    * are refused without argon2: per key id from prefixes that are not its origins, per address
@@ -183,6 +196,14 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const idFailures = new LruCache<string, FailureWindow>(maxEntries);
   const addressFailures = new LruCache<string, FailureWindow>(maxEntries);
   const originFailures = new LruCache<string, FailureWindow>(maxEntries);
+  const problemsTold = new LruCache<string, number>(1000);
+
+  function storedKeyProblem(id: string, problem: string): void {
+    const key = `${id} ${problem}`;
+    if (now() - (problemsTold.get(key) ?? -Infinity) < failureWindowMs) return;
+    problemsTold.set(key, now());
+    options.onStoredKeyProblem?.(id, problem);
+  }
 
   // a per-process secret prefix keeps presented keys out of the maps; the one-shot hash costs a
   // fifth of an HMAC object, and every request pays it
@@ -299,10 +320,17 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     origin: boolean,
   ): Promise<AuthResult> {
     const id = row.id;
-    const matches = await hashes.run(() => verifyApiKeyHash(row.hash, presented), {
-      lane: prefix ?? '',
-      priority: origin,
-    });
+    let matches: boolean | undefined;
+    try {
+      matches = await hashes.run(() => verifyApiKeyHash(row.hash, presented), {
+        lane: prefix ?? '',
+        priority: origin,
+      });
+    } catch (err) {
+      // a stored hash argon2 cannot read is the key's fault, not the request's: refused, told
+      storedKeyProblem(id, `argon2 cannot check the stored hash (${(err as Error).message})`);
+      return { ok: false, status: 403, why: 'bad_hash', keyId: id };
+    }
     if (matches === undefined) return { ok: false, status: 503, why: 'busy', keyId: id };
     if (!matches) {
       failures.set(fp, { at: now(), why: 'mismatch' });
@@ -318,7 +346,22 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       expiresAt: row.expiresAt?.getTime() ?? null,
       checkedAt: now(),
     });
+    if (!row.precheck || matchesApiKeyCheck(row.precheck, presented) !== true)
+      rememberPrecheck(row, presented);
     return { ok: true, keyId: id, mode, ...tokensFlag(resultTokens) };
+  }
+
+  /**
+   * A key made before pre-checks (or with a damaged one) gets its pre-check from its next
+   * verification by argon2, written to the database; every instance (this one too) uses it from
+   * its next read of the row, within `revalidateMs`. A failed write is retried by the next
+   * verification.
+   */
+  function rememberPrecheck(row: KeyRow, presented: string): void {
+    const precheck = apiKeyCheck(presented);
+    options.lookup
+      .setPrecheck?.(row.id, row.hash, precheck)
+      .catch((err) => options.onTouchError?.(err));
   }
 
   return {
@@ -384,16 +427,30 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
           failures.set(fp, { at: now(), why: dead.why });
           return { ...dead, keyId: parsed.id };
         }
+        const row = entry.row;
+        // a stored hash not as attest makes it never reaches argon2 (its cost is bounded by the rule)
+        if (!isApiKeyHash(row.hash)) {
+          storedKeyProblem(row.id, 'the stored hash is not an argon2id hash as attest makes it');
+          return { ok: false, status: 403, why: 'bad_hash', keyId: parsed.id };
+        }
+        // the pre-check: a wrong secret costs one HMAC and spends no budget, so however many
+        // wrong secrets arrive, from however many addresses, the right one is never refused for them
+        const pre = row.precheck ? matchesApiKeyCheck(row.precheck, presented) : undefined;
+        if (pre === null) storedKeyProblem(row.id, 'the stored pre-check is malformed');
+        if (pre === false) return { ok: false, status: 403, why: 'mismatch', keyId: parsed.id };
         const origin = prefix !== undefined && entry.origins.has(prefix);
         pending = inflight.get(fp); // another request with this value may have started meanwhile
         if (!pending) {
-          const admitted = admit(parsed.id, prefix, origin);
+          // past the pre-check the secret is right: no budget to pass, argon2 in the first queue
+          const admitted =
+            pre === true ? { ok: true as const, release() {} } : admit(parsed.id, prefix, origin);
           if (!admitted.ok) return { ok: false, status: 403, why: admitted.why, keyId: parsed.id };
-          pending = verifyFresh(presented, entry.row, fp, prefix, origin)
+          pending = verifyFresh(presented, row, fp, prefix, origin || pre === true)
             .then(
               (result) => {
-                // busy is no verdict on the secret: it does not count either
-                if (result.ok || result.why === 'busy') admitted.release();
+                // busy and a bad stored hash are no verdict on the secret: they do not count either
+                if (result.ok || result.why === 'busy' || result.why === 'bad_hash')
+                  admitted.release();
                 return result;
               },
               (err: unknown) => {

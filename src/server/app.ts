@@ -6,6 +6,7 @@ import type { RejectReason } from '../core/reasons.js';
 import { isService } from '../core/services.js';
 import type { KeyMode, VerifyOutcome } from '../core/types.js';
 import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
+import { LIVE_JWKS_PATH, TEST_JWKS_PATH } from '../core/resultToken.js';
 import type { ConsumeResult } from '../db/sessions.js';
 import { GoogleBusyError } from '../google/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
@@ -62,11 +63,15 @@ export interface AppDeps {
    * Absent (ATTEST_ISSUER unset): those routes answer 404 and a valid verify of such a key 500.
    */
   resultTokens?: Pick<ResultTokenSigner, 'issuer' | 'sign' | 'jwks'>;
+  /**
+   * Signs the result tokens of test-mode keys with the test keys (`test: true`), published at
+   * TEST_JWKS_PATH only. Absent (no issuer, or ATTEST_TEST_KEYS off): that route answers 404.
+   */
+  testResultTokens?: Pick<ResultTokenSigner, 'issuer' | 'sign' | 'jwks'>;
 }
 
 /** How long verifiers may cache the JWKS and the discovery document. */
 export const WELL_KNOWN_MAX_AGE_SECONDS = 300;
-const JWKS_PATH = '/.well-known/jwks.json';
 
 const ROUTES: Record<string, string[]> = {
   '/api/v1/attestation/init': ['POST'],
@@ -75,7 +80,8 @@ const ROUTES: Record<string, string[]> = {
   '/readyz': ['GET', 'HEAD'],
   '/metrics': ['GET'],
   '/openapi.json': ['GET'],
-  '/.well-known/jwks.json': ['GET', 'HEAD'],
+  [LIVE_JWKS_PATH]: ['GET', 'HEAD'],
+  [TEST_JWKS_PATH]: ['GET', 'HEAD'],
   '/.well-known/openid-configuration': ['GET', 'HEAD'],
   '/docs': ['GET'],
 };
@@ -179,12 +185,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
     const { service, ...details } = outcome.details;
     if (!c.get('resultTokens')) return c.json({ isValid: true, statusCode: STATUS_OK, ...details });
-    if (!deps.resultTokens)
+    // a test-mode key's token is signed by a test key only: never one a live verifier trusts
+    const signer = c.get('mode') === 'test' ? deps.testResultTokens : deps.resultTokens;
+    if (!signer)
       throw new Error(
         'this API key has result tokens on, but ATTEST_ISSUER is unset: set it and restart, or turn them off (attest keys update ID --result-tokens off)',
       );
     const resultToken = await c.get('backend')(
-      deps.resultTokens.sign({
+      signer.sign({
         apiKeyId: c.get('keyId'),
         approach: request.approach,
         nonce,
@@ -195,9 +203,15 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   });
 
   // what verifiers of result tokens fetch: no API key, cacheable
-  app.get(JWKS_PATH, async (c) => {
+  app.get(LIVE_JWKS_PATH, async (c) => {
     if (!deps.resultTokens) return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
     const jwks = await deps.resultTokens.jwks();
+    c.header('Cache-Control', `max-age=${WELL_KNOWN_MAX_AGE_SECONDS}`);
+    return c.json(jwks);
+  });
+  app.get(TEST_JWKS_PATH, async (c) => {
+    if (!deps.testResultTokens) return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
+    const jwks = await deps.testResultTokens.jwks();
     c.header('Cache-Control', `max-age=${WELL_KNOWN_MAX_AGE_SECONDS}`);
     return c.json(jwks);
   });
@@ -206,7 +220,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     c.header('Cache-Control', `max-age=${WELL_KNOWN_MAX_AGE_SECONDS}`);
     return c.json({
       issuer: deps.resultTokens.issuer,
-      jwks_uri: `${deps.resultTokens.issuer}${JWKS_PATH}`,
+      jwks_uri: `${deps.resultTokens.issuer}${LIVE_JWKS_PATH}`,
+      // not OpenID's: where the keys of test-mode tokens are, for test environments that opt in
+      ...(deps.testResultTokens
+        ? { attest_test_jwks_uri: `${deps.resultTokens.issuer}${TEST_JWKS_PATH}` }
+        : {}),
     });
   });
 
@@ -228,6 +246,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.get('/openapi.json', (c) => c.json(OPENAPI_DOCUMENT));
   const apiDocs = createApiDocs();
   app.get('/docs', (c) => apiDocs.page(c));
+  // the page's asset links are relative to /docs: the trailing-slash form redirects there
+  app.get('/docs/', (c) => c.redirect('/docs', 301));
   app.get('/docs/:asset', (c) => apiDocs.asset(c, c.req.param('asset')) ?? c.notFound());
 
   app.notFound((c) => {

@@ -23,7 +23,7 @@ export const OPENAPI_DOCUMENT = {
     title: 'attest',
     version: '1',
     description:
-      'Verifies Apple App Attest and Google Play Integrity attestation tokens. Grant the protected operation only on HTTP 200 with isValid true; a rejection never says why (the reason is in the server log).',
+      'Verifies Apple App Attest, Google Play Integrity and Android key attestation tokens. Grant the protected operation only on HTTP 200 with isValid true; a rejection never says why (the reason is in the server log).',
   },
   servers: [{ url: '/' }],
   security: [{ apiKey: [] }],
@@ -204,7 +204,7 @@ export const OPENAPI_DOCUMENT = {
                     resultToken: {
                       type: 'string',
                       description:
-                        'Only for API keys with result tokens on, only with isValid true: an ES256 JWT (typ attest-result+jwt) of the result, verifiable offline against /.well-known/jwks.json',
+                        'Only for API keys with result tokens on, only with isValid true: an ES256 JWT (typ attest-result+jwt) of the result, verifiable offline against /.well-known/jwks.json (the token of a test-mode API key carries test: true and verifies against /.well-known/jwks-test.json only)',
                     },
                     androidKeyDetails: { $ref: '#/components/schemas/AndroidKeyDetails' },
                   },

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { apiKeyCheck, generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
 import { loadConfig } from '../../src/config.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { openDatabase, rowsOf } from '../../src/db/client.js';
@@ -332,6 +333,106 @@ describe('finding 4: nothing a client sends leaves session state behind', () => 
       authorization: '',
     });
     expect(none.status).toBe(401);
+  });
+});
+
+describe("the admin API applies the CLI's own rules", () => {
+  const create = (input: Record<string, unknown>) =>
+    adminPost(JSON.stringify({ op: 'keys.create', input, actor: 'ops' }));
+  const made = generateApiKey('attest');
+  const valid = async () => ({
+    id: made.id,
+    name: 'rp',
+    hash: await hashApiKey(made.key),
+    precheck: apiKeyCheck(made.key),
+    expiresInSeconds: null,
+    mode: 'live',
+    resultTokens: false,
+  });
+  const stored = async (id: string) =>
+    rowsOf(await server.database.db.execute(sql`select id from api_keys where id = ${id}`));
+
+  it.each([
+    ['a bidi override', 'pay\u202ements'],
+    ['a C1 control', 'pay\u009bments'],
+    ['surrounding spaces', ' payments '],
+  ])(
+    'a key name with %s is refused (400, usage), as keys create refuses it; nothing stored',
+    async (_, name) => {
+      const res = await create({ ...(await valid()), name });
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.text)).toMatchObject({
+        ok: false,
+        error: { kind: 'usage', message: expect.stringMatching(/name must be 1 to 100 printable/) },
+      });
+      expect(await stored(made.id)).toEqual([]);
+    },
+  );
+
+  it.each([
+    ['$argon2id$x'],
+    [
+      '$argon2id$v=19$m=4194304,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g',
+    ],
+    [
+      '$argon2i$v=19$m=19456,t=2,p=1$c2FsdHNhbHRzYWx0c2FsdA$aGFzaGhhc2hoYXNoaGFzaGhhc2hoYXNoaGFzaGhhc2g',
+    ],
+  ])('a stored hash %s is refused (400, usage); nothing stored', async (hash) => {
+    const res = await create({ ...(await valid()), hash });
+    expect(res.status).toBe(400);
+    expect(JSON.parse(res.text)).toMatchObject({
+      error: { kind: 'usage', message: expect.stringMatching(/hash is not an argon2id hash/) },
+    });
+    expect(await stored(made.id)).toEqual([]);
+  });
+
+  it('what the CLI sends is taken, and the key works at once', async () => {
+    const res = await create(await valid());
+    expect(res.status).toBe(200);
+    expect(await apiAnswers(made.key)).toBe(200);
+    // neither the hash nor the pre-check is ever answered
+    for (const text of [
+      res.text,
+      (await adminPost(JSON.stringify({ op: 'keys.find', input: { id: made.id } }))).text,
+      (await adminPost(JSON.stringify({ op: 'keys.list', input: {} }))).text,
+    ]) {
+      expect(text).toContain(made.id);
+      expect(text).not.toMatch(/hash|precheck|argon2|hs256/);
+    }
+  });
+});
+
+describe('clients that hold the admin socket open', () => {
+  /** a client that sends part of a request head and then nothing: resolves when the server closes it */
+  function trickler(): Promise<{ connected: Promise<void>; closed: Promise<void> }> {
+    return new Promise((resolve) => {
+      const socket = connect(lock().admin.socket);
+      socket.on('error', () => {});
+      socket.resume(); // reads what the server answers, so its close is seen
+      const closed = new Promise<void>((r) => socket.once('close', () => r()));
+      const connected = new Promise<void>((r) =>
+        socket.once('connect', () => {
+          socket.write('POST /v1/op HTTP/1.1\r\nHost: x\r\n');
+          r();
+        }),
+      );
+      resolve({ connected, closed });
+    });
+  }
+
+  it('100 connections trickling their request do not lock the CLI out; each is cut off by the head deadline', async () => {
+    const clients = await Promise.all(Array.from({ length: 100 }, () => trickler()));
+    await Promise.all(clients.map((c) => c.connected));
+    let closedSoFar = 0;
+    for (const c of clients) void c.closed.then(() => closedSoFar++);
+    const run = await runCli('keys', 'list', '--json');
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(Array.isArray(JSON.parse(run.stdout))).toBe(true);
+    // the oldest were closed to make room; the others end at the 2 s head deadline (waited by their close)
+    expect(closedSoFar).toBeGreaterThan(0);
+    await Promise.all(clients.map((c) => c.closed));
+    expect((await fetch(`${server.url}/healthz`)).status).toBe(200);
   });
 });
 

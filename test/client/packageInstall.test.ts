@@ -4,7 +4,17 @@
  * needed: it has no dependencies), then imported there, types included.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -31,13 +41,24 @@ function run(command: string, args: string[], cwd: string) {
 
 beforeAll(() => {
   work = mkdtempSync(join(tmpdir(), 'attest-client-'));
-  // the package's own build (what `npm run build` runs for it)
+  // a fresh clone's layout, without any dist/: the package must build itself when packed
+  // (its own prepack), as `npm pack --workspace packages/client` does in a new checkout
+  const clone = join(work, 'clone');
+  mkdirSync(join(clone, 'packages'), { recursive: true });
+  cpSync(PACKAGE, join(clone, 'packages', 'client'), {
+    recursive: true,
+    filter: (from) => !from.includes(`${join(PACKAGE, 'dist')}`),
+  });
+  cpSync(join(ROOT, 'src'), join(clone, 'src'), { recursive: true });
+  cpSync(join(ROOT, 'tsconfig.json'), join(clone, 'tsconfig.json'));
+  cpSync(join(ROOT, 'package.json'), join(clone, 'package.json'));
+  symlinkSync(join(ROOT, 'node_modules'), join(clone, 'node_modules'));
+  expect(existsSync(join(clone, 'packages', 'client', 'dist'))).toBe(false);
   run(
-    process.execPath,
-    [join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', PACKAGE],
-    ROOT,
+    'npm',
+    ['pack', '--workspace', 'packages/client', '--silent', '--pack-destination', work],
+    clone,
   );
-  run('npm', ['pack', '--silent', '--pack-destination', work], PACKAGE);
 }, 180_000);
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 

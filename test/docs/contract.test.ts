@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CHECK_TITLES } from '../../src/core/checkTitles.js';
 import { REJECT_REASONS } from '../../src/core/reasons.js';
@@ -31,6 +32,62 @@ describe('the project cites its own documents', () => {
     for (const doc of ['docs/http-api.md', 'docs/token-format.md', 'docs/checks.md']) {
       expect(readme).toContain(`(${doc})`);
       expect(read(doc).length).toBeGreaterThan(500);
+    }
+  });
+});
+
+/** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens. */
+function slug(heading: string): string {
+  return heading
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
+describe('links between the documents resolve', () => {
+  const pages = [
+    'README.md',
+    ...readdirSync(new URL('../../docs/', import.meta.url))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
+  it.each(pages)('%s links only to files and headings that exist', (page) => {
+    const text = read(page).replace(/^```[\s\S]*?^```/gm, ''); // code is not prose
+    const dir = dirname(page);
+    const broken: string[] = [];
+    for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
+      if (/^[a-z]+:/i.test(target!)) continue; // http(s), mailto: not ours to check
+      const [file, anchor] = target!.split('#') as [string, string | undefined];
+      const path = file === '' ? page : join(dir, file);
+      if (!existsSync(new URL(`../../${path}`, import.meta.url))) {
+        broken.push(target!);
+        continue;
+      }
+      if (anchor === undefined || !path.endsWith('.md')) continue;
+      const headings = [...read(path).matchAll(/^#{1,6} (.+)$/gm)].map((m) => slug(m[1]!));
+      if (!headings.includes(anchor)) broken.push(target!);
+    }
+    expect(broken).toEqual([]);
+  });
+});
+
+describe('the front door names every evidence kind', () => {
+  const kinds = ['App Attest', 'Play Integrity', 'key attestation'];
+  it('the README opening, the package description and the OpenAPI description', () => {
+    const opening = read('README.md').split('## Quick start')[0]!;
+    const description = (JSON.parse(read('package.json')) as { description: string }).description;
+    const openapi = read('src/server/openapi.ts');
+    for (const kind of kinds) {
+      expect(opening, kind).toContain(kind);
+      expect(description, kind).toContain(kind);
+      expect(openapi, kind).toContain(kind);
+    }
+  });
+  it('docs/http-api.md and docs/rp-client.md list each details object', () => {
+    for (const doc of ['docs/http-api.md', 'docs/rp-client.md']) {
+      for (const details of ['appleTokenDetails', 'googleTokenDetails', 'androidKeyDetails'])
+        expect(read(doc), `${doc} ${details}`).toContain(details);
     }
   });
 });

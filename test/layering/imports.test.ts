@@ -33,5 +33,5 @@ it('nothing in src/db imports src/admin, src/server or src/cli', () => {
 
 it('the scan sees imports (a CLI file importing the CLI, storage importing the socket rules)', () => {
   expect(importsOf(join(SRC, 'cli', 'main.ts'))).toContain('cli/errors.js');
-  expect(importsOf(join(SRC, 'db', 'client.ts'))).toContain('socketPath.js');
+  expect(importsOf(join(SRC, 'db', 'dataDirLock.ts'))).toContain('socketPath.js');
 });

@@ -779,6 +779,13 @@ describe.each(backends())('HTTP API on $name', (backend) => {
       expect((await service.app.request(`${BASE}/metrics`, { method: 'DELETE' })).status).toBe(405);
     });
 
+    it('/docs/ redirects to the reference page at /docs', async () => {
+      const res = await service.app.request(`${BASE}/docs/`);
+      expect(res.status).toBe(301);
+      expect(res.headers.get('location')).toBe('/docs');
+      expect((await service.app.request(`${BASE}/docs`)).status).toBe(200);
+    });
+
     it('/healthz, /readyz, /metrics, /openapi.json', async () => {
       const health = await service.app.request(`${BASE}/healthz`);
       expect(health.status).toBe(200);

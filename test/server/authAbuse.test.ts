@@ -92,6 +92,14 @@ describe.each(backends())('auth abuse on $name', (backend) => {
       );
       expect(rowsOf<{ prefix: string }>(rows).map((r) => r.prefix)).toContain('2001:db8:5:6::/64');
     });
+    // that success also stored the key's pre-check, which alone refuses wrong secrets
+    // (test/server/authPrecheck.test.ts); without it (damaged, or a write that failed) the
+    // origins still keep the owner in
+    await vi.waitFor(async () => {
+      const rows = await db.db.execute(sql`select precheck from api_keys where id = ${good.id}`);
+      expect(rowsOf<{ precheck: string | null }>(rows)[0]?.precheck).not.toBeNull();
+    });
+    await db.db.execute(sql`update api_keys set precheck = null where id = ${good.id}`);
     // another instance (or this one restarted): nothing cached, a clock that never lets a probe through
     const fresh = createTestService(db, { auth: { now: () => 0 } });
     for (let i = 0; i < 40; i++)

@@ -6,7 +6,7 @@
 import { randomBytes, type X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
+import { apiKeyCheck, generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
@@ -78,6 +78,8 @@ export async function issueKey(
     secretWith?: RegExp;
     mode?: KeyMode;
     resultTokens?: boolean;
+    /** store the key's pre-check, as `attest keys create` does (default: none, as a key made before pre-checks) */
+    precheck?: boolean;
   } = {},
 ) {
   let generated = generateApiKey(options.prefix ?? 'attest');
@@ -91,6 +93,7 @@ export async function issueKey(
     id: generated.id,
     name: options.name ?? 'test',
     hash: await hashApiKey(generated.key),
+    precheck: options.precheck ? apiKeyCheck(generated.key) : null,
     expiresInSeconds: options.expiresInSeconds ?? null,
     mode: options.mode ?? 'live',
     resultTokens: options.resultTokens ?? false,
@@ -108,6 +111,7 @@ export interface ServiceOptions {
   sessions?: AppDeps['sessions'];
   onBackendTimeout?: () => void;
   resultTokens?: AppDeps['resultTokens'];
+  testResultTokens?: AppDeps['testResultTokens'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -131,6 +135,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
+    ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }

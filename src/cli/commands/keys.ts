@@ -1,11 +1,17 @@
 import { Command } from 'commander';
-import { generateApiKey, hashApiKey, parseApiKey } from '../../core/apiKeys.js';
+import {
+  apiKeyCheck,
+  generateApiKey,
+  hashApiKey,
+  isApiKeyName,
+  parseApiKey,
+} from '../../core/apiKeys.js';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, config, withAdmin } from '../context.js';
 import { durationProblem, parseDuration } from '../../duration.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
-import { PRINTABLE_NAME, PRINTABLE_NAME_RULE } from '../../config.js';
+import { PRINTABLE_NAME_RULE } from '../../config.js';
 import { safeText } from '../terminalText.js';
 
 /** An API key id: what follows the prefix in a key (core/apiKeys.ts). */
@@ -59,7 +65,7 @@ Examples:
         if (opts.name === undefined)
           throw usageError("required option '--name <name>' not specified");
         const name = opts.name.trim();
-        if (!PRINTABLE_NAME.test(name)) throw usageError(`--name ${PRINTABLE_NAME_RULE}`);
+        if (!isApiKeyName(name)) throw usageError(`--name ${PRINTABLE_NAME_RULE}`);
         const expiresIn = opts.expiresIn === undefined ? null : parseDuration(opts.expiresIn);
         if (expiresIn === null && opts.expiresIn !== undefined)
           throw usageError(durationProblem('--expires-in', opts.expiresIn));
@@ -72,6 +78,7 @@ Examples:
               id,
               name,
               hash,
+              precheck: apiKeyCheck(key),
               expiresInSeconds: expiresIn,
               mode: opts.test ? 'test' : 'live',
               resultTokens: opts.resultTokens === true,

@@ -1,4 +1,6 @@
+import { existsSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Command } from 'commander';
 import { REJECT_REASONS } from '../../core/reasons.js';
 import { acceptedServiceNames, serviceNamed } from '../../core/services.js';
@@ -43,6 +45,21 @@ Plain lines: [instance] time status route service valid|invalid reason|auth:caus
 The viewer runs when stdout is a terminal. With the log on stdin it reads keys from /dev/tty
 (as less does); with no terminal to open, it prints plain lines. --json always prints NDJSON.
 `;
+
+/**
+ * The log file of this configuration's server, for `attest logs` run on a terminal with no FILE:
+ * ATTEST_LOG_FILE, else the file `dev up` writes in the data dir. `serve` alone logs to stdout.
+ */
+async function serverLogFile(): Promise<string> {
+  const { config } = await import('../context.js'); // the configuration only when it is needed
+  const cfg = config();
+  if (cfg.logFile !== undefined) return cfg.logFile;
+  const devLog = join(cfg.dataDir, 'attest.log');
+  if (existsSync(devLog)) return devLog;
+  throw usageError(
+    'no log given: attest serve writes its log to stdout; give the log FILE (serve writes one where ATTEST_LOG_FILE says), or pipe the log: journalctl -u attest -o cat | attest logs',
+  );
+}
 
 /** Checks the FILE argument up front, so a typo is a one-line usage error rather than an empty screen. */
 async function checkFile(file: string): Promise<void> {
@@ -165,7 +182,7 @@ export function logsCommand(io?: LogsIo): Command {
     .description('browse the service log: a viewer on a terminal, filtered plain lines otherwise')
     .argument(
       '[files...]',
-      'the pino JSON log (the server\'s ATTEST_LOG_FILE); several files or a quoted glob: merged by time; "-" or none: stdin',
+      'the pino JSON log (the server\'s ATTEST_LOG_FILE); several files or a quoted glob: merged by time; "-": stdin; none: stdin when piped, else ATTEST_LOG_FILE (or dev up\'s log), followed',
     )
     .option(
       '-f, --follow',
@@ -174,7 +191,7 @@ export function logsCommand(io?: LogsIo): Command {
     .option('--json', 'print the matching lines as NDJSON, exactly as written (never the viewer)')
     .option('--rejections', 'only rejected verifications (isValid false)')
     .option('--reason <code>', 'only this reason code, e.g. apple_counter_replay')
-    .option('--service <service>', 'only this platform: apple, or gms (android)')
+    .option('--service <service>', `only this evidence kind: ${acceptedServiceNames()}`)
     .option(
       '--since <time>',
       'only lines at or after this ISO time, or this long ago (30m, 2h, 1d)',
@@ -189,7 +206,14 @@ export function logsCommand(io?: LogsIo): Command {
     )
     .addHelpText('after', EXAMPLES)
     .action(async (files: string[], raw: RawOptions) => {
-      const options = await parseLogsOptions(files, raw);
+      // no FILE and nothing piped: the running server's log, followed when the viewer shows it
+      const stdin = io?.stdin ?? process.stdin;
+      const stdout = io?.stdout ?? process.stdout;
+      const implicit = files.length === 0 && stdin.isTTY === true;
+      const options = await parseLogsOptions(implicit ? [await serverLogFile()] : files, {
+        ...raw,
+        follow: raw.follow ?? (implicit && stdout.isTTY === true && raw.json !== true),
+      });
       // ink and react take seconds to load: only the command that draws pays for them
       const { runLogs } = await import('../logs/runLogs.js');
       await runLogs(options, io);

@@ -1,6 +1,7 @@
 import type { KeyObject } from 'node:crypto';
-import { chmodSync, renameSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { encodeBase64 } from '../../core/base64.js';
+import { writePrivateFile } from '../../writePrivateFile.js';
 import { CliError, runtimeError, usageError } from '../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../inputFiles.js';
 
@@ -60,7 +61,7 @@ export function readDeviceFile<T extends DeviceFileBase>(
   return parsed as T;
 }
 
-/** Writes through a temporary file, so a crash never leaves half a device; always 0600. */
+/** Creates the file (O_EXCL), or replaces it through a temporary file of a random name (O_EXCL, see writePrivateFile): a crash never leaves half a device, a planted symlink is never followed; always 0600. */
 export function writeDevice(path: string, device: object, create: boolean): void {
   const text = `${JSON.stringify(device, null, 2)}\n`;
   try {
@@ -68,10 +69,7 @@ export function writeDevice(path: string, device: object, create: boolean): void
       writeFileSync(path, text, { mode: 0o600, flag: 'wx' });
       return;
     }
-    const tmp = `${path}.tmp-${process.pid}`;
-    writeFileSync(tmp, text, { mode: 0o600 });
-    renameSync(tmp, path);
-    chmodSync(path, 0o600);
+    writePrivateFile(path, text);
   } catch (err) {
     throw runtimeError(
       `cannot write the device file ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,

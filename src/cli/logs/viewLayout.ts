@@ -2,8 +2,12 @@
  * Sizes and text shaping for the viewer, as pure functions: the components only draw what these
  * decide, and the numbers can be checked without a terminal.
  */
+import { SERVICES } from '../../core/services.js';
 import { clean } from './formatLog.js';
 import { isRequest, levelLabel, type LogEntry } from './logRecord.js';
+
+/** The service column holds the longest service name whole (`android-key`). */
+const SERVICE_WIDTH = Math.max(...SERVICES.map((s) => s.length));
 
 /** At this width and above the summary is a pane on the right; below, two lines under the list. */
 export const WIDE_COLUMNS = 120;
@@ -103,14 +107,15 @@ export function tableColumns(width: number, withDate: boolean): TableColumns {
     time,
     status: 3,
     route: 8,
-    service: 5,
+    service: SERVICE_WIDTH,
     valid: 1,
     reason: 12,
     apiKey: 8,
     device: 0,
     detail: 0,
   };
-  let rest = width - 1 - (time + 3 + 5 + 1) - 6 - (cols.route + cols.reason + cols.apiKey);
+  let rest =
+    width - 1 - (time + 3 + SERVICE_WIDTH + 1) - 6 - (cols.route + cols.reason + cols.apiKey);
   const grow = (col: 'route' | 'reason' | 'apiKey' | 'device' | 'detail', upTo: number) => {
     const add = Math.max(0, Math.min(rest, upTo - cols[col]));
     cols[col] += add;

@@ -24,7 +24,11 @@ import type {
 import { createCertificateChainVerifier } from './certificateChain.js';
 import { LruCache } from '../lruCache.js';
 import { ASSERTION_CHECKS, verifyAssertion } from './verifyAssertion.js';
-import { ATTESTATION_CHECKS, verifyAttestation } from './verifyAttestation.js';
+import {
+  ATTESTATION_CHECKS,
+  checkAttestationReceipt,
+  verifyAttestation,
+} from './verifyAttestation.js';
 import type { Distribution } from './appleDistribution.js';
 import { createReceiptVerifier, type ReceiptVerifier } from './verifyReceipt.js';
 
@@ -34,10 +38,12 @@ export type AppleTokenShape = NonNullable<VerifyFacts['shape']>;
 export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly CheckId[]>> = {
   registration: ['apple.shape', ...ATTESTATION_CHECKS, 'apple.register'],
   assertion: ['apple.shape', ...ASSERTION_CHECKS],
+  // the receipt (covered by no signature) is checked last, once the assertion has verified
   'attestation+assertion': [
     'apple.shape',
-    ...ATTESTATION_CHECKS,
+    ...ATTESTATION_CHECKS.filter((id) => id !== 'apple.attestation.receipt'),
     ...ASSERTION_CHECKS,
+    'apple.attestation.receipt',
     'apple.register',
   ],
 };
@@ -69,6 +75,8 @@ export interface AppleVerifierDeps {
   keyCacheSize?: number;
   /** verified intermediate certificates kept; default 64 */
   intermediateCacheSize?: number;
+  /** called before every signature check of an attestation chain (tests count them) */
+  onSignatureCheck?: () => void;
   /**
    * checks attestation receipts (default: against the built-in Apple Root CA - G3); null keeps
    * them unchecked (the benchmark's baseline)
@@ -124,6 +132,7 @@ export function readAppleEvidence(evidence: unknown): AppleEvidence {
 export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
   const chain = createCertificateChainVerifier(deps.roots, {
     intermediateCacheSize: deps.intermediateCacheSize,
+    onSignatureCheck: deps.onSignatureCheck,
   });
   const { allowlist, keys } = deps;
   const receipts = deps.receipts === null ? undefined : (deps.receipts ?? createReceiptVerifier());
@@ -279,7 +288,13 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     // Registration checks the nonce extension; with an assertion, the attestation is the one made
     // at key creation, and the assertion's signature over this request's nonce is the freshness.
     const attested = await verifyAttestation(
-      { attestation, keyId, clientDataHash: assertion ? null : clientDataHash, now: ctx.now },
+      {
+        attestation,
+        keyId,
+        clientDataHash: assertion ? null : clientDataHash,
+        now: ctx.now,
+        receiptLater: assertion !== null,
+      },
       { chain, allowlist, trace, ...(receipts ? { receipts } : {}) },
     );
 
@@ -303,6 +318,12 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       );
       counter = asserted.counter;
       distribution = asserted.distribution;
+      // only now, with the key's own signature over this request's nonce verified
+      attested.receipt = await checkAttestationReceipt(
+        attested,
+        { trace, ...(receipts ? { receipts } : {}) },
+        ctx.now,
+      );
     }
 
     trace.current('apple.register');

@@ -6,10 +6,16 @@
  * Verified intermediates are cached by the SHA-256 of their DER, so a warm registration checks
  * one signature (the leaf's). Only certificates whose signature verified enter the cache, and
  * validity periods (root, intermediate, leaf) are checked at the given instant on every call.
+ *
+ * Every cost is bounded before a signature is checked: each certificate's size, its key (EC P-256
+ * or P-384, RSA 2048-4096 with e = 65537), and the root, found by name and key identifier (no
+ * signature) before the intermediate's signature is checked against it. An intermediate or a leaf
+ * whose signature failed is remembered by its bytes, so its replay costs no signature check.
  */
 import { createHash, type KeyObject, X509Certificate } from 'node:crypto';
 import { Rejection } from '../reasons.js';
 import { LruCache } from '../lruCache.js';
+import { keyProfileProblem } from './keyProfile.js';
 
 export interface CertificateValidity {
   notBefore: Date;
@@ -29,7 +35,12 @@ export interface CertificateChainVerifier {
 export interface CertificateChainOptions {
   /** how many verified intermediates to remember (Apple has very few); default 64 */
   intermediateCacheSize?: number;
+  /** called before every signature check (tests count them: each input's cost is bounded) */
+  onSignatureCheck?: () => void;
 }
+
+// Apple's leaf and intermediate are under 1 KiB each; an RSA-4096 CA certificate is under 2 KiB
+const MAX_CERTIFICATE_BYTES = 4096;
 
 interface Anchor {
   cert: X509Certificate;
@@ -62,11 +73,24 @@ export function createCertificateChainVerifier(
   const intermediates = new LruCache<string, VerifiedIntermediate>(
     options.intermediateCacheSize ?? 64,
   );
+  // what failed a signature check, by the SHA-256 of the certificate (and of its issuer for leaves)
+  const failures = new LruCache<string, string>(256);
+  const countSignature = options.onSignatureCheck ?? (() => {});
+  const signedBy = (cert: X509Certificate, issuerKey: KeyObject) => {
+    countSignature();
+    return verifies(cert, issuerKey);
+  };
+  const failRemembered = (cacheKey: string, detail: string): never => {
+    failures.set(cacheKey, detail);
+    return fail(detail);
+  };
 
   function intermediateFor(der: Uint8Array): VerifiedIntermediate {
     const cacheKey = createHash('sha256').update(der).digest('hex');
     const cached = intermediates.get(cacheKey);
     if (cached) return cached;
+    const failed = failures.get(cacheKey);
+    if (failed !== undefined) fail(failed);
 
     const cert = parseCertificate(der, 'intermediate (x5c[1])');
     if (anchors.some((a) => a.der.equals(der))) {
@@ -76,8 +100,17 @@ export function createCertificateChainVerifier(
       fail(
         'x5c[1] is not a CA certificate (missing intermediate, or leaf and intermediate swapped)',
       );
-    const root = anchors.find((a) => cert.checkIssued(a.cert) && signedBy(cert, a.publicKey));
-    if (!root) fail('the intermediate is not signed by a configured trust root');
+    const keyProblem = keyProfileProblem(cert.publicKey);
+    if (keyProblem) fail(`the intermediate has ${keyProblem}`);
+    // the root by name and key identifier (OpenSSL's issuer check, no signature) before its signature
+    const named = anchors.filter((a) => cert.checkIssued(a.cert));
+    if (named.length === 0)
+      fail(
+        'the intermediate is not signed by a configured trust root (none is named as its issuer)',
+      );
+    const root = named.find((a) => signedBy(cert, a.publicKey));
+    if (!root)
+      return failRemembered(cacheKey, 'the intermediate is not signed by a configured trust root');
     const verified: VerifiedIntermediate = {
       cert,
       publicKey: cert.publicKey,
@@ -98,6 +131,8 @@ export function createCertificateChainVerifier(
           `x5c holds ${x5c.length} certificates; App Attest sends exactly a leaf and one intermediate`,
         );
       const leaf = parseCertificate(x5c[0]!, 'leaf (x5c[0])');
+      const leafKeyProblem = keyProfileProblem(leaf.publicKey);
+      if (leafKeyProblem) fail(`the leaf has ${leafKeyProblem}`);
       const intermediate = intermediateFor(x5c[1]!);
 
       checkValidity(intermediate.root.validity, now, 'the trust root');
@@ -105,9 +140,12 @@ export function createCertificateChainVerifier(
       checkValidity(certificateValidity(leaf), now, 'the leaf certificate');
 
       // checkIssued compares names and key identifiers; the signature check is what binds them
-      if (!leaf.checkIssued(intermediate.cert) || !signedBy(leaf, intermediate.publicKey)) {
-        fail('the leaf is not signed by the intermediate');
-      }
+      if (!leaf.checkIssued(intermediate.cert)) fail('the leaf is not signed by the intermediate');
+      const leafKey = `${createHash('sha256').update(x5c[0]!).digest('hex')}:${intermediate.cert.fingerprint256}`;
+      const failed = failures.get(leafKey);
+      if (failed !== undefined) fail(failed);
+      if (!signedBy(leaf, intermediate.publicKey))
+        failRemembered(leafKey, 'the leaf is not signed by the intermediate');
       return leaf;
     },
   };
@@ -139,6 +177,8 @@ function checkValidity(validity: CertificateValidity, now: Date, what: string): 
 }
 
 function parseCertificate(der: Uint8Array, what: string): X509Certificate {
+  if (der.length > MAX_CERTIFICATE_BYTES)
+    fail(`the ${what} is ${der.length} bytes, more than ${MAX_CERTIFICATE_BYTES}`);
   let cert: X509Certificate;
   try {
     cert = new X509Certificate(der);
@@ -154,7 +194,7 @@ function parseCertificate(der: Uint8Array, what: string): X509Certificate {
   return cert;
 }
 
-function signedBy(cert: X509Certificate, issuerKey: KeyObject): boolean {
+function verifies(cert: X509Certificate, issuerKey: KeyObject): boolean {
   try {
     return cert.verify(issuerKey);
   } catch {

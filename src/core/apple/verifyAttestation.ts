@@ -102,6 +102,12 @@ export interface AttestationInput {
   clientDataHash: Uint8Array | null;
   /** the verification instant (certificate validity) */
   now: Date;
+  /**
+   * leave the receipt to `checkAttestationReceipt`: the attestation-plus-assertion shape checks it
+   * only after the assertion verified (the receipt is covered by no signature; the cheap checks
+   * that can reject a replayed attestation come first)
+   */
+  receiptLater?: boolean;
 }
 
 export interface AttestationDeps {
@@ -126,6 +132,10 @@ export interface VerifiedAttestation {
   distribution: Distribution;
   /** the attestation's receipt with what its check found, or null when it carries none */
   receipt: AppleKeyReceipt | null;
+  /** the receipt's bytes, unchecked (for `checkAttestationReceipt`) */
+  receiptBytes: Uint8Array | null;
+  /** whether the app entry rejects a key without a valid receipt */
+  requireReceipt: boolean;
 }
 
 /**
@@ -254,29 +264,7 @@ export async function verifyAttestation(
     );
   trace.pass('apple.attestation.distribution', describeDistribution(distribution));
 
-  // Apple's "Assessing fraud risk": the receipt is Apple's, for this key and App ID, type ATTEST.
-  // Missing or invalid, it is reported (facts) and rejects only under the app's requireReceipt.
-  trace.current('apple.attestation.receipt');
-  const receipt = await checkReceipt(attestation, app.appId, leaf.raw, input.now, deps.receipts);
-  trace.facts.receipt = receipt.outcome;
-  if (receipt.problem) trace.facts.receiptProblem = receipt.problem;
-  if (receipt.outcome !== 'valid') {
-    const what =
-      receipt.outcome === 'missing' ? 'no receipt' : `receipt invalid: ${receipt.problem}`;
-    if (app.requireReceipt)
-      throw new Rejection(
-        'apple_receipt_invalid',
-        `${what} ("${app.appId}" requires a valid receipt)`,
-      );
-    trace.skip('apple.attestation.receipt', `${what} (kept; "${app.appId}" does not require one)`);
-  } else {
-    trace.pass(
-      'apple.attestation.receipt',
-      `ATTEST receipt for this key, created ${receipt.record!.creationTime!.toISOString()}, chains to Apple Root CA - G3`,
-    );
-  }
-
-  return {
+  const attested: VerifiedAttestation = {
     keyId: input.keyId,
     publicKey: new Uint8Array(p256Spki(point)),
     publicKeyObject,
@@ -288,12 +276,58 @@ export async function verifyAttestation(
       validationCategory: distribution.validationCategory,
       bundleVersion: distribution.bundleVersion,
     },
-    receipt: receipt.record,
+    receipt: null,
+    receiptBytes: attestation.receipt,
+    requireReceipt: app.requireReceipt === true,
   };
+  if (!input.receiptLater)
+    attested.receipt = await checkAttestationReceipt(attested, deps, input.now);
+  return attested;
+}
+
+/**
+ * The attestation's receipt check (Apple's "Assessing fraud risk"): the receipt is Apple's, for
+ * this key and App ID, type ATTEST. Missing or invalid, it is reported (facts) and throws
+ * `Rejection('apple_receipt_invalid')` only under the app's requireReceipt. Runs last, after every
+ * check that costs less, just before the key is registered.
+ * @param attested what the attestation's other checks established
+ * @param deps the receipt verifier and the trace
+ * @param now the verification instant
+ */
+export async function checkAttestationReceipt(
+  attested: VerifiedAttestation,
+  deps: Pick<AttestationDeps, 'receipts' | 'trace'>,
+  now: Date,
+): Promise<AppleKeyReceipt | null> {
+  const trace = deps.trace ?? silentTrace();
+  const { appId } = attested;
+  trace.current('apple.attestation.receipt');
+  const receipt = await checkReceipt(
+    attested.receiptBytes,
+    appId,
+    attested.leaf.raw,
+    now,
+    deps.receipts,
+  );
+  trace.facts.receipt = receipt.outcome;
+  if (receipt.problem) trace.facts.receiptProblem = receipt.problem;
+  if (receipt.outcome !== 'valid') {
+    const what =
+      receipt.outcome === 'missing' ? 'no receipt' : `receipt invalid: ${receipt.problem}`;
+    if (attested.requireReceipt)
+      throw new Rejection('apple_receipt_invalid', `${what} ("${appId}" requires a valid receipt)`);
+    trace.skip('apple.attestation.receipt', `${what} (kept; "${appId}" does not require one)`);
+  } else {
+    trace.pass(
+      'apple.attestation.receipt',
+      `ATTEST receipt for this key, created ${receipt.record!.creationTime!.toISOString()}, chains to Apple Root CA - G3`,
+    );
+  }
+  return receipt.record;
 }
 
 async function checkReceipt(
-  attestation: AttestationObject,
+  receiptBytes: Uint8Array | null,
   appId: string,
   leafDer: Uint8Array,
   now: Date,
@@ -303,9 +337,9 @@ async function checkReceipt(
   problem?: string;
   record: AppleKeyReceipt | null;
 }> {
-  if (!attestation.receipt || attestation.receipt.length === 0)
+  if (!receiptBytes || receiptBytes.length === 0)
     return { outcome: 'missing', problem: 'the attestation carries no receipt', record: null };
-  const bytes = new Uint8Array(attestation.receipt);
+  const bytes = new Uint8Array(receiptBytes);
   if (!receipts)
     return {
       outcome: 'invalid',

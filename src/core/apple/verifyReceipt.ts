@@ -3,15 +3,28 @@
  * indefinite lengths as Apple sends it) signed by "Application Attestation Fraud Receipt Signing",
  * which chains to Apple Root CA - G3, whose content is a SET of (type, version, value) attributes.
  *
- * The CMS work (signature, signed attributes, signer chain at the verification instant) is
- * pkijs's; this module only reads the attributes and holds them against what the key store knows.
- * It never throws on hostile bytes: every problem is a `{ valid: false, problem }` value.
+ * The receipt is covered by no signature of the attestation, so anyone can put any bytes there:
+ * every step's cost is bounded before it runs. The outline (tags and lengths only) is bounded in
+ * size, depth and element count; certificates in count, size and key type; and the signer's chain
+ * follows ONE fixed path, tried once: the certificate the SignerInfo names -> the one certificate
+ * named as its issuer (the App Attest intermediate) -> the configured root named as that one's issuer
+ * (Apple Root CA - G3), found by name and key identifier before any signature is checked. So a
+ * receipt costs at most three signature checks (intermediate, signer, CMS), a chain that verified
+ * is remembered by its bytes (a real receipt then costs one), and a chain that failed is
+ * remembered by its bytes too (a replay costs none). Certificates are read by node:crypto, values
+ * by asn1js. It never throws on hostile bytes: every problem is a `{ valid: false, problem }` value.
  */
-import { createHash, webcrypto, X509Certificate } from 'node:crypto';
+import {
+  createHash,
+  type KeyObject,
+  verify as verifySignature,
+  X509Certificate,
+} from 'node:crypto';
 import * as asn1js from 'asn1js';
-import * as pkijs from 'pkijs';
+import { BerError, type BerNode, isContext, isUniversal, outlineBer } from '../berOutline.js';
 import { LruCache } from '../lruCache.js';
 import { APPLE_ROOT_CA_G3_PEM } from './appleRootCaG3.js';
+import { keyProfileProblem } from './keyProfile.js';
 import { parseTrustRoots } from './trustRoots.js';
 
 /** `ATTEST` in an attestation's receipt; `RECEIPT` in one traded at Apple's data endpoint. */
@@ -68,12 +81,45 @@ export interface ReceiptVerifier {
   verify(receipt: Uint8Array, expect: ReceiptExpectation, now: Date): Promise<ReceiptVerdict>;
 }
 
-const OID_SIGNED_DATA = '1.2.840.113549.1.7.2';
-const OID_DATA = '1.2.840.113549.1.7.1';
+/** Options of a receipt verifier. */
+export interface ReceiptVerifierOptions {
+  /** called before every signature check (tests count them: each input's cost is bounded) */
+  onSignatureCheck?: () => void;
+}
+
+const oidDer = (oid: string) =>
+  Buffer.from(new asn1js.ObjectIdentifier({ value: oid }).toBER(false)).toString('hex');
+const OID_SIGNED_DATA = oidDer('1.2.840.113549.1.7.2');
+const OID_DATA = oidDer('1.2.840.113549.1.7.1');
+const OID_CONTENT_TYPE = oidDer('1.2.840.113549.1.9.3');
+const OID_MESSAGE_DIGEST = oidDer('1.2.840.113549.1.9.4');
 /** Apple's marker extension on the receipt signing certificate */
-const OID_FRAUD_RECEIPT_SIGNER = '1.2.840.113635.100.12.15';
-// Apple's receipts are about 4 KiB; the bound keeps hostile nesting from reaching the parser's limits
+const OID_FRAUD_RECEIPT_SIGNER = oidDer('1.2.840.113635.100.12.15');
+const DIGESTS = new Map([
+  [oidDer('2.16.840.1.101.3.4.2.1'), 'sha256'],
+  [oidDer('2.16.840.1.101.3.4.2.2'), 'sha384'],
+  [oidDer('2.16.840.1.101.3.4.2.3'), 'sha512'],
+]);
+/** signature algorithms: the key type and, for the `with` forms, the hash they fix */
+const SIGNATURES = new Map<string, { key: 'ec' | 'rsa'; hash: string | null }>([
+  [oidDer('1.2.840.10045.4.3.2'), { key: 'ec', hash: 'sha256' }],
+  [oidDer('1.2.840.10045.4.3.3'), { key: 'ec', hash: 'sha384' }],
+  [oidDer('1.2.840.10045.4.3.4'), { key: 'ec', hash: 'sha512' }],
+  [oidDer('1.2.840.113549.1.1.1'), { key: 'rsa', hash: null }],
+  [oidDer('1.2.840.113549.1.1.11'), { key: 'rsa', hash: 'sha256' }],
+  [oidDer('1.2.840.113549.1.1.12'), { key: 'rsa', hash: 'sha384' }],
+  [oidDer('1.2.840.113549.1.1.13'), { key: 'rsa', hash: 'sha512' }],
+]);
+
+// Apple's receipts are about 4 KiB with three certificates (signer, intermediate, a copy of the
+// root) of under 1 KiB each, nested 11 deep, about 400 elements. The bounds leave room, no more.
 const MAX_RECEIPT_BYTES = 32 * 1024;
+const RECEIPT_LIMITS = { maxDepth: 16, maxNodes: 1500 };
+const MAX_CERTIFICATES = 4;
+const MAX_CERTIFICATE_BYTES = 4096;
+const CERTIFICATE_LIMITS = { maxDepth: 12, maxNodes: 500 };
+// the signed content: a SET of SEQUENCE { INTEGER, INTEGER, OCTET STRING }, about 12 of them
+const CONTENT_LIMITS = { maxDepth: 4, maxNodes: 400 };
 
 const FIELD = {
   appId: 2,
@@ -96,62 +142,203 @@ export function defaultReceiptRoots(): readonly X509Certificate[] {
   return g3Roots;
 }
 
+/** A certificate of a receipt (or a root), read once and kept by its bytes. */
+interface ReadCertificate {
+  hash: string;
+  x509: X509Certificate;
+  /** DER of the issuer and subject Names and of the serial INTEGER, as the certificate holds them */
+  issuer: Buffer;
+  subject: Buffer;
+  serial: Buffer;
+  receiptSigner: boolean;
+  publicKey: KeyObject;
+  keyProblem: string | null;
+  notBefore: Date;
+  notAfter: Date;
+}
+
+/** What the SignerInfo says, located and checked for shape. */
+interface SignerParts {
+  issuer: Buffer;
+  serial: Buffer;
+  digest: string;
+  signature: { key: 'ec' | 'rsa'; hash: string; bytes: Buffer };
+  /** DER of the signed attributes as a SET (what the signature covers), when there are any */
+  signedAttributes: Buffer | null;
+  messageDigest: Buffer | null;
+}
+
+interface ReceiptStructure {
+  content: Buffer;
+  certificates: Buffer[];
+  signer: SignerParts;
+}
+
 /**
  * Builds a receipt verifier over `roots` (Apple Root CA - G3 by default; tests replace it).
  * @param roots trust anchors for the receipt signer's chain
+ * @param options a hook that counts signature checks
  */
 export function createReceiptVerifier(
   roots: readonly X509Certificate[] = defaultReceiptRoots(),
+  options: ReceiptVerifierOptions = {},
 ): ReceiptVerifier {
   if (roots.length === 0) throw new Error('receipts need at least one trust root');
-  const engine = new RememberingCryptoEngine({
-    name: 'node',
-    crypto: webcrypto as unknown as pkijs.ICryptoEngine['crypto'],
+  const anchors = roots.map((root) => {
+    const read = readCertificate(root.raw);
+    if (typeof read === 'string') throw new Error(`a receipt trust root is unusable: ${read}`);
+    return read;
   });
-  const trusted = roots.map((root) => pkijs.Certificate.fromBER(root.raw));
+  const countSignature = options.onSignatureCheck ?? (() => {});
+  // certificates read (any receipt's: bounded, hostile ones may evict others)...
+  const certificates = new LruCache<string, ReadCertificate | string>(64);
+  // ...and those of chains that verified (only Apple's, in practice: a real receipt finds them here)
+  const trusted = new LruCache<string, ReadCertificate>(16);
+  // chains by the SHA-256 of their certificates and root: verified, or the problem found
+  const verifiedChains = new LruCache<string, true>(16);
+  const failedChains = new LruCache<string, string>(256);
+
+  function certificateOf(der: Buffer): ReadCertificate | string {
+    const hash = createHash('sha256').update(der).digest('hex');
+    const known = trusted.get(hash) ?? certificates.get(hash);
+    if (known !== undefined) return known;
+    const read = readCertificate(der, hash);
+    certificates.set(hash, read);
+    return read;
+  }
+
+  function signed(cert: ReadCertificate, issuer: ReadCertificate): boolean {
+    countSignature();
+    try {
+      return cert.x509.verify(issuer.publicKey);
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The fixed path, with everything but signatures checked: names, key identifiers, key types,
+   * validity at `now`. A string is the problem.
+   */
+  function pathOf(structure: ReceiptStructure, now: Date) {
+    const read: ReadCertificate[] = [];
+    for (const der of structure.certificates) {
+      const cert = certificateOf(der);
+      if (typeof cert === 'string') return cert;
+      if (!read.some((r) => r.hash === cert.hash)) read.push(cert);
+    }
+    const { signer } = structure;
+    const leaves = read.filter(
+      (c) => c.serial.equals(signer.serial) && c.issuer.equals(signer.issuer),
+    );
+    if (leaves.length !== 1)
+      return leaves.length === 0
+        ? 'the SignedData does not carry the certificate its SignerInfo names'
+        : 'two certificates of the SignedData match its SignerInfo';
+    const leaf = leaves[0]!;
+    if (!leaf.receiptSigner) return 'the signer is not an App Attest receipt signing certificate';
+    const issuers = read.filter((c) => c !== leaf && c.subject.equals(leaf.issuer));
+    if (issuers.length !== 1)
+      return issuers.length === 0
+        ? "the signer chain does not verify: the SignedData does not carry the signer's issuer"
+        : `the signer chain does not verify: ${issuers.length} certificates are named as the signer's issuer; App Attest receipts carry one`;
+    const intermediate = issuers[0]!;
+    if (!intermediate.x509.ca)
+      return "the signer chain does not verify: the signer's issuer is not a CA certificate";
+    if (intermediate.subject.equals(intermediate.issuer))
+      return "the signer chain does not verify: the signer's issuer is a root; receipts carry an intermediate";
+    // the root by name and key identifier (OpenSSL's issuer check, no signature) before anything below it
+    const rootIndex = anchors.findIndex(
+      (a) => a.subject.equals(intermediate.issuer) && intermediate.x509.checkIssued(a.x509),
+    );
+    if (rootIndex < 0)
+      return `the signer chain does not verify: the intermediate "${commonName(intermediate)}" is not issued by a configured root`;
+    const root = anchors[rootIndex]!;
+    for (const [cert, what] of [
+      [leaf, 'the signer certificate'],
+      [intermediate, 'the intermediate'],
+    ] as const) {
+      if (cert.keyProblem)
+        return `the signer chain does not verify: ${what} has ${cert.keyProblem}`;
+    }
+    for (const [cert, what] of [
+      [root, 'the root'],
+      [intermediate, 'the intermediate'],
+      [leaf, 'the signer certificate'],
+    ] as const) {
+      if (now.getTime() < cert.notBefore.getTime())
+        return `the signer chain does not verify: ${what} is not valid before ${cert.notBefore.toISOString()}`;
+      if (now.getTime() > cert.notAfter.getTime())
+        return `the signer chain does not verify: ${what} expired at ${cert.notAfter.toISOString()}`;
+    }
+    const key = `${leaf.hash}:${intermediate.hash}:${rootIndex}`;
+    return { leaf, intermediate, root, key };
+  }
+
+  /** The path's two signatures, each path checked once: verified or failed, it is remembered. */
+  function chainProblem(path: Exclude<ReturnType<typeof pathOf>, string>): string | null {
+    if (verifiedChains.get(path.key)) return null;
+    const failed = failedChains.get(path.key);
+    if (failed !== undefined) return failed;
+    const problem = !signed(path.intermediate, path.root)
+      ? 'the signer chain does not verify: the intermediate is not signed by the root'
+      : !signed(path.leaf, path.intermediate)
+        ? 'the signer chain does not verify: the signer certificate is not signed by the intermediate'
+        : null;
+    if (problem) {
+      failedChains.set(path.key, problem);
+      return problem;
+    }
+    verifiedChains.set(path.key, true);
+    trusted.set(path.leaf.hash, path.leaf);
+    trusted.set(path.intermediate.hash, path.intermediate);
+    return null;
+  }
+
+  function cmsProblem(structure: ReceiptStructure, leaf: ReadCertificate): string | null {
+    const { signer, content } = structure;
+    const bad = 'the CMS signature does not verify (RFC 5652)';
+    if (signer.signedAttributes) {
+      const digest = createHash(signer.digest).update(content).digest();
+      if (!signer.messageDigest?.equals(digest))
+        return `${bad}: the message digest attribute is not the content's ${signer.digest}`;
+    }
+    if (signer.signature.key !== leaf.publicKey.asymmetricKeyType)
+      return `${bad}: a ${signer.signature.key} signature by a ${leaf.publicKey.asymmetricKeyType} key`;
+    countSignature();
+    let ok = false;
+    try {
+      ok = verifySignature(
+        signer.signature.hash,
+        signer.signedAttributes ?? content,
+        { key: leaf.publicKey, dsaEncoding: 'der' },
+        signer.signature.bytes,
+      );
+    } catch {
+      ok = false;
+    }
+    return ok ? null : bad;
+  }
 
   return {
     roots,
     async verify(receipt, expect, now) {
       let facts: ReceiptFacts | null = null;
       try {
-        const signed = readSignedData(receipt);
-        if (typeof signed === 'string') return { valid: false, problem: signed, facts };
-        const content = readContent(signed);
-        if (typeof content === 'string') return { valid: false, problem: content, facts };
-        const read = readFacts(content);
+        const structure = readStructure(receipt);
+        if (typeof structure === 'string') return { valid: false, problem: structure, facts };
+        const read = readFacts(structure.content);
         if (typeof read === 'string') return { valid: false, problem: read, facts };
         facts = read;
-
-        let result: pkijs.SignedDataVerifyResult;
-        try {
-          result = await signed.verify(
-            {
-              signer: 0,
-              trustedCerts: trusted,
-              checkDate: now,
-              checkChain: true,
-              extendedMode: true,
-            },
-            engine,
-          );
-        } catch (err) {
-          return { valid: false, problem: cmsProblem(err), facts };
-        }
-        if (result.signatureVerified !== true)
-          return { valid: false, problem: 'the CMS signature does not verify (RFC 5652)', facts };
-        const signer = result.signerCertificate;
-        if (!signer?.extensions?.some((e) => e.extnID === OID_FRAUD_RECEIPT_SIGNER))
-          return {
-            valid: false,
-            problem: 'the signer is not an App Attest receipt signing certificate',
-            facts,
-          };
-
-        const problem = attributeProblem(facts, expect, now);
+        // everything that costs no signature first: the path, then what the receipt says
+        const path = pathOf(structure, now);
+        if (typeof path === 'string') return { valid: false, problem: path, facts };
+        const attributes = attributeProblem(facts, expect, now);
+        if (attributes) return { valid: false, problem: attributes, facts };
+        const problem = chainProblem(path) ?? cmsProblem(structure, path.leaf);
         return problem ? { valid: false, problem, facts } : { valid: true, facts };
       } catch (err) {
-        // pkijs and asn1js reach their own limits on adversarial input (RangeError, TypeError)
+        // a fault of a library on bytes the bounds let through: still a verdict, never a hang
         return { valid: false, problem: `unreadable receipt (${describe(err)})`, facts };
       }
     },
@@ -165,108 +352,265 @@ export function createReceiptVerifier(
  */
 export function readReceiptFacts(receipt: Uint8Array): ReceiptFacts | null {
   try {
-    const signed = readSignedData(receipt);
-    if (typeof signed === 'string') return null;
-    const content = readContent(signed);
-    if (typeof content === 'string') return null;
-    const facts = readFacts(content);
+    const structure = readStructure(receipt);
+    if (typeof structure === 'string') return null;
+    const facts = readFacts(structure.content);
     return typeof facts === 'string' ? null : facts;
   } catch {
     return null;
   }
 }
 
-function readSignedData(bytes: Uint8Array): pkijs.SignedData | string {
-  if (bytes.length === 0) return 'the receipt is empty';
-  if (bytes.length > MAX_RECEIPT_BYTES)
-    return `the receipt is ${bytes.length} bytes, more than ${MAX_RECEIPT_BYTES}`;
-  const view = new Uint8Array(bytes); // own, aligned copy for asn1js
-  // OCTET and BIT STRING contents are not tried as ASN.1 (asn1js's default): pkijs reads them
-  // from their bytes when it needs them (the content below, keys, signatures, extensions)
-  const asn1 = asn1js.fromBER(view, { parseEmbedded: false });
-  if (asn1.offset === -1) return `not BER: ${asn1.result.error || 'unreadable'}`;
-  if (asn1.offset !== view.length)
-    return `${view.length - asn1.offset} bytes follow the CMS ContentInfo`;
-  const info = new pkijs.ContentInfo({ schema: asn1.result });
-  if (info.contentType !== OID_SIGNED_DATA)
-    return `the ContentInfo holds ${info.contentType}, not SignedData`;
-  const certificates = takeCertificates(info.content);
-  const signed = new pkijs.SignedData({ schema: info.content });
-  if (certificates) signed.certificates = certificates;
-  if (signed.signerInfos.length !== 1)
-    return `the SignedData has ${signed.signerInfos.length} signers, not one`;
-  if (!signed.certificates?.length) return 'the SignedData carries no certificates';
-  return signed;
-}
+/** The ContentInfo's SignedData, located and checked for shape and bounds; a string is the problem. */
+function readStructure(input: Uint8Array): ReceiptStructure | string {
+  if (input.length === 0) return 'the receipt is empty';
+  if (input.length > MAX_RECEIPT_BYTES)
+    return `the receipt is ${input.length} bytes, more than ${MAX_RECEIPT_BYTES}`;
+  const bytes = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
+  let info: BerNode;
+  try {
+    info = outlineBer(bytes, RECEIPT_LIMITS);
+  } catch (err) {
+    if (err instanceof BerError) return `not BER: ${err.message}`;
+    throw err;
+  }
+  if (info.end !== bytes.length)
+    return `${bytes.length - info.end} bytes follow the CMS ContentInfo`;
+  const slice = (n: BerNode) => bytes.subarray(n.start, n.end);
+  const oidIs = (n: BerNode | undefined, der: string) =>
+    isUniversal(n, 6) && !n.constructed && slice(n).toString('hex') === der;
 
-// Every receipt carries the same few Apple certificates: pkijs's reading of them (a third of a
-// receipt's CPU) is kept by their bytes, and so are the extensions pkijs reads from them later.
-const certificateSets = new LruCache<string, pkijs.CertificateSet>(16);
+  // ContentInfo ::= SEQUENCE { contentType OID, content [0] EXPLICIT ANY }
+  const [contentType, explicitContent] = info.children;
+  if (!isUniversal(info, 16) || !isUniversal(contentType, 6))
+    return 'not a CMS ContentInfo (RFC 5652)';
+  if (!oidIs(contentType, OID_SIGNED_DATA))
+    return `the ContentInfo holds ${oidText(slice(contentType))}, not SignedData`;
+  const signedData = explicitContent?.children[0];
+  if (!isContext(explicitContent, 0) || !isUniversal(signedData, 16))
+    return 'the ContentInfo holds no SignedData';
+
+  // SignedData ::= SEQUENCE { version, digestAlgorithms SET, encapContentInfo,
+  //   [0] certificates OPTIONAL, [1] crls OPTIONAL, signerInfos SET }
+  const fields = signedData.children;
+  const encap = fields[2];
+  const signerInfos = fields[fields.length - 1];
+  if (fields.length < 4 || !isUniversal(encap, 16) || !isUniversal(signerInfos, 17))
+    return 'the SignedData is not SEQUENCE { version, digestAlgorithms, encapContentInfo, ..., signerInfos }';
+  if (signerInfos.children.length !== 1)
+    return `the SignedData has ${signerInfos.children.length} signers, not one`;
+  const certificateSet = fields.slice(3, -1).find((f) => isContext(f, 0));
+  if (!certificateSet || certificateSet.children.length === 0)
+    return 'the SignedData carries no certificates';
+  if (certificateSet.children.length > MAX_CERTIFICATES)
+    return `the SignedData carries ${certificateSet.children.length} certificates, more than ${MAX_CERTIFICATES}`;
+  const certificates: Buffer[] = [];
+  for (const c of certificateSet.children) {
+    if (!isUniversal(c, 16) || c.indefinite) return 'a certificate of the SignedData is not DER';
+    if (c.end - c.start > MAX_CERTIFICATE_BYTES)
+      return `a certificate of the SignedData is ${c.end - c.start} bytes, more than ${MAX_CERTIFICATE_BYTES}`;
+    certificates.push(slice(c));
+  }
+
+  // EncapsulatedContentInfo ::= SEQUENCE { eContentType OID, eContent [0] EXPLICIT OCTET STRING }
+  const [eContentType, eContent] = encap.children;
+  if (!isUniversal(eContentType, 6)) return 'the signed content has no type';
+  if (!oidIs(eContentType, OID_DATA))
+    return `the signed content type is ${oidText(slice(eContentType))}, not data`;
+  // BER lets an OCTET STRING come in primitive pieces (Apple sends 1000-byte ones)
+  const content = octetString(eContent?.children[0], bytes);
+  if (!isContext(eContent, 0) || content === null) return 'the signed content is missing';
+
+  const signer = readSignerInfo(signerInfos.children[0]!, bytes);
+  if (typeof signer === 'string') return signer;
+  return { content, certificates, signer };
+}
 
 /**
- * The certificates of a SignedData, read by pkijs as `SignedData` reads them, or from the reading
- * of the same bytes kept earlier; their element is taken out of `content` so that pkijs does not
- * read them again. `null` (and `content` untouched) when there is no `[0]` where RFC 5652 puts
- * `certificates` or pkijs cannot read it: `SignedData` then reads, or refuses, the whole as before.
- * @param content the SignedData SEQUENCE, as asn1js decoded it
+ * SignerInfo ::= SEQUENCE { version, sid, digestAlgorithm, [0] signedAttrs OPTIONAL,
+ *   signatureAlgorithm, signature OCTET STRING, [1] unsignedAttrs OPTIONAL }
  */
-function takeCertificates(content: unknown): pkijs.SignedData['certificates'] | null {
-  if (!(content instanceof asn1js.Sequence)) return null;
-  const fields = content.valueBlock.value;
-  // SignedData ::= SEQUENCE { version, digestAlgorithms, encapContentInfo, [0] certificates OPTIONAL, ... }
-  const element = fields[3];
-  if (
-    !(element instanceof asn1js.Constructed) ||
-    element.idBlock.tagClass !== 3 ||
-    element.idBlock.tagNumber !== 0
-  )
-    return null;
-  const key = createHash('sha256').update(element.valueBeforeDecodeView).digest('hex');
-  let set = certificateSets.get(key);
-  if (!set) {
-    try {
-      // what SignedData.fromSchema does with the element it matched
-      set = new pkijs.CertificateSet({
-        schema: new asn1js.Set({ value: element.valueBlock.value }),
-      });
-    } catch {
-      return null;
+function readSignerInfo(info: BerNode, bytes: Buffer): SignerParts | string {
+  const slice = (n: BerNode) => bytes.subarray(n.start, n.end);
+  const fields = info.children;
+  if (!isUniversal(info, 16) || fields.length < 5)
+    return 'the SignerInfo is not a SEQUENCE of its fields';
+  const [, sid, digestAlgorithm] = fields;
+  const withAttributes = isContext(fields[3], 0);
+  const signedAttrs = withAttributes ? fields[3]! : null;
+  const signatureAlgorithm = fields[withAttributes ? 4 : 3];
+  const signature = fields[withAttributes ? 5 : 4];
+  // sid: IssuerAndSerialNumber ::= SEQUENCE { issuer Name, serialNumber INTEGER } (Apple's form)
+  const [issuer, serial] = sid?.children ?? [];
+  if (!isUniversal(sid, 16) || !isUniversal(issuer, 16) || !isUniversal(serial, 2))
+    return 'the SignerInfo does not name its signer by issuer and serial number';
+  const digestOid = digestAlgorithm?.children[0];
+  const digest = digestOid && DIGESTS.get(slice(digestOid).toString('hex'));
+  if (!isUniversal(digestAlgorithm, 16) || !digest)
+    return 'the SignerInfo digest algorithm is not SHA-256, SHA-384 or SHA-512';
+  const signatureOid = signatureAlgorithm?.children[0];
+  const algorithm = signatureOid && SIGNATURES.get(slice(signatureOid).toString('hex'));
+  if (!isUniversal(signatureAlgorithm, 16) || !algorithm)
+    return 'the SignerInfo signature algorithm is not ECDSA or RSA with SHA-2';
+  if (!isUniversal(signature, 4) || signature.constructed)
+    return 'the SignerInfo signature is not an OCTET STRING';
+
+  let signedAttributes: Buffer | null = null;
+  let messageDigest: Buffer | null = null;
+  if (signedAttrs) {
+    // the signature covers their DER with a SET tag (RFC 5652 5.4): they must have come as DER
+    if (signedAttrs.indefinite) return 'the signed attributes are not DER';
+    signedAttributes = Buffer.from(slice(signedAttrs));
+    signedAttributes[0] = 0x31;
+    let contentTypeSeen = false;
+    for (const attribute of signedAttrs.children) {
+      // Attribute ::= SEQUENCE { attrType OID, attrValues SET OF ANY }
+      const [type, values] = attribute.children;
+      if (!isUniversal(attribute, 16) || !isUniversal(type, 6) || !isUniversal(values, 17))
+        return 'a signed attribute is not SEQUENCE { OID, SET }';
+      const typeHex = slice(type).toString('hex');
+      const [value] = values.children;
+      if (typeHex === OID_MESSAGE_DIGEST) {
+        if (
+          messageDigest ||
+          values.children.length !== 1 ||
+          !isUniversal(value, 4) ||
+          value.constructed
+        )
+          return 'the message digest attribute is not one OCTET STRING';
+        messageDigest = bytes.subarray(value.contentStart, value.contentEnd);
+      } else if (typeHex === OID_CONTENT_TYPE) {
+        if (
+          contentTypeSeen ||
+          values.children.length !== 1 ||
+          slice(value!).toString('hex') !== OID_DATA
+        )
+          return 'the content type attribute is not one "data"';
+        contentTypeSeen = true;
+      }
     }
-    certificateSets.set(key, set);
+    if (!messageDigest || !contentTypeSeen)
+      return 'the signed attributes lack the content type or the message digest (RFC 5652 5.3)';
   }
-  fields.splice(3, 1);
-  return set.certificates.slice();
+  return {
+    issuer: slice(issuer),
+    serial: slice(serial),
+    digest,
+    signature: {
+      key: algorithm.key,
+      hash: algorithm.hash ?? digest,
+      bytes: bytes.subarray(signature.contentStart, signature.contentEnd),
+    },
+    signedAttributes,
+    messageDigest,
+  };
 }
 
-function readContent(signed: pkijs.SignedData): Uint8Array | string {
-  const encap = signed.encapContentInfo;
-  if (encap.eContentType !== OID_DATA)
-    return `the signed content type is ${encap.eContentType}, not data`;
-  const e = encap.eContent;
-  if (!(e instanceof asn1js.OctetString)) return 'the signed content is missing';
-  return new Uint8Array(e.getValue());
+/** A certificate read for the path: names, serial, the signer marker, key profile, validity. */
+function readCertificate(input: Buffer, hash?: string): ReadCertificate | string {
+  const der = Buffer.from(input);
+  let outline: BerNode;
+  try {
+    outline = outlineBer(der, CERTIFICATE_LIMITS);
+  } catch (err) {
+    if (err instanceof BerError) return `a certificate is not DER: ${err.message}`;
+    throw err;
+  }
+  const tbs = outline.children[0];
+  if (outline.end !== der.length || !isUniversal(tbs, 16)) return 'a certificate is not X.509';
+  // TBSCertificate ::= SEQUENCE { [0] version OPTIONAL, serialNumber, signature, issuer,
+  //   validity, subject, subjectPublicKeyInfo, [1], [2], [3] extensions OPTIONAL }
+  const at = isContext(tbs.children[0], 0) ? 1 : 0;
+  const [serial, , issuer, , subject] = tbs.children.slice(at);
+  if (!isUniversal(serial, 2) || !isUniversal(issuer, 16) || !isUniversal(subject, 16))
+    return 'a certificate is not X.509';
+  const extensions = tbs.children.slice(at + 6).find((f) => isContext(f, 3))?.children[0];
+  const receiptSigner =
+    extensions?.children.some(
+      (e) =>
+        isUniversal(e.children[0], 6) &&
+        der.subarray(e.children[0].start, e.children[0].end).toString('hex') ===
+          OID_FRAUD_RECEIPT_SIGNER,
+    ) ?? false;
+  let x509: X509Certificate;
+  try {
+    x509 = new X509Certificate(der);
+  } catch {
+    return 'a certificate of the SignedData is not a readable X.509 certificate';
+  }
+  const notBefore = new Date(x509.validFrom);
+  const notAfter = new Date(x509.validTo);
+  if (Number.isNaN(notBefore.getTime()) || Number.isNaN(notAfter.getTime()))
+    return 'a certificate has an unreadable validity period';
+  const publicKey = x509.publicKey;
+  return {
+    hash: hash ?? createHash('sha256').update(der).digest('hex'),
+    x509,
+    issuer: der.subarray(issuer.start, issuer.end),
+    subject: der.subarray(subject.start, subject.end),
+    serial: der.subarray(serial.start, serial.end),
+    receiptSigner,
+    publicKey,
+    keyProblem: keyProfileProblem(publicKey),
+    notBefore,
+    notAfter,
+  };
 }
 
-function readFacts(content: Uint8Array): ReceiptFacts | string {
-  const asn1 = asn1js.fromBER(content, { parseEmbedded: false });
-  if (asn1.offset === -1 || asn1.offset !== content.length)
-    return 'the signed content is not one BER value';
-  const set = asn1.result;
-  if (!(set instanceof asn1js.Set)) return 'the signed content is not a SET of attributes';
+/** An INTEGER of one to six octets (attribute types and versions are small numbers). */
+function isInteger(node: BerNode | undefined): node is BerNode {
+  const length = node ? node.contentEnd - node.contentStart : 0;
+  return isUniversal(node, 2) && !node.constructed && length >= 1 && length <= 6;
+}
+
+/** The octets of an OCTET STRING, primitive or in primitive pieces (BER); null when it is not one. */
+function octetString(node: BerNode | undefined, bytes: Buffer): Buffer | null {
+  if (!isUniversal(node, 4)) return null;
+  const pieces = node.constructed ? node.children : [node];
+  if (pieces.some((p) => !isUniversal(p, 4) || p.constructed)) return null;
+  return Buffer.concat(pieces.map((p) => bytes.subarray(p.contentStart, p.contentEnd)));
+}
+
+function commonName(cert: ReadCertificate): string {
+  return (/CN=([^\n]*)/.exec(cert.x509.subject)?.[1] ?? 'unnamed').slice(0, 80);
+}
+
+function oidText(der: Uint8Array): string {
+  const read = asn1js.fromBER(new Uint8Array(der), {
+    parseEmbedded: false,
+    maxDepth: 1,
+    maxNodes: 1,
+  });
+  return read.result instanceof asn1js.ObjectIdentifier
+    ? read.result.valueBlock.toString().slice(0, 64)
+    : 'an unreadable OID';
+}
+
+function readFacts(content: Buffer): ReceiptFacts | string {
+  let set: BerNode;
+  try {
+    set = outlineBer(content, CONTENT_LIMITS);
+  } catch (err) {
+    if (err instanceof BerError) return `the signed content is not BER: ${err.message}`;
+    throw err;
+  }
+  if (set.end !== content.length) return 'the signed content is not one BER value';
+  if (!isUniversal(set, 17)) return 'the signed content is not a SET of attributes';
   const fields = new Map<number, Uint8Array>();
-  for (const item of set.valueBlock.value) {
-    const parts = item instanceof asn1js.Sequence ? item.valueBlock.value : [];
-    const [type, version, value] = parts;
+  for (const item of set.children) {
+    const [type, version, value] = item.children;
+    const valueBytes = octetString(value, content);
     if (
-      parts.length !== 3 ||
-      !(type instanceof asn1js.Integer) ||
-      !(version instanceof asn1js.Integer) ||
-      !(value instanceof asn1js.OctetString)
+      !isUniversal(item, 16) ||
+      item.children.length !== 3 ||
+      !isInteger(type) ||
+      !isInteger(version) ||
+      valueBytes === null
     )
       return 'an attribute is not SEQUENCE { INTEGER, INTEGER, OCTET STRING }';
-    const n = type.valueBlock.valueDec;
+    const n = content.readIntBE(type.contentStart, type.contentEnd - type.contentStart);
     if (fields.has(n)) return `attribute ${n} appears twice`;
-    fields.set(n, new Uint8Array(value.getValue()));
+    fields.set(n, valueBytes);
   }
   const text = (n: number) => {
     const bytes = fields.get(n);
@@ -332,84 +676,6 @@ function attributeProblem(facts: ReceiptFacts, expect: ReceiptExpectation, now: 
   if (facts.expirationTime && facts.expirationTime.getTime() < now.getTime())
     return `the receipt expired at ${facts.expirationTime.toISOString()}`;
   return null;
-}
-
-type ImportedKey = ReturnType<pkijs.CryptoEngine['getPublicKey']>;
-type SignedBytes = Parameters<pkijs.CryptoEngine['verifyWithPublicKey']>[0];
-
-/**
- * pkijs's WebCrypto engine, remembering what repeats from receipt to receipt: the public keys it
- * imported and the signatures that verified. Every receipt carries the same few Apple certificates,
- * whose signatures (one by Apple Root CA - G3, a P-384 check) pkijs's chain validation would
- * otherwise import keys for and check again each time. Only a signature that verified is
- * remembered, by the SHA-256 of everything its check read (signed bytes, signature, key,
- * algorithm), so a check of the very same inputs is answered from memory; pkijs still runs every
- * other step (names, validity at the instant, the message digest) on every call.
- */
-class RememberingCryptoEngine extends pkijs.CryptoEngine {
-  private readonly verified = new LruCache<string, true>(64);
-  private readonly keys = new LruCache<string, ImportedKey>(64);
-
-  override getPublicKey(
-    publicKeyInfo: pkijs.PublicKeyInfo,
-    signatureAlgorithm: pkijs.AlgorithmIdentifier,
-    parameters?: pkijs.CryptoEnginePublicKeyParams,
-  ): ImportedKey {
-    const params = parameters ?? this.fillPublicKeyParameters(publicKeyInfo, signatureAlgorithm);
-    const id = createHash('sha256')
-      .update(new Uint8Array(publicKeyInfo.toSchema().toBER(false)))
-      .update(JSON.stringify(params))
-      .digest('hex');
-    let key = this.keys.get(id);
-    if (!key) {
-      key = super.getPublicKey(publicKeyInfo, signatureAlgorithm, params);
-      key.catch(() => this.keys.delete(id));
-      this.keys.set(id, key);
-    }
-    return key;
-  }
-
-  override async verifyWithPublicKey(
-    data: SignedBytes,
-    signature: asn1js.BitString | asn1js.OctetString,
-    publicKeyInfo: pkijs.PublicKeyInfo,
-    signatureAlgorithm: pkijs.AlgorithmIdentifier,
-    shaAlgorithm?: string,
-  ): Promise<boolean> {
-    const hash = createHash('sha256');
-    for (const part of [
-      ArrayBuffer.isView(data)
-        ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
-        : new Uint8Array(data),
-      signature.valueBlock.valueHexView,
-      new Uint8Array(publicKeyInfo.toSchema().toBER(false)),
-      new Uint8Array(signatureAlgorithm.toSchema().toBER(false)),
-      Buffer.from(shaAlgorithm ?? ''),
-    ]) {
-      // each part's length first, so no two different inputs hash alike
-      hash.update(`${part.byteLength}:`).update(part);
-    }
-    const id = hash.digest('hex');
-    if (this.verified.get(id)) return true;
-    const ok = await super.verifyWithPublicKey(
-      data,
-      signature,
-      publicKeyInfo,
-      signatureAlgorithm,
-      shaAlgorithm,
-    );
-    if (ok) this.verified.set(id, true);
-    return ok;
-  }
-}
-
-function cmsProblem(err: unknown): string {
-  if (err instanceof pkijs.SignedDataVerifyError) {
-    if (err.code === 5) return `the signer chain does not verify: ${err.message}`;
-    if (err.code === 15) return `the CMS signature does not verify (RFC 5652): ${err.message}`;
-    return `CMS: ${err.message}`;
-  }
-  return `CMS: ${describe(err)}`;
 }
 
 function describe(err: unknown): string {

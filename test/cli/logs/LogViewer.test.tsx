@@ -114,7 +114,7 @@ describe('LogViewer', () => {
     const last = rows.findIndex((l) => l.includes('21:00:05.000'));
     expect(first).toBeGreaterThan(0);
     expect(last).toBeGreaterThan(first);
-    expect(f).toMatch(/21:00:01\.000 200 .*apple ✗ apple_counter_replay/);
+    expect(f).toMatch(/21:00:01\.000 200 .*apple +✗ apple_counter_replay/);
     expect(f).toMatch(/21:00:00\.000 INF listening port=8080/);
     expect(f).toMatch(/21:00:05\.000 403 .* API key revoked/); // refused before verification: why
     expect(selected()).toContain('Killed'); // the newest line, not JSON, shown as raw text

@@ -139,7 +139,7 @@ describe('attest logs', () => {
       await usageFailure([file, '--limit', limit]);
     await usageFailure([file, '--key', '']);
     const terminal = fakeIo({ stdout: captureOut().stream, stdinTTY: true });
-    expect((await usageFailure([], terminal)).message).toMatch(/pipe the log on stdin/);
+    expect((await usageFailure([], terminal)).message).toMatch(/no log given: .*pipe the log/);
   });
 
   it('has help with examples', () => {
@@ -148,5 +148,35 @@ describe('attest logs', () => {
     cmd.outputHelp();
     expect(help).toContain('Examples:');
     expect(help).toContain('--follow');
+  });
+});
+
+describe('attest logs on a terminal with no FILE', () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it("reads the server's ATTEST_LOG_FILE", async () => {
+    vi.stubEnv('ATTEST_LOG_FILE', file);
+    const out = captureOut();
+    await run(['--json'], fakeIo({ stdout: out.stream, stdinTTY: true }));
+    expect(out.lines()).toEqual([replay, ok]);
+  });
+
+  it("reads dev up's log in the data dir", async () => {
+    vi.stubEnv('ATTEST_LOG_FILE', '');
+    vi.stubEnv('ATTEST_DATA_DIR', dir);
+    writeFileSync(join(dir, 'attest.log'), `${ok}\n`);
+    const out = captureOut();
+    await run(['--json'], fakeIo({ stdout: out.stream, stdinTTY: true }));
+    expect(out.lines()).toEqual([ok]);
+  });
+
+  it('says where the log goes when there is no file to read', async () => {
+    vi.stubEnv('ATTEST_LOG_FILE', '');
+    vi.stubEnv('ATTEST_DATA_DIR', join(dir, 'empty'));
+    const e = await usageFailure([], fakeIo({ stdout: captureOut().stream, stdinTTY: true }));
+    expect(e.message).toMatch(/stdout/);
+    expect(e.message).toMatch(/ATTEST_LOG_FILE/);
   });
 });

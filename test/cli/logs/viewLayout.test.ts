@@ -60,7 +60,7 @@ describe('tableColumns', () => {
     for (const width of [77, 78, 80, 90, 150, 200])
       expect(used(tableColumns(width, false))).toBe(width);
     // In between, every column has all it can use and the optional ones do not fit yet.
-    for (const width of [100, 110]) {
+    for (const width of [106, 116]) {
       expect(used(tableColumns(width, false))).toBeLessThanOrEqual(width);
       expect(tableColumns(width, false)).toMatchObject({
         route: 26,
@@ -72,12 +72,16 @@ describe('tableColumns', () => {
     expect(used(tableColumns(80, true))).toBe(80); // with dates, the time column is wider
   });
 
+  it('keeps every service name whole', () => {
+    for (const width of [77, 80, 120]) expect(tableColumns(width, false).service).toBe(11);
+  });
+
   it('keeps the common reason codes whole at 80 columns, and adds the device column only when it is useful', () => {
     const narrow = tableColumns(78, false);
     expect(narrow.reason).toBeGreaterThanOrEqual('gms_integrity_insufficient'.length);
     expect(narrow.device).toBe(0);
-    expect(tableColumns(117, false)).toMatchObject({ device: 17, detail: 0 });
-    expect(tableColumns(157, false)).toMatchObject({
+    expect(tableColumns(123, false)).toMatchObject({ device: 17, detail: 0 });
+    expect(tableColumns(163, false)).toMatchObject({
       route: 26,
       reason: 29,
       apiKey: 16,

@@ -9,6 +9,7 @@ import type { ApplePolicyInput } from '../../../db/allowlist.js';
 import { auditorFor, withAdmin } from '../../context.js';
 import { usageError } from '../../errors.js';
 import { printJson } from '../../output.js';
+import { warnRiskMetricWithoutKey } from '../../commands/apple.js';
 import type { AllowlistKind } from '../allowlistKind.js';
 import { APPLE_APP_ID } from './appleAppId.js';
 
@@ -100,6 +101,7 @@ function appleAllowCommand(): Command {
             process.stdout.write(
               `${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''}${describeApplePolicy(stored)})\n`,
             );
+          await warnRiskMetricWithoutKey(admin, appId, stored.maxRiskMetric);
         },
         { auditor },
       );

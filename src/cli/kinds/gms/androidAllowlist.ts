@@ -115,7 +115,7 @@ function androidAllowCommand(): Command {
     )
     .option(
       '--without-keys',
-      'no Play Console keys yet: only tokens from "attest dev mint gms" (test API keys) can pass',
+      'no Play Console keys: classic Play Integrity tokens pass only when minted by "attest dev mint gms" (test API keys); standard requests (--service-account-file) and --key-attestation need none',
     )
     .option(
       '--service-account-file <path>',
