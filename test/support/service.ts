@@ -107,6 +107,7 @@ export interface ServiceOptions {
   ready?: () => Promise<boolean>;
   sessions?: AppDeps['sessions'];
   onBackendTimeout?: () => void;
+  breaker?: AppDeps['breaker'];
   resultTokens?: AppDeps['resultTokens'];
 }
 
@@ -129,6 +130,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     sessionTtlSeconds: options.sessionTtlSeconds ?? 300,
     ...(options.requestDeadlineMs ? { requestDeadlineMs: options.requestDeadlineMs } : {}),
     ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
+    ...(options.breaker ? { breaker: options.breaker } : {}),
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
   });
