@@ -1,4 +1,3 @@
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { sql } from 'drizzle-orm';
 import type { DatabaseHandle } from './client.js';
 import { lagAwareDeadline, LagAwareTimeoutError } from './lagAwareDeadline.js';
@@ -44,8 +43,7 @@ export function createPoolWatchdog(
   let judging = false;
 
   const judge = async (): Promise<WatchdogVerdict> => {
-    const loop = monitorEventLoopDelay({ resolution: 20 });
-    loop.enable();
+    const loop = watchLoopDelay();
     const pool = handle.db.execute(sql`select 1`);
     // left behind when it hangs: its rejection (a recycle ends it) is nobody's error
     pool.catch(() => {});
@@ -56,9 +54,9 @@ export function createPoolWatchdog(
       // an error is an answer: postgres-js reconnects a connection that failed by itself
       if (!(err instanceof LagAwareTimeoutError)) return 'pool answers';
     } finally {
-      loop.disable();
+      loop.stop();
     }
-    if (loop.max / 1e6 > busyLoopMs) return 'busy';
+    if (loop.maxMs() > busyLoopMs) return 'busy';
     try {
       await handle.probe!(probeTimeoutMs);
     } catch {
@@ -82,5 +80,29 @@ export function createPoolWatchdog(
         judging = false;
         options.onVerdict?.(verdict);
       });
+  };
+}
+
+const TICK_MS = 20;
+
+/**
+ * The longest delay of a 20 ms ticker from now on: how long the event loop was blocked at most.
+ * (perf_hooks' monitorEventLoopDelay misses a block that starts in the turn it is enabled in.)
+ */
+function watchLoopDelay(): { maxMs(): number; stop(): void } {
+  let last = performance.now();
+  let max = 0;
+  const tick = () => {
+    const now = performance.now();
+    max = Math.max(max, now - last - TICK_MS);
+    last = now;
+  };
+  const ticker = setInterval(tick, TICK_MS);
+  return {
+    maxMs: () => max,
+    stop() {
+      tick();
+      clearInterval(ticker);
+    },
   };
 }
