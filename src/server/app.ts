@@ -115,6 +115,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // anything else under /api/, unknown paths included
   app.use('/api/*', backendBudget({ deadlineMs, breaker: deps.breaker }));
   app.use('/api/*', apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys }));
+  // a known key, the database known to be unreachable: answer now, without queueing its statements
+  if (deps.breaker) {
+    const breaker = deps.breaker;
+    app.use('/api/*', async (_c, next) => {
+      breaker.check();
+      await next();
+    });
+  }
 
   app.post('/api/v1/attestation/init', async (c) => {
     const serverNonce = randomBytes(32);
