@@ -13,8 +13,8 @@ export const SUSPECT_AFTER_MS = 1000;
 
 /**
  * Races each backend call against what is left of `ms` for the request; time in between is free.
- * With a `breaker`: while it is open a call fails at once with DatabaseUnavailableError (its work
- * is left to fail on its own), a call in flight when it opens fails then, a connection error or a
+ * With a `breaker`: while it is open a call fails at once with DatabaseUnavailableError (a
+ * function is not called; a promise is left to fail on its own), a call in flight when it opens fails then, a connection error or a
  * call slower than SUSPECT_AFTER_MS has it probe the database.
  */
 export function createBudget(
@@ -22,15 +22,16 @@ export function createBudget(
   breaker?: Pick<DatabaseBreaker, 'check' | 'failed' | 'suspect' | 'onOpen'>,
 ): Budget {
   let used = 0;
-  return async (work) => {
+  return async (call) => {
     if (breaker) {
       try {
         breaker.check();
       } catch (err) {
-        work.catch(() => {});
+        if (typeof call !== 'function') call.catch(() => {});
         throw err;
       }
     }
+    const work = typeof call === 'function' ? call() : call;
     const started = performance.now();
     let timer: NodeJS.Timeout | undefined;
     let suspect: NodeJS.Timeout | undefined;
