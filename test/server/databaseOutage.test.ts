@@ -87,6 +87,13 @@ describe.each(backends())('an open breaker ($name)', (backend) => {
         method: 'POST',
       });
       expect(noKey.status).toBe(401);
+      // nor does a malformed request
+      const malformed = await service.app.request(`${BASE}/api/v1/attestation/verify`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': key.key, 'Content-Type': 'application/json' },
+        body: '{',
+      });
+      expect(malformed.status).toBe(400);
       const closed = events.next();
       up = true;
       expect(await closed).toBe(false);
