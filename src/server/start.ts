@@ -1,12 +1,7 @@
 import type { X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import {
-  androidRevocationUrl,
-  ConfigError,
-  DEFAULT_RESULT_TOKEN_TTL_SECONDS,
-  type Config,
-} from '../config.js';
+import { androidRevocationUrl, type Config } from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
 import { configuredAppleRoots, configuredReceiptRoots } from '../configuredAppleRoots.js';
@@ -28,11 +23,10 @@ import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
+import { createDatabaseBreaker } from '../db/databaseBreaker.js';
 import { createSecretBox } from '../db/secretBox.js';
 import { checkMasterKey } from '../db/secrets.js';
-import { createResultKeyRepository } from '../db/resultKeys.js';
 import { createSessionRepository } from '../db/sessions.js';
-import { createResultTokenSigner, type ResultTokenSigner } from './resultTokenSigner.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
 import { createApp, describeFault } from './app.js';
@@ -42,6 +36,8 @@ import { createModeVerifiers } from './modeVerifiers.js';
 import { drainable, type Drainable } from './drainable.js';
 import { assertPortFree, closeServer, listen, portOf, urlOf } from './httpListen.js';
 import { reportingKeyFailures } from './reportingKeyFailures.js';
+import { PROPAGATION_MS } from './propagation.js';
+import { resultTokenSigners } from './resultTokenSigners.js';
 import { startAdmin } from './startAdmin.js';
 
 export interface RunningServer {
@@ -64,11 +60,7 @@ export interface RunningServer {
 /** The channel on which PostgreSQL announces key, allowlist, credential and development CA changes (migration 0006). */
 export const CHANGES_CHANNEL = 'attest_changes';
 
-/**
- * Revocation, expiry and allowlist edits reach every instance within this time even when a
- * change notification is lost (on PostgreSQL they are announced and apply at once).
- */
-export const PROPAGATION_MS = 5000;
+export { PROPAGATION_MS } from './propagation.js';
 
 /**
  * On close, requests in flight have this long to be answered (their own deadline is 5 s) before
@@ -225,6 +217,20 @@ async function serveOn(
       logger.error({ apiKeyId, problem }, 'API key refused: its stored row is damaged'),
   });
   const separateMetrics = config.metricsPort !== undefined;
+  // PostgreSQL: fail at once while the database cannot be reached, serve again when it answers
+  const probe = database.probe?.bind(database);
+  const breaker = probe
+    ? createDatabaseBreaker({
+        probe,
+        onChange: (open, cause) =>
+          open
+            ? logger.error(
+                { err: describeFault(cause) },
+                'the database cannot be reached: requests fail at once until a probe answers',
+              )
+            : logger.info('the database answers again'),
+      })
+    : undefined;
   const app = createApp({
     logger,
     auth,
@@ -242,7 +248,14 @@ async function serveOn(
         logger.warn(
           'the database answers on a new connection while the pool hangs: replacing the pool',
         ),
+      onVerdict: (verdict) => {
+        if (verdict === 'busy')
+          logger.warn(
+            'requests miss their deadline while the event loop is blocked: the process is saturated, the database pool is kept',
+          );
+      },
     }),
+    ...(breaker ? { breaker } : {}),
     metricsRoute: !separateMetrics,
     ...(resultTokens ? { resultTokens } : {}),
     ...(signers?.test ? { testResultTokens: signers.test } : {}),
@@ -429,57 +442,10 @@ async function serveOn(
       await refresher.stop();
       await revocationRefresher.stop();
       await Promise.all([drained, admin?.stop()]);
+      breaker?.stop();
       await database.close();
     },
   };
-}
-
-/**
- * The result token signers when there is an issuer (ATTEST_ISSUER, or the server's own loopback
- * URL with `ownIssuer`): the live one, and with ATTEST_TEST_KEYS on a test one whose keys sign
- * only test-mode keys' tokens. Their first keys are made now, so each JWKS has a key before any
- * token. Without an issuer no token can be made: the service refuses to start while any live API
- * key has result tokens on, rather than answer those keys' verifies without the token they rely on.
- */
-async function resultTokenSigners(
-  database: DatabaseHandle,
-  box: ReturnType<typeof createSecretBox>,
-  config: Config,
-  logger: Logger,
-  apiKeys: ReturnType<typeof createApiKeyRepository>,
-  options: StartOptions,
-): Promise<{ live: ResultTokenSigner; test?: ResultTokenSigner } | undefined> {
-  const issuer = options.ownIssuer ?? config.issuer;
-  if (issuer === undefined) {
-    if (await apiKeys.anyResultTokens())
-      throw new ConfigError(
-        'API keys with result tokens on need ATTEST_ISSUER (an https URL, such as https://attest.example.com); set it, or turn them off with "attest keys update ID --result-tokens off"',
-      );
-    return undefined;
-  }
-  const keys = createResultKeyRepository(database.db, box);
-  const make = (mode: 'live' | 'test') =>
-    createResultTokenSigner({
-      keys,
-      issuer,
-      mode,
-      ttlSeconds: config.resultTokenTtlSeconds ?? DEFAULT_RESULT_TOKEN_TTL_SECONDS,
-      refreshMs: PROPAGATION_MS,
-      auditor: {
-        actor: 'attest serve',
-        log: (event) =>
-          logger.info(
-            { audit: { ...event, at: event.at.toISOString() } },
-            `${event.action} ${event.target} by ${event.actor}`,
-          ),
-      },
-    });
-  const live = make('live');
-  await live.ensureKey();
-  if (!config.testKeys) return { live };
-  const test = make('test');
-  await test.ensureKey();
-  return { live, test };
 }
 
 /** ATTEST_ANDROID_REVOCATION_URL=off: no refresh, but the age warning still runs on schedule. */
