@@ -3,10 +3,8 @@ import {
   existsSync,
   mkdirSync,
   openSync,
-  readFileSync,
   renameSync,
   rmSync,
-  statSync,
   writeSync,
   writeFileSync,
 } from 'node:fs';
@@ -19,12 +17,28 @@ import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
-import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
+import {
+  assertPrivate,
+  DataDirUnsafeError,
+  LOCK_FILE,
+  readLiveLock,
+  type AdminDoor,
+  type LockInfo,
+} from './runningServer.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
 import { applyEmbeddedWalSettings, startEmbeddedCheckpoints } from './embeddedWal.js';
 import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES, unpackBackup } from './backupArchive.js';
+
+export {
+  DataDirUnsafeError,
+  findRunningServer,
+  lockHolder,
+  type AdminDoor,
+  type LockHolder,
+  type RunningServer,
+} from './runningServer.js';
 
 const gzipAsync = promisify(gzip);
 
@@ -69,12 +83,6 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-/** Where the running server's admin API listens, and the secret that opens it. */
-export interface AdminDoor {
-  socket: string;
-  secret: string;
-}
-
 export interface OpenOptions {
   /** a postgres:// URL; when absent the embedded database in `dataDir` is used */
   url?: string | undefined;
@@ -101,11 +109,6 @@ export class DatabaseBusyError extends Error {
   override readonly name = 'DatabaseBusyError';
 }
 
-/** The data dir is not private to this user, or the socket cannot be made private: nothing was opened. */
-export class DataDirUnsafeError extends Error {
-  override readonly name = 'DataDirUnsafeError';
-}
-
 /** There is no embedded database where one was expected, and the caller may not create one. */
 export class DatabaseMissingError extends Error {
   override readonly name = 'DatabaseMissingError';
@@ -113,34 +116,6 @@ export class DatabaseMissingError extends Error {
 
 // PGlite wants a folder of its own: the lock sits beside it
 export const PG_DIR = 'pgdata';
-const LOCK_FILE = 'attest.lock';
-
-interface LockInfo {
-  pid: number;
-  /** the running server's admin API, once it listens */
-  admin?: AdminDoor;
-}
-
-/** A running `attest serve` that holds the embedded database in `dataDir`, if there is one. */
-export interface RunningServer {
-  pid: number;
-  admin: AdminDoor;
-}
-
-/**
- * The live `attest serve` holding the embedded database in `dataDir` with its admin API, or null
- * (no lock, a stale one, or a holder without an admin API: another CLI command, or a server that
- * is still starting).
- */
-export function findRunningServer(dataDir: string): RunningServer | null {
-  const dir = resolve(dataDir);
-  if (!existsSync(dir)) return null;
-  // another user who may write here could have written the lock, and the secret in it
-  assertPrivate(dir);
-  const holder = readLiveLock(join(dir, LOCK_FILE));
-  return holder?.admin ? { pid: holder.pid, admin: holder.admin } : null;
-}
-
 /**
  * PostgreSQL connections per process. Fewer connections carry more statements each (postgres.js
  * pipelines them, one socket write for several) and wake fewer server processes: at 64 concurrent
@@ -307,23 +282,6 @@ async function assertAttestDatabase(pglite: PGlite): Promise<void> {
 }
 
 /** Refuses a data dir that another user owns or may write to: they could swap the lock or the data. */
-function assertPrivate(dataDir: string): void {
-  const uid = process.getuid?.();
-  if (uid === undefined) return; // Windows: no POSIX owners or modes
-  const st = statSync(dataDir);
-  if (st.uid !== uid) {
-    throw new DataDirUnsafeError(
-      `the data dir ${dataDir} belongs to user ${st.uid}, not to you (${uid}): use a folder of your own (ATTEST_DATA_DIR)`,
-    );
-  }
-  if ((st.mode & 0o022) !== 0) {
-    const mode = (st.mode & 0o777).toString(8).padStart(3, '0');
-    throw new DataDirUnsafeError(
-      `the data dir ${dataDir} is writable by other users (mode ${mode}): run "chmod go-w ${dataDir}" (or chmod 700)`,
-    );
-  }
-}
-
 /**
  * An in-memory PGlite: tests only. `template` is a `dumpDataDir()` tar to start from instead of
  * running initdb (most of PGlite's start-up cost).
@@ -421,57 +379,6 @@ function preparedStatements(client: Sql): Sql {
   });
 }
 
-/** What the lock file of an embedded data dir says about the process that holds it. */
-export interface LockHolder {
-  pid: number;
-  /** the address it serves the CLI on (its private admin socket), when it is a server */
-  address?: string;
-}
-
-/**
- * The live process holding the embedded database in `dataDir`, as its lock file says, or null.
- * The one reader of the lock for reports (`attest status`): a stale lock is cleared as openDatabase would.
- */
-export function lockHolder(dataDir: string): LockHolder | null {
-  const lockPath = join(resolve(dataDir), LOCK_FILE);
-  if (!existsSync(lockPath)) return null;
-  const info = readLiveLock(lockPath);
-  if (!info) return null;
-  return { pid: info.pid, ...(info.admin ? { address: info.admin.socket } : {}) };
-}
-
-function readLiveLock(lockPath: string): LockInfo | null {
-  let info: LockInfo;
-  try {
-    info = JSON.parse(readFileSync(lockPath, 'utf8')) as LockInfo;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    // half-written by a process that is starting: treat as held, not as stale
-    return { pid: 0 };
-  }
-  if (!Number.isInteger(info.pid) || info.pid <= 0) return { pid: 0 };
-  // a lock of an older version (a PostgreSQL-protocol socket) names no admin API: not a door
-  const admin =
-    typeof info.admin?.socket === 'string' && typeof info.admin.secret === 'string'
-      ? { socket: info.admin.socket, secret: info.admin.secret }
-      : undefined;
-  if (info.pid === process.pid || isAlive(info.pid))
-    return { pid: info.pid, ...(admin ? { admin } : {}) };
-  // stale: its process died without cleaning up; its socket goes too, when it is ours to remove
-  if (admin) removeStaleSocket(admin.socket);
-  rmSync(lockPath, { force: true });
-  return null;
-}
-
-/** Removes a dead server's socket and its folder, only when the checks say both are this user's own. */
-function removeStaleSocket(path: string): void {
-  try {
-    removeSocket(checkSocketPath(path));
-  } catch {
-    // not ours, or gone: leave it
-  }
-}
-
 function acquireLock(lockPath: string): void {
   let fd: number;
   try {
@@ -486,15 +393,6 @@ function acquireLock(lockPath: string): void {
   }
   writeSync(fd, JSON.stringify({ pid: process.pid } satisfies LockInfo));
   closeSync(fd);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A URL without its password, for messages and logs. */
