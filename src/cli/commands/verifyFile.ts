@@ -49,7 +49,8 @@ import {
   GoogleFault,
 } from '../../google/playIntegrityClient.js';
 import { parseServiceAccount } from '../../google/serviceAccount.js';
-import { appleRootsOf, config, withAdmin } from '../context.js';
+import { appleRootsOf } from '../appleRootsOf.js';
+import { config, withAdmin } from '../context.js';
 import { CliError, EXIT, runtimeError, usageError } from '../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFile, readCliFileSync } from '../inputFiles.js';
 import { printJson } from '../output.js';
