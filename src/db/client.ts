@@ -25,6 +25,7 @@ import {
   type AdminDoor,
   type LockInfo,
 } from './runningServer.js';
+import { redactUrl } from './redactUrl.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
@@ -39,6 +40,7 @@ export {
   type LockHolder,
   type RunningServer,
 } from './runningServer.js';
+export { redactUrl } from './redactUrl.js';
 
 const gzipAsync = promisify(gzip);
 
@@ -393,17 +395,6 @@ function acquireLock(lockPath: string): void {
   }
   writeSync(fd, JSON.stringify({ pid: process.pid } satisfies LockInfo));
   closeSync(fd);
-}
-
-/** A URL without its password, for messages and logs. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://(unparseable URL)';
-  }
 }
 
 /** Rows of a raw `db.execute` result on either driver. */

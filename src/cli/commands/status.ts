@@ -1,7 +1,8 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
-import { lockHolder, redactUrl } from '../../db/client.js';
+import { redactUrl } from '../../db/redactUrl.js';
+import { lockHolder } from '../../db/runningServer.js';
 import { processName } from '../../db/processName.js';
 import { androidRevocationUrl } from '../../config.js';
 import type { ReceiptRefreshSummary } from '../../db/receiptRefreshQueue.js';
