@@ -1,13 +1,4 @@
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  renameSync,
-  rmSync,
-  writeSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import { promisify } from 'node:util';
@@ -18,13 +9,15 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import {
-  assertPrivate,
-  DataDirUnsafeError,
+  acquireLock,
+  announceInLock,
   LOCK_FILE,
   readLiveLock,
   type AdminDoor,
-  type LockInfo,
-} from './runningServer.js';
+  type StaleLock,
+} from './dataDirLock.js';
+import { embeddedUnavailable } from './errors.js';
+import { assertPrivate, DataDirUnsafeError } from './runningServer.js';
 import { redactUrl } from './redactUrl.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
@@ -32,17 +25,9 @@ import { createFromTemplate } from './template.js';
 import { applyEmbeddedWalSettings, startEmbeddedCheckpoints } from './embeddedWal.js';
 import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES, unpackBackup } from './backupArchive.js';
 
-export {
-  DataDirUnsafeError,
-  findRunningServer,
-  lockHolder,
-  type AdminDoor,
-  type LockHolder,
-  type RunningServer,
-} from './runningServer.js';
-export { redactUrl } from './redactUrl.js';
-
 const gzipAsync = promisify(gzip);
+import { guardDriverRejections } from './driverRejections.js';
+import { lagAwareDeadline } from './lagAwareDeadline.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
 export type Database = PgDatabase<any, typeof schema>;
@@ -62,6 +47,12 @@ export interface DatabaseHandle {
    * pool whose connections lost their peer without a reset (a silent partition) waits forever.
    */
   recycle?(): Promise<void>;
+  /**
+   * PostgreSQL only: `select 1` on a fresh connection of its own, outside the pool, within
+   * `timeoutMs` of time the event loop could use (see lagAwareDeadline). Rejects when the database
+   * cannot be reached or does not answer.
+   */
+  probe?(timeoutMs: number): Promise<void>;
   /**
    * Embedded only: a consistent snapshot of the whole database, as PGlite's gzipped tar
    * (`dumpDataDir`): taken at a checkpoint, with no statement running meanwhile.
@@ -85,6 +76,16 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
+export type { AdminDoor, StaleLock } from './dataDirLock.js';
+export {
+  DataDirUnsafeError,
+  findRunningServer,
+  lockHolder,
+  type LockHolder,
+  type RunningServer,
+} from './runningServer.js';
+export { redactUrl } from './redactUrl.js';
+
 export interface OpenOptions {
   /** a postgres:// URL; when absent the embedded database in `dataDir` is used */
   url?: string | undefined;
@@ -102,6 +103,8 @@ export interface OpenOptions {
   create?: boolean;
   /** told what takes time while it happens (creating the embedded database) */
   onProgress?: (message: string) => void;
+  /** told of a lock left by a process that is gone, removed before the embedded database opened */
+  onStaleLock?: (stale: StaleLock) => void;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
@@ -118,6 +121,7 @@ export class DatabaseMissingError extends Error {
 
 // PGlite wants a folder of its own: the lock sits beside it
 export const PG_DIR = 'pgdata';
+
 /**
  * PostgreSQL connections per process. Fewer connections carry more statements each (postgres.js
  * pipelines them, one socket write for several) and wake fewer server processes: at 64 concurrent
@@ -148,7 +152,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   assertPrivate(dataDir);
   const lockPath = join(dataDir, LOCK_FILE);
-  const holder = readLiveLock(lockPath);
+  const holder = readLiveLock(lockPath, options.onStaleLock);
   if (holder) {
     throw new DatabaseBusyError(
       `the embedded database in ${dataDir} is in use by ${processName(holder.pid)}` +
@@ -158,8 +162,12 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
           : ''),
     );
   }
-  acquireLock(lockPath);
   let pglite: PGlite | undefined;
+  try {
+    acquireLock(lockPath, (message) => new DatabaseBusyError(message));
+  } catch (err) {
+    throw embeddedUnavailable(dataDir, err);
+  }
   try {
     if (!exists) {
       options.onProgress?.(`creating the embedded database in ${options.dataDir}…`);
@@ -171,7 +179,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   } catch (err) {
     await pglite?.close().catch(() => {});
     rmSync(lockPath, { force: true });
-    throw err;
+    throw embeddedUnavailable(dataDir, err);
   }
   const db = drizzlePglite(pglite, { schema }) as unknown as Database;
   const opened = pglite;
@@ -185,19 +193,18 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     ...(options.role === 'server'
       ? {
           announce(admin: AdminDoor) {
-            // written whole under another name, then renamed: a reader never sees half of it
-            const partial = `${lockPath}.${process.pid}`;
-            writeFileSync(partial, JSON.stringify({ pid: process.pid, admin } satisfies LockInfo), {
-              mode: 0o600,
-            });
-            renameSync(partial, lockPath);
+            announceInLock(lockPath, admin);
           },
         }
       : {}),
     async close() {
-      await checkpoints.stop();
-      await opened.close();
-      rmSync(lockPath, { force: true });
+      // the lock goes even when PGlite fails to close (a full disk): the process is done with it
+      try {
+        await checkpoints.stop();
+        await opened.close();
+      } finally {
+        rmSync(lockPath, { force: true });
+      }
     },
   };
 }
@@ -238,7 +245,7 @@ export async function restoreEmbedded(
     throw new DatabaseBusyError(
       `the embedded database in ${dir} is in use by process ${holder.pid}: stop it first`,
     );
-  acquireLock(lockPath);
+  acquireLock(lockPath, (message) => new DatabaseBusyError(message));
   const partial = join(dir, `${PG_DIR}.restoring-${process.pid}`);
   try {
     if (existsSync(join(dir, PG_DIR)))
@@ -283,7 +290,6 @@ async function assertAttestDatabase(pglite: PGlite): Promise<void> {
     throw new BackupRefusedError("it holds a PostgreSQL database, but not attest's tables");
 }
 
-/** Refuses a data dir that another user owns or may write to: they could swap the lock or the data. */
 /**
  * An in-memory PGlite: tests only. `template` is a `dumpDataDir()` tar to start from instead of
  * running initdb (most of PGlite's start-up cost).
@@ -326,10 +332,14 @@ async function openPostgres(
       max_lifetime: 30 * 60,
       // notice a peer that vanished without a reset sooner than the 60 s default
       keep_alive: 10,
+      // postgres.js waits up to 20 s between reconnects after a few failed ones (3^n / 100 s):
+      // after an outage the pool would stay down that long after the database is back
+      backoff: reconnectDelaySeconds,
       onnotice: () => {},
       // a statement that hangs must not hold a connection beyond the request deadline
       connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
     });
+  const unguard = guardDriverRejections();
   let client = connect();
   let current = drizzlePostgres(preparedStatements(client), { schema });
   // notifications have a connection of their own, outside the pool `recycle` replaces
@@ -351,6 +361,24 @@ async function openPostgres(
       // timeout 0: sockets whose peer vanished would never answer a graceful end
       await stale.end({ timeout: 0 }).catch(() => {});
     },
+    async probe(timeoutMs) {
+      const probe = postgres(url, {
+        max: 1,
+        connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+        // no array-type query at connect: nothing of the driver's own is left to reject unhandled
+        fetch_types: false,
+        onnotice: () => {},
+        connection: { application_name: 'attest-probe' },
+      });
+      try {
+        await lagAwareDeadline(
+          probe`select 1`.then(() => {}),
+          timeoutMs,
+        );
+      } finally {
+        probe.end({ timeout: 0 }).catch(() => {});
+      }
+    },
     async listen(channel, onNotify, onListen) {
       listener ??= postgres(url, {
         max: 1,
@@ -362,9 +390,18 @@ async function openPostgres(
       await listener.listen(channel, onNotify, onListen);
     },
     async close() {
-      await Promise.all([client.end({ timeout: 5 }), listener?.end({ timeout: 1 })]);
+      try {
+        await Promise.all([client.end({ timeout: 5 }), listener?.end({ timeout: 1 })]);
+      } finally {
+        unguard();
+      }
     },
   };
+}
+
+/** postgres.js's wait before reconnecting after `retries` failed attempts: at most 0.5 s. */
+function reconnectDelaySeconds(retries: number): number {
+  return (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 0.5);
 }
 
 /**
@@ -379,22 +416,6 @@ function preparedStatements(client: Sql): Sql {
   return new Proxy(client, {
     get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)),
   });
-}
-
-function acquireLock(lockPath: string): void {
-  let fd: number;
-  try {
-    fd = openSync(lockPath, 'wx', 0o600);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new DatabaseBusyError(
-        `the embedded database lock ${lockPath} was taken by another process just now; try again`,
-      );
-    }
-    throw err;
-  }
-  writeSync(fd, JSON.stringify({ pid: process.pid } satisfies LockInfo));
-  closeSync(fd);
 }
 
 /** Rows of a raw `db.execute` result on either driver. */

@@ -1,29 +1,13 @@
-import { existsSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
+import { LOCK_FILE, readLiveLock, type AdminDoor } from './dataDirLock.js';
 
-// The embedded database's lock file and the running server it names. Apart from client.ts (which
-// re-exports it) so that a CLI command that talks to a running server (`attest keys list`) does
-// not load the database drivers.
-
-/** Where the running server's admin API listens, and the secret that opens it. */
-export interface AdminDoor {
-  socket: string;
-  secret: string;
-}
+// The running server a data dir's lock names. Apart from client.ts (which re-exports it) so that
+// a CLI command that talks to a running server (`attest keys list`) loads no database driver.
 
 /** The data dir is not private to this user, or the socket cannot be made private: nothing was opened. */
 export class DataDirUnsafeError extends Error {
   override readonly name = 'DataDirUnsafeError';
-}
-
-/** The lock file beside the embedded database: who holds it, and the server's admin API. */
-export const LOCK_FILE = 'attest.lock';
-
-export interface LockInfo {
-  pid: number;
-  /** the running server's admin API, once it listens */
-  admin?: AdminDoor;
 }
 
 /** A running `attest serve` that holds the embedded database in `dataDir`, if there is one. */
@@ -46,7 +30,7 @@ export function findRunningServer(dataDir: string): RunningServer | null {
   return holder?.admin ? { pid: holder.pid, admin: holder.admin } : null;
 }
 
-/** Refuses a data dir another user owns or may write to (DataDirUnsafeError). */
+/** Refuses a data dir that another user owns or may write to: they could swap the lock or the data. */
 export function assertPrivate(dataDir: string): void {
   const uid = process.getuid?.();
   if (uid === undefined) return; // Windows: no POSIX owners or modes
@@ -81,46 +65,4 @@ export function lockHolder(dataDir: string): LockHolder | null {
   const info = readLiveLock(lockPath);
   if (!info) return null;
   return { pid: info.pid, ...(info.admin ? { address: info.admin.socket } : {}) };
-}
-
-/** The live holder of a lock file, or null (a stale lock is removed with its socket). */
-export function readLiveLock(lockPath: string): LockInfo | null {
-  let info: LockInfo;
-  try {
-    info = JSON.parse(readFileSync(lockPath, 'utf8')) as LockInfo;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    // half-written by a process that is starting: treat as held, not as stale
-    return { pid: 0 };
-  }
-  if (!Number.isInteger(info.pid) || info.pid <= 0) return { pid: 0 };
-  // a lock of an older version (a PostgreSQL-protocol socket) names no admin API: not a door
-  const admin =
-    typeof info.admin?.socket === 'string' && typeof info.admin.secret === 'string'
-      ? { socket: info.admin.socket, secret: info.admin.secret }
-      : undefined;
-  if (info.pid === process.pid || isAlive(info.pid))
-    return { pid: info.pid, ...(admin ? { admin } : {}) };
-  // stale: its process died without cleaning up; its socket goes too, when it is ours to remove
-  if (admin) removeStaleSocket(admin.socket);
-  rmSync(lockPath, { force: true });
-  return null;
-}
-
-/** Removes a dead server's socket and its folder, only when the checks say both are this user's own. */
-function removeStaleSocket(path: string): void {
-  try {
-    removeSocket(checkSocketPath(path));
-  } catch {
-    // not ours, or gone: leave it
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }

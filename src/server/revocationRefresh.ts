@@ -109,8 +109,15 @@ export function startRevocationRefresh(deps: RevocationRefreshDeps): { stop(): P
         // evaluated first: `onUpdate?.(await ...)` would skip the refresh without a listener
         const result = await refreshRevocations(deps, stopping.signal);
         deps.onUpdate?.(result);
+        await deps.repo.recordRefresh(null).catch((err: Error) => deps.onError?.(err));
       } catch (err) {
-        if (!stopped) deps.onError?.(err as Error);
+        if (!stopped) {
+          deps.onError?.(err as Error);
+          // kept in the database, so `attest status` shows it and not only this server's log
+          await deps.repo
+            .recordRefresh((err as Error).message)
+            .catch((e: Error) => deps.onError?.(e));
+        }
       }
       if (stopped) return;
       try {

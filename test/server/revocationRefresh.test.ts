@@ -188,10 +188,40 @@ describe.each(backends())('the Android status list on $name', (backend) => {
     expect(google.requests()).toBe(1);
     expect(errors[0]!.message).toMatch(/HTTP 500/);
     expect(stale).toEqual([231]); // the 2026-04-08 snapshot, seen on 2026-11-25
+    // the failure is stored for `attest status`, not only logged
+    expect((await repo.info())!.lastRefreshError).toEqual({
+      message: expect.stringMatching(/HTTP 500/),
+      at: expect.any(Date),
+    });
     const fresh: number[] = [];
     await repo.replace(new Map(), 'fresh', new Date('2026-11-24T00:00:00Z'));
     await checkRevocationAge(repo, new Date('2026-11-25T00:00:00Z'), (i) => fresh.push(i.ageDays));
     expect(fresh).toEqual([]);
+  });
+
+  it('a refresh that succeeds clears the stored refresh error', async () => {
+    const repo = createRevocationRepository(db.db);
+    await repo.seed();
+    await repo.recordRefresh('earlier failure');
+    expect((await repo.info())!.lastRefreshError?.message).toBe('earlier failure');
+    const google = await fakeGoogle(() => ({ status: 200, text: JSON.stringify({ entries: {} }) }));
+    let resolveDone!: () => void;
+    const done = new Promise<void>((r) => (resolveDone = r));
+    const refresher = startRevocationRefresh({
+      url: google.url,
+      intervalMs: 60_000,
+      // told when the refresh's outcome is recorded
+      repo: {
+        ...repo,
+        recordRefresh: async (error) => {
+          await repo.recordRefresh(error);
+          resolveDone();
+        },
+      },
+    });
+    await done;
+    await refresher.stop();
+    expect((await repo.info())!.lastRefreshError).toBeNull();
   });
 
   it('/metrics shows the age of the list in use', async () => {
