@@ -4,7 +4,7 @@ import { request, type IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { AdminError, type AdminErrorKind } from '../admin/adminError.js';
 import type { InputOf, OperationContext, OperationName, ResultOf } from '../admin/operations.js';
-import { checkSocketPath, SocketPathError } from '../admin/socketPath.js';
+import { checkSocketPath, SocketPathError } from '../socketPath.js';
 import { fromWire, toWire } from '../admin/wire.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
 import type { DatabaseHandle, RunningServer } from '../db/client.js';
