@@ -38,7 +38,8 @@ export const COMMANDS: readonly {
   {
     name: 'result-keys',
     term: 'result-keys',
-    description: 'the keys that sign result tokens (published at /.well-known/jwks.json)',
+    description:
+      'the keys that sign result tokens (published at /.well-known/jwks.json; test-mode keys at /.well-known/jwks-test.json)',
     load: async () => (await import('./commands/resultKeys.js')).resultKeysCommand(),
   },
   {
