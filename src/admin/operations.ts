@@ -1,9 +1,12 @@
-import { createHash } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { z } from 'zod';
 import { isApiKeyCheck, isApiKeyHash, isApiKeyName } from '../core/apiKeys.js';
 import { PRINTABLE_NAME_RULE } from '../core/printableName.js';
 import { formatCertificateDigest } from '../core/google/certificateDigest.js';
+import { encodeBase64 } from '../core/base64.js';
+import { createReceiptVerifier, readReceiptFacts } from '../core/apple/verifyReceipt.js';
 import { createDevCa } from '../core/dev/devCa.js';
+import { mintReceipt } from '../core/dev/devReceipt.js';
 import { encodeGmsToken } from '../core/dev/encodeToken.js';
 import {
   createTestPlayKeys,
@@ -29,6 +32,7 @@ import { parseRevocationDocument } from '../core/android/revocationList.js';
 import { createAuditRepository, type Auditor } from '../db/audit.js';
 import type { DatabaseHandle } from '../db/client.js';
 import { createDevCaRepository } from '../db/devCa.js';
+import { createDevReceiptStore } from '../db/devReceipts.js';
 import { migrationStatus } from '../db/migrate.js';
 import { sealedUnderKeyId } from '../db/secrets.js';
 import type { SecretBox } from '../db/secretBox.js';
@@ -449,6 +453,72 @@ export const OPERATIONS = {
     changes: false,
     async run(ctx) {
       return createDevCaRepository(ctx.handle.db, await ctx.secrets()).get();
+    },
+  }),
+  'dev.refreshReceipt': operation({
+    input: z.strictObject({
+      keyId: bytes.refine((b) => b.length === 32),
+      riskMetric: z.number().int().min(0).max(999_999_999),
+    }),
+    // the verifier sees the new risk metric at once: its one-statement assertion path requires
+    // the stored risk metric to be the one it holds, so no cache needs dropping
+    changes: false,
+    async run(ctx, { keyId, riskMetric }) {
+      const db = ctx.handle.db;
+      const name = encodeBase64(keyId);
+      const keys = createAppleKeyRepository(db);
+      const key = await keys.find(keyId);
+      if (!key) throw new AdminError('negative', `no App Attest key ${name} is registered`);
+      const liveKey = () =>
+        new AdminError(
+          'usage',
+          `key ${name} was registered with a live API key: development receipts are for keys of test API keys only`,
+        );
+      if (key.mode !== 'test') throw liveKey();
+      const ca = await createDevCaRepository(db, await ctx.secrets()).get();
+      if (!ca)
+        throw new AdminError(
+          'runtime',
+          'this deployment has no development CA yet: run "attest dev init" first',
+        );
+      // a refreshed receipt names the attested certificate of the key's first receipt
+      const stored = (await keys.receipt(keyId))?.receipt;
+      const previous = stored ? readReceiptFacts(stored) : null;
+      if (!previous)
+        throw new AdminError(
+          'usage',
+          `key ${name} has no receipt to refresh: register it with "attest dev mint apple --receipt"`,
+        );
+      const now = new Date();
+      const expect = {
+        type: 'RECEIPT',
+        appId: key.appId,
+        attestedCertificate: previous.attestedCertificate,
+      } as const;
+      const receipt = await mintReceipt(ca, {
+        ...expect,
+        environment: key.environment,
+        now,
+        riskMetric,
+      });
+      // stored as the refresher stores Apple's: checked, with the facts the check read
+      const verdict = await createReceiptVerifier([new X509Certificate(ca.rootCert)]).verify(
+        receipt,
+        expect,
+        now,
+      );
+      if (!verdict.valid)
+        throw new Error(`the development receipt does not verify: ${verdict.problem}`);
+      const outcome = await createDevReceiptStore(db).store(keyId, receipt, verdict.facts, now);
+      if (outcome === 'unknown')
+        throw new AdminError('negative', `no App Attest key ${name} is registered`);
+      if (outcome === 'live') throw liveKey();
+      return {
+        riskMetric,
+        creationTime: verdict.facts.creationTime,
+        expirationTime: verdict.facts.expirationTime,
+        bytes: receipt.length,
+      };
     },
   }),
   'dev.mintGms': operation({

@@ -1,7 +1,8 @@
 import { createHash, createPrivateKey, randomBytes, X509Certificate } from 'node:crypto';
 import { existsSync, writeFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { encodeBase64 } from '../../core/base64.js';
+import { decodeBase64, encodeBase64 } from '../../core/base64.js';
+import { VALIDATION_CATEGORY_NAMES } from '../../core/apple/appleDistribution.js';
 import {
   createSimulatedKey,
   loadSimulatedKey,
@@ -91,6 +92,54 @@ Examples:
       );
     });
 
+  dev
+    .command('receipts')
+    .description('App Attest receipts made with the development CA, for keys of test API keys')
+    .addHelpText(
+      'after',
+      '\nExample:\n  $ attest dev receipts refresh 2o0syRGn1HDKDv85d522XBC9nLqrHWHGnt/mJ5hWMQM= --risk-metric 9',
+    )
+    .command('refresh')
+    .description(
+      "store a refreshed receipt with this risk metric for a test-mode key: the key's next assertion sees it",
+    )
+    .argument('<key-id>', 'the key id, base64 (as appleTokenDetails.keyIdentifier shows it)')
+    .requiredOption('--risk-metric <n>', "Apple's risk metric to report (0 to 999999999)")
+    .option('--json', 'print {"keyId","riskMetric","creationTime","expirationTime"}')
+    .addHelpText(
+      'after',
+      `
+The key must have been registered with a test API key and with a receipt
+(attest dev mint apple --receipt). Live keys are refused.
+
+Example:
+  $ attest dev receipts refresh 2o0syRGn1HDKDv85d522XBC9nLqrHWHGnt/mJ5hWMQM= --risk-metric 9`,
+    )
+    .action(async (keyIdText: string, opts: { riskMetric: string; json?: boolean }) => {
+      const keyId = decodeBase64(keyIdText.trim());
+      if (!keyId || keyId.length !== 32)
+        throw usageError(`"${keyIdText}" is not a key id: base64 of 32 bytes`);
+      if (!/^\d{1,9}$/.test(opts.riskMetric))
+        throw usageError(
+          `--risk-metric "${opts.riskMetric}" is not an integer from 0 to 999999999`,
+        );
+      const riskMetric = Number(opts.riskMetric);
+      const result = await withAdmin((admin) =>
+        admin.run('dev.refreshReceipt', { keyId, riskMetric }),
+      );
+      const doc = {
+        keyId: keyIdText.trim(),
+        riskMetric: result.riskMetric,
+        creationTime: result.creationTime.toISOString(),
+        expirationTime: result.expirationTime?.toISOString() ?? null,
+      };
+      if (opts.json) printJson(doc);
+      else
+        process.stdout.write(
+          `stored a development receipt for ${doc.keyId}: risk metric ${doc.riskMetric}, expires ${doc.expirationTime}\n`,
+        );
+    });
+
   const mint = dev
     .command('mint')
     .description('mint a token as a device would, for test API keys')
@@ -130,6 +179,20 @@ Examples:
     )
     .option('--wrong-app-id', 'deny path: the evidence names another app (apple_app_not_allowed)')
     .option('--expired', 'deny path: the attestation leaf expired days ago (apple_chain_invalid)')
+    .option(
+      '--receipt',
+      'attach a receipt signed through the development CA to the attestation (test keys only)',
+    )
+    .addOption(
+      new Option(
+        '--validation-category <name>',
+        'iOS 27 authData extension apple_validation_category_01 (attestation and assertion)',
+      ).choices(VALIDATION_CATEGORY_NAMES),
+    )
+    .option(
+      '--bundle-version <v>',
+      'iOS 27 authData extension apple_bundle_version_01 (attestation and assertion)',
+    )
     .option('--json', 'print {"token","keyId","counter"}')
     .addHelpText(
       'after',
@@ -140,7 +203,9 @@ with the next counter. The device file holds a private key: keep it out of sourc
 Examples:
   $ attest dev mint apple --app-id ABCDE12345.com.example.app --device dev.json --nonce "$NONCE"
   $ attest dev mint apple --device dev.json --server-nonce "$SERVER_NONCE" --json
-  $ attest dev mint apple --device dev.json --nonce "$NONCE" --counter 1   # a replay`,
+  $ attest dev mint apple --device dev.json --nonce "$NONCE" --counter 1   # a replay
+  $ attest dev mint apple --app-id ABCDE12345.com.example.app --device ios27.json --nonce "$NONCE" \
+      --receipt --validation-category appstore --bundle-version 4.2`,
     )
     .action(async (opts: AppleMintOptions) => {
       const nonce = finalNonceOf(opts);
@@ -167,6 +232,14 @@ Examples:
       const assertion = opts.both === true || !attestation;
       if (opts.expired && !attestation)
         throw usageError('--expired applies to attestations: add --attest or --both');
+      if (opts.receipt && !attestation)
+        throw usageError('--receipt applies to attestations: add --attest or --both');
+      if (opts.bundleVersion !== undefined && !/^[\x21-\x7e]{1,64}$/.test(opts.bundleVersion))
+        throw usageError('--bundle-version is 1 to 64 printable ASCII characters, no spaces');
+      const distribution = {
+        ...(opts.validationCategory ? { validationCategory: opts.validationCategory } : {}),
+        ...(opts.bundleVersion !== undefined ? { bundleVersion: opts.bundleVersion } : {}),
+      };
       let counter = 0;
       if (assertion) {
         counter = opts.counter === undefined ? device.counter + 1 : counterFlag(opts.counter);
@@ -194,6 +267,8 @@ Examples:
           now: new Date(),
           ...(opts.wrongNonce && !assertion ? { wrongNonce: true } : {}),
           ...(opts.expired ? { expired: true } : {}),
+          ...(opts.receipt ? { receipt: true } : {}),
+          distribution,
         });
       }
       const assertionObject = assertion
@@ -202,6 +277,7 @@ Examples:
             counter,
             clientDataHash,
             ...(opts.wrongNonce ? { wrongNonce: true } : {}),
+            distribution,
           })
         : undefined;
       const token = encodeAppleToken({
@@ -471,6 +547,9 @@ interface AppleMintOptions extends NonceFlags {
   wrongNonce?: boolean;
   wrongAppId?: boolean;
   expired?: boolean;
+  receipt?: boolean;
+  validationCategory?: string;
+  bundleVersion?: string;
   json?: boolean;
 }
 
