@@ -63,7 +63,10 @@ import {
   summarizeReceipt,
   type ReceiptSummary,
 } from '../../core/apple/tokenReceipt.js';
-import { createReceiptVerifier } from '../../core/apple/verifyReceipt.js';
+import {
+  createReceiptVerifier,
+  withDevelopmentReceiptRoot,
+} from '../../core/apple/verifyReceipt.js';
 import { readReceiptFile, receiptLine } from '../receiptReport.js';
 
 interface Options extends KeyAttestationFlags {
@@ -341,7 +344,8 @@ Examples:
                 appleKeys: keys,
                 appleRoots: rootsOf(m),
                 mode: m,
-                receipts,
+                // test keys trust receipts made with the development CA too
+                receipts: m === 'test' ? withDevelopmentReceiptRoot(receipts, devRoot)! : receipts,
                 ...(googleDecoder ? { googleDecoder } : {}),
                 android: {
                   keys: android.keys,
