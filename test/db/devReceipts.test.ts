@@ -2,9 +2,10 @@
  * `attest dev receipts refresh`: the admin operation stores a development receipt with a test-mode
  * key's risk metric, and the verifier the server builds (over the database's key store, its
  * one-statement assertion path included) sees the metric on the next assertion. Live keys are
- * refused, by the operation (usage) and by the CLI (exit 2).
+ * refused, by the operation (usage) and by the CLI (exit 2). And `dev mint apple --receipt` with
+ * the iOS 27 extensions, checked by verify-file as a test key and as a live key would.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -199,6 +200,72 @@ describe('attest dev receipts refresh (CLI)', () => {
     delete process.env.ATTEST_DATA_DIR;
     delete process.env.ATTEST_MASTER_KEY;
     rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('dev mint apple --receipt --validation-category --bundle-version: verify-file --dev-roots passes it, a live verification finds the receipt invalid', async () => {
+    const add = await runCli(
+      'allowlist',
+      'add',
+      'apple',
+      APP_ID,
+      '--require-receipt',
+      '--validation-category',
+      'appstore',
+    );
+    expect(add.code, add.stderr).toBe(0);
+    const nonce = encodeBase64(new Uint8Array(32).fill(5));
+    const mint = await runCli(
+      'dev',
+      'mint',
+      'apple',
+      '--app-id',
+      APP_ID,
+      '--device',
+      join(dir, 'ios27.json'),
+      '--nonce',
+      nonce,
+      '--receipt',
+      '--validation-category',
+      'appstore',
+      '--bundle-version',
+      '4.2',
+      '--json',
+    );
+    expect(mint.code, mint.stderr).toBe(0);
+    const tokenFile = join(dir, 'token.b64');
+    writeFileSync(tokenFile, (JSON.parse(mint.stdout) as { token: string }).token);
+    const asTest = await runCli(
+      'verify-file',
+      tokenFile,
+      '--nonce',
+      nonce,
+      '--dev-roots',
+      '--json',
+    );
+    expect(asTest.code, asTest.stderr).toBe(0);
+    expect(JSON.parse(asTest.stdout)).toMatchObject({
+      valid: true,
+      mode: 'test',
+      details: { appleTokenDetails: { validationCategory: 'appstore', bundleVersion: '4.2' } },
+      receipt: { valid: true, type: 'ATTEST' },
+    });
+    const asLive = JSON.parse(
+      (await runCli('verify-file', tokenFile, '--nonce', nonce, '--json')).stdout,
+    );
+    expect(asLive).toMatchObject({ valid: false, receipt: { valid: false } });
+    expect(asLive.receipt.problem).toContain('not issued by a configured root');
+    // --receipt without an attestation is a usage error
+    const noAttestation = await runCli(
+      'dev',
+      'mint',
+      'apple',
+      '--device',
+      join(dir, 'ios27.json'),
+      '--nonce',
+      nonce,
+      '--receipt',
+    );
+    expect(noAttestation.code).toBe(2);
   });
 
   it('a live key is a one-line error, exit 2; so are a bad key id and risk metric', async () => {

@@ -383,7 +383,13 @@ Examples:
               });
             }
           }
-          return { outcome, hints, devRoot: devRoot !== null };
+          return {
+            outcome,
+            hints,
+            devRoot: devRoot !== null,
+            // the receipt is shown as the mode's verifier checks it
+            receipts: mode === 'test' ? withDevelopmentReceiptRoot(receipts, devRoot)! : receipts,
+          };
         } catch (err) {
           if (err instanceof GoogleFault || err instanceof GoogleBusyError)
             throw runtimeError(`Google gave no verdict: ${err.message}`);
@@ -438,7 +444,12 @@ Examples:
 
       const roots = appleRoots === defaultAppleRoots() ? 'apple' : 'ATTEST_APPLE_ROOT_CA';
       // the receipt on its own, whatever the verdict on the token (it never changes the verdict)
-      const receipt = await checkTokenReceipt(token, receipts, at, result.outcome.facts.appId);
+      const receipt = await checkTokenReceipt(
+        token,
+        result.receipts,
+        at,
+        result.outcome.facts.appId,
+      );
       report(result.outcome, result.hints, {
         receipt,
         at,
