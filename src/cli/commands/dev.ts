@@ -204,8 +204,7 @@ Examples:
   $ attest dev mint apple --app-id ABCDE12345.com.example.app --device dev.json --nonce "$NONCE"
   $ attest dev mint apple --device dev.json --server-nonce "$SERVER_NONCE" --json
   $ attest dev mint apple --device dev.json --nonce "$NONCE" --counter 1   # a replay
-  $ attest dev mint apple --app-id ABCDE12345.com.example.app --device ios27.json --nonce "$NONCE" \
-      --receipt --validation-category appstore --bundle-version 4.2`,
+  $ attest dev mint apple --app-id ABCDE12345.com.example.app --device ios27.json --nonce "$NONCE" --receipt --validation-category appstore --bundle-version 4.2`,
     )
     .action(async (opts: AppleMintOptions) => {
       const nonce = finalNonceOf(opts);
