@@ -201,7 +201,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_GOOGLE_TIMEOUT_MS: 'must be a whole number of milliseconds from 100 to 60000',
   ATTEST_GOOGLE_MAX_IN_FLIGHT: 'must be a whole number from 1 to 100000',
   ATTEST_ISSUER:
-    'must be an https URL without query, fragment or trailing slash, such as https://attest.example.com',
+    'must be an https URL (http on loopback only) without query, fragment or trailing slash, such as https://attest.example.com',
   ATTEST_RESULT_TOKEN_TTL:
     'must be a lifetime from 1 second to 1 hour: seconds (300) or a duration (5m, 1h)',
   ATTEST_APPLE_RECEIPT_ROOT_CA: 'must be the path of a PEM file',
@@ -220,7 +220,9 @@ export const DEFAULT_RESULT_TOKEN_TTL_SECONDS = 300;
 
 /**
  * An issuer for result tokens: an https URL with a host, no credentials, query, fragment or
- * trailing slash, so that `iss` and `<issuer>/.well-known/...` are spelt one way only.
+ * trailing slash, so that `iss` and `<issuer>/.well-known/...` are spelt one way only. http is
+ * allowed on loopback only (localhost, 127.0.0.0/8, [::1]): local development, where nothing
+ * between the verifier and the service can change the keys it fetches.
  */
 export function isIssuer(text: string): boolean {
   let url: URL;
@@ -230,7 +232,7 @@ export function isIssuer(text: string): boolean {
     return false;
   }
   return (
-    url.protocol === 'https:' &&
+    (url.protocol === 'https:' || (url.protocol === 'http:' && isLoopbackHost(url.hostname))) &&
     url.hostname !== '' &&
     url.username === '' &&
     url.password === '' &&
@@ -238,6 +240,15 @@ export function isIssuer(text: string): boolean {
     !text.includes('#') &&
     !text.endsWith('/') &&
     !/\s/.test(text)
+  );
+}
+
+/** localhost, 127.0.0.0/8 or [::1], as URL.hostname spells them. */
+export function isLoopbackHost(hostname: string): boolean {
+  return (
+    hostname === 'localhost' ||
+    hostname === '[::1]' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
   );
 }
 

@@ -14,6 +14,9 @@ import { AttestResultTokenError, verifyResultToken } from 'attest-client';
  * @property {string} issuer the attest deployment's ATTEST_ISSUER
  * @property {string} audience the id of the RP's API key (a token made for another RP is refused)
  * @property {string} [jwksUrl] where the keys are; default `<issuer>/.well-known/jwks.json`
+ * @property {boolean} [acceptTestTokens] a ledger in a test environment only: accept test-mode
+ *   API keys' tokens (`test: true`, which prove nothing about a device); default false
+ * @property {string} [testJwksUrl] where the test keys are; default `<issuer>/.well-known/jwks-test.json`
  * @property {(line: Record<string, unknown>) => void} [log]
  */
 
@@ -33,6 +36,8 @@ export function createLedgerApp(options) {
         issuer: options.issuer,
         audience: options.audience,
         ...(options.jwksUrl ? { jwksUrl: options.jwksUrl } : {}),
+        ...(options.acceptTestTokens ? { acceptTestTokens: true } : {}),
+        ...(options.testJwksUrl ? { testJwksUrl: options.testJwksUrl } : {}),
       });
       return c.json({
         accepted: true,

@@ -201,9 +201,10 @@ export const OPERATIONS = {
     },
   }),
   'resultKeys.rotate': operation({
-    input: none,
+    // test: the keys of test-mode API keys' tokens (published at /.well-known/jwks-test.json)
+    input: z.strictObject({ mode: z.enum(['live', 'test']).optional() }),
     changes: true,
-    async run(ctx) {
+    async run(ctx, { mode }) {
       // made where it is stored: the private key never crosses the admin socket
       const key = await newResultSigningKey();
       try {
@@ -211,6 +212,7 @@ export const OPERATIONS = {
           key,
           ROTATION_DELAY_SECONDS,
           auditorOf(ctx),
+          mode ?? 'live',
         );
         return publicRecord(record);
       } finally {

@@ -7,6 +7,14 @@
 import { SignJWT } from 'jose';
 import type { AppleEnvironment } from '../core/types.js';
 import { decodeBase64 } from '../core/base64.js';
+import { readBoundedText } from '../client/readBoundedBody.js';
+
+/**
+ * The most of Apple's answer read: a receipt is at most 32 KiB (the verifier's own limit), so its
+ * base64 is at most ~43.7 KB; 64 KiB leaves room for line breaks. Anything longer is cut off
+ * while it streams, never read whole.
+ */
+export const MAX_ANSWER_BYTES = 64 * 1024;
 
 /** A DeviceCheck key, opened. */
 export interface DeviceCheckCredential {
@@ -72,7 +80,7 @@ export function createReceiptClient(options: ReceiptClientOptions) {
         request.environment === 'Development' ? options.developmentUrl : options.productionUrl;
       const jwt = await deviceCheckJwt(request.credential, request.now);
       let response: Response;
-      let text: string;
+      let text = '';
       try {
         response = await doFetch(url, {
           method: 'POST',
@@ -81,7 +89,9 @@ export function createReceiptClient(options: ReceiptClientOptions) {
           signal: AbortSignal.timeout(options.timeoutMs),
           redirect: 'error',
         });
-        text = await response.text();
+        // only a 200's body is used; any other answer's body is left unread
+        if (response.status === 200) text = await readBoundedText(response, MAX_ANSWER_BYTES);
+        else await response.body?.cancel().catch(() => {});
       } catch (err) {
         return { outcome: 'network_error', problem: describe(err) };
       }

@@ -11,6 +11,10 @@
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
 import type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
 import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
+import { readBoundedText } from './readBoundedBody.js';
+
+/** The most of one attest answer read (a verify answer is a few KB): more is a network error. */
+const MAX_ANSWER_BYTES = 1024 * 1024;
 
 export {
   verifyResultToken,
@@ -136,10 +140,19 @@ export abstract class AttestError extends Error {
   abstract readonly code: AttestErrorCode;
   /** the service's `X-Request-Id`, when an answer came */
   readonly requestId: string | undefined;
+  /** the URL the client called (also in the message: a wrong baseUrl shows at once) */
+  url: string | undefined;
   constructor(message: string, requestId: string | undefined, options?: ErrorOptions) {
     super(message, options);
     this.requestId = requestId;
   }
+}
+
+/** The error with the URL it concerns, in `url` and in its message. */
+function at<E extends AttestError>(err: E, url: URL): E {
+  err.url = url.href;
+  err.message = `${err.message} (${url.href})`;
+  return err;
 }
 
 /** The service answered with a status other than 200. */
@@ -251,8 +264,9 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
     const signal = call.signal ? AbortSignal.any([call.signal, timeout]) : timeout;
     let res: Response;
     let text: string;
+    const url = new URL(path, base);
     try {
-      res = await doFetch(new URL(path, base), {
+      res = await doFetch(url, {
         method: 'POST',
         headers,
         body: body ?? null,
@@ -260,13 +274,14 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         redirect: 'error',
       });
       // the body is read under the same timeout: a server that stalls mid-body is a timeout too
-      text = await res.text();
+      text = await readBoundedText(res, MAX_ANSWER_BYTES);
     } catch (err) {
       if (call.signal?.aborted) throw call.signal.reason;
-      if (timeout.aborted) throw new AttestTimeoutError(operation, timeoutMs);
-      throw new AttestNetworkError(operation, err);
+      if (timeout.aborted) throw at(new AttestTimeoutError(operation, timeoutMs), url);
+      throw at(new AttestNetworkError(operation, err), url);
     }
     return {
+      url,
       status: res.status,
       headers: res.headers,
       text,
@@ -275,12 +290,15 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
   }
 
   function httpError(operation: 'init' | 'verify', answer: Awaited<ReturnType<typeof post>>) {
-    return new AttestHttpError(
-      operation,
-      answer.status,
-      errorBody(answer.text),
-      answer.requestId,
-      answer.headers.get('retry-after') ?? undefined,
+    return at(
+      new AttestHttpError(
+        operation,
+        answer.status,
+        errorBody(answer.text),
+        answer.requestId,
+        answer.headers.get('retry-after') ?? undefined,
+      ),
+      answer.url,
     );
   }
 
@@ -293,7 +311,8 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
           if (answer.status === 200) {
             const body = parseJson(answer.text);
             const problem = validate(INIT_RESPONSE, body);
-            if (problem) throw new AttestResponseError('init', problem, answer.requestId);
+            if (problem)
+              throw at(new AttestResponseError('init', problem, answer.requestId), answer.url);
             const { sessionReference, serverNonce, expiresAtUtc } = body as AttestSession;
             return { sessionReference, serverNonce, expiresAtUtc, statusCode: 0 };
           }
@@ -317,7 +336,8 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
       if (answer.status !== 200) throw httpError('verify', answer);
       const json = parseJson(answer.text);
       const problem = validate(VERIFY_RESPONSE, json);
-      if (problem) throw new AttestResponseError('verify', problem, answer.requestId);
+      if (problem)
+        throw at(new AttestResponseError('verify', problem, answer.requestId), answer.url);
       const result = json as {
         isValid: boolean;
         appleTokenDetails?: AppleTokenDetails;
@@ -357,10 +377,13 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
           googleTokenDetails: result.googleTokenDetails,
           ...token,
         };
-      throw new AttestResponseError(
-        'verify',
-        'isValid true needs exactly one of appleTokenDetails, googleTokenDetails and androidKeyDetails',
-        answer.requestId,
+      throw at(
+        new AttestResponseError(
+          'verify',
+          'isValid true needs exactly one of appleTokenDetails, googleTokenDetails and androidKeyDetails',
+          answer.requestId,
+        ),
+        answer.url,
       );
     },
   };

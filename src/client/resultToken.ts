@@ -4,6 +4,10 @@
  * loads it and has no runtime dependency.
  */
 import type { JWTVerifyGetKey } from 'jose';
+import { BodyTooLargeError, readBoundedBody } from './readBoundedBody.js';
+
+/** The most of a JWKS answer read (a few keys are a few KB). */
+const MAX_JWKS_BYTES = 256 * 1024;
 
 /** The claims of a verified result token (exactly these: docs/result-tokens.md). */
 export interface ResultTokenClaims {
@@ -22,6 +26,11 @@ export interface ResultTokenClaims {
   nonce: string;
   /** the details object of the verify response */
   details: Record<string, unknown>;
+  /**
+   * only on the tokens of test-mode API keys (always `true`): the evidence may have been minted
+   * with the development CA, so the token proves nothing about a device
+   */
+  test?: true;
 }
 
 export interface VerifyResultTokenOptions {
@@ -31,6 +40,14 @@ export interface VerifyResultTokenOptions {
   audience: string;
   /** where the keys are; default `<issuer>/.well-known/jwks.json` */
   jwksUrl?: string | URL;
+  /**
+   * Accept test-mode tokens (`test: true`, signed by the keys at `testJwksUrl`). Default false:
+   * such a token is refused (problem `test_token`) before any key is fetched, because a test
+   * API key accepts evidence minted without a device; only a test environment opts in.
+   */
+  acceptTestTokens?: boolean;
+  /** where the test keys are; default `<issuer>/.well-known/jwks-test.json` */
+  testJwksUrl?: string | URL;
   /** a fixed key set instead (no network) */
   jwks?: { keys: readonly Record<string, unknown>[] };
   /** the final nonce the RP used: the token's `nonce` must be its SHA-256 */
@@ -45,18 +62,24 @@ export interface VerifyResultTokenOptions {
 
 /** Why a result token was refused. */
 export type ResultTokenProblem =
-  'malformed' | 'signature' | 'expired' | 'claims' | 'nonce' | 'keys_unavailable';
+  'malformed' | 'signature' | 'expired' | 'claims' | 'nonce' | 'keys_unavailable' | 'test_token';
 
 /** A result token that does not verify; `problem` says which check refused it. */
 export class AttestResultTokenError extends Error {
   override readonly name = 'AttestResultTokenError';
   readonly code = 'ERR_ATTEST_RESULT_TOKEN' as const;
+  /** the JWKS URL the keys were fetched from (also in the message); absent with a fixed `jwks` */
+  readonly jwksUrl: string | undefined;
   constructor(
     readonly problem: ResultTokenProblem,
     message: string,
-    options?: ErrorOptions,
+    options?: ErrorOptions & { jwksUrl?: string | undefined },
   ) {
-    super(`result token: ${message}`, options);
+    super(
+      `result token: ${message}${options?.jwksUrl ? ` (keys: ${options.jwksUrl})` : ''}`,
+      options,
+    );
+    this.jwksUrl = options?.jwksUrl;
   }
 }
 
@@ -93,9 +116,31 @@ export async function verifyResultToken(
   if (typeof options?.issuer !== 'string' || typeof options.audience !== 'string')
     throw new TypeError('issuer and audience are required strings');
   const jose = await import('jose');
-  const keys = options.jwks
-    ? jose.createLocalJWKSet({ keys: [...options.jwks.keys] as never })
-    : remoteSet(jose, options);
+  // which key set may sign it: the test keys only for a token that says test (and only when
+  // asked); a token that says nothing is checked against the live keys, which never sign a
+  // test-mode token, so a lie either way fails the signature
+  let test = false;
+  try {
+    test = jose.decodeJwt(token).test !== undefined;
+  } catch {
+    // malformed: jwtVerify below says so
+  }
+  if (test && options.acceptTestTokens !== true)
+    throw new AttestResultTokenError(
+      'test_token',
+      'a test-mode token (test: true) proves nothing about a device; only a test environment accepts it, with acceptTestTokens: true',
+    );
+  const url = options.jwks
+    ? undefined
+    : new URL(
+        test
+          ? (options.testJwksUrl ?? `${options.issuer}/.well-known/jwks-test.json`)
+          : (options.jwksUrl ?? `${options.issuer}/.well-known/jwks.json`),
+      );
+  const keys = url
+    ? remoteSet(jose, url, options.fetch)
+    : jose.createLocalJWKSet({ keys: [...options.jwks!.keys] as never });
+  const jwksUrl = url?.href;
   let payload: Record<string, unknown>;
   try {
     ({ payload } = await jose.jwtVerify(token, keys, {
@@ -108,9 +153,14 @@ export async function verifyResultToken(
       clockTolerance: options.clockToleranceSeconds ?? 0,
     }));
   } catch (err) {
-    throw new AttestResultTokenError(problemOf(jose, err), (err as Error).message, { cause: err });
+    throw new AttestResultTokenError(problemOf(jose, err), (err as Error).message, {
+      cause: err,
+      jwksUrl,
+    });
   }
-  const names = Object.keys(payload);
+  if (test && payload.test !== true)
+    throw new AttestResultTokenError('claims', 'test is present but not true', { jwksUrl });
+  const names = Object.keys(payload).filter((n) => !(test && n === 'test'));
   const odd = [
     ...names.filter((n) => !CLAIMS.includes(n)),
     ...CLAIMS.filter((n) => !names.includes(n)),
@@ -119,35 +169,46 @@ export async function verifyResultToken(
     throw new AttestResultTokenError(
       'claims',
       `not the claims of a result token (${odd.join(', ') || 'details'})`,
+      { jwksUrl },
     );
   if (options.nonce) {
     const digest = new Uint8Array(
       await globalThis.crypto.subtle.digest('SHA-256', options.nonce as Uint8Array<ArrayBuffer>),
     );
     if (jose.base64url.encode(digest) !== payload.nonce)
-      throw new AttestResultTokenError('nonce', 'made for another nonce');
+      throw new AttestResultTokenError('nonce', 'made for another nonce', { jwksUrl });
   }
   return payload as unknown as ResultTokenClaims;
 }
 
-function remoteSet(jose: typeof import('jose'), options: VerifyResultTokenOptions) {
-  const url = new URL(options.jwksUrl ?? `${options.issuer}/.well-known/jwks.json`);
+function remoteSet(
+  jose: typeof import('jose'),
+  url: URL,
+  fetchWith: typeof globalThis.fetch | undefined,
+) {
   let sets = remoteSets;
-  if (options.fetch) {
-    sets = remoteSetsByFetch.get(options.fetch) ?? new Map();
-    remoteSetsByFetch.set(options.fetch, sets);
+  if (fetchWith) {
+    sets = remoteSetsByFetch.get(fetchWith) ?? new Map();
+    remoteSetsByFetch.set(fetchWith, sets);
   }
   let set = sets.get(url.href);
   if (!set) {
-    const fetchWith = options.fetch;
+    const fetchOf = fetchWith ?? globalThis.fetch;
     set = jose.createRemoteJWKSet(url, {
       cacheMaxAge: 300_000,
       cooldownDuration: 5_000,
-      ...(fetchWith
-        ? {
-            [jose.customFetch]: (input: string | URL, init: RequestInit) => fetchWith(input, init),
-          }
-        : {}),
+      // jose reads the whole answer (response.json()): the key set is read here first, cut at
+      // MAX_JWKS_BYTES as it streams, so a hostile or broken JWKS URL costs bounded memory
+      [jose.customFetch]: async (input: string | URL, init: RequestInit) => {
+        const res = await fetchOf(input, init);
+        if (res.status < 200 || res.status > 599) return res; // a manual redirect: no body
+        const body = await readBoundedBody(res, MAX_JWKS_BYTES);
+        return new Response(body as Uint8Array<ArrayBuffer>, {
+          status: res.status,
+          statusText: res.statusText,
+          headers: res.headers,
+        });
+      },
     });
     sets.set(url.href, set);
   }
@@ -156,6 +217,7 @@ function remoteSet(jose: typeof import('jose'), options: VerifyResultTokenOption
 
 function problemOf(jose: typeof import('jose'), err: unknown): ResultTokenProblem {
   const e = jose.errors;
+  if (err instanceof BodyTooLargeError) return 'keys_unavailable';
   if (err instanceof e.JWTExpired) return 'expired';
   if (err instanceof e.JWTClaimValidationFailed) return 'claims';
   if (err instanceof e.JWSSignatureVerificationFailed || err instanceof e.JWKSNoMatchingKey)

@@ -47,10 +47,11 @@ export const CHECK_TITLES = {
   'apple.register': 'key is new; the service registers it (verify-file does not)',
   'android.shape': 'token shape fits the key (registration, or assertion of a registered key)',
   'android.certificates': 'certificateChain is DER certificates, the leaf with one KeyDescription',
-  'android.chain': 'chain verifies to a trusted attestation root key (extension in the leaf only)',
+  'android.chain':
+    'chain verifies from a trusted attestation root key down, its keys and algorithms in profile (extension in the leaf only)',
   'android.revocation': 'no certificate of the chain is revoked or suspended',
   'android.challenge': 'attestationChallenge equals SHA-256(final nonce)',
-  'android.keyId': 'keyId is SHA-256 of the leaf key, an EC P-256 or RSA (2048+) key',
+  'android.keyId': 'keyId is SHA-256 of the leaf key, an EC P-256 or RSA 2048-4096 (e = 65537) key',
   'android.signature': 'signature over the final nonce verifies with the registered key',
   'android.package': 'the attested app is the package, allowlisted for key attestation',
   'android.appSignature': 'app signing certificate is allowlisted (when the package lists digests)',

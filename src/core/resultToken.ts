@@ -28,6 +28,15 @@ export const RETIRED_KEY_GRACE_SECONDS = 3600;
  */
 export const ROTATION_DELAY_SECONDS = 6;
 
+/** The JWKS path of the live keys. */
+export const LIVE_JWKS_PATH = '/.well-known/jwks.json';
+/**
+ * The JWKS path of the test keys: the tokens of test-mode API keys (which accept the development
+ * CA's minted evidence) are signed by keys published only here, so a verifier of the live JWKS
+ * never accepts one.
+ */
+export const TEST_JWKS_PATH = '/.well-known/jwks-test.json';
+
 /** The claims of a result token, exactly these and in this order (docs/result-tokens.md). */
 export interface ResultTokenClaims {
   iss: string;
@@ -44,6 +53,8 @@ export interface ResultTokenClaims {
   nonce: string;
   /** the details object of the verify response */
   details: Record<string, unknown>;
+  /** only on the tokens of test-mode API keys, always `true`: the token proves nothing about a device */
+  test?: true;
 }
 
 /** A public key as the JWKS publishes it. */
@@ -71,6 +82,8 @@ export function resultClaims(input: {
   now: number;
   ttlSeconds: number;
   jti: string;
+  /** a test-mode API key's verify: the token says so (`test: true`) */
+  test?: boolean;
 }): ResultTokenClaims {
   const { service, ...rest } = input.details;
   // the one details object of the response (appleTokenDetails, googleTokenDetails...)
@@ -86,6 +99,7 @@ export function resultClaims(input: {
     approach: input.approach,
     nonce: hash('sha256', input.nonce, 'base64url'),
     details,
+    ...(input.test ? { test: true as const } : {}),
   };
 }
 
@@ -240,7 +254,14 @@ export async function checkResultToken(
     checks.push({ id: 'claims', status: 'fail', detail: problem });
     return done(false, { header, claims });
   }
-  checks.push({ id: 'claims', status: 'pass', detail: 'exactly the claims of a result token' });
+  checks.push({
+    id: 'claims',
+    status: 'pass',
+    detail:
+      payload.test === true
+        ? 'the claims of a test-mode result token (test: true): it proves nothing about a device'
+        : 'exactly the claims of a result token',
+  });
   if (options.issuer === undefined)
     checks.push({
       id: 'issuer',
@@ -302,9 +323,10 @@ const CLAIMS = [
   'details',
 ];
 
-/** What is wrong with a payload's claims, or undefined. */
+/** What is wrong with a payload's claims, or undefined. `test`, when present, must be `true`. */
 export function claimsProblem(payload: Record<string, unknown>): string | undefined {
-  const keys = Object.keys(payload);
+  const keys = Object.keys(payload).filter((k) => k !== 'test');
+  if ('test' in payload && payload.test !== true) return 'test is present but not true';
   const extra = keys.filter((k) => !CLAIMS.includes(k));
   if (extra.length) return `claims not in a result token: ${extra.join(', ')}`;
   const missing = CLAIMS.filter((k) => !keys.includes(k));

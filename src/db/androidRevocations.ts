@@ -14,7 +14,12 @@ export interface RevocationInfo {
   takenAt: Date;
   updatedAt: Date;
   entryCount: number;
+  /** why serve's last refresh from the URL failed, and when (null: the last one succeeded, or none ran) */
+  lastRefreshError: { message: string; at: Date } | null;
 }
+
+/** The longest refresh error kept: one line in `attest status`. */
+const MAX_ERROR_CHARS = 500;
 
 const ROW_ID = 'google';
 
@@ -23,13 +28,21 @@ interface InfoRow {
   taken_at: Date | string;
   updated_at: Date | string;
   entry_count: number;
+  last_refresh_error: string | null;
+  last_refresh_error_at: Date | string | null;
 }
+
+const INFO_COLUMNS = sql`source, taken_at, updated_at, entry_count, last_refresh_error, last_refresh_error_at`;
 
 const infoOf = (row: InfoRow): RevocationInfo => ({
   source: row.source,
   takenAt: new Date(row.taken_at),
   updatedAt: new Date(row.updated_at),
   entryCount: Number(row.entry_count),
+  lastRefreshError:
+    row.last_refresh_error === null
+      ? null
+      : { message: row.last_refresh_error, at: new Date(row.last_refresh_error_at!) },
 });
 
 /**
@@ -41,9 +54,7 @@ export function createRevocationRepository(db: Database) {
   return {
     async info(): Promise<RevocationInfo | null> {
       const rows = rowsOf<InfoRow>(
-        await db.execute(
-          sql`select source, taken_at, updated_at, entry_count from android_revocations where id = ${ROW_ID}`,
-        ),
+        await db.execute(sql`select ${INFO_COLUMNS} from android_revocations where id = ${ROW_ID}`),
       );
       return rows[0] ? infoOf(rows[0]) : null;
     },
@@ -51,7 +62,7 @@ export function createRevocationRepository(db: Database) {
     async load(): Promise<{ list: RevocationList; info: RevocationInfo } | null> {
       const rows = rowsOf<InfoRow & { entries: unknown }>(
         await db.execute(
-          sql`select entries, source, taken_at, updated_at, entry_count from android_revocations where id = ${ROW_ID}`,
+          sql`select entries, ${INFO_COLUMNS} from android_revocations where id = ${ROW_ID}`,
         ),
       );
       const row = rows[0];
@@ -96,6 +107,23 @@ export function createRevocationRepository(db: Database) {
       );
       if (rows[0]) logAudit(auditor, rows[0].audit);
       return rows.length === 1;
+    },
+
+    /**
+     * Records how serve's last refresh from the URL ended: `error` its reason, null a success
+     * (written only when an error was stored, so a healthy hourly refresh writes nothing).
+     */
+    async recordRefresh(error: string | null): Promise<void> {
+      if (error === null)
+        await db.execute(
+          sql`update android_revocations set last_refresh_error = null, last_refresh_error_at = null
+              where id = ${ROW_ID} and last_refresh_error is not null`,
+        );
+      else
+        await db.execute(
+          sql`update android_revocations set last_refresh_error = ${error.slice(0, MAX_ERROR_CHARS)}, last_refresh_error_at = now()
+              where id = ${ROW_ID}`,
+        );
     },
 
     /** The stored entries as Google's document holds them (JSON), or null: verify-file reads them. */

@@ -1,25 +1,31 @@
-import {
-  closeSync,
-  existsSync,
-  mkdirSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeSync,
-  writeFileSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import type { Readable } from 'node:stream';
+import { promisify } from 'node:util';
+import { gzip } from 'node:zlib';
 // PGlite stays a static import: loaded lazily, the embedded database opened measurably slower
 import { PGlite } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
-import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
+import {
+  acquireLock,
+  announceInLock,
+  LOCK_FILE,
+  readLiveLock,
+  type AdminDoor,
+  type StaleLock,
+} from './dataDirLock.js';
+import { embeddedUnavailable } from './errors.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
+import { applyEmbeddedWalSettings, startEmbeddedCheckpoints } from './embeddedWal.js';
+import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES, unpackBackup } from './backupArchive.js';
+
+const gzipAsync = promisify(gzip);
+import { guardDriverRejections } from './driverRejections.js';
+import { lagAwareDeadline } from './lagAwareDeadline.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
 export type Database = PgDatabase<any, typeof schema>;
@@ -39,6 +45,12 @@ export interface DatabaseHandle {
    * pool whose connections lost their peer without a reset (a silent partition) waits forever.
    */
   recycle?(): Promise<void>;
+  /**
+   * PostgreSQL only: `select 1` on a fresh connection of its own, outside the pool, within
+   * `timeoutMs` of time the event loop could use (see lagAwareDeadline). Rejects when the database
+   * cannot be reached or does not answer.
+   */
+  probe?(timeoutMs: number): Promise<void>;
   /**
    * Embedded only: a consistent snapshot of the whole database, as PGlite's gzipped tar
    * (`dumpDataDir`): taken at a checkpoint, with no statement running meanwhile.
@@ -62,11 +74,7 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-/** Where the running server's admin API listens, and the secret that opens it. */
-export interface AdminDoor {
-  socket: string;
-  secret: string;
-}
+export type { AdminDoor, StaleLock } from './dataDirLock.js';
 
 export interface OpenOptions {
   /** a postgres:// URL; when absent the embedded database in `dataDir` is used */
@@ -85,6 +93,8 @@ export interface OpenOptions {
   create?: boolean;
   /** told what takes time while it happens (creating the embedded database) */
   onProgress?: (message: string) => void;
+  /** told of a lock left by a process that is gone, removed before the embedded database opened */
+  onStaleLock?: (stale: StaleLock) => void;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
@@ -106,13 +116,6 @@ export class DatabaseMissingError extends Error {
 
 // PGlite wants a folder of its own: the lock sits beside it
 export const PG_DIR = 'pgdata';
-const LOCK_FILE = 'attest.lock';
-
-interface LockInfo {
-  pid: number;
-  /** the running server's admin API, once it listens */
-  admin?: AdminDoor;
-}
 
 /** A running `attest serve` that holds the embedded database in `dataDir`, if there is one. */
 export interface RunningServer {
@@ -164,7 +167,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   assertPrivate(dataDir);
   const lockPath = join(dataDir, LOCK_FILE);
-  const holder = readLiveLock(lockPath);
+  const holder = readLiveLock(lockPath, options.onStaleLock);
   if (holder) {
     throw new DatabaseBusyError(
       `the embedded database in ${dataDir} is in use by ${processName(holder.pid)}` +
@@ -174,8 +177,12 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
           : ''),
     );
   }
-  acquireLock(lockPath);
   let pglite: PGlite | undefined;
+  try {
+    acquireLock(lockPath, (message) => new DatabaseBusyError(message));
+  } catch (err) {
+    throw embeddedUnavailable(dataDir, err);
+  }
   try {
     if (!exists) {
       options.onProgress?.(`creating the embedded database in ${options.dataDir}…`);
@@ -183,13 +190,15 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       if (!existsSync(pgDir)) createFromTemplate(pgDir);
     }
     pglite = await PGlite.create({ dataDir: pgDir });
+    applyEmbeddedWalSettings(pglite);
   } catch (err) {
     await pglite?.close().catch(() => {});
     rmSync(lockPath, { force: true });
-    throw err;
+    throw embeddedUnavailable(dataDir, err);
   }
   const db = drizzlePglite(pglite, { schema }) as unknown as Database;
   const opened = pglite;
+  const checkpoints = startEmbeddedCheckpoints(opened);
   return {
     db,
     kind: 'embedded',
@@ -199,37 +208,49 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     ...(options.role === 'server'
       ? {
           announce(admin: AdminDoor) {
-            // written whole under another name, then renamed: a reader never sees half of it
-            const partial = `${lockPath}.${process.pid}`;
-            writeFileSync(partial, JSON.stringify({ pid: process.pid, admin } satisfies LockInfo), {
-              mode: 0o600,
-            });
-            renameSync(partial, lockPath);
+            announceInLock(lockPath, admin);
           },
         }
       : {}),
     async close() {
-      await opened.close();
-      rmSync(lockPath, { force: true });
+      // the lock goes even when PGlite fails to close (a full disk): the process is done with it
+      try {
+        await checkpoints.stop();
+        await opened.close();
+      } finally {
+        rmSync(lockPath, { force: true });
+      }
     },
   };
 }
 
 /**
- * PGlite's data directory as a gzipped tar, consistent: a checkpoint first (so a restore has
- * little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
+ * PGlite's data directory as a gzipped tar, consistent: a checkpoint first (with wal_recycle off
+ * it also deletes the segments before it, so the backup carries only the live WAL and a restore
+ * has little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
+ * Only the copy holds the lock: the gzip runs after it, in libuv's thread pool, while requests go on.
  */
 async function dumpPglite(pglite: PGlite): Promise<Blob> {
   await pglite.exec('CHECKPOINT');
-  return pglite.runExclusive(() => pglite.dumpDataDir('gzip'));
+  const tar = await pglite.runExclusive(() => pglite.dumpDataDir('none'));
+  const gzipped = await gzipAsync(new Uint8Array(await tar.arrayBuffer()));
+  return new Blob([new Uint8Array(gzipped)], { type: 'application/x-gzip' });
 }
 
 /**
  * Creates the embedded database in `dataDir` from a backup made by `dump` (PGlite's gzipped
- * tar). `dataDir` must hold no database: the caller checks, and the tar is unpacked beside
- * `pgdata` first, then renamed, so a failed restore leaves nothing that looks like a database.
+ * tar), read from `backup` as it streams. `dataDir` must hold no database: the caller checks, and
+ * the tar is unpacked beside `pgdata` first (bounded and checked entry by entry: see
+ * backupArchive), opened, and checked to be an attest database (attest's migrations table with a
+ * shipped migration in it, and the first migration's tables) before it is renamed into place, so a
+ * refused or failed restore leaves nothing that looks like a database. Refusals are
+ * BackupRefusedError.
  */
-export async function restoreEmbedded(dataDir: string, backup: Blob): Promise<void> {
+export async function restoreEmbedded(
+  dataDir: string,
+  backup: Readable,
+  limits: { maxBytes: number } = { maxBytes: DEFAULT_MAX_UNPACKED_BYTES },
+): Promise<void> {
   const dir = resolve(dataDir);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   assertPrivate(dir);
@@ -239,16 +260,26 @@ export async function restoreEmbedded(dataDir: string, backup: Blob): Promise<vo
     throw new DatabaseBusyError(
       `the embedded database in ${dir} is in use by process ${holder.pid}: stop it first`,
     );
-  acquireLock(lockPath);
+  acquireLock(lockPath, (message) => new DatabaseBusyError(message));
   const partial = join(dir, `${PG_DIR}.restoring-${process.pid}`);
   try {
     if (existsSync(join(dir, PG_DIR)))
       throw new DatabaseBusyError(`${dir} already holds a database`);
     rmSync(partial, { recursive: true, force: true });
-    const pglite = await PGlite.create({ dataDir: partial, loadDataDir: backup });
-    // a statement proves the restored database opens and answers
-    await pglite.query('select 1');
-    await pglite.close();
+    await unpackBackup(backup, partial, limits);
+    let pglite: PGlite;
+    try {
+      pglite = await PGlite.create({ dataDir: partial });
+    } catch (err) {
+      throw new BackupRefusedError(
+        `its data directory does not open (${(err instanceof Error ? err.message : String(err)).split('\n')[0]})`,
+      );
+    }
+    try {
+      await assertAttestDatabase(pglite);
+    } finally {
+      await pglite.close();
+    }
     renameSync(partial, join(dir, PG_DIR));
   } catch (err) {
     rmSync(partial, { recursive: true, force: true });
@@ -256,6 +287,22 @@ export async function restoreEmbedded(dataDir: string, backup: Blob): Promise<vo
   } finally {
     rmSync(lockPath, { force: true });
   }
+}
+
+/** Refuses a database that is not attest's: no migrations table, no shipped migration, no tables. */
+async function assertAttestDatabase(pglite: PGlite): Promise<void> {
+  const { migrationStatus } = await import('./migrate.js');
+  const db = drizzlePglite(pglite, { schema }) as unknown as Database;
+  const status = await migrationStatus(db);
+  if (!status[0]?.applied)
+    throw new BackupRefusedError(
+      "it holds a PostgreSQL database, but not attest's (no attest migration was applied to it)",
+    );
+  const { rows } = await pglite.query<{ present: boolean }>(
+    "select to_regclass('public.api_keys') is not null and to_regclass('public.attestation_sessions') is not null as present",
+  );
+  if (!rows[0]?.present)
+    throw new BackupRefusedError("it holds a PostgreSQL database, but not attest's tables");
 }
 
 /** Refuses a data dir that another user owns or may write to: they could swap the lock or the data. */
@@ -318,10 +365,14 @@ async function openPostgres(
       max_lifetime: 30 * 60,
       // notice a peer that vanished without a reset sooner than the 60 s default
       keep_alive: 10,
+      // postgres.js waits up to 20 s between reconnects after a few failed ones (3^n / 100 s):
+      // after an outage the pool would stay down that long after the database is back
+      backoff: reconnectDelaySeconds,
       onnotice: () => {},
       // a statement that hangs must not hold a connection beyond the request deadline
       connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
     });
+  const unguard = guardDriverRejections();
   let client = connect();
   let current = drizzlePostgres(preparedStatements(client), { schema });
   // notifications have a connection of their own, outside the pool `recycle` replaces
@@ -343,6 +394,24 @@ async function openPostgres(
       // timeout 0: sockets whose peer vanished would never answer a graceful end
       await stale.end({ timeout: 0 }).catch(() => {});
     },
+    async probe(timeoutMs) {
+      const probe = postgres(url, {
+        max: 1,
+        connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+        // no array-type query at connect: nothing of the driver's own is left to reject unhandled
+        fetch_types: false,
+        onnotice: () => {},
+        connection: { application_name: 'attest-probe' },
+      });
+      try {
+        await lagAwareDeadline(
+          probe`select 1`.then(() => {}),
+          timeoutMs,
+        );
+      } finally {
+        probe.end({ timeout: 0 }).catch(() => {});
+      }
+    },
     async listen(channel, onNotify, onListen) {
       listener ??= postgres(url, {
         max: 1,
@@ -354,9 +423,18 @@ async function openPostgres(
       await listener.listen(channel, onNotify, onListen);
     },
     async close() {
-      await Promise.all([client.end({ timeout: 5 }), listener?.end({ timeout: 1 })]);
+      try {
+        await Promise.all([client.end({ timeout: 5 }), listener?.end({ timeout: 1 })]);
+      } finally {
+        unguard();
+      }
     },
   };
+}
+
+/** postgres.js's wait before reconnecting after `retries` failed attempts: at most 0.5 s. */
+function reconnectDelaySeconds(retries: number): number {
+  return (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 0.5);
 }
 
 /**
@@ -390,63 +468,6 @@ export function lockHolder(dataDir: string): LockHolder | null {
   const info = readLiveLock(lockPath);
   if (!info) return null;
   return { pid: info.pid, ...(info.admin ? { address: info.admin.socket } : {}) };
-}
-
-function readLiveLock(lockPath: string): LockInfo | null {
-  let info: LockInfo;
-  try {
-    info = JSON.parse(readFileSync(lockPath, 'utf8')) as LockInfo;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-    // half-written by a process that is starting: treat as held, not as stale
-    return { pid: 0 };
-  }
-  if (!Number.isInteger(info.pid) || info.pid <= 0) return { pid: 0 };
-  // a lock of an older version (a PostgreSQL-protocol socket) names no admin API: not a door
-  const admin =
-    typeof info.admin?.socket === 'string' && typeof info.admin.secret === 'string'
-      ? { socket: info.admin.socket, secret: info.admin.secret }
-      : undefined;
-  if (info.pid === process.pid || isAlive(info.pid))
-    return { pid: info.pid, ...(admin ? { admin } : {}) };
-  // stale: its process died without cleaning up; its socket goes too, when it is ours to remove
-  if (admin) removeStaleSocket(admin.socket);
-  rmSync(lockPath, { force: true });
-  return null;
-}
-
-/** Removes a dead server's socket and its folder, only when the checks say both are this user's own. */
-function removeStaleSocket(path: string): void {
-  try {
-    removeSocket(checkSocketPath(path));
-  } catch {
-    // not ours, or gone: leave it
-  }
-}
-
-function acquireLock(lockPath: string): void {
-  let fd: number;
-  try {
-    fd = openSync(lockPath, 'wx', 0o600);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') {
-      throw new DatabaseBusyError(
-        `the embedded database lock ${lockPath} was taken by another process just now; try again`,
-      );
-    }
-    throw err;
-  }
-  writeSync(fd, JSON.stringify({ pid: process.pid } satisfies LockInfo));
-  closeSync(fd);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 /** A URL without its password, for messages and logs. */

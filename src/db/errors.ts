@@ -1,3 +1,5 @@
+import { statfsSync } from 'node:fs';
+
 /**
  * What went wrong with a database, in words a user can act on. The one home for that wording:
  * every command (serve, db, keys, allowlist, verify-file) reports database failures through it.
@@ -135,4 +137,78 @@ export function unavailable(
   return new DatabaseUnavailableError(
     `cannot reach the database at ${where}: ${cause}; check DATABASE_URL and that the server runs`,
   );
+}
+
+// what a file system says when it cannot take a write
+const DISK_CODES: Record<string, string> = {
+  ENOSPC: 'the disk is full (ENOSPC, no space left on device)',
+  EDQUOT: "the user's disk quota is used up (EDQUOT)",
+  EROFS: 'the file system is read-only (EROFS)',
+  EIO: 'the disk reports an I/O error (EIO)',
+  // PostgreSQL's own words for the same (SQLSTATE disk_full, io_error)
+  '53100': 'the disk is full (PostgreSQL: disk_full)',
+  '58030': 'the disk reports an I/O error (PostgreSQL: io_error)',
+};
+
+/**
+ * PGlite needs room for a 16 MB WAL segment to recover after a crash; with less than this free,
+ * a failure of the embedded database is most likely the disk's.
+ */
+export const LOW_DISK_BYTES = 64 * 1024 * 1024;
+
+/** Bytes available to this user on the file system holding `dir`, or undefined when unknown. */
+export function freeBytes(dir: string): number | undefined {
+  try {
+    const s = statfsSync(dir);
+    return s.bavail * s.bsize;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A failure to open or start the embedded database in `dataDir` as the one line that names the
+ * disk when the disk is the cause (a file system error such as ENOSPC, or PGlite failing, for
+ * instance with "unreachable", while under LOW_DISK_BYTES are free); any other error as it was.
+ */
+export function embeddedUnavailable(
+  dataDir: string,
+  err: unknown,
+  options: { free?: (dir: string) => number | undefined } = {},
+): unknown {
+  if (err instanceof DatabaseUnavailableError) return err;
+  const code = String(innermost(err).code ?? '');
+  const free = (options.free ?? freeBytes)(dataDir);
+  const room = free === undefined ? '' : `, ${formatBytes(free)} free`;
+  const disk = DISK_CODES[code];
+  if (disk) {
+    const advice =
+      code === 'EROFS'
+        ? 'make its file system writable'
+        : /EIO|58030/.test(code)
+          ? 'check its disk'
+          : 'make room on its disk';
+    return new DatabaseUnavailableError(
+      `cannot use the embedded database in ${dataDir}: ${disk}${room}; ${advice} and start again`,
+    );
+  }
+  const inner = innermost(err);
+  const message = String(inner.message ?? err)
+    .replace(/\s+/g, ' ')
+    .slice(0, 120);
+  // PGlite's postgres aborting (a WebAssembly trap) says only "unreachable" or "Aborted()"
+  const trapped =
+    (inner as { name?: unknown }).name === 'RuntimeError' || /^(unreachable|Aborted)/.test(message);
+  if (trapped && free !== undefined && free < LOW_DISK_BYTES) {
+    return new DatabaseUnavailableError(
+      `cannot use the embedded database in ${dataDir}: its disk is nearly full (${formatBytes(free)} free) and the database failed (${message}); make room on its disk and start again`,
+    );
+  }
+  return err;
+}
+
+function formatBytes(n: number): string {
+  if (n < 1024) return `${n} bytes`;
+  if (n < 1024 * 1024) return `${Math.floor(n / 1024)} KiB`;
+  return `${Math.floor(n / (1024 * 1024))} MiB`;
 }

@@ -21,6 +21,8 @@ export interface NewResultKey {
  */
 export interface ResultKeyRecord {
   id: string;
+  /** 'test': signs the tokens of test-mode API keys, published at the test JWKS only */
+  mode: ResultKeyMode;
   publicKey: Uint8Array;
   createdAt: Date;
   signingFrom: Date;
@@ -34,8 +36,12 @@ export interface ResultKeyRecord {
   sealed: { keyId: string | null; ciphertext: Uint8Array };
 }
 
+/** Which API keys a signing key serves: live keys, or test-mode keys (never both). */
+export type ResultKeyMode = 'live' | 'test';
+
 interface Row {
   id: string;
+  mode: string;
   public_key: Uint8Array;
   private_key: Uint8Array;
   master_key_id: string | null;
@@ -48,14 +54,15 @@ interface Row {
 
 const aad = (id: string) => aadFor('result_signing_keys', 'private_key', [id]);
 
-// each key is retired when the key after it (in signing order) starts signing
+// each key is retired when the key after it of the same mode (in signing order) starts signing
 const KEYS_WITH_RETIREMENT = sql`(
-  select k.*, lead(k.signing_from) over (order by k.signing_from, k.created_at, k.id) as retired_at
+  select k.*, lead(k.signing_from) over (partition by k.mode order by k.signing_from, k.created_at, k.id) as retired_at
   from result_signing_keys k
 ) r`;
 
 const toRecord = (r: Row): ResultKeyRecord => ({
   id: r.id,
+  mode: r.mode === 'test' ? 'test' : 'live',
   publicKey: new Uint8Array(r.public_key),
   createdAt: new Date(r.created_at),
   signingFrom: new Date(r.signing_from),
@@ -79,7 +86,7 @@ export function createResultKeyRepository(db: Database, secrets: SecretBox | nul
 
   async function insert(
     key: NewResultKey,
-    options: { delaySeconds: number; onlyIfNone: boolean; action: string },
+    options: { delaySeconds: number; onlyIfNone: boolean; action: string; mode: ResultKeyMode },
     auditor?: Auditor,
   ): Promise<ResultKeyRecord | null> {
     const sealed = box().seal(key.privateKey, aad(key.id));
@@ -87,11 +94,11 @@ export function createResultKeyRepository(db: Database, secrets: SecretBox | nul
     const rows = rowsOf<Row & { audit: unknown }>(
       await db.execute(sql`
         with prev as (
-          select id from result_signing_keys order by signing_from desc, created_at desc, id desc limit 1
+          select id from result_signing_keys where mode = ${options.mode} order by signing_from desc, created_at desc, id desc limit 1
         ),
         k as (
-          insert into result_signing_keys (id, public_key, private_key, master_key_id, signing_from)
-          select ${key.id}, ${Buffer.from(key.publicKey)}, ${Buffer.from(sealed.ciphertext)}, ${sealed.keyId},
+          insert into result_signing_keys (id, mode, public_key, private_key, master_key_id, signing_from)
+          select ${key.id}, ${options.mode}, ${Buffer.from(key.publicKey)}, ${Buffer.from(sealed.ciphertext)}, ${sealed.keyId},
                  case when exists (select 1 from prev) then now() + make_interval(secs => ${options.delaySeconds}) else now() end
           ${options.onlyIfNone ? sql`where not exists (select 1 from prev)` : sql``}
           returning *
@@ -99,7 +106,7 @@ export function createResultKeyRepository(db: Database, secrets: SecretBox | nul
           auditor,
           (actor) => sql`
           select ${actor}, ${options.action}, k.id, (select jsonb_build_object('kid', prev.id) from prev),
-                 jsonb_build_object('kid', k.id, 'signingFrom', k.signing_from) from k`,
+                 jsonb_build_object('kid', k.id, 'mode', k.mode, 'signingFrom', k.signing_from) from k`,
         )}
         select k.*, null::timestamptz as retired_at,
                extract(epoch from (k.signing_from - now())) * 1000 as signing_in_ms,
@@ -115,30 +122,36 @@ export function createResultKeyRepository(db: Database, secrets: SecretBox | nul
     /**
      * Adds a key that becomes the signing key `delaySeconds` after now (database clock); the
      * first key of all signs at once. With an auditor, the same statement records
-     * `result_keys.rotate` (key ids, never key bytes).
+     * `result_keys.rotate` (key ids, never key bytes). `mode` 'test' rotates the test keys only.
      */
-    rotate(key: NewResultKey, delaySeconds: number, auditor?: Auditor) {
+    rotate(
+      key: NewResultKey,
+      delaySeconds: number,
+      auditor?: Auditor,
+      mode: ResultKeyMode = 'live',
+    ) {
       return insert(
         key,
-        { delaySeconds, onlyIfNone: false, action: 'result_keys.rotate' },
+        { delaySeconds, onlyIfNone: false, action: 'result_keys.rotate', mode },
         auditor,
       ) as Promise<ResultKeyRecord>;
     },
 
-    /** Adds `key` as the first key when there is none (null when there already is one); records `result_keys.create`. */
-    createFirst(key: NewResultKey, auditor?: Auditor) {
+    /** Adds `key` as the first key of `mode` when there is none (null when there already is one); records `result_keys.create`. */
+    createFirst(key: NewResultKey, auditor?: Auditor, mode: ResultKeyMode = 'live') {
       return insert(
         key,
-        { delaySeconds: 0, onlyIfNone: true, action: 'result_keys.create' },
+        { delaySeconds: 0, onlyIfNone: true, action: 'result_keys.create', mode },
         auditor,
       );
     },
 
     /**
      * Keys in signing order. `publishedWithinSeconds`: only the newest key and those retired
-     * less than that long ago (database clock); absent: every key.
+     * less than that long ago (database clock); absent: every key. `mode`: only keys of that
+     * mode; absent: both.
      */
-    async list(publishedWithinSeconds?: number): Promise<ResultKeyRecord[]> {
+    async list(publishedWithinSeconds?: number, mode?: ResultKeyMode): Promise<ResultKeyRecord[]> {
       return rowsOf<Row>(
         await db.execute(sql`
           select r.*,
@@ -148,9 +161,10 @@ export function createResultKeyRepository(db: Database, secrets: SecretBox | nul
           ${
             publishedWithinSeconds === undefined
               ? sql``
-              : sql`where r.retired_at is null or r.retired_at > now() - make_interval(secs => ${publishedWithinSeconds})`
+              : sql`where (r.retired_at is null or r.retired_at > now() - make_interval(secs => ${publishedWithinSeconds}))`
           }
-          order by r.signing_from, r.created_at, r.id`),
+          ${mode === undefined ? sql`` : publishedWithinSeconds === undefined ? sql`where r.mode = ${mode}` : sql`and r.mode = ${mode}`}
+          order by r.mode, r.signing_from, r.created_at, r.id`),
       ).map(toRecord);
     },
 

@@ -267,6 +267,9 @@ export const androidRevocations = pgTable('android_revocations', {
   /** when the list was taken (the snapshot's date for the shipped one) */
   takenAt: timestamp('taken_at', { withTimezone: true }).notNull(),
   updatedAt: timestamp('updated_at', { withTimezone: true }).notNull().defaultNow(),
+  /** why the last refresh from the URL failed (null: it succeeded, or none was tried); `attest status` shows it */
+  lastRefreshError: text('last_refresh_error'),
+  lastRefreshErrorAt: timestamp('last_refresh_error_at', { withTimezone: true }),
 });
 
 /**
@@ -333,6 +336,11 @@ export const resultSigningKeys = pgTable(
     masterKeyId: text('master_key_id'),
     createdAt: createdAt(),
     signingFrom: timestamp('signing_from', { withTimezone: true }).notNull(),
+    /**
+     * 'live' or 'test': a test key signs the tokens of test-mode API keys only and is published
+     * at its own JWKS URL, never beside the live keys
+     */
+    mode: text('mode').notNull().default('live'),
   },
   (t) => [index('result_signing_keys_signing_from_idx').on(t.signingFrom)],
 );

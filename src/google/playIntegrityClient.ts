@@ -7,6 +7,13 @@
 import { createHash } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
 import type { GoogleServiceAccount, IntegrityTokenDecoder } from '../core/types.js';
+import { BodyTooLargeError, readBoundedText } from '../client/readBoundedBody.js';
+
+/**
+ * The most of one Google answer read (a decoded verdict or an OAuth token is a few KB): longer
+ * answers are cut off as they stream, never read whole.
+ */
+const MAX_ANSWER_BYTES = 1024 * 1024;
 
 export const GOOGLE_OAUTH_URL = 'https://oauth2.googleapis.com/token';
 export const GOOGLE_PLAY_INTEGRITY_URL = 'https://playintegrity.googleapis.com';
@@ -193,7 +200,7 @@ export function createPlayIntegrityClient(
   ): Promise<{ status: number; body: unknown }> {
     try {
       const res = await fetch(url, { ...init, signal, redirect: 'error' });
-      const text = await res.text();
+      const text = await readBoundedText(res, MAX_ANSWER_BYTES);
       let body: unknown = null;
       try {
         body = JSON.parse(text);
@@ -202,6 +209,13 @@ export function createPlayIntegrityClient(
       }
       return { status: res.status, body };
     } catch (err) {
+      if (err instanceof BodyTooLargeError) {
+        emit({ endpoint, outcome: 'bad_response' });
+        throw new GoogleFault(
+          'bad_response',
+          `${hostOf(url)} sent an answer longer than ${MAX_ANSWER_BYTES} bytes`,
+        );
+      }
       const fault = signal.aborted
         ? new GoogleFault('timeout', `no answer from ${hostOf(url)} within ${timeoutMs} ms`)
         : new GoogleFault('unreachable', `cannot reach ${hostOf(url)}: ${networkCause(err)}`);

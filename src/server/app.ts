@@ -6,6 +6,9 @@ import type { RejectReason } from '../core/reasons.js';
 import { isService } from '../core/services.js';
 import type { KeyMode, VerifyOutcome } from '../core/types.js';
 import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
+import { LIVE_JWKS_PATH, TEST_JWKS_PATH } from '../core/resultToken.js';
+import type { DatabaseBreaker } from '../db/databaseBreaker.js';
+import { DatabaseUnavailableError } from '../db/errors.js';
 import type { ConsumeResult } from '../db/sessions.js';
 import { GoogleBusyError } from '../google/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
@@ -18,7 +21,7 @@ import {
 } from './errorBody.js';
 import type { Metrics } from './metrics.js';
 import { apiKeyAuth } from './middleware/apiKeyAuth.js';
-import { backendBudget, DeadlineExceeded } from './middleware/backendBudget.js';
+import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { createApiDocs } from './apiDocs.js';
@@ -55,6 +58,11 @@ export interface AppDeps {
   requestDeadlineMs?: number;
   /** told each time a request ran out of time waiting on the backend (the pool watchdog) */
   onBackendTimeout?: () => void;
+  /**
+   * PostgreSQL: the circuit breaker on the database. While open, requests that need the database
+   * answer 500 at once (with Retry-After) and /readyz 503, instead of after the deadline.
+   */
+  breaker?: Pick<DatabaseBreaker, 'isOpen' | 'check' | 'failed' | 'suspect' | 'onOpen'>;
   /** false when /metrics is served on a port of its own (ATTEST_METRICS_PORT) */
   metricsRoute?: boolean;
   /**
@@ -62,11 +70,15 @@ export interface AppDeps {
    * Absent (ATTEST_ISSUER unset): those routes answer 404 and a valid verify of such a key 500.
    */
   resultTokens?: Pick<ResultTokenSigner, 'issuer' | 'sign' | 'jwks'>;
+  /**
+   * Signs the result tokens of test-mode keys with the test keys (`test: true`), published at
+   * TEST_JWKS_PATH only. Absent (no issuer, or ATTEST_TEST_KEYS off): that route answers 404.
+   */
+  testResultTokens?: Pick<ResultTokenSigner, 'issuer' | 'sign' | 'jwks'>;
 }
 
 /** How long verifiers may cache the JWKS and the discovery document. */
 export const WELL_KNOWN_MAX_AGE_SECONDS = 300;
-const JWKS_PATH = '/.well-known/jwks.json';
 
 const ROUTES: Record<string, string[]> = {
   '/api/v1/attestation/init': ['POST'],
@@ -75,7 +87,8 @@ const ROUTES: Record<string, string[]> = {
   '/readyz': ['GET', 'HEAD'],
   '/metrics': ['GET'],
   '/openapi.json': ['GET'],
-  '/.well-known/jwks.json': ['GET', 'HEAD'],
+  [LIVE_JWKS_PATH]: ['GET', 'HEAD'],
+  [TEST_JWKS_PATH]: ['GET', 'HEAD'],
   '/.well-known/openid-configuration': ['GET', 'HEAD'],
   '/docs': ['GET'],
 };
@@ -91,6 +104,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     const log = c.get('log');
     if (log) log.err = describeFault(err);
     if (err instanceof DeadlineExceeded) deps.onBackendTimeout?.();
+    if (err instanceof DatabaseUnavailableError) {
+      // the breaker is open: the background probe closes it within a second of the database's return
+      c.header('Retry-After', '1');
+      return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
+    }
     if (err instanceof GoogleBusyError) {
       // a slow Google holds at most the configured number of requests; the rest retry shortly
       c.header('Retry-After', String(err.retryAfterSeconds));
@@ -101,13 +119,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   // the budget first: the key's database reads count against it; the key is checked before
   // anything else under /api/, unknown paths included
-  app.use('/api/*', backendBudget({ deadlineMs }));
+  app.use('/api/*', backendBudget({ deadlineMs, breaker: deps.breaker }));
   app.use('/api/*', apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys }));
 
   app.post('/api/v1/attestation/init', async (c) => {
     const serverNonce = randomBytes(32);
     const reference = `ses_${randomBytes(24).toString('base64url')}`;
-    const { expiresAt } = await c.get('backend')(
+    const { expiresAt } = await c.get('backend')(() =>
       deps.sessions.create({
         reference,
         apiKeyId: c.get('keyId'),
@@ -156,7 +174,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
     let nonce: Uint8Array;
     if (request.approach === 'session') {
-      const consumed = await c.get('backend')(
+      const consumed = await c.get('backend')(() =>
         deps.sessions.consume(request.sessionReference, c.get('keyId')),
       );
       if (!consumed.ok) {
@@ -168,7 +186,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       nonce = request.expectedNonce;
     }
 
-    const outcome = await c.get('backend')(
+    const outcome = await c.get('backend')(() =>
       deps.verify({ token: request.token, expectedNonce: nonce }, c.get('mode')),
     );
     Object.assign(log, pickFacts(outcome.facts));
@@ -179,12 +197,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
     const { service, ...details } = outcome.details;
     if (!c.get('resultTokens')) return c.json({ isValid: true, statusCode: STATUS_OK, ...details });
-    if (!deps.resultTokens)
+    // a test-mode key's token is signed by a test key only: never one a live verifier trusts
+    const signer = c.get('mode') === 'test' ? deps.testResultTokens : deps.resultTokens;
+    if (!signer)
       throw new Error(
         'this API key has result tokens on, but ATTEST_ISSUER is unset: set it and restart, or turn them off (attest keys update ID --result-tokens off)',
       );
     const resultToken = await c.get('backend')(
-      deps.resultTokens.sign({
+      signer.sign({
         apiKeyId: c.get('keyId'),
         approach: request.approach,
         nonce,
@@ -195,9 +215,15 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   });
 
   // what verifiers of result tokens fetch: no API key, cacheable
-  app.get(JWKS_PATH, async (c) => {
+  app.get(LIVE_JWKS_PATH, async (c) => {
     if (!deps.resultTokens) return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
     const jwks = await deps.resultTokens.jwks();
+    c.header('Cache-Control', `max-age=${WELL_KNOWN_MAX_AGE_SECONDS}`);
+    return c.json(jwks);
+  });
+  app.get(TEST_JWKS_PATH, async (c) => {
+    if (!deps.testResultTokens) return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
+    const jwks = await deps.testResultTokens.jwks();
     c.header('Cache-Control', `max-age=${WELL_KNOWN_MAX_AGE_SECONDS}`);
     return c.json(jwks);
   });
@@ -206,18 +232,45 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     c.header('Cache-Control', `max-age=${WELL_KNOWN_MAX_AGE_SECONDS}`);
     return c.json({
       issuer: deps.resultTokens.issuer,
-      jwks_uri: `${deps.resultTokens.issuer}${JWKS_PATH}`,
+      jwks_uri: `${deps.resultTokens.issuer}${LIVE_JWKS_PATH}`,
+      // not OpenID's: where the keys of test-mode tokens are, for test environments that opt in
+      ...(deps.testResultTokens
+        ? { attest_test_jwks_uri: `${deps.resultTokens.issuer}${TEST_JWKS_PATH}` }
+        : {}),
     });
   });
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
-    const ready = await Promise.race([
-      deps.ready().catch(() => false),
-      new Promise<boolean>((resolve) => setTimeout(resolve, deadlineMs, false).unref()),
-    ]);
+    const ready = await readiness();
     return c.json({ status: ready ? 'ready' : 'not ready' }, ready ? 200 : 503);
   });
+  /** false at once while the breaker is open; else the database's answer, bounded by the deadline */
+  async function readiness(): Promise<boolean> {
+    const breaker = deps.breaker;
+    if (breaker?.isOpen()) return false;
+    let timer: NodeJS.Timeout | undefined;
+    let suspect: NodeJS.Timeout | undefined;
+    let unsubscribe: (() => void) | undefined;
+    try {
+      return await Promise.race([
+        deps.ready().catch((err: unknown) => {
+          breaker?.failed(err);
+          return false;
+        }),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(resolve, deadlineMs, false);
+          unsubscribe = breaker?.onOpen(() => resolve(false));
+          // a database that hangs: the breaker's probe decides sooner than the deadline
+          if (breaker) suspect = setTimeout(() => breaker.suspect(), SUSPECT_AFTER_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(suspect);
+      unsubscribe?.();
+    }
+  }
   const metricsRoute = deps.metricsRoute ?? true;
   if (metricsRoute) {
     app.get('/metrics', async (c) => {

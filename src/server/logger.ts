@@ -1,3 +1,5 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import pino, { type Logger } from 'pino';
 
 /** The pino options of the service log (exported so tests log exactly as the service does). */
@@ -39,7 +41,10 @@ export function createLogger(options: {
       stream: pino.destination({ dest: 1, sync: false }),
       level: options.level as pino.Level,
     });
-  // 0640: the log names API key ids, app ids and why requests were refused; not for every local user
+  // 0640: the log names API key ids, app ids and why requests were refused; not for every local user.
+  // A folder made for it is 0700 before the file is written: under `dev up` it is the data dir,
+  // which must not be made 0755 by the log before the database makes it 0700.
+  if (options.file) mkdirSync(dirname(options.file), { recursive: true, mode: 0o700 });
   const file = options.file
     ? pino.destination({
         dest: options.file,

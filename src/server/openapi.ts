@@ -204,7 +204,7 @@ export const OPENAPI_DOCUMENT = {
                     resultToken: {
                       type: 'string',
                       description:
-                        'Only for API keys with result tokens on, only with isValid true: an ES256 JWT (typ attest-result+jwt) of the result, verifiable offline against /.well-known/jwks.json',
+                        'Only for API keys with result tokens on, only with isValid true: an ES256 JWT (typ attest-result+jwt) of the result, verifiable offline against /.well-known/jwks.json (the token of a test-mode API key carries test: true and verifies against /.well-known/jwks-test.json only)',
                     },
                     androidKeyDetails: { $ref: '#/components/schemas/AndroidKeyDetails' },
                   },

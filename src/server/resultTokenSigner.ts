@@ -11,7 +11,7 @@ import {
 } from '../core/resultToken.js';
 import type { PlatformDetails } from '../core/types.js';
 import type { Auditor } from '../db/audit.js';
-import type { ResultKeyRecord, ResultKeyRepository } from '../db/resultKeys.js';
+import type { ResultKeyMode, ResultKeyRecord, ResultKeyRepository } from '../db/resultKeys.js';
 
 const encoder = new TextEncoder();
 
@@ -20,8 +20,13 @@ export type ResultKeySource = Pick<ResultKeyRepository, 'list' | 'open' | 'creat
 
 export interface ResultTokenSignerOptions {
   keys: ResultKeySource;
-  /** ATTEST_ISSUER */
-  issuer: string;
+  /** ATTEST_ISSUER, or a function giving it (dev up knows its own URL only once it listens) */
+  issuer: string | (() => string);
+  /**
+   * 'test': signs for test-mode API keys with the test keys only, and every token says
+   * `test: true`; default 'live'
+   */
+  mode?: ResultKeyMode;
   /** ATTEST_RESULT_TOKEN_TTL */
   ttlSeconds: number;
   /** how long a read of the keys is used before the next (the propagation time, 5 s) */
@@ -64,6 +69,9 @@ interface Snapshot {
  */
 export function createResultTokenSigner(options: ResultTokenSignerOptions) {
   const now = options.now ?? Date.now;
+  const mode = options.mode ?? 'live';
+  const issuer =
+    typeof options.issuer === 'string' ? () => options.issuer as string : options.issuer;
   const publishMs = (options.ttlSeconds + RETIRED_KEY_GRACE_SECONDS) * 1000;
   let snapshot: Snapshot | undefined;
   let reading: Promise<Snapshot> | undefined;
@@ -72,7 +80,10 @@ export function createResultTokenSigner(options: ResultTokenSignerOptions) {
 
   async function read(): Promise<Snapshot> {
     // a retired key matters for as long as it is published; a little more covers clock drift
-    const records = await options.keys.list(options.ttlSeconds + RETIRED_KEY_GRACE_SECONDS + 60);
+    const records = await options.keys.list(
+      options.ttlSeconds + RETIRED_KEY_GRACE_SECONDS + 60,
+      mode,
+    );
     const readAt = now();
     const keys = records.map((record) => {
       let jwk = jwks.get(record.id);
@@ -127,7 +138,10 @@ export function createResultTokenSigner(options: ResultTokenSignerOptions) {
   }
 
   return {
-    issuer: options.issuer,
+    get issuer(): string {
+      return issuer();
+    },
+    mode,
 
     /** The signed result token of one valid verify. */
     async sign(input: ResultTokenInput): Promise<string> {
@@ -135,14 +149,14 @@ export function createResultTokenSigner(options: ResultTokenSignerOptions) {
       let key = signingKey(s, now());
       if (!key) {
         // no key at all yet: the first one is made here (once, whichever instance gets there first)
-        await options.keys.createFirst(await newResultSigningKey(), options.auditor);
+        await options.keys.createFirst(await newResultSigningKey(), options.auditor, mode);
         snapshot = undefined;
         s = await current();
         key = signingKey(s, now());
         if (!key) throw new Error('no result signing key can sign yet');
       }
       const claims = resultClaims({
-        issuer: options.issuer,
+        issuer: issuer(),
         apiKeyId: input.apiKeyId,
         approach: input.approach,
         nonce: input.nonce,
@@ -150,6 +164,7 @@ export function createResultTokenSigner(options: ResultTokenSignerOptions) {
         now: Math.floor(now() / 1000),
         ttlSeconds: options.ttlSeconds,
         jti: randomUUID(),
+        test: mode === 'test',
       });
       if (!Number.isSafeInteger(claims.iat) || !Number.isSafeInteger(claims.exp))
         throw new TypeError('"iat" and "exp" must be whole numbers of seconds');
@@ -174,7 +189,7 @@ export function createResultTokenSigner(options: ResultTokenSignerOptions) {
     /** Makes the first key when there is none (at start, so the JWKS has a key before any token). */
     async ensureKey(): Promise<void> {
       if ((await current()).keys.length > 0) return;
-      await options.keys.createFirst(await newResultSigningKey(), options.auditor);
+      await options.keys.createFirst(await newResultSigningKey(), options.auditor, mode);
       snapshot = undefined;
     },
   };

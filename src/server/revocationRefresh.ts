@@ -3,9 +3,17 @@
  * store it for every instance (a list older than the stored one is never put back), and warn in
  * the log while the list in use is more than 7 days old. Failures are logged, never fatal: the
  * stored list (or the shipped snapshot) stays in use.
+ *
+ * The answer is trusted no further than it must be: no redirects are followed (the URL must be
+ * the list itself, as Google's is: a redirect elsewhere could hand over a list that revokes
+ * nothing), the body is read as it streams and cut at 16 MiB, and a list that is empty or has
+ * fewer than half the entries of the stored one is refused (Google's list only grows, bar a few
+ * lifted suspensions; an empty or halved one is a broken mirror or a tampered answer, and taking
+ * it would silently un-revoke keys).
  */
 import { parseRevocationDocument } from '../core/android/revocationList.js';
 import type { RevocationRepository } from '../db/androidRevocations.js';
+import { BodyTooLargeError, readBoundedText } from '../client/readBoundedBody.js';
 
 export const REVOCATION_STALE_MS = 7 * 24 * 3_600_000;
 const MAX_BYTES = 16 * 1024 * 1024;
@@ -34,13 +42,28 @@ export async function refreshRevocations(
   const get = deps.fetch ?? fetch;
   const now = deps.now ?? (() => new Date());
   const timeout = AbortSignal.timeout(deps.timeoutMs ?? 30_000);
-  const res = await get(deps.url, {
-    signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-    headers: { Accept: 'application/json' },
-  });
-  if (!res.ok) throw new Error(`${deps.url} answered HTTP ${res.status}`);
-  const text = await res.text();
-  if (text.length > MAX_BYTES) throw new Error(`${deps.url} sent more than ${MAX_BYTES} bytes`);
+  let res: Response;
+  try {
+    res = await get(deps.url, {
+      signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+      headers: { Accept: 'application/json' },
+      redirect: 'error',
+    });
+  } catch (err) {
+    throw new Error(`${deps.url} could not be fetched (${causeOf(err)})`, { cause: err });
+  }
+  if (!res.ok) {
+    await res.body?.cancel().catch(() => {});
+    throw new Error(`${deps.url} answered HTTP ${res.status}`);
+  }
+  let text: string;
+  try {
+    text = await readBoundedText(res, MAX_BYTES);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError)
+      throw new Error(`${deps.url} sent more than ${MAX_BYTES} bytes`);
+    throw err;
+  }
   let document: unknown;
   try {
     document = JSON.parse(text);
@@ -48,6 +71,12 @@ export async function refreshRevocations(
     throw new Error(`${deps.url} did not send JSON`);
   }
   const { entries } = parseRevocationDocument(document);
+  if (entries.size === 0) throw new Error(`${deps.url} sent an empty list: the stored one is kept`);
+  const current = await deps.repo.info();
+  if (current && entries.size < current.entryCount / 2)
+    throw new Error(
+      `${deps.url} sent ${entries.size} entries, fewer than half of the ${current.entryCount} stored: the stored list is kept`,
+    );
   const stored = await deps.repo.replace(entries, deps.url, now());
   return { entries: entries.size, stored };
 }
@@ -80,8 +109,15 @@ export function startRevocationRefresh(deps: RevocationRefreshDeps): { stop(): P
         // evaluated first: `onUpdate?.(await ...)` would skip the refresh without a listener
         const result = await refreshRevocations(deps, stopping.signal);
         deps.onUpdate?.(result);
+        await deps.repo.recordRefresh(null).catch((err: Error) => deps.onError?.(err));
       } catch (err) {
-        if (!stopped) deps.onError?.(err as Error);
+        if (!stopped) {
+          deps.onError?.(err as Error);
+          // kept in the database, so `attest status` shows it and not only this server's log
+          await deps.repo
+            .recordRefresh((err as Error).message)
+            .catch((e: Error) => deps.onError?.(e));
+        }
       }
       if (stopped) return;
       try {
@@ -104,4 +140,11 @@ export function startRevocationRefresh(deps: RevocationRefreshDeps): { stop(): P
       await running;
     },
   };
+}
+
+/** What failed underneath fetch (its TypeError says only "fetch failed"). */
+function causeOf(err: unknown): string {
+  const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
+  if (e?.name === 'TimeoutError') return 'no answer in time';
+  return String(e?.cause?.message ?? e?.cause?.code ?? e?.message ?? err).slice(0, 200);
 }

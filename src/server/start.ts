@@ -32,11 +32,12 @@ import { createRevocationRepository, createRevocationSource } from '../db/androi
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
 import { checkRevocationAge, startRevocationRefresh } from './revocationRefresh.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
-import { isConnectionError, unavailable } from '../db/errors.js';
+import { embeddedUnavailable, isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
+import { createDatabaseBreaker } from '../db/databaseBreaker.js';
 import { createSecretBox, type SecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
 import { createResultKeyRepository } from '../db/resultKeys.js';
@@ -48,6 +49,7 @@ import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
 import { createModeVerifiers } from './modeVerifiers.js';
+import { drainable, type Drainable } from './drainable.js';
 
 export interface RunningServer {
   url: string;
@@ -75,6 +77,12 @@ export const CHANGES_CHANNEL = 'attest_changes';
  */
 export const PROPAGATION_MS = 5000;
 
+/**
+ * On close, requests in flight have this long to be answered (their own deadline is 5 s) before
+ * the connections still open are cut; the database closes after.
+ */
+export const DRAIN_MS = 5000;
+
 export interface StartOptions {
   migrate: boolean;
   onProgress?: (message: string) => void;
@@ -84,6 +92,11 @@ export interface StartOptions {
   propagationMs?: number;
   /** told after each reload a PostgreSQL notification caused (the payload names the table) */
   onChange?: (table: string) => void;
+  /**
+   * The issuer of result tokens instead of ATTEST_ISSUER: `attest dev up` passes a function
+   * giving its own URL, known only once it listens (http on loopback: see isIssuer).
+   */
+  ownIssuer?: () => string;
 }
 
 /**
@@ -119,12 +132,16 @@ export async function startServer(
     role: 'server',
     connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    onStaleLock: ({ path, pid, why }) =>
+      logger.warn({ lock: path, pid }, `removed a stale lock ${path} (pid ${pid}): ${why}`),
   });
   // whatever fails from here on, the database (its lock and socket) is released before the error
   try {
     return await serveOn(database, appleRoots, config, logger, options);
   } catch (err) {
     await database.close().catch(() => {});
+    // a full disk shows as PGlite failing on its first write: name the disk, not "unreachable"
+    if (database.kind === 'embedded') err = embeddedUnavailable(database.where, err);
     if (isConnectionError(err)) {
       throw unavailable(database.where, err, {
         connectTimeoutSeconds: database.connectTimeoutSeconds,
@@ -161,7 +178,8 @@ async function serveOn(
 
   const sessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(database.db);
-  const resultTokens = await resultTokenSigner(database, box, config, logger, apiKeys);
+  const signers = await resultTokenSigners(database, box, config, logger, apiKeys, options);
+  const resultTokens = signers?.live;
   const revocationRepo = createRevocationRepository(database.db);
   // a new database starts from the snapshot shipped with this build
   await revocationRepo.seed();
@@ -214,6 +232,20 @@ async function serveOn(
       logger.error({ apiKeyId, problem }, 'API key refused: its stored row is damaged'),
   });
   const separateMetrics = config.metricsPort !== undefined;
+  // PostgreSQL: fail at once while the database cannot be reached, serve again when it answers
+  const probe = database.probe?.bind(database);
+  const breaker = probe
+    ? createDatabaseBreaker({
+        probe,
+        onChange: (open, cause) =>
+          open
+            ? logger.error(
+                { err: describeFault(cause) },
+                'the database cannot be reached: requests fail at once until a probe answers',
+              )
+            : logger.info('the database answers again'),
+      })
+    : undefined;
   const app = createApp({
     logger,
     auth,
@@ -231,9 +263,17 @@ async function serveOn(
         logger.warn(
           'the database answers on a new connection while the pool hangs: replacing the pool',
         ),
+      onVerdict: (verdict) => {
+        if (verdict === 'busy')
+          logger.warn(
+            'requests miss their deadline while the event loop is blocked: the process is saturated, the database pool is kept',
+          );
+      },
     }),
+    ...(breaker ? { breaker } : {}),
     metricsRoute: !separateMetrics,
     ...(resultTokens ? { resultTokens } : {}),
+    ...(signers?.test ? { testResultTokens: signers.test } : {}),
   });
 
   const reloadNow = () => {
@@ -288,14 +328,16 @@ async function serveOn(
     throw err;
   }
   server.maxHeadersCount = 100;
+  const api = drainable(server);
   const url = urlOf(server, config.host, config.port);
   logger.info({ url, database: database.kind, where: database.where }, 'listening');
 
-  let metricsServer: Server | undefined;
+  let metricsServer: Drainable | undefined;
   let metricsUrl: string | undefined;
   if (separateMetrics) {
+    let listening: Server;
     try {
-      metricsServer = await listen(
+      listening = await listen(
         createMetricsApp(metrics).fetch,
         config.metricsPort!,
         config.metricsHost,
@@ -311,7 +353,8 @@ async function serveOn(
           : `cannot serve metrics on ${config.metricsHost}:${config.metricsPort}: ${e.message}`,
       );
     }
-    metricsUrl = `${urlOf(metricsServer, config.metricsHost, config.metricsPort!)}/metrics`;
+    metricsServer = drainable(listening);
+    metricsUrl = `${urlOf(listening, config.metricsHost, config.metricsPort!)}/metrics`;
     logger.info({ url: metricsUrl }, 'metrics listening');
   }
 
@@ -408,14 +451,13 @@ async function serveOn(
     },
     reloadNow,
     async close() {
+      // the drain starts at once: no new connection, and every answer from now says Connection: close
+      const drained = Promise.all([api.drain(DRAIN_MS), metricsServer?.drain(DRAIN_MS)]);
       await pruner.stop();
       await refresher.stop();
       await revocationRefresher.stop();
-      await Promise.all([
-        closeServer(server),
-        metricsServer ? closeServer(metricsServer) : undefined,
-        admin?.stop(),
-      ]);
+      await Promise.all([drained, admin?.stop()]);
+      breaker?.stop();
       await database.close();
     },
   };
@@ -466,41 +508,51 @@ async function startAdmin(
 }
 
 /**
- * The result token signer when ATTEST_ISSUER is set (its first key made now, so the JWKS has a
- * key before any token). Without an issuer no token can be made: the service refuses to start
- * while any live API key has result tokens on, rather than answer those keys' verifies without
- * the token they rely on.
+ * The result token signers when there is an issuer (ATTEST_ISSUER, or the server's own loopback
+ * URL with `ownIssuer`): the live one, and with ATTEST_TEST_KEYS on a test one whose keys sign
+ * only test-mode keys' tokens. Their first keys are made now, so each JWKS has a key before any
+ * token. Without an issuer no token can be made: the service refuses to start while any live API
+ * key has result tokens on, rather than answer those keys' verifies without the token they rely on.
  */
-async function resultTokenSigner(
+async function resultTokenSigners(
   database: DatabaseHandle,
   box: ReturnType<typeof createSecretBox>,
   config: Config,
   logger: Logger,
   apiKeys: ReturnType<typeof createApiKeyRepository>,
-): Promise<ResultTokenSigner | undefined> {
-  if (config.issuer === undefined) {
+  options: StartOptions,
+): Promise<{ live: ResultTokenSigner; test?: ResultTokenSigner } | undefined> {
+  const issuer = options.ownIssuer ?? config.issuer;
+  if (issuer === undefined) {
     if (await apiKeys.anyResultTokens())
       throw new ConfigError(
         'API keys with result tokens on need ATTEST_ISSUER (an https URL, such as https://attest.example.com); set it, or turn them off with "attest keys update ID --result-tokens off"',
       );
     return undefined;
   }
-  const signer = createResultTokenSigner({
-    keys: createResultKeyRepository(database.db, box),
-    issuer: config.issuer,
-    ttlSeconds: config.resultTokenTtlSeconds ?? DEFAULT_RESULT_TOKEN_TTL_SECONDS,
-    refreshMs: PROPAGATION_MS,
-    auditor: {
-      actor: 'attest serve',
-      log: (event) =>
-        logger.info(
-          { audit: { ...event, at: event.at.toISOString() } },
-          `${event.action} ${event.target} by ${event.actor}`,
-        ),
-    },
-  });
-  await signer.ensureKey();
-  return signer;
+  const keys = createResultKeyRepository(database.db, box);
+  const make = (mode: 'live' | 'test') =>
+    createResultTokenSigner({
+      keys,
+      issuer,
+      mode,
+      ttlSeconds: config.resultTokenTtlSeconds ?? DEFAULT_RESULT_TOKEN_TTL_SECONDS,
+      refreshMs: PROPAGATION_MS,
+      auditor: {
+        actor: 'attest serve',
+        log: (event) =>
+          logger.info(
+            { audit: { ...event, at: event.at.toISOString() } },
+            `${event.action} ${event.target} by ${event.actor}`,
+          ),
+      },
+    });
+  const live = make('live');
+  await live.ensureKey();
+  if (!config.testKeys) return { live };
+  const test = make('test');
+  await test.ensureKey();
+  return { live, test };
 }
 
 /** Rejects with the listen error (EADDRINUSE, EACCES) that listening on port/host would meet. */

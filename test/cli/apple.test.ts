@@ -101,6 +101,23 @@ describe('attest apple credentials', () => {
       '--json',
     );
     expect(JSON.parse(again.stdout).result).toBe('replaced');
+    // the text says what was done, and that Apple was not asked
+    const text = await runCli(
+      'apple',
+      'credentials',
+      'add',
+      'ABCDE12345',
+      '--key-id',
+      'KEY7654321',
+      '--private-key-file',
+      file,
+    );
+    expect(text.stdout).toMatch(
+      /^replaced DeviceCheck key KEY7654321 for team ABCDE12345 .*stored, sealed; Apple has not been asked yet/,
+    );
+    expect(text.stdout).not.toMatch(/\bok\b/);
+    const table = await runCli('apple', 'credentials', 'list');
+    expect(table.stdout).toMatch(/not refused by Apple/);
 
     const audit = JSON.parse((await runCli('audit', 'list', '--json')).stdout) as {
       action: string;
@@ -116,6 +133,11 @@ describe('attest apple credentials', () => {
         'apple.credentials.add',
         'apple-team:ABCDE12345',
         { keyId: 'KEY1234567', fingerprint: added.fingerprint },
+      ],
+      [
+        'apple.credentials.replace',
+        'apple-team:ABCDE12345',
+        { keyId: 'KEY7654321', fingerprint: added.fingerprint },
       ],
       [
         'apple.credentials.replace',

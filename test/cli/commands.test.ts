@@ -156,6 +156,10 @@ function commandSuite(where: () => string) {
       '--allow-missing-validation-category',
     );
     expect(set.code).toBe(0);
+    // no DeviceCheck key for the team: the rule can never fire, and the warning says what to add
+    expect(set.stderr).toMatch(
+      /attest: warning: --max-risk-metric 5 can never fire for ABCDE12345\.com\.example\.rules: .*no DeviceCheck key \(attest apple credentials add ABCDE12345 /,
+    );
     expect(set.stdout).toMatch(
       /receipt required, risk <= 5, category appstore\|testflight, bundle >= 4\.2, missing category ok/,
     );

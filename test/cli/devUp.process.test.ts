@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { createRemoteJWKSet, jwtVerify } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { baseEnv, BIN, buildOnce, oneLine, runBin } from '../support/binary.js';
 
@@ -16,6 +17,8 @@ interface DevUp {
   keyId: string;
   dataDir: string;
   appId: string;
+  issuer: string;
+  jwksUrl: string;
   created: { key: boolean; devCa: boolean; app: boolean };
   next: string[];
 }
@@ -95,7 +98,37 @@ describe('attest dev up', { timeout: 90_000 }, () => {
         headers: { 'X-Api-Key': info.key, 'Content-Type': 'application/json' },
         body: JSON.stringify({ attestationToken: mint.stdout.trim(), expectedNonce: nonce }),
       });
-      expect(await res.json()).toMatchObject({ isValid: true, statusCode: 0 });
+      const body = (await res.json()) as { isValid: boolean; resultToken?: string };
+      expect(body).toMatchObject({ isValid: true, statusCode: 0 });
+
+      // its result token: iss its own URL, verified with jose against its own (test) JWKS
+      expect(info.issuer).toBe(info.url);
+      expect(info.jwksUrl).toBe(`${info.url}/.well-known/jwks-test.json`);
+      const discovery = (await (
+        await fetch(`${info.url}/.well-known/openid-configuration`)
+      ).json()) as Record<string, string>;
+      expect(discovery.attest_test_jwks_uri).toBe(info.jwksUrl);
+      const { payload } = await jwtVerify(
+        body.resultToken!,
+        createRemoteJWKSet(new URL(info.jwksUrl)),
+        { issuer: info.url, audience: info.keyId, algorithms: ['ES256'], typ: 'attest-result+jwt' },
+      );
+      expect(payload).toMatchObject({
+        iss: info.url,
+        aud: info.keyId,
+        service: 'apple',
+        test: true,
+      });
+      // a verifier of the live keys refuses it
+      await expect(
+        jwtVerify(
+          body.resultToken!,
+          createRemoteJWKSet(new URL(`${info.url}/.well-known/jwks.json`)),
+          {
+            issuer: info.url,
+          },
+        ),
+      ).rejects.toMatchObject({ code: 'ERR_JWKS_NO_MATCHING_KEY' });
     } finally {
       expect(await run.stop()).toBe(0);
     }

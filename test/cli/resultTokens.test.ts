@@ -146,7 +146,7 @@ describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, (
     [
       'ATTEST_ISSUER',
       'https://attest.example.com/',
-      /ATTEST_ISSUER must be an https URL without .* trailing slash/,
+      /ATTEST_ISSUER must be an https URL .*without .* trailing slash/,
     ],
     ['ATTEST_ISSUER', 'attest.example.com', /ATTEST_ISSUER must be an https URL/],
     ['ATTEST_ISSUER', 'https://attest.example.com?x=1', /ATTEST_ISSUER/],
@@ -196,12 +196,20 @@ describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, (
       ).json()) as JSONWebKeySet;
       expect(jwks.keys).toHaveLength(1);
       // the CLI reaches the running server's database: the first key is listed, audited as the service's
-      const listed = await json<{ kid: string; state: string; published: boolean }[]>(
+      const listed = await json<{ kid: string; mode: string; state: string; published: boolean }[]>(
         'result-keys',
         'list',
         '--json',
       );
-      expect(listed).toMatchObject([{ kid: jwks.keys[0]!.kid, state: 'current', published: true }]);
+      // with ATTEST_TEST_KEYS on, serve also made the first test key, published apart
+      const testJwks = (await (
+        await fetch(`${server.url}/.well-known/jwks-test.json`)
+      ).json()) as JSONWebKeySet;
+      expect(testJwks.keys).toHaveLength(1);
+      expect(listed).toMatchObject([
+        { kid: jwks.keys[0]!.kid, mode: 'live', state: 'current', published: true },
+        { kid: testJwks.keys[0]!.kid, mode: 'test', state: 'current', published: true },
+      ]);
       const created = await json<{ action: string; actor: string; target: string }[]>(
         'audit',
         'list',
@@ -211,6 +219,7 @@ describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, (
       );
       expect(created).toMatchObject([
         { action: 'result_keys.create', actor: 'attest serve', target: jwks.keys[0]!.kid },
+        { action: 'result_keys.create', actor: 'attest serve', target: testJwks.keys[0]!.kid },
       ]);
 
       // rotate: published at once (pending), the old key current until the new one signs
@@ -229,11 +238,13 @@ describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, (
       expect(after.map((k) => [k.kid, k.state])).toEqual([
         [jwks.keys[0]!.kid, 'current'],
         [view.kid, 'pending'],
+        // the test key is not retired by a live rotation
+        [testJwks.keys[0]!.kid, 'current'],
       ]);
       expect(after[0]!.retiredAt).toBe(view.signingFrom);
       const table = (await ok('result-keys', 'list')).stdout;
       expect(table.split('\n')[0]).toMatch(
-        /^KID\s+STATE\s+PUBLISHED\s+CREATED\s+SIGNS FROM\s+RETIRED\s+PUBLISHED UNTIL$/,
+        /^KID\s+MODE\s+STATE\s+PUBLISHED\s+CREATED\s+SIGNS FROM\s+RETIRED\s+PUBLISHED UNTIL$/,
       );
       expect(table).toContain(view.kid);
 

@@ -3,12 +3,16 @@
  * state, the master key id, a server running on the data dir, test keys on or off; exit 3 when
  * the database cannot be reached, with the report printed all the same.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { StatusReport } from '../../src/cli/commands/status.js';
 import { loadConfig } from '../../src/config.js';
+import { createRevocationRepository } from '../../src/db/androidRevocations.js';
 import { startServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { postgresBackend } from '../support/databases.js';
@@ -21,6 +25,7 @@ const VARS = [
   'ATTEST_TEST_KEYS',
   'ATTEST_MASTER_KEY',
   'ATTEST_DB_CONNECT_TIMEOUT',
+  'ATTEST_ANDROID_REVOCATION_URL',
 ];
 
 describe('attest status', { timeout: 120_000 }, () => {
@@ -69,7 +74,14 @@ describe('attest status', { timeout: 120_000 }, () => {
     expect(after.report.receipts).toMatchObject({ teams: 0, receipts: 0 });
 
     const server = await startServer(
-      { ...loadConfig({}, {}), dataDir: join(dir, 'data'), port: 0, host: '127.0.0.1' },
+      {
+        ...loadConfig({}, {}),
+        dataDir: join(dir, 'data'),
+        port: 0,
+        host: '127.0.0.1',
+        // as the CLI's environment says: no refresh from Google in a test
+        androidRevocationUrl: null,
+      },
       captureLogger().logger,
       { migrate: true },
     );
@@ -98,9 +110,89 @@ describe('attest status', { timeout: 120_000 }, () => {
       expect(text.stdout).toMatch(
         /^receipts +0 stored, 0 due, 0 backing off; not refreshed: no DeviceCheck key/m,
       );
+      // a failed refresh shows here, not only in the server's log
+      await createRevocationRepository(server.database.db).recordRefresh(
+        'https://android.googleapis.com/attestation/status answered HTTP 503',
+      );
+      const failed = await status();
+      expect(failed.report.revocationList!.lastRefreshError).toEqual({
+        message: 'https://android.googleapis.com/attestation/status answered HTTP 503',
+        at: expect.any(String),
+      });
+      expect((await runCli('status')).stdout).toMatch(
+        /^revocations .*; LAST REFRESH FAILED at \S+: https:\/\/android\.googleapis\.com\/attestation\/status answered HTTP 503$/m,
+      );
     } finally {
       await server.close();
     }
+  });
+
+  it('embedded: a missing master key file is said, and exits 1; restored, exit 0', async () => {
+    delete process.env.DATABASE_URL;
+    process.env.ATTEST_DATA_DIR = join(dir, 'lost-key');
+    expect((await runCli('db', 'migrate')).code).toBe(0);
+    // something sealed: an Apple DeviceCheck key would do; the master key check row is enough
+    const ok = await status();
+    expect(ok.code).toBe(0);
+    expect(ok.report.masterKeyProblem).toBeNull();
+    const file = join(dir, 'lost-key', 'master.key');
+    renameSync(file, `${file}.away`);
+    const lost = await status();
+    expect(lost.code).toBe(1);
+    expect(lost.report.masterKeyId).toBe(ok.report.masterKeyId);
+    expect(lost.report.masterKeyProblem).toContain(`${file} is missing`);
+    expect(oneLine(lost)).toContain(`${file} is missing`);
+    expect((await runCli('status')).stdout).toMatch(/^master key +[0-9a-f]{16} \(PROBLEM: /m);
+    // another key in its place
+    writeFileSync(file, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
+    const other = await status();
+    expect(other.code).toBe(1);
+    expect(other.report.masterKeyProblem).toMatch(/holds key [0-9a-f]{16}$/);
+    renameSync(`${file}.away`, file);
+    expect((await status()).code).toBe(0);
+  });
+
+  it("--check reaches Google's status list: ok, or failing with the reason and exit 1", async () => {
+    delete process.env.DATABASE_URL;
+    process.env.ATTEST_DATA_DIR = join(dir, 'check');
+    let answer = { status: 200, text: JSON.stringify({ entries: { abc: { status: 'REVOKED' } } }) };
+    const google = createServer((_req, res) => {
+      // no kept-alive socket: the last step finds nobody listening, not a stale connection
+      res.writeHead(answer.status, { 'Content-Type': 'application/json', Connection: 'close' });
+      res.end(answer.text);
+    });
+    await new Promise<void>((r) => google.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(google.address() as AddressInfo).port}/attestation/status`;
+    process.env.ATTEST_ANDROID_REVOCATION_URL = url;
+    const check = async () => {
+      const run = await runCli('status', '--check', '--json');
+      return { ...run, report: JSON.parse(run.stdout) as StatusReport };
+    };
+    try {
+      const ok = await check();
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.report.checks).toEqual([
+        { upstream: 'android-status-list', target: url, state: 'ok', detail: '1 entries' },
+        expect.objectContaining({ upstream: 'play-integrity', state: 'not checked' }),
+        expect.objectContaining({ upstream: 'apple-receipts', state: 'not checked' }),
+      ]);
+      answer = { status: 503, text: 'unavailable' };
+      const down = await check();
+      expect(down.code).toBe(1);
+      expect(down.report.checks![0]).toMatchObject({ state: 'failing', detail: 'HTTP 503' });
+      expect(oneLine(down)).toBe(`attest: android-status-list ${url}: HTTP 503`);
+      answer = { status: 200, text: 'not json' };
+      expect((await check()).report.checks![0]!.detail).toMatch(/^not a status list/);
+      // without --check nothing is reached
+      const plain = await status();
+      expect(plain.report.checks).toBeUndefined();
+    } finally {
+      await new Promise<void>((r) => google.close(() => r()));
+    }
+    // nobody listening
+    const refused = await check();
+    expect(refused.code).toBe(1);
+    expect(refused.report.checks![0]).toMatchObject({ state: 'failing', detail: 'ECONNREFUSED' });
   });
 
   it('PostgreSQL unreachable: the report without the password, then exit 3 with one line', async () => {

@@ -408,6 +408,13 @@ describe('client against a fault server', () => {
     const { attest, waits } = client({ baseUrl: closedUrl, initRetries: 2 });
     const err = await caught(attest.init());
     expect(err).toBeInstanceOf(AttestNetworkError);
+    // it names the URL it tried
+    const initUrl = new URL(
+      'api/v1/attestation/init',
+      closedUrl.endsWith('/') ? closedUrl : `${closedUrl}/`,
+    ).href;
+    expect(err).toMatchObject({ url: initUrl });
+    expect((err as Error).message).toContain(initUrl);
     expect(waits).toHaveLength(2);
     const v = client({ baseUrl: closedUrl });
     expect(

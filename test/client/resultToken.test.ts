@@ -141,6 +141,69 @@ describe('verifyResultToken', () => {
         }),
       ),
     ).toBe('keys_unavailable');
+    // the error names the URL it tried
+    await expect(
+      verifyResultToken(jwt, { issuer: ISSUER, audience: key.id, jwksUrl: JWKS_URL, fetch: down }),
+    ).rejects.toMatchObject({
+      jwksUrl: JWKS_URL,
+      message: expect.stringContaining(`(keys: ${JWKS_URL})`),
+    });
     await expect(verifyResultToken('', options())).rejects.toThrow(TypeError);
+  });
+
+  it("a test key's token is refused unless acceptTestTokens; accepted, it verifies against the test JWKS only", async () => {
+    const keys = createResultKeyRepository(db.db, TEST_SECRETS);
+    const live = createResultTokenSigner({
+      keys,
+      issuer: ISSUER,
+      ttlSeconds: 300,
+      refreshMs: 5000,
+    });
+    const test = createResultTokenSigner({
+      keys,
+      issuer: ISSUER,
+      ttlSeconds: 300,
+      refreshMs: 5000,
+      mode: 'test',
+    });
+    const testKey = await issueKey(db, { name: 'rp test', mode: 'test', resultTokens: true });
+    const app = createTestService(db, {
+      resultTokens: live,
+      testResultTokens: test,
+      testKeys: true,
+    }).app;
+    const seen: string[] = [];
+    const viaApp = (async (input: string | URL | Request, init?: RequestInit) => {
+      const url = input instanceof Request ? input.url : String(input);
+      seen.push(url);
+      return app.request(url, init);
+    }) as typeof fetch;
+    const nonce = randomBytes(32);
+    const client = createAttestClient({ baseUrl: BASE, apiKey: testKey.key, fetch: viaApp });
+    const result = await client.verify({
+      attestationToken: b64(token(nonce)),
+      expectedNonce: nonce,
+    });
+    if (!result.isValid) throw new Error('not valid');
+    const jwt = result.resultToken!;
+    const base = { issuer: ISSUER, audience: testKey.id, fetch: viaApp };
+
+    expect(await problem(verifyResultToken(jwt, { ...base, jwksUrl: JWKS_URL }))).toBe(
+      'test_token',
+    );
+    // refused before any key is fetched
+    expect(seen.filter((u) => u.includes('/.well-known/'))).toEqual([]);
+    const claims = await verifyResultToken(jwt, {
+      ...base,
+      acceptTestTokens: true,
+      testJwksUrl: `${BASE}/.well-known/jwks-test.json`,
+    });
+    expect(claims.test).toBe(true);
+    // told to look for it in the live keys, it is not there
+    expect(
+      await problem(
+        verifyResultToken(jwt, { ...base, acceptTestTokens: true, testJwksUrl: JWKS_URL }),
+      ),
+    ).toBe('signature');
   });
 });

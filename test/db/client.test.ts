@@ -11,6 +11,7 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lockInfoFor } from '../../src/db/dataDirLock.js';
 import {
   DataDirUnsafeError,
   DatabaseBusyError,
@@ -62,9 +63,7 @@ describe('openDatabase: the embedded data dir lock', () => {
     const handle = await openDatabase({ dataDir: dir, role: 'cli' });
     try {
       expect(handle.kind).toBe('embedded');
-      expect(JSON.parse(readFileSync(join(dir, 'attest.lock'), 'utf8'))).toEqual({
-        pid: process.pid,
-      });
+      expect(JSON.parse(readFileSync(join(dir, 'attest.lock'), 'utf8'))).toEqual(lockInfoFor());
     } finally {
       await handle.close();
     }

@@ -279,13 +279,16 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
   });
 
   /** the ledger (examples/rp-node/ledger.js) on a port of its own, trusting `audience` */
-  async function startLedger(audience: string) {
+  async function startLedger(audience: string, acceptTestTokens = true) {
     const lines: Record<string, unknown>[] = [];
     const app = createLedgerApp({
       issuer: ISSUER,
       audience,
       // the issuer's host is not this test's: the keys come from the service itself
       jwksUrl: `${url}/.well-known/jwks.json`,
+      // the RP's key is a test key: its tokens are test tokens, which this test ledger accepts
+      acceptTestTokens,
+      testJwksUrl: `${url}/.well-known/jwks-test.json`,
       log: (line) => lines.push(line),
     });
     const server = serve({ fetch: app.fetch, port: 0, hostname: '127.0.0.1' });
@@ -322,6 +325,18 @@ describe('examples/rp-node against attest serve', { timeout: 60_000 }, () => {
       const apple = await login(rp, first.challengeId, await mintApple('ledger.json', first.nonce));
       expect(apple.status).toBe(200);
       expect((apple.body.ledger as { device: string }).device).toMatch(/^[A-Za-z0-9+/]{43}=$/);
+    } finally {
+      await ledger.close();
+    }
+  });
+
+  it("deny: a ledger that does not accept test tokens refuses a test key's token (test_token)", async () => {
+    const ledger = await startLedger(tokensKey.id, false);
+    try {
+      const rp = rpWithLedger(tokensKey.key, ledger.url);
+      const first = await challenge(rp);
+      expect((await login(rp, first.challengeId, await mintGms(first.nonce))).status).toBe(403);
+      expect(ledger.lines.at(-1)).toMatchObject({ problem: 'test_token' });
     } finally {
       await ledger.close();
     }

@@ -6,17 +6,20 @@
  *
  * Properties: nothing throws but `Rejection` (a thrown fault is a 500 in the service); a mutated
  * registration is accepted only when its certificate chain, keyId and package are unchanged;
- * each input finishes within a bound far above its normal cost.
+ * each input finishes within a bound far above its normal cost. Chains assembled from hostile
+ * issuers (a big RSA exponent, a fan-out of one name and key; test/support/hostileAndroidChains.ts)
+ * and real ones cost at most one signature check per link plus two root tries, and no signature
+ * is ever checked with a key outside the profile.
  *
  * Seeded and small by default; a longer run: FUZZ_RUNS=20000 npx vitest run test/fuzz
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate, type KeyObject } from 'node:crypto';
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { readAttestationCertificate } from '../../src/core/android/attestationCertificate.js';
 import { KEY_DESCRIPTION_OID, parseKeyDescription } from '../../src/core/android/keyDescription.js';
 import { revocationListOf } from '../../src/core/android/revocationList.js';
-import { defaultAndroidRoots } from '../../src/core/android/trustRoots.js';
+import { aospSoftwareRoots, defaultAndroidRoots } from '../../src/core/android/trustRoots.js';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { decodeStrictCbor } from '../../src/core/cbor.js';
 import {
@@ -27,12 +30,15 @@ import {
 import { Rejection } from '../../src/core/reasons.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH, verifyToken } from '../../src/core/verify.js';
+import { encodeAndroidKeyToken } from '../../src/core/dev/encodeToken.js';
+import { ANDROID_NOW, ANDROID_PACKAGE, androidKeyPolicy } from '../support/androidFactory.js';
 import {
   loadAndroidVectors,
   vectorPolicy,
   vectorToken,
   type AndroidVector,
 } from '../support/androidVectors.js';
+import { bigExponentKey, ecKey, hostileChainToken } from '../support/hostileAndroidChains.js';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 0) || undefined;
 const SEED = Number(process.env.FUZZ_SEED ?? 20261125);
@@ -215,6 +221,89 @@ describe('fuzz: android-key', () => {
           if (outcome?.ok) expect(significant(token)).toBe(fingerprint);
         }),
         params(60),
+      );
+    },
+    LONG_RUN_TIMEOUT,
+  );
+});
+
+describe('fuzz: hostile android-key chains (big exponent, fan-out, real issuers mixed in)', () => {
+  let leaves: Uint8Array[];
+  let pool: Uint8Array[];
+  const nonce = randomBytes(32);
+  beforeAll(async () => {
+    const big = await hostileChainToken({ length: 4, key: await bigExponentKey(), nonce });
+    const fan = await hostileChainToken({
+      length: 4,
+      key: await ecKey('P-384'),
+      nonce,
+      sharedName: true,
+    });
+    const real = vectors.flatMap((v) =>
+      v.chain.map((c) => new Uint8Array(Buffer.from(c, 'base64'))),
+    );
+    leaves = [big.chain[0]!, fan.chain[0]!, real[0]!];
+    pool = [...big.chain.slice(1), ...fan.chain.slice(1), ...real];
+  }, 120_000);
+
+  it(
+    'a chain of up to ten pooled certificates: rejected, within a signature-check bound, never with a key out of profile',
+    async () => {
+      const verifiers = () =>
+        buildVerifiers({
+          allowlist: createMemoryAllowlist({ android: [androidKeyPolicy()] }),
+          appleKeys: createMemoryAppleKeyStore(),
+          appleRoots: defaultAppleRoots(),
+          android: {
+            keys: createMemoryAndroidKeyStore(),
+            roots: defaultAndroidRoots(),
+            revocations: () => revocationListOf(new Map()),
+          },
+        });
+      // the root keys are known ones (the AOSP RSA root is RSA-1024, tried only to name it)
+      const known = [...defaultAndroidRoots(), ...aospSoftwareRoots()].map((r) => r.spki);
+      const inProfile = (key: KeyObject) => {
+        const spki = key.export({ type: 'spki', format: 'der' });
+        if (known.some((k) => k.equals(spki))) return true;
+        const d = key.asymmetricKeyDetails ?? {};
+        return key.asymmetricKeyType === 'ec'
+          ? ['prime256v1', 'secp384r1'].includes(d.namedCurve ?? '')
+          : key.asymmetricKeyType === 'rsa' &&
+              d.publicExponent === 65537n &&
+              (d.modulusLength ?? 0) >= 2048 &&
+              (d.modulusLength ?? 0) <= 4096;
+      };
+      await fc.assert(
+        fc.asyncProperty(
+          fc.nat({ max: 2 }),
+          fc.array(fc.nat({ max: 1000 }), { minLength: 0, maxLength: 9 }),
+          async (leaf, picks) => {
+            const chain = [leaves[leaf]!, ...picks.map((i) => pool[i % pool.length]!)];
+            const token = encodeAndroidKeyToken({
+              nonce,
+              packageName: ANDROID_PACKAGE,
+              keyId: new Uint8Array(32),
+              certificateChain: chain,
+            });
+            const spy = vi.spyOn(X509Certificate.prototype, 'verify');
+            try {
+              const outcome = (await bounded(
+                () =>
+                  verifyToken(
+                    { token, expectedNonce: nonce },
+                    { now: () => ANDROID_NOW, verifiers: verifiers() },
+                  ),
+                [],
+              )) as Awaited<ReturnType<typeof verifyToken>>;
+              expect(outcome.ok).toBe(false);
+              expect(spy.mock.calls.length).toBeLessThanOrEqual(chain.length + 1);
+              for (const [key] of spy.mock.calls) expect(inProfile(key as KeyObject)).toBe(true);
+            } finally {
+              spy.mockRestore();
+            }
+          },
+        ),
+        params(80),
       );
     },
     LONG_RUN_TIMEOUT,

@@ -235,6 +235,102 @@ describe.each(backends())('result tokens on $name', (backend) => {
   });
 });
 
+describe.each(backends())('test-mode result tokens on $name', (backend) => {
+  const db = useDatabase(backend);
+  let live: ReturnType<typeof createResultTokenSigner>;
+  let test: ReturnType<typeof createResultTokenSigner>;
+  let service: ReturnType<typeof createTestService>;
+
+  beforeEach(async () => {
+    const keys = createResultKeyRepository(db.db, TEST_SECRETS);
+    const options = { keys, issuer: ISSUER, ttlSeconds: 300, refreshMs: 5000 };
+    live = createResultTokenSigner(options);
+    test = createResultTokenSigner({ ...options, mode: 'test' });
+    await live.ensureKey();
+    await test.ensureKey();
+    service = createTestService(db, {
+      resultTokens: live,
+      testResultTokens: test,
+      testKeys: true,
+    });
+  });
+
+  const jwksAt = async (path: string) => {
+    const res = await service.app.request(`${BASE}${path}`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('cache-control')).toBe('max-age=300');
+    return (await res.json()) as JSONWebKeySet;
+  };
+  const tokenOf = async (key: string) => {
+    const nonce = randomBytes(32);
+    const res = await verify(service.app, key, {
+      attestationToken: b64(token(nonce)),
+      expectedNonce: nonce.toString('base64'),
+    });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { resultToken: string }).resultToken;
+  };
+
+  it("a test key's token is signed by a test key: it does not verify against /.well-known/jwks.json, does against /.well-known/jwks-test.json, and says test: true", async () => {
+    const key = await issueKey(db, { name: 'test', mode: 'test', resultTokens: true });
+    const jwt = await tokenOf(key.key);
+    const liveJwks = await jwksAt('/.well-known/jwks.json');
+    const testJwks = await jwksAt('/.well-known/jwks-test.json');
+    // two disjoint key sets
+    expect(liveJwks.keys).toHaveLength(1);
+    expect(testJwks.keys).toHaveLength(1);
+    expect(liveJwks.keys[0]!.kid).not.toBe(testJwks.keys[0]!.kid);
+
+    const options = { issuer: ISSUER, audience: key.id, algorithms: ['ES256'] };
+    await expect(jwtVerify(jwt, createLocalJWKSet(liveJwks), options)).rejects.toMatchObject({
+      code: 'ERR_JWKS_NO_MATCHING_KEY',
+    });
+    const { payload } = await jwtVerify(jwt, createLocalJWKSet(testJwks), options);
+    expect(Object.keys(payload)).toEqual([...CLAIMS, 'test']);
+    expect(payload.test).toBe(true);
+  });
+
+  it("a live key's token is signed by a live key and carries no test claim", async () => {
+    const key = await issueKey(db, { name: 'live', resultTokens: true });
+    const jwt = await tokenOf(key.key);
+    const options = { issuer: ISSUER, audience: key.id };
+    await expect(
+      jwtVerify(jwt, createLocalJWKSet(await jwksAt('/.well-known/jwks-test.json')), options),
+    ).rejects.toMatchObject({ code: 'ERR_JWKS_NO_MATCHING_KEY' });
+    const { payload } = await jwtVerify(
+      jwt,
+      createLocalJWKSet(await jwksAt('/.well-known/jwks.json')),
+      options,
+    );
+    expect(Object.keys(payload)).toEqual(CLAIMS);
+  });
+
+  it('openid-configuration names the test JWKS beside the live one; without a test signer it is 404', async () => {
+    const res = await service.app.request(`${BASE}/.well-known/openid-configuration`);
+    expect(await res.json()).toEqual({
+      issuer: ISSUER,
+      jwks_uri: `${ISSUER}/.well-known/jwks.json`,
+      attest_test_jwks_uri: `${ISSUER}/.well-known/jwks-test.json`,
+    });
+    const liveOnly = createTestService(db, { resultTokens: live });
+    expect((await liveOnly.app.request(`${BASE}/.well-known/jwks-test.json`)).status).toBe(404);
+  });
+
+  it('rotating the test keys leaves the live keys alone', async () => {
+    const keys = createResultKeyRepository(db.db, TEST_SECRETS);
+    const before = (await keys.list(undefined, 'live')).map((k) => k.id);
+    const { newResultSigningKey } = await import('../../src/core/resultToken.js');
+    await keys.rotate(await newResultSigningKey(), 6, undefined, 'test');
+    expect((await keys.list(undefined, 'live')).map((k) => k.id)).toEqual(before);
+    const tests = await keys.list(undefined, 'test');
+    expect(tests).toHaveLength(2);
+    expect(tests.every((k) => k.mode === 'test')).toBe(true);
+    // the first test key is retired by the second test key, not by any live key
+    expect(tests[0]!.retiredAt).not.toBeNull();
+    expect((await keys.list(undefined, 'live'))[0]!.retiredAt).toBeNull();
+  });
+});
+
 describe.each(backends())('turning result tokens on and off on $name', (backend) => {
   const db = useDatabase(backend);
 

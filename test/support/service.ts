@@ -110,7 +110,9 @@ export interface ServiceOptions {
   ready?: () => Promise<boolean>;
   sessions?: AppDeps['sessions'];
   onBackendTimeout?: () => void;
+  breaker?: AppDeps['breaker'];
   resultTokens?: AppDeps['resultTokens'];
+  testResultTokens?: AppDeps['testResultTokens'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -132,8 +134,10 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     sessionTtlSeconds: options.sessionTtlSeconds ?? 300,
     ...(options.requestDeadlineMs ? { requestDeadlineMs: options.requestDeadlineMs } : {}),
     ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
+    ...(options.breaker ? { breaker: options.breaker } : {}),
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
+    ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }

@@ -33,6 +33,7 @@ import {
   type KeyAttestationFlags,
 } from '../keyAttestationOptions.js';
 import { printJson, printTable } from '../output.js';
+import { warnRiskMetricWithoutKey } from './apple.js';
 
 /**
  * `TEAMID.bundle.id`: a 10-character team ID, a dot, a bundle ID. `_` is allowed in the bundle
@@ -133,6 +134,7 @@ Examples:
             process.stdout.write(
               `${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''}${describeApplePolicy(stored)})\n`,
             );
+          await warnRiskMetricWithoutKey(admin, appId, stored.maxRiskMetric);
         },
         { auditor },
       );

@@ -2,12 +2,31 @@ import { Command } from 'commander';
 import { readReceiptFacts } from '../../core/apple/verifyReceipt.js';
 import { decodeBase64 } from '../../core/base64.js';
 import { APPLE_KEY_ID, APPLE_TEAM_ID, parseDeviceCheckKey } from '../../db/appleCredentials.js';
+import type { Admin } from '../admin.js';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, withAdmin } from '../context.js';
 import { readCliFileSync } from '../inputFiles.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
 import { safeText } from '../terminalText.js';
+
+/**
+ * Warns on stderr when an app's `--max-risk-metric` can never fire: the risk metric comes only
+ * from receipts serve refreshes with Apple, which needs the team's DeviceCheck key.
+ */
+export async function warnRiskMetricWithoutKey(
+  admin: Admin,
+  appId: string,
+  maxRiskMetric: number | null | undefined,
+): Promise<void> {
+  if (maxRiskMetric === null || maxRiskMetric === undefined) return;
+  const teamId = appId.slice(0, appId.indexOf('.'));
+  const teams = await admin.run('apple.credentials.list', {});
+  if (teams.some((c) => c.teamId === teamId)) return;
+  process.stderr.write(
+    `attest: warning: --max-risk-metric ${maxRiskMetric} can never fire for ${appId}: the risk metric comes from receipts refreshed with Apple, and team ${teamId} has no DeviceCheck key (attest apple credentials add ${teamId} --key-id KEY_ID --private-key-file AuthKey_KEY_ID.p8)\n`,
+  );
+}
 
 /** `attest apple`: DeviceCheck credentials for receipt refresh, and stored receipts. */
 export function appleCommand(): Command {
@@ -80,7 +99,7 @@ Examples:
             if (opts.json) printJson({ teamId, keyId, fingerprint, result });
             else
               process.stdout.write(
-                `${result} DeviceCheck key ${keyId} for team ${teamId} (fingerprint ${fingerprint}): receipts of ${teamId}.* apps are refreshed by attest serve\n`,
+                `${result} DeviceCheck key ${keyId} for team ${teamId} (fingerprint ${fingerprint}): stored, sealed; Apple has not been asked yet (attest serve uses it at its next receipt refresh; "attest status --check" asks Apple now)\n`,
               );
           },
           { auditor },
@@ -113,7 +132,10 @@ Examples:
             c.keyId,
             c.fingerprint,
             c.createdAt.toISOString(),
-            c.rejectedAt ? `refused by Apple since ${c.rejectedAt.toISOString()}` : 'ok',
+            // a key Apple never refused may still be one it was never asked about
+            c.rejectedAt
+              ? `refused by Apple since ${c.rejectedAt.toISOString()}`
+              : 'not refused by Apple',
           ]),
         );
       });

@@ -1,7 +1,8 @@
-import { existsSync } from 'node:fs';
+import { createReadStream, existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ConfigError } from '../../config.js';
+import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES } from '../../db/backupArchive.js';
 import { DatabaseBusyError, PG_DIR, restoreEmbedded } from '../../db/client.js';
 import { readMasterKeyFile, rotateDefaultKeyFile } from '../../db/masterKey.js';
 import { runMigrations } from '../../db/migrate.js';
@@ -17,11 +18,8 @@ import {
   withDatabase,
 } from '../context.js';
 import { durationProblem, parseDuration } from '../../duration.js';
-import { runtimeError, usageError } from '../errors.js';
-import { readCliFileSync } from '../inputFiles.js';
+import { CliError, runtimeError, usageError } from '../errors.js';
 
-// far above any attest database, far below what would exhaust the machine
-const BACKUP_MAX_BYTES = 2 * 1024 ** 3;
 import { printJson, printTable } from '../output.js';
 
 export function dbCommand(): Command {
@@ -243,6 +241,10 @@ Example:
   db.command('restore')
     .description('create the embedded database from a backup, in a data dir that has none')
     .argument('<file>', 'a file made by "attest db backup"')
+    .option(
+      '--max-unpacked <MiB>',
+      `the most the backup may unpack to, in MiB (default ${DEFAULT_MAX_UNPACKED_BYTES / 1024 ** 2})`,
+    )
     .option('--json', 'print {"dataDir"}')
     .addHelpText(
       'after',
@@ -255,7 +257,7 @@ copied into the data dir). On PostgreSQL use pg_restore.
 Example:
   $ ATTEST_DATA_DIR=/srv/attest-restored attest db restore /var/backups/attest-2026-01-23.tgz`,
     )
-    .action(async (file: string, opts: { json?: boolean }) => {
+    .action(async (file: string, opts: { json?: boolean; maxUnpacked?: string }) => {
       const cfg = config();
       if (cfg.databaseUrl)
         throw usageError(
@@ -266,18 +268,27 @@ Example:
         throw usageError(
           `${dataDir} already holds a database: restore into a data dir without one (set ATTEST_DATA_DIR to a new folder)`,
         );
-      // a regular file only, bounded like every file the CLI reads
-      const backup = readCliFileSync(file, { maxBytes: BACKUP_MAX_BYTES, what: 'the backup' });
-      // PGlite's dump is a gzipped tar
-      if (backup.length < 2 || backup[0] !== 0x1f || backup[1] !== 0x8b)
-        throw usageError(`${file} is not a backup made by "attest db backup" (not gzip)`);
+      const maxBytes = unpackedLimit(opts.maxUnpacked);
+      // a regular file, read as it streams (never whole): the unpacking counts and stops
+      let backup;
       try {
-        await restoreEmbedded(dataDir, new Blob([new Uint8Array(backup)]));
+        if (!statSync(file).isFile()) throw usageError(`${file} is not a regular file`);
+        backup = createReadStream(file);
+      } catch (err) {
+        if (err instanceof CliError) throw err;
+        throw usageError(`${file} cannot be read (${(err as { code?: string }).code ?? 'error'})`);
+      }
+      try {
+        await restoreEmbedded(dataDir, backup, { maxBytes });
       } catch (err) {
         if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
-        throw usageError(
-          `${file} could not be restored (${(err as Error).message.split('\n')[0]}): is it a backup made by "attest db backup"?`,
-        );
+        if (err instanceof BackupRefusedError)
+          throw usageError(
+            `${file} is not a backup made by "attest db backup": ${err.message}; nothing was restored`,
+          );
+        throw err;
+      } finally {
+        backup.destroy();
       }
       if (opts.json) printJson({ dataDir });
       else
@@ -287,4 +298,12 @@ Example:
     });
 
   return db;
+}
+
+/** `--max-unpacked` in bytes: a whole number of MiB, at least 1. */
+function unpackedLimit(value: string | undefined): number {
+  if (value === undefined) return DEFAULT_MAX_UNPACKED_BYTES;
+  if (!/^[1-9][0-9]{0,6}$/.test(value))
+    throw usageError(`--max-unpacked takes a whole number of MiB, not ${JSON.stringify(value)}`);
+  return Number(value) * 1024 ** 2;
 }

@@ -24,6 +24,7 @@ import { runtimeError, settingError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { stopOnSignal } from './serve.js';
 import { APPLE_APP_ID } from './allowlist.js';
+import { TEST_JWKS_PATH } from '../../core/resultToken.js';
 
 /** The development data dir `attest dev up` uses unless told otherwise. */
 export const DEV_DATA_DIR = './.attest-dev';
@@ -38,6 +39,10 @@ export interface DevUpInfo {
   keyId: string;
   dataDir: string;
   appId: string;
+  /** the `iss` of its result tokens (its own URL, unless --host is not loopback) */
+  issuer: string;
+  /** where its result tokens' keys are: its key is a test key, so the test JWKS */
+  jwksUrl: string;
   /** what this run made (false: it was there already) */
   created: { key: boolean; devCa: boolean; app: boolean };
   /** the next commands, for a second shell */
@@ -57,13 +62,18 @@ export function devUpCommand(): Command {
     )
     .option('--host <h>', 'listen address (default 127.0.0.1)')
     .option('--app-id <id>', 'an App Attest app ID to allowlist', EXAMPLE_APP_ID)
-    .option('--json', 'print {"url","key","keyId","dataDir","appId","created","next"}')
+    .option(
+      '--json',
+      'print {"url","key","keyId","dataDir","appId","issuer","jwksUrl","created","next"}',
+    )
     .addHelpText(
       'after',
       `
 Prints URL=, KEY= and ATTEST_DATA_DIR= (one per line, so a shell can source them) and the next
 commands; the service log goes to <data-dir>/attest.log (or ATTEST_LOG_FILE). A data dir that
-holds live API keys is refused: dev up is for development data only.
+holds live API keys is refused: dev up is for development data only. Its key has result tokens
+on: test-mode tokens (test: true) whose iss is its own URL (http, allowed on loopback only), with
+their keys at <url>/.well-known/jwks-test.json.
 
 Examples:
   $ attest dev up
@@ -91,6 +101,14 @@ Examples:
           testKeys: true,
         };
         const auditor = auditorFor(command);
+        // result tokens name dev up's own URL as issuer: http, so on loopback only (a wildcard
+        // address is reached through loopback); elsewhere ATTEST_ISSUER must give an https one
+        let ownUrl: string | undefined;
+        const ownIssuer = servesLoopback(cfg.host) ? () => ownUrl! : undefined;
+        if (!ownIssuer && !cfg.issuer)
+          throw usageError(
+            `--host ${cfg.host} is not a loopback address: result tokens need ATTEST_ISSUER (an https URL) there, since an http issuer is allowed on loopback only`,
+          );
         const [{ createLogger }, { startServer }] = await Promise.all([
           import('../../server/logger.js'),
           import('../../server/start.js'),
@@ -101,6 +119,7 @@ Examples:
         try {
           server = await startServer(cfg, logger, {
             migrate: true,
+            ...(ownIssuer ? { ownIssuer } : {}),
             onProgress: (message) => process.stderr.write(`${message}\n`),
           });
         } catch (err) {
@@ -111,6 +130,7 @@ Examples:
           process.stderr.write(
             `attest: created a master key in ${server.masterKey.source}: back it up with the data dir (not inside the same backup)\n`,
           );
+        ownUrl = reachableUrl(server.url);
         let info: DevUpInfo;
         try {
           info = await prepare(server, cfg, opts.appId, auditor);
@@ -150,6 +170,9 @@ async function prepare(
   const kept = await keptKey(handle, cfg.dataDir);
   let key = kept;
   let created = false;
+  // a key kept from a run before result tokens came to dev up gets them now
+  if (kept && !(await createApiKeyRepository(handle.db).find(parseApiKey(kept)!.id))?.resultTokens)
+    await admin.run('keys.setResultTokens', { id: parseApiKey(kept)!.id, on: true });
   if (!key) {
     const made = generateApiKey(cfg.apiKeyPrefix);
     await admin.run('keys.create', {
@@ -159,7 +182,7 @@ async function prepare(
       precheck: apiKeyCheck(made.key),
       expiresInSeconds: null,
       mode: 'test',
-      resultTokens: false,
+      resultTokens: true,
     });
     key = made.key;
     created = true;
@@ -168,11 +191,14 @@ async function prepare(
   }
   server.reloadNow();
   const url = reachableUrl(server.url);
+  const issuer = servesLoopback(cfg.host) ? url : cfg.issuer!;
   const cli = invokedAs();
   return {
     url,
     key,
     keyId: parseApiKey(key)!.id,
+    issuer,
+    jwksUrl: `${issuer}${TEST_JWKS_PATH}`,
     dataDir: cfg.dataDir,
     appId,
     created: { key: created, devCa: stored, app },
@@ -217,10 +243,17 @@ function describe(info: DevUpInfo): string {
     `ATTEST_DATA_DIR=${shellWord(info.dataDir)}`,
     `# attest dev up (pid ${process.pid}) serves until Ctrl-C; log: ${join(info.dataDir, 'attest.log')}`,
     `# test key ${info.keyId}${info.created.key ? ' (new)' : ''}, development CA${info.created.devCa ? ' (new)' : ''}, ${info.appId} allowlisted`,
+    `# result tokens: iss ${info.issuer}, test: true, keys at ${info.jwksUrl}`,
     '# next, in another shell:',
     ...info.next.map((c) => `#   ${c}`),
     '',
   ].join('\n');
+}
+
+/** Whether the service is reached through loopback when it listens on `host`. */
+function servesLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '');
+  return h === '0.0.0.0' || h === '::' || h === '::1' || h === 'localhost' || /^127\./.test(h);
 }
 
 /** A wildcard listen address is reached through loopback. */

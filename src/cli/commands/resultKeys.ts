@@ -11,8 +11,10 @@ export type ResultKeyState = 'pending' | 'current' | 'retired';
 /** A signing key as `result-keys list` shows it: ids, states and dates, never key bytes. */
 export interface ResultKeyView {
   kid: string;
+  /** live, or test (signs test-mode keys' tokens; published at /.well-known/jwks-test.json) */
+  mode: 'live' | 'test';
   state: ResultKeyState;
-  /** in /.well-known/jwks.json */
+  /** in its JWKS (/.well-known/jwks.json, or jwks-test.json for a test key) */
   published: boolean;
   createdAt: string;
   signingFrom: string;
@@ -27,6 +29,7 @@ export function viewOf(record: Omit<ResultKeyRecord, 'sealed'>, ttlSeconds: numb
   const retired = record.retiredMsAgo !== null && record.retiredMsAgo >= 0;
   return {
     kid: record.id,
+    mode: record.mode,
     state: record.signingInMs > 0 ? 'pending' : retired ? 'retired' : 'current',
     published: record.retiredMsAgo === null || record.retiredMsAgo < publishMs,
     createdAt: record.createdAt.toISOString(),
@@ -40,7 +43,9 @@ export function viewOf(record: Omit<ResultKeyRecord, 'sealed'>, ttlSeconds: numb
 
 export function resultKeysCommand(): Command {
   const keys = new Command('result-keys')
-    .description('the keys that sign result tokens (published at /.well-known/jwks.json)')
+    .description(
+      'the keys that sign result tokens (published at /.well-known/jwks.json; test-mode keys at /.well-known/jwks-test.json)',
+    )
     .addHelpText(
       'after',
       '\nExamples:\n  $ attest result-keys list\n  $ attest result-keys rotate',
@@ -51,19 +56,20 @@ export function resultKeysCommand(): Command {
     .description(
       `make a new signing key: published at once, it signs from ${ROTATION_DELAY_SECONDS} s later, when every instance has it; the previous key stays published until its last token expires (+1 h)`,
     )
+    .option('--test', "rotate the test keys (test-mode API keys' tokens) instead of the live ones")
     .option('--json', 'print the new key (kid, dates) as JSON')
     .addHelpText('after', '\nExample:\n  $ attest result-keys rotate --json')
-    .action(async (opts: { json?: boolean }, command: Command) => {
+    .action(async (opts: { json?: boolean; test?: boolean }, command: Command) => {
       const auditor = auditorFor(command);
       const ttl = config().resultTokenTtlSeconds ?? DEFAULT_RESULT_TOKEN_TTL_SECONDS;
       await withAdmin(
         async (admin) => {
-          const record = await admin.run('resultKeys.rotate', {});
+          const record = await admin.run('resultKeys.rotate', opts.test ? { mode: 'test' } : {});
           const view = viewOf(record, ttl);
           if (opts.json) printJson(view);
           else
             process.stdout.write(
-              `new result signing key ${view.kid}: published now, signs from ${when(record.signingFrom)}\n`,
+              `new ${view.mode === 'test' ? 'test ' : ''}result signing key ${view.kid}: published now, signs from ${when(record.signingFrom)}\n`,
             );
         },
         { auditor },
@@ -91,9 +97,19 @@ export function resultKeysCommand(): Command {
         }
         const date = (iso: string | null) => when(iso === null ? null : new Date(iso));
         printTable(
-          ['KID', 'STATE', 'PUBLISHED', 'CREATED', 'SIGNS FROM', 'RETIRED', 'PUBLISHED UNTIL'],
+          [
+            'KID',
+            'MODE',
+            'STATE',
+            'PUBLISHED',
+            'CREATED',
+            'SIGNS FROM',
+            'RETIRED',
+            'PUBLISHED UNTIL',
+          ],
           views.map((v) => [
             v.kid,
+            v.mode,
             v.state,
             v.published ? 'yes' : 'no',
             date(v.createdAt),

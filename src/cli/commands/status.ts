@@ -3,12 +3,28 @@ import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { lockHolder, redactUrl } from '../../db/client.js';
 import { processName } from '../../db/processName.js';
-import { androidRevocationUrl } from '../../config.js';
+import { androidRevocationUrl, type Config } from '../../config.js';
+import { DEFAULT_MASTER_KEY_FILE, readMasterKeyFile } from '../../db/masterKey.js';
+import { toMasterKey } from '../../db/secretBox.js';
+import { parseRevocationDocument } from '../../core/android/revocationList.js';
 import type { ReceiptRefreshSummary } from '../../db/receiptRefreshQueue.js';
 import type { Admin } from '../admin.js';
 import { config, withAdmin } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { printJson } from '../output.js';
+
+/** One upstream reached by `attest status --check`. */
+export interface UpstreamCheck {
+  upstream: 'android-status-list' | 'play-integrity' | 'apple-receipts';
+  /** the URL reached */
+  target: string;
+  state: 'ok' | 'failing' | 'not checked';
+  detail: string;
+}
+
+/** How long one upstream check may take, and how much of its answer is read. */
+const CHECK_TIMEOUT_MS = 10_000;
+const CHECK_MAX_BYTES = 16 * 1024 * 1024;
 
 /** What `attest status --json` prints. */
 export interface StatusReport {
@@ -17,6 +33,11 @@ export interface StatusReport {
   schema: { applied: number; pending: number; state: 'current' | 'pending' } | null;
   /** the master key the database's secrets are sealed with (null: none recorded yet) */
   masterKeyId: string | null;
+  /**
+   * Why this configuration cannot open those secrets (null: it can, or nothing is sealed yet):
+   * the key file is missing or unreadable, or it holds another key. Exit 1.
+   */
+  masterKeyProblem: string | null;
   /** a server holding this embedded data dir (null: none; PostgreSQL deployments are not tracked) */
   server: { pid: number; process: string; address: string | null } | null;
   /** test API keys accepted by a server started with this configuration (ATTEST_TEST_KEYS) */
@@ -33,7 +54,14 @@ export interface StatusReport {
     ageSeconds: number;
     entries: number;
     refreshFrom: string | null;
+    /** why serve's last refresh from refreshFrom failed, and when (null: it succeeded, or none ran) */
+    lastRefreshError: { message: string; at: string } | null;
   } | null;
+  /**
+   * With --check: each upstream this deployment uses, reached now, ok or failing with the reason
+   * (absent without --check). Exit 1 when one fails.
+   */
+  checks?: UpstreamCheck[];
   /** the App Attest receipt refresh schedule (null when the database could not be read) */
   receipts:
     (Omit<ReceiptRefreshSummary, 'lastRefreshedAt'> & { lastRefreshedAt: string | null }) | null;
@@ -45,19 +73,26 @@ export function statusCommand(): Command {
       'what this deployment is: database, schema state, master key id, running server, test keys, Android status list age, receipt refresh state',
     )
     .option(
+      '--check',
+      "reach each upstream this deployment uses now (Google's Android status list) and say ok or failing; exit 1 when one fails",
+    )
+    .option(
       '--json',
-      'print {"database","schema","masterKeyId","server","testKeys","revocationList","receipts"}',
+      'print {"database","schema","masterKeyId","masterKeyProblem","server","testKeys","revocationList","receipts"}',
     )
     .addHelpText(
       'after',
       `
-Exit 0, or 3 when the database cannot be reached (the report is printed all the same).
+Exit 0; 1 when this configuration cannot open the master key that seals the secrets (its file
+missing, or another key); 3 when the database cannot be reached (the report is printed all the
+same). A failed refresh of the Android status list shows on the revocations line.
 
 Examples:
   $ attest status
+  $ attest status --check
   $ DATABASE_URL=postgres://attest@db/attest attest status --json`,
     )
-    .action(async (opts: { json?: boolean }) => {
+    .action(async (opts: { json?: boolean; check?: boolean }) => {
       const cfg = config();
       const embedded = !cfg.databaseUrl;
       const dataDir = resolve(cfg.dataDir);
@@ -69,6 +104,7 @@ Examples:
         },
         schema: null,
         masterKeyId: null,
+        masterKeyProblem: null,
         server: null,
         testKeys: cfg.testKeys ? 'on' : 'off',
         revocationList: null,
@@ -99,9 +135,22 @@ Examples:
           failure = err;
         }
       }
+      if (report.masterKeyId !== null)
+        report.masterKeyProblem = masterKeyProblem(cfg, report.masterKeyId, embedded);
+      if (opts.check) report.checks = await checkUpstreams(androidRevocationUrl(cfg));
       if (opts.json) printJson(report);
       else process.stdout.write(describe(report));
       if (failure) throw failure;
+      // printed above; the exit code says it to a script
+      if (report.masterKeyProblem)
+        throw new CliError(report.masterKeyProblem, EXIT.negative, false);
+      const failing = report.checks?.filter((c) => c.state === 'failing') ?? [];
+      if (failing.length > 0)
+        throw new CliError(
+          failing.map((c) => `${c.upstream} ${c.target}: ${c.detail}`).join('; '),
+          EXIT.negative,
+          false,
+        );
     });
 }
 
@@ -127,12 +176,127 @@ async function readDatabase(
       ageSeconds: Math.max(0, Math.floor((now.getTime() - list.takenAt.getTime()) / 1000)),
       entries: list.entryCount,
       refreshFrom: revocationUrl,
+      lastRefreshError: list.lastRefreshError
+        ? { message: list.lastRefreshError.message, at: list.lastRefreshError.at.toISOString() }
+        : null,
     };
   const receipts = await admin.run('apple.receipts.summary', { at: now });
   report.receipts = {
     ...receipts,
     lastRefreshedAt: receipts.lastRefreshedAt?.toISOString() ?? null,
   };
+}
+
+/**
+ * Whether this configuration holds the master key the database's secrets are sealed with
+ * (`sealedWith`): the one problem, or null. The server may run with another environment, but a
+ * CLI that cannot open the secrets cannot rotate, back up or add credentials either.
+ */
+function masterKeyProblem(cfg: Config, sealedWith: string, embedded: boolean): string | null {
+  let key: { id: string };
+  let where: string;
+  try {
+    if (cfg.masterKey !== undefined) {
+      where = 'ATTEST_MASTER_KEY';
+      key = toMasterKey(Buffer.from(cfg.masterKey, 'base64'));
+    } else if (cfg.masterKeyFile !== undefined) {
+      where = cfg.masterKeyFile;
+      if (!existsSync(where))
+        return `master key ${sealedWith} seals the secrets, but ATTEST_MASTER_KEY_FILE ${where} is missing: restore it from a backup`;
+      key = readMasterKeyFile(where, 'ATTEST_MASTER_KEY_FILE');
+    } else if (embedded) {
+      where = join(resolve(cfg.dataDir), DEFAULT_MASTER_KEY_FILE);
+      if (!existsSync(where))
+        return `master key ${sealedWith} seals the secrets, but its file ${where} is missing: restore it from a backup, or set ATTEST_MASTER_KEY_FILE`;
+      key = readMasterKeyFile(where, where);
+    } else {
+      return `master key ${sealedWith} seals the secrets, but no master key is configured: set ATTEST_MASTER_KEY_FILE`;
+    }
+  } catch (err) {
+    return `master key ${sealedWith} seals the secrets, but the configured key cannot be read: ${(err as Error).message}`;
+  }
+  return key.id === sealedWith
+    ? null
+    : `master key ${sealedWith} seals the secrets, but ${where} holds key ${key.id}`;
+}
+
+/**
+ * Reaches each upstream once, each bounded in time (CHECK_TIMEOUT_MS) and size (CHECK_MAX_BYTES,
+ * the stream cut there), redirects refused. Play's API per service account and Apple's receipt
+ * endpoint per DeviceCheck key need the sealed credentials and are not checked yet: they are
+ * listed as `not checked`, never as ok.
+ */
+async function checkUpstreams(revocationUrl: string | null): Promise<UpstreamCheck[]> {
+  const checks: UpstreamCheck[] = [];
+  if (revocationUrl) checks.push(await checkStatusList(revocationUrl));
+  checks.push(
+    {
+      upstream: 'play-integrity',
+      target: 'each stored service account',
+      state: 'not checked',
+      detail: 'not checked by this version',
+    },
+    {
+      upstream: 'apple-receipts',
+      target: 'each DeviceCheck key',
+      state: 'not checked',
+      detail: 'not checked by this version',
+    },
+  );
+  return checks;
+}
+
+async function checkStatusList(url: string): Promise<UpstreamCheck> {
+  const failing = (detail: string): UpstreamCheck => ({
+    upstream: 'android-status-list',
+    target: url,
+    state: 'failing',
+    detail,
+  });
+  let text: string;
+  try {
+    const res = await fetch(url, {
+      headers: { Accept: 'application/json' },
+      signal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
+      redirect: 'error',
+    });
+    if (!res.ok) {
+      await res.body?.cancel();
+      return failing(`HTTP ${res.status}`);
+    }
+    const body = await readBounded(res, CHECK_MAX_BYTES);
+    if (body === null) return failing(`the answer is larger than ${CHECK_MAX_BYTES} bytes`);
+    text = body;
+  } catch (err) {
+    const e = err as Error & { cause?: { code?: string; message?: string } };
+    if (e.name === 'TimeoutError') return failing(`no answer within ${CHECK_TIMEOUT_MS} ms`);
+    return failing(e.cause?.code ?? e.cause?.message ?? e.message);
+  }
+  try {
+    const { entries } = parseRevocationDocument(JSON.parse(text));
+    return {
+      upstream: 'android-status-list',
+      target: url,
+      state: 'ok',
+      detail: `${entries.size} entries`,
+    };
+  } catch (err) {
+    return failing(`not a status list: ${(err as Error).message}`);
+  }
+}
+
+/** The body as text, or null when it is longer than `maxBytes` (reading stops there). */
+async function readBounded(res: Response, maxBytes: number): Promise<string | null> {
+  if (!res.body) return '';
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for await (const chunk of res.body) {
+    size += chunk.byteLength;
+    // leaving the loop cancels the stream: nothing more is read
+    if (size > maxBytes) return null;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }
 
 /** A whole-unit age: 45 s, 12 min, 5 h, 3 d. */
@@ -152,7 +316,10 @@ function describeRevocations(r: StatusReport): string {
   const refresh = list.refreshFrom
     ? `serve refreshes it from ${list.refreshFrom}`
     : 'not refreshed (ATTEST_ANDROID_REVOCATION_URL=off)';
-  return `${list.source}, taken ${age(list.ageSeconds)} ago, ${list.entries} entries; ${refresh}`;
+  const failed = list.lastRefreshError
+    ? `; LAST REFRESH FAILED at ${list.lastRefreshError.at}: ${list.lastRefreshError.message}`
+    : '';
+  return `${list.source}, taken ${age(list.ageSeconds)} ago, ${list.entries} entries; ${refresh}${failed}`;
 }
 
 function describeReceipts(r: StatusReport): string {
@@ -180,7 +347,12 @@ function describe(r: StatusReport): string {
           : `${r.schema.pending} migration(s) pending: "attest db migrate" or "attest serve" applies them`
         : '-',
     ],
-    ['master key', r.masterKeyId ?? '(none recorded yet)'],
+    [
+      'master key',
+      r.masterKeyId
+        ? `${r.masterKeyId}${r.masterKeyProblem ? ` (PROBLEM: ${r.masterKeyProblem})` : ''}`
+        : '(none recorded yet)',
+    ],
     [
       'server',
       r.server
@@ -192,6 +364,10 @@ function describe(r: StatusReport): string {
     ['test keys', `${r.testKeys} (ATTEST_TEST_KEYS)`],
     ['revocations', describeRevocations(r)],
     ['receipts', describeReceipts(r)],
+    ...(r.checks ?? []).map((c): [string, string] => [
+      'check',
+      `${c.upstream} ${c.target}: ${c.state} (${c.detail})`,
+    ]),
   ];
   return `${rows.map(([k, v]) => `${k.padEnd(12)}${v}`).join('\n')}\n`;
 }

@@ -32,7 +32,7 @@ import {
   serialHex,
   type AttestationCertificate,
 } from './attestationCertificate.js';
-import { createAttestationChainVerifier } from './attestationChain.js';
+import { createAttestationChainVerifier, MAX_CHAIN_LENGTH } from './attestationChain.js';
 import { KEY_DESCRIPTION_OID, parseKeyDescription, type KeyDescription } from './keyDescription.js';
 import { checkKeyPolicy, lowerLevel, POLICY_CHECKS, type AttestedFacts } from './keyPolicy.js';
 import { REJECTING_STATUSES } from './revocationList.js';
@@ -56,7 +56,9 @@ export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly Check
 };
 
 const KEY_ID_LENGTH = 32;
-const MAX_CHAIN = 10;
+const MAX_CHAIN = MAX_CHAIN_LENGTH;
+/** All certificates of a chain together: real chains hold 2 to 5.4 KB. */
+export const MAX_CHAIN_BYTES = 24 * 1024;
 const MAX_PACKAGE_NAME = 256;
 const EMULATOR = /\b(sdk|emulator|generic|ranchu|goldfish|gphone)/i;
 
@@ -158,8 +160,9 @@ function storedFacts(record: AndroidKeyRecord): AttestedFacts {
 }
 
 /**
- * Whether assertions can be checked with the leaf's key: EC P-256, or RSA of 2048 bits or more.
- * OpenSSL decoded the key when it read the certificate (from the same SPKI bytes): reading it
+ * Whether assertions can be checked with the leaf's key: EC P-256, or RSA of 2048 to 4096 bits
+ * with exponent 65537 (what Keystore makes; a larger modulus or exponent would make every later
+ * assertion of the key cost many times a normal one). OpenSSL decoded the key when it read the certificate (from the same SPKI bytes): reading it
  * again from DER would cost as much as three P-256 signature checks.
  */
 function supportedKey(
@@ -178,8 +181,11 @@ function supportedKey(
   const details = key.asymmetricKeyDetails ?? {};
   if (key.asymmetricKeyType === 'ec' && details.namedCurve === 'prime256v1')
     return { ok: true, key };
-  if (key.asymmetricKeyType === 'rsa' && (details.modulusLength ?? 0) >= 2048)
-    return { ok: true, key };
+  const bits = details.modulusLength ?? 0;
+  if (key.asymmetricKeyType === 'rsa' && bits >= 2048 && bits <= 4096) {
+    if (details.publicExponent === 65537n) return { ok: true, key };
+    return { ok: false, what: `rsa ${bits} with a public exponent other than 65537` };
+  }
   return {
     ok: false,
     what: `${key.asymmetricKeyType ?? 'unknown'} ${details.namedCurve ?? details.modulusLength ?? ''}`.trim(),
@@ -273,6 +279,12 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     const chain = evidence.certificateChain!;
 
     trace.current('android.certificates');
+    const total = chain.reduce((sum, der) => sum + der.length, 0);
+    if (total > MAX_CHAIN_BYTES)
+      throw new Rejection(
+        'android_key_malformed',
+        `certificateChain holds ${total} bytes: more than any attestation chain (${MAX_CHAIN_BYTES})`,
+      );
     const certs = chain.map((der, i) =>
       i === 0 ? readAttestationCertificate(der, 'certificateChain[0]') : issuing(der, i),
     );
@@ -351,7 +363,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     if (!supported.ok)
       throw new Rejection(
         'android_key_unsupported',
-        `the attested key is ${supported.what}: assertions need EC P-256 or RSA of 2048 bits or more`,
+        `the attested key is ${supported.what}: assertions need EC P-256, or RSA of 2048 to 4096 bits with exponent 65537`,
       );
     trace.pass('android.keyId', `keyId matches the leaf's ${supported.key.asymmetricKeyType} key`);
 

@@ -13,6 +13,8 @@ export interface AttestationCertificate {
   cert: X509Certificate;
   /** the serial number as a (two's complement) integer */
   serial: bigint;
+  /** the OID of the signature algorithm its issuer signed it with (Certificate.signatureAlgorithm) */
+  signatureAlgorithm: string;
   /** DER of the issuer and subject names and of the SubjectPublicKeyInfo */
   issuer: Buffer;
   subject: Buffer;
@@ -26,6 +28,13 @@ export interface AttestationCertificate {
 const raw = (v: asn1js.AsnType) => Buffer.from(v.valueBeforeDecodeView);
 
 /**
+ * The largest certificate of an attestation chain read: the real ones are 0.5 to 2.6 KB (an
+ * ML-DSA leaf is the largest), so 8 KiB leaves room for bigger keys and key descriptions while
+ * a chain of ten stays far below what the parsers would take.
+ */
+export const MAX_CERTIFICATE_BYTES = 8 * 1024;
+
+/**
  * Reads one certificate. Throws `Rejection('android_key_malformed')` unless `der` is exactly one
  * DER certificate both readers accept.
  * @param der the bytes of one `certificateChain` entry
@@ -36,6 +45,10 @@ export function readAttestationCertificate(der: Uint8Array, what: string): Attes
     throw new Rejection('android_key_malformed', `${what} ${detail}`);
   };
   const bytes = Buffer.from(der.buffer, der.byteOffset, der.byteLength);
+  if (bytes.length > MAX_CERTIFICATE_BYTES)
+    fail(
+      `is ${bytes.length} bytes: more than any attestation certificate (${MAX_CERTIFICATE_BYTES})`,
+    );
   // OpenSSL's PEM reader skips text before a BEGIN line and its DER reader ignores trailing bytes
   if (bytes[0] !== 0x30) fail('is not a DER certificate (PEM text, or bytes before it)');
   let cert: X509Certificate;
@@ -47,8 +60,12 @@ export function readAttestationCertificate(der: Uint8Array, what: string): Attes
   if (!cert.raw.equals(bytes)) fail('is not exactly one DER certificate (bytes around it)');
 
   const top = decodeOne(bytes, what);
-  const [tbs] = children(top);
+  const [tbs, algorithm] = children(top);
   if (!tbs) return fail('has no TBSCertificate');
+  const signatureAlgorithm = (
+    (algorithm && children(algorithm)[0]) as asn1js.ObjectIdentifier | undefined
+  )?.valueBlock?.toString?.();
+  if (!signatureAlgorithm) return fail('has an unreadable signature algorithm');
   const parts = children(tbs);
   // version [0] is optional (v1 certificates leave it out)
   const offset = parts[0]?.idBlock.tagClass === 3 && parts[0].idBlock.tagNumber === 0 ? 1 : 0;
@@ -86,6 +103,7 @@ export function readAttestationCertificate(der: Uint8Array, what: string): Attes
     der: bytes,
     cert,
     serial,
+    signatureAlgorithm,
     issuer: raw(issuer),
     subject: raw(subject),
     spki: raw(spki),

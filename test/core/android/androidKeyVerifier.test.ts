@@ -1,10 +1,11 @@
 // Every registration and assertion rule of android-key (docs/token-format.md), each with a chain
 // from a private CA made here that breaks exactly that rule.
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { revocationListOf } from '../../../src/core/android/revocationList.js';
 import { encodeAndroidKeyToken } from '../../../src/core/dev/encodeToken.js';
 import {
+  androidDeviceKeyOf,
   createAndroidDeviceKey,
   signAndroidAssertion,
 } from '../../../src/core/dev/androidKeyMint.js';
@@ -245,6 +246,13 @@ describe('android-key registration', () => {
     it('an RSA-1024 key (android_key_unsupported)', async () => {
       const { outcome } = await register({ device: createAndroidDeviceKey({ rsaBits: 1024 }) });
       expect(reason(outcome)).toBe('android_key_unsupported');
+    });
+
+    it('an RSA key with another exponent than 65537, whose every assertion would cost more (android_key_unsupported)', async () => {
+      const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicExponent: 3 });
+      const { outcome } = await register({ device: androidDeviceKeyOf(privateKey) });
+      expect(reason(outcome)).toBe('android_key_unsupported');
+      expect(outcome.ok ? '' : outcome.detail).toMatch(/exponent/);
     });
   });
 

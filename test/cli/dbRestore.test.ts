@@ -1,0 +1,135 @@
+/**
+ * `attest db restore` refuses every archive that is not an attest backup with one line and exit 2,
+ * before anything is put in place: a gzip bomb (stopped by counting what it unpacks to, never
+ * inflated whole), an archive that holds a PostgreSQL database other than attest's, names that
+ * leave the folder (`../`), links, and a directory entry without a database. The data dir is left
+ * without a database (nor a half-unpacked one) each time.
+ */
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { PGlite } from '@electric-sql/pglite';
+import { pack, type Header } from 'tar-stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oneLine, runCli } from '../support/cli.js';
+
+let root: string;
+let n = 0;
+beforeAll(() => {
+  root = mkdtempSync(join(tmpdir(), 'attest-restore-'));
+});
+afterAll(() => {
+  delete process.env.ATTEST_DATA_DIR;
+  rmSync(root, { recursive: true, force: true });
+});
+
+/** A gzipped tar of these entries, made with tar-stream (a file's `body`, else a directory). */
+type Entry = { header: Partial<Header> & { name: string }; body?: Buffer };
+
+async function archive(entries: Entry[]): Promise<Buffer> {
+  const tar = pack();
+  for (const e of entries) {
+    if (e.body) tar.entry(e.header as Header, e.body);
+    else tar.entry(e.header as Header);
+  }
+  tar.finalize();
+  const chunks: Buffer[] = [];
+  for await (const chunk of tar) chunks.push(chunk as Buffer);
+  return gzipSync(Buffer.concat(chunks));
+}
+
+/** Restores `backup` into a new data dir; returns the run and that dir. */
+async function restore(backup: Buffer, ...args: string[]) {
+  const file = join(root, `backup-${++n}.tgz`);
+  writeFileSync(file, backup);
+  const dataDir = join(root, `data-${n}`);
+  process.env.ATTEST_DATA_DIR = dataDir;
+  const run = await runCli('db', 'restore', file, ...args);
+  // nothing that looks like a database, nor a partial one, is left behind
+  const left = existsSync(dataDir) ? readdirSync(dataDir) : [];
+  expect(left.filter((f) => f.startsWith('pgdata'))).toEqual([]);
+  return { run, dataDir };
+}
+
+describe('attest db restore refuses what is not an attest backup', () => {
+  it('a 1 MB gzip of 1 GiB of zeros: exit 2 at once, nothing inflated', async () => {
+    // gzip members concatenated are one gzip stream: 1,024 x 1 MiB of zeros
+    const member = gzipSync(Buffer.alloc(1024 * 1024));
+    const bomb = Buffer.concat(Array.from({ length: 1024 }, () => member));
+    expect(bomb.length).toBeLessThan(1.1 * 1024 * 1024);
+    const { run } = await restore(bomb);
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(
+      /not a backup made by "attest db backup": it is not a tar archive/,
+    );
+  });
+
+  it('a tar that unpacks past the limit is stopped at the limit (counted, not inflated)', async () => {
+    const zeros = Buffer.alloc(1024 * 1024);
+    const entries: Entry[] = [
+      { header: { name: '/PG_VERSION', size: 3 }, body: Buffer.from('17\n') },
+    ];
+    for (let i = 0; i < 32; i++)
+      entries.push({ header: { name: `/base/1/${16384 + i}`, size: zeros.length }, body: zeros });
+    const bomb = await archive(entries); // 32 MiB unpacked, some 32 KB packed
+    expect(bomb.length).toBeLessThan(2 * 1024 * 1024);
+    const { run } = await restore(bomb, '--max-unpacked', '4');
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/it unpacks to more than 4194304 bytes \(the limit\)/);
+  });
+
+  it('a PostgreSQL database that is not attest: exit 2, nothing replaced', async () => {
+    const other = await PGlite.create();
+    await other.exec('create table notes (id int)');
+    const dump = Buffer.from(await (await other.dumpDataDir('gzip')).arrayBuffer());
+    await other.close();
+    const { run, dataDir } = await restore(dump);
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/it holds a PostgreSQL database, but not attest's/);
+    expect(existsSync(join(dataDir, 'pgdata'))).toBe(false);
+  }, 120_000);
+
+  it('a ../ name: exit 2, one line, nothing written outside', async () => {
+    const { run } = await restore(
+      await archive([
+        { header: { name: '/PG_VERSION', size: 3 }, body: Buffer.from('17\n') },
+        { header: { name: '../escaped', size: 2 }, body: Buffer.from('hi') },
+      ]),
+    );
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/"\.\.\/escaped", a name outside a database folder/);
+    expect(existsSync(join(root, 'escaped'))).toBe(false);
+  });
+
+  it('a symbolic link: exit 2, one line', async () => {
+    const { run } = await restore(
+      await archive([{ header: { name: '/base', type: 'symlink', linkname: '/etc' } }]),
+    );
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/"\/base", a symlink entry/);
+  });
+
+  it('a directory entry and no database: exit 2, one line', async () => {
+    const { run } = await restore(
+      await archive([
+        { header: { name: 'pg_wal/', type: 'directory' } },
+        { header: { name: 'pg_wal/notes.txt', size: 2 }, body: Buffer.from('hi') },
+      ]),
+    );
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/it holds no PostgreSQL data directory \(no PG_VERSION\)/);
+  });
+
+  it('a directory entry and a broken database: exit 2, one line', async () => {
+    const { run } = await restore(
+      await archive([
+        { header: { name: './', type: 'directory' } },
+        { header: { name: './global/', type: 'directory' } },
+        { header: { name: './PG_VERSION', size: 3 }, body: Buffer.from('17\n') },
+      ]),
+    );
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/not a backup made by "attest db backup": it/);
+  }, 120_000);
+});

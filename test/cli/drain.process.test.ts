@@ -1,0 +1,83 @@
+/**
+ * SIGTERM under keep-alive load: `attest serve` stops accepting, ends its keep-alive connections
+ * (idle ones at once, busy ones after an answer that says `Connection: close`), closes the
+ * database, removes the lock and exits 0, rather than serving the open connections until the
+ * forced exit (exit 1, lock left behind).
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { once } from 'node:events';
+import { request } from 'node:http';
+import { baseEnv, buildOnce, runBin, serveBin, stopBin, type Served } from '../support/binary.js';
+import { keepAliveLoad } from '../support/keepAliveLoad.js';
+
+describe('attest serve on SIGTERM under keep-alive load', () => {
+  let dir: string;
+  let server: Served | undefined;
+  let env: NodeJS.ProcessEnv;
+  let key: string;
+  beforeAll(async () => {
+    buildOnce();
+    dir = mkdtempSync(join(tmpdir(), 'attest-drain-'));
+    // info: the "shutting down" line says when the drain has begun
+    env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'info' });
+    server = await serveBin(env);
+    const created = await runBin(['keys', 'create', '--name', 'rp', '--json'], env);
+    key = (JSON.parse(created.stdout) as { key: string }).key;
+  }, 120_000);
+  afterAll(async () => {
+    if (server) await stopBin(server);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('drains: exits 0, in-flight answers say Connection: close, the lock is gone', async () => {
+    // /readyz asks the database: requests are in flight (awaiting PGlite) when the signal comes
+    const load = keepAliveLoad(server!.url, '/readyz', 8);
+    await load.answered(20);
+    // every client kept its one connection open until now
+    for (const answers of load.answers)
+      expect(answers.every((a) => a.status === 200 && a.connection === 'keep-alive')).toBe(true);
+    // a request in flight when the signal comes: its headers are in (100 Continue), its body not yet
+    const req = request(new URL('/api/v1/attestation/verify', server!.url), {
+      method: 'POST',
+      headers: {
+        'X-Api-Key': key,
+        'Content-Type': 'application/json',
+        'Content-Length': '2',
+        Expect: '100-continue',
+      },
+    });
+    const answered = new Promise<{ status: number; connection: string | undefined }>(
+      (resolve, reject) => {
+        req.once('error', reject);
+        req.once('response', (res) => {
+          res.resume();
+          res.once('end', () =>
+            resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }),
+          );
+        });
+      },
+    );
+    const continued = once(req, 'continue');
+    req.flushHeaders();
+    await continued;
+    server!.child.kill('SIGTERM');
+    await server!.logLine((l) => l.msg === 'shutting down');
+    req.end('{}');
+    const inFlight = await answered;
+    expect(inFlight.connection).toBe('close');
+    expect(inFlight.status).toBeLessThan(500);
+    const { code } = await server!.exited;
+    // the forced exit after 10 s is exit 1: 0 is a shutdown that finished
+    expect(code).toBe(0);
+    await load.stopped;
+    expect(existsSync(join(dir, 'data', 'attest.lock'))).toBe(false);
+    // the load's answers during the drain (if any came) told their client to go, and after its `Connection: close` no client was answered again
+    for (const answers of load.answers) {
+      const first = answers.findIndex((a) => a.connection === 'close');
+      if (first >= 0) expect(answers.length).toBe(first + 1);
+    }
+  }, 60_000);
+});
