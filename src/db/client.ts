@@ -20,7 +20,11 @@ import { embeddedUnavailable } from './errors.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
-import { applyEmbeddedWalSettings, startEmbeddedCheckpoints } from './embeddedWal.js';
+import {
+  applyEmbeddedWalSettings,
+  maintainEmbedded,
+  startEmbeddedCheckpoints,
+} from './embeddedWal.js';
 import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES, unpackBackup } from './backupArchive.js';
 
 const gzipAsync = promisify(gzip);
@@ -225,13 +229,13 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
 }
 
 /**
- * PGlite's data directory as a gzipped tar, consistent: a checkpoint first (with wal_recycle off
+ * PGlite's data directory as a gzipped tar, consistent: a vacuum and a checkpoint first (with wal_recycle off
  * it also deletes the segments before it, so the backup carries only the live WAL and a restore
  * has little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
  * Only the copy holds the lock: the gzip runs after it, in libuv's thread pool, while requests go on.
  */
 async function dumpPglite(pglite: PGlite): Promise<Blob> {
-  await pglite.exec('CHECKPOINT');
+  await maintainEmbedded(pglite);
   const tar = await pglite.runExclusive(() => pglite.dumpDataDir('none'));
   const gzipped = await gzipAsync(new Uint8Array(await tar.arrayBuffer()));
   return new Blob([new Uint8Array(gzipped)], { type: 'application/x-gzip' });
