@@ -1,5 +1,9 @@
+import { X509Certificate } from 'node:crypto';
 import { z } from 'zod';
+import { createReceiptVerifier, readReceiptFacts } from '../core/apple/verifyReceipt.js';
+import { encodeBase64 } from '../core/base64.js';
 import { createDevCa } from '../core/dev/devCa.js';
+import { mintReceipt } from '../core/dev/devReceipt.js';
 import { encodeGmsToken } from '../core/dev/encodeToken.js';
 import {
   createTestPlayKeys,
@@ -9,12 +13,17 @@ import {
 } from '../core/dev/playIntegrityMint.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { createRevocationRepository } from '../db/androidRevocations.js';
+import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { createDevCaRepository } from '../db/devCa.js';
+import { createDevReceiptStore } from '../db/devReceipts.js';
 import { AdminError } from './adminError.js';
 import { ANDROID_PACKAGE } from './allowlistOperations.js';
 import { auditorOf, bytes, MIN_VERDICT, none, operation } from './operation.js';
 
-/** The development CA and test tokens (`attest dev`), and verify-file's read-only snapshot. */
+/**
+ * The development CA and test tokens and receipts (`attest dev`), and verify-file's read-only
+ * snapshot.
+ */
 export const DEV_OPERATIONS = {
   'dev.init': operation({
     input: z.strictObject({ rotate: z.boolean() }),
@@ -34,6 +43,72 @@ export const DEV_OPERATIONS = {
     changes: false,
     async run(ctx) {
       return createDevCaRepository(ctx.handle.db, await ctx.secrets()).get();
+    },
+  }),
+  'dev.refreshReceipt': operation({
+    input: z.strictObject({
+      keyId: bytes.refine((b) => b.length === 32),
+      riskMetric: z.number().int().min(0).max(999_999_999),
+    }),
+    // the verifier sees the new risk metric at once: its one-statement assertion path requires
+    // the stored risk metric to be the one it holds, so no cache needs dropping
+    changes: false,
+    async run(ctx, { keyId, riskMetric }) {
+      const db = ctx.handle.db;
+      const name = encodeBase64(keyId);
+      const keys = createAppleKeyRepository(db);
+      const key = await keys.find(keyId);
+      if (!key) throw new AdminError('negative', `no App Attest key ${name} is registered`);
+      const liveKey = () =>
+        new AdminError(
+          'usage',
+          `key ${name} was registered with a live API key: development receipts are for keys of test API keys only`,
+        );
+      if (key.mode !== 'test') throw liveKey();
+      const ca = await createDevCaRepository(db, await ctx.secrets()).get();
+      if (!ca)
+        throw new AdminError(
+          'runtime',
+          'this deployment has no development CA yet: run "attest dev init" first',
+        );
+      // a refreshed receipt names the attested certificate of the key's first receipt
+      const stored = (await keys.receipt(keyId))?.receipt;
+      const previous = stored ? readReceiptFacts(stored) : null;
+      if (!previous)
+        throw new AdminError(
+          'usage',
+          `key ${name} has no receipt to refresh: register it with "attest dev mint apple --receipt"`,
+        );
+      const now = new Date();
+      const expect = {
+        type: 'RECEIPT',
+        appId: key.appId,
+        attestedCertificate: previous.attestedCertificate,
+      } as const;
+      const receipt = await mintReceipt(ca, {
+        ...expect,
+        environment: key.environment,
+        now,
+        riskMetric,
+      });
+      // stored as the refresher stores Apple's: checked, with the facts the check read
+      const verdict = await createReceiptVerifier([new X509Certificate(ca.rootCert)]).verify(
+        receipt,
+        expect,
+        now,
+      );
+      if (!verdict.valid)
+        throw new Error(`the development receipt does not verify: ${verdict.problem}`);
+      const outcome = await createDevReceiptStore(db).store(keyId, receipt, verdict.facts, now);
+      if (outcome === 'unknown')
+        throw new AdminError('negative', `no App Attest key ${name} is registered`);
+      if (outcome === 'live') throw liveKey();
+      return {
+        riskMetric,
+        creationTime: verdict.facts.creationTime,
+        expirationTime: verdict.facts.expirationTime,
+        bytes: receipt.length,
+      };
     },
   }),
   'dev.mintGms': operation({

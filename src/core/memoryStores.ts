@@ -61,6 +61,7 @@ export function createMemoryAppleKeyStore(
       )
         return false;
       if ((r.mode ?? 'live') !== (expected.mode ?? 'live')) return false;
+      if ((r.riskMetric ?? null) !== (expected.riskMetric ?? null)) return false;
       if (!Buffer.from(r.publicKey).equals(Buffer.from(expected.publicKey))) return false;
       if (!options.readOnly) r.counter = counter;
       return true;

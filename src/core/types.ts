@@ -259,8 +259,8 @@ export interface AppleKeyStore {
   /** UPDATE ... WHERE counter < $new RETURNING: false when the stored counter is not lower */
   raiseCounter(keyId: Uint8Array, counter: number): Promise<boolean>;
   /**
-   * Optional: `raiseCounter` that also requires the stored key, app ID and environment to be
-   * `expected`'s, in the same statement. With it the verifier may skip `find` for a key it has
+   * Optional: `raiseCounter` that also requires the stored key, app ID, environment, mode and
+   * risk metric to be `expected`'s, in the same statement. With it the verifier may skip `find` for a key it has
    * seen: false means a replay or a changed row, and the verifier then reads the row again.
    */
   raiseCounterIfUnchanged?(expected: AppleKeyRecord, counter: number): Promise<boolean>;

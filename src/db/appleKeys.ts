@@ -29,6 +29,7 @@ const RAISE_IF_UNCHANGED = fixedStatement<{ counter: string | number }>(`
   update apple_keys set counter = $2, last_used_at = now()
   where key_id = $1 and counter < $2
     and public_key = $3 and app_id = $4 and environment = $5 and mode = $6
+    and risk_metric is not distinct from $7::integer
   returning counter`);
 
 /** What is stored about a key's receipt (`attest apple receipts show`). */
@@ -100,6 +101,8 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & {
         expected.appId,
         expected.environment,
         expected.mode ?? 'live',
+        // a refreshed risk metric makes the row another: the verifier reads it again at once
+        expected.riskMetric ?? null,
       ]);
       return rows.length === 1;
     },

@@ -1,7 +1,7 @@
 import type { X509Certificate } from 'node:crypto';
 import { androidRootsFromCertificates } from '../core/android/trustRoots.js';
 import { withDevelopmentRoot } from '../core/apple/trustRoots.js';
-import type { ReceiptVerifier } from '../core/apple/verifyReceipt.js';
+import { type ReceiptVerifier, withDevelopmentReceiptRoot } from '../core/apple/verifyReceipt.js';
 import type {
   AllowlistReader,
   AppleKeyStore,
@@ -89,12 +89,15 @@ export function createModeVerifiers(deps: ModeVerifierDeps): ((
       test.at = now();
       return test.verifiers;
     }
+    // test keys trust receipts signed through the development CA too (`dev mint apple --receipt`)
+    const receipts = withDevelopmentReceiptRoot(deps.receipts, der);
     const verifiers = buildVerifiers({
       allowlist: testAllowlist,
       appleKeys: deps.appleKeys,
       appleRoots: withDevelopmentRoot(deps.appleRoots, der),
       mode: 'test',
       ...decoder,
+      ...(receipts ? { receipts } : {}),
       // test keys trust the development CA for android-key too
       ...(android
         ? {

@@ -314,6 +314,57 @@ describe('test mode through attest serve', { timeout: 60_000 }, () => {
     ).toMatchObject({ valid: false, reason: 'nonce_mismatch' });
   });
 
+  it("Apple's policies without a device: --receipt and the iOS 27 extensions pass for the test key; dev receipts refresh through the running server reaches the next assertion", async () => {
+    const RISKY = 'ABCDE12345.com.example.risky';
+    await ok('allowlist', 'add', 'apple', RISKY, '--require-receipt', '--max-risk-metric', '5');
+    await ok('allowlist', 'add', 'apple', RISKY, '--validation-category', 'appstore');
+    const mint = async (nonceFlags: string[], ...extra: string[]) =>
+      JSON.parse(
+        await ok(
+          'dev',
+          'mint',
+          'apple',
+          '--app-id',
+          RISKY,
+          '--device',
+          join(dir, 'ios27.json'),
+          ...nonceFlags,
+          ...extra,
+          '--json',
+        ),
+      ) as { token: string; keyId: string };
+    let keyId = '';
+    const registered = await sessionlessRound(testKey, async (flags) => {
+      const minted = await mint(
+        flags,
+        '--receipt',
+        '--validation-category',
+        'appstore',
+        '--bundle-version',
+        '4.2',
+      );
+      keyId = minted.keyId;
+      return minted.token;
+    });
+    expect(registered.body).toMatchObject({
+      isValid: true,
+      appleTokenDetails: { validationCategory: 'appstore', bundleVersion: '4.2' },
+    });
+    expect(registered.log).toMatchObject({ receipt: 'valid' });
+    const first = await sessionlessRound(testKey, async (flags) => (await mint(flags)).token);
+    expect(first.body).toMatchObject({ isValid: true, appleTokenDetails: { assertionCounter: 1 } });
+
+    expect(
+      JSON.parse(await ok('dev', 'receipts', 'refresh', keyId, '--risk-metric', '9', '--json')),
+    ).toMatchObject({ keyId, riskMetric: 9 });
+    const risky = await sessionlessRound(testKey, async (flags) => (await mint(flags)).token);
+    expect(risky.body).toEqual({ isValid: false, statusCode: 0 });
+    expect(risky.log).toMatchObject({ mode: 'test', reason: 'apple_risk_exceeded' });
+    await ok('allowlist', 'add', 'apple', RISKY, '--max-risk-metric', '10');
+    const allowed = await sessionlessRound(testKey, async (flags) => (await mint(flags)).token);
+    expect(allowed.body).toMatchObject({ isValid: true, appleTokenDetails: { riskMetric: 9 } });
+  });
+
   it('dev init --rotate: tokens under the new CA verify for test keys within the propagation time', async () => {
     const rotated = JSON.parse(await ok('dev', 'init', '--rotate', '--json')) as {
       created: boolean;

@@ -2,6 +2,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { Command } from 'commander';
 import { auditorFor, withAdmin } from '../context.js';
 import { printJson } from '../output.js';
+import { appleDevReceiptsCommand } from '../kinds/apple/appleDevReceipts.js';
 import { KINDS } from '../kinds/registry.js';
 import { devUpCommand } from './devUp.js';
 
@@ -63,6 +64,7 @@ Examples:
 ${KINDS.flatMap((k) => (k.examples.devMint ? [`  ${k.examples.devMint}`] : [])).join('\n')}`,
     );
   for (const kind of KINDS) mint.addCommand(kind.mintCommand());
+  dev.addCommand(appleDevReceiptsCommand());
 
   return dev;
 }

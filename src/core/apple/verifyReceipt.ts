@@ -142,6 +142,22 @@ export function defaultReceiptRoots(): readonly X509Certificate[] {
   return g3Roots;
 }
 
+/**
+ * The receipt verifier a test-mode API key uses: `receipts`' roots plus the development root
+ * (`attest dev init`), through the same fixed path. Live keys never get it, so a receipt signed
+ * through the development CA is invalid for them.
+ * @param receipts the live receipt verifier (absent: Apple Root CA - G3)
+ * @param devRoot the development CA root (DER), or null before `attest dev init`
+ */
+export function withDevelopmentReceiptRoot(
+  receipts: ReceiptVerifier | undefined,
+  devRoot: Uint8Array | null,
+): ReceiptVerifier | undefined {
+  if (!devRoot) return receipts;
+  const roots = receipts?.roots ?? defaultReceiptRoots();
+  return createReceiptVerifier([...roots, new X509Certificate(devRoot)]);
+}
+
 /** A certificate of a receipt (or a root), read once and kept by its bytes. */
 interface ReadCertificate {
   hash: string;

@@ -19,7 +19,13 @@ import {
   appAttestNonce,
   nonceExtensionValue,
 } from '../apple/nonceExtension.js';
+import {
+  BUNDLE_VERSION_KEY,
+  VALIDATION_CATEGORIES,
+  VALIDATION_CATEGORY_KEY,
+} from '../apple/appleDistribution.js';
 import { peculiarX509 } from '../apple/peculiarX509.js';
+import { mintReceipt } from './devReceipt.js';
 import { encodeCbor } from './encodeToken.js';
 
 const subtle = webcrypto.subtle;
@@ -163,6 +169,38 @@ export interface AttestationRequest {
   /** deny-path switches: bind another nonce; a leaf that expired days ago */
   wrongNonce?: boolean;
   expired?: boolean;
+  /** attach an `ATTEST` receipt signed through the development CA */
+  receipt?: boolean;
+  /** the iOS 27 authData extensions (apple_validation_category_01, apple_bundle_version_01) */
+  distribution?: DistributionExtensions;
+}
+
+/** What a simulated iOS 27 device says about its app's distribution. */
+export interface DistributionExtensions {
+  /** a name of VALIDATION_CATEGORIES (`appstore`, `testflight`, ...) */
+  validationCategory?: string;
+  bundleVersion?: string;
+}
+
+/**
+ * The CBOR extensions map an iOS 27 device appends to authData, or nothing when `distribution`
+ * says nothing: the category as Apple writes it (4 bytes, little-endian), the version as text.
+ * @param distribution the category name and bundle version
+ */
+export function distributionExtensions(distribution: DistributionExtensions = {}): Uint8Array {
+  const map = new Map<string, unknown>();
+  if (distribution.validationCategory !== undefined) {
+    const entry = Object.entries(VALIDATION_CATEGORIES).find(
+      ([, name]) => name === distribution.validationCategory,
+    );
+    if (!entry) throw new Error(`unknown validation category "${distribution.validationCategory}"`);
+    const bytes = Buffer.alloc(4);
+    bytes.writeUInt32LE(Number(entry[0]), 0);
+    map.set(VALIDATION_CATEGORY_KEY, bytes);
+  }
+  if (distribution.bundleVersion !== undefined)
+    map.set(BUNDLE_VERSION_KEY, distribution.bundleVersion);
+  return map.size === 0 ? new Uint8Array(0) : encodeCbor(map);
 }
 
 /**
@@ -193,6 +231,7 @@ export async function mintAttestation(
     credentialLength,
     key.keyId,
     cose,
+    distributionExtensions(request.distribution),
   ]);
   const clientDataHash = request.wrongNonce
     ? sha256(Buffer.from('not the final nonce'), request.clientDataHash)
@@ -227,6 +266,15 @@ export async function mintAttestation(
       ),
     ],
   });
+  const receipt = request.receipt
+    ? await mintReceipt(ca, {
+        type: 'ATTEST',
+        appId: request.appId,
+        attestedCertificate: new Uint8Array(leaf.rawData),
+        environment: request.environment,
+        now: request.now,
+      })
+    : new Uint8Array(0);
   return encodeCbor(
     new Map<string, unknown>([
       ['fmt', 'apple-appattest'],
@@ -234,7 +282,7 @@ export async function mintAttestation(
         'attStmt',
         new Map<string, unknown>([
           ['x5c', [Buffer.from(leaf.rawData), Buffer.from(ca.intermediateCert)]],
-          ['receipt', Buffer.alloc(0)],
+          ['receipt', Buffer.from(receipt)],
         ]),
       ],
       ['authData', authData],
@@ -245,9 +293,18 @@ export async function mintAttestation(
 /** An assertion object by `key`: authenticatorData (flags 0x40, as devices set) and a DER signature. */
 export function mintAssertion(
   key: SimulatedKey,
-  request: { appId: string; counter: number; clientDataHash: Uint8Array; wrongNonce?: boolean },
+  request: {
+    appId: string;
+    counter: number;
+    clientDataHash: Uint8Array;
+    wrongNonce?: boolean;
+    distribution?: DistributionExtensions;
+  },
 ): Uint8Array {
-  const authenticatorData = authDataHeader(request.appId, 0x40, request.counter);
+  const authenticatorData = Buffer.concat([
+    authDataHeader(request.appId, 0x40, request.counter),
+    distributionExtensions(request.distribution),
+  ]);
   const clientDataHash = request.wrongNonce
     ? sha256(Buffer.from('not the final nonce'), request.clientDataHash)
     : request.clientDataHash;

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
+import { VALIDATION_CATEGORY_NAMES } from '../../../core/apple/appleDistribution.js';
 import { encodeBase64 } from '../../../core/base64.js';
 import {
   createSimulatedKey,
@@ -49,6 +50,20 @@ export function appleMintCommand(): Command {
     )
     .option('--wrong-app-id', 'deny path: the evidence names another app (apple_app_not_allowed)')
     .option('--expired', 'deny path: the attestation leaf expired days ago (apple_chain_invalid)')
+    .option(
+      '--receipt',
+      'attach a receipt signed through the development CA to the attestation (test keys only)',
+    )
+    .addOption(
+      new Option(
+        '--validation-category <name>',
+        'iOS 27 authData extension apple_validation_category_01 (attestation and assertion)',
+      ).choices(VALIDATION_CATEGORY_NAMES),
+    )
+    .option(
+      '--bundle-version <v>',
+      'iOS 27 authData extension apple_bundle_version_01 (attestation and assertion)',
+    )
     .option('--json', 'print {"token","keyId","counter"}')
     .addHelpText(
       'after',
@@ -59,7 +74,8 @@ with the next counter. The device file holds a private key: keep it out of sourc
 Examples:
   $ attest dev mint apple --app-id ABCDE12345.com.example.app --device dev.json --nonce "$NONCE"
   $ attest dev mint apple --device dev.json --server-nonce "$SERVER_NONCE" --json
-  $ attest dev mint apple --device dev.json --nonce "$NONCE" --counter 1   # a replay`,
+  $ attest dev mint apple --device dev.json --nonce "$NONCE" --counter 1   # a replay
+  $ attest dev mint apple --app-id ABCDE12345.com.example.app --device ios27.json --nonce "$NONCE" --receipt --validation-category appstore --bundle-version 4.2`,
     )
     .action(async (opts: AppleMintOptions) => {
       const nonce = finalNonceOf(opts);
@@ -88,6 +104,14 @@ Examples:
       const assertion = opts.both === true || !attestation;
       if (opts.expired && !attestation)
         throw usageError('--expired applies to attestations: add --attest or --both');
+      if (opts.receipt && !attestation)
+        throw usageError('--receipt applies to attestations: add --attest or --both');
+      if (opts.bundleVersion !== undefined && !/^[\x21-\x7e]{1,64}$/.test(opts.bundleVersion))
+        throw usageError('--bundle-version is 1 to 64 printable ASCII characters, no spaces');
+      const distribution = {
+        ...(opts.validationCategory ? { validationCategory: opts.validationCategory } : {}),
+        ...(opts.bundleVersion !== undefined ? { bundleVersion: opts.bundleVersion } : {}),
+      };
       let counter = 0;
       if (assertion) {
         counter = opts.counter === undefined ? device.counter + 1 : counterFlag(opts.counter);
@@ -115,6 +139,8 @@ Examples:
           now: new Date(),
           ...(opts.wrongNonce && !assertion ? { wrongNonce: true } : {}),
           ...(opts.expired ? { expired: true } : {}),
+          ...(opts.receipt ? { receipt: true } : {}),
+          distribution,
         });
       }
       const assertionObject = assertion
@@ -123,6 +149,7 @@ Examples:
             counter,
             clientDataHash,
             ...(opts.wrongNonce ? { wrongNonce: true } : {}),
+            distribution,
           })
         : undefined;
       const token = encodeAppleToken({
@@ -154,6 +181,9 @@ interface AppleMintOptions extends NonceFlags {
   wrongNonce?: boolean;
   wrongAppId?: boolean;
   expired?: boolean;
+  receipt?: boolean;
+  validationCategory?: string;
+  bundleVersion?: string;
   json?: boolean;
 }
 

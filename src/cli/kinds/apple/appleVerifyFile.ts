@@ -3,7 +3,10 @@ import { Option, type Command } from 'commander';
 import { configuredReceiptRoots } from '../../../configuredAppleRoots.js';
 import { checkTokenReceipt, summarizeReceipt } from '../../../core/apple/tokenReceipt.js';
 import { defaultAppleRoots, withDevelopmentRoot } from '../../../core/apple/trustRoots.js';
-import { createReceiptVerifier } from '../../../core/apple/verifyReceipt.js';
+import {
+  createReceiptVerifier,
+  withDevelopmentReceiptRoot,
+} from '../../../core/apple/verifyReceipt.js';
 import { isBytes, isMap } from '../../../core/cbor.js';
 import { createMemoryAppleKeyStore } from '../../../core/memoryStores.js';
 import type { AppleKeyRecord, AppleKeyStore, KeyMode } from '../../../core/types.js';
@@ -82,12 +85,16 @@ export const appleVerifyFile: VerifyFileKind = {
   async prepare(opts: AppleFlags, cfg) {
     const appleRoots = appleRootsOf(cfg);
     const receipts = createReceiptVerifier(configuredReceiptRoots(cfg.appleReceiptRootCaPath));
-    const partsWith =
-      (appleKeys: AppleKeyStore) => (mode: KeyMode, devRoot: Uint8Array | null) => ({
+    // test keys trust receipts made with the development CA too (`dev mint apple --receipt`)
+    let testReceipts = receipts;
+    const partsWith = (appleKeys: AppleKeyStore) => (mode: KeyMode, devRoot: Uint8Array | null) => {
+      if (mode === 'test') testReceipts = withDevelopmentReceiptRoot(receipts, devRoot)!;
+      return {
         appleKeys,
         appleRoots: mode === 'test' ? withDevelopmentRoot(appleRoots, devRoot) : appleRoots,
-        receipts,
-      });
+        receipts: mode === 'test' ? testReceipts : receipts,
+      };
+    };
     return {
       offlineEntries() {
         for (const id of opts.appId)
@@ -105,7 +112,9 @@ export const appleVerifyFile: VerifyFileKind = {
         ),
       trustRoots: () => (appleRoots === defaultAppleRoots() ? 'apple' : 'ATTEST_APPLE_ROOT_CA'),
       // the receipt on its own, whatever the verdict on the token (it never changes the verdict)
-      receipt: (token, at, outcome) => checkTokenReceipt(token, receipts, at, outcome.facts.appId),
+      // (shown as the mode's verifier checks it)
+      receipt: (token, at, outcome) =>
+        checkTokenReceipt(token, opts.devRoots ? testReceipts : receipts, at, outcome.facts.appId),
     };
   },
 };
