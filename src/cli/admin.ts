@@ -49,6 +49,7 @@ export function localAdmin(
   handle: DatabaseHandle,
   secrets: OperationContext['secrets'],
   auditor: Auditor | undefined,
+  upstreams?: OperationContext['upstreams'],
 ): Admin {
   return {
     via: 'local',
@@ -60,6 +61,7 @@ export function localAdmin(
           handle,
           secrets,
           ...(auditor ? { auditor } : {}),
+          ...(upstreams ? { upstreams } : {}),
         });
         return fromWire(toWire(result)) as never;
       } catch (err) {
