@@ -78,8 +78,10 @@ export function statusCommand(): Command {
       'after',
       `
 Exit 0; 1 when this configuration cannot open the master key that seals the secrets (its file
-missing, or another key); 3 when the database cannot be reached (the report is printed all the
-same). A failed refresh of the Android status list shows on the revocations line.
+missing, or another key), or with --check when an upstream is failing; 3 when the database cannot
+be reached (the report is printed all the same). A failed refresh of the Android status list shows
+on the revocations line. --check opens the stored service accounts and DeviceCheck keys where the
+database is (the running server, else this process) and prints only each check's outcome.
 
 Examples:
   $ attest status
