@@ -9,7 +9,10 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { runOperation, type OperationContext } from '../../src/admin/operations.js';
-import type { UpstreamEndpoints } from '../../src/admin/upstreamChecks.js';
+import {
+  checkCredentialUpstreams,
+  type UpstreamEndpoints,
+} from '../../src/admin/upstreamChecks.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createAppleCredentialRepository } from '../../src/db/appleCredentials.js';
 import { backends, useDatabase } from '../support/databases.js';
@@ -198,5 +201,40 @@ describe.each(backends())('status.checkUpstreams on $name', (backend) => {
       ['apple-receipts', 'failing', 'ECONNREFUSED'],
     ]);
     expect(arrived).toBe(1);
+  });
+
+  it('a bounded fan-out: with 2 at once, the third account waits until a check is done', async () => {
+    const accounts = [1, 2, 3].map((n) =>
+      createTestServiceAccount(`verifier-${n}@example-project.iam.gserviceaccount.com`),
+    );
+    const repo = createAllowlistRepository(db.db, TEST_SECRETS);
+    for (const [n, a] of accounts.entries())
+      await repo.addAndroid(`com.example.app${n}`, null, { serviceAccount: a.account });
+    const google = await startFakeGoogle({ accounts });
+    closers.push(google.close);
+    const gate = google.gate();
+    const running = checkCredentialUpstreams({
+      db: db.db,
+      box: TEST_SECRETS,
+      endpoints: {
+        googleOauthUrl: google.oauthUrl,
+        googlePlayIntegrityUrl: google.playIntegrityUrl,
+        appleReceiptUrlDevelopment: 'http://127.0.0.1:9/unused',
+        appleReceiptUrlProduction: 'http://127.0.0.1:9/unused',
+      },
+      timeoutMs: 10_000,
+      fanOut: 2,
+    });
+    await gate.arrived(2);
+    // two decodes held: the third account has not even asked for its access token
+    expect(google.counts).toEqual({ token: 2, decode: 2 });
+    gate.release();
+    const checks = await running;
+    expect(checks.filter((c) => c.upstream === 'play-integrity').map((c) => c.state)).toEqual([
+      'ok',
+      'ok',
+      'ok',
+    ]);
+    expect(google.counts).toEqual({ token: 3, decode: 3 });
   });
 });
