@@ -1,7 +1,8 @@
 /**
  * `attest status`: which database (a URL without its password, or the data dir), the schema
  * state, the master key id, a server running on the data dir, test keys on or off; exit 3 when
- * the database cannot be reached, with the report printed all the same.
+ * the database cannot be reached, with the report printed all the same. `--check` reaches the
+ * upstreams (fakes on 127.0.0.1) with the stored credentials, directly and through the server.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';

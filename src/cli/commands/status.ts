@@ -138,6 +138,9 @@ Examples:
           failure = err;
         }
       }
+      // also when the database failed after the key id was read
+      if (report.masterKeyId !== null && report.masterKeyProblem === null)
+        report.masterKeyProblem = masterKeyProblem(cfg, report.masterKeyId, embedded);
       if (opts.check)
         report.checks = [
           ...(await checkStatusListUpstream(androidRevocationUrl(cfg))),
