@@ -24,6 +24,8 @@ import { applyEmbeddedWalSettings, startEmbeddedCheckpoints } from './embeddedWa
 import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES, unpackBackup } from './backupArchive.js';
 
 const gzipAsync = promisify(gzip);
+import { guardDriverRejections } from './driverRejections.js';
+import { lagAwareDeadline } from './lagAwareDeadline.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
 export type Database = PgDatabase<any, typeof schema>;
@@ -43,6 +45,12 @@ export interface DatabaseHandle {
    * pool whose connections lost their peer without a reset (a silent partition) waits forever.
    */
   recycle?(): Promise<void>;
+  /**
+   * PostgreSQL only: `select 1` on a fresh connection of its own, outside the pool, within
+   * `timeoutMs` of time the event loop could use (see lagAwareDeadline). Rejects when the database
+   * cannot be reached or does not answer.
+   */
+  probe?(timeoutMs: number): Promise<void>;
   /**
    * Embedded only: a consistent snapshot of the whole database, as PGlite's gzipped tar
    * (`dumpDataDir`): taken at a checkpoint, with no statement running meanwhile.
@@ -357,10 +365,14 @@ async function openPostgres(
       max_lifetime: 30 * 60,
       // notice a peer that vanished without a reset sooner than the 60 s default
       keep_alive: 10,
+      // postgres.js waits up to 20 s between reconnects after a few failed ones (3^n / 100 s):
+      // after an outage the pool would stay down that long after the database is back
+      backoff: reconnectDelaySeconds,
       onnotice: () => {},
       // a statement that hangs must not hold a connection beyond the request deadline
       connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
     });
+  const unguard = guardDriverRejections();
   let client = connect();
   let current = drizzlePostgres(preparedStatements(client), { schema });
   // notifications have a connection of their own, outside the pool `recycle` replaces
@@ -382,6 +394,24 @@ async function openPostgres(
       // timeout 0: sockets whose peer vanished would never answer a graceful end
       await stale.end({ timeout: 0 }).catch(() => {});
     },
+    async probe(timeoutMs) {
+      const probe = postgres(url, {
+        max: 1,
+        connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+        // no array-type query at connect: nothing of the driver's own is left to reject unhandled
+        fetch_types: false,
+        onnotice: () => {},
+        connection: { application_name: 'attest-probe' },
+      });
+      try {
+        await lagAwareDeadline(
+          probe`select 1`.then(() => {}),
+          timeoutMs,
+        );
+      } finally {
+        probe.end({ timeout: 0 }).catch(() => {});
+      }
+    },
     async listen(channel, onNotify, onListen) {
       listener ??= postgres(url, {
         max: 1,
@@ -393,9 +423,18 @@ async function openPostgres(
       await listener.listen(channel, onNotify, onListen);
     },
     async close() {
-      await Promise.all([client.end({ timeout: 5 }), listener?.end({ timeout: 1 })]);
+      try {
+        await Promise.all([client.end({ timeout: 5 }), listener?.end({ timeout: 1 })]);
+      } finally {
+        unguard();
+      }
     },
   };
+}
+
+/** postgres.js's wait before reconnecting after `retries` failed attempts: at most 0.5 s. */
+function reconnectDelaySeconds(retries: number): number {
+  return (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 0.5);
 }
 
 /**

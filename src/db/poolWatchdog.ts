@@ -1,22 +1,35 @@
-// postgres-js loads only where a PostgreSQL server is used (start-up time of the embedded database)
-import type postgres from 'postgres';
+import { sql } from 'drizzle-orm';
 import type { DatabaseHandle } from './client.js';
+import { lagAwareDeadline, LagAwareTimeoutError } from './lagAwareDeadline.js';
+
+/**
+ * What the watchdog concluded after a suspicion: `pool answers` (in time, if only with an error),
+ * `busy` (the pool was slow while the event loop was blocked: this process is saturated, the
+ * connections are not to blame), `down` (a fresh connection fails too: the database is down, and
+ * the breaker handles that), `recycled` (the pool hung while a fresh connection answered).
+ */
+export type WatchdogVerdict = 'pool answers' | 'busy' | 'down' | 'recycled';
 
 export interface PoolWatchdogOptions {
   /** backend deadlines within `windowMs` that make the pool suspect */
   threshold?: number;
   windowMs?: number;
-  /** how long the probe on a fresh connection may take */
+  /** how long the pool, then a fresh connection, may take to answer `select 1` */
   probeTimeoutMs?: number;
+  /** a longest event-loop delay above this during the pool's probe makes the verdict `busy` */
+  busyLoopMs?: number;
   onRecycle?: () => void;
+  /** told each verdict (logs, tests) */
+  onVerdict?: (verdict: WatchdogVerdict) => void;
 }
 
 /**
- * Call the returned function whenever a request ran out of time waiting on the database. After
- * `threshold` such deadlines, it probes the database on a fresh connection; if that answers while
- * the pool does not, the pool's connections are dead without knowing it (postgres-js has no
- * client-side query timeout), and the pool is replaced. A database that is really down fails the
- * probe too, and the pool is left to reconnect by itself.
+ * Call the returned function whenever a request ran out of time waiting on the database. A request
+ * deadline alone proves nothing (a saturated event loop misses deadlines with a healthy pool), so
+ * after `threshold` of them the watchdog judges by probes: `select 1` through the pool, within a
+ * lag-aware deadline, while the event loop's delay is measured. The pool is replaced only when it
+ * did not answer, the loop was not blocked meanwhile, and a fresh connection answers: its
+ * connections are then dead without knowing it (postgres-js has no client-side query timeout).
  */
 export function createPoolWatchdog(
   handle: DatabaseHandle,
@@ -25,39 +38,71 @@ export function createPoolWatchdog(
   const threshold = options.threshold ?? 3;
   const windowMs = options.windowMs ?? 10_000;
   const probeTimeoutMs = options.probeTimeoutMs ?? 3000;
+  const busyLoopMs = options.busyLoopMs ?? 200;
   let recent: number[] = [];
-  let probing = false;
+  let judging = false;
+
+  const judge = async (): Promise<WatchdogVerdict> => {
+    const loop = watchLoopDelay();
+    const pool = handle.db.execute(sql`select 1`);
+    // left behind when it hangs: its rejection (a recycle ends it) is nobody's error
+    pool.catch(() => {});
+    try {
+      await lagAwareDeadline(pool, probeTimeoutMs);
+      return 'pool answers';
+    } catch (err) {
+      // an error is an answer: postgres-js reconnects a connection that failed by itself
+      if (!(err instanceof LagAwareTimeoutError)) return 'pool answers';
+    } finally {
+      loop.stop();
+    }
+    if (loop.maxMs() > busyLoopMs) return 'busy';
+    try {
+      await handle.probe!(probeTimeoutMs);
+    } catch {
+      return 'down';
+    }
+    options.onRecycle?.();
+    await handle.recycle!();
+    return 'recycled';
+  };
+
   return () => {
-    if (!handle.recycle || !handle.url || probing) return;
+    if (!handle.recycle || !handle.probe || judging) return;
     const now = Date.now();
     recent = [...recent.filter((t) => now - t < windowMs), now];
     if (recent.length < threshold) return;
-    probing = true;
-    const url = handle.url;
-    let probe: postgres.Sql | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('probe timed out')), probeTimeoutMs);
-    });
-    const answered = import('postgres').then(({ default: connect }) => {
-      probe = connect(url, {
-        max: 1,
-        connect_timeout: Math.ceil(probeTimeoutMs / 1000),
-        onnotice: () => {},
+    recent = [];
+    judging = true;
+    judge()
+      .catch((): WatchdogVerdict => 'down')
+      .then((verdict) => {
+        judging = false;
+        options.onVerdict?.(verdict);
       });
-      return probe`select 1`;
-    });
-    Promise.race([answered, timeout])
-      .then(async () => {
-        recent = [];
-        options.onRecycle?.();
-        await handle.recycle!();
-      })
-      .catch(() => {})
-      .finally(() => {
-        clearTimeout(timer);
-        probing = false;
-        probe?.end({ timeout: 0 }).catch(() => {});
-      });
+  };
+}
+
+const TICK_MS = 20;
+
+/**
+ * The longest delay of a 20 ms ticker from now on: how long the event loop was blocked at most.
+ * (perf_hooks' monitorEventLoopDelay misses a block that starts in the turn it is enabled in.)
+ */
+function watchLoopDelay(): { maxMs(): number; stop(): void } {
+  let last = performance.now();
+  let max = 0;
+  const tick = () => {
+    const now = performance.now();
+    max = Math.max(max, now - last - TICK_MS);
+    last = now;
+  };
+  const ticker = setInterval(tick, TICK_MS);
+  return {
+    maxMs: () => max,
+    stop() {
+      tick();
+      clearInterval(ticker);
+    },
   };
 }

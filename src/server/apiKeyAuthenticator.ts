@@ -56,7 +56,7 @@ export interface AuthContext {
   /** the client's address (TCP peer), for the failure limits and the hash queue's fairness */
   address?: string | undefined;
   /** bounds the database reads (not argon2, nor its queue) by the request's backend deadline */
-  backend?: <T>(work: Promise<T>) => Promise<T>;
+  backend?: Budget;
 }
 
 export interface AuthenticatorOptions {
@@ -370,7 +370,8 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
       presented: string | undefined,
       context: AuthContext = {},
     ): Promise<AuthResult> {
-      const backend: Budget = context.backend ?? ((work) => work);
+      const backend: Budget =
+        context.backend ?? ((work) => (typeof work === 'function' ? work() : work));
       if (presented === undefined || presented.trim() === '')
         return { ok: false, status: 401, why: 'missing' };
       const parsed = parseApiKey(presented);
@@ -389,7 +390,8 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
           return { ok: true, keyId: hit.id, mode: hit.mode, ...tokensFlag(hit.resultTokens) };
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
-        const row = await backend(options.lookup.find(hit.id));
+        // lazily: while the database is known to be down, nothing is queued for it
+        const row = await backend(() => options.lookup.find(hit.id));
         const dead = row
           ? liveness(row)
           : { ok: false as const, status: 403 as const, why: 'unknown' as const };
@@ -488,7 +490,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
 
 export type ApiKeyAuthenticator = ReturnType<typeof createApiKeyAuthenticator>;
 
-type Budget = <T>(work: Promise<T>) => Promise<T>;
+type Budget = <T>(work: Promise<T> | (() => Promise<T>)) => Promise<T>;
 
 // present only when on: a plain key's result is what it always was
 const tokensFlag = (on: boolean) => (on ? { resultTokens: true } : {});

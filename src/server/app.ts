@@ -7,6 +7,8 @@ import { isService } from '../core/services.js';
 import type { KeyMode, VerifyOutcome } from '../core/types.js';
 import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
 import { LIVE_JWKS_PATH, TEST_JWKS_PATH } from '../core/resultToken.js';
+import type { DatabaseBreaker } from '../db/databaseBreaker.js';
+import { DatabaseUnavailableError } from '../db/errors.js';
 import type { ConsumeResult } from '../db/sessions.js';
 import { GoogleBusyError } from '../google/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
@@ -19,7 +21,7 @@ import {
 } from './errorBody.js';
 import type { Metrics } from './metrics.js';
 import { apiKeyAuth } from './middleware/apiKeyAuth.js';
-import { backendBudget, DeadlineExceeded } from './middleware/backendBudget.js';
+import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { createApiDocs } from './apiDocs.js';
@@ -56,6 +58,11 @@ export interface AppDeps {
   requestDeadlineMs?: number;
   /** told each time a request ran out of time waiting on the backend (the pool watchdog) */
   onBackendTimeout?: () => void;
+  /**
+   * PostgreSQL: the circuit breaker on the database. While open, requests that need the database
+   * answer 500 at once (with Retry-After) and /readyz 503, instead of after the deadline.
+   */
+  breaker?: Pick<DatabaseBreaker, 'isOpen' | 'check' | 'failed' | 'suspect' | 'onOpen'>;
   /** false when /metrics is served on a port of its own (ATTEST_METRICS_PORT) */
   metricsRoute?: boolean;
   /**
@@ -97,6 +104,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     const log = c.get('log');
     if (log) log.err = describeFault(err);
     if (err instanceof DeadlineExceeded) deps.onBackendTimeout?.();
+    if (err instanceof DatabaseUnavailableError) {
+      // the breaker is open: the background probe closes it within a second of the database's return
+      c.header('Retry-After', '1');
+      return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
+    }
     if (err instanceof GoogleBusyError) {
       // a slow Google holds at most the configured number of requests; the rest retry shortly
       c.header('Retry-After', String(err.retryAfterSeconds));
@@ -107,13 +119,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   // the budget first: the key's database reads count against it; the key is checked before
   // anything else under /api/, unknown paths included
-  app.use('/api/*', backendBudget({ deadlineMs }));
+  app.use('/api/*', backendBudget({ deadlineMs, breaker: deps.breaker }));
   app.use('/api/*', apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys }));
 
   app.post('/api/v1/attestation/init', async (c) => {
     const serverNonce = randomBytes(32);
     const reference = `ses_${randomBytes(24).toString('base64url')}`;
-    const { expiresAt } = await c.get('backend')(
+    const { expiresAt } = await c.get('backend')(() =>
       deps.sessions.create({
         reference,
         apiKeyId: c.get('keyId'),
@@ -162,7 +174,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
     let nonce: Uint8Array;
     if (request.approach === 'session') {
-      const consumed = await c.get('backend')(
+      const consumed = await c.get('backend')(() =>
         deps.sessions.consume(request.sessionReference, c.get('keyId')),
       );
       if (!consumed.ok) {
@@ -174,7 +186,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       nonce = request.expectedNonce;
     }
 
-    const outcome = await c.get('backend')(
+    const outcome = await c.get('backend')(() =>
       deps.verify({ token: request.token, expectedNonce: nonce }, c.get('mode')),
     );
     Object.assign(log, pickFacts(outcome.facts));
@@ -230,12 +242,35 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.get('/healthz', (c) => c.json({ status: 'ok' }));
   app.get('/readyz', async (c) => {
-    const ready = await Promise.race([
-      deps.ready().catch(() => false),
-      new Promise<boolean>((resolve) => setTimeout(resolve, deadlineMs, false).unref()),
-    ]);
+    const ready = await readiness();
     return c.json({ status: ready ? 'ready' : 'not ready' }, ready ? 200 : 503);
   });
+  /** false at once while the breaker is open; else the database's answer, bounded by the deadline */
+  async function readiness(): Promise<boolean> {
+    const breaker = deps.breaker;
+    if (breaker?.isOpen()) return false;
+    let timer: NodeJS.Timeout | undefined;
+    let suspect: NodeJS.Timeout | undefined;
+    let unsubscribe: (() => void) | undefined;
+    try {
+      return await Promise.race([
+        deps.ready().catch((err: unknown) => {
+          breaker?.failed(err);
+          return false;
+        }),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(resolve, deadlineMs, false);
+          unsubscribe = breaker?.onOpen(() => resolve(false));
+          // a database that hangs: the breaker's probe decides sooner than the deadline
+          if (breaker) suspect = setTimeout(() => breaker.suspect(), SUSPECT_AFTER_MS);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+      clearTimeout(suspect);
+      unsubscribe?.();
+    }
+  }
   const metricsRoute = deps.metricsRoute ?? true;
   if (metricsRoute) {
     app.get('/metrics', async (c) => {

@@ -23,8 +23,11 @@ export interface RequestLog {
   err?: { type: string; code?: string; message: string };
 }
 
-/** Runs one backend call within what is left of the request's deadline. */
-export type Budget = <T>(work: Promise<T>) => Promise<T>;
+/**
+ * Runs one backend call within what is left of the request's deadline. Given a function, calls it
+ * only when the call may go ahead (not while the database breaker is open: nothing is queued).
+ */
+export type Budget = <T>(work: Promise<T> | (() => Promise<T>)) => Promise<T>;
 
 /** The Hono environment of the HTTP API: what the middlewares set for the handlers. */
 export type AppEnv = {

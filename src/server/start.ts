@@ -37,6 +37,7 @@ import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
+import { createDatabaseBreaker } from '../db/databaseBreaker.js';
 import { createSecretBox, type SecretBox } from '../db/secretBox.js';
 import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
 import { createResultKeyRepository } from '../db/resultKeys.js';
@@ -231,6 +232,20 @@ async function serveOn(
       logger.error({ apiKeyId, problem }, 'API key refused: its stored row is damaged'),
   });
   const separateMetrics = config.metricsPort !== undefined;
+  // PostgreSQL: fail at once while the database cannot be reached, serve again when it answers
+  const probe = database.probe?.bind(database);
+  const breaker = probe
+    ? createDatabaseBreaker({
+        probe,
+        onChange: (open, cause) =>
+          open
+            ? logger.error(
+                { err: describeFault(cause) },
+                'the database cannot be reached: requests fail at once until a probe answers',
+              )
+            : logger.info('the database answers again'),
+      })
+    : undefined;
   const app = createApp({
     logger,
     auth,
@@ -248,7 +263,14 @@ async function serveOn(
         logger.warn(
           'the database answers on a new connection while the pool hangs: replacing the pool',
         ),
+      onVerdict: (verdict) => {
+        if (verdict === 'busy')
+          logger.warn(
+            'requests miss their deadline while the event loop is blocked: the process is saturated, the database pool is kept',
+          );
+      },
     }),
+    ...(breaker ? { breaker } : {}),
     metricsRoute: !separateMetrics,
     ...(resultTokens ? { resultTokens } : {}),
     ...(signers?.test ? { testResultTokens: signers.test } : {}),
@@ -435,6 +457,7 @@ async function serveOn(
       await refresher.stop();
       await revocationRefresher.stop();
       await Promise.all([drained, admin?.stop()]);
+      breaker?.stop();
       await database.close();
     },
   };

@@ -530,7 +530,7 @@ describe('failure limiter', () => {
     const result = auth.authenticate(key, {
       backend: (work) => {
         budgeted.push(work);
-        return work;
+        return typeof work === 'function' ? work() : work;
       },
     });
     await new Promise((r) => setTimeout(r, 20));

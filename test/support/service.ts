@@ -110,6 +110,7 @@ export interface ServiceOptions {
   ready?: () => Promise<boolean>;
   sessions?: AppDeps['sessions'];
   onBackendTimeout?: () => void;
+  breaker?: AppDeps['breaker'];
   resultTokens?: AppDeps['resultTokens'];
   testResultTokens?: AppDeps['testResultTokens'];
 }
@@ -133,6 +134,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     sessionTtlSeconds: options.sessionTtlSeconds ?? 300,
     ...(options.requestDeadlineMs ? { requestDeadlineMs: options.requestDeadlineMs } : {}),
     ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
+    ...(options.breaker ? { breaker: options.breaker } : {}),
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),

@@ -1,12 +1,13 @@
 /**
  * A TCP proxy in front of PostgreSQL that a test can break: `forward` (normal), `stall` (new
  * connections are accepted but nothing is forwarded; open ones freeze with their bytes held back),
- * and `cut()` (close every open connection, mid-query if one is running). Going back to
- * `forward` releases the frozen connections with the bytes they held.
+ * `refuse` (the database is down: open connections are closed, new ones closed as soon as they
+ * are accepted), and `cut()` (close every open connection, mid-query if one is running). Going back
+ * to `forward` releases the frozen connections with the bytes they held.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
 
-type Mode = 'forward' | 'stall';
+type Mode = 'forward' | 'stall' | 'refuse';
 
 interface Pair {
   client: Socket;
@@ -46,6 +47,11 @@ export async function startTcpProxy(upstreamHost: string, upstreamPort: number):
   };
 
   const server: Server = createServer((client) => {
+    if (mode === 'refuse') {
+      client.on('error', () => {});
+      client.destroy();
+      return;
+    }
     const pair: Pair = { client, upstream: null, toUpstream: [], toClient: [] };
     pairs.add(pair);
     client.on('data', (d) => {
@@ -62,6 +68,13 @@ export async function startTcpProxy(upstreamHost: string, upstreamPort: number):
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const port = (server.address() as { port: number }).port;
+  const cutAll = () => {
+    for (const pair of pairs) {
+      pair.client.destroy();
+      pair.upstream?.destroy();
+    }
+    pairs.clear();
+  };
 
   return {
     port,
@@ -72,6 +85,11 @@ export async function startTcpProxy(upstreamHost: string, upstreamPort: number):
       return u.toString();
     },
     setMode(next, options = {}) {
+      if (next === 'refuse') {
+        mode = next;
+        cutAll();
+        return;
+      }
       if (next === 'forward' && options.keepFrozen) {
         for (const pair of pairs) frozen.add(pair);
       }
@@ -84,13 +102,7 @@ export async function startTcpProxy(upstreamHost: string, upstreamPort: number):
         for (const d of pair.toClient.splice(0)) pair.client.write(d);
       }
     },
-    cut() {
-      for (const pair of pairs) {
-        pair.client.destroy();
-        pair.upstream?.destroy();
-      }
-      pairs.clear();
-    },
+    cut: cutAll,
     connections: () => pairs.size,
     async close() {
       for (const pair of pairs) {

@@ -6,6 +6,7 @@ import {
   createBudget,
   DeadlineExceeded,
 } from '../../../src/server/middleware/backendBudget.js';
+import { DatabaseUnavailableError } from '../../../src/db/errors.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -58,5 +59,47 @@ describe('backendBudget', () => {
     const fast = await app.request('/fast');
     expect(fast.status).toBe(200);
     expect(await fast.text()).toBe('ok');
+  });
+});
+
+describe('createBudget with a breaker', () => {
+  const breaker = (open: boolean) => {
+    const listeners = new Set<() => void>();
+    const state = { open, failed: [] as unknown[], suspected: 0 };
+    return {
+      state,
+      open: () => {
+        state.open = true;
+        for (const l of listeners) l();
+      },
+      check: () => {
+        if (state.open) throw new DatabaseUnavailableError('down');
+      },
+      failed: (err: unknown) => void state.failed.push(err),
+      suspect: () => void state.suspected++,
+      onOpen: (l: () => void) => (listeners.add(l), () => listeners.delete(l)),
+    };
+  };
+
+  it('open: fails at once and does not call the work it was given as a function', async () => {
+    const b = breaker(true);
+    let called = 0;
+    const budget = createBudget(5000, b);
+    await expect(budget(() => (called++, Promise.resolve('row')))).rejects.toBeInstanceOf(
+      DatabaseUnavailableError,
+    );
+    expect(called).toBe(0);
+  });
+
+  it('a call in flight fails when the breaker opens; a connection error is reported to it', async () => {
+    const b = breaker(false);
+    const budget = createBudget(5000, b);
+    const pending = budget(never());
+    b.open();
+    await expect(pending).rejects.toBeInstanceOf(DatabaseUnavailableError);
+    const refused = Object.assign(new Error('refused'), { code: 'ECONNREFUSED' });
+    b.state.open = false;
+    await expect(budget(Promise.reject(refused))).rejects.toBe(refused);
+    expect(b.state.failed).toEqual([refused]);
   });
 });
