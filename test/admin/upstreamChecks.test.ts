@@ -189,15 +189,20 @@ describe.each(backends())('status.checkUpstreams on $name', (backend) => {
         appleReceiptUrlProduction: `${base}/production`,
         appleReceiptUrlDevelopment: `http://127.0.0.1:${closedPort}/development`,
       },
-      300,
+      2000,
     );
     expect(checks.map((c) => [c.upstream, c.state, c.detail])).toEqual([
       [
         'play-integrity',
         'failing',
-        `no answer from ${new URL(google.playIntegrityUrl).host} within 300 ms`,
+        // the bound covers the access token and the decode: on a busy machine it may run out first
+        expect.stringMatching(
+          new RegExp(
+            `^(no answer from ${new URL(google.playIntegrityUrl).host} within 2000 ms|no access token from Google in time)$`,
+          ),
+        ),
       ],
-      ['apple-receipts', 'failing', 'no answer within 300 ms'],
+      ['apple-receipts', 'failing', 'no answer within 2000 ms'],
       ['apple-receipts', 'failing', 'ECONNREFUSED'],
     ]);
     expect(arrived).toBe(1);
