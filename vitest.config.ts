@@ -8,6 +8,7 @@ const MOCKING = [
   'test/core/verify.test.ts',
   'test/server/apiKeyAuthenticator.test.ts',
   'test/server/authAbuse.test.ts',
+  'test/server/authPrecheck.test.ts',
 ];
 // in-process units of core, db and server: no process-wide state (env, exit code, stdout) is touched
 const SHARED = [

@@ -10,7 +10,7 @@ import {
   type OperationName,
   type ResultOf,
 } from '../admin/operations.js';
-import { checkSocketPath, SocketPathError } from '../admin/socketPath.js';
+import { checkSocketPath, SocketPathError } from '../socketPath.js';
 import { fromWire, toWire } from '../admin/wire.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
 import type { DatabaseHandle, RunningServer } from '../db/client.js';

@@ -15,7 +15,8 @@ export interface NonceFlags {
   deviceNonce?: string;
 }
 
-function bytes(value: string, flag: string): Uint8Array {
+/** The bytes of a base64 flag, or a usage error naming the flag. */
+export function bytesFlag(value: string, flag: string): Uint8Array {
   const b = decodeBase64(value);
   if (!b) throw usageError(`${flag} must be base64 (standard or URL-safe)`);
   return b;
@@ -43,11 +44,11 @@ export function finalNonceOf(flags: NonceFlags): Uint8Array {
   }
   let nonce: Uint8Array;
   if (flags.nonce !== undefined) {
-    nonce = bytes(flags.nonce, '--nonce');
+    nonce = bytesFlag(flags.nonce, '--nonce');
   } else {
-    const server = bytes(flags.serverNonce!, '--server-nonce');
+    const server = bytesFlag(flags.serverNonce!, '--server-nonce');
     const device =
-      flags.deviceNonce === undefined ? undefined : bytes(flags.deviceNonce, '--device-nonce');
+      flags.deviceNonce === undefined ? undefined : bytesFlag(flags.deviceNonce, '--device-nonce');
     if (
       device &&
       (device.length < DEVICE_NONCE_BYTES.min || device.length > DEVICE_NONCE_BYTES.max)

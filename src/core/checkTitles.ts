@@ -36,7 +36,7 @@ export const CHECK_TITLES = {
   'apple.attestation.distribution':
     'validation category and bundle version (iOS 27+) are allowed for the app (when it restricts them)',
   'apple.attestation.receipt':
-    "Apple's receipt verifies (CMS, Apple Root CA - G3, this key, ATTEST); rejects only with --require-receipt",
+    "Apple's receipt verifies (CMS, one fixed path to Apple Root CA - G3, this key, ATTEST); checked last, after the assertion when one is sent; rejects only with --require-receipt",
   'apple.assertion.format': 'assertion object has signature and authenticatorData',
   'apple.assertion.signature': 'assertion signature verifies with the key',
   'apple.assertion.appId': "rpIdHash is the key's app ID, still allowlisted",

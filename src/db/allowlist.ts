@@ -1,6 +1,5 @@
-import { sql, type SQL } from 'drizzle-orm';
+import { sql } from 'drizzle-orm';
 import type {
-  AllowlistReader,
   AndroidPackagePolicy,
   AppleAppPolicy,
   AppleEnvPolicy,
@@ -10,111 +9,28 @@ import type {
 } from '../core/types.js';
 import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
 import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
-import { createHash, createPublicKey } from 'node:crypto';
+import {
+  androidSummary,
+  pairsBefore,
+  parseDigests,
+  serviceAccountFingerprint,
+  type AndroidKeyPairInput,
+  type AndroidPolicyInput,
+  type PackageRow,
+  type PairRow,
+  type TestKeyPair,
+} from './androidPackageRows.js';
+import { appleAppOf, type AppleAppRow, type ApplePolicyInput } from './appleAppRows.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
 import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
+import { parseTextArray, textArray } from './textArray.js';
 
-export interface AndroidPolicyInput {
-  certificateDigests?: Uint8Array[];
-  minVerdict?: MinVerdict;
-  allowUnrecognized?: boolean;
-  maxAgeSeconds?: number;
-  requireLicensed?: boolean;
-  /** accepted Play Protect verdicts; `[]` stops checking */
-  playProtectVerdicts?: string[];
-  /** denied appsDetected values; `[]` stops checking */
-  denyAppAccessRisk?: string[];
-  /** `null` stops checking */
-  maxDeviceActivity?: DeviceActivityLevel | null;
-  /** `null` removes the stored service account */
-  serviceAccount?: GoogleServiceAccount | null;
-  /** hardware key attestation (`android-key`) */
-  keyAttestation?: boolean;
-  minSecurityLevel?: 'TrustedEnvironment' | 'StrongBox';
-  allowUnlocked?: boolean;
-  /** verifiedBootKey values of trusted self-signed OS builds; `[]` clears them */
-  bootKeys?: Uint8Array[];
-  /** `null` stops checking */
-  maxPatchAgeMonths?: number | null;
-}
-
-export interface AndroidKeyPairInput {
-  id: string;
-  decryptionKey: Uint8Array;
-  verificationKey: Uint8Array;
-}
-
-interface PackageRow {
-  package_name: string;
-  certificate_digests: string[] | string | null;
-  min_verdict: string;
-  allow_unrecognized: boolean;
-  max_age_seconds: number;
-  require_licensed: boolean;
-  play_protect_verdicts: string[] | string | null;
-  deny_app_access_risk: string[] | string | null;
-  max_device_activity: string | null;
-  service_account: Uint8Array | null;
-  service_account_key_id: string | null;
-  key_attestation: boolean;
-  min_security_level: string;
-  allow_unlocked: boolean;
-  boot_keys: string[] | string | null;
-  max_patch_age_months: number | null;
-}
-
-interface PairRow {
-  package_name: string;
-  id: string;
-  decryption_key: Uint8Array;
-  verification_key: Uint8Array;
-  master_key_id: string | null;
-  test_only: boolean;
-}
-
-/** A test-only Play Integrity pair with the signing half that Google would hold. */
-export interface TestKeyPair extends AndroidKeyPairInput {
-  /** PKCS#8 DER of the EC P-256 signing key */
-  signingKey: Uint8Array;
-}
-
-/** Policy fields of an App Attest entry; undefined keeps the stored value. */
-export interface ApplePolicyInput {
-  requireReceipt?: boolean;
-  /** `null` stops checking */
-  maxRiskMetric?: number | null;
-  /** `[]` stops checking */
-  validationCategories?: string[];
-  /** `null` stops checking */
-  minBundleVersion?: string | null;
-  allowMissingValidationCategory?: boolean;
-}
-
-interface AppleAppRow {
-  app_id: string;
-  env: string;
-  require_receipt: boolean;
-  max_risk_metric: number | null;
-  validation_categories: string[] | string | null;
-  min_bundle_version: string | null;
-  allow_missing_validation_category: boolean;
-}
-
-// every field of an entry, as the audit trail records it before and after a change
-function appleAppOf(row: AppleAppRow): AppleAppPolicy {
-  return {
-    appId: row.app_id,
-    env: row.env as AppleEnvPolicy,
-    requireReceipt: row.require_receipt,
-    maxRiskMetric: row.max_risk_metric === null ? null : Number(row.max_risk_metric),
-    validationCategories: parseTextArray(row.validation_categories),
-    minBundleVersion: row.min_bundle_version,
-    allowMissingValidationCategory: row.allow_missing_validation_category,
-  };
-}
+export type { AndroidKeyPairInput, AndroidPolicyInput, TestKeyPair } from './androidPackageRows.js';
+export type { ApplePolicyInput } from './appleAppRows.js';
+export { createCachedAllowlist } from './cachedAllowlist.js';
 
 const PAIRS = 'android_key_pairs';
 const PACKAGES = 'android_packages';
@@ -551,104 +467,3 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
 }
 
 export type AllowlistRepository = ReturnType<typeof createAllowlistRepository>;
-
-/**
- * `pairs(ids, test_ids)`: the fingerprints of a package's key pairs (live ones, test-only ones)
- * as the statement starts, as jsonb arrays.
- */
-function pairsBefore(packageName: string): SQL {
-  return sql`pairs as (select coalesce(jsonb_agg(id order by created_at, id) filter (where not test_only), '[]'::jsonb) as ids,
-                              coalesce(jsonb_agg(id order by created_at, id) filter (where test_only), '[]'::jsonb) as test_ids
-                       from android_key_pairs where package_name = ${packageName})`;
-}
-
-/** The audit summary of a package row: every audited column and its key pair fingerprints (never key material). */
-function androidSummary(row: SQL, pairIds: SQL, testPairIds: SQL): SQL {
-  return auditSummary('android_packages', row, { keyPairs: pairIds, testKeyPairs: testPairIds });
-}
-
-/**
- * What the audit trail shows of a service account: its email and the SHA-256 of its public key
- * (the private key never leaves the sealed column).
- */
-function serviceAccountFingerprint(account: GoogleServiceAccount): string {
-  let spki: string;
-  try {
-    const der = createPublicKey(account.privateKey).export({ type: 'spki', format: 'der' });
-    spki = `spki-sha256:${createHash('sha256').update(der).digest('hex')}`;
-  } catch {
-    spki = 'key unreadable';
-  }
-  return `${account.clientEmail} ${spki}`;
-}
-
-/** text[] of hex digests; a driver that does not parse arrays hands over the literal `{a,b}`. */
-function parseDigests(value: string[] | string | null): Uint8Array[] {
-  return parseTextArray(value).map((hex) => new Uint8Array(Buffer.from(hex, 'hex')));
-}
-
-/** A text[] of plain words (hex, enum values: nothing that needs quoting in the literal). */
-function parseTextArray(value: string[] | string | null): string[] {
-  return typeof value === 'string'
-    ? value
-        .replace(/^\{|\}$/g, '')
-        .split(',')
-        .filter(Boolean)
-    : (value ?? []);
-}
-
-/** A text[] parameter sent as one text (the two drivers bind array parameters differently). */
-function textArray(list: readonly string[] | undefined) {
-  return list && list.length > 0 ? sql`string_to_array(${list.join(',')}, ',')` : sql`'{}'::text[]`;
-}
-
-/**
- * The allowlist as the verifiers read it: a snapshot re-read at most every `ttlMs`, so removing
- * an app or package takes effect on every instance within that time without a query per token.
- */
-export function createCachedAllowlist(
-  repo: AllowlistRepository,
-  options: { ttlMs: number; now?: () => number },
-): AllowlistReader & { invalidate(): void } {
-  const now = options.now ?? Date.now;
-  interface Snapshot {
-    at: number;
-    apple: AppleAppPolicy[];
-    android: AndroidPackagePolicy[];
-  }
-  let snapshot: Snapshot | null = null;
-  let loading: Promise<Snapshot> | null = null;
-  // bumped by invalidate: a reload that began before it must not become the snapshot
-  let generation = 0;
-  const current = async (): Promise<Snapshot> => {
-    if (snapshot && now() - snapshot.at < options.ttlMs) return snapshot;
-    // one reload at a time; concurrent readers share it
-    if (!loading) {
-      const started = generation;
-      const load = (async (): Promise<Snapshot> => {
-        const [apple, android] = await Promise.all([repo.listApple(), repo.listAndroid()]);
-        const loaded: Snapshot = { at: now(), apple, android };
-        if (started === generation) snapshot = loaded;
-        return loaded;
-      })();
-      loading = load;
-      const clear = () => {
-        if (loading === load) loading = null;
-      };
-      load.then(clear, clear);
-    }
-    return loading;
-  };
-  return {
-    appleApp: async (appId) => (await current()).apple.find((a) => a.appId === appId) ?? null,
-    appleApps: async () => (await current()).apple,
-    androidPackage: async (name) =>
-      (await current()).android.find((p) => p.packageName === name) ?? null,
-    androidPackages: async () => (await current()).android,
-    invalidate: () => {
-      snapshot = null;
-      loading = null;
-      generation++;
-    },
-  };
-}

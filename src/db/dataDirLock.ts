@@ -8,7 +8,7 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { checkSocketPath, removeSocket } from '../admin/socketPath.js';
+import { checkSocketPath, removeSocket } from '../socketPath.js';
 
 /** The lock file in an embedded data dir, beside `pgdata`. */
 export const LOCK_FILE = 'attest.lock';

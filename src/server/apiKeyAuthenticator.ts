@@ -1,5 +1,4 @@
 import { hash, randomBytes } from 'node:crypto';
-import { isIP } from 'node:net';
 import {
   apiKeyCheck,
   isApiKeyHash,
@@ -9,6 +8,10 @@ import {
 } from '../core/apiKeys.js';
 import { LruCache } from '../core/lruCache.js';
 import type { KeyMode } from '../core/types.js';
+import { addressPrefix } from './addressPrefix.js';
+import { createFairLimiter } from './fairLimiter.js';
+
+export { addressPrefix } from './addressPrefix.js';
 
 export interface ApiKeyLookup {
   /**
@@ -121,36 +124,6 @@ interface FailureWindow {
   count: number;
   /** when a locked id last let a verification through */
   probedAt: number;
-}
-
-/**
- * The unit clients are told apart by: an IPv4 address as it is, an IPv6 address by its /64 (one
- * subscriber or host usually holds a whole /64, so its addresses are one client). IPv4-mapped
- * IPv6 (`::ffff:192.0.2.1`) is the IPv4 address. `undefined` stays undefined.
- */
-export function addressPrefix(address: string | undefined): string | undefined {
-  if (address === undefined) return undefined;
-  const kind = isIP(address);
-  if (kind === 4) return address;
-  if (kind !== 6) return address;
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped) return mapped[1];
-  const [head = '', tail = ''] = address.toLowerCase().split('%')[0]!.split('::');
-  const headGroups = head ? head.split(':') : [];
-  const tailGroups = address.includes('::') ? (tail ? tail.split(':') : []) : [];
-  // an embedded IPv4 tail (a::1.2.3.4) lies in the low 64 bits: it does not change the prefix
-  const width = (groups: string[]) => groups.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0);
-  const groups = address.includes('::')
-    ? [
-        ...headGroups,
-        ...Array<string>(8 - width(headGroups) - width(tailGroups)).fill('0'),
-        ...tailGroups,
-      ]
-    : headGroups;
-  return `${groups
-    .slice(0, 4)
-    .map((g) => g.replace(/^0+(?=.)/, ''))
-    .join(':')}::/64`;
 }
 
 /**
@@ -494,57 +467,3 @@ type Budget = <T>(work: Promise<T> | (() => Promise<T>)) => Promise<T>;
 
 // present only when on: a plain key's result is what it always was
 const tokensFlag = (on: boolean) => (on ? { resultTokens: true } : {});
-
-/**
- * Runs at most `concurrency` tasks at once. Waiting tasks are queued per lane (an address
- * prefix) and served round-robin across lanes, priority ones first; at most `perLane` wait in one
- * lane and `queue` in all the ordinary lanes together (and `queue` priority ones). `undefined`
- * when full.
- */
-function createFairLimiter(concurrency: number, queue: number, perLane: number) {
-  let running = 0;
-  interface Waiting {
-    lanes: Map<string, (() => void)[]>;
-    size: number;
-  }
-  const classes: [Waiting, Waiting] = [
-    { lanes: new Map(), size: 0 },
-    { lanes: new Map(), size: 0 },
-  ];
-  /** the next waiter: the first lane of the first class that has one (a Map keeps insertion order) */
-  function next(): (() => void) | undefined {
-    for (const c of classes) {
-      for (const [lane, waiters] of c.lanes) {
-        const first = waiters.shift()!;
-        c.lanes.delete(lane);
-        if (waiters.length > 0) c.lanes.set(lane, waiters); // to the back: round-robin
-        c.size--;
-        return first;
-      }
-    }
-    return undefined;
-  }
-  return {
-    async run<T>(
-      task: () => Promise<T>,
-      where: { lane: string; priority: boolean },
-    ): Promise<T | undefined> {
-      if (running < concurrency) running++;
-      else {
-        const c = classes[where.priority ? 0 : 1];
-        const waiters = c.lanes.get(where.lane) ?? [];
-        if (c.size >= queue || (!where.priority && waiters.length >= perLane)) return undefined;
-        c.lanes.set(where.lane, waiters);
-        c.size++;
-        await new Promise<void>((resolve) => waiters.push(resolve)); // the finisher hands its slot over
-      }
-      try {
-        return await task();
-      } finally {
-        const handOver = next();
-        if (handOver) handOver();
-        else running--;
-      }
-    },
-  };
-}

@@ -1,17 +1,7 @@
-import { randomBytes, type X509Certificate } from 'node:crypto';
+import type { X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
-import { createServer } from 'node:net';
-import { serve } from '@hono/node-server';
 import type { Logger } from 'pino';
-import { startAdminServer, type AdminServer } from '../admin/adminServer.js';
-import { OPERATIONS, runOperation } from '../admin/operations.js';
-import { createPrivateSocketPath, removeSocket } from '../admin/socketPath.js';
-import {
-  androidRevocationUrl,
-  ConfigError,
-  DEFAULT_RESULT_TOKEN_TTL_SECONDS,
-  type Config,
-} from '../config.js';
+import { androidRevocationUrl, type Config } from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { verifyToken } from '../core/verify.js';
 import { configuredAppleRoots, configuredReceiptRoots } from '../configuredAppleRoots.js';
@@ -20,11 +10,7 @@ import { createReceiptClient } from '../apple/receiptClient.js';
 import { createAppleCredentialRepository } from '../db/appleCredentials.js';
 import { createReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';
 import { createReceiptRefresher, startReceiptRefresher } from './receiptRefresher.js';
-import {
-  createAllowlistRepository,
-  createCachedAllowlist,
-  type AllowlistRepository,
-} from '../db/allowlist.js';
+import { createAllowlistRepository, createCachedAllowlist } from '../db/allowlist.js';
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { createAndroidKeyRepository } from '../db/androidKeys.js';
@@ -38,11 +24,9 @@ import { createDevCaRepository } from '../db/devCa.js';
 import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createDatabaseBreaker } from '../db/databaseBreaker.js';
-import { createSecretBox, type SecretBox } from '../db/secretBox.js';
-import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
-import { createResultKeyRepository } from '../db/resultKeys.js';
+import { createSecretBox } from '../db/secretBox.js';
+import { checkMasterKey } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
-import { createResultTokenSigner, type ResultTokenSigner } from './resultTokenSigner.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
 import { createApp, describeFault } from './app.js';
@@ -50,6 +34,11 @@ import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
 import { createModeVerifiers } from './modeVerifiers.js';
 import { drainable, type Drainable } from './drainable.js';
+import { assertPortFree, closeServer, listen, portOf, urlOf } from './httpListen.js';
+import { reportingKeyFailures } from './reportingKeyFailures.js';
+import { PROPAGATION_MS } from './propagation.js';
+import { resultTokenSigners } from './resultTokenSigners.js';
+import { startAdmin } from './startAdmin.js';
 
 export interface RunningServer {
   url: string;
@@ -71,11 +60,7 @@ export interface RunningServer {
 /** The channel on which PostgreSQL announces key, allowlist, credential and development CA changes (migration 0006). */
 export const CHANGES_CHANNEL = 'attest_changes';
 
-/**
- * Revocation, expiry and allowlist edits reach every instance within this time even when a
- * change notification is lost (on PostgreSQL they are announced and apply at once).
- */
-export const PROPAGATION_MS = 5000;
+export { PROPAGATION_MS } from './propagation.js';
 
 /**
  * On close, requests in flight have this long to be answered (their own deadline is 5 s) before
@@ -459,168 +444,6 @@ async function serveOn(
       await Promise.all([drained, admin?.stop()]);
       breaker?.stop();
       await database.close();
-    },
-  };
-}
-
-/**
- * The admin API on a 0600 unix socket in a new 0700 folder, announced with a per-run secret in
- * the 0600 lock file. Each request runs one of the CLI's operations on this process's handle.
- */
-async function startAdmin(
-  database: DatabaseHandle,
-  config: Config,
-  logger: Logger,
-  box: SecretBox,
-  reload: () => Promise<void>,
-): Promise<AdminServer> {
-  const socketPath = createPrivateSocketPath(config.socketDir);
-  const secret = randomBytes(32).toString('base64url');
-  let server: AdminServer;
-  try {
-    server = await startAdminServer(socketPath, {
-      secret,
-      async execute(name, input, actor, audit) {
-        const result = await runOperation(name, input, {
-          handle: database,
-          // checked against the database when the server started
-          secrets: async () => box,
-          ...(actor !== undefined ? { auditor: { actor, log: audit } } : {}),
-          // status --check reaches the upstreams this server uses
-          upstreams: {
-            googleOauthUrl: config.googleOauthUrl,
-            googlePlayIntegrityUrl: config.googlePlayIntegrityUrl,
-            appleReceiptUrlDevelopment: config.appleReceiptUrlDevelopment,
-            appleReceiptUrlProduction: config.appleReceiptUrlProduction,
-          },
-        });
-        if (OPERATIONS[name].changes) await reload();
-        return result;
-      },
-      backup: () => database.dump!(),
-      onFault: (err, op) =>
-        logger.error({ err: describeFault(err), op }, 'an admin operation failed'),
-    });
-    database.announce!({ socket: socketPath, secret });
-  } catch (err) {
-    removeSocket(socketPath);
-    throw err;
-  }
-  return {
-    async stop() {
-      await server.stop();
-      removeSocket(socketPath);
-    },
-  };
-}
-
-/**
- * The result token signers when there is an issuer (ATTEST_ISSUER, or the server's own loopback
- * URL with `ownIssuer`): the live one, and with ATTEST_TEST_KEYS on a test one whose keys sign
- * only test-mode keys' tokens. Their first keys are made now, so each JWKS has a key before any
- * token. Without an issuer no token can be made: the service refuses to start while any live API
- * key has result tokens on, rather than answer those keys' verifies without the token they rely on.
- */
-async function resultTokenSigners(
-  database: DatabaseHandle,
-  box: ReturnType<typeof createSecretBox>,
-  config: Config,
-  logger: Logger,
-  apiKeys: ReturnType<typeof createApiKeyRepository>,
-  options: StartOptions,
-): Promise<{ live: ResultTokenSigner; test?: ResultTokenSigner } | undefined> {
-  const issuer = options.ownIssuer ?? config.issuer;
-  if (issuer === undefined) {
-    if (await apiKeys.anyResultTokens())
-      throw new ConfigError(
-        'API keys with result tokens on need ATTEST_ISSUER (an https URL, such as https://attest.example.com); set it, or turn them off with "attest keys update ID --result-tokens off"',
-      );
-    return undefined;
-  }
-  const keys = createResultKeyRepository(database.db, box);
-  const make = (mode: 'live' | 'test') =>
-    createResultTokenSigner({
-      keys,
-      issuer,
-      mode,
-      ttlSeconds: config.resultTokenTtlSeconds ?? DEFAULT_RESULT_TOKEN_TTL_SECONDS,
-      refreshMs: PROPAGATION_MS,
-      auditor: {
-        actor: 'attest serve',
-        log: (event) =>
-          logger.info(
-            { audit: { ...event, at: event.at.toISOString() } },
-            `${event.action} ${event.target} by ${event.actor}`,
-          ),
-      },
-    });
-  const live = make('live');
-  await live.ensureKey();
-  if (!config.testKeys) return { live };
-  const test = make('test');
-  await test.ensureKey();
-  return { live, test };
-}
-
-/** Rejects with the listen error (EADDRINUSE, EACCES) that listening on port/host would meet. */
-function assertPortFree(port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.once('error', reject);
-    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
-  });
-}
-
-function listen(
-  fetch: Parameters<typeof serve>[0]['fetch'],
-  port: number,
-  hostname: string,
-  serverOptions: object,
-): Promise<Server> {
-  return new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s as Server));
-    (s as Server).once('error', reject);
-  });
-}
-
-function portOf(server: Server, fallback: number): number {
-  const address = server.address();
-  return typeof address === 'object' && address ? address.port : fallback;
-}
-
-/** The address really bound (0.0.0.0 when that is what listens), not a guess at a reachable one. */
-function urlOf(server: Server, host: string, fallbackPort: number): string {
-  const address = server.address();
-  const bound = typeof address === 'object' && address ? address.address : host;
-  return `http://${bound.includes(':') ? `[${bound}]` : bound}:${portOf(server, fallbackPort)}`;
-}
-
-function closeServer(server: Server): Promise<void> {
-  return new Promise<void>((resolve) => {
-    server.close(() => resolve());
-    server.closeIdleConnections();
-  });
-}
-
-/**
- * Another instance rotated the master key: this one's reloads cannot open the Play Integrity keys
- * any more. Requests then fail (never a verdict from a stale allowlist); the log says why, once
- * per reload, until the instance is restarted with the new key.
- */
-function reportingKeyFailures(repo: AllowlistRepository, logger: Logger): AllowlistRepository {
-  return {
-    ...repo,
-    async listAndroid() {
-      try {
-        return await repo.listAndroid();
-      } catch (err) {
-        if (err instanceof MasterKeyError)
-          logger.error(
-            { reason: err.message },
-            'cannot load the allowlist: restart this instance with the current master key',
-          );
-        throw err;
-      }
     },
   };
 }

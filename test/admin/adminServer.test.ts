@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminError } from '../../src/admin/adminError.js';
 import { startAdminServer, type AdminServer } from '../../src/admin/adminServer.js';
-import { ADMIN_SOCKET_FILE } from '../../src/admin/socketPath.js';
+import { ADMIN_SOCKET_FILE } from '../../src/socketPath.js';
 import { fromWire, toWire } from '../../src/admin/wire.js';
 import { oneLine, runCli } from '../support/cli.js';
 

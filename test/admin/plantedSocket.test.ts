@@ -25,7 +25,7 @@ import {
   removeSocket,
   SocketPathError,
   untrustedFolder,
-} from '../../src/admin/socketPath.js';
+} from '../../src/socketPath.js';
 import { oneLine, runCli } from '../support/cli.js';
 
 const isRoot = process.getuid?.() === 0;

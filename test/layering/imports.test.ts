@@ -1,41 +1,37 @@
 /**
  * The layers' import rules, read from the sources: the CLI sits on top, so nothing outside
- * src/cli imports it (the server and the admin operations run without commander or ink).
+ * src/cli imports it (the server and the admin operations run without commander or ink); storage
+ * sits below the admin transport, the server and the CLI, so nothing in src/db imports them (the
+ * admin socket's path rules live in src/socketPath.ts, below both).
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
+import { join, relative } from 'node:path';
 import { expect, it } from 'vitest';
+import { importsOf, sources, SRC } from './sourceFiles.js';
 
-const SRC = resolve(import.meta.dirname, '..', '..', 'src');
-
-function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
-    e.isDirectory()
-      ? sources(join(dir, e.name))
-      : /\.tsx?$/.test(e.name)
-        ? [join(dir, e.name)]
-        : [],
-  );
-}
-
-/** Relative imports of a file, as paths below src/. */
-function importsOf(file: string): string[] {
-  const text = readFileSync(file, 'utf8');
-  const found = [...text.matchAll(/(?:from|import)\s*\(?\s*['"](\.[^'"]+)['"]/g)];
-  return found.map((m) => relative(SRC, resolve(dirname(file), m[1]!)));
+/** `file -> target` for each import of a file below `dir` into one of `layers`. */
+function importsInto(
+  dir: string,
+  layers: string[],
+  except: (file: string) => boolean = () => false,
+) {
+  return sources(dir)
+    .filter((f) => !except(relative(SRC, f)))
+    .flatMap((f) =>
+      importsOf(f)
+        .filter((target) => layers.some((layer) => target.startsWith(layer)))
+        .map((target) => `${relative(SRC, f)} -> ${target}`),
+    );
 }
 
 it('nothing outside src/cli imports src/cli', () => {
-  const offenders = sources(SRC)
-    .filter((f) => !relative(SRC, f).startsWith('cli/'))
-    .flatMap((f) =>
-      importsOf(f)
-        .filter((target) => target.startsWith('cli/'))
-        .map((target) => `${relative(SRC, f)} -> ${target}`),
-    );
-  expect(offenders).toEqual([]);
+  expect(importsInto(SRC, ['cli/'], (f) => f.startsWith('cli/'))).toEqual([]);
 });
 
-it('the scan sees imports (a CLI file importing the CLI is found)', () => {
+it('nothing in src/db imports src/admin, src/server or src/cli', () => {
+  expect(importsInto(join(SRC, 'db'), ['admin/', 'server/', 'cli/'])).toEqual([]);
+});
+
+it('the scan sees imports (a CLI file importing the CLI, storage importing the socket rules)', () => {
   expect(importsOf(join(SRC, 'cli', 'main.ts'))).toContain('cli/errors.js');
+  expect(importsOf(join(SRC, 'db', 'dataDirLock.ts'))).toContain('socketPath.js');
 });

@@ -204,7 +204,10 @@ describe.each(backends())('the Android status list on $name', (backend) => {
     await repo.seed();
     await repo.recordRefresh('earlier failure');
     expect((await repo.info())!.lastRefreshError?.message).toBe('earlier failure');
-    const google = await fakeGoogle(() => ({ status: 200, text: JSON.stringify({ entries: {} }) }));
+    const google = await fakeGoogle(() => ({
+      status: 200,
+      text: JSON.stringify({ entries: plausibleEntries(1700) }),
+    }));
     let resolveDone!: () => void;
     const done = new Promise<void>((r) => (resolveDone = r));
     const refresher = startRevocationRefresh({

@@ -23,7 +23,7 @@ import { auditorFor, config, configProblem } from '../context.js';
 import { runtimeError, settingError, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { stopOnSignal } from './serve.js';
-import { APPLE_APP_ID } from './allowlist.js';
+import { APPLE_APP_ID } from '../kinds/apple/appleAppId.js';
 import { TEST_JWKS_PATH } from '../../core/resultToken.js';
 
 /** The development data dir `attest dev up` uses unless told otherwise. */

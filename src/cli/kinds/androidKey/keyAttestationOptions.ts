@@ -1,6 +1,6 @@
 import { Option, type Command } from 'commander';
-import type { AndroidPolicyInput } from '../db/allowlist.js';
-import { usageError } from './errors.js';
+import type { AndroidPolicyInput } from '../../../db/allowlist.js';
+import { usageError } from '../../errors.js';
 
 /** The key attestation flags of `allowlist add android` and `verify-file`. */
 export interface KeyAttestationFlags {
@@ -73,4 +73,20 @@ export function keyAttestationPolicy(opts: KeyAttestationFlags): AndroidPolicyIn
     out.maxPatchAgeMonths = months;
   }
   return out;
+}
+
+/** `allowlist list`'s words for a package's key attestation policy. */
+export function keyAttestationSummary(p: {
+  keyAttestation: boolean;
+  minSecurityLevel: string;
+  allowUnlocked: boolean;
+  bootKeys: string[];
+  maxPatchAgeMonths: number | null;
+}): string {
+  if (!p.keyAttestation) return '';
+  return (
+    `; key attestation: min ${p.minSecurityLevel === 'StrongBox' ? 'strongbox' : 'tee'}` +
+    `${p.allowUnlocked ? ', unlocked ok' : ''}${p.bootKeys.length ? `, ${p.bootKeys.length} boot key(s)` : ''}` +
+    `${p.maxPatchAgeMonths !== null ? `, patch <= ${p.maxPatchAgeMonths} months` : ''}`
+  );
 }

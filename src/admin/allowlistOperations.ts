@@ -1,0 +1,185 @@
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { formatCertificateDigest } from '../core/google/certificateDigest.js';
+import { isDeviceActivityLevel } from '../core/google/verdictPolicy.js';
+import type { DeviceActivityLevel } from '../core/types.js';
+import { createAllowlistRepository } from '../db/allowlist.js';
+import { AdminError } from './adminError.js';
+import { auditorOf, bytes, MIN_VERDICT, none, operation, stripUndefined } from './operation.js';
+
+export const APPLE_APP_ID = z.string().regex(/^[A-Z0-9]{10}\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/);
+export const ANDROID_PACKAGE = z
+  .string()
+  .regex(/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/);
+const PAIR_ID = z.string().regex(/^[0-9a-f]{16}$/);
+
+/** A short public fingerprint of a Play Integrity key pair: never the key material itself. */
+export function keyPairId(decryptionKey: Uint8Array, verificationKey: Uint8Array): string {
+  return createHash('sha256')
+    .update(decryptionKey)
+    .update(verificationKey)
+    .digest('hex')
+    .slice(0, 16);
+}
+
+const androidPolicy = z.strictObject({
+  certificateDigests: z
+    .array(bytes.refine((b) => b.length === 32))
+    .max(32)
+    .optional(),
+  minVerdict: MIN_VERDICT.optional(),
+  allowUnrecognized: z.boolean().optional(),
+  maxAgeSeconds: z.number().int().min(1).max(86_400).optional(),
+  requireLicensed: z.boolean().optional(),
+  playProtectVerdicts: z.array(z.string().max(64)).max(16).optional(),
+  denyAppAccessRisk: z.array(z.string().max(64)).max(16).optional(),
+  maxDeviceActivity: z
+    .custom<DeviceActivityLevel>(isDeviceActivityLevel, 'expected LEVEL_1 to LEVEL_4')
+    .nullable()
+    .optional(),
+  serviceAccount: z
+    .strictObject({
+      clientEmail: z.string().max(320),
+      privateKeyId: z.string().max(200).optional(),
+      privateKey: z.string().max(16_384),
+    })
+    .nullable()
+    .optional(),
+  keyAttestation: z.boolean().optional(),
+  minSecurityLevel: z.enum(['TrustedEnvironment', 'StrongBox']).optional(),
+  allowUnlocked: z.boolean().optional(),
+  bootKeys: z
+    .array(bytes.refine((b) => b.length === 32))
+    .max(32)
+    .optional(),
+  maxPatchAgeMonths: z.number().int().min(1).max(240).nullable().optional(),
+});
+
+/** The allowlist's operations: add, list, find and remove App Attest apps and Android packages. */
+export const ALLOWLIST_OPERATIONS = {
+  'allowlist.addApple': operation({
+    input: z.strictObject({
+      appId: APPLE_APP_ID,
+      env: z.enum(['production', 'development', 'any']).optional(),
+      policy: z
+        .strictObject({
+          requireReceipt: z.boolean().optional(),
+          maxRiskMetric: z.number().int().min(0).nullable().optional(),
+          validationCategories: z.array(z.string().max(32)).max(16).optional(),
+          minBundleVersion: z.string().max(64).nullable().optional(),
+          allowMissingValidationCategory: z.boolean().optional(),
+        })
+        .optional(),
+    }),
+    changes: true,
+    run: (ctx, { appId, env, policy }) =>
+      createAllowlistRepository(ctx.handle.db, null).addApple(
+        appId,
+        env,
+        auditorOf(ctx),
+        policy === undefined ? {} : stripUndefined(policy),
+      ),
+  }),
+  'allowlist.addAndroid': operation({
+    input: z.strictObject({
+      packageName: ANDROID_PACKAGE,
+      pair: z
+        .strictObject({
+          decryptionKey: bytes.refine((b) => b.length === 32),
+          verificationKey: bytes,
+        })
+        .nullable(),
+      withoutKeys: z.boolean(),
+      policy: androidPolicy,
+    }),
+    changes: true,
+    async run(ctx, { packageName, pair, withoutKeys, policy }) {
+      const repo = createAllowlistRepository(ctx.handle.db, await ctx.secrets());
+      if (
+        !pair &&
+        !withoutKeys &&
+        policy.serviceAccount == null &&
+        policy.keyAttestation !== true &&
+        !(await repo.listAndroid()).some((p) => p.packageName === packageName)
+      ) {
+        throw new AdminError(
+          'usage',
+          `${packageName} is not on the allowlist: a new package needs --decryption-key and --verification-key, --service-account-file, --key-attestation, or --without-keys`,
+        );
+      }
+      const withId = pair && { id: keyPairId(pair.decryptionKey, pair.verificationKey), ...pair };
+      return repo.addAndroid(packageName, withId, policy, auditorOf(ctx));
+    },
+  }),
+  'allowlist.list': operation({
+    input: none,
+    changes: false,
+    async run(ctx) {
+      const repo = createAllowlistRepository(ctx.handle.db, await ctx.secrets());
+      const [apple, android] = await Promise.all([repo.listApple(), repo.listAndroid()]);
+      // fingerprints and the service account's email only: the keys are secrets
+      return {
+        apple,
+        android: android.map((p) => ({
+          packageName: p.packageName,
+          minVerdict: p.minVerdict,
+          allowUnrecognized: p.allowUnrecognized,
+          maxAgeSeconds: p.maxAgeSeconds,
+          certificateDigests: p.certificateDigests.map(formatCertificateDigest),
+          keyPairs: p.keys.filter((k) => !k.testOnly).map((k) => k.id),
+          testOnlyKeyPairs: p.keys.filter((k) => k.testOnly).map((k) => k.id),
+          requireLicensed: p.requireLicensed ?? false,
+          playProtectVerdicts: [...(p.playProtectVerdicts ?? [])],
+          denyAppAccessRisk: [...(p.denyAppAccessRisk ?? [])],
+          maxDeviceActivity: p.maxDeviceActivity ?? null,
+          serviceAccount: p.serviceAccount?.clientEmail ?? null,
+          keyAttestation: p.keyAttestation ?? false,
+          minSecurityLevel: p.minSecurityLevel ?? 'TrustedEnvironment',
+          allowUnlocked: p.allowUnlocked ?? false,
+          bootKeys: (p.bootKeys ?? []).map((k) => Buffer.from(k).toString('hex')),
+          maxPatchAgeMonths: p.maxPatchAgeMonths ?? null,
+        })),
+      };
+    },
+  }),
+  'allowlist.ids': operation({
+    input: none,
+    changes: false,
+    run: (ctx) => createAllowlistRepository(ctx.handle.db, null).listIds(),
+  }),
+  'allowlist.find': operation({
+    input: z.discriminatedUnion('kind', [
+      z.strictObject({ kind: z.literal('apple'), id: z.string().max(300) }),
+      z.strictObject({ kind: z.literal('android'), id: z.string().max(300) }),
+    ]),
+    changes: false,
+    async run(ctx, { kind, id }) {
+      if (kind === 'apple') {
+        const app = (await createAllowlistRepository(ctx.handle.db, null).listApple()).find(
+          (a) => a.appId === id,
+        );
+        return app ? { env: app.env, pairs: [] as string[] } : null;
+      }
+      // listing a package opens its key pairs, which needs the master key
+      const repo = createAllowlistRepository(ctx.handle.db, await ctx.secrets());
+      const pkg = (await repo.listAndroid()).find((p) => p.packageName === id);
+      return pkg ? { env: null, pairs: pkg.keys.map((k) => k.id) } : null;
+    },
+  }),
+  'allowlist.remove': operation({
+    input: z.strictObject({
+      kind: z.enum(['apple', 'android']),
+      id: z.string().max(300),
+      keyId: PAIR_ID.optional(),
+    }),
+    changes: true,
+    async run(ctx, { kind, id, keyId }) {
+      const repo = createAllowlistRepository(ctx.handle.db, null);
+      const removed =
+        kind === 'apple'
+          ? await repo.removeApple(id, auditorOf(ctx))
+          : await repo.removeAndroid(id, keyId, auditorOf(ctx));
+      return { removed };
+    },
+  }),
+} as const;

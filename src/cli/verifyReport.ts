@@ -1,0 +1,90 @@
+import { colorWanted } from '../config.js';
+import type { ReceiptSummary } from '../core/apple/tokenReceipt.js';
+import { checkTitle } from '../core/checkTitles.js';
+import type { Hint } from '../core/explain.js';
+import type { KeyMode, VerifyOutcome } from '../core/types.js';
+import { printJson } from './output.js';
+import { receiptLine } from './receiptReport.js';
+import { paint, safeText } from './terminalText.js';
+
+/** verify-file's report of one verification: its checks, verdict and hints, as text or JSON. */
+export function verifyReport(
+  outcome: VerifyOutcome,
+  hints: Hint[],
+  ctx: {
+    at: Date;
+    nonceChecked: boolean;
+    json: boolean;
+    offline: boolean;
+    roots: string;
+    mode: KeyMode;
+    receipt: ReceiptSummary | null;
+  },
+) {
+  const checks = outcome.checks.map((c) => ({
+    id: c.id,
+    title: checkTitle(c.id) ?? c.id,
+    status: c.status,
+    detail: c.detail,
+    ...(c.reason ? { reason: c.reason } : {}),
+  }));
+  if (ctx.json) {
+    printJson({
+      valid: outcome.ok,
+      ...(outcome.ok ? {} : { reason: outcome.reason, detail: outcome.detail }),
+      verifiedAt: ctx.at.toISOString(),
+      nonceChecked: ctx.nonceChecked,
+      source: ctx.offline ? 'flags' : 'database',
+      trustRoots: ctx.roots,
+      mode: ctx.mode,
+      facts: outcome.facts,
+      checks,
+      ...(outcome.ok ? { details: outcome.details } : {}),
+      ...(ctx.receipt
+        ? {
+            receipt: {
+              valid: ctx.receipt.valid,
+              type: ctx.receipt.type,
+              creationTime: ctx.receipt.creationTime,
+              expirationTime: ctx.receipt.expirationTime,
+              riskMetric: ctx.receipt.riskMetric,
+              problem: ctx.receipt.problem,
+            },
+          }
+        : {}),
+      hints,
+    });
+    return;
+  }
+  // Token-controlled text (device.service, packageName, fmt, details) is in facts, details and
+  // hints: every line is escaped whole, then coloured, so nothing from the token reaches the terminal raw.
+  const p = paint(colorWanted(process.stdout.isTTY));
+  const out: string[] = [];
+  const line = (text: string) => out.push(safeText(text));
+  const f = outcome.facts;
+  line(
+    `token: service ${f.service ?? '?'}${f.shape ? `, ${f.shape}` : ''}${f.appId ? `, app ${f.appId}` : ''}${f.packageName ? `, package ${f.packageName}` : ''}${f.keyId ? `, key ${f.keyId}` : ''}`,
+  );
+  line(
+    `verified at ${ctx.at.toISOString()} against ${ctx.offline ? 'the flags given' : 'the configured database (read-only)'}, as a ${ctx.mode} API key would`,
+  );
+  if (!ctx.nonceChecked)
+    out.push(p.yellow('nonce: NOT CHECKED (no --nonce or --server-nonce given)'));
+  out.push('');
+  const mark = { pass: p.green('pass'), fail: p.red(p.bold('FAIL')), skip: p.dim('skip') } as const;
+  for (const c of checks) {
+    out.push(`  [${mark[c.status]}] ${safeText(c.title)}`);
+    line(`         ${c.id}: ${c.detail}${c.reason ? ` (${c.reason})` : ''}`);
+  }
+  out.push('');
+  if (ctx.receipt) out.push(receiptLine(ctx.receipt), '');
+  if (outcome.ok) {
+    const { service, ...details } = outcome.details;
+    out.push(`${p.green(p.bold('VALID'))}${safeText(` (${service}): ${JSON.stringify(details)}`)}`);
+  } else {
+    out.push(`${p.red(p.bold('REJECTED'))}${safeText(`: ${outcome.reason}: ${outcome.detail}`)}`);
+    for (const h of hints) line(`  hint (${h.code}): ${h.message}`);
+    if (hints.length === 0) out.push('  no common integration mistake explains it');
+  }
+  process.stdout.write(`${out.join('\n')}\n`);
+}

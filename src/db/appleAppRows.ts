@@ -1,0 +1,38 @@
+import type { AppleAppPolicy, AppleEnvPolicy } from '../core/types.js';
+import { parseTextArray } from './textArray.js';
+
+/** Policy fields of an App Attest entry; undefined keeps the stored value. */
+export interface ApplePolicyInput {
+  requireReceipt?: boolean;
+  /** `null` stops checking */
+  maxRiskMetric?: number | null;
+  /** `[]` stops checking */
+  validationCategories?: string[];
+  /** `null` stops checking */
+  minBundleVersion?: string | null;
+  allowMissingValidationCategory?: boolean;
+}
+
+/** An `apple_apps` row as the driver returns it. */
+export interface AppleAppRow {
+  app_id: string;
+  env: string;
+  require_receipt: boolean;
+  max_risk_metric: number | null;
+  validation_categories: string[] | string | null;
+  min_bundle_version: string | null;
+  allow_missing_validation_category: boolean;
+}
+
+/** An App Attest entry from its row: every field, as the audit trail records it before and after a change. */
+export function appleAppOf(row: AppleAppRow): AppleAppPolicy {
+  return {
+    appId: row.app_id,
+    env: row.env as AppleEnvPolicy,
+    requireReceipt: row.require_receipt,
+    maxRiskMetric: row.max_risk_metric === null ? null : Number(row.max_risk_metric),
+    validationCategories: parseTextArray(row.validation_categories),
+    minBundleVersion: row.min_bundle_version,
+    allowMissingValidationCategory: row.allow_missing_validation_category,
+  };
+}

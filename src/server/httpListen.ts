@@ -1,0 +1,46 @@
+import type { Server } from 'node:http';
+import { createServer } from 'node:net';
+import { serve } from '@hono/node-server';
+
+/** Rejects with the listen error (EADDRINUSE, EACCES) that listening on port/host would meet. */
+export function assertPortFree(port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ port, host, exclusive: true }, () => probe.close(() => resolve()));
+  });
+}
+
+/** Serves `fetch` on port/hostname; resolves once listening, rejects with the listen error. */
+export function listen(
+  fetch: Parameters<typeof serve>[0]['fetch'],
+  port: number,
+  hostname: string,
+  serverOptions: object,
+): Promise<Server> {
+  return new Promise<Server>((resolve, reject) => {
+    const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s as Server));
+    (s as Server).once('error', reject);
+  });
+}
+
+/** The port really bound (port 0 asks for any). */
+export function portOf(server: Server, fallback: number): number {
+  const address = server.address();
+  return typeof address === 'object' && address ? address.port : fallback;
+}
+
+/** The address really bound (0.0.0.0 when that is what listens), not a guess at a reachable one. */
+export function urlOf(server: Server, host: string, fallbackPort: number): string {
+  const address = server.address();
+  const bound = typeof address === 'object' && address ? address.address : host;
+  return `http://${bound.includes(':') ? `[${bound}]` : bound}:${portOf(server, fallbackPort)}`;
+}
+
+/** Stops accepting connections and closes the idle ones; resolves when the server is closed. */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+}
