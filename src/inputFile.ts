@@ -1,4 +1,13 @@
-import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  createReadStream,
+  fstatSync,
+  openSync,
+  readSync,
+  type ReadStream,
+  type Stats,
+} from 'node:fs';
 
 /** A file the CLI was asked to read cannot be read as given; the message is one line. */
 export class InputFileError extends Error {
@@ -83,6 +92,36 @@ export function readInputFileSync(path: string, options: InputFileOptions): Buff
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Opens a file the CLI was given for streaming (a backup: too large to hold in memory), with the
+ * same refusals as `readInputFileSync` before any byte is read: a regular file only, opened
+ * without blocking, at most `maxBytes` by its size. What it unpacks to is for the reader to bound.
+ */
+export function openInputFileStream(path: string, options: InputFileOptions): ReadStream {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
+  } catch (err) {
+    throw new InputFileError(
+      `${options.what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
+  }
+  try {
+    const info = fstatSync(fd);
+    if (!info.isFile())
+      throw new InputFileError(
+        `${options.what}: ${path} is ${kindOf(info)}, not a regular file: give a file`,
+      );
+    if (info.size > options.maxBytes)
+      throw new InputFileError(tooLarge(options, `${info.size} bytes`));
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  }
+  // the stream reads no further than the size checked above, should the file grow meanwhile
+  return createReadStream('', { fd, end: options.maxBytes - 1 });
 }
 
 function tooLarge(options: InputFileOptions, size: string): string {

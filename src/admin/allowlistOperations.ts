@@ -1,10 +1,10 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { formatCertificateDigest } from '../core/google/certificateDigest.js';
 import { isDeviceActivityLevel } from '../core/google/verdictPolicy.js';
 import type { DeviceActivityLevel } from '../core/types.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { AdminError } from './adminError.js';
+import { keyPairId } from './keyPairId.js';
 import { auditorOf, bytes, MIN_VERDICT, none, operation, stripUndefined } from './operation.js';
 
 export const APPLE_APP_ID = z.string().regex(/^[A-Z0-9]{10}\.[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/);
@@ -13,14 +13,8 @@ export const ANDROID_PACKAGE = z
   .regex(/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/);
 const PAIR_ID = z.string().regex(/^[0-9a-f]{16}$/);
 
-/** A short public fingerprint of a Play Integrity key pair: never the key material itself. */
-export function keyPairId(decryptionKey: Uint8Array, verificationKey: Uint8Array): string {
-  return createHash('sha256')
-    .update(decryptionKey)
-    .update(verificationKey)
-    .digest('hex')
-    .slice(0, 16);
-}
+// apart (with no database behind it) for the CLI, which shows the id before it sends the pair
+export { keyPairId };
 
 const androidPolicy = z.strictObject({
   certificateDigests: z

@@ -3,13 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { request, type IncomingMessage } from 'node:http';
 import { pipeline } from 'node:stream/promises';
 import { AdminError, type AdminErrorKind } from '../admin/adminError.js';
-import {
-  runOperation,
-  type InputOf,
-  type OperationContext,
-  type OperationName,
-  type ResultOf,
-} from '../admin/operations.js';
+import type { InputOf, OperationContext, OperationName, ResultOf } from '../admin/operations.js';
 import { checkSocketPath, SocketPathError } from '../socketPath.js';
 import { fromWire, toWire } from '../admin/wire.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
@@ -56,6 +50,8 @@ export function localAdmin(
     kind: handle.kind,
     where: handle.where,
     async run(name, input) {
+      // imported here: the operations load the database layer, which remoteAdmin never needs
+      const { runOperation } = await import('../admin/operations.js');
       try {
         const result = await runOperation(name, fromWire(toWire(input)), {
           handle,

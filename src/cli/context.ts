@@ -1,25 +1,15 @@
-import type { X509Certificate } from 'node:crypto';
 import { hostname, userInfo } from 'node:os';
-import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import type { Command } from 'commander';
-import pino from 'pino';
-import {
-  DataDirUnsafeError,
-  DatabaseBusyError,
-  DatabaseMissingError,
-  findRunningServer,
-  openDatabase,
-  type DatabaseHandle,
-  type RunningServer,
-} from '../db/client.js';
+import type pino from 'pino';
+// Static imports here are what every command pays, even `attest keys list` through a running
+// server: the database drivers, pino, argon2 and the verifiers are imported where they are used.
+import { DataDirUnsafeError, findRunningServer, type RunningServer } from '../db/runningServer.js';
+import type { DatabaseHandle } from '../db/client.js';
 import { DatabaseUnavailableError, isConnectionError, unavailable } from '../db/errors.js';
 import { ACTOR, ConfigError, loadConfig, PRINTABLE_NAME_RULE, type Config } from '../config.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
-import { assertMigrated, MigrationsPendingError } from '../db/migrate.js';
-import { loggerOptions } from '../server/logger.js';
-import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
-import { createSecretBox, type SecretBox } from '../db/secretBox.js';
-import { checkMasterKey, MasterKeyError } from '../db/secrets.js';
+import type { ResolvedMasterKey } from '../db/masterKey.js';
+import type { SecretBox } from '../db/secretBox.js';
 import { localAdmin, remoteAdmin, type Admin } from './admin.js';
 import { runtimeError, settingError, usageError } from './errors.js';
 
@@ -27,15 +17,6 @@ import { runtimeError, settingError, usageError } from './errors.js';
 export function config(flags: Partial<Config> = {}): Config {
   try {
     return loadConfig(flags);
-  } catch (err) {
-    throw configProblem(err);
-  }
-}
-
-/** The configured App Attest roots, with an unreadable or unparsable file reported as a usage error. */
-export function appleRootsOf(cfg: Config): readonly X509Certificate[] {
-  try {
-    return configuredAppleRoots(cfg.appleRootCaPath);
   } catch (err) {
     throw configProblem(err);
   }
@@ -75,6 +56,7 @@ export async function withAdmin<T>(
   } = {},
 ): Promise<T> {
   const server = runningServer();
+  if (options.auditor && logging) await logging;
   if (server) return work(remoteAdmin(server, config().dataDir, options.auditor));
   return withDatabase(
     (handle) => {
@@ -111,6 +93,8 @@ export async function withDatabase<T>(
   } = {},
 ): Promise<T> {
   const cfg = config();
+  const { DatabaseBusyError, DatabaseMissingError, openDatabase } = await import('../db/client.js');
+  const { assertMigrated, MigrationsPendingError } = await import('../db/migrate.js');
   let handle: DatabaseHandle;
   try {
     handle = await openDatabase({
@@ -175,7 +159,16 @@ export function auditorFor(command: Command): Auditor {
     stderrIsTTY: process.stderr.isTTY === true,
     logLevel: cfg.logLevel,
   });
-  return { actor, log: (event) => logChange(cfg, event, stderr) };
+  if (!stderr && !cfg.logFile) return { actor, log: () => {} };
+  // loaded now, while the command works: there by the time it records a change (withAdmin waits)
+  const loading = (logging ??= loadLogging());
+  return {
+    actor,
+    log: (event) => {
+      if (loaded) logChange(loaded, cfg, event, stderr);
+      else void loading.then((l) => logChange(l, cfg, event, stderr));
+    },
+  };
 }
 
 /**
@@ -204,7 +197,27 @@ function osActor(): string {
   return `${user}@${hostname()}`;
 }
 
-function logChange(cfg: Config, event: AuditEvent, stderr: boolean): void {
+interface Logging {
+  pino: typeof pino;
+  loggerOptions: (level: string) => pino.LoggerOptions;
+}
+let logging: Promise<Logging> | undefined;
+let loaded: Logging | undefined;
+
+async function loadLogging(): Promise<Logging> {
+  const [{ default: pino }, { loggerOptions }] = await Promise.all([
+    import('pino'),
+    import('../server/logger.js'),
+  ]);
+  return (loaded = { pino, loggerOptions });
+}
+
+function logChange(
+  { pino, loggerOptions }: Logging,
+  cfg: Config,
+  event: AuditEvent,
+  stderr: boolean,
+): void {
   const streams: pino.StreamEntry[] = [];
   // --log prints the event whatever LOG_LEVEL says
   if (stderr)
@@ -246,6 +259,11 @@ export async function loadSecrets(
   handle: DatabaseHandle,
   options: { check?: boolean; establish?: boolean } = {},
 ): Promise<Secrets> {
+  const [{ resolveMasterKey }, { createSecretBox }, { checkMasterKey }] = await Promise.all([
+    import('../db/masterKey.js'),
+    import('../db/secretBox.js'),
+    import('../db/secrets.js'),
+  ]);
   let masterKey: ResolvedMasterKey;
   try {
     masterKey = await resolveMasterKey(config(), handle);
@@ -272,7 +290,8 @@ export async function loadSecrets(
 
 /** A master key problem is a usage error (fix the configuration); anything else passes through. */
 export function secretsError(err: unknown): unknown {
-  if (err instanceof MasterKeyError || err instanceof ConfigError)
+  // by name: db/secrets.js (MasterKeyError) loads the database drivers
+  if ((err instanceof Error && err.name === 'MasterKeyError') || err instanceof ConfigError)
     return settingError(`${err.message}`);
   return err;
 }

@@ -1,5 +1,6 @@
 import {
   InputFileError,
+  openInputFileStream,
   readInputFile,
   readInputFileSync,
   type InputFileOptions,
@@ -22,6 +23,18 @@ export async function readCliFile(path: string, options: InputFileOptions): Prom
 export function readCliFileSync(path: string, options: InputFileOptions): Buffer {
   try {
     return readInputFileSync(path, options);
+  } catch (err) {
+    throw err instanceof InputFileError ? usageError(err.message) : err;
+  }
+}
+
+/** `openInputFileStream` with its refusals as usage errors (exit 2). */
+export function openCliFileStream(
+  path: string,
+  options: InputFileOptions,
+): ReturnType<typeof openInputFileStream> {
+  try {
+    return openInputFileStream(path, options);
   } catch (err) {
     throw err instanceof InputFileError ? usageError(err.message) : err;
   }

@@ -12,9 +12,28 @@
 import type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
 import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 import { readBoundedText } from './readBoundedBody.js';
+import {
+  AttestError,
+  AttestHttpError,
+  AttestNetworkError,
+  AttestResponseError,
+  AttestTimeoutError,
+  at,
+} from './errors.js';
 
 /** The most of one attest answer read (a verify answer is a few KB): more is a network error. */
 const MAX_ANSWER_BYTES = 1024 * 1024;
+
+export {
+  AttestError,
+  AttestHttpError,
+  AttestNetworkError,
+  AttestResponseError,
+  AttestTimeoutError,
+  HTTP_ERROR_KINDS,
+  type AttestErrorCode,
+  type AttestHttpErrorKind,
+} from './errors.js';
 
 export {
   verifyResultToken,
@@ -121,105 +140,6 @@ export interface AttestClientOptions {
   sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** injected for tests: the clock Retry-After dates are read against */
   now?: () => Date;
-}
-
-export type AttestHttpErrorKind =
-  | 'invalid_request'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'too_large'
-  | 'internal_error'
-  | 'unavailable'
-  | 'unexpected_status';
-
-export type AttestErrorCode =
-  'ERR_ATTEST_HTTP' | 'ERR_ATTEST_NETWORK' | 'ERR_ATTEST_TIMEOUT' | 'ERR_ATTEST_RESPONSE';
-
-/** Every error the client throws (except an abort through the caller's own signal, which rethrows its reason). */
-export abstract class AttestError extends Error {
-  abstract readonly code: AttestErrorCode;
-  /** the service's `X-Request-Id`, when an answer came */
-  readonly requestId: string | undefined;
-  /** the URL the client called (also in the message: a wrong baseUrl shows at once) */
-  url: string | undefined;
-  constructor(message: string, requestId: string | undefined, options?: ErrorOptions) {
-    super(message, options);
-    this.requestId = requestId;
-  }
-}
-
-/** The error with the URL it concerns, in `url` and in its message. */
-function at<E extends AttestError>(err: E, url: URL): E {
-  err.url = url.href;
-  err.message = `${err.message} (${url.href})`;
-  return err;
-}
-
-/** The service answered with a status other than 200. */
-export class AttestHttpError extends AttestError {
-  override readonly name = 'AttestHttpError';
-  readonly code = 'ERR_ATTEST_HTTP' as const;
-  readonly kind: AttestHttpErrorKind;
-  /** the contract's `statusCode` when the body carried one (400, 413, 500, 503) */
-  readonly statusCode: number | undefined;
-  readonly errorMessage: string | undefined;
-  /** the `Retry-After` header as the service sent it */
-  readonly retryAfter: string | undefined;
-  constructor(
-    readonly operation: 'init' | 'verify',
-    readonly status: number,
-    body: { statusCode: number; errorMessage: string } | undefined,
-    requestId: string | undefined,
-    retryAfter: string | undefined,
-  ) {
-    super(
-      `${operation}: HTTP ${status}${body ? ` (statusCode ${body.statusCode}: ${body.errorMessage})` : ''}`,
-      requestId,
-    );
-    this.kind = kindOf(status);
-    this.statusCode = body?.statusCode;
-    this.errorMessage = body?.errorMessage;
-    this.retryAfter = retryAfter;
-  }
-}
-
-/** No answer: connection refused or reset, DNS failure, TLS failure. */
-export class AttestNetworkError extends AttestError {
-  override readonly name = 'AttestNetworkError';
-  readonly code = 'ERR_ATTEST_NETWORK' as const;
-  constructor(
-    readonly operation: 'init' | 'verify',
-    cause: unknown,
-  ) {
-    super(`${operation}: no answer from the attestation service (${describe(cause)})`, undefined, {
-      cause,
-    });
-  }
-}
-
-/** No complete answer within `timeoutMs`. */
-export class AttestTimeoutError extends AttestError {
-  override readonly name = 'AttestTimeoutError';
-  readonly code = 'ERR_ATTEST_TIMEOUT' as const;
-  constructor(
-    readonly operation: 'init' | 'verify',
-    readonly timeoutMs: number,
-  ) {
-    super(`${operation}: no answer within ${timeoutMs} ms`, undefined);
-  }
-}
-
-/** HTTP 200 with a body that is not the contract's (the client never guesses a verdict from it). */
-export class AttestResponseError extends AttestError {
-  override readonly name = 'AttestResponseError';
-  readonly code = 'ERR_ATTEST_RESPONSE' as const;
-  constructor(
-    readonly operation: 'init' | 'verify',
-    readonly problem: string,
-    requestId: string | undefined,
-  ) {
-    super(`${operation}: unexpected response: ${problem}`, requestId);
-  }
 }
 
 export interface AttestClient {
@@ -438,20 +358,6 @@ function errorBody(text: string): { statusCode: number; errorMessage: string } |
   return undefined;
 }
 
-/** What each status the contract lists means; any other is `unexpected_status` (or `internal_error` for 5xx). */
-export const HTTP_ERROR_KINDS: Readonly<Record<number, AttestHttpErrorKind>> = {
-  400: 'invalid_request',
-  401: 'unauthorized',
-  403: 'forbidden',
-  413: 'too_large',
-  500: 'internal_error',
-  503: 'unavailable',
-};
-
-function kindOf(status: number): AttestHttpErrorKind {
-  return HTTP_ERROR_KINDS[status] ?? (status >= 500 ? 'internal_error' : 'unexpected_status');
-}
-
 /** Retry-After as delay-seconds or an HTTP date; `undefined` when absent or unreadable. */
 function retryAfterMs(value: string | undefined, now: Date): number | undefined {
   if (value === undefined) return undefined;
@@ -484,11 +390,6 @@ function count(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 0)
     throw new TypeError(`${name} must be a whole number, 0 or more`);
   return value;
-}
-
-function describe(err: unknown): string {
-  const cause = (err as { cause?: { code?: string; message?: string } } | undefined)?.cause;
-  return cause?.code ?? cause?.message ?? (err instanceof Error ? err.message : String(err));
 }
 
 function defaultSleep(ms: number, signal?: AbortSignal): Promise<void> {

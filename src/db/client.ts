@@ -17,10 +17,16 @@ import {
   type StaleLock,
 } from './dataDirLock.js';
 import { embeddedUnavailable } from './errors.js';
+import { assertPrivate, DataDirUnsafeError } from './runningServer.js';
+import { redactUrl } from './redactUrl.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
 import { createFromTemplate } from './template.js';
-import { applyEmbeddedWalSettings, startEmbeddedCheckpoints } from './embeddedWal.js';
+import {
+  applyEmbeddedWalSettings,
+  maintainEmbedded,
+  startEmbeddedCheckpoints,
+} from './embeddedWal.js';
 import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES, unpackBackup } from './backupArchive.js';
 
 const gzipAsync = promisify(gzip);
@@ -75,6 +81,14 @@ export interface DatabaseHandle {
 }
 
 export type { AdminDoor, StaleLock } from './dataDirLock.js';
+export {
+  DataDirUnsafeError,
+  findRunningServer,
+  lockHolder,
+  type LockHolder,
+  type RunningServer,
+} from './runningServer.js';
+export { redactUrl } from './redactUrl.js';
 
 export interface OpenOptions {
   /** a postgres:// URL; when absent the embedded database in `dataDir` is used */
@@ -104,11 +118,6 @@ export class DatabaseBusyError extends Error {
   override readonly name = 'DatabaseBusyError';
 }
 
-/** The data dir is not private to this user, or the socket cannot be made private: nothing was opened. */
-export class DataDirUnsafeError extends Error {
-  override readonly name = 'DataDirUnsafeError';
-}
-
 /** There is no embedded database where one was expected, and the caller may not create one. */
 export class DatabaseMissingError extends Error {
   override readonly name = 'DatabaseMissingError';
@@ -116,26 +125,6 @@ export class DatabaseMissingError extends Error {
 
 // PGlite wants a folder of its own: the lock sits beside it
 export const PG_DIR = 'pgdata';
-
-/** A running `attest serve` that holds the embedded database in `dataDir`, if there is one. */
-export interface RunningServer {
-  pid: number;
-  admin: AdminDoor;
-}
-
-/**
- * The live `attest serve` holding the embedded database in `dataDir` with its admin API, or null
- * (no lock, a stale one, or a holder without an admin API: another CLI command, or a server that
- * is still starting).
- */
-export function findRunningServer(dataDir: string): RunningServer | null {
-  const dir = resolve(dataDir);
-  if (!existsSync(dir)) return null;
-  // another user who may write here could have written the lock, and the secret in it
-  assertPrivate(dir);
-  const holder = readLiveLock(join(dir, LOCK_FILE));
-  return holder?.admin ? { pid: holder.pid, admin: holder.admin } : null;
-}
 
 /**
  * PostgreSQL connections per process. Fewer connections carry more statements each (postgres.js
@@ -225,13 +214,13 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
 }
 
 /**
- * PGlite's data directory as a gzipped tar, consistent: a checkpoint first (with wal_recycle off
+ * PGlite's data directory as a gzipped tar, consistent: a vacuum and a checkpoint first (with wal_recycle off
  * it also deletes the segments before it, so the backup carries only the live WAL and a restore
  * has little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
  * Only the copy holds the lock: the gzip runs after it, in libuv's thread pool, while requests go on.
  */
 async function dumpPglite(pglite: PGlite): Promise<Blob> {
-  await pglite.exec('CHECKPOINT');
+  await maintainEmbedded(pglite);
   const tar = await pglite.runExclusive(() => pglite.dumpDataDir('none'));
   const gzipped = await gzipAsync(new Uint8Array(await tar.arrayBuffer()));
   return new Blob([new Uint8Array(gzipped)], { type: 'application/x-gzip' });
@@ -303,24 +292,6 @@ async function assertAttestDatabase(pglite: PGlite): Promise<void> {
   );
   if (!rows[0]?.present)
     throw new BackupRefusedError("it holds a PostgreSQL database, but not attest's tables");
-}
-
-/** Refuses a data dir that another user owns or may write to: they could swap the lock or the data. */
-function assertPrivate(dataDir: string): void {
-  const uid = process.getuid?.();
-  if (uid === undefined) return; // Windows: no POSIX owners or modes
-  const st = statSync(dataDir);
-  if (st.uid !== uid) {
-    throw new DataDirUnsafeError(
-      `the data dir ${dataDir} belongs to user ${st.uid}, not to you (${uid}): use a folder of your own (ATTEST_DATA_DIR)`,
-    );
-  }
-  if ((st.mode & 0o022) !== 0) {
-    const mode = (st.mode & 0o777).toString(8).padStart(3, '0');
-    throw new DataDirUnsafeError(
-      `the data dir ${dataDir} is writable by other users (mode ${mode}): run "chmod go-w ${dataDir}" (or chmod 700)`,
-    );
-  }
 }
 
 /**
@@ -449,36 +420,6 @@ function preparedStatements(client: Sql): Sql {
   return new Proxy(client, {
     get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)),
   });
-}
-
-/** What the lock file of an embedded data dir says about the process that holds it. */
-export interface LockHolder {
-  pid: number;
-  /** the address it serves the CLI on (its private admin socket), when it is a server */
-  address?: string;
-}
-
-/**
- * The live process holding the embedded database in `dataDir`, as its lock file says, or null.
- * The one reader of the lock for reports (`attest status`): a stale lock is cleared as openDatabase would.
- */
-export function lockHolder(dataDir: string): LockHolder | null {
-  const lockPath = join(resolve(dataDir), LOCK_FILE);
-  if (!existsSync(lockPath)) return null;
-  const info = readLiveLock(lockPath);
-  if (!info) return null;
-  return { pid: info.pid, ...(info.admin ? { address: info.admin.socket } : {}) };
-}
-
-/** A URL without its password, for messages and logs. */
-export function redactUrl(url: string): string {
-  try {
-    const u = new URL(url);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return 'postgres://(unparseable URL)';
-  }
 }
 
 /** Rows of a raw `db.execute` result on either driver. */

@@ -364,11 +364,13 @@ describe('the confirmation prompt', () => {
   });
 });
 
+const wholeProgram = await buildProgram();
+
 describe('help', () => {
   const all = (c: Command): Command[] => [c, ...c.commands.flatMap(all)];
   const path = (c: Command): string[] => (c.parent ? [...path(c.parent), c.name()] : []);
 
-  it.each(all(buildProgram()).map((c) => [path(c).join(' ') || '(root)', path(c)] as const))(
+  it.each(all(wholeProgram).map((c) => [path(c).join(' ') || '(root)', path(c)] as const))(
     '%s --help has an example',
     async (_, args) => {
       const run = await runCli(...args, '--help');

@@ -11,10 +11,10 @@ import { sources, SRC } from './sourceFiles.js';
 const MAX_LINES = 500;
 const DATA = ['core/android/revocationSnapshot.ts'];
 /**
- * Over the limit when they arrived from main during the refactor of issue 29 (receipts: 683 lines,
- * the client's bounded reads: 507); still to be split. Remove an entry once its file is split.
+ * Over the limit when it arrived during the refactor of issue 29 (the receipt verifier: 683 lines);
+ * still to be split. Remove the entry once it is split.
  */
-const NOT_YET_SPLIT = ['core/apple/verifyReceipt.ts', 'client/index.ts'];
+const NOT_YET_SPLIT = ['core/apple/verifyReceipt.ts'];
 const GENERIC_COMMANDS = ['verifyFile.ts', 'allowlist.ts', 'dev.ts', 'token.ts'];
 const MAX_KIND_LINES = 40;
 const KIND_WORD = /apple|gms|android/i;

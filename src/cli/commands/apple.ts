@@ -1,7 +1,5 @@
 import { Command } from 'commander';
-import { readReceiptFacts } from '../../core/apple/verifyReceipt.js';
 import { decodeBase64 } from '../../core/base64.js';
-import { APPLE_KEY_ID, APPLE_TEAM_ID, parseDeviceCheckKey } from '../../db/appleCredentials.js';
 import type { Admin } from '../admin.js';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, withAdmin } from '../context.js';
@@ -68,6 +66,9 @@ Examples:
         opts: { keyId?: string; privateKeyFile?: string; json?: boolean },
         command: Command,
       ) => {
+        // imported here, as below: they load the database layer and the receipt verifier
+        const { APPLE_KEY_ID, APPLE_TEAM_ID, parseDeviceCheckKey } =
+          await import('../../db/appleCredentials.js');
         if (!APPLE_TEAM_ID.test(teamId))
           throw usageError(`"${teamId}" is not a team ID: 10 uppercase letters or digits`);
         if (opts.keyId === undefined)
@@ -149,6 +150,7 @@ Examples:
     .option('--json', 'print {"teamId","removed"}')
     .addHelpText('after', '\nExample:\n  $ attest apple credentials remove ABCDE12345 --yes')
     .action(async (teamId: string, opts: { yes?: boolean; json?: boolean }, command: Command) => {
+      const { APPLE_TEAM_ID } = await import('../../db/appleCredentials.js');
       if (!APPLE_TEAM_ID.test(teamId))
         throw usageError(`"${teamId}" is not a team ID: 10 uppercase letters or digits`);
       requireConfirmation('apple credentials remove', opts.yes);
@@ -187,6 +189,7 @@ Examples:
       '\nExample:\n  $ attest apple receipts show 2o0syRGn1HDKDv85d522XBC9nLqrHWHGnt/mJ5hWMQM= --json',
     )
     .action(async (keyIdText: string, opts: { json?: boolean }) => {
+      const { readReceiptFacts } = await import('../../core/apple/verifyReceipt.js');
       const keyId = decodeBase64(keyIdText.trim());
       if (!keyId || keyId.length !== 32)
         throw usageError(`"${keyIdText}" is not a key id: base64 of 32 bytes`);

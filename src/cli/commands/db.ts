@@ -1,4 +1,4 @@
-import { createReadStream, existsSync, statSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ConfigError } from '../../config.js';
@@ -19,6 +19,7 @@ import {
 } from '../context.js';
 import { durationProblem, parseDuration } from '../../duration.js';
 import { CliError, runtimeError, usageError } from '../errors.js';
+import { openCliFileStream } from '../inputFiles.js';
 
 import { printJson, printTable } from '../output.js';
 
@@ -269,15 +270,12 @@ Example:
           `${dataDir} already holds a database: restore into a data dir without one (set ATTEST_DATA_DIR to a new folder)`,
         );
       const maxBytes = unpackedLimit(opts.maxUnpacked);
-      // a regular file, read as it streams (never whole): the unpacking counts and stops
-      let backup;
-      try {
-        if (!statSync(file).isFile()) throw usageError(`${file} is not a regular file`);
-        backup = createReadStream(file);
-      } catch (err) {
-        if (err instanceof CliError) throw err;
-        throw usageError(`${file} cannot be read (${(err as { code?: string }).code ?? 'error'})`);
-      }
+      // a regular file, read as it streams (never whole): the unpacking counts and stops; the
+      // archive itself is at most what it may unpack to, plus gzip's overhead on data it cannot shrink
+      const backup = openCliFileStream(file, {
+        what: 'db restore',
+        maxBytes: maxBytes + Math.ceil(maxBytes / 64),
+      });
       try {
         await restoreEmbedded(dataDir, backup, { maxBytes });
       } catch (err) {

@@ -1,11 +1,4 @@
 import { Command } from 'commander';
-import {
-  apiKeyCheck,
-  generateApiKey,
-  hashApiKey,
-  isApiKeyName,
-  parseApiKey,
-} from '../../core/apiKeys.js';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, config, withAdmin } from '../context.js';
 import { durationProblem, parseDuration } from '../../duration.js';
@@ -62,6 +55,9 @@ Examples:
         },
         command: Command,
       ) => {
+        // core/apiKeys.js loads argon2: only the commands that make or read a key pay for it
+        const { apiKeyCheck, generateApiKey, hashApiKey, isApiKeyName } =
+          await import('../../core/apiKeys.js');
         if (opts.name === undefined)
           throw usageError("required option '--name <name>' not specified");
         const name = opts.name.trim();
@@ -184,7 +180,7 @@ Examples:
     )
     .action(
       async (id: string, opts: { resultTokens?: string; json?: boolean }, command: Command) => {
-        checkId(id, 'update');
+        await checkId(id, 'update');
         if (opts.resultTokens === undefined)
           throw usageError('nothing to change: give --result-tokens on or --result-tokens off');
         if (opts.resultTokens !== 'on' && opts.resultTokens !== 'off')
@@ -225,7 +221,7 @@ Examples:
       '\nExamples:\n  $ attest keys revoke 0h3k5x9q2m7c1b4n\n  $ attest keys revoke 0h3k5x9q2m7c1b4n --yes --json   # from a script',
     )
     .action(async (id: string, opts: { yes?: boolean; json?: boolean }, command: Command) => {
-      checkId(id, 'revoke');
+      await checkId(id, 'revoke');
       requireConfirmation('keys revoke', opts.yes);
       const auditor = auditorFor(command);
       await withAdmin(
@@ -259,7 +255,8 @@ Examples:
 }
 
 /** A usage error unless `id` is an API key id; a whole key is never repeated, not even in the error. */
-function checkId(id: string, verb: string): void {
+async function checkId(id: string, verb: string): Promise<void> {
+  const { parseApiKey } = await import('../../core/apiKeys.js');
   const whole = parseApiKey(id.trim());
   if (whole)
     throw usageError(

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { DEFAULT_RESULT_TOKEN_TTL_SECONDS } from '../../config.js';
-import { RETIRED_KEY_GRACE_SECONDS, ROTATION_DELAY_SECONDS } from '../../core/resultToken.js';
+import { RETIRED_KEY_GRACE_SECONDS, ROTATION_DELAY_SECONDS } from '../../core/resultKeyTiming.js';
 import type { ResultKeyRecord } from '../../db/resultKeys.js';
 import { auditorFor, config, withAdmin } from '../context.js';
 import { printJson, printTable, when } from '../output.js';

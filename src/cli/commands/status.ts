@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
-import { lockHolder, redactUrl } from '../../db/client.js';
+import { redactUrl } from '../../db/redactUrl.js';
+import { lockHolder } from '../../db/runningServer.js';
 import { processName } from '../../db/processName.js';
 import { androidRevocationUrl, type Config } from '../../config.js';
-import { DEFAULT_MASTER_KEY_FILE, readMasterKeyFile } from '../../db/masterKey.js';
 import { toMasterKey } from '../../db/secretBox.js';
 import { parseRevocationDocument } from '../../core/android/revocationList.js';
 import type { ReceiptRefreshSummary } from '../../db/receiptRefreshQueue.js';
@@ -126,7 +126,7 @@ Examples:
             async (admin) => {
               await readDatabase(admin, report, androidRevocationUrl(cfg));
               if (report.masterKeyId !== null)
-                report.masterKeyProblem = masterKeyProblem(cfg, report.masterKeyId, embedded);
+                report.masterKeyProblem = await masterKeyProblem(cfg, report.masterKeyId, embedded);
               if (opts.check) credentialChecks = await checkCredentials(admin, report);
             },
             { requireMigrated: false },
@@ -140,7 +140,7 @@ Examples:
       }
       // also when the database failed after the key id was read
       if (report.masterKeyId !== null && report.masterKeyProblem === null)
-        report.masterKeyProblem = masterKeyProblem(cfg, report.masterKeyId, embedded);
+        report.masterKeyProblem = await masterKeyProblem(cfg, report.masterKeyId, embedded);
       if (opts.check)
         report.checks = [
           ...(await checkStatusListUpstream(androidRevocationUrl(cfg))),
@@ -205,7 +205,13 @@ async function readDatabase(
  * (`sealedWith`): the one problem, or null. The server may run with another environment, but a
  * CLI that cannot open the secrets cannot rotate, back up or add credentials either.
  */
-function masterKeyProblem(cfg: Config, sealedWith: string, embedded: boolean): string | null {
+async function masterKeyProblem(
+  cfg: Config,
+  sealedWith: string,
+  embedded: boolean,
+): Promise<string | null> {
+  // db/masterKey.js loads the database layer: `attest status` through a server has no other use for it
+  const { DEFAULT_MASTER_KEY_FILE, readMasterKeyFile } = await import('../../db/masterKey.js');
   let key: { id: string };
   let where: string;
   try {

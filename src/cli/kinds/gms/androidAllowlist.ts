@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
-import { keyPairId, type ResultOf } from '../../../admin/operations.js';
+import { keyPairId } from '../../../admin/keyPairId.js';
+import type { ResultOf } from '../../../admin/operations.js';
 import { parseCertificateDigest } from '../../../core/google/certificateDigest.js';
 import { parsePlayKeys } from '../../../core/google/keyMaterial.js';
 import {
