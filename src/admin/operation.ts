@@ -5,6 +5,7 @@ import type { Auditor } from '../db/audit.js';
 import type { DatabaseHandle } from '../db/client.js';
 import type { SecretBox } from '../db/secretBox.js';
 import { AdminError } from './adminError.js';
+import type { UpstreamEndpoints } from './upstreamChecks.js';
 
 /**
  * Where an operation runs: the database handle of the process that owns the database (the
@@ -16,6 +17,8 @@ export interface OperationContext {
   secrets(options?: { establish?: boolean }): Promise<SecretBox>;
   /** who makes the changes; required by the operations that change something */
   auditor?: Auditor;
+  /** this process's upstream URLs (its configuration), for status.checkUpstreams */
+  upstreams?: UpstreamEndpoints;
 }
 
 /** One administrative step on the database: its typed input and the function that runs it. */

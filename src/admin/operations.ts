@@ -20,6 +20,7 @@ import { createSessionRepository } from '../db/sessions.js';
 import { createResultKeyRepository, type ResultKeyRecord } from '../db/resultKeys.js';
 import { newResultSigningKey, ROTATION_DELAY_SECONDS } from '../core/resultToken.js';
 import { AdminError } from './adminError.js';
+import { checkCredentialUpstreams } from './upstreamChecks.js';
 import { ALLOWLIST_OPERATIONS } from './allowlistOperations.js';
 import { DEV_OPERATIONS } from './devOperations.js';
 import {
@@ -214,6 +215,22 @@ export const OPERATIONS = {
     input: none,
     changes: false,
     run: (ctx) => sealedUnderKeyId(ctx.handle.db),
+  }),
+  'status.checkUpstreams': operation({
+    // each outbound call's bound; the CLI sends 10 s
+    input: z.strictObject({ timeoutMs: z.number().int().min(50).max(10_000) }),
+    changes: false,
+    async run(ctx, { timeoutMs }) {
+      if (!ctx.upstreams)
+        throw new AdminError('runtime', 'this process has no upstream configuration to check');
+      // the keys are opened here and used here: only each check's outcome leaves
+      return checkCredentialUpstreams({
+        db: ctx.handle.db,
+        box: await ctx.secrets({ establish: false }),
+        endpoints: ctx.upstreams,
+        timeoutMs,
+      });
+    },
   }),
   'db.prune': operation({
     input: z.strictObject({ olderThanSeconds: z.number().int().positive() }),

@@ -43,6 +43,7 @@ export function localAdmin(
   handle: DatabaseHandle,
   secrets: OperationContext['secrets'],
   auditor: Auditor | undefined,
+  upstreams?: OperationContext['upstreams'],
 ): Admin {
   return {
     via: 'local',
@@ -56,6 +57,7 @@ export function localAdmin(
           handle,
           secrets,
           ...(auditor ? { auditor } : {}),
+          ...(upstreams ? { upstreams } : {}),
         });
         return fromWire(toWire(result)) as never;
       } catch (err) {

@@ -65,7 +65,15 @@ export async function withAdmin<T>(
         (box ??= loadSecrets(handle, options.establish === false ? { establish: false } : {}).then(
           (s) => s.box,
         ));
-      return work(localAdmin(handle, secrets, options.auditor));
+      const cfg = config();
+      return work(
+        localAdmin(handle, secrets, options.auditor, {
+          googleOauthUrl: cfg.googleOauthUrl,
+          googlePlayIntegrityUrl: cfg.googlePlayIntegrityUrl,
+          appleReceiptUrlDevelopment: cfg.appleReceiptUrlDevelopment,
+          appleReceiptUrlProduction: cfg.appleReceiptUrlProduction,
+        }),
+      );
     },
     options.requireMigrated === false ? { requireMigrated: false } : {},
   );

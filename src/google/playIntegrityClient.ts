@@ -83,7 +83,14 @@ interface AccessToken {
  */
 export function createPlayIntegrityClient(
   options: PlayIntegrityClientOptions,
-): IntegrityTokenDecoder & { inFlight(): number } {
+): IntegrityTokenDecoder & {
+  inFlight(): number;
+  probe(request: {
+    packageName: string;
+    integrityToken: string;
+    serviceAccount: GoogleServiceAccount;
+  }): Promise<{ status: number; detail: string }>;
+} {
   const oauthUrl = options.oauthUrl ?? GOOGLE_OAUTH_URL;
   const baseUrl = (options.playIntegrityUrl ?? GOOGLE_PLAY_INTEGRITY_URL).replace(/\/+$/, '');
   const now = options.now ?? Date.now;
@@ -278,7 +285,28 @@ export function createPlayIntegrityClient(
     }
   }
 
-  return { decode, inFlight: () => inFlight };
+  /**
+   * One decode with a fresh access token, for `attest status --check`: Google's status and error
+   * for `integrityToken` (meant to be a token that is not one). A refused grant, no answer within
+   * timeoutMs (token and decode together) or no connection throws GoogleFault.
+   */
+  async function probe(request: {
+    packageName: string;
+    integrityToken: string;
+    serviceAccount: GoogleServiceAccount;
+  }): Promise<{ status: number; detail: string }> {
+    const signal = AbortSignal.timeout(timeoutMs);
+    const token = await accessToken(request.serviceAccount, signal);
+    const { status, body } = await callDecode(
+      request.packageName,
+      request.integrityToken,
+      token,
+      signal,
+    );
+    return { status, detail: `HTTP ${status}${googleStatus(body)}` };
+  }
+
+  return { decode, probe, inFlight: () => inFlight };
 }
 
 /** Keyed by the key itself too, so a replaced key file never reuses the old account's token. */

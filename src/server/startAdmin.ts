@@ -31,6 +31,13 @@ export async function startAdmin(
           // checked against the database when the server started
           secrets: async () => box,
           ...(actor !== undefined ? { auditor: { actor, log: audit } } : {}),
+          // status --check reaches the upstreams this server uses
+          upstreams: {
+            googleOauthUrl: config.googleOauthUrl,
+            googlePlayIntegrityUrl: config.googlePlayIntegrityUrl,
+            appleReceiptUrlDevelopment: config.appleReceiptUrlDevelopment,
+            appleReceiptUrlProduction: config.appleReceiptUrlProduction,
+          },
         });
         if (OPERATIONS[name].changes) await reload();
         return result;

@@ -1,9 +1,10 @@
 /**
  * `attest status`: which database (a URL without its password, or the data dir), the schema
  * state, the master key id, a server running on the data dir, test keys on or off; exit 3 when
- * the database cannot be reached, with the report printed all the same.
+ * the database cannot be reached, with the report printed all the same. `--check` reaches the
+ * upstreams (fakes on 127.0.0.1) with the stored credentials, directly and through the server.
  */
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,6 +19,8 @@ import { oneLine, runCli } from '../support/cli.js';
 import { postgresBackend } from '../support/databases.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { captureLogger } from '../support/service.js';
+import { startFakeAppleReceipts } from '../support/fakeAppleReceipts.js';
+import { createTestServiceAccount, startFakeGoogle } from '../support/fakeGoogle.js';
 
 const VARS = [
   'ATTEST_DATA_DIR',
@@ -26,6 +29,10 @@ const VARS = [
   'ATTEST_MASTER_KEY',
   'ATTEST_DB_CONNECT_TIMEOUT',
   'ATTEST_ANDROID_REVOCATION_URL',
+  'ATTEST_GOOGLE_OAUTH_URL',
+  'ATTEST_GOOGLE_PLAY_INTEGRITY_URL',
+  'ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT',
+  'ATTEST_APPLE_RECEIPT_URL_PRODUCTION',
 ];
 
 describe('attest status', { timeout: 120_000 }, () => {
@@ -195,6 +202,121 @@ describe('attest status', { timeout: 120_000 }, () => {
     expect(refused.report.checks![0]).toMatchObject({ state: 'failing', detail: 'ECONNREFUSED' });
   });
 
+  it('--check with stored credentials: Play per service account, Apple per DeviceCheck key, directly and through the running server; a refusal exits 1', async () => {
+    delete process.env.DATABASE_URL;
+    process.env.ATTEST_DATA_DIR = join(dir, 'credentials');
+    process.env.ATTEST_ANDROID_REVOCATION_URL = 'off';
+    const sa = createTestServiceAccount();
+    const deviceCheck = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const appleKeys = new Map([['ABCDE12345/KEY1234567', deviceCheck.publicKey]]);
+    const google = await startFakeGoogle({ accounts: [sa] });
+    const apple = await startFakeAppleReceipts({ keys: appleKeys, now: () => new Date() });
+    process.env.ATTEST_GOOGLE_OAUTH_URL = google.oauthUrl;
+    process.env.ATTEST_GOOGLE_PLAY_INTEGRITY_URL = google.playIntegrityUrl;
+    process.env.ATTEST_APPLE_RECEIPT_URL_DEVELOPMENT = apple.developmentUrl;
+    process.env.ATTEST_APPLE_RECEIPT_URL_PRODUCTION = apple.productionUrl;
+    const check = async () => {
+      const run = await runCli('status', '--check', '--json');
+      return { ...run, report: JSON.parse(run.stdout) as StatusReport };
+    };
+    try {
+      expect((await runCli('db', 'migrate')).code).toBe(0);
+      // nothing sealed yet: nothing to reach
+      const empty = await check();
+      expect(empty.code).toBe(0);
+      expect(empty.report.checks!.map((c) => c.state)).toEqual(['not checked', 'not checked']);
+      const saFile = join(dir, 'sa.json');
+      writeFileSync(saFile, sa.json, { mode: 0o600 });
+      const p8 = join(dir, 'AuthKey_KEY1234567.p8');
+      const pem = deviceCheck.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+      writeFileSync(p8, pem, { mode: 0o600 });
+      const addPlay = ['allowlist', 'add', 'android', 'com.example.checked'];
+      expect((await runCli(...addPlay, '--service-account-file', saFile)).code).toBe(0);
+      const addApple = ['apple', 'credentials', 'add', 'ABCDE12345', '--key-id', 'KEY1234567'];
+      expect((await runCli(...addApple, '--private-key-file', p8)).code).toBe(0);
+
+      const ok = await check();
+      expect(ok.code, ok.stderr).toBe(0);
+      expect(ok.report.checks).toEqual([
+        {
+          upstream: 'play-integrity',
+          target: `${google.playIntegrityUrl}/v1/com.example.checked:decodeIntegrityToken`,
+          credential: sa.account.clientEmail,
+          state: 'ok',
+          detail: expect.stringContaining('HTTP 400 INVALID_ARGUMENT'),
+        },
+        expect.objectContaining({ target: apple.productionUrl, state: 'ok' }),
+        expect.objectContaining({ target: apple.developmentUrl, state: 'ok' }),
+      ]);
+      const text = await runCli('status', '--check');
+      expect(text.code).toBe(0);
+      expect(text.stdout).toMatch(
+        /^check +play-integrity \S+com\.example\.checked:decodeIntegrityToken as attest-verifier@\S+: ok \(access token granted; /m,
+      );
+      expect(text.stdout).toMatch(
+        /^check +apple-receipts \S+ as team ABCDE12345 key KEY1234567: ok \(key accepted; /m,
+      );
+      for (const out of [ok.stdout, text.stdout, ok.stderr, text.stderr]) {
+        expect(out).not.toContain(pem.split('\n')[1]!);
+        expect(out).not.toContain(sa.account.privateKey.split('\n')[1]!);
+        expect(out).not.toMatch(/ya29\.|eyJ/);
+      }
+
+      google.faultNext('decode', { status: 403 });
+      const denied = await check();
+      expect(denied.code).toBe(1);
+      expect(denied.report.checks![0]).toMatchObject({
+        state: 'failing',
+        detail: 'decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED: injected fault',
+      });
+      expect(oneLine(denied)).toBe(
+        `attest: play-integrity ${google.playIntegrityUrl}/v1/com.example.checked:decodeIntegrityToken as ${sa.account.clientEmail}: decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED: injected fault`,
+      );
+
+      // through the running server, which opens the keys and reaches its own configured upstreams
+      const server = await startServer(
+        {
+          ...loadConfig({}, {}),
+          dataDir: join(dir, 'credentials'),
+          port: 0,
+          host: '127.0.0.1',
+          androidRevocationUrl: null,
+          googleOauthUrl: google.oauthUrl,
+          googlePlayIntegrityUrl: google.playIntegrityUrl,
+          appleReceiptUrlDevelopment: apple.developmentUrl,
+          appleReceiptUrlProduction: apple.productionUrl,
+        },
+        captureLogger().logger,
+        { migrate: true },
+      );
+      try {
+        const served = await check();
+        expect(served.code, served.stderr).toBe(0);
+        expect(served.report.server).not.toBeNull();
+        expect(served.report.checks!.map((c) => c.state)).toEqual(['ok', 'ok', 'ok']);
+        // Apple no longer holds this key
+        appleKeys.set(
+          'ABCDE12345/KEY1234567',
+          generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey,
+        );
+        const refused = await check();
+        expect(refused.code).toBe(1);
+        expect(refused.report.checks!.slice(1)).toEqual([
+          expect.objectContaining({ state: 'failing', detail: 'Apple refused the key: HTTP 401' }),
+          expect.objectContaining({ state: 'failing', detail: 'Apple refused the key: HTTP 401' }),
+        ]);
+        expect(oneLine(refused)).toContain(
+          'as team ABCDE12345 key KEY1234567: Apple refused the key: HTTP 401',
+        );
+      } finally {
+        await server.close();
+      }
+    } finally {
+      await google.close();
+      await apple.close();
+    }
+  });
+
   it('PostgreSQL unreachable: the report without the password, then exit 3 with one line', async () => {
     process.env.DATABASE_URL = 'postgres://attest:s3cret@127.0.0.1:1/attest';
     process.env.ATTEST_DB_CONNECT_TIMEOUT = '1';
@@ -222,6 +344,22 @@ describe('attest status', { timeout: 120_000 }, () => {
           server: null,
           receipts: { failing: 0 },
         });
+        // --check opens the (no) credentials on PostgreSQL itself: nothing stored, nothing reached
+        process.env.ATTEST_ANDROID_REVOCATION_URL = 'off';
+        const checked = await runCli('status', '--check', '--json');
+        expect(checked.code, checked.stderr).toBe(0);
+        expect((JSON.parse(checked.stdout) as StatusReport).checks).toEqual([
+          expect.objectContaining({
+            upstream: 'play-integrity',
+            state: 'not checked',
+            detail: 'no allowlisted package has a service account',
+          }),
+          expect.objectContaining({
+            upstream: 'apple-receipts',
+            state: 'not checked',
+            detail: 'no DeviceCheck key is stored',
+          }),
+        ]);
       } finally {
         await db.close();
       }

@@ -8,19 +8,13 @@ import { androidRevocationUrl, type Config } from '../../config.js';
 import { toMasterKey } from '../../db/secretBox.js';
 import { parseRevocationDocument } from '../../core/android/revocationList.js';
 import type { ReceiptRefreshSummary } from '../../db/receiptRefreshQueue.js';
+import type { UpstreamCheck } from '../../admin/upstreamChecks.js';
 import type { Admin } from '../admin.js';
 import { config, withAdmin } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { printJson } from '../output.js';
 
-/** One upstream reached by `attest status --check`. */
-export interface UpstreamCheck {
-  upstream: 'android-status-list' | 'play-integrity' | 'apple-receipts';
-  /** the URL reached */
-  target: string;
-  state: 'ok' | 'failing' | 'not checked';
-  detail: string;
-}
+export type { UpstreamCheck };
 
 /** How long one upstream check may take, and how much of its answer is read. */
 const CHECK_TIMEOUT_MS = 10_000;
@@ -74,18 +68,20 @@ export function statusCommand(): Command {
     )
     .option(
       '--check',
-      "reach each upstream this deployment uses now (Google's Android status list) and say ok or failing; exit 1 when one fails",
+      "reach each upstream this deployment uses now (Google's Android status list, Play's API with each stored service account, Apple's receipt endpoints with each DeviceCheck key) and say ok or failing; exit 1 when one fails",
     )
     .option(
       '--json',
-      'print {"database","schema","masterKeyId","masterKeyProblem","server","testKeys","revocationList","receipts"}',
+      'print {"database","schema","masterKeyId","masterKeyProblem","server","testKeys","revocationList","receipts"} (and "checks" with --check)',
     )
     .addHelpText(
       'after',
       `
 Exit 0; 1 when this configuration cannot open the master key that seals the secrets (its file
-missing, or another key); 3 when the database cannot be reached (the report is printed all the
-same). A failed refresh of the Android status list shows on the revocations line.
+missing, or another key), or with --check when an upstream is failing; 3 when the database cannot
+be reached (the report is printed all the same). A failed refresh of the Android status list shows
+on the revocations line. --check opens the stored service accounts and DeviceCheck keys where the
+database is (the running server, else this process) and prints only each check's outcome.
 
 Examples:
   $ attest status
@@ -120,14 +116,21 @@ Examples:
           };
       }
       let failure: CliError | undefined;
+      let credentialChecks: UpstreamCheck[] | undefined;
       if (embedded && !existsSync(join(dataDir, 'pgdata', 'PG_VERSION'))) {
         report.database.error = 'no database yet ("attest db migrate" or "attest serve" makes it)';
       } else {
         try {
           // through the running server when there is one: it alone opens the embedded database
-          await withAdmin((admin) => readDatabase(admin, report, androidRevocationUrl(cfg)), {
-            requireMigrated: false,
-          });
+          await withAdmin(
+            async (admin) => {
+              await readDatabase(admin, report, androidRevocationUrl(cfg));
+              if (report.masterKeyId !== null)
+                report.masterKeyProblem = await masterKeyProblem(cfg, report.masterKeyId, embedded);
+              if (opts.check) credentialChecks = await checkCredentials(admin, report);
+            },
+            { requireMigrated: false },
+          );
           report.database.reachable = true;
         } catch (err) {
           if (!(err instanceof CliError) || err.exitCode !== EXIT.runtime) throw err;
@@ -135,9 +138,14 @@ Examples:
           failure = err;
         }
       }
-      if (report.masterKeyId !== null)
+      // also when the database failed after the key id was read
+      if (report.masterKeyId !== null && report.masterKeyProblem === null)
         report.masterKeyProblem = await masterKeyProblem(cfg, report.masterKeyId, embedded);
-      if (opts.check) report.checks = await checkUpstreams(androidRevocationUrl(cfg));
+      if (opts.check)
+        report.checks = [
+          ...(await checkStatusListUpstream(androidRevocationUrl(cfg))),
+          ...(credentialChecks ?? notChecked(report.database.error ?? 'the database was not read')),
+        ];
       if (opts.json) printJson(report);
       else process.stdout.write(describe(report));
       if (failure) throw failure;
@@ -147,7 +155,12 @@ Examples:
       const failing = report.checks?.filter((c) => c.state === 'failing') ?? [];
       if (failing.length > 0)
         throw new CliError(
-          failing.map((c) => `${c.upstream} ${c.target}: ${c.detail}`).join('; '),
+          failing
+            .map(
+              (c) =>
+                `${c.upstream} ${c.target}${c.credential ? ` as ${c.credential}` : ''}: ${c.detail}`,
+            )
+            .join('; '),
           EXIT.negative,
           false,
         );
@@ -227,29 +240,43 @@ async function masterKeyProblem(
 }
 
 /**
- * Reaches each upstream once, each bounded in time (CHECK_TIMEOUT_MS) and size (CHECK_MAX_BYTES,
- * the stream cut there), redirects refused. Play's API per service account and Apple's receipt
- * endpoint per DeviceCheck key need the sealed credentials and are not checked yet: they are
- * listed as `not checked`, never as ok.
+ * Play's API per stored service account and Apple's receipt endpoints per DeviceCheck key, reached
+ * by the process that holds the database and the master key (the running server, or this one):
+ * see src/admin/upstreamChecks.ts for what "ok" proves. Not run when nothing is sealed yet (no
+ * credential can be stored), when migrations are pending, or when the master key cannot be opened.
  */
-async function checkUpstreams(revocationUrl: string | null): Promise<UpstreamCheck[]> {
-  const checks: UpstreamCheck[] = [];
-  if (revocationUrl) checks.push(await checkStatusList(revocationUrl));
-  checks.push(
+async function checkCredentials(admin: Admin, report: StatusReport): Promise<UpstreamCheck[]> {
+  if (report.schema?.pending !== 0) return notChecked('migrations are pending');
+  if (report.masterKeyProblem) return notChecked('the master key cannot be opened (see above)');
+  if (report.masterKeyId === null)
+    return notChecked('no credential is stored (nothing is sealed yet)');
+  return admin.run('status.checkUpstreams', { timeoutMs: CHECK_TIMEOUT_MS });
+}
+
+function notChecked(why: string): UpstreamCheck[] {
+  return [
     {
       upstream: 'play-integrity',
       target: 'each stored service account',
       state: 'not checked',
-      detail: 'not checked by this version',
+      detail: why,
     },
     {
       upstream: 'apple-receipts',
       target: 'each DeviceCheck key',
       state: 'not checked',
-      detail: 'not checked by this version',
+      detail: why,
     },
-  );
-  return checks;
+  ];
+}
+
+/**
+ * Google's Android status list, reached from this process (no credential needed), bounded in time
+ * (CHECK_TIMEOUT_MS) and size (CHECK_MAX_BYTES, the stream cut there), redirects refused. Nothing
+ * when ATTEST_ANDROID_REVOCATION_URL=off.
+ */
+async function checkStatusListUpstream(revocationUrl: string | null): Promise<UpstreamCheck[]> {
+  return revocationUrl ? [await checkStatusList(revocationUrl)] : [];
 }
 
 async function checkStatusList(url: string): Promise<UpstreamCheck> {
@@ -372,7 +399,7 @@ function describe(r: StatusReport): string {
     ['receipts', describeReceipts(r)],
     ...(r.checks ?? []).map((c): [string, string] => [
       'check',
-      `${c.upstream} ${c.target}: ${c.state} (${c.detail})`,
+      `${c.upstream} ${c.target}${c.credential ? ` as ${c.credential}` : ''}: ${c.state} (${c.detail})`,
     ]),
   ];
   return `${rows.map(([k, v]) => `${k.padEnd(12)}${v}`).join('\n')}\n`;
