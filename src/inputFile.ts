@@ -50,23 +50,8 @@ export async function readInputFile(path: string, options: InputFileOptions): Pr
 
 /** `readInputFile` for a path (never stdin), synchronously. */
 export function readInputFileSync(path: string, options: InputFileOptions): Buffer {
-  let fd: number;
+  const { fd, info } = openRegularFile(path, options);
   try {
-    // non-blocking open: a FIFO with no writer would otherwise hang here
-    fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
-  } catch (err) {
-    throw new InputFileError(
-      `${options.what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
-    );
-  }
-  try {
-    const info = fstatSync(fd);
-    if (!info.isFile())
-      throw new InputFileError(
-        `${options.what}: ${path} is ${kindOf(info)}, not a regular file: give a file${options.stdin ? ', or - for stdin' : ''}`,
-      );
-    if (info.size > options.maxBytes)
-      throw new InputFileError(tooLarge(options, `${info.size} bytes`));
     // sized by what fstat said, grown for a file that grows meanwhile, never read past one byte
     // over the limit (allocating the limit itself would cost gigabytes for a backup)
     const cap = options.maxBytes + 1;
@@ -100,6 +85,16 @@ export function readInputFileSync(path: string, options: InputFileOptions): Buff
  * without blocking, at most `maxBytes` by its size. What it unpacks to is for the reader to bound.
  */
 export function openInputFileStream(path: string, options: InputFileOptions): ReadStream {
+  const { fd } = openRegularFile(path, options);
+  // the stream reads no further than the size checked above, should the file grow meanwhile
+  return createReadStream('', { fd, end: options.maxBytes - 1 });
+}
+
+/**
+ * Opens `path` without blocking (a FIFO with no writer would otherwise hang here) and checks it
+ * is a regular file within `maxBytes`; the descriptor is closed again on a refusal.
+ */
+function openRegularFile(path: string, options: InputFileOptions): { fd: number; info: Stats } {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | (constants.O_NONBLOCK ?? 0));
@@ -112,16 +107,18 @@ export function openInputFileStream(path: string, options: InputFileOptions): Re
     const info = fstatSync(fd);
     if (!info.isFile())
       throw new InputFileError(
-        `${options.what}: ${path} is ${kindOf(info)}, not a regular file: give a file`,
+        `${options.what}: ${path} is ${kindOf(info)}, not a regular file: give a file${options.stdin ? ', or - for stdin' : ''}`,
       );
     if (info.size > options.maxBytes)
       throw new InputFileError(tooLarge(options, `${info.size} bytes`));
+    return { fd, info };
   } catch (err) {
     closeSync(fd);
-    throw err;
+    if (err instanceof InputFileError) throw err;
+    throw new InputFileError(
+      `${options.what}: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+    );
   }
-  // the stream reads no further than the size checked above, should the file grow meanwhile
-  return createReadStream('', { fd, end: options.maxBytes - 1 });
 }
 
 function tooLarge(options: InputFileOptions, size: string): string {
