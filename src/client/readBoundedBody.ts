@@ -21,8 +21,19 @@ export async function readBoundedBody(response: Response, maxBytes: number): Pro
     await response.body?.cancel().catch(() => {});
     throw new BodyTooLargeError(maxBytes);
   }
-  if (!response.body) return new Uint8Array(0);
-  const reader = response.body.getReader();
+  return readBoundedStream(response.body, maxBytes);
+}
+
+/**
+ * A web stream's bytes, at most `maxBytes` of them: the stream is cancelled as soon as more
+ * arrive (so the rest is never read from the socket), and BodyTooLargeError is thrown.
+ */
+export async function readBoundedStream(
+  stream: ReadableStream<Uint8Array> | null,
+  maxBytes: number,
+): Promise<Uint8Array> {
+  if (!stream) return new Uint8Array(0);
+  const reader = stream.getReader();
   const chunks: Uint8Array[] = [];
   let total = 0;
   for (;;) {
@@ -30,7 +41,6 @@ export async function readBoundedBody(response: Response, maxBytes: number): Pro
     if (done) break;
     total += value.byteLength;
     if (total > maxBytes) {
-      // cancelling stops the download: the rest is never read from the socket
       await reader.cancel().catch(() => {});
       throw new BodyTooLargeError(maxBytes);
     }

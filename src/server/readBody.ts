@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
+import { BodyTooLargeError, readBoundedStream } from '../client/readBoundedBody.js';
 import type { AppEnv } from './appEnv.js';
 import { requestHeader } from './requestHeader.js';
 
@@ -80,19 +81,10 @@ async function readStream(
   body: ReadableStream<Uint8Array> | null,
   limit: number,
 ): Promise<Uint8Array | typeof TOO_LARGE> {
-  if (!body) return new Uint8Array(0);
-  const reader = body.getReader();
-  const chunks: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > limit) {
-      await reader.cancel().catch(() => {});
-      return TOO_LARGE;
-    }
-    chunks.push(value);
+  try {
+    return await readBoundedStream(body, limit);
+  } catch (err) {
+    if (err instanceof BodyTooLargeError) return TOO_LARGE;
+    throw err;
   }
-  return Buffer.concat(chunks, size);
 }
