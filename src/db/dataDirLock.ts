@@ -1,14 +1,6 @@
-import {
-  closeSync,
-  openSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-  statSync,
-  writeFileSync,
-  writeSync,
-} from 'node:fs';
+import { closeSync, openSync, readFileSync, rmSync, statSync, writeSync } from 'node:fs';
 import { checkSocketPath, removeSocket } from '../socketPath.js';
+import { writePrivateFile } from '../writePrivateFile.js';
 
 /** The lock file in an embedded data dir, beside `pgdata`. */
 export const LOCK_FILE = 'attest.lock';
@@ -104,18 +96,9 @@ export function acquireLock(lockPath: string, busy: (message: string) => Error):
   closeSync(fd);
 }
 
-/** Rewrites the held lock with the admin API's address: written whole under another name, then renamed. */
+/** Rewrites the held lock with the admin API's address (and its secret): see writePrivateFile. */
 export function announceInLock(lockPath: string, admin: AdminDoor): void {
-  const partial = `${lockPath}.${process.pid}`;
-  try {
-    writeFileSync(partial, JSON.stringify({ ...lockInfoFor(), admin } satisfies LockInfo), {
-      mode: 0o600,
-    });
-    renameSync(partial, lockPath);
-  } catch (err) {
-    rmSync(partial, { force: true });
-    throw err;
-  }
+  writePrivateFile(lockPath, JSON.stringify({ ...lockInfoFor(), admin } satisfies LockInfo));
 }
 
 /**
