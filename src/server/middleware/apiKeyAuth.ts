@@ -40,5 +40,6 @@ export const apiKeyAuth = (opts: {
     c.set('keyId', result.keyId);
     c.set('mode', result.mode);
     c.set('resultTokens', result.resultTokens === true);
+    c.set('apps', result.apps ?? null);
     await next();
   });
