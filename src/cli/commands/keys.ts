@@ -6,9 +6,7 @@ import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
 import { PRINTABLE_NAME_RULE } from '../../config.js';
 import { safeText } from '../terminalText.js';
-import { MAX_SCOPE_APPS } from '../../core/appScope.js';
-import { ANDROID_PACKAGE } from '../kinds/androidPackage.js';
-import { APPLE_APP_ID } from '../kinds/apple/appleAppId.js';
+import { parseAppList } from '../appList.js';
 
 /** An API key id: what follows the prefix in a key (core/apiKeys.ts). */
 const ID = /^[0-9a-z]{16}$/;
@@ -78,7 +76,7 @@ Examples:
         const expiresIn = opts.expiresIn === undefined ? null : parseDuration(opts.expiresIn);
         if (expiresIn === null && opts.expiresIn !== undefined)
           throw usageError(durationProblem('--expires-in', opts.expiresIn));
-        const apps = opts.apps === undefined ? null : parseApps(opts.apps);
+        const apps = opts.apps === undefined ? null : parseAppList(opts.apps, '--apps');
         const auditor = auditorFor(command);
         const { id, key } = generateApiKey(config().apiKeyPrefix);
         const hash = await hashApiKey(key);
@@ -225,7 +223,11 @@ Examples:
         )
           throw usageError(`--result-tokens takes on or off, got "${safeText(opts.resultTokens)}"`);
         const apps =
-          opts.apps !== undefined ? parseApps(opts.apps) : opts.allApps ? null : undefined;
+          opts.apps !== undefined
+            ? parseAppList(opts.apps, '--apps')
+            : opts.allApps
+              ? null
+              : undefined;
         const auditor = auditorFor(command);
         await withAdmin(
           async (admin) => {
@@ -312,29 +314,6 @@ Examples:
     });
 
   return keys;
-}
-
-/**
- * `--apps`: comma-separated App Attest app IDs and Android packages, by the allowlist's rules
- * (they need not be allowlisted yet); at least one, and none empty.
- */
-function parseApps(value: string): string[] {
-  const ids = value.split(',').map((s) => s.trim());
-  if (ids.every((s) => s === ''))
-    throw usageError(
-      '--apps needs at least one app ID or package; for every allowlisted app, leave it out (keys update: --all-apps)',
-    );
-  for (const id of ids) {
-    if (id === '') throw usageError('--apps has an empty entry (two commas, or one at an end)');
-    if (id.length > 256 || (!APPLE_APP_ID.test(id) && !ANDROID_PACKAGE.test(id)))
-      throw usageError(
-        `--apps: "${safeText(id.slice(0, 80))}" is neither an App Attest app ID (TEAMID.bundle.id) nor an Android package name`,
-      );
-  }
-  const unique = [...new Set(ids)];
-  if (unique.length > MAX_SCOPE_APPS)
-    throw usageError(`--apps takes at most ${MAX_SCOPE_APPS} app IDs and packages`);
-  return unique;
 }
 
 /** A usage error unless `id` is an API key id; a whole key is never repeated, not even in the error. */
