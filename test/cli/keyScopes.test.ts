@@ -233,7 +233,17 @@ describe('app-scoped keys in the CLI (embedded database)', { timeout: 180_000 },
         '--json',
       );
       expect(explained.code).toBe(1);
-      expect(JSON.parse(explained.stdout)).toMatchObject({ reason: 'app_not_in_key_scope' });
+      expect(JSON.parse(explained.stdout)).toMatchObject({
+        reason: 'app_not_in_key_scope',
+        // attributed to the check that proves the app
+        checks: expect.arrayContaining([
+          expect.objectContaining({
+            id: 'apple.attestation.appId',
+            status: 'fail',
+            reason: 'app_not_in_key_scope',
+          }),
+        ]),
+      });
       expect((await runCli('verify-file', file, '--nonce', nonce, '--dev-roots')).code).toBe(0);
       const badFlag = await runCli('verify-file', file, '--nonce', nonce, '--key-apps', '');
       expect(badFlag.code).toBe(2);
