@@ -333,7 +333,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     });
     if (!row.precheck || matchesApiKeyCheck(row.precheck, presented) !== true)
       rememberPrecheck(row, presented);
-    return { ok: true, keyId: id, mode, ...tokensFlag(resultTokens), ...scopeOf(apps) };
+    return granted({ id, mode, resultTokens, apps });
   }
 
   /**
@@ -372,13 +372,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         }
         if (now() - hit.checkedAt < revalidateMs) {
           touch(hit.id, prefix);
-          return {
-            ok: true,
-            keyId: hit.id,
-            mode: hit.mode,
-            ...tokensFlag(hit.resultTokens),
-            ...scopeOf(hit.apps),
-          };
+          return granted(hit);
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
         // lazily: while the database is known to be down, nothing is queued for it
@@ -400,13 +394,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         // a scope change applies like every other change of the row: at this re-read
         hit.apps = row.apps ?? null;
         touch(hit.id, prefix);
-        return {
-          ok: true,
-          keyId: hit.id,
-          mode: hit.mode,
-          ...tokensFlag(hit.resultTokens),
-          ...scopeOf(hit.apps),
-        };
+        return granted(hit);
       }
 
       const failed = failures.get(fp);
@@ -491,7 +479,11 @@ export type ApiKeyAuthenticator = ReturnType<typeof createApiKeyAuthenticator>;
 
 type Budget = <T>(work: Promise<T> | (() => Promise<T>)) => Promise<T>;
 
-// present only when on: a plain key's result is what it always was
-const tokensFlag = (on: boolean) => (on ? { resultTokens: true } : {});
-// present only for a scoped key, likewise
-const scopeOf = (apps: readonly string[] | null) => (apps ? { apps } : {});
+/** A verified key's result: `resultTokens` only when on, `apps` only for a scoped key (a plain key's result is what it always was). */
+const granted = (v: Pick<Verified, 'id' | 'mode' | 'resultTokens' | 'apps'>): AuthResult => ({
+  ok: true,
+  keyId: v.id,
+  mode: v.mode,
+  ...(v.resultTokens ? { resultTokens: true } : {}),
+  ...(v.apps ? { apps: v.apps } : {}),
+});
