@@ -9,7 +9,12 @@
  * backoff; `verify()` never is, since a verify that reached the server consumed its session.
  */
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
-import type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
+import type {
+  AndroidKeyDetails,
+  AppleTokenDetails,
+  DeviceRecallDetails,
+  GoogleTokenDetails,
+} from '../core/types.js';
 import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 import { readBoundedText } from './readBoundedBody.js';
 import {
@@ -49,6 +54,8 @@ export {
   APPLE_TOKEN_DETAILS,
   ANDROID_KEY_DETAILS,
   GOOGLE_TOKEN_DETAILS,
+  DEVICE_RECALL,
+  DEVICE_RECALL_WRITE_DATES,
   ERROR_BODY,
   type Shape,
 } from './shapes.js';
@@ -67,7 +74,7 @@ export interface AttestSession {
   statusCode: 0;
 }
 
-export type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails };
+export type { AndroidKeyDetails, AppleTokenDetails, DeviceRecallDetails, GoogleTokenDetails };
 
 /**
  * A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason.

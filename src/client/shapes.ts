@@ -33,6 +33,28 @@ export const APPLE_TOKEN_DETAILS = {
   },
 } as const satisfies Shape;
 
+export const DEVICE_RECALL_WRITE_DATES = {
+  name: 'DeviceRecallWriteDates',
+  required: [],
+  properties: {
+    // YYYYMM (UTC), only for a bit that is set
+    yyyymmFirst: { type: 'integer' },
+    yyyymmSecond: { type: 'integer' },
+    yyyymmThird: { type: 'integer' },
+  },
+} as const satisfies Shape;
+
+export const DEVICE_RECALL = {
+  name: 'DeviceRecall',
+  required: ['bitFirst', 'bitSecond', 'bitThird'],
+  properties: {
+    bitFirst: { type: 'boolean' },
+    bitSecond: { type: 'boolean' },
+    bitThird: { type: 'boolean' },
+    writeDates: { object: DEVICE_RECALL_WRITE_DATES },
+  },
+} as const satisfies Shape;
+
 export const GOOGLE_TOKEN_DETAILS = {
   name: 'GoogleTokenDetails',
   required: ['packageName', 'deviceIntegrityVerdicts', 'timestampMillis'],
@@ -45,6 +67,7 @@ export const GOOGLE_TOKEN_DETAILS = {
     playProtectVerdict: { type: 'string' },
     appsDetected: { type: 'string[]' },
     deviceActivityLevel: { type: 'string' },
+    deviceRecall: { object: DEVICE_RECALL },
     sdkVersion: { type: 'integer' },
     versionCode: { type: 'string' },
   },

@@ -61,6 +61,7 @@ export const OPENAPI_DOCUMENT = {
             description:
               'extension: deviceIntegrity.recentDeviceActivity.deviceActivityLevel (LEVEL_1 to LEVEL_4, UNEVALUATED)',
           },
+          deviceRecall: { $ref: '#/components/schemas/DeviceRecall' },
           sdkVersion: {
             type: 'integer',
             description:
@@ -70,6 +71,29 @@ export const OPENAPI_DOCUMENT = {
             type: 'string',
             description: 'extension: appIntegrity.versionCode, as a decimal string',
           },
+        },
+      },
+      DeviceRecall: {
+        type: 'object',
+        description:
+          "extension: deviceIntegrity.deviceRecall (Play device recall): the three bits the app's developer wrote for this device with POST /api/v1/android/device-recall, which survive a reset; a bit Google leaves out is false",
+        required: ['bitFirst', 'bitSecond', 'bitThird'],
+        properties: {
+          bitFirst: { type: 'boolean' },
+          bitSecond: { type: 'boolean' },
+          bitThird: { type: 'boolean' },
+          writeDates: { $ref: '#/components/schemas/DeviceRecallWriteDates' },
+        },
+      },
+      DeviceRecallWriteDates: {
+        type: 'object',
+        description:
+          'When each set bit was last written, as YYYYMM in UTC (e.g. 202611); absent for a bit that is not set',
+        required: [],
+        properties: {
+          yyyymmFirst: { type: 'integer' },
+          yyyymmSecond: { type: 'integer' },
+          yyyymmThird: { type: 'integer' },
         },
       },
       AppleTokenDetails: {
