@@ -113,6 +113,7 @@ export interface ServiceOptions {
   breaker?: AppDeps['breaker'];
   resultTokens?: AppDeps['resultTokens'];
   testResultTokens?: AppDeps['testResultTokens'];
+  deviceRecall?: AppDeps['deviceRecall'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -138,6 +139,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),
+    ...(options.deviceRecall ? { deviceRecall: options.deviceRecall } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }
