@@ -5,6 +5,11 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
+import {
+  createTestPlayKeys,
+  sealIntegrityToken,
+  verdictPayload,
+} from '../../src/core/dev/playIntegrityMint.js';
 import { KeyCache } from '../../src/core/google/keyCache.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken } from '../../src/core/verify.js';
@@ -195,6 +200,70 @@ describe.each(backends())('POST /api/v1/android/device-recall on $name', (backen
       { packageName: TEST_PACKAGE, integrityToken, newValues: { bitSecond: true } },
     ]);
     expectNoToken(integrityToken);
+  });
+
+  it('a test key may mark the device of a token sealed with the test-only pair; a live key may not', async () => {
+    const repo = createAllowlistRepository(db.db, TEST_SECRETS);
+    const ensured = await repo.ensureTestPair(TEST_PACKAGE, async () => createTestPlayKeys());
+    const nonce = randomBytes(32);
+    const integrityToken = await sealIntegrityToken(
+      ensured!.pair,
+      verdictPayload({
+        packageName: TEST_PACKAGE,
+        nonce,
+        issuedAt: NOW,
+        deviceVerdicts: ['MEETS_DEVICE_INTEGRITY'],
+        recognition: 'PLAY_RECOGNIZED',
+        certificateDigests: [TEST_CERT_DIGEST],
+      }),
+    );
+    const body = { attestationToken: gmsToken(nonce, integrityToken), bits: { bitFirst: true } };
+    const live = await write(body);
+    expect(await live.json()).toEqual({ written: false });
+    expect(service.logs.last()).toMatchObject({ reason: 'gms_decrypt_failed' });
+    expect(fake.recallRequests).toBe(0);
+
+    key = (await issueKey(db, { mode: 'test' })).key;
+    const test = await write(body);
+    expect(await test.json()).toEqual({ written: true });
+    expect(fake.recallWrites.map((w) => w.integrityToken)).toEqual([integrityToken]);
+  });
+
+  describe('the read side: --deny-recall-bits over HTTP', () => {
+    /** verifies a standard token whose verdict is Google's example (bits first and third set) */
+    async function verifyStandard() {
+      const nonce = randomBytes(32);
+      const integrityToken = fake.issue(TEST_PACKAGE, standardPayload({ nonce, now: NOW }));
+      const res = await verify(service.app, key, {
+        attestationToken: gmsToken(nonce, integrityToken, 'standard'),
+        expectedNonce: b64(nonce),
+      });
+      return (await res.json()) as Record<string, unknown>;
+    }
+    const deny = (bits: ('first' | 'second' | 'third')[]) =>
+      createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, null, {
+        denyRecallBits: bits,
+      });
+
+    it('a denied bit set rejects the token, gms_device_recalled in the log', async () => {
+      await deny(['third']);
+      expect(await verifyStandard()).toEqual({ isValid: false, statusCode: 0 });
+      expect(service.logs.last()).toMatchObject({
+        isValid: false,
+        reason: 'gms_device_recalled',
+        packageName: TEST_PACKAGE,
+      });
+    });
+
+    it('bits set that the package does not deny pass, and the RP sees them', async () => {
+      await deny(['second']);
+      expect(await verifyStandard()).toMatchObject({
+        isValid: true,
+        googleTokenDetails: {
+          deviceRecall: { bitFirst: true, bitSecond: false, bitThird: true },
+        },
+      });
+    });
   });
 
   describe('nothing is sent to Google, and the answer is written false', () => {
