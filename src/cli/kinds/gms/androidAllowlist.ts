@@ -48,6 +48,7 @@ export const androidAllowlist: AllowlistKind = {
         `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}` +
         `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
         `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
+        `${p.denyRecallBits.length ? `, deny recall ${p.denyRecallBits.join('|')}` : ''}` +
         `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}` +
         keyAttestationSummary(p),
       [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') ||
