@@ -121,6 +121,12 @@ export const VERIFY_RESPONSE = {
   },
 } as const satisfies Shape;
 
+export const DEVICE_RECALL_RESPONSE = {
+  name: 'device-recall 200',
+  required: ['written'],
+  properties: { written: { type: 'boolean' } },
+} as const satisfies Shape;
+
 export const ERROR_BODY = {
   name: 'Error',
   required: ['statusCode', 'errorMessage'],

@@ -8,6 +8,7 @@ import {
   ANDROID_KEY_DETAILS,
   APPLE_TOKEN_DETAILS,
   DEVICE_RECALL,
+  DEVICE_RECALL_RESPONSE,
   DEVICE_RECALL_WRITE_DATES,
   ERROR_BODY,
   GOOGLE_TOKEN_DETAILS,
@@ -106,6 +107,11 @@ describe('client shapes against /openapi.json', () => {
     expectSameShape(DEVICE_RECALL_WRITE_DATES, doc.components.schemas.DeviceRecallWriteDates!);
     expectSameShape(ANDROID_KEY_DETAILS, doc.components.schemas.AndroidKeyDetails!);
   });
+  it('device-recall 200', () =>
+    expectSameShape(
+      DEVICE_RECALL_RESPONSE,
+      responseSchema('/api/v1/android/device-recall', '200'),
+    ));
   it('every error body the document describes is the one the client reads', () => {
     const withBody = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.entries(item.post.responses)
