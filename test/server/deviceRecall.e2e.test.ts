@@ -3,7 +3,11 @@
 // PostgreSQL. The RP verifies a token, then marks its device; what Google is sent, what the RP is
 // answered and what the log line says (never the token) are checked for each way it can end.
 import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import {
   createTestPlayKeys,
@@ -20,9 +24,10 @@ import {
   type PlayIntegrityClientOptions,
 } from '../../src/google/playIntegrityClient.js';
 import { createDeviceRecallWrite } from '../../src/server/deviceRecall.js';
+import { startServer } from '../../src/server/start.js';
 import { encodeCbor } from '../support/appleFactory.js';
-import { backends, useDatabase } from '../support/databases.js';
-import { TEST_SECRETS } from '../support/secrets.js';
+import { backends, postgresBackend, useDatabase } from '../support/databases.js';
+import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
 import {
   createTestServiceAccount,
   startFakeGoogle,
@@ -37,7 +42,7 @@ import {
   TEST_PACKAGE,
   type GoogleTestKeys,
 } from '../support/googleFactory.js';
-import { BASE, createTestService, issueKey, verify } from '../support/service.js';
+import { BASE, captureLogger, createTestService, issueKey, verify } from '../support/service.js';
 import { standardPayload } from '../support/standardPayload.js';
 import { token as appleToken } from '../support/tokens.js';
 
@@ -368,6 +373,20 @@ describe.each(backends())('POST /api/v1/android/device-recall on $name', (backen
       expectNoToken(integrityToken, attestationToken);
     });
 
+    it('one write more than the Google in-flight limit answers 503 with Retry-After, at once', async () => {
+      service = serviceWith({ maxInFlight: 1 });
+      const { attestationToken } = await classic();
+      const gate = fake.gate();
+      const first = write({ attestationToken, bits: { bitFirst: true } });
+      await gate.arrived(1);
+      const second = await write({ attestationToken, bits: { bitFirst: true } });
+      expect(second.status).toBe(503);
+      expect(second.headers.get('Retry-After')).toBe('1');
+      expect(fake.recallRequests).toBe(1);
+      gate.release();
+      expect(await (await first).json()).toEqual({ written: true });
+    });
+
     it('the OAuth grant refused: written false, no write attempted', async () => {
       const { attestationToken } = await classic();
       fake.faultNext('token', { status: 400 });
@@ -447,4 +466,56 @@ describe.each(backends())('POST /api/v1/android/device-recall on $name', (backen
       expect(res.headers.get('Allow')).toBe('POST');
     });
   });
+});
+
+describe('startServer wires the device recall write to the configured Google', () => {
+  it('writes over a real socket to ATTEST_GOOGLE_PLAY_INTEGRITY_URL and counts it in /metrics', async () => {
+    const fake = await startFakeGoogle({ accounts: [sa] });
+    const dir = mkdtempSync(join(tmpdir(), 'attest-recall-start-'));
+    // PostgreSQL when there is one (it starts faster than a fresh embedded database)
+    const pg = await postgresBackend()?.open();
+    const { logger } = captureLogger();
+    const config = {
+      ...loadConfig({}, {}),
+      dataDir: dir,
+      databaseUrl: pg?.url,
+      port: 0,
+      host: '127.0.0.1',
+      googleOauthUrl: fake.oauthUrl,
+      googlePlayIntegrityUrl: fake.playIntegrityUrl,
+      masterKey: TEST_MASTER_KEY_ENV,
+    };
+    const server = await startServer(config, logger, { migrate: true });
+    try {
+      const apiKey = (await issueKey(server.database)).key;
+      await createAllowlistRepository(server.database.db, TEST_SECRETS).addAndroid(
+        TEST_PACKAGE,
+        null,
+        { serviceAccount: sa.account },
+      );
+      const integrityToken = fake.issue(
+        TEST_PACKAGE,
+        standardPayload({ nonce: randomBytes(32), now: new Date() }),
+      );
+      const res = await fetch(`${server.url}/api/v1/android/device-recall`, {
+        method: 'POST',
+        headers: { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' },
+        body: JSON.stringify({
+          attestationToken: gmsToken(randomBytes(32), integrityToken, 'standard'),
+          bits: { bitSecond: true },
+        }),
+      });
+      expect(await res.json()).toEqual({ written: true });
+      expect(fake.recallWrites).toEqual([
+        { packageName: TEST_PACKAGE, integrityToken, newValues: { bitSecond: true } },
+      ]);
+      const metrics = await (await fetch(`${server.url}/metrics`)).text();
+      expect(metrics).toContain('attest_google_requests_total{endpoint="recall",outcome="ok"} 1');
+    } finally {
+      await server.close();
+      await fake.close();
+      await pg?.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 });

@@ -79,7 +79,7 @@ export interface FakeGoogle {
   faultNext(endpoint: 'token' | 'decode' | 'recall', fault: Fault): void;
   /** every access token issued so far stops working (as on revocation) */
   revokeTokens(): void;
-  /** holds decodes until `release`; `arrived(n)` resolves once n of them are held */
+  /** holds decodes and recall writes until `release`; `arrived(n)` resolves once n of them are held */
   gate(): { arrived(n: number): Promise<void>; release(): void };
   /** what the last token request's assertion said (for tests of the grant itself) */
   lastAssertion?: { header: Record<string, unknown>; claims: Record<string, unknown> };
@@ -173,23 +173,28 @@ export async function startFakeGoogle(options: {
     const match = /^\/v1\/([^/:]+):decodeIntegrityToken$/.exec(url.pathname);
     if (req.method === 'POST' && match) {
       fake.counts.decode += 1;
-      if (gate) {
-        const g = gate;
-        await new Promise<void>((resolve) => {
-          g.held.push(resolve);
-          for (const w of g.waiters.filter((w) => g.held.length >= w.n)) w.resolve();
-        });
-      }
+      await held();
       if (await applyFault('decode', res)) return;
       return decodeEndpoint(decodeURIComponent(match[1]!), req, body, res);
     }
     const recall = /^\/v1\/([^/:]+)\/deviceRecall:write$/.exec(url.pathname);
     if (req.method === 'POST' && recall) {
       fake.recallRequests += 1;
+      await held();
       if (await applyFault('recall', res)) return;
       return recallEndpoint(decodeURIComponent(recall[1]!), req, body, res);
     }
     send(res, 404, { error: { code: 404, status: 'NOT_FOUND', message: 'no such endpoint' } });
+  }
+
+  /** waits while a gate is up (decodes and recall writes alike) */
+  async function held() {
+    if (!gate) return;
+    const g = gate;
+    await new Promise<void>((resolve) => {
+      g.held.push(resolve);
+      for (const w of g.waiters.filter((w) => g.held.length >= w.n)) w.resolve();
+    });
   }
 
   /** true when the fault answered (or will never answer) */
