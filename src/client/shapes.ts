@@ -37,7 +37,7 @@ export const DEVICE_RECALL_WRITE_DATES = {
   name: 'DeviceRecallWriteDates',
   required: [],
   properties: {
-    // YYYYMM (UTC), only for a bit that is set
+    // YYYYMM (UTC), as Google gives them (documented for set bits only)
     yyyymmFirst: { type: 'integer' },
     yyyymmSecond: { type: 'integer' },
     yyyymmThird: { type: 'integer' },

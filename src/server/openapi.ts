@@ -88,7 +88,7 @@ export const OPENAPI_DOCUMENT = {
       DeviceRecallWriteDates: {
         type: 'object',
         description:
-          'When each set bit was last written, as YYYYMM in UTC (e.g. 202611); absent for a bit that is not set',
+          "When each bit was last written, as YYYYMM in UTC (e.g. 202611), as far as Google's verdict gives it (Google documents a date for set bits only)",
         required: [],
         properties: {
           yyyymmFirst: { type: 'integer' },
