@@ -116,6 +116,7 @@ export interface ServiceOptions {
   breaker?: AppDeps['breaker'];
   resultTokens?: AppDeps['resultTokens'];
   testResultTokens?: AppDeps['testResultTokens'];
+  deviceRecall?: AppDeps['deviceRecall'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -141,6 +142,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),
+    ...(options.deviceRecall ? { deviceRecall: options.deviceRecall } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }
