@@ -1,4 +1,4 @@
-import type { RejectReason } from '../reasons.js';
+import type { ObservableReason } from '../observedRules.js';
 import type { AndroidPackagePolicy, DeviceActivityLevel } from '../types.js';
 import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
 import { quote } from './quote.js';
@@ -40,7 +40,13 @@ export type VerdictCheck = (typeof VERDICT_CHECKS)[number];
 
 export type VerdictResult =
   | { ok: true; check: VerdictCheck; required: boolean; detail: string }
-  | { ok: false; check: VerdictCheck; reason: RejectReason; detail: string; missing?: string };
+  | {
+      ok: false;
+      check: VerdictCheck;
+      reason: ObservableReason;
+      detail: string;
+      missing?: string;
+    };
 
 /**
  * Parses `--require-play-protect` values: a comma-separated list of verdicts (any case). UNEVALUATED
