@@ -73,6 +73,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     validationCategories: [],
     minBundleVersion: null,
     allowMissingValidationCategory: false,
+    observe: [],
   };
 
   it('apple apps: add, update, an add that changes nothing (no event), remove', async () => {
@@ -121,6 +122,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
           validationCategories: ['appstore'],
           minBundleVersion: '2.0',
           allowMissingValidationCategory: true,
+          observe: [],
         },
       ],
     ]);
@@ -322,4 +324,5 @@ const KEY_ATTESTATION_OFF = {
   allowUnlocked: false,
   bootKeys: [],
   maxPatchAgeMonths: null,
+  observe: [],
 };
