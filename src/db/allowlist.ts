@@ -222,7 +222,11 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       pair: AndroidKeyPairInput | null,
       policy: AndroidPolicyInput,
       auditor?: Auditor,
-    ): Promise<{ package: 'added' | 'updated' | 'unchanged'; pair: 'added' | 'exists' | 'none' }> {
+    ): Promise<{
+      package: 'added' | 'updated' | 'unchanged';
+      pair: 'added' | 'exists' | 'none';
+      observe: string[];
+    }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
       const bootKeys = policy.bootKeys?.map((d) => Buffer.from(d).toString('hex'));
@@ -255,6 +259,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         package_inserted: boolean;
         pair_added: boolean;
         changed: boolean;
+        observe: string[] | string | null;
         audit: unknown;
       }>(
         await db.execute(sql`
@@ -324,12 +329,15 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             from a where a.inserted or a.before is distinct from a.after`,
           )}
           select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added,
-                 (select a.before is distinct from a.after from a) as changed, ${auditColumn(auditor)} as audit`),
+                 (select a.before is distinct from a.after from a) as changed, (select observe from pkg) as observe,
+                 ${auditColumn(auditor)} as audit`),
       );
       logAudit(auditor, rows[0]?.audit);
       return {
         package: rows[0]?.package_inserted ? 'added' : rows[0]?.changed ? 'updated' : 'unchanged',
         pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists',
+        /** the package's observed rules after the change */
+        observe: parseTextArray(rows[0]?.observe ?? null),
       };
     },
 

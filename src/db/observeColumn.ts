@@ -7,8 +7,8 @@ import { textArray } from './textArray.js';
  * `observe` codes join it. Absent fields change nothing.
  */
 export interface ObserveChange {
-  observe?: readonly string[];
-  enforce?: readonly string[] | 'all';
+  observe?: string[];
+  enforce?: string[] | 'all';
 }
 
 /** Whether the change touches the set at all. */

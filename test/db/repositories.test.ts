@@ -287,14 +287,16 @@ describe.each(backends())('repositories on $name', (backend) => {
           minVerdict: 'MEETS_STRONG_INTEGRITY',
           maxAgeSeconds: 60,
         }),
-      ).toEqual({ package: 'added', pair: 'added' });
+      ).toEqual({ package: 'added', pair: 'added', observe: [] });
       expect(await repo.addAndroid('com.x', pair('p2'), {})).toEqual({
         package: 'updated',
         pair: 'added',
+        observe: [],
       });
       expect(await repo.addAndroid('com.x', pair('p2'), {})).toEqual({
         package: 'unchanged',
         pair: 'exists',
+        observe: [],
       });
       let [pkg] = await repo.listAndroid();
       expect(pkg).toMatchObject({
