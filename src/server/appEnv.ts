@@ -19,6 +19,8 @@ export interface RequestLog {
   /** App Attest registration: what its receipt was, and what failed in it */
   receipt?: 'valid' | 'missing' | 'invalid';
   receiptProblem?: string;
+  /** a valid verify: the observed rules that failed (recorded, not enforced); absent when none */
+  observed?: string[];
   auth?: string;
   err?: { type: string; code?: string; message: string };
 }
