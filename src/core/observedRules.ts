@@ -82,18 +82,3 @@ export function parseObserveCodes(
     };
   return { ok: true, codes: allowed.filter((c) => items.includes(c)) };
 }
-
-/**
- * An entry's observe set after a change: `enforce` codes removed (`'all'`: every one), then
- * `observe` codes added; table order, no duplicates.
- */
-export function changeObserveSet(
-  entry: ObserveEntry,
-  current: readonly string[],
-  change: { observe?: readonly string[]; enforce?: readonly string[] | 'all' },
-): ObservableReason[] {
-  const kept =
-    change.enforce === 'all' ? [] : current.filter((c) => !(change.enforce ?? []).includes(c));
-  const next = new Set([...kept, ...(change.observe ?? [])]);
-  return observableCodes(entry).filter((c) => next.has(c));
-}
