@@ -5,6 +5,7 @@
  */
 import { type KeyObject, verify } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
+import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type { AllowlistReader, AppleEnvironment, Trace } from '../types.js';
 import { environmentAllowed } from './appleEnvironment.js';
@@ -77,6 +78,8 @@ export interface AssertionInput {
 
 export interface AssertionDeps {
   allowlist: AllowlistReader;
+  /** the API key's apps: checked once the signature proved the app ID, before the counter moves */
+  appScope?: AppScope;
   trace?: Trace;
   /**
    * The key store's atomic compare-and-set (`raiseCounter`), run after every other check
@@ -138,6 +141,8 @@ export async function verifyAssertion(
   }
   const app = await deps.allowlist.appleApp(key.appId);
   if (!app) throw new Rejection('apple_app_not_allowed', `"${key.appId}" is no longer allowlisted`);
+  // the key's scope is identity, checked before any policy rule
+  checkAppScope(deps.appScope, key.appId, 'app ID');
   trace.observe(app.observe ?? []);
   if (!environmentAllowed(app.env, key.environment)) {
     // the environment rule of the attestation, held against the key again: enforced, it keeps
