@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { formatCertificateDigest } from '../core/google/certificateDigest.js';
 import { isDeviceActivityLevel, RECALL_BITS } from '../core/google/verdictPolicy.js';
+import { observableCodes, type ObserveEntry } from '../core/observedRules.js';
 import type { DeviceActivityLevel } from '../core/types.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { AdminError } from './adminError.js';
@@ -12,6 +13,21 @@ export const ANDROID_PACKAGE = z
   .string()
   .regex(/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/);
 const PAIR_ID = z.string().regex(/^[0-9a-f]{16}$/);
+
+/** `--observe` / `--enforce` of an entry kind: only codes observable for it (identity checks never are). */
+function observeChange(entry: ObserveEntry) {
+  const allowed: readonly string[] = observableCodes(entry);
+  const code = z
+    .string()
+    .refine((c) => allowed.includes(c), `not observable for ${entry}: ${allowed.join(', ')}`);
+  const codes = z.array(code).min(1).max(allowed.length);
+  return z
+    .strictObject({
+      observe: codes.optional(),
+      enforce: z.union([z.literal('all'), codes]).optional(),
+    })
+    .optional();
+}
 
 // apart (with no database behind it) for the CLI, which shows the id before it sends the pair
 export { keyPairId };
@@ -51,6 +67,7 @@ const androidPolicy = z.strictObject({
     .max(32)
     .optional(),
   maxPatchAgeMonths: z.number().int().min(1).max(240).nullable().optional(),
+  observeChange: observeChange('android'),
 });
 
 /** The allowlist's operations: add, list, find and remove App Attest apps and Android packages. */
@@ -66,6 +83,7 @@ export const ALLOWLIST_OPERATIONS = {
           validationCategories: z.array(z.string().max(32)).max(16).optional(),
           minBundleVersion: z.string().max(64).nullable().optional(),
           allowMissingValidationCategory: z.boolean().optional(),
+          observeChange: observeChange('apple'),
         })
         .optional(),
     }),
@@ -137,6 +155,7 @@ export const ALLOWLIST_OPERATIONS = {
           allowUnlocked: p.allowUnlocked ?? false,
           bootKeys: (p.bootKeys ?? []).map((k) => Buffer.from(k).toString('hex')),
           maxPatchAgeMonths: p.maxPatchAgeMonths ?? null,
+          observe: [...(p.observe ?? [])],
         })),
       };
     },

@@ -1,5 +1,6 @@
 import type { CheckId } from './checkTitles.js';
 import type { AppScope } from './appScope.js';
+import type { ObservableReason } from './observedRules.js';
 import type { RejectReason } from './reasons.js';
 
 export type { Service } from './services.js';
@@ -79,7 +80,8 @@ export type PlatformDetails =
   | { service: 'apple'; appleTokenDetails: AppleTokenDetails }
   | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails };
 
-export type CheckStatus = 'pass' | 'fail' | 'skip';
+/** `observed`: the check failed, and its entry observes the rule, so the verification went on */
+export type CheckStatus = 'pass' | 'fail' | 'skip' | 'observed';
 
 /** One step of a verification, as `verify-file` prints it. `id` is stable (docs/checks.md). */
 export interface CheckRecord {
@@ -127,7 +129,14 @@ export interface VerifyFacts {
 }
 
 export type VerifyOutcome =
-  | { ok: true; details: PlatformDetails; checks: CheckRecord[]; facts: VerifyFacts }
+  | {
+      ok: true;
+      details: PlatformDetails;
+      checks: CheckRecord[];
+      facts: VerifyFacts;
+      /** the observed rules that failed (each once, in the order they failed); absent when none */
+      observed?: ObservableReason[];
+    }
   | { ok: false; reason: RejectReason; detail: string; checks: CheckRecord[]; facts: VerifyFacts };
 
 /**
@@ -141,6 +150,22 @@ export interface Trace {
   skip(id: CheckId, detail: string): void;
   /** names the check that is about to fail; the Rejection thrown next is attributed to it */
   current(id: CheckId): void;
+  /**
+   * The allowlist entry's observe set, once the verifier has read the entry (each call replaces
+   * the set). Until then every policy rule is enforced.
+   */
+  observe(codes: readonly string[]): void;
+  /**
+   * A policy rule failed. When the entry observes `reason`, the failure is recorded and this
+   * returns (the verification goes on); otherwise it throws `Rejection(enforcedAs ?? reason,
+   * detail)` attributed to `id`. The only place that chooses between the two.
+   */
+  policyFailed(
+    id: CheckId,
+    reason: ObservableReason,
+    detail: string,
+    enforcedAs?: RejectReason,
+  ): void;
   facts: VerifyFacts;
 }
 
@@ -162,6 +187,8 @@ export interface AppleAppPolicy {
   minBundleVersion?: string | null;
   /** tokens without the iOS 27 extensions pass the two rules above */
   allowMissingValidationCategory?: boolean;
+  /** reason codes whose failures are recorded but do not reject (observed rules); absent = none */
+  observe?: readonly string[];
 }
 
 export type MinVerdict =
@@ -208,6 +235,8 @@ export interface AndroidPackagePolicy {
   bootKeys?: readonly Uint8Array[];
   /** the oldest accepted osPatchLevel, in months before the verification time; null = not checked */
   maxPatchAgeMonths?: number | null;
+  /** reason codes (gms and android-key) whose failures are recorded but do not reject; absent = none */
+  observe?: readonly string[];
 }
 
 export type DeviceActivityLevel = 'LEVEL_1' | 'LEVEL_2' | 'LEVEL_3' | 'LEVEL_4';

@@ -107,7 +107,15 @@ export async function verifyToken(input: VerifyInput, deps: VerifyDeps): Promise
       ...(input.appScope ? { appScope: input.appScope } : {}),
       trace,
     });
-    return { ok: true, details, checks: trace.finish(), facts: trace.facts };
+    // the verdict: an enforced rule that failed threw above; observed ones that failed are listed
+    const observed = trace.observed();
+    return {
+      ok: true,
+      details,
+      checks: trace.finish(),
+      facts: trace.facts,
+      ...(observed.length > 0 ? { observed } : {}),
+    };
   } catch (err) {
     if (!(err instanceof Rejection)) throw err;
     return {

@@ -24,6 +24,7 @@ import {
 import { appleAppOf, type AppleAppRow, type ApplePolicyInput } from './appleAppRows.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
+import { observeValue } from './observeColumn.js';
 import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
@@ -137,17 +138,19 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           with b as (select ${auditSummary('apple_apps', sql`x`)} as summary from apple_apps x where app_id = ${appId}),
           u as (
             insert into apple_apps (app_id, env, require_receipt, max_risk_metric, validation_categories,
-              min_bundle_version, allow_missing_validation_category)
+              min_bundle_version, allow_missing_validation_category, observe)
             values (${appId}, coalesce(${given}::text, 'production'), coalesce(${set(p.requireReceipt)}::boolean, false),
               ${set(p.maxRiskMetric)}::integer, coalesce(${categories ?? sql`null`}::text[], '{}'::text[]),
-              ${set(p.minBundleVersion)}::text, coalesce(${set(p.allowMissingValidationCategory)}::boolean, false))
+              ${set(p.minBundleVersion)}::text, coalesce(${set(p.allowMissingValidationCategory)}::boolean, false),
+              ${observeValue('apple', null, p.observeChange ?? {})})
             on conflict (app_id) do update set
               env = coalesce(${given}::text, apple_apps.env),
               require_receipt = coalesce(${set(p.requireReceipt)}::boolean, apple_apps.require_receipt),
               max_risk_metric = case when ${p.maxRiskMetric !== undefined} then ${set(p.maxRiskMetric)}::integer else apple_apps.max_risk_metric end,
               validation_categories = coalesce(${categories ?? sql`null`}::text[], apple_apps.validation_categories),
               min_bundle_version = case when ${p.minBundleVersion !== undefined} then ${set(p.minBundleVersion)}::text else apple_apps.min_bundle_version end,
-              allow_missing_validation_category = coalesce(${set(p.allowMissingValidationCategory)}::boolean, apple_apps.allow_missing_validation_category)
+              allow_missing_validation_category = coalesce(${set(p.allowMissingValidationCategory)}::boolean, apple_apps.allow_missing_validation_category),
+              observe = ${observeValue('apple', sql`apple_apps.observe`, p.observeChange ?? {})}
             returning *, (xmax = 0) as inserted
           ),
           a as (
@@ -160,7 +163,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             from a where a.inserted or a.before is distinct from a.after`,
           )}
           select u.inserted, (a.inserted or a.before is distinct from a.after) as changed, u.app_id, u.env, u.require_receipt, u.max_risk_metric, u.validation_categories,
-            u.min_bundle_version, u.allow_missing_validation_category, ${auditColumn(auditor)} as audit from u, a`),
+            u.min_bundle_version, u.allow_missing_validation_category, u.observe, ${auditColumn(auditor)} as audit from u, a`),
       );
       logAudit(auditor, rows[0]!.audit);
       const stored = appleAppOf(rows[0]!);
@@ -203,7 +206,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const rows = rowsOf<AppleAppRow>(
         await db.execute(
           sql`select app_id, env, require_receipt, max_risk_metric, validation_categories, min_bundle_version,
-                allow_missing_validation_category from apple_apps order by app_id`,
+                allow_missing_validation_category, observe from apple_apps order by app_id`,
         ),
       );
       return rows.map(appleAppOf);
@@ -220,7 +223,11 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       pair: AndroidKeyPairInput | null,
       policy: AndroidPolicyInput,
       auditor?: Auditor,
-    ): Promise<{ package: 'added' | 'updated' | 'unchanged'; pair: 'added' | 'exists' | 'none' }> {
+    ): Promise<{
+      package: 'added' | 'updated' | 'unchanged';
+      pair: 'added' | 'exists' | 'none';
+      observe: string[];
+    }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
       const bootKeys = policy.bootKeys?.map((d) => Buffer.from(d).toString('hex'));
@@ -253,6 +260,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         package_inserted: boolean;
         pair_added: boolean;
         changed: boolean;
+        observe: string[] | string | null;
         audit: unknown;
       }>(
         await db.execute(sql`
@@ -262,7 +270,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
                                           require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits,
                                           service_account, service_account_key_id, service_account_fingerprint,
-                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months)
+                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe)
             values (${packageName},
                     ${textArray(digests)},
                     ${policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict},
@@ -280,7 +288,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                     ${policy.minSecurityLevel ?? DEFAULT_ANDROID_POLICY.minSecurityLevel},
                     ${policy.allowUnlocked ?? DEFAULT_ANDROID_POLICY.allowUnlocked},
                     ${textArray(bootKeys)},
-                    ${policy.maxPatchAgeMonths ?? DEFAULT_ANDROID_POLICY.maxPatchAgeMonths})
+                    ${policy.maxPatchAgeMonths ?? DEFAULT_ANDROID_POLICY.maxPatchAgeMonths},
+                    ${observeValue('android', null, policy.observeChange ?? {})})
             on conflict (package_name) do update set
               certificate_digests = ${keep(digests !== undefined, 'certificate_digests')},
               min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
@@ -298,7 +307,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               min_security_level = ${keep(policy.minSecurityLevel !== undefined, 'min_security_level')},
               allow_unlocked = ${keep(policy.allowUnlocked !== undefined, 'allow_unlocked')},
               boot_keys = ${keep(bootKeys !== undefined, 'boot_keys')},
-              max_patch_age_months = ${keep(policy.maxPatchAgeMonths !== undefined, 'max_patch_age_months')}
+              max_patch_age_months = ${keep(policy.maxPatchAgeMonths !== undefined, 'max_patch_age_months')},
+              observe = ${observeValue('android', sql`android_packages.observe`, policy.observeChange ?? {})}
             returning *, (xmax = 0) as inserted
           ), pair as (
             ${
@@ -322,12 +332,15 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             from a where a.inserted or a.before is distinct from a.after`,
           )}
           select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added,
-                 (select a.before is distinct from a.after from a) as changed, ${auditColumn(auditor)} as audit`),
+                 (select a.before is distinct from a.after from a) as changed, (select observe from pkg) as observe,
+                 ${auditColumn(auditor)} as audit`),
       );
       logAudit(auditor, rows[0]?.audit);
       return {
         package: rows[0]?.package_inserted ? 'added' : rows[0]?.changed ? 'updated' : 'unchanged',
         pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists',
+        /** the package's observed rules after the change */
+        observe: parseTextArray(rows[0]?.observe ?? null),
       };
     },
 
@@ -426,7 +439,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         await db.execute(sql`
           select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
                  require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits, service_account, service_account_key_id,
-                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months
+                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe
           from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
@@ -462,6 +475,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         allowUnlocked: p.allow_unlocked,
         bootKeys: parseDigests(p.boot_keys),
         maxPatchAgeMonths: p.max_patch_age_months === null ? null : Number(p.max_patch_age_months),
+        observe: parseTextArray(p.observe),
         serviceAccount:
           p.service_account === null
             ? null

@@ -7,6 +7,7 @@ import type {
   RecallBit,
 } from '../core/types.js';
 import { auditSummary } from './auditedColumns.js';
+import type { ObserveChange } from './observeColumn.js';
 import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an Android package (Play Integrity and key attestation); undefined keeps the stored value. */
@@ -34,6 +35,8 @@ export interface AndroidPolicyInput {
   bootKeys?: Uint8Array[];
   /** `null` stops checking */
   maxPatchAgeMonths?: number | null;
+  /** observed rules: codes to observe, to enforce again */
+  observeChange?: ObserveChange;
 }
 
 /** A Play Integrity key pair as the Play Console gives it, with its fingerprint. */
@@ -62,6 +65,7 @@ export interface PackageRow {
   allow_unlocked: boolean;
   boot_keys: string[] | string | null;
   max_patch_age_months: number | null;
+  observe: string[] | string | null;
 }
 
 /** An `android_key_pairs` row as the driver returns it (the keys still sealed). */

@@ -1,4 +1,5 @@
 import type { AppleAppPolicy, AppleEnvPolicy } from '../core/types.js';
+import type { ObserveChange } from './observeColumn.js';
 import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an App Attest entry; undefined keeps the stored value. */
@@ -11,6 +12,8 @@ export interface ApplePolicyInput {
   /** `null` stops checking */
   minBundleVersion?: string | null;
   allowMissingValidationCategory?: boolean;
+  /** observed rules: codes to observe, to enforce again */
+  observeChange?: ObserveChange;
 }
 
 /** An `apple_apps` row as the driver returns it. */
@@ -22,6 +25,7 @@ export interface AppleAppRow {
   validation_categories: string[] | string | null;
   min_bundle_version: string | null;
   allow_missing_validation_category: boolean;
+  observe: string[] | string | null;
 }
 
 /** An App Attest entry from its row: every field, as the audit trail records it before and after a change. */
@@ -34,5 +38,6 @@ export function appleAppOf(row: AppleAppRow): AppleAppPolicy {
     validationCategories: parseTextArray(row.validation_categories),
     minBundleVersion: row.min_bundle_version,
     allowMissingValidationCategory: row.allow_missing_validation_category,
+    observe: parseTextArray(row.observe),
   };
 }

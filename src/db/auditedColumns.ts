@@ -32,6 +32,7 @@ export const AUDITED_COLUMNS = {
     },
     min_bundle_version: { key: 'minBundleVersion' },
     allow_missing_validation_category: { key: 'allowMissingValidationCategory' },
+    observe: { key: 'observe', value: (r) => sql`to_jsonb(${r}.observe)` },
   },
   android_packages: {
     certificate_digests: {
@@ -66,6 +67,7 @@ export const AUDITED_COLUMNS = {
     allow_unlocked: { key: 'allowUnlocked' },
     boot_keys: { key: 'bootKeys', value: (r) => sql`to_jsonb(${r}.boot_keys)` },
     max_patch_age_months: { key: 'maxPatchAgeMonths' },
+    observe: { key: 'observe', value: (r) => sql`to_jsonb(${r}.observe)` },
   },
   android_key_pairs: {
     // a package's summary lists its pairs' fingerprints: `keyPairs` (live) and `testKeyPairs`

@@ -103,6 +103,11 @@ export const appleApps = pgTable('apple_apps', {
   allowMissingValidationCategory: boolean('allow_missing_validation_category')
     .notNull()
     .default(false),
+  /** observed rules: reason codes whose failures are recorded but do not reject */
+  observe: text('observe')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
 });
 
 export const androidPackages = pgTable('android_packages', {
@@ -156,6 +161,11 @@ export const androidPackages = pgTable('android_packages', {
     .default(sql`'{}'::text[]`),
   /** null = patch level not checked */
   maxPatchAgeMonths: integer('max_patch_age_months'),
+  /** observed rules (gms and android-key): reason codes whose failures are recorded but do not reject */
+  observe: text('observe')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
   createdAt: createdAt(),
 });
 

@@ -24,6 +24,8 @@ export interface RequestLog {
   recallBits?: string;
   written?: boolean;
   googleStatus?: number;
+  /** a valid verify: the observed rules that failed (recorded, not enforced); absent when none */
+  observed?: string[];
   auth?: string;
   err?: { type: string; code?: string; message: string };
 }

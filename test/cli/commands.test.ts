@@ -232,6 +232,7 @@ function commandSuite(where: () => string) {
       validationCategories: [],
       minBundleVersion: null,
       allowMissingValidationCategory: false,
+      observe: [],
     };
     expect(list.apple).toEqual([
       { ...noRules, appId: 'ABCDE12345.com.example.bank', env: 'any' },

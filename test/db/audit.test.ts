@@ -74,6 +74,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     validationCategories: [],
     minBundleVersion: null,
     allowMissingValidationCategory: false,
+    observe: [],
   };
 
   it('apple apps: add, update, an add that changes nothing (no event), remove', async () => {
@@ -122,6 +123,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
           validationCategories: ['appstore'],
           minBundleVersion: '2.0',
           allowMissingValidationCategory: true,
+          observe: [],
         },
       ],
     ]);
@@ -334,4 +336,5 @@ const KEY_ATTESTATION_OFF = {
   allowUnlocked: false,
   bootKeys: [],
   maxPatchAgeMonths: null,
+  observe: [],
 };

@@ -382,7 +382,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       packageName: evidence.packageName,
       attestationSecurityLevel: description.attestationSecurityLevel,
       keyMintSecurityLevel: description.keyMintSecurityLevel,
-      // check 8 passed: without a root of trust only --allow-unlocked lets a key through
+      // check 8 passed or is observed: without a root of trust the key reads as unverified
       verifiedBootState: description.rootOfTrust?.verifiedBootState ?? 'Unverified',
       deviceLocked: description.rootOfTrust?.deviceLocked ?? false,
       verifiedBootKey: ownBytes(description.rootOfTrust?.verifiedBootKey ?? new Uint8Array()),

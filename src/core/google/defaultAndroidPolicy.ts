@@ -24,4 +24,5 @@ export const DEFAULT_ANDROID_POLICY = {
   allowUnlocked: false,
   bootKeys: [],
   maxPatchAgeMonths: null,
+  observe: [],
 } as const satisfies PolicyDefaults;

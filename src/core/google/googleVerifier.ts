@@ -120,6 +120,7 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         `package ${quote(packageName)} is not on the Android allowlist`,
       );
     const { minVerdict, maxAgeSeconds } = policySettings(policy);
+    trace.observe(policy.observe ?? []);
     trace.pass(
       'gms.package',
       standard
@@ -168,12 +169,12 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         recognition === 'UNRECOGNIZED_VERSION'
           ? ' (the entry does not allow unrecognized versions)'
           : '';
-      throw new Rejection(
+      trace.policyFailed(
+        'gms.recognition',
         'gms_app_not_recognized',
         `app recognition verdict is ${quote(recognition)}${hint}`,
       );
-    }
-    trace.pass('gms.recognition', `app recognition verdict is ${recognition}`);
+    } else trace.pass('gms.recognition', `app recognition verdict is ${recognition}`);
 
     // Check 8: signed by one of the allowlisted certificates
     trace.current('gms.certificate');
@@ -206,21 +207,21 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     const verdicts = deviceIntegrity.deviceRecognitionVerdict ?? [];
     const strongest = strongestVerdict(verdicts);
     if (!meetsMinimumVerdict(verdicts, minVerdict)) {
-      throw new Rejection(
+      trace.policyFailed(
+        'gms.integrity',
         'gms_integrity_insufficient',
         `device verdict ${strongest ?? 'none'} is below the minimum ${minVerdict}`,
       );
-    }
-    trace.pass('gms.integrity', `device verdict ${strongest} meets the minimum ${minVerdict}`);
+    } else
+      trace.pass('gms.integrity', `device verdict ${strongest} meets the minimum ${minVerdict}`);
 
     // The newer verdicts, each only when the package policy asks for it
     for (const result of checkNewerVerdicts(payload, policy)) {
       trace.current(result.check);
       if (!result.ok) {
         if (result.missing) trace.facts.missingVerdict = result.missing;
-        throw new Rejection(result.reason, result.detail);
-      }
-      if (result.required) trace.pass(result.check, result.detail);
+        trace.policyFailed(result.check, result.reason, result.detail);
+      } else if (result.required) trace.pass(result.check, result.detail);
       else trace.skip(result.check, result.detail);
     }
 

@@ -1,3 +1,4 @@
+import type { ObservableReason } from '../observedRules.js';
 import type { RejectReason } from '../reasons.js';
 import type { AndroidPackagePolicy, DeviceActivityLevel, RecallBit } from '../types.js';
 import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
@@ -41,7 +42,13 @@ export type VerdictCheck = (typeof VERDICT_CHECKS)[number];
 
 export type VerdictResult =
   | { ok: true; check: VerdictCheck; required: boolean; detail: string }
-  | { ok: false; check: VerdictCheck; reason: RejectReason; detail: string; missing?: string };
+  | {
+      ok: false;
+      check: VerdictCheck;
+      reason: ObservableReason;
+      detail: string;
+      missing?: string;
+    };
 
 /** The three Play device recall bits, in Google's order, with the verdict field of each. */
 export const RECALL_BITS: readonly RecallBit[] = ['first', 'second', 'third'];

@@ -11,6 +11,11 @@ import { usageError } from '../../errors.js';
 import { printJson } from '../../output.js';
 import { warnRiskMetricWithoutKey } from '../../commands/apple.js';
 import type { AllowlistKind } from '../allowlistKind.js';
+import {
+  addObserveOptions,
+  observeChangeFromOptions,
+  type ObserveFlags,
+} from '../observeOptions.js';
 import { APPLE_APP_ID } from './appleAppId.js';
 
 /** App Attest apps on the allowlist: `allowlist add apple`, their rows and their removal. */
@@ -36,7 +41,7 @@ export const appleAllowlist: AllowlistKind = {
 
 /** `attest allowlist add apple`: allow an App Attest app ID with its policy. */
 function appleAllowCommand(): Command {
-  return new Command('apple')
+  const command = new Command('apple')
     .description('allow an App Attest app ID')
     .argument('<app-id>', 'TEAMID.bundle.id, e.g. ABCDE12345.com.example.app')
     .addOption(
@@ -72,11 +77,12 @@ function appleAllowCommand(): Command {
     .option(
       '--no-allow-missing-validation-category',
       'refuse tokens without the iOS 27 extensions when a rule above is set (the default)',
-    )
+    );
+  return addObserveOptions(command, 'apple')
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any\n  $ attest allowlist add apple ABCDE12345.com.example.bank --require-receipt --max-risk-metric 5\n  $ attest allowlist add apple ABCDE12345.com.example.bank --validation-category appstore --min-bundle-version 4.2 --allow-missing-validation-category',
+      '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any\n  $ attest allowlist add apple ABCDE12345.com.example.bank --require-receipt --max-risk-metric 5\n  $ attest allowlist add apple ABCDE12345.com.example.bank --validation-category appstore --min-bundle-version 4.2 --allow-missing-validation-category\n  $ attest allowlist add apple ABCDE12345.com.example.bank --observe apple_risk_exceeded   # record, do not reject\n  $ attest allowlist add apple ABCDE12345.com.example.bank --enforce all',
     )
     .action(async (appId: string, opts: ApplePolicyOptions, command: Command) => {
       if (!APPLE_APP_ID.test(appId))
@@ -108,7 +114,7 @@ function appleAllowCommand(): Command {
     });
 }
 
-interface ApplePolicyOptions {
+interface ApplePolicyOptions extends ObserveFlags {
   env?: AppleEnvPolicy;
   json?: boolean;
   requireReceipt?: boolean;
@@ -121,6 +127,8 @@ interface ApplePolicyOptions {
 /** The App Attest policy fields given on the command line (absent = kept). */
 export function applePolicyFromOptions(opts: ApplePolicyOptions): ApplePolicyInput {
   const out: ApplePolicyInput = {};
+  const observeChange = observeChangeFromOptions('apple', opts);
+  if (observeChange) out.observeChange = observeChange;
   if (opts.requireReceipt !== undefined) out.requireReceipt = opts.requireReceipt;
   if (opts.allowMissingValidationCategory !== undefined)
     out.allowMissingValidationCategory = opts.allowMissingValidationCategory;
@@ -167,5 +175,6 @@ export function describeApplePolicy(a: AppleAppPolicy): string {
   if (a.minBundleVersion) parts.push(`bundle >= ${a.minBundleVersion}`);
   if ((a.validationCategories?.length || a.minBundleVersion) && a.allowMissingValidationCategory)
     parts.push('missing category ok');
+  if (a.observe?.length) parts.push(`observe ${a.observe.join('|')}`);
   return parts.length ? `, ${parts.join(', ')}` : '';
 }

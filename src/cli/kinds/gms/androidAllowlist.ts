@@ -30,6 +30,11 @@ import {
   type KeyAttestationFlags,
 } from '../androidKey/keyAttestationOptions.js';
 import { ANDROID_PACKAGE } from '../androidPackage.js';
+import {
+  addObserveOptions,
+  observeChangeFromOptions,
+  type ObserveFlags,
+} from '../observeOptions.js';
 import { readServiceAccountFile } from './serviceAccountFile.js';
 
 /**
@@ -50,7 +55,8 @@ export const androidAllowlist: AllowlistKind = {
         `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
         `${p.denyRecallBits.length ? `, deny recall ${p.denyRecallBits.join('|')}` : ''}` +
         `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}` +
-        keyAttestationSummary(p),
+        keyAttestationSummary(p) +
+        `${p.observe.length ? `, observe ${p.observe.join('|')}` : ''}`,
       [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') ||
         (p.serviceAccount
           ? '(none: standard requests only)'
@@ -150,7 +156,7 @@ function androidAllowCommand(): Command {
       'reject tokens whose Play device recall has any of these bits set: first,second,third (bits your backend wrote with POST /api/v1/android/device-recall)',
     )
     .option('--no-deny-recall-bits', 'stop checking device recall bits');
-  return addKeyAttestationOptions(command)
+  return addObserveOptions(addKeyAttestationOptions(command), 'android')
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
@@ -169,6 +175,9 @@ Examples:
   # hardware key attestation (android-key), alone or beside Play Integrity
   $ attest allowlist add android com.example.bank --without-keys --key-attestation \\
       --min-security-level strongbox --max-patch-age 12m --cert-digest 6A:6A:14:74:...
+  # roll a rule out: record its failures first, enforce it once the logs show few
+  $ attest allowlist add android com.example.bank --observe gms_play_protect,android_patch_level_stale
+  $ attest allowlist add android com.example.bank --enforce gms_play_protect
   # rotation: add the new pair, then retire the old one
   $ attest allowlist add android com.example.bank --decryption-key NEW... --verification-key NEW...
   $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`,
@@ -176,7 +185,12 @@ Examples:
     .action(async (pkg: string, opts: AndroidOptions, command: Command) => {
       if (!ANDROID_PACKAGE.test(pkg))
         throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
-      const verdicts = { ...verdictPolicy(opts), ...keyAttestationPolicy(opts) };
+      const observeChange = observeChangeFromOptions('android', opts);
+      const verdicts = {
+        ...verdictPolicy(opts),
+        ...keyAttestationPolicy(opts),
+        ...(observeChange ? { observeChange } : {}),
+      };
       const serviceAccount = await serviceAccountOption(opts);
       const anyKey = [
         opts.decryptionKey,
@@ -266,6 +280,7 @@ Examples:
             if (verdicts.keyAttestation === false) parts.push('key attestation off');
             if (serviceAccount) parts.push(`service account ${serviceAccount.clientEmail}`);
             if (serviceAccount === null) parts.push('service account removed');
+            if (observeChange) parts.push(`observe ${result.observe.join(', ') || 'nothing'}`);
             process.stdout.write(`${parts.join('; ')}\n`);
           }
         },
@@ -274,7 +289,7 @@ Examples:
     });
 }
 
-interface AndroidOptions extends KeyAttestationFlags {
+interface AndroidOptions extends KeyAttestationFlags, ObserveFlags {
   decryptionKey?: string;
   decryptionKeyFile?: string;
   verificationKey?: string;
