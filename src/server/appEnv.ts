@@ -20,6 +20,9 @@ export interface RequestLog {
   receipt?: 'valid' | 'missing' | 'invalid';
   receiptProblem?: string;
   auth?: string;
+  /** a consumed result token's id (never the token) and whether it had been consumed before */
+  jti?: string;
+  alreadyConsumed?: boolean;
   err?: { type: string; code?: string; message: string };
 }
 

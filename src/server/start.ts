@@ -27,6 +27,8 @@ import { createDatabaseBreaker } from '../db/databaseBreaker.js';
 import { createSecretBox } from '../db/secretBox.js';
 import { checkMasterKey } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
+import { createConsumedResultRepository } from '../db/consumedResults.js';
+import { createResultConsumer } from './resultConsumer.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
 import { createApp, describeFault } from './app.js';
@@ -56,6 +58,9 @@ export interface RunningServer {
   reloadNow(): void;
   close(): Promise<void>;
 }
+
+/** How long past a result token's exp its consumption is kept (then pruned). */
+export const CONSUMED_RESULT_RETENTION_SECONDS = 3600;
 
 /** The channel on which PostgreSQL announces key, allowlist, credential and development CA changes (migration 0006). */
 export const CHANGES_CHANNEL = 'attest_changes';
@@ -165,6 +170,7 @@ async function serveOn(
   const apiKeys = createApiKeyRepository(database.db);
   const signers = await resultTokenSigners(database, box, config, logger, apiKeys, options);
   const resultTokens = signers?.live;
+  const consumedResults = createConsumedResultRepository(database.db);
   const revocationRepo = createRevocationRepository(database.db);
   // a new database starts from the snapshot shipped with this build
   await revocationRepo.seed();
@@ -259,6 +265,15 @@ async function serveOn(
     metricsRoute: !separateMetrics,
     ...(resultTokens ? { resultTokens } : {}),
     ...(signers?.test ? { testResultTokens: signers.test } : {}),
+    ...(signers
+      ? {
+          resultConsumer: createResultConsumer({
+            live: signers.live,
+            test: signers.test,
+            consumed: consumedResults,
+          }),
+        }
+      : {}),
   });
 
   const reloadNow = () => {
@@ -357,6 +372,23 @@ async function serveOn(
     onError: (err) => logger.warn({ err: describeFault(err) }, 'could not prune sessions'),
   });
 
+  // a consumed token's jti is kept until its exp plus an hour: the same bounded batches, its own lock
+  const consumedPruner = startSessionPruner({
+    pruneBatch: (cutoff, limit) =>
+      consumedResults.pruneBatch(cutoff, limit, { advisoryLock: database.kind === 'postgres' }),
+    retentionSeconds: CONSUMED_RESULT_RETENTION_SECONDS,
+    ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
+    onRun: ({ deleted, skipped }) =>
+      logger.info(
+        { deleted, skipped },
+        skipped
+          ? 'another instance is pruning consumed result tokens'
+          : 'consumed result tokens pruned',
+      ),
+    onError: (err) =>
+      logger.warn({ err: describeFault(err) }, 'could not prune consumed result tokens'),
+  });
+
   // Apple's risk metric: receipts of recently used keys are refreshed about daily. Claims are
   // atomic, so every instance runs it; a team without a DeviceCheck key is left alone.
   const credentials = createAppleCredentialRepository(database.db, box);
@@ -439,6 +471,7 @@ async function serveOn(
       // the drain starts at once: no new connection, and every answer from now says Connection: close
       const drained = Promise.all([api.drain(DRAIN_MS), metricsServer?.drain(DRAIN_MS)]);
       await pruner.stop();
+      await consumedPruner.stop();
       await refresher.stop();
       await revocationRefresher.stop();
       await Promise.all([drained, admin?.stop()]);
