@@ -10,7 +10,8 @@
  */
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
 import type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
-import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
+import { CONSUME_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
+import type { ResultTokenClaims } from './resultToken.js';
 import { readBoundedText } from './readBoundedBody.js';
 import {
   AttestError,
@@ -19,6 +20,7 @@ import {
   AttestResponseError,
   AttestTimeoutError,
   at,
+  type AttestOperation,
 } from './errors.js';
 
 /** The most of one attest answer read (a verify answer is a few KB): more is a network error. */
@@ -33,6 +35,7 @@ export {
   HTTP_ERROR_KINDS,
   type AttestErrorCode,
   type AttestHttpErrorKind,
+  type AttestOperation,
 } from './errors.js';
 
 export {
@@ -46,6 +49,8 @@ export {
 export {
   INIT_RESPONSE,
   VERIFY_RESPONSE,
+  CONSUME_RESPONSE,
+  RESULT_TOKEN_CLAIMS,
   APPLE_TOKEN_DETAILS,
   ANDROID_KEY_DETAILS,
   GOOGLE_TOKEN_DETAILS,
@@ -98,6 +103,15 @@ export type VerifyResult =
     }
   | { isValid: false; statusCode: 0 };
 
+/**
+ * A consume answer (HTTP 200). Act on a result (a payment, a ledger entry) only when `valid` is
+ * true and `alreadyConsumed` false: that answer is given once per token, across every instance.
+ * `valid: false` (tampered, another signer, expired, a test token with a live key or the reverse)
+ * never says why; the reason is in the service's log.
+ */
+export type ConsumeResult =
+  { valid: true; alreadyConsumed: boolean; claims: ResultTokenClaims } | { valid: false };
+
 /** Base64 strings as the wire carries them, or bytes (sent as standard base64). */
 export type Base64Input = string | Uint8Array;
 
@@ -147,10 +161,17 @@ export interface AttestClient {
   init(options?: CallOptions): Promise<AttestSession>;
   /** Verifies a token; never retried. Resolves only on HTTP 200 with the contract's body. */
   verify(request: VerifyRequest, options?: CallOptions): Promise<VerifyResult>;
+  /**
+   * Consumes a result token of the deployment once (replay protection); never retried, since a
+   * consume that reached the service used the token up: after a network failure or a timeout
+   * the outcome is unknown, and a second call answers `alreadyConsumed: true`.
+   */
+  consumeResultToken(resultToken: string, options?: CallOptions): Promise<ConsumeResult>;
 }
 
 const INIT_PATH = 'api/v1/attestation/init';
 const VERIFY_PATH = 'api/v1/attestation/verify';
+const CONSUME_PATH = 'api/v1/results/consume';
 
 /**
  * Creates a client; options are checked here, once.
@@ -169,7 +190,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
   const now = options.now ?? (() => new Date());
 
   async function post(
-    operation: 'init' | 'verify',
+    operation: AttestOperation,
     path: string,
     body: string | undefined,
     call: CallOptions,
@@ -209,7 +230,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
     };
   }
 
-  function httpError(operation: 'init' | 'verify', answer: Awaited<ReturnType<typeof post>>) {
+  function httpError(operation: AttestOperation, answer: Awaited<ReturnType<typeof post>>) {
     return at(
       new AttestHttpError(
         operation,
@@ -305,6 +326,35 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         ),
         answer.url,
       );
+    },
+
+    async consumeResultToken(resultToken, call = {}) {
+      if (typeof resultToken !== 'string' || resultToken.length === 0)
+        throw new TypeError('resultToken must be a non-empty string');
+      const body = JSON.stringify({ resultToken });
+      const answer = await post('consume', CONSUME_PATH, body, call);
+      if (answer.status !== 200) throw httpError('consume', answer);
+      const json = parseJson(answer.text);
+      const problem = validate(CONSUME_RESPONSE, json);
+      if (problem)
+        throw at(new AttestResponseError('consume', problem, answer.requestId), answer.url);
+      const result = json as {
+        valid: boolean;
+        alreadyConsumed?: boolean;
+        claims?: ResultTokenClaims;
+      };
+      if (result.valid !== true) return { valid: false };
+      // a valid answer without both would leave the caller guessing whether to act on it
+      if (result.alreadyConsumed === undefined || result.claims === undefined)
+        throw at(
+          new AttestResponseError(
+            'consume',
+            'valid true needs alreadyConsumed and claims',
+            answer.requestId,
+          ),
+          answer.url,
+        );
+      return { valid: true, alreadyConsumed: result.alreadyConsumed, claims: result.claims };
     },
   };
 }
