@@ -7,6 +7,8 @@ import { beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import {
   ANDROID_KEY_DETAILS,
   APPLE_TOKEN_DETAILS,
+  CONSUME_RESPONSE,
+  RESULT_TOKEN_CLAIMS,
   ERROR_BODY,
   GOOGLE_TOKEN_DETAILS,
   HTTP_ERROR_KINDS,
@@ -97,6 +99,15 @@ describe('client shapes against /openapi.json', () => {
     expectSameShape(APPLE_TOKEN_DETAILS, doc.components.schemas.AppleTokenDetails!);
     expectSameShape(GOOGLE_TOKEN_DETAILS, doc.components.schemas.GoogleTokenDetails!);
     expectSameShape(ANDROID_KEY_DETAILS, doc.components.schemas.AndroidKeyDetails!);
+  });
+  it('consume 200, with the claims of a result token', () => {
+    const claims = {
+      ResultTokenClaims: RESULT_TOKEN_CLAIMS,
+      ResultTokenDetails: RESULT_TOKEN_CLAIMS.properties.details.object,
+    };
+    expectSameShape(CONSUME_RESPONSE, responseSchema('/api/v1/results/consume', '200'), claims);
+    expectSameShape(RESULT_TOKEN_CLAIMS, doc.components.schemas.ResultTokenClaims!, claims);
+    expectSameShape(claims.ResultTokenDetails, doc.components.schemas.ResultTokenDetails!);
   });
   it('every error body the document describes is the one the client reads', () => {
     const withBody = Object.entries(doc.paths).flatMap(([path, item]) =>
