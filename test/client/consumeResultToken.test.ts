@@ -64,7 +64,8 @@ describe.each(backends())('client.consumeResultToken against the app on $name', 
       attestationToken: token(nonce),
       expectedNonce: nonce,
     });
-    if (!verified.isValid || !verified.resultToken) throw new Error('expected a result token');
+    if (!verified.isValid || verified.service !== 'apple' || !verified.resultToken)
+      throw new Error('expected an apple result token');
     const ledger = client(ledgerKey);
     const first: ConsumeResult = await ledger.consumeResultToken(verified.resultToken);
     expect(first).toMatchObject({
