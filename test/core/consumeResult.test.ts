@@ -33,7 +33,7 @@ beforeAll(async () => {
 });
 
 const sign = (
-  payload: Record<string, unknown>,
+  payload: object,
   header: Record<string, unknown> = { alg: 'ES256', typ: 'attest-result+jwt', kid: 'k1' },
 ) =>
   new CompactSign(Buffer.from(JSON.stringify(payload)))

@@ -14,10 +14,15 @@ import { createResultKeyRepository } from '../../src/db/resultKeys.js';
 import { STATUS_INVALID_REQUEST } from '../../src/server/app.js';
 import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { startSessionPruner, type PruneRun } from '../../src/server/sessionPruner.js';
-import { CONSUMED_RESULT_RETENTION_SECONDS } from '../../src/server/start.js';
-import { backends, useDatabase, type TestDatabase } from '../support/databases.js';
-import { TEST_SECRETS } from '../support/secrets.js';
-import { BASE, createTestService, issueKey, verify } from '../support/service.js';
+import {
+  CONSUMED_RESULT_RETENTION_SECONDS,
+  startServer,
+  type RunningServer,
+} from '../../src/server/start.js';
+import { loadConfig, type Config } from '../../src/config.js';
+import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';
+import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
+import { BASE, captureLogger, createTestService, issueKey, verify } from '../support/service.js';
 import { b64, FAKE_APP_ID, token } from '../support/tokens.js';
 
 const ISSUER = 'https://attest.example.com';
@@ -331,6 +336,53 @@ describe.each(backends())('50 parallel consumes across two instances on $name', 
       const answers = await Promise.all(
         Array.from({ length: 50 }, async (_, i) => {
           const res = await consume((i % 2 ? b : a).app, key, { resultToken });
+          expect(res.status).toBe(200);
+          return (await res.json()) as { valid: boolean; alreadyConsumed: boolean };
+        }),
+      );
+      expect(answers.every((x) => x.valid)).toBe(true);
+      expect(answers.filter((x) => !x.alreadyConsumed)).toHaveLength(1);
+    }
+  });
+});
+
+const pg = postgresBackend();
+describe.skipIf(!pg)('two attest serve instances on one PostgreSQL database', () => {
+  let db: TestDatabase;
+  const servers: RunningServer[] = [];
+  beforeAll(async () => {
+    db = await pg!.open();
+    for (let i = 0; i < 2; i++) {
+      const config: Config = {
+        ...loadConfig({}, {}),
+        databaseUrl: db.url!,
+        port: 0,
+        host: '127.0.0.1',
+        masterKey: TEST_MASTER_KEY_ENV,
+        logLevel: 'warn',
+        issuer: ISSUER,
+      };
+      servers.push(await startServer(config, captureLogger('warn').logger, { migrate: true }));
+    }
+  }, 60_000);
+  afterAll(async () => {
+    for (const s of servers) await s.close();
+    await db?.close();
+  });
+
+  it('50 parallel consumes of one token over both: exactly one alreadyConsumed false (5 rounds)', async () => {
+    const { key } = await issueKey(db);
+    // the servers made the first live key at start; this signer signs with it, as either would
+    const signer = signers(db).live;
+    for (let round = 0; round < 5; round++) {
+      const resultToken = await mint(signer);
+      const answers = await Promise.all(
+        Array.from({ length: 50 }, async (_, i) => {
+          const res = await fetch(`${servers[i % 2]!.url}/api/v1/results/consume`, {
+            method: 'POST',
+            headers: { 'X-Api-Key': key, 'Content-Type': 'application/json' },
+            body: JSON.stringify({ resultToken }),
+          });
           expect(res.status).toBe(200);
           return (await res.json()) as { valid: boolean; alreadyConsumed: boolean };
         }),
