@@ -218,8 +218,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       // why stays in the log: a forger learns nothing from the answer
       log.reason = outcome.reason;
       log.detail = outcome.detail;
+      deps.metrics.observeConsume('invalid', outcome.reason, c.get('mode'));
       return c.json({ valid: false });
     }
+    deps.metrics.observeConsume(outcome.alreadyConsumed ? 'again' : 'first', 'none', c.get('mode'));
     log.service = outcome.claims.service;
     log.jti = outcome.claims.jti;
     log.alreadyConsumed = outcome.alreadyConsumed;

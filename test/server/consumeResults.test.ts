@@ -130,6 +130,14 @@ describe.each(backends())('consuming result tokens on $name', (backend) => {
     expect(lines.slice(1).map((l) => l.alreadyConsumed)).toEqual([true, true, true]);
     const raw = service.logs.raw.join('\n');
     for (const part of resultToken.split('.')) expect(raw).not.toContain(part);
+    // a replay shows in the metrics: one first consume, three again
+    const metrics = await service.metrics.registry.metrics();
+    expect(metrics).toMatch(
+      /attest_result_consume_total\{outcome="first",reason="none",mode="live"\} 1\n/,
+    );
+    expect(metrics).toMatch(
+      /attest_result_consume_total\{outcome="again",reason="none",mode="live"\} 3\n/,
+    );
   });
 
   it('a token that does not verify is valid false, the reason in the log only', async () => {
@@ -169,6 +177,9 @@ describe.each(backends())('consuming result tokens on $name', (backend) => {
       expect(service.logs.last()).toMatchObject({ isValid: false, reason, status: 200 });
       expect(service.logs.last().jti).toBeUndefined();
     }
+    expect(await service.metrics.registry.metrics()).toMatch(
+      /attest_result_consume_total\{outcome="invalid",reason="result_token_signature_invalid",mode="live"\} 3\n/,
+    );
     // none of them used up the real one
     expect(JSON.parse((await consumed(service.app, liveKey.key, good)).text)).toMatchObject({
       valid: true,
