@@ -52,6 +52,8 @@ export const REJECT_REASONS = [
   'android_signature_invalid',
   'android_key_registered',
   'android_key_unknown',
+  // the token's app is allowlisted but outside the API key's scope (`keys create --apps`)
+  'app_not_in_key_scope',
 ] as const;
 
 export type RejectReason = (typeof REJECT_REASONS)[number];

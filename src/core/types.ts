@@ -1,4 +1,5 @@
 import type { CheckId } from './checkTitles.js';
+import type { AppScope } from './appScope.js';
 import type { RejectReason } from './reasons.js';
 
 export type { Service } from './services.js';
@@ -312,6 +313,8 @@ export interface PlatformContext {
   clientDataHash?: Uint8Array;
   /** verify-file only: replaces SHA-256(nonce) as the Android attestation challenge */
   challenge?: Uint8Array;
+  /** the API key's apps: a token of another app is `app_not_in_key_scope`; absent = every app */
+  appScope?: AppScope;
   trace: Trace;
 }
 

@@ -20,6 +20,7 @@ export const AUDITED_COLUMNS = {
     expires_at: { key: 'expiresAt' },
     revoked_at: { key: 'revokedAt' },
     result_tokens: { key: 'resultTokens' },
+    apps: { key: 'apps', value: (r) => sql`to_jsonb(${r}.apps)` },
   },
   apple_apps: {
     env: { key: 'env' },

@@ -40,6 +40,11 @@ export const apiKeys = pgTable('api_keys', {
   mode: text('mode').notNull().default('live'),
   /** valid verifies of this key carry a signed result token (`keys create --result-tokens`) */
   resultTokens: boolean('result_tokens').notNull().default(false),
+  /**
+   * the App Attest app IDs and Android packages the key may verify (`keys create --apps`); null:
+   * every allowlisted app (keys made before scopes, and keys without `--apps`)
+   */
+  apps: text('apps').array(),
 });
 
 /**

@@ -172,8 +172,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       nonce = request.expectedNonce;
     }
 
+    // a scoped key's verification refuses tokens of other apps (app_not_in_key_scope)
+    const appScope = c.get('apps');
     const outcome = await c.get('backend')(() =>
-      deps.verify({ token: request.token, expectedNonce: nonce }, c.get('mode')),
+      deps.verify(
+        { token: request.token, expectedNonce: nonce, ...(appScope ? { appScope } : {}) },
+        c.get('mode'),
+      ),
     );
     Object.assign(log, pickFacts(outcome.facts));
     // a missing or invalid receipt is logged (receiptProblem) and counted, whatever the verdict

@@ -1,3 +1,4 @@
+import type { AppScope } from '../core/appScope.js';
 import type { KeyMode } from '../core/types.js';
 
 /** Fields of the one log line a request writes; middlewares and handlers fill them in. */
@@ -41,6 +42,8 @@ export type AppEnv = {
     backend: Budget;
     /** the key's valid verifies carry a result token */
     resultTokens: boolean;
+    /** the apps the key may verify (`keys create --apps`); null: every allowlisted app */
+    apps: AppScope;
   };
   /** what @hono/node-server passes: Node's request and response (absent under app.request) */
   Bindings: {

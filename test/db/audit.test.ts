@@ -56,6 +56,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       expiresAt: expect.any(String),
       revokedAt: null,
       resultTokens: false,
+      apps: null,
     });
     expect(Date.parse(events[0]!.after!.expiresAt as string)).toBe(row.expiresAt!.getTime());
     expect(events[1]!.before).toMatchObject({ name: 'ci', revokedAt: null });

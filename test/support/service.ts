@@ -80,6 +80,8 @@ export async function issueKey(
     secretWith?: RegExp;
     mode?: KeyMode;
     resultTokens?: boolean;
+    /** the key's scope (`keys create --apps`); absent: every allowlisted app */
+    apps?: readonly string[];
     /** store the key's pre-check, as `attest keys create` does (default: none, as a key made before pre-checks) */
     precheck?: boolean;
   } = {},
@@ -99,6 +101,7 @@ export async function issueKey(
     expiresInSeconds: options.expiresInSeconds ?? null,
     mode: options.mode ?? 'live',
     resultTokens: options.resultTokens ?? false,
+    ...(options.apps ? { apps: options.apps } : {}),
   });
   return { id: row.id, key: generated.key };
 }
@@ -211,6 +214,7 @@ export function createPlatformService(
     googleDecoder?: IntegrityTokenDecoder;
     /** android-key root keys; without them android-key tokens are service_unsupported */
     androidRoots?: readonly AndroidRootKey[];
+    auth?: Partial<AuthenticatorOptions>;
   },
 ) {
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), {
@@ -234,6 +238,7 @@ export function createPlatformService(
   });
   return createTestService(db, {
     verify: (input) => verifyToken(input, { now: () => options.now, verifiers }),
+    ...(options.auth ? { auth: options.auth } : {}),
   });
 }
 

@@ -266,6 +266,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       allowlist,
       trace,
       now: ctx.now,
+      appScope: ctx.appScope,
     });
     return details(record);
   }
@@ -368,7 +369,12 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     trace.pass('android.keyId', `keyId matches the leaf's ${supported.key.asymmetricKeyType} key`);
 
     const facts = attestedFacts(description);
-    await checkKeyPolicy(evidence.packageName, facts, { allowlist, trace, now: ctx.now });
+    await checkKeyPolicy(evidence.packageName, facts, {
+      allowlist,
+      trace,
+      now: ctx.now,
+      appScope: ctx.appScope,
+    });
 
     const record: AndroidKeyRecord = {
       keyId: ownBytes(evidence.keyId),

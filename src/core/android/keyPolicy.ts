@@ -4,6 +4,7 @@
  * assertion on the facts stored with the key and today's entry, so a stricter policy applies to
  * keys registered before it.
  */
+import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type {
   AllowlistReader,
@@ -66,7 +67,7 @@ export function patchAgeMonths(patch: number, now: Date): number {
 export async function checkKeyPolicy(
   packageName: string,
   facts: AttestedFacts,
-  deps: { allowlist: AllowlistReader; trace: Trace; now: Date },
+  deps: { allowlist: AllowlistReader; trace: Trace; now: Date; appScope?: AppScope | undefined },
 ): Promise<AndroidPackagePolicy> {
   const { trace } = deps;
 
@@ -94,6 +95,8 @@ export async function checkKeyPolicy(
       'android_package_not_allowed',
       `"${packageName}" is allowlisted without key attestation (--key-attestation)`,
     );
+  // the package the attestation (registration) or the registered key (assertion) names
+  checkAppScope(deps.appScope, packageName, 'package');
   trace.pass('android.package', `"${packageName}" is attested and allowlisted for key attestation`);
 
   trace.current('android.appSignature');

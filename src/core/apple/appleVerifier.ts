@@ -8,6 +8,7 @@ import { createHash, createPublicKey, type KeyObject, type X509Certificate } fro
 import { encodeBase64 } from '../base64.js';
 import { ownBytes } from '../ownBytes.js';
 import { isBytes, isMap } from '../cbor.js';
+import type { AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type { CheckId } from '../checkTitles.js';
 import type {
@@ -201,7 +202,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
           distribution: distributionOf(record),
         },
       },
-      { allowlist, trace: ctx.trace, raiseCounter },
+      { allowlist, trace: ctx.trace, raiseCounter, ...scopeOf(ctx) },
     );
     const { counter } = asserted;
     return {
@@ -295,7 +296,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
         now: ctx.now,
         receiptLater: assertion !== null,
       },
-      { chain, allowlist, trace, ...(receipts ? { receipts } : {}) },
+      { chain, allowlist, trace, ...scopeOf(ctx), ...(receipts ? { receipts } : {}) },
     );
 
     let counter = 0;
@@ -314,7 +315,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
             distribution: attested.distribution,
           },
         },
-        { allowlist, trace },
+        { allowlist, trace, ...scopeOf(ctx) },
       );
       counter = asserted.counter;
       distribution = asserted.distribution;
@@ -368,6 +369,11 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
   }
 
   return { service: 'apple', verify };
+}
+
+/** The key's scope for the attestation and assertion checks (absent when the key has none). */
+function scopeOf(ctx: PlatformContext): { appScope?: AppScope } {
+  return ctx.appScope ? { appScope: ctx.appScope } : {};
 }
 
 function begin(ctx: PlatformContext, shape: AppleTokenShape): void {

@@ -5,6 +5,7 @@
  */
 import { type KeyObject, verify } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
+import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type { AllowlistReader, AppleEnvironment, Trace } from '../types.js';
 import { environmentAllowed } from './appleEnvironment.js';
@@ -77,6 +78,8 @@ export interface AssertionInput {
 
 export interface AssertionDeps {
   allowlist: AllowlistReader;
+  /** the API key's apps: checked once the signature proved the app ID, before the counter moves */
+  appScope?: AppScope;
   trace?: Trace;
   /**
    * The key store's atomic compare-and-set (`raiseCounter`), run after every other check
@@ -144,6 +147,7 @@ export async function verifyAssertion(
       `"${key.appId}" is allowlisted for ${app.env} keys; this key is ${key.environment}`,
     );
   }
+  checkAppScope(deps.appScope, key.appId, 'app ID');
   trace.pass(
     'apple.assertion.appId',
     `rpIdHash is SHA-256 of "${key.appId}", allowlisted for ${key.environment} keys`,

@@ -5,6 +5,7 @@
  */
 import type { KeyObject, X509Certificate } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
+import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type { AllowlistReader, AppleAppPolicy, AppleEnvironment, Trace } from '../types.js';
 import { appAttestKeyIdOfPoint, p256Point, p256PointOfSpki, p256Spki } from './appAttestKeyId.js';
@@ -113,6 +114,11 @@ export interface AttestationInput {
 export interface AttestationDeps {
   chain: CertificateChainVerifier;
   allowlist: AllowlistReader;
+  /**
+   * the API key's apps. Checked here only when the nonce check bound authData to Apple's
+   * certificate (registration); with an assertion, the assertion's own app ID check does it
+   */
+  appScope?: AppScope;
   trace?: Trace;
   /** checks the attestation's receipt; absent = the receipt is kept unchecked */
   receipts?: ReceiptVerifier;
@@ -222,6 +228,7 @@ export async function verifyAttestation(
   const app = await findAppByRpIdHash(deps.allowlist, authData.rpIdHash);
   if (!app) throw new Rejection('apple_app_not_allowed', 'rpIdHash matches no allowlisted App ID');
   trace.facts.appId = app.appId;
+  if (input.clientDataHash !== null) checkAppScope(deps.appScope, app.appId, 'app ID');
   trace.pass('apple.attestation.appId', `rpIdHash is SHA-256 of allowlisted "${app.appId}"`);
 
   // Attestation step 7: a new key has never signed, so its counter is 0

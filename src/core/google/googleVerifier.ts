@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { decodeBase64, encodeBase64Url } from '../base64.js';
 import { isMap } from '../cbor.js';
+import { checkAppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type {
   AllowlistReader,
@@ -146,6 +147,9 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         `appIntegrity.packageName ${quote(appIntegrity.packageName)} is not ${quote(packageName)}`,
       );
     }
+    // the package is now the one Google signed (or decoded) the verdict for: the key's scope
+    // applies to it, before any verdict rule
+    checkAppScope(ctx.appScope, packageName, 'package');
     trace.pass(
       'gms.packageMatch',
       appIntegrity.packageName === undefined
