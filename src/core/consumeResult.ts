@@ -5,6 +5,7 @@ import {
   RESULT_TOKEN_TYPE,
   type ResultTokenClaims,
 } from './resultToken.js';
+import { keyAllowsApp, type AppScope } from './appScope.js';
 import type { KeyMode } from './types.js';
 
 /**
@@ -24,6 +25,8 @@ export const CONSUME_REJECT_REASONS = [
   'result_token_issuer_mismatch',
   /** past `exp` (its jti may be pruned already: it can never be consumed again) */
   'result_token_expired',
+  /** a key scoped to apps (`keys create --apps`) and a token of another app */
+  'result_token_app_not_in_key_scope',
 ] as const;
 export type ConsumeRejectReason = (typeof CONSUME_REJECT_REASONS)[number];
 
@@ -95,13 +98,16 @@ const reject = (reason: ConsumeRejectReason, detail: string): ConsumeRejection =
 export interface ConsumingKey {
   id: string;
   mode: KeyMode;
+  /** the key's scope (`keys create --apps`); null or absent: every app */
+  apps?: AppScope | undefined;
 }
 
 /**
  * Whether `key` may consume a verified token with these claims: every authorization rule of a
  * consume is here, checked before the token's jti is recorded (so a key that may not consume a
  * token cannot use it up either). A test-mode key consumes only test tokens (`test: true`), a
- * live key only live ones; the token's keys already differ by mode, this says so in the claims.
+ * live key only live ones (the token's keys already differ by mode, this says so in the claims);
+ * a key scoped to apps consumes only tokens about one of its apps.
  */
 export function mayConsume(
   key: ConsumingKey,
@@ -113,5 +119,23 @@ export function mayConsume(
       'result_token_wrong_mode',
       testToken ? 'a test token consumed with a live key' : 'a live token consumed with a test key',
     );
+  if (key.apps) {
+    const app = appOf(claims);
+    if (app === undefined || !keyAllowsApp(key.apps, app))
+      return reject(
+        'result_token_app_not_in_key_scope',
+        `${app === undefined ? 'a token naming no app' : `app "${app}"`} is not among this API key's apps (${key.apps.length} scoped)`,
+      );
+  }
   return { ok: true };
+}
+
+/**
+ * The app a token is about, as the verify's details name it (what a scope lists): the App Attest
+ * app ID, or the Android package of Play Integrity and key attestation.
+ */
+function appOf(claims: ResultTokenClaims): string | undefined {
+  const { appId, packageName } = claims.details;
+  const app = claims.service === 'apple' ? appId : packageName;
+  return typeof app === 'string' ? app : undefined;
 }

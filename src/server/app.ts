@@ -216,7 +216,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     const parsed = parseConsumeRequest(read.json);
     if (!parsed.ok) return errorBody(c, 400, STATUS_INVALID_REQUEST, parsed.message);
     const outcome = await c.get('backend')(() =>
-      consumer.consume(parsed.resultToken, { id: c.get('keyId'), mode: c.get('mode') }),
+      consumer.consume(parsed.resultToken, {
+        id: c.get('keyId'),
+        mode: c.get('mode'),
+        apps: c.get('apps'),
+      }),
     );
     log.isValid = outcome.valid;
     if (!outcome.valid) {

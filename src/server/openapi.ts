@@ -274,7 +274,7 @@ export const OPENAPI_DOCUMENT = {
         operationId: 'consumeResultToken',
         summary: 'Consume a result token once (replay protection)',
         description:
-          "Checks a result token of this deployment (signature with its own keys, iss, exp; no aud check) and records its jti once for all instances. A service that acts on a result (a payment, a ledger entry) accepts it only when valid is true and alreadyConsumed is false. A live API key consumes live tokens only, a test-mode key test tokens only. A jti is kept until the token's exp plus one hour. 404 when the deployment has no issuer (ATTEST_ISSUER unset).",
+          "Checks a result token of this deployment (signature with its own keys, iss, exp; no aud check) and records its jti once for all instances. A service that acts on a result (a payment, a ledger entry) accepts it only when valid is true and alreadyConsumed is false. A live API key consumes live tokens only, a test-mode key test tokens only, a key scoped to apps only tokens of those apps (anything else is valid false and stays unused). A jti is kept until the token's exp plus one hour. 404 when the deployment has no issuer (ATTEST_ISSUER unset).",
         requestBody: {
           required: true,
           content: {
@@ -296,7 +296,7 @@ export const OPENAPI_DOCUMENT = {
         responses: {
           '200': {
             description:
-              'valid true with alreadyConsumed (false only the first time, on any instance) and the claims; valid false when the token does not verify (tampered, another signer, expired, the other mode): the reason is in the server log only',
+              "valid true with alreadyConsumed (false only the first time, on any instance) and the claims; valid false when the token does not verify (tampered, another signer, expired, the other mode, an app outside a scoped key's apps): the reason is in the server log only",
             content: {
               'application/json': {
                 schema: {

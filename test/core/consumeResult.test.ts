@@ -82,6 +82,30 @@ describe('checkOwnResultToken', () => {
 });
 
 describe('mayConsume', () => {
+  it('a key scoped to apps consumes tokens of its apps only (apple: appId, Android: packageName)', () => {
+    const apple = {
+      ...CLAIMS,
+      service: 'apple',
+      details: { appId: 'ABCDE12345.com.example.app', keyIdentifier: 'k' },
+    };
+    const scoped = { id: 'k', mode: 'live' as const, apps: ['ABCDE12345.com.example.app'] };
+    expect(mayConsume(scoped, apple)).toEqual({ ok: true });
+    expect(mayConsume(scoped, CLAIMS)).toMatchObject({
+      ok: false,
+      reason: 'result_token_app_not_in_key_scope',
+      detail: expect.stringContaining('com.example.app'),
+    });
+    expect(mayConsume({ ...scoped, apps: ['com.example.app'] }, CLAIMS)).toEqual({ ok: true });
+    const androidKey = { ...CLAIMS, service: 'android-key' };
+    expect(mayConsume({ ...scoped, apps: ['com.example.app'] }, androidKey)).toEqual({ ok: true });
+    // unscoped (null, absent): every app
+    expect(mayConsume({ id: 'k', mode: 'live', apps: null }, apple)).toEqual({ ok: true });
+    // the mode rule comes first
+    expect(mayConsume({ ...scoped, mode: 'test' }, { ...apple, test: true as const })).toEqual({
+      ok: true,
+    });
+  });
+
   it('a live key consumes live tokens, a test key test tokens, neither the other', () => {
     const test = { ...CLAIMS, test: true as const };
     expect(mayConsume({ id: 'k', mode: 'live' }, CLAIMS)).toEqual({ ok: true });

@@ -205,6 +205,25 @@ describe.each(backends())('consuming result tokens on $name', (backend) => {
     expect(l.claims.test).toBeUndefined();
   });
 
+  it('a key scoped to apps consumes tokens of its apps; another app is valid false and stays unused', async () => {
+    const scoped = await issueKey(db, { name: 'ledger-scoped', apps: [FAKE_APP_ID] });
+    const elsewhere = await issueKey(db, { name: 'ledger-other', apps: ['com.example.other'] });
+    const t = await mint(live);
+    expect((await consumed(service.app, elsewhere.key, t)).text).toBe('{"valid":false}');
+    expect(service.logs.last()).toMatchObject({
+      reason: 'result_token_app_not_in_key_scope',
+      apiKeyId: elsewhere.id,
+    });
+    expect(JSON.parse((await consumed(service.app, scoped.key, t)).text)).toMatchObject({
+      valid: true,
+      alreadyConsumed: false,
+    });
+    expect(JSON.parse((await consumed(service.app, liveKey.key, t)).text)).toMatchObject({
+      valid: true,
+      alreadyConsumed: true,
+    });
+  });
+
   it('an expired token is valid false, also one consumed before; its jti is pruned an hour past exp (injected clock)', async () => {
     const repo = createConsumedResultRepository(db.db);
     const once = await mint(live);
