@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { formatCertificateDigest } from '../core/google/certificateDigest.js';
-import { isDeviceActivityLevel } from '../core/google/verdictPolicy.js';
+import { isDeviceActivityLevel, RECALL_BITS } from '../core/google/verdictPolicy.js';
 import type { DeviceActivityLevel } from '../core/types.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { AdminError } from './adminError.js';
@@ -30,6 +30,10 @@ const androidPolicy = z.strictObject({
   maxDeviceActivity: z
     .custom<DeviceActivityLevel>(isDeviceActivityLevel, 'expected LEVEL_1 to LEVEL_4')
     .nullable()
+    .optional(),
+  denyRecallBits: z
+    .array(z.enum(RECALL_BITS as ['first', 'second', 'third']))
+    .max(3)
     .optional(),
   serviceAccount: z
     .strictObject({
@@ -126,6 +130,7 @@ export const ALLOWLIST_OPERATIONS = {
           playProtectVerdicts: [...(p.playProtectVerdicts ?? [])],
           denyAppAccessRisk: [...(p.denyAppAccessRisk ?? [])],
           maxDeviceActivity: p.maxDeviceActivity ?? null,
+          denyRecallBits: [...(p.denyRecallBits ?? [])],
           serviceAccount: p.serviceAccount?.clientEmail ?? null,
           keyAttestation: p.keyAttestation ?? false,
           minSecurityLevel: p.minSecurityLevel ?? 'TrustedEnvironment',

@@ -63,8 +63,8 @@ export class AttestHttpError extends AttestError {
   }
 }
 
-/** The client call that failed. */
-export type AttestOperation = 'init' | 'verify' | 'consume';
+/** The client call an error came from. */
+export type AttestOperation = 'init' | 'verify' | 'consume' | 'writeDeviceRecall';
 
 /** No answer: connection refused or reset, DNS failure, TLS failure. */
 export class AttestNetworkError extends AttestError {

@@ -9,9 +9,14 @@
  * backoff; `verify()` never is, since a verify that reached the server consumed its session.
  */
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
-import type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
-import { CONSUME_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
-import type { ResultTokenClaims } from './resultToken.js';
+import type {
+  AndroidKeyDetails,
+  AppleTokenDetails,
+  DeviceRecallDetails,
+  GoogleTokenDetails,
+} from '../core/types.js';
+import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
+import { consumeResultOf, type ConsumeResult } from './consumeResult.js';
 import { readBoundedText } from './readBoundedBody.js';
 import {
   AttestError,
@@ -38,6 +43,8 @@ export {
   type AttestOperation,
 } from './errors.js';
 
+export type { ConsumeResult } from './consumeResult.js';
+
 export {
   verifyResultToken,
   AttestResultTokenError,
@@ -54,6 +61,9 @@ export {
   APPLE_TOKEN_DETAILS,
   ANDROID_KEY_DETAILS,
   GOOGLE_TOKEN_DETAILS,
+  DEVICE_RECALL,
+  DEVICE_RECALL_RESPONSE,
+  DEVICE_RECALL_WRITE_DATES,
   ERROR_BODY,
   type Shape,
 } from './shapes.js';
@@ -72,7 +82,7 @@ export interface AttestSession {
   statusCode: 0;
 }
 
-export type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails };
+export type { AndroidKeyDetails, AppleTokenDetails, DeviceRecallDetails, GoogleTokenDetails };
 
 /**
  * A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason.
@@ -103,15 +113,6 @@ export type VerifyResult =
     }
   | { isValid: false; statusCode: 0 };
 
-/**
- * A consume answer (HTTP 200). Act on a result (a payment, a ledger entry) only when `valid` is
- * true and `alreadyConsumed` false: that answer is given once per token, across every instance.
- * `valid: false` (tampered, another signer, expired, a test token with a live key or the reverse)
- * never says why; the reason is in the service's log.
- */
-export type ConsumeResult =
-  { valid: true; alreadyConsumed: boolean; claims: ResultTokenClaims } | { valid: false };
-
 /** Base64 strings as the wire carries them, or bytes (sent as standard base64). */
 export type Base64Input = string | Uint8Array;
 
@@ -128,6 +129,15 @@ export type VerifyRequest =
       sessionReference?: never;
       deviceNonce?: never;
     };
+
+/**
+ * A Play device recall write: the token the RP verified, and the bits to set (`true`) or clear
+ * (`false`); a bit not named keeps its value at Google.
+ */
+export interface DeviceRecallRequest {
+  attestationToken: Base64Input;
+  bits: { bitFirst?: boolean; bitSecond?: boolean; bitThird?: boolean };
+}
 
 export interface CallOptions {
   /** sent as `X-Request-Id` (1 to 128 of `[A-Za-z0-9._:-]`), so the service's log line carries it */
@@ -167,11 +177,20 @@ export interface AttestClient {
    * the outcome is unknown, and a second call answers `alreadyConsumed: true`.
    */
   consumeResultToken(resultToken: string, options?: CallOptions): Promise<ConsumeResult>;
+  /**
+   * Marks the device of a verified Play Integrity token through Google's device recall; never
+   * retried. `written: false`: nothing changed (not such a token, or Google refused or was slow).
+   */
+  writeDeviceRecall(
+    request: DeviceRecallRequest,
+    options?: CallOptions,
+  ): Promise<{ written: boolean }>;
 }
 
 const INIT_PATH = 'api/v1/attestation/init';
 const VERIFY_PATH = 'api/v1/attestation/verify';
 const CONSUME_PATH = 'api/v1/results/consume';
+const DEVICE_RECALL_PATH = 'api/v1/android/device-recall';
 
 /**
  * Creates a client; options are checked here, once.
@@ -334,27 +353,36 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
       const body = JSON.stringify({ resultToken });
       const answer = await post('consume', CONSUME_PATH, body, call);
       if (answer.status !== 200) throw httpError('consume', answer);
+      return consumeResultOf(parseJson(answer.text), answer);
+    },
+
+    async writeDeviceRecall(request, call = {}) {
+      const bits = request?.bits;
+      const names = ['bitFirst', 'bitSecond', 'bitThird'];
+      // the service would answer 400; saying so here names the mistake without a round trip
+      if (
+        typeof bits !== 'object' ||
+        bits === null ||
+        Object.keys(bits).length === 0 ||
+        Object.entries(bits).some(([k, v]) => !names.includes(k) || typeof v !== 'boolean')
+      )
+        throw new TypeError(
+          'writeDeviceRecall needs bits: one to three of bitFirst, bitSecond, bitThird, as booleans',
+        );
+      const body = JSON.stringify({
+        attestationToken: toBase64(request.attestationToken, 'attestationToken'),
+        bits,
+      });
+      const answer = await post('writeDeviceRecall', DEVICE_RECALL_PATH, body, call);
+      if (answer.status !== 200) throw httpError('writeDeviceRecall', answer);
       const json = parseJson(answer.text);
-      const problem = validate(CONSUME_RESPONSE, json);
+      const problem = validate(DEVICE_RECALL_RESPONSE, json);
       if (problem)
-        throw at(new AttestResponseError('consume', problem, answer.requestId), answer.url);
-      const result = json as {
-        valid: boolean;
-        alreadyConsumed?: boolean;
-        claims?: ResultTokenClaims;
-      };
-      if (result.valid !== true) return { valid: false };
-      // a valid answer without both would leave the caller guessing whether to act on it
-      if (result.alreadyConsumed === undefined || result.claims === undefined)
         throw at(
-          new AttestResponseError(
-            'consume',
-            'valid true needs alreadyConsumed and claims',
-            answer.requestId,
-          ),
+          new AttestResponseError('writeDeviceRecall', problem, answer.requestId),
           answer.url,
         );
-      return { valid: true, alreadyConsumed: result.alreadyConsumed, claims: result.claims };
+      return { written: (json as { written: boolean }).written };
     },
   };
 }

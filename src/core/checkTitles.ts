@@ -25,6 +25,7 @@ export const CHECK_TITLES = {
   'gms.playProtect': 'Play Protect verdict is accepted (when the package requires it)',
   'gms.appAccessRisk': 'no denied app-access risk is detected (when the package sets any)',
   'gms.deviceActivity': 'recent device activity is at most the package maximum (when set)',
+  'gms.deviceRecall': 'no device recall bit the package denies is set (when set)',
   'gms.freshness': 'token is fresh (not too old, not in the future)',
   'apple.shape': 'token shape fits the key (registration, assertion, or both)',
   'apple.attestation.format': 'attestation object is apple-appattest with x5c and authData',

@@ -23,6 +23,7 @@ export const REJECT_REASONS = [
   'gms_play_protect',
   'gms_app_access_risk',
   'gms_device_activity',
+  'gms_device_recalled',
   'apple_attestation_malformed',
   'apple_chain_invalid',
   'apple_nonce_mismatch',

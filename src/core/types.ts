@@ -20,9 +20,23 @@ export interface GoogleTokenDetails {
   playProtectVerdict?: string;
   appsDetected?: string[];
   deviceActivityLevel?: string;
+  /** Play device recall: the three bits the app's developer wrote for this device, and when */
+  deviceRecall?: DeviceRecallDetails;
   sdkVersion?: number;
   versionCode?: string;
 }
+
+/** `deviceIntegrity.deviceRecall` as Google names it: the bits, and the write month of each bit set. */
+export interface DeviceRecallDetails {
+  bitFirst: boolean;
+  bitSecond: boolean;
+  bitThird: boolean;
+  /** YYYYMM (UTC) of each set bit's last write, where Google gives it */
+  writeDates?: { yyyymmFirst?: number; yyyymmSecond?: number; yyyymmThird?: number };
+}
+
+/** One of the three Play device recall bits, as the CLI and the policy name it. */
+export type RecallBit = 'first' | 'second' | 'third';
 
 export interface AppleTokenDetails {
   /** base64 (standard, padded) of the 32-byte key id */
@@ -180,6 +194,8 @@ export interface AndroidPackagePolicy {
   denyAppAccessRisk?: readonly string[];
   /** highest accepted `recentDeviceActivity.deviceActivityLevel`; absent = not checked */
   maxDeviceActivity?: DeviceActivityLevel | null;
+  /** device recall bits that reject the token when set (`gms_device_recalled`); empty or absent = not checked */
+  denyRecallBits?: readonly RecallBit[];
   /** decodes standard-request tokens through Google; absent = standard requests are refused */
   serviceAccount?: GoogleServiceAccount | null;
   /** hardware key attestation (`android-key`) is allowed for the package; absent = no */

@@ -8,6 +8,7 @@ import type {
   MinVerdict,
 } from '../core/types.js';
 import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
+import { RECALL_BITS } from '../core/google/verdictPolicy.js';
 import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import {
   androidSummary,
@@ -259,7 +260,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           b as (select ${androidSummary(sql`p`, sql`pairs.ids`, sql`pairs.test_ids`)} as summary from android_packages p, pairs where p.package_name = ${packageName}),
           pkg as (
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
-                                          require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity,
+                                          require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits,
                                           service_account, service_account_key_id, service_account_fingerprint,
                                           key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months)
             values (${packageName},
@@ -271,6 +272,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                     ${textArray(policy.playProtectVerdicts)},
                     ${textArray(policy.denyAppAccessRisk)},
                     ${policy.maxDeviceActivity ?? DEFAULT_ANDROID_POLICY.maxDeviceActivity},
+                    ${textArray(policy.denyRecallBits)},
                     ${serviceAccount?.ciphertext ?? null},
                     ${serviceAccount?.keyId ?? null},
                     ${serviceAccount?.fingerprint ?? null},
@@ -288,6 +290,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               play_protect_verdicts = ${keep(policy.playProtectVerdicts !== undefined, 'play_protect_verdicts')},
               deny_app_access_risk = ${keep(policy.denyAppAccessRisk !== undefined, 'deny_app_access_risk')},
               max_device_activity = ${keep(policy.maxDeviceActivity !== undefined, 'max_device_activity')},
+              deny_recall_bits = ${keep(policy.denyRecallBits !== undefined, 'deny_recall_bits')},
               service_account = ${keep(policy.serviceAccount !== undefined, 'service_account')},
               service_account_key_id = ${keep(policy.serviceAccount !== undefined, 'service_account_key_id')},
               service_account_fingerprint = ${keep(policy.serviceAccount !== undefined, 'service_account_fingerprint')},
@@ -422,7 +425,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const packages = rowsOf<PackageRow>(
         await db.execute(sql`
           select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
-                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, service_account, service_account_key_id,
+                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits, service_account, service_account_key_id,
                  key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months
           from android_packages order by package_name`),
       );
@@ -449,6 +452,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         playProtectVerdicts: parseTextArray(p.play_protect_verdicts),
         denyAppAccessRisk: parseTextArray(p.deny_app_access_risk),
         maxDeviceActivity: p.max_device_activity as DeviceActivityLevel | null,
+        // a value this version does not know is dropped, never read as another bit
+        denyRecallBits: RECALL_BITS.filter((b) => parseTextArray(p.deny_recall_bits).includes(b)),
         keyAttestation: p.key_attestation,
         minSecurityLevel:
           p.min_security_level === 'StrongBox'

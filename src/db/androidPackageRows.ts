@@ -1,6 +1,11 @@
 import { createHash, createPublicKey } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
-import type { DeviceActivityLevel, GoogleServiceAccount, MinVerdict } from '../core/types.js';
+import type {
+  DeviceActivityLevel,
+  GoogleServiceAccount,
+  MinVerdict,
+  RecallBit,
+} from '../core/types.js';
 import { auditSummary } from './auditedColumns.js';
 import { parseTextArray } from './textArray.js';
 
@@ -17,6 +22,8 @@ export interface AndroidPolicyInput {
   denyAppAccessRisk?: string[];
   /** `null` stops checking */
   maxDeviceActivity?: DeviceActivityLevel | null;
+  /** Play device recall bits that reject a token when set; `[]` stops checking */
+  denyRecallBits?: RecallBit[];
   /** `null` removes the stored service account */
   serviceAccount?: GoogleServiceAccount | null;
   /** hardware key attestation (`android-key`) */
@@ -47,6 +54,7 @@ export interface PackageRow {
   play_protect_verdicts: string[] | string | null;
   deny_app_access_risk: string[] | string | null;
   max_device_activity: string | null;
+  deny_recall_bits: string[] | string | null;
   service_account: Uint8Array | null;
   service_account_key_id: string | null;
   key_attestation: boolean;

@@ -51,6 +51,10 @@ export const AUDITED_COLUMNS = {
       value: (r) => sql`to_jsonb(${r}.deny_app_access_risk)`,
     },
     max_device_activity: { key: 'maxDeviceActivity' },
+    deny_recall_bits: {
+      key: 'denyRecallBits',
+      value: (r) => sql`to_jsonb(${r}.deny_recall_bits)`,
+    },
     // the account itself is a secret: its fingerprint stands for it (null: none stored)
     service_account_fingerprint: {
       key: 'serviceAccount',

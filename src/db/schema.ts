@@ -152,6 +152,11 @@ export const androidPackages = pgTable('android_packages', {
     .notNull()
     .default(sql`'{}'::text[]`),
   maxDeviceActivity: text('max_device_activity'),
+  /** Play device recall bits ('first', 'second', 'third') that reject a token when set; empty = not checked */
+  denyRecallBits: text('deny_recall_bits')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
   /** the package's Google service-account JSON, sealed under the master key; secret */
   serviceAccount: bytea('service_account'),
   serviceAccountKeyId: text('service_account_key_id'),

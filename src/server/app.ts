@@ -25,6 +25,7 @@ import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/
 import { requestLog } from './middleware/requestLog.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { createApiDocs } from './apiDocs.js';
+import { DEVICE_RECALL_PATH, deviceRecallHandler, type DeviceRecallWrite } from './deviceRecall.js';
 import { readBody, TOO_LARGE } from './readBody.js';
 import { requestHeader } from './requestHeader.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
@@ -81,6 +82,8 @@ export interface AppDeps {
   testResultTokens?: Pick<ResultTokenSigner, 'issuer' | 'sign' | 'jwks'>;
   /** consumes result tokens once (POST /api/v1/results/consume); absent (no issuer): 404 */
   resultConsumer?: Pick<ResultConsumer, 'consume'>;
+  /** Play device recall writes through Google; absent: that route answers 404 */
+  deviceRecall?: DeviceRecallWrite;
 }
 
 /** How long verifiers may cache the JWKS and the discovery document. */
@@ -90,6 +93,7 @@ const ROUTES: Record<string, string[]> = {
   '/api/v1/attestation/init': ['POST'],
   '/api/v1/attestation/verify': ['POST'],
   '/api/v1/results/consume': ['POST'],
+  [DEVICE_RECALL_PATH]: ['POST'],
   '/healthz': ['GET', 'HEAD'],
   '/readyz': ['GET', 'HEAD'],
   '/metrics': ['GET'],
@@ -240,6 +244,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       claims: outcome.claims,
     });
   });
+
+  app.post(DEVICE_RECALL_PATH, (c) => deviceRecallHandler(c, deps.deviceRecall));
 
   // what verifiers of result tokens fetch: no API key, cacheable
   app.get(LIVE_JWKS_PATH, async (c) => {

@@ -20,6 +20,10 @@ export interface RequestLog {
   /** App Attest registration: what its receipt was, and what failed in it */
   receipt?: 'valid' | 'missing' | 'invalid';
   receiptProblem?: string;
+  /** device recall writes: the bits asked for (`first=true,third=false`), whether Google wrote them, its status */
+  recallBits?: string;
+  written?: boolean;
+  googleStatus?: number;
   auth?: string;
   /** a consumed result token's id (never the token) and whether it had been consumed before */
   jti?: string;

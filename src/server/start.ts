@@ -29,12 +29,15 @@ import { checkMasterKey } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createConsumedResultRepository } from '../db/consumedResults.js';
 import { createResultConsumer } from './resultConsumer.js';
+import { startConsumedResultPruner } from './consumedResultPruner.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
+import { KeyCache } from '../core/google/keyCache.js';
 import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
 import { createModeVerifiers } from './modeVerifiers.js';
+import { createDeviceRecallWrite } from './deviceRecall.js';
 import { drainable, type Drainable } from './drainable.js';
 import { assertPortFree, closeServer, listen, portOf, urlOf } from './httpListen.js';
 import { reportingKeyFailures } from './reportingKeyFailures.js';
@@ -58,9 +61,6 @@ export interface RunningServer {
   reloadNow(): void;
   close(): Promise<void>;
 }
-
-/** How long past a result token's exp its consumption is kept (then pruned). */
-export const CONSUMED_RESULT_RETENTION_SECONDS = 3600;
 
 /** The channel on which PostgreSQL announces key, allowlist, credential and development CA changes (migration 0006). */
 export const CHANGES_CHANNEL = 'attest_changes';
@@ -274,6 +274,11 @@ async function serveOn(
           }),
         }
       : {}),
+    deviceRecall: createDeviceRecallWrite({
+      allowlist,
+      keyCache: new KeyCache(),
+      google: googleDecoder,
+    }),
   });
 
   const reloadNow = () => {
@@ -372,21 +377,10 @@ async function serveOn(
     onError: (err) => logger.warn({ err: describeFault(err) }, 'could not prune sessions'),
   });
 
-  // a consumed token's jti is kept until its exp plus an hour: the same bounded batches, its own lock
-  const consumedPruner = startSessionPruner({
-    pruneBatch: (cutoff, limit) =>
-      consumedResults.pruneBatch(cutoff, limit, { advisoryLock: database.kind === 'postgres' }),
-    retentionSeconds: CONSUMED_RESULT_RETENTION_SECONDS,
+  const consumedPruner = startConsumedResultPruner(consumedResults, {
+    advisoryLock: database.kind === 'postgres',
+    logger,
     ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
-    onRun: ({ deleted, skipped }) =>
-      logger.info(
-        { deleted, skipped },
-        skipped
-          ? 'another instance is pruning consumed result tokens'
-          : 'consumed result tokens pruned',
-      ),
-    onError: (err) =>
-      logger.warn({ err: describeFault(err) }, 'could not prune consumed result tokens'),
   });
 
   // Apple's risk metric: receipts of recently used keys are refreshed about daily. Claims are

@@ -9,6 +9,9 @@ import {
   APPLE_TOKEN_DETAILS,
   CONSUME_RESPONSE,
   RESULT_TOKEN_CLAIMS,
+  DEVICE_RECALL,
+  DEVICE_RECALL_RESPONSE,
+  DEVICE_RECALL_WRITE_DATES,
   ERROR_BODY,
   GOOGLE_TOKEN_DETAILS,
   HTTP_ERROR_KINDS,
@@ -97,7 +100,13 @@ describe('client shapes against /openapi.json', () => {
   it('verify 200, with both details objects', () => {
     expectSameShape(VERIFY_RESPONSE, responseSchema('/api/v1/attestation/verify', '200'), details);
     expectSameShape(APPLE_TOKEN_DETAILS, doc.components.schemas.AppleTokenDetails!);
-    expectSameShape(GOOGLE_TOKEN_DETAILS, doc.components.schemas.GoogleTokenDetails!);
+    expectSameShape(GOOGLE_TOKEN_DETAILS, doc.components.schemas.GoogleTokenDetails!, {
+      DeviceRecall: DEVICE_RECALL,
+    });
+    expectSameShape(DEVICE_RECALL, doc.components.schemas.DeviceRecall!, {
+      DeviceRecallWriteDates: DEVICE_RECALL_WRITE_DATES,
+    });
+    expectSameShape(DEVICE_RECALL_WRITE_DATES, doc.components.schemas.DeviceRecallWriteDates!);
     expectSameShape(ANDROID_KEY_DETAILS, doc.components.schemas.AndroidKeyDetails!);
   });
   it('consume 200, with the claims of a result token', () => {
@@ -109,6 +118,11 @@ describe('client shapes against /openapi.json', () => {
     expectSameShape(RESULT_TOKEN_CLAIMS, doc.components.schemas.ResultTokenClaims!, claims);
     expectSameShape(claims.ResultTokenDetails, doc.components.schemas.ResultTokenDetails!);
   });
+  it('device-recall 200', () =>
+    expectSameShape(
+      DEVICE_RECALL_RESPONSE,
+      responseSchema('/api/v1/android/device-recall', '200'),
+    ));
   it('every error body the document describes is the one the client reads', () => {
     const withBody = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.entries(item.post.responses)

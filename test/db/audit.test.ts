@@ -135,7 +135,12 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     await repo.addAndroid('com.x', p1, { certificateDigests: [digest] }, auditor);
     await repo.addAndroid('com.x', p2, {}, auditor);
     await repo.addAndroid('com.x', p2, {}, auditor); // nothing changes
-    await repo.addAndroid('com.x', p2, { maxAgeSeconds: 60 }, auditor);
+    await repo.addAndroid(
+      'com.x',
+      p2,
+      { maxAgeSeconds: 60, denyRecallBits: ['first', 'third'] },
+      auditor,
+    );
     await repo.removeAndroid('com.x', 'fp1', auditor);
     await repo.removeAndroid('com.x', undefined, auditor);
     const events = await recorded();
@@ -147,6 +152,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       playProtectVerdicts: [],
       denyAppAccessRisk: [],
       maxDeviceActivity: null,
+      denyRecallBits: [],
       serviceAccount: null,
       testKeyPairs: [],
       ...KEY_ATTESTATION_OFF,
@@ -168,7 +174,12 @@ describe.each(backends())('the audit trail on $name', (backend) => {
         'allowlist.update',
         'android:com.x',
         { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1', 'fp2'] },
-        { ...policy, maxAgeSeconds: 60, keyPairs: ['fp1', 'fp2'] },
+        {
+          ...policy,
+          maxAgeSeconds: 60,
+          denyRecallBits: ['first', 'third'],
+          keyPairs: ['fp1', 'fp2'],
+        },
       ],
       [
         'allowlist.key.remove',
@@ -179,7 +190,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       [
         'allowlist.remove',
         'android:com.x',
-        { ...policy, maxAgeSeconds: 60, keyPairs: ['fp2'] },
+        { ...policy, maxAgeSeconds: 60, denyRecallBits: ['first', 'third'], keyPairs: ['fp2'] },
         null,
       ],
     ]);

@@ -14,11 +14,8 @@ import { createResultKeyRepository } from '../../src/db/resultKeys.js';
 import { STATUS_INVALID_REQUEST } from '../../src/server/app.js';
 import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { startSessionPruner, type PruneRun } from '../../src/server/sessionPruner.js';
-import {
-  CONSUMED_RESULT_RETENTION_SECONDS,
-  startServer,
-  type RunningServer,
-} from '../../src/server/start.js';
+import { CONSUMED_RESULT_RETENTION_SECONDS } from '../../src/server/consumedResultPruner.js';
+import { startServer, type RunningServer } from '../../src/server/start.js';
 import { loadConfig, type Config } from '../../src/config.js';
 import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';
 import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';

@@ -120,6 +120,7 @@ export interface ServiceOptions {
   testResultTokens?: AppDeps['testResultTokens'];
   /** the clock consumes check a result token's exp against */
   now?: () => Date;
+  deviceRecall?: AppDeps['deviceRecall'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -156,6 +157,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
           }),
         }
       : {}),
+    ...(options.deviceRecall ? { deviceRecall: options.deviceRecall } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }

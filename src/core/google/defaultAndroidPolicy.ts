@@ -18,6 +18,7 @@ export const DEFAULT_ANDROID_POLICY = {
   playProtectVerdicts: [],
   denyAppAccessRisk: [],
   maxDeviceActivity: null,
+  denyRecallBits: [],
   keyAttestation: false,
   minSecurityLevel: 'TrustedEnvironment',
   allowUnlocked: false,

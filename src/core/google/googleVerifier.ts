@@ -368,7 +368,7 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
   return { service: 'gms', verify };
 }
 
-interface Evidence {
+export interface Evidence {
   packageName: string;
   integrityToken: string;
   /** `gms.request` is "standard" (absent or "classic": a classic request) */
@@ -376,7 +376,7 @@ interface Evidence {
 }
 
 /** The `gms` evidence map (docs/token-format.md section 4); anything else is `token_malformed`. */
-function readEvidence(evidence: unknown): Evidence {
+export function readEvidence(evidence: unknown): Evidence {
   if (!isMap(evidence)) throw new Rejection('token_malformed', 'the "gms" evidence is not a map');
   const packageName = evidence.get('packageName');
   if (typeof packageName !== 'string')
@@ -411,6 +411,19 @@ function extensions(payload: PlayIntegrityPayload): Partial<GoogleTokenDetails> 
   if (apps !== undefined) out.appsDetected = [...apps];
   const activity = payload.deviceIntegrity.recentDeviceActivity?.deviceActivityLevel;
   if (activity !== undefined) out.deviceActivityLevel = activity;
+  const recall = payload.deviceIntegrity.deviceRecall;
+  if (recall !== undefined) {
+    const dates = recall.writeDates;
+    const writeDates = {
+      ...(dates?.yyyymmFirst !== undefined ? { yyyymmFirst: dates.yyyymmFirst } : {}),
+      ...(dates?.yyyymmSecond !== undefined ? { yyyymmSecond: dates.yyyymmSecond } : {}),
+      ...(dates?.yyyymmThird !== undefined ? { yyyymmThird: dates.yyyymmThird } : {}),
+    };
+    out.deviceRecall = {
+      ...recall.values,
+      ...(Object.keys(writeDates).length > 0 ? { writeDates } : {}),
+    };
+  }
   const sdk = payload.deviceIntegrity.deviceAttributes?.sdkVersion;
   if (sdk !== undefined) out.sdkVersion = sdk;
   const version = payload.appIntegrity.versionCode;

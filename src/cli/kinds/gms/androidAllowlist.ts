@@ -7,6 +7,7 @@ import {
   isDeviceActivityLevel,
   parseAppAccessRiskList,
   parsePlayProtectList,
+  parseRecallBitList,
 } from '../../../core/google/verdictPolicy.js';
 import { DEFAULT_ANDROID_POLICY } from '../../../core/google/defaultAndroidPolicy.js';
 import {
@@ -47,6 +48,7 @@ export const androidAllowlist: AllowlistKind = {
         `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}` +
         `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
         `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
+        `${p.denyRecallBits.length ? `, deny recall ${p.denyRecallBits.join('|')}` : ''}` +
         `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}` +
         keyAttestationSummary(p),
       [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') ||
@@ -142,7 +144,12 @@ function androidAllowCommand(): Command {
       '--max-device-activity <level>',
       'highest accepted recentDeviceActivity level, LEVEL_1 to LEVEL_4',
     )
-    .option('--no-max-device-activity', 'stop checking recent device activity');
+    .option('--no-max-device-activity', 'stop checking recent device activity')
+    .option(
+      '--deny-recall-bits <bits>',
+      'reject tokens whose Play device recall has any of these bits set: first,second,third (bits your backend wrote with POST /api/v1/android/device-recall)',
+    )
+    .option('--no-deny-recall-bits', 'stop checking device recall bits');
   return addKeyAttestationOptions(command)
     .option('--json', 'print the result as JSON')
     .addHelpText(
@@ -157,6 +164,8 @@ Examples:
   # policy on the newer verdicts (classic and standard alike)
   $ attest allowlist add android com.example.bank --require-licensed --require-play-protect \\
       --deny-app-access-risk capturing,controlling --max-device-activity LEVEL_2
+  # reject devices your backend marked with device recall bit first or second
+  $ attest allowlist add android com.example.bank --deny-recall-bits first,second
   # hardware key attestation (android-key), alone or beside Play Integrity
   $ attest allowlist add android com.example.bank --without-keys --key-attestation \\
       --min-security-level strongbox --max-patch-age 12m --cert-digest 6A:6A:14:74:...
@@ -281,6 +290,7 @@ interface AndroidOptions extends KeyAttestationFlags {
   requirePlayProtect?: boolean | string;
   denyAppAccessRisk?: boolean | string;
   maxDeviceActivity?: boolean | string;
+  denyRecallBits?: boolean | string;
   json?: boolean;
 }
 
@@ -310,6 +320,12 @@ function verdictPolicy(opts: AndroidOptions): AndroidPolicyInput {
         `--max-device-activity must be LEVEL_1 to LEVEL_4, got "${opts.maxDeviceActivity}"`,
       );
     out.maxDeviceActivity = level as DeviceActivityLevel;
+  }
+  if (opts.denyRecallBits === false) out.denyRecallBits = [];
+  else if (typeof opts.denyRecallBits === 'string') {
+    const parsed = parseRecallBitList(opts.denyRecallBits);
+    if (!parsed.ok) throw usageError(`--deny-recall-bits: ${parsed.problem}`);
+    out.denyRecallBits = parsed.values;
   }
   return out;
 }
