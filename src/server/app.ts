@@ -23,11 +23,13 @@ import type { Metrics } from './metrics.js';
 import { apiKeyAuth } from './middleware/apiKeyAuth.js';
 import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
+import { verifyCounter } from './middleware/verifyCounter.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { createApiDocs } from './apiDocs.js';
 import { readBody, TOO_LARGE } from './readBody.js';
 import { requestHeader } from './requestHeader.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
+import type { StatsRecorder } from './statsRecorder.js';
 import { parseVerifyRequest } from './verifyRequest.js';
 
 export { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
@@ -75,6 +77,13 @@ export interface AppDeps {
    * TEST_JWKS_PATH only. Absent (no issuer, or ATTEST_TEST_KEYS off): that route answers 404.
    */
   testResultTokens?: Pick<ResultTokenSigner, 'issuer' | 'sign' | 'jwks'>;
+  /** counts each verify for `attest stats` (in memory; written to the database in the background) */
+  stats?: Pick<StatsRecorder, 'record'>;
+  /**
+   * Whether an app ID or package is allowlisted (a snapshot, no query): the app of a failed verify
+   * is counted under its own name only then, else as `other`, in statistics and metrics alike.
+   */
+  allowlisted?: (app: string) => boolean;
 }
 
 /** How long verifiers may cache the JWKS and the discovery document. */
@@ -119,6 +128,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   // the budget first: the key's database reads count against it; the key is checked before
   // anything else under /api/, unknown paths included
+  // outside the budget and the key check: a 5xx they answer counts as an error too
+  app.use(
+    '/api/v1/attestation/verify',
+    verifyCounter({ stats: deps.stats, metrics: deps.metrics, allowlisted: deps.allowlisted }),
+  );
   app.use('/api/*', backendBudget({ deadlineMs, breaker: deps.breaker }));
   app.use('/api/*', apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys }));
 
@@ -194,6 +208,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     if (outcome.facts.receipt) deps.metrics.observeReceipt(outcome.facts.receipt);
     if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
     log.isValid = true;
+    // the reasons of the observed rules that failed, for the statistics (none yet)
+    c.set('observed', []);
     deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
     const { service, ...details } = outcome.details;
     if (!c.get('resultTokens')) return c.json({ isValid: true, statusCode: STATUS_OK, ...details });

@@ -38,6 +38,8 @@ export type AppEnv = {
     backend: Budget;
     /** the key's valid verifies carry a result token */
     resultTokens: boolean;
+    /** a valid verify: the reasons of the observed rules that failed (counted, never answered) */
+    observed: readonly string[];
   };
   /** what @hono/node-server passes: Node's request and response (absent under app.request) */
   Bindings: {

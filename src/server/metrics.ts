@@ -38,6 +38,12 @@ export function createMetrics(options: MetricsOptions = {}) {
     labelNames: ['service', 'valid', 'reason', 'mode'] as const,
     registers: [registry],
   });
+  const outcomes = new Counter({
+    name: 'attest_verifications_total',
+    help: 'verify outcomes by platform, app (allowlisted ids only, else other), outcome (valid, rejected, observed, error) and reason',
+    labelNames: ['service', 'app', 'outcome', 'reason'] as const,
+    registers: [registry],
+  });
   const google = new Counter({
     name: 'attest_google_requests_total',
     help: 'exchanges with Google for standard Play Integrity requests, by endpoint and outcome (faults by cause)',
@@ -136,6 +142,18 @@ export function createMetrics(options: MetricsOptions = {}) {
     },
     observeVerify(service: string, valid: boolean, reason: string, mode = 'live') {
       verifications.inc({ service, valid: String(valid), reason, mode });
+    },
+    /**
+     * One outcome of a verify. `app` must already be bounded (an allowlisted id, `other`, or ''
+     * when unknown): a label per client-chosen value would grow the series without limit.
+     */
+    observeVerification(service: string, app: string, outcome: string, reason: string) {
+      outcomes.inc({
+        service: service || 'unknown',
+        app: app || 'unknown',
+        outcome,
+        reason: reason || 'none',
+      });
     },
     observeGoogle(endpoint: string, outcome: string) {
       google.inc({ endpoint, outcome });

@@ -39,6 +39,7 @@ import { reportingKeyFailures } from './reportingKeyFailures.js';
 import { PROPAGATION_MS } from './propagation.js';
 import { resultTokenSigners } from './resultTokenSigners.js';
 import { startAdmin } from './startAdmin.js';
+import { startStats, type StatsOptions } from './startStats.js';
 
 export interface RunningServer {
   url: string;
@@ -68,7 +69,7 @@ export { PROPAGATION_MS } from './propagation.js';
  */
 export const DRAIN_MS = 5000;
 
-export interface StartOptions {
+export interface StartOptions extends StatsOptions {
   migrate: boolean;
   onProgress?: (message: string) => void;
   pruneIntervalMs?: number;
@@ -231,6 +232,10 @@ async function serveOn(
             : logger.info('the database answers again'),
       })
     : undefined;
+  const stats = await startStats(database, config, logger, allowlist, {
+    ...options,
+    propagationMs,
+  });
   const app = createApp({
     logger,
     auth,
@@ -259,6 +264,8 @@ async function serveOn(
     metricsRoute: !separateMetrics,
     ...(resultTokens ? { resultTokens } : {}),
     ...(signers?.test ? { testResultTokens: signers.test } : {}),
+    ...(stats.recorder ? { stats: stats.recorder } : {}),
+    allowlisted: (app) => stats.allowlisted.has(app),
   });
 
   const reloadNow = () => {
@@ -266,6 +273,7 @@ async function serveOn(
     verifiersFor.invalidate();
     revocations.invalidate();
     auth.revalidateAll();
+    stats.allowlisted.invalidate();
   };
   /**
    * After an administrative change through the admin socket: the caches are dropped and the
@@ -310,6 +318,7 @@ async function serveOn(
     server = await listen(app.fetch, config.port, config.host, serverOptions);
   } catch (err) {
     await admin?.stop();
+    await stats.recorder?.stop(0);
     throw err;
   }
   server.maxHeadersCount = 100;
@@ -331,6 +340,7 @@ async function serveOn(
     } catch (err) {
       await closeServer(server);
       await admin?.stop();
+      await stats.recorder?.stop(0);
       const e = err as NodeJS.ErrnoException;
       throw new Error(
         e.code === 'EADDRINUSE'
@@ -442,6 +452,8 @@ async function serveOn(
       await refresher.stop();
       await revocationRefresher.stop();
       await Promise.all([drained, admin?.stop()]);
+      // after the drain: the last answers are counted; a crash would lose at most the last interval
+      await stats.recorder?.stop();
       breaker?.stop();
       await database.close();
     },
