@@ -1,49 +1,23 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';
+import type {
+  StatsDimension,
+  StatsOutcome,
+  StatsQuery,
+  StatsRow,
+  StatsTotal,
+} from './statsDimensions.js';
 
-/** What a verification ended as (`attest stats`). */
-export const STATS_OUTCOMES = ['valid', 'rejected', 'observed', 'error'] as const;
-export type StatsOutcome = (typeof STATS_OUTCOMES)[number];
-
-/** The dimensions `attest stats --by` sums over. */
-export const STATS_DIMENSIONS = ['app', 'reason', 'key', 'service', 'minute'] as const;
-export type StatsDimension = (typeof STATS_DIMENSIONS)[number];
-
-/** One counted group: the counts of one minute of one key, mode, service, app, outcome and reason. */
-export interface StatsRow {
-  /** the start of the minute */
-  minute: Date;
-  /** '' when the request failed before its key was known */
-  apiKeyId: string;
-  /** '' with an unknown key */
-  mode: 'live' | 'test' | '';
-  /** '' when unknown */
-  service: string;
-  /** '' when unknown */
-  app: string;
-  outcome: StatsOutcome;
-  /** '' for valid and error */
-  reason: string;
-  count: number;
-}
-
-export interface StatsQuery {
-  since: Date;
-  until: Date;
-  by: StatsDimension;
-  app?: string;
-  apiKeyId?: string;
-  service?: string;
-}
-
-/** A sum over the window: the value of the `by` dimension (null: unknown or none), outcome, reason. */
-export interface StatsTotal {
-  value: string | null;
-  outcome: StatsOutcome;
-  reason: string | null;
-  count: number;
-}
+export {
+  STATS_DIMENSIONS,
+  STATS_OUTCOMES,
+  type StatsDimension,
+  type StatsOutcome,
+  type StatsQuery,
+  type StatsRow,
+  type StatsTotal,
+} from './statsDimensions.js';
 
 // One statement for every pending row: all of them are added or none is, so a failed flush is
 // retried whole without counting anything twice. The rows are grouped (a key twice in one
@@ -103,7 +77,7 @@ export function createVerificationStatsRepository(db: Database) {
 
     /**
      * The counts of the minutes from `since` (its minute included) to `until`, summed by the
-     * `by` dimension, outcome and reason; largest first within each value.
+     * `by` dimension, outcome and reason: by value (unknown last), outcome, then largest first.
      */
     async totals(query: StatsQuery): Promise<StatsTotal[]> {
       const filters: SQL[] = [
@@ -120,7 +94,8 @@ export function createVerificationStatsRepository(db: Database) {
           from verification_stats
           where ${sql.join(filters, sql` and `)}
           group by 1, 2, 3
-          order by 1, 2, sum(count) desc, 3`),
+          order by ${column} = '', ${column} collate "C", outcome, sum(count) desc,
+                   reason collate "C"`),
       );
       return rows.map((r) => ({
         value: r.value === '' ? null : r.value,

@@ -1,5 +1,5 @@
 import type { KeyMode } from '../core/types.js';
-import type { StatsRow } from '../db/verificationStats.js';
+import type { StatsRow } from '../db/statsDimensions.js';
 
 /** What one answered verify adds to the statistics. */
 export interface CountedVerify {

@@ -113,6 +113,8 @@ export interface ServiceOptions {
   breaker?: AppDeps['breaker'];
   resultTokens?: AppDeps['resultTokens'];
   testResultTokens?: AppDeps['testResultTokens'];
+  stats?: AppDeps['stats'];
+  allowlisted?: AppDeps['allowlisted'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -138,6 +140,8 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),
+    ...(options.stats ? { stats: options.stats } : {}),
+    ...(options.allowlisted ? { allowlisted: options.allowlisted } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }

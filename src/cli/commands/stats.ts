@@ -4,7 +4,7 @@ import {
   STATS_DIMENSIONS,
   type StatsDimension,
   type StatsTotal,
-} from '../../db/verificationStats.js';
+} from '../../db/statsDimensions.js';
 import { durationProblem, parseDuration } from '../../duration.js';
 import { withAdmin } from '../context.js';
 import { usageError } from '../errors.js';

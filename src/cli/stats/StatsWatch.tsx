@@ -1,6 +1,6 @@
 import { Box, Text, useApp, useInput } from 'ink';
 import { useEffect, useState } from 'react';
-import type { StatsTotal } from '../../db/verificationStats.js';
+import type { StatsTotal } from '../../db/statsDimensions.js';
 import { clean, fit } from '../logs/formatLog.js';
 import { useTerminalSize } from '../logs/useLogStore.js';
 import { groupTotals, topReasons, valueLabel, type StatsGroup } from './statsSummary.js';

@@ -1,5 +1,5 @@
 import { render } from 'ink';
-import type { StatsTotal } from '../../db/verificationStats.js';
+import type { StatsTotal } from '../../db/statsDimensions.js';
 import { usageError } from '../errors.js';
 import { StatsWatch } from './StatsWatch.js';
 

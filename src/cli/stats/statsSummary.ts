@@ -1,4 +1,4 @@
-import type { StatsDimension, StatsTotal } from '../../db/verificationStats.js';
+import type { StatsDimension, StatsTotal } from '../../db/statsDimensions.js';
 import { safeText } from '../terminalText.js';
 
 /** The counts of one value of the `--by` dimension (an app, by default). */
