@@ -45,6 +45,9 @@ export function statsRequest(flags: StatsFlags, now: Date = new Date()): StatsRe
   if (since.getTime() > now.getTime()) throw usageError('--since is in the future');
   if (!(STATS_DIMENSIONS as readonly string[]).includes(flags.by))
     throw usageError(`--by takes one of ${STATS_DIMENSIONS.join(', ')}, got "${flags.by}"`);
+  if (flags.watch && flags.json) throw usageError('--watch is a live view: it has no --json');
+  if (flags.watch && flags.by !== 'app')
+    throw usageError('--watch shows rates per app: it takes no --by');
   const request: StatsRequest = { since, until: now, by: flags.by as StatsDimension };
   if (flags.app !== undefined) {
     if (!/^[\x21-\x7e]{1,255}$/.test(flags.app))
