@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
 import type { StatsRow } from '../../src/db/statsDimensions.js';
 import { createStatsRecorder, type CountedVerify } from '../../src/server/statsRecorder.js';
 
@@ -165,5 +166,42 @@ describe('the statistics recorder', () => {
     await Promise.all([a, b]);
     expect(sum()).toBe(2);
     expect(stored.length).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('retention', () => {
+  it('prunes the minutes older than the retention, on its schedule', async () => {
+    const cutoffs: Date[] = [];
+    let pruned!: () => void;
+    const done = new Promise<void>((resolve) => (pruned = resolve));
+    const recorder = createStatsRecorder({
+      write: async () => {},
+      prune: async (cutoff) => {
+        cutoffs.push(cutoff);
+        return 3;
+      },
+      retentionSeconds: 35 * 86_400,
+      pruneIntervalMs: 10,
+      now: () => T0,
+      onPruned: (deleted) => {
+        expect(deleted).toBe(3);
+        pruned();
+      },
+    });
+    recorder.start();
+    await done;
+    await recorder.stop();
+    expect(cutoffs[0]!.toISOString()).toBe(new Date(T0 - 35 * 86_400_000).toISOString());
+  });
+
+  it('ATTEST_STATS_RETENTION: default 35d, a duration, else a configuration error', () => {
+    expect(loadConfig({}, {}).statsRetentionSeconds).toBe(35 * 86_400);
+    expect(loadConfig({}, { ATTEST_STATS_RETENTION: '7d' }).statsRetentionSeconds).toBe(7 * 86_400);
+    expect(() => loadConfig({}, { ATTEST_STATS_RETENTION: '35' })).toThrow(
+      /ATTEST_STATS_RETENTION must be a duration such as 7d, 35d or 12w, got "35"/,
+    );
+    expect(loadConfig({}, {}).stats).toBe(true);
+    expect(loadConfig({}, { ATTEST_STATS: 'off' }).stats).toBe(false);
+    expect(() => loadConfig({}, { ATTEST_STATS: 'maybe' })).toThrow(/ATTEST_STATS must be/);
   });
 });

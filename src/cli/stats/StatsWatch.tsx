@@ -60,9 +60,9 @@ export function StatsWatch({ load, refreshMs = 2000, filters, now, onQuit }: Sta
   });
 
   const width = Math.max(60, columns);
-  const appWidth = Math.min(40, Math.max(12, width - 4 * 11 - 30));
+  const names = (loaded?.groups ?? []).map((g) => clean(valueLabel(g.value, 'app')));
+  const appWidth = Math.min(48, Math.max(12, ...names.map((n) => n.length)));
   const rate = (n: number) => fit((n / WATCH_WINDOW_MINUTES).toFixed(1), 10, 'right');
-  const reasonsWidth = Math.max(10, width - appWidth - 4 * 11 - 2);
   return (
     <Box flexDirection="column">
       <Text bold wrap="truncate">
@@ -74,28 +74,35 @@ export function StatsWatch({ load, refreshMs = 2000, filters, now, onQuit }: Sta
       <Text dimColor wrap="truncate">
         {fit('APP', appWidth)} {fit('VALID', 10, 'right')} {fit('REJECTED', 10, 'right')}{' '}
         {fit('OBSERVED', 10, 'right')} {fit('ERROR', 10, 'right')}
-        {'  '}
-        {fit('TOP REJECTED │ TOP OBSERVED', reasonsWidth)}
       </Text>
       {loaded === null ? (
         <Text dimColor>{error ? '' : 'reading…'}</Text>
       ) : loaded.groups.length === 0 ? (
         <Text dimColor>no verifications in the last {WATCH_WINDOW_MINUTES} minutes</Text>
       ) : (
-        loaded.groups.map((g) => (
-          <Text key={g.value ?? ''} wrap="truncate">
-            {fit(clean(valueLabel(g.value, 'app')), appWidth)}{' '}
-            <Text color="green">{rate(g.valid)}</Text> <Text color="red">{rate(g.rejected)}</Text>{' '}
-            <Text color="yellow">{rate(g.observed)}</Text> {rate(g.error)}
-            {'  '}
-            <Text color="red">{clean(topReasons(g.rejectedReasons, 2) || '-')}</Text>
-            <Text dimColor> │ </Text>
-            <Text color="yellow">{clean(topReasons(g.observedReasons, 2) || '-')}</Text>
-          </Text>
+        loaded.groups.map((g, i) => (
+          <Box key={g.value ?? ''} flexDirection="column">
+            <Text wrap="truncate">
+              {fit(names[i]!, appWidth)} <Text color="green">{rate(g.valid)}</Text>{' '}
+              <Text color="red">{rate(g.rejected)}</Text>{' '}
+              <Text color="yellow">{rate(g.observed)}</Text> {rate(g.error)}
+            </Text>
+            {/* the observed reasons beside the rejected ones: what enforcing them would add */}
+            <Text wrap="truncate">
+              {'  '}
+              <Text dimColor>rejected </Text>
+              <Text color="red">{clean(topReasons(g.rejectedReasons, 3) || '-')}</Text>
+              <Text dimColor> │ observed </Text>
+              <Text color="yellow">{clean(topReasons(g.observedReasons, 3) || '-')}</Text>
+            </Text>
+          </Box>
         ))
       )}
       {error ? <Text color="red">{clean(`cannot read the statistics: ${error}`)}</Text> : null}
-      <Text dimColor>q quits · refreshed every {Math.round(refreshMs / 1000)} s</Text>
+      <Text dimColor>
+        q quits · refreshed every{' '}
+        {refreshMs >= 1000 ? `${Math.round(refreshMs / 1000)} s` : `${refreshMs} ms`}
+      </Text>
     </Box>
   );
 }
