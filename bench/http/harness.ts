@@ -177,7 +177,12 @@ interface Scenario {
   amount?: (connections: number) => number;
   prepare?: (connections: number) => Promise<void>;
   client: ClientRequests;
+  /** the server it runs against, when not the default attest server */
+  process?: () => Proc;
 }
+
+/** The assertion row on a server with ATTEST_STATS=off. */
+export const STATS_OFF = 'app attest assertion, sessionless, statistics off';
 
 export async function runHttpBench(options: BenchOptions): Promise<BenchResult> {
   const log = options.log ?? (() => {});
@@ -221,7 +226,32 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
   cli(...androidAllowlistArgs(material));
   cli('allowlist', 'add', 'android', ANDROID_PACKAGE, '--key-attestation');
 
+  // the same service with its statistics off, for the pair of assertion rows that measures what
+  // counting costs: on PostgreSQL the same database, embedded a data dir of its own
+  const statsOff = !options.only || options.only.some((o) => STATS_OFF.includes(o));
+  const envOff: NodeJS.ProcessEnv = {
+    ...env,
+    ATTEST_STATS: 'off',
+    ...(options.databaseUrl ? {} : { ATTEST_DATA_DIR: join(dir, 'data-off') }),
+  };
+  let apiKeyOff = apiKey;
+  if (statsOff && !options.databaseUrl) {
+    const cliOff = (...args: string[]) => {
+      const run = spawnSync(process.execPath, [BIN, ...args], { env: envOff, encoding: 'utf8' });
+      if (run.status !== 0) throw new Error(`attest ${args.join(' ')} failed: ${run.stderr}`);
+      return run.stdout;
+    };
+    cliOff('db', 'migrate');
+    apiKeyOff = (
+      JSON.parse(cliOff('keys', 'create', '--name', `bench-off-${Date.now()}`, '--json')) as {
+        key: string;
+      }
+    ).key;
+    cliOff('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
+  }
+
   let server: Proc | undefined;
+  let serverOff: Proc | undefined;
   let hello: Proc | undefined;
   const loadBefore = loadavg();
   try {
@@ -230,6 +260,12 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       env,
       /attest listening on (http:\/\/\S+)/,
     );
+    if (statsOff)
+      serverOff = await startProcess(
+        [...(options.serverNodeArgs ?? []), BIN, 'serve', '--port', '0', '--host', '127.0.0.1'],
+        envOff,
+        /attest listening on (http:\/\/\S+)/,
+      );
     hello = await startProcess([HELLO], env, /hello listening on (http:\/\/\S+)/);
     const serverPid = server.child.pid!;
     const headers = { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' };
@@ -245,21 +281,32 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     const playBodies: string[] = [];
     for (let i = 0; i < 32; i++) playBodies.push(await playIntegrityBody(material));
 
-    const registerDirectly = async (n: number) => {
-      while (assertionDevices.length < n) {
+    const headersOff = { ...headers, 'X-Api-Key': apiKeyOff };
+    // the statistics-off server's own devices (embedded: its own database)
+    const offDevices: { device: DeviceKey; counter: number }[] = [];
+    const registerDirectly = async (
+      n: number,
+      on: { proc: Proc; pool: typeof assertionDevices; headers: typeof headers } = {
+        proc: server!,
+        pool: assertionDevices,
+        headers,
+      },
+    ) => {
+      while (on.pool.length < n) {
         const r = await registration(material);
-        const res = await fetch(new URL(VERIFY, server!.url), {
+        const res = await fetch(new URL(VERIFY, on.proc.url), {
           method: 'POST',
-          headers,
+          headers: on.headers,
           body: r.body,
         });
         const text = await res.text();
         if (!valid(res.status, text))
           throw new Error(`registration for the assertion devices failed: ${res.status} ${text}`);
-        assertionDevices.push({ device: r.device, counter: 0 });
+        on.pool.push({ device: r.device, counter: 0 });
       }
     };
     let nextDevice = 0;
+    let nextOff = 0;
     const takeDevice = () => assertionDevices[nextDevice++ % assertionDevices.length]!;
     // android-key: a registration pool, and keys registered beforehand for assertions
     let androidRegistrations: { device: AndroidDeviceKey; body: string }[] = [];
@@ -355,6 +402,31 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
                 ...req,
                 body: (lastAssertion = assertionBody(mine.device, ++mine.counter)),
               }),
+              onResponse: (s, b) => count(valid(s, b), b),
+            },
+          ];
+        },
+      },
+      {
+        // the row above on a server with ATTEST_STATS=off, run right after it: what counting
+        // verifications for `attest stats` costs (compare the two, several rounds)
+        name: STATS_OFF,
+        target: 'attest',
+        process: () => serverOff!,
+        prepare: (connections) =>
+          registerDirectly(connections, {
+            proc: serverOff!,
+            pool: offDevices,
+            headers: headersOff,
+          }),
+        client: (count) => {
+          const mine = offDevices[nextOff++ % offDevices.length]!;
+          return [
+            {
+              method: 'POST',
+              path: VERIFY,
+              headers: headersOff,
+              setupRequest: (req) => ({ ...req, body: assertionBody(mine.device, ++mine.counter) }),
               onResponse: (s, b) => count(valid(s, b), b),
             },
           ];
@@ -485,8 +557,8 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       },
     ];
 
-    const scrape = async () => {
-      const text = await (await fetch(new URL('/metrics', server!.url))).text();
+    const scrape = async (proc: Proc) => {
+      const text = await (await fetch(new URL('/metrics', proc.url))).text();
       const value = (name: string) =>
         Number(new RegExp(`^attest_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
       let gcCount = 0;
@@ -512,8 +584,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       record: boolean,
     ): Promise<ScenarioResult | undefined> => {
       nextDevice = 0;
+      nextOff = 0;
       await scenario.prepare?.(connections);
-      const target = scenario.target === 'hello' ? hello! : server!;
+      const target = scenario.process?.() ?? (scenario.target === 'hello' ? hello! : server!);
       let correct = 0;
       let wrong = 0;
       let sampleWrong: string | undefined;
@@ -528,7 +601,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       };
       const pid = target.child.pid!;
       // a scrape resets the server's event-loop delay histogram: what the next one reads is this run's
-      const before = record && scenario.target === 'attest' ? await scrape() : undefined;
+      const before = record && scenario.target === 'attest' ? await scrape(target) : undefined;
       const cpuBefore = cpuMs(pid);
       const started = performance.now();
       const amount =
@@ -548,7 +621,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         ((amount ? lastAnswerAt || performance.now() : performance.now()) - started) / 1000;
       const cpu = cpuMs(pid) - cpuBefore;
       if (!record) return undefined;
-      const after = before ? await scrape() : undefined;
+      const after = before ? await scrape(target) : undefined;
       // a session round trip is two requests; the scenario counts completed verifications
       const requests = result.requests.total;
       return {
@@ -660,6 +733,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     };
   } finally {
     await stop(hello);
+    await stop(serverOff);
     await stop(server);
     rmSync(dir, { recursive: true, force: true });
   }
