@@ -34,6 +34,9 @@ const ADD = fixedStatement(`
   on conflict (minute, api_key_id, mode, service, app, outcome, reason)
   do update set count = s.count + excluded.count`);
 
+// any constant works; it only has to be the same for every instance (sessions use 'prue')
+const PRUNE_LOCK_ID = 0x76737470; // 'vstp'
+
 const COLUMN: Record<StatsDimension, SQL> = {
   app: sql`app`,
   reason: sql`reason`,
@@ -63,16 +66,29 @@ export function createVerificationStatsRepository(db: Database) {
       await ADD(db, [json]);
     },
 
-    /** Deletes the counts of minutes before `cutoff`; returns how many rows went. */
-    async prune(cutoff: Date): Promise<number> {
-      const rows = rowsOf<{ n: number }>(
-        await db.execute(sql`
-          with gone as (
-            delete from verification_stats where minute < ${cutoff.toISOString()}::timestamptz
-            returning 1
-          ) select count(*)::int as n from gone`),
-      );
-      return rows[0]?.n ?? 0;
+    /**
+     * Deletes the counts of minutes before `cutoff`; returns how many rows went, or null when
+     * `advisoryLock` is set and another instance is pruning (PostgreSQL: the lock is the
+     * transaction's, so a crashed pruner never leaves it held).
+     */
+    async prune(cutoff: Date, options: { advisoryLock?: boolean } = {}): Promise<number | null> {
+      const prune = async (tx: Pick<Database, 'execute'>) => {
+        const rows = rowsOf<{ n: number }>(
+          await tx.execute(sql`
+            with gone as (
+              delete from verification_stats where minute < ${cutoff.toISOString()}::timestamptz
+              returning 1
+            ) select count(*)::int as n from gone`),
+        );
+        return rows[0]?.n ?? 0;
+      };
+      if (!options.advisoryLock) return prune(db);
+      return db.transaction(async (tx) => {
+        const locked = rowsOf<{ locked: boolean }>(
+          await tx.execute(sql`select pg_try_advisory_xact_lock(${PRUNE_LOCK_ID}) as locked`),
+        );
+        return locked[0]?.locked ? prune(tx) : null;
+      });
     },
 
     /**

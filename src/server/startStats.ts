@@ -39,7 +39,8 @@ export async function startStats(
   let failing = false;
   const recorder = createStatsRecorder({
     write: (rows) => repo.add(rows),
-    prune: (cutoff) => repo.prune(cutoff),
+    // one instance at a time on PostgreSQL: the others skip that round
+    prune: (cutoff) => repo.prune(cutoff, { advisoryLock: database.kind === 'postgres' }),
     retentionSeconds: config.statsRetentionSeconds ?? DEFAULT_STATS_RETENTION_SECONDS,
     ...(options.statsFlushIntervalMs !== undefined
       ? { flushIntervalMs: options.statsFlushIntervalMs }

@@ -23,8 +23,8 @@ export interface CountedVerify {
 export interface StatsRecorderOptions {
   /** adds rows to the database, all or none (db/verificationStats.ts add) */
   write(rows: readonly StatsRow[]): Promise<void>;
-  /** deletes the counts of minutes before the cutoff */
-  prune?(cutoff: Date): Promise<number>;
+  /** deletes the counts of minutes before the cutoff; null: another instance is at it */
+  prune?(cutoff: Date): Promise<number | null>;
   /** how long counts are kept in the database */
   retentionSeconds: number;
   /** how often the counts are written (default 10 s: what a crash may lose) */
@@ -68,19 +68,21 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
   let timer: NodeJS.Timeout | undefined;
   let pruneTimer: NodeJS.Timeout | undefined;
 
-  function add(row: Omit<StatsRow, 'count'>, count: number): void {
-    const minute = row.minute.getTime();
+  const keyOf = (r: Omit<StatsRow, 'count' | 'minute'>) =>
+    `${r.apiKeyId}${SEPARATOR}${r.mode}${SEPARATOR}${r.service}${SEPARATOR}${r.app}${SEPARATOR}${r.outcome}${SEPARATOR}${r.reason}`;
+
+  /** Adds `count` to the row of `key` in `minute`; `make` builds the row the first time only. */
+  function add(minute: number, key: string, make: () => StatsRow, count: number): void {
     let rows = pending.get(minute);
     if (!rows) pending.set(minute, (rows = new Map()));
-    const key = [row.apiKeyId, row.mode, row.service, row.app, row.outcome, row.reason].join(
-      SEPARATOR,
-    );
     const existing = rows.get(key);
     if (existing) {
       existing.count += count;
       return;
     }
-    rows.set(key, { ...row, count });
+    const row = make();
+    row.count = count;
+    rows.set(key, row);
     pendingRows++;
     if (pendingRows > maxRows) dropOldest();
   }
@@ -104,24 +106,21 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
     if (dropped > 0) options.onDropped?.({ counts, rows, minutes: dropped });
   }
 
+  // on every verify: a key string and a map lookup; a row object only for a new group
   function record(verify: CountedVerify): void {
-    const base = {
-      minute: new Date(Math.floor(now() / MINUTE_MS) * MINUTE_MS),
-      apiKeyId: verify.apiKeyId,
-      mode: verify.mode,
-      service: verify.service ?? '',
-      app: verify.app ?? '',
-    };
+    const minute = Math.floor(now() / MINUTE_MS) * MINUTE_MS;
+    const service = verify.service ?? '';
+    const app = verify.app ?? '';
     const r = verify.result;
-    if (r.outcome === 'rejected') {
-      add({ ...base, outcome: 'rejected', reason: r.reason }, 1);
-      return;
-    }
-    add({ ...base, outcome: r.outcome, reason: '' }, 1);
-    if (r.outcome === 'valid') {
-      // each observed reason once, even if a rule reported it twice
-      for (const reason of new Set(r.observed)) add({ ...base, outcome: 'observed', reason }, 1);
-    }
+    const one = (outcome: StatsRow['outcome'], reason: string) => {
+      const group = { apiKeyId: verify.apiKeyId, mode: verify.mode, service, app, outcome, reason };
+      add(minute, keyOf(group), () => ({ ...group, minute: new Date(minute), count: 0 }), 1);
+    };
+    if (r.outcome === 'rejected') return one('rejected', r.reason);
+    one(r.outcome, '');
+    // each observed reason once, even if a rule reported it twice
+    if (r.outcome === 'valid' && r.observed.length > 0)
+      for (const reason of new Set(r.observed)) one('observed', reason);
   }
 
   /** Writes what is pending; on failure it is put back (added to what came in meanwhile). */
@@ -134,7 +133,7 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
     try {
       await options.write(rows);
     } catch (err) {
-      for (const row of rows) add(row, row.count);
+      for (const row of rows) add(row.minute.getTime(), keyOf(row), () => ({ ...row }), row.count);
       options.onError?.(err, pendingRows);
       return;
     }
@@ -160,7 +159,7 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
   async function pruneOnce(): Promise<void> {
     if (!options.prune) return;
     const deleted = await options.prune(new Date(now() - options.retentionSeconds * 1000));
-    options.onPruned?.(deleted);
+    if (deleted !== null) options.onPruned?.(deleted);
   }
 
   function schedulePrune(ms: number): void {

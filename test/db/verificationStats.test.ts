@@ -1,3 +1,4 @@
+import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import type { StatsRow } from '../../src/db/statsDimensions.js';
 import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
@@ -100,6 +101,16 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     ]);
     expect(await repo().prune(new Date(MINUTE - 35 * 86_400_000))).toBe(1);
     expect(await repo().prune(new Date(MINUTE - 35 * 86_400_000))).toBe(0);
+    if (backend.name === 'postgres') {
+      await repo().add([row({ minute: new Date(MINUTE - 40 * 86_400_000), count: 1 })]);
+      const cutoff = new Date(MINUTE - 35 * 86_400_000);
+      expect(await repo().prune(cutoff, { advisoryLock: true })).toBe(1);
+      // another instance holds the prune lock: this one skips the round
+      await db.db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(${0x76737470})`);
+        expect(await repo().prune(cutoff, { advisoryLock: true })).toBeNull();
+      });
+    }
     const all = await repo().totals({
       since: new Date(MINUTE - 50 * 86_400_000),
       until: new Date(MINUTE),
