@@ -126,13 +126,13 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
-  // the budget first: the key's database reads count against it; the key is checked before
-  // anything else under /api/, unknown paths included
   // outside the budget and the key check: a 5xx they answer counts as an error too
   app.use(
     '/api/v1/attestation/verify',
     verifyCounter({ stats: deps.stats, metrics: deps.metrics, allowlisted: deps.allowlisted }),
   );
+  // the budget first: the key's database reads count against it; the key is checked before
+  // anything else under /api/, unknown paths included
   app.use('/api/*', backendBudget({ deadlineMs, breaker: deps.breaker }));
   app.use('/api/*', apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys }));
 

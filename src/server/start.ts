@@ -318,7 +318,6 @@ async function serveOn(
     server = await listen(app.fetch, config.port, config.host, serverOptions);
   } catch (err) {
     await admin?.stop();
-    await stats.recorder?.stop(0);
     throw err;
   }
   server.maxHeadersCount = 100;
@@ -340,7 +339,6 @@ async function serveOn(
     } catch (err) {
       await closeServer(server);
       await admin?.stop();
-      await stats.recorder?.stop(0);
       const e = err as NodeJS.ErrnoException;
       throw new Error(
         e.code === 'EADDRINUSE'
@@ -353,6 +351,9 @@ async function serveOn(
     logger.info({ url: metricsUrl }, 'metrics listening');
   }
 
+  // its schedule starts once nothing can fail the start any more (close() stops it); what was
+  // counted before is written by its first flush
+  stats.recorder?.start();
   // PGlite belongs to this process alone; PostgreSQL may be shared by several instances
   const pruner = startSessionPruner({
     pruneBatch: (cutoff, limit) =>

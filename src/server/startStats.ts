@@ -18,8 +18,8 @@ export interface StatsOptions {
 
 /**
  * The verification statistics of one instance (`attest stats`): the recorder the verify route
- * counts into, flushing on its schedule (null with ATTEST_STATS=off), and the allowlisted ids
- * that bound the app names counted.
+ * counts into (null with ATTEST_STATS=off; its schedule begins with `start()` once the server
+ * listens), and the allowlisted ids that bound the app names counted.
  */
 export async function startStats(
   database: DatabaseHandle,
@@ -73,6 +73,5 @@ export async function startStats(
       if (deleted > 0) logger.info({ deleted }, 'old verification statistics deleted');
     },
   });
-  recorder.start();
   return { recorder, allowlisted };
 }
