@@ -58,6 +58,8 @@ export interface BenchOptions {
   only?: string[];
   /** seconds to wait without requests after the run before reading the RSS again (default 0: not read) */
   settleSeconds?: number;
+  /** run the statistics twins off then on (default on then off): alternate it between rounds */
+  statsOffFirst?: boolean;
   /** extra node flags for the server (e.g. --cpu-prof) */
   serverNodeArgs?: string[];
   log?: (line: string) => void;
@@ -181,8 +183,14 @@ interface Scenario {
   process?: () => Proc;
 }
 
-/** The assertion row on a server with ATTEST_STATS=off. */
-export const STATS_OFF = 'app attest assertion, sessionless, statistics off';
+/**
+ * The assertion scenario on two twin servers, set up alike, one counting statistics and one with
+ * ATTEST_STATS=off, run one right after the other: what counting costs. Twins rather than the
+ * main server against one twin: a control run with both off found the main server itself slower
+ * than a twin (its larger setup), which would pass for the cost of counting.
+ */
+export const STATS_ON = 'app attest assertion, sessionless, twin, statistics on';
+export const STATS_OFF = 'app attest assertion, sessionless, twin, statistics off';
 
 export async function runHttpBench(options: BenchOptions): Promise<BenchResult> {
   const log = options.log ?? (() => {});
@@ -226,32 +234,37 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
   cli(...androidAllowlistArgs(material));
   cli('allowlist', 'add', 'android', ANDROID_PACKAGE, '--key-attestation');
 
-  // the same service with its statistics off, for the pair of assertion rows that measures what
-  // counting costs: on PostgreSQL the same database, embedded a data dir of its own
-  const statsOff = !options.only || options.only.some((o) => STATS_OFF.includes(o));
-  const envOff: NodeJS.ProcessEnv = {
+  // the statistics twins: on PostgreSQL the same database, embedded a data dir each
+  const twinsWanted =
+    !options.only || options.only.some((o) => STATS_ON.includes(o) || STATS_OFF.includes(o));
+  const twinEnv = (stats: 'on' | 'off'): NodeJS.ProcessEnv => ({
     ...env,
-    ATTEST_STATS: 'off',
-    ...(options.databaseUrl ? {} : { ATTEST_DATA_DIR: join(dir, 'data-off') }),
-  };
-  let apiKeyOff = apiKey;
-  if (statsOff && !options.databaseUrl) {
-    const cliOff = (...args: string[]) => {
-      const run = spawnSync(process.execPath, [BIN, ...args], { env: envOff, encoding: 'utf8' });
+    ATTEST_STATS: stats,
+    ...(options.databaseUrl ? {} : { ATTEST_DATA_DIR: join(dir, `data-stats-${stats}`) }),
+  });
+  const twinKey = (stats: 'on' | 'off'): string => {
+    if (options.databaseUrl) return apiKey;
+    const twinCli = (...args: string[]) => {
+      const run = spawnSync(process.execPath, [BIN, ...args], {
+        env: twinEnv(stats),
+        encoding: 'utf8',
+      });
       if (run.status !== 0) throw new Error(`attest ${args.join(' ')} failed: ${run.stderr}`);
       return run.stdout;
     };
-    cliOff('db', 'migrate');
-    apiKeyOff = (
-      JSON.parse(cliOff('keys', 'create', '--name', `bench-off-${Date.now()}`, '--json')) as {
+    twinCli('db', 'migrate');
+    const key = (
+      JSON.parse(twinCli('keys', 'create', '--name', `bench-${stats}-${Date.now()}`, '--json')) as {
         key: string;
       }
     ).key;
-    cliOff('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
-  }
+    twinCli('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
+    return key;
+  };
+  const twinKeys = twinsWanted ? { on: twinKey('on'), off: twinKey('off') } : undefined;
 
   let server: Proc | undefined;
-  let serverOff: Proc | undefined;
+  const twins: Partial<Record<'on' | 'off', Proc>> = {};
   let hello: Proc | undefined;
   const loadBefore = loadavg();
   try {
@@ -260,10 +273,10 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       env,
       /attest listening on (http:\/\/\S+)/,
     );
-    if (statsOff)
-      serverOff = await startProcess(
+    for (const stats of twinKeys ? (['on', 'off'] as const) : [])
+      twins[stats] = await startProcess(
         [...(options.serverNodeArgs ?? []), BIN, 'serve', '--port', '0', '--host', '127.0.0.1'],
-        envOff,
+        twinEnv(stats),
         /attest listening on (http:\/\/\S+)/,
       );
     hello = await startProcess([HELLO], env, /hello listening on (http:\/\/\S+)/);
@@ -281,9 +294,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     const playBodies: string[] = [];
     for (let i = 0; i < 32; i++) playBodies.push(await playIntegrityBody(material));
 
-    const headersOff = { ...headers, 'X-Api-Key': apiKeyOff };
-    // the statistics-off server's own devices (embedded: its own database)
-    const offDevices: { device: DeviceKey; counter: number }[] = [];
+    // each twin's own devices (embedded: its own database)
+    const twinDevices = { on: [] as typeof assertionDevices, off: [] as typeof assertionDevices };
+    const twinNext = { on: 0, off: 0 };
     const registerDirectly = async (
       n: number,
       on: { proc: Proc; pool: typeof assertionDevices; headers: typeof headers } = {
@@ -306,7 +319,6 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       }
     };
     let nextDevice = 0;
-    let nextOff = 0;
     const takeDevice = () => assertionDevices[nextDevice++ % assertionDevices.length]!;
     // android-key: a registration pool, and keys registered beforehand for assertions
     let androidRegistrations: { device: AndroidDeviceKey; body: string }[] = [];
@@ -407,31 +419,37 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
           ];
         },
       },
-      {
-        // the row above on a server with ATTEST_STATS=off, run right after it: what counting
-        // verifications for `attest stats` costs (compare the two, several rounds)
-        name: STATS_OFF,
-        target: 'attest',
-        process: () => serverOff!,
-        prepare: (connections) =>
-          registerDirectly(connections, {
-            proc: serverOff!,
-            pool: offDevices,
-            headers: headersOff,
-          }),
-        client: (count) => {
-          const mine = offDevices[nextOff++ % offDevices.length]!;
-          return [
-            {
-              method: 'POST',
-              path: VERIFY,
-              headers: headersOff,
-              setupRequest: (req) => ({ ...req, body: assertionBody(mine.device, ++mine.counter) }),
-              onResponse: (s, b) => count(valid(s, b), b),
+      ...(options.statsOffFirst ? (['off', 'on'] as const) : (['on', 'off'] as const)).map(
+        (stats): Scenario => {
+          const twinHeaders = { ...headers, 'X-Api-Key': twinKeys?.[stats] ?? apiKey };
+          return {
+            name: stats === 'on' ? STATS_ON : STATS_OFF,
+            target: 'attest',
+            process: () => twins[stats]!,
+            prepare: (connections) =>
+              registerDirectly(connections, {
+                proc: twins[stats]!,
+                pool: twinDevices[stats],
+                headers: twinHeaders,
+              }),
+            client: (count) => {
+              const mine = twinDevices[stats][twinNext[stats]++ % twinDevices[stats].length]!;
+              return [
+                {
+                  method: 'POST',
+                  path: VERIFY,
+                  headers: twinHeaders,
+                  setupRequest: (req) => ({
+                    ...req,
+                    body: assertionBody(mine.device, ++mine.counter),
+                  }),
+                  onResponse: (s, b) => count(valid(s, b), b),
+                },
+              ];
             },
-          ];
+          };
         },
-      },
+      ),
       {
         name: 'app attest registration',
         target: 'attest',
@@ -584,7 +602,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       record: boolean,
     ): Promise<ScenarioResult | undefined> => {
       nextDevice = 0;
-      nextOff = 0;
+      twinNext.on = twinNext.off = 0;
       await scenario.prepare?.(connections);
       const target = scenario.process?.() ?? (scenario.target === 'hello' ? hello! : server!);
       let correct = 0;
@@ -733,7 +751,8 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     };
   } finally {
     await stop(hello);
-    await stop(serverOff);
+    await stop(twins.on);
+    await stop(twins.off);
     await stop(server);
     rmSync(dir, { recursive: true, force: true });
   }

@@ -57,8 +57,8 @@ export function verdicts(result: BenchResult, connections = TARGET_CONNECTIONS):
     measured: plain && signed ? pct(signed.rps / plain.rps) : 'not run',
     met: plain && signed ? signed.rps / plain.rps >= 0.9 : null,
   });
-  const counted = find('app attest assertion, sessionless');
-  const uncounted = find('app attest assertion, sessionless, statistics off');
+  const counted = find('app attest assertion, sessionless, twin, statistics on');
+  const uncounted = find('app attest assertion, sessionless, twin, statistics off');
   out.push({
     target: 'assertion with statistics vs without (ATTEST_STATS=off)',
     goal: '>= 95.0% of its throughput',
