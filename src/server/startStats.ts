@@ -14,6 +14,10 @@ export interface StatsOptions {
   statsPruneIntervalMs?: number;
   /** told after each write of counts that succeeded */
   onStatsFlush?: (rows: number) => void;
+  /** rows held while the database cannot take them (default 20,000); tests lower it */
+  statsMaxPendingRows?: number;
+  /** the clock that places counts in minutes (tests) */
+  statsNow?: () => number;
 }
 
 /**
@@ -45,6 +49,10 @@ export async function startStats(
     ...(options.statsFlushIntervalMs !== undefined
       ? { flushIntervalMs: options.statsFlushIntervalMs }
       : {}),
+    ...(options.statsNow ? { now: options.statsNow } : {}),
+    ...(options.statsMaxPendingRows !== undefined
+      ? { maxPendingRows: options.statsMaxPendingRows }
+      : {}),
     ...(options.statsPruneIntervalMs !== undefined
       ? { pruneIntervalMs: options.statsPruneIntervalMs }
       : {}),
@@ -60,7 +68,7 @@ export async function startStats(
     onDropped: ({ counts, rows, minutes }) =>
       logger.warn(
         { droppedCounts: counts, droppedRows: rows, droppedMinutes: minutes },
-        `dropped ${counts} verification counts (the oldest ${minutes} minutes) that could not be written to the database`,
+        `dropped ${counts} verification counts (the oldest ${minutes} minute(s)) that could not be written to the database`,
       ),
     onFlush: (rows) => {
       if (failing) logger.info('verification statistics are written again');
