@@ -2,9 +2,9 @@
 // app with and without a statistics recorder (a verify that answers at once, no database),
 // alternated rounds. `npx tsx bench/statsOverhead.ts`. Over HTTP: the twin rows of bench:http.
 import pino from 'pino';
-import { createApp } from '../src/server/app.ts';
-import { createMetrics } from '../src/server/metrics.ts';
-import { createStatsRecorder } from '../src/server/statsRecorder.ts';
+import { createApp } from '../src/server/app.js';
+import { createMetrics } from '../src/server/metrics.js';
+import { createStatsRecorder } from '../src/server/statsRecorder.js';
 
 const outcome = {
   ok: true,
