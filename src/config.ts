@@ -58,7 +58,14 @@ export interface Config {
   androidRevocationUrl?: string | null;
   /** how often `serve` refreshes it */
   androidRevocationIntervalSeconds?: number;
+  /** ATTEST_STATS_RETENTION: verification counts (`attest stats`) older than this are deleted (default 35 days) */
+  statsRetentionSeconds?: number;
+  /** ATTEST_STATS: false (`off`) counts nothing for `attest stats` (the /metrics counters still count) */
+  stats?: boolean;
 }
+
+/** ATTEST_STATS_RETENTION when unset: 35 days. */
+export const DEFAULT_STATS_RETENTION_SECONDS = 35 * 86_400;
 
 /** Google's Android attestation status list. */
 export const ANDROID_REVOCATION_URL = 'https://android.googleapis.com/attestation/status';
@@ -174,6 +181,15 @@ const env = z.object({
         parseDuration(text) ??
         (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
     ),
+  ATTEST_STATS_RETENTION: z
+    .string()
+    .default('35d')
+    .transform(
+      (text, ctx) =>
+        parseDuration(text) ??
+        (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
+    ),
+  ATTEST_STATS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -211,6 +227,8 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_ANDROID_ROOT_CA: 'must be the path of a PEM file',
   ATTEST_ANDROID_REVOCATION_URL: 'must be an http(s) URL, or off',
   ATTEST_ANDROID_REVOCATION_INTERVAL: 'must be a duration such as 30m, 1h or 1d',
+  ATTEST_STATS_RETENTION: 'must be a duration such as 7d, 35d or 12w',
+  ATTEST_STATS: 'must be "on" or "off"',
 };
 
 /** The longest a result token may live (ATTEST_RESULT_TOKEN_TTL). */
@@ -312,6 +330,8 @@ export function loadConfig(
     androidRevocationUrl:
       e.ATTEST_ANDROID_REVOCATION_URL === 'off' ? null : e.ATTEST_ANDROID_REVOCATION_URL,
     androidRevocationIntervalSeconds: e.ATTEST_ANDROID_REVOCATION_INTERVAL,
+    statsRetentionSeconds: e.ATTEST_STATS_RETENTION,
+    stats: e.ATTEST_STATS === 'on',
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;

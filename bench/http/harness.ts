@@ -58,6 +58,8 @@ export interface BenchOptions {
   only?: string[];
   /** seconds to wait without requests after the run before reading the RSS again (default 0: not read) */
   settleSeconds?: number;
+  /** run the statistics twins off then on (default on then off): alternate it between rounds */
+  statsOffFirst?: boolean;
   /** extra node flags for the server (e.g. --cpu-prof) */
   serverNodeArgs?: string[];
   log?: (line: string) => void;
@@ -178,7 +180,18 @@ interface Scenario {
   amount?: (connections: number) => number;
   prepare?: (connections: number) => Promise<void>;
   client: ClientRequests;
+  /** the server it runs against, when not the default attest server */
+  process?: () => Proc;
 }
+
+/**
+ * The assertion scenario on two twin servers, set up alike, one counting statistics and one with
+ * ATTEST_STATS=off, run one right after the other: what counting costs. Twins rather than the
+ * main server against one twin: a control run with both off found the main server itself slower
+ * than a twin (its larger setup), which would pass for the cost of counting.
+ */
+export const STATS_ON = 'app attest assertion, sessionless, twin, statistics on';
+export const STATS_OFF = 'app attest assertion, sessionless, twin, statistics off';
 
 export async function runHttpBench(options: BenchOptions): Promise<BenchResult> {
   const log = options.log ?? (() => {});
@@ -222,7 +235,37 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
   cli(...androidAllowlistArgs(material));
   cli('allowlist', 'add', 'android', ANDROID_PACKAGE, '--key-attestation');
 
+  // the statistics twins: on PostgreSQL the same database, embedded a data dir each
+  const twinsWanted =
+    !options.only || options.only.some((o) => STATS_ON.includes(o) || STATS_OFF.includes(o));
+  const twinEnv = (stats: 'on' | 'off'): NodeJS.ProcessEnv => ({
+    ...env,
+    ATTEST_STATS: stats,
+    ...(options.databaseUrl ? {} : { ATTEST_DATA_DIR: join(dir, `data-stats-${stats}`) }),
+  });
+  const twinKey = (stats: 'on' | 'off'): string => {
+    if (options.databaseUrl) return apiKey;
+    const twinCli = (...args: string[]) => {
+      const run = spawnSync(process.execPath, [BIN, ...args], {
+        env: twinEnv(stats),
+        encoding: 'utf8',
+      });
+      if (run.status !== 0) throw new Error(`attest ${args.join(' ')} failed: ${run.stderr}`);
+      return run.stdout;
+    };
+    twinCli('db', 'migrate');
+    const key = (
+      JSON.parse(twinCli('keys', 'create', '--name', `bench-${stats}-${Date.now()}`, '--json')) as {
+        key: string;
+      }
+    ).key;
+    twinCli('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
+    return key;
+  };
+  const twinKeys = twinsWanted ? { on: twinKey('on'), off: twinKey('off') } : undefined;
+
   let server: Proc | undefined;
+  const twins: Partial<Record<'on' | 'off', Proc>> = {};
   let hello: Proc | undefined;
   const loadBefore = loadavg();
   try {
@@ -231,6 +274,12 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       env,
       /attest listening on (http:\/\/\S+)/,
     );
+    for (const stats of twinKeys ? (['on', 'off'] as const) : [])
+      twins[stats] = await startProcess(
+        [...(options.serverNodeArgs ?? []), BIN, 'serve', '--port', '0', '--host', '127.0.0.1'],
+        twinEnv(stats),
+        /attest listening on (http:\/\/\S+)/,
+      );
     hello = await startProcess([HELLO], env, /hello listening on (http:\/\/\S+)/);
     const serverPid = server.child.pid!;
     const headers = { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' };
@@ -247,18 +296,28 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     const playBodies: string[] = [];
     for (let i = 0; i < 32; i++) playBodies.push(await playIntegrityBody(material));
 
-    const registerDirectly = async (n: number) => {
-      while (assertionDevices.length < n) {
+    // each twin's own devices (embedded: its own database)
+    const twinDevices = { on: [] as typeof assertionDevices, off: [] as typeof assertionDevices };
+    const twinNext = { on: 0, off: 0 };
+    const registerDirectly = async (
+      n: number,
+      on: { proc: Proc; pool: typeof assertionDevices; headers: typeof headers } = {
+        proc: server!,
+        pool: assertionDevices,
+        headers,
+      },
+    ) => {
+      while (on.pool.length < n) {
         const r = await registration(material);
-        const res = await fetch(new URL(VERIFY, server!.url), {
+        const res = await fetch(new URL(VERIFY, on.proc.url), {
           method: 'POST',
-          headers,
+          headers: on.headers,
           body: r.body,
         });
         const text = await res.text();
         if (!valid(res.status, text))
           throw new Error(`registration for the assertion devices failed: ${res.status} ${text}`);
-        assertionDevices.push({ device: r.device, counter: 0 });
+        on.pool.push({ device: r.device, counter: 0 });
       }
     };
     let nextDevice = 0;
@@ -411,6 +470,37 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
           ];
         },
       },
+      ...(options.statsOffFirst ? (['off', 'on'] as const) : (['on', 'off'] as const)).map(
+        (stats): Scenario => {
+          const twinHeaders = { ...headers, 'X-Api-Key': twinKeys?.[stats] ?? apiKey };
+          return {
+            name: stats === 'on' ? STATS_ON : STATS_OFF,
+            target: 'attest',
+            process: () => twins[stats]!,
+            prepare: (connections) =>
+              registerDirectly(connections, {
+                proc: twins[stats]!,
+                pool: twinDevices[stats],
+                headers: twinHeaders,
+              }),
+            client: (count) => {
+              const mine = twinDevices[stats][twinNext[stats]++ % twinDevices[stats].length]!;
+              return [
+                {
+                  method: 'POST',
+                  path: VERIFY,
+                  headers: twinHeaders,
+                  setupRequest: (req) => ({
+                    ...req,
+                    body: assertionBody(mine.device, ++mine.counter),
+                  }),
+                  onResponse: (s, b) => count(valid(s, b), b),
+                },
+              ];
+            },
+          };
+        },
+      ),
       {
         name: 'app attest registration',
         target: 'attest',
@@ -536,8 +626,8 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       },
     ];
 
-    const scrape = async () => {
-      const text = await (await fetch(new URL('/metrics', server!.url))).text();
+    const scrape = async (proc: Proc) => {
+      const text = await (await fetch(new URL('/metrics', proc.url))).text();
       const value = (name: string) =>
         Number(new RegExp(`^attest_${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
       let gcCount = 0;
@@ -563,8 +653,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       record: boolean,
     ): Promise<ScenarioResult | undefined> => {
       nextDevice = 0;
+      twinNext.on = twinNext.off = 0;
       await scenario.prepare?.(connections);
-      const target = scenario.target === 'hello' ? hello! : server!;
+      const target = scenario.process?.() ?? (scenario.target === 'hello' ? hello! : server!);
       let correct = 0;
       let wrong = 0;
       let sampleWrong: string | undefined;
@@ -579,7 +670,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       };
       const pid = target.child.pid!;
       // a scrape resets the server's event-loop delay histogram: what the next one reads is this run's
-      const before = record && scenario.target === 'attest' ? await scrape() : undefined;
+      const before = record && scenario.target === 'attest' ? await scrape(target) : undefined;
       const cpuBefore = cpuMs(pid);
       const started = performance.now();
       const amount =
@@ -599,7 +690,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         ((amount ? lastAnswerAt || performance.now() : performance.now()) - started) / 1000;
       const cpu = cpuMs(pid) - cpuBefore;
       if (!record) return undefined;
-      const after = before ? await scrape() : undefined;
+      const after = before ? await scrape(target) : undefined;
       // a session round trip is two requests; the scenario counts completed verifications
       const requests = result.requests.total;
       return {
@@ -722,6 +813,8 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     };
   } finally {
     await stop(hello);
+    await stop(twins.on);
+    await stop(twins.off);
     await stop(server);
     rmSync(dir, { recursive: true, force: true });
   }

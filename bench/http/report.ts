@@ -57,6 +57,14 @@ export function verdicts(result: BenchResult, connections = TARGET_CONNECTIONS):
     measured: plain && signed ? pct(signed.rps / plain.rps) : 'not run',
     met: plain && signed ? signed.rps / plain.rps >= 0.9 : null,
   });
+  const counted = find('app attest assertion, sessionless, twin, statistics on');
+  const uncounted = find('app attest assertion, sessionless, twin, statistics off');
+  out.push({
+    target: 'assertion with statistics vs without (ATTEST_STATS=off)',
+    goal: '>= 95.0% of its throughput',
+    measured: counted && uncounted ? pct(counted.rps / uncounted.rps) : 'not run',
+    met: counted && uncounted ? counted.rps / uncounted.rps >= 0.95 : null,
+  });
   ratio('garbage token', 'garbage token', 0.9);
   ratio('result token consume', 'result token consume', 0.5);
   const tails = at.filter((r) => r.target === 'attest' && !REGISTRATION.test(r.scenario));

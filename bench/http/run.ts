@@ -17,6 +17,8 @@ const { values } = parseArgs({
     out: { type: 'string' },
     only: { type: 'string' },
     'cpu-prof': { type: 'boolean', default: false },
+    // the statistics twins' order: alternate it between rounds to see any order effect
+    'stats-off-first': { type: 'boolean', default: false },
     'server-node-args': { type: 'string' },
   },
 });
@@ -49,6 +51,7 @@ const result = await runHttpBench({
   ...(masterKey ? { masterKey } : {}),
   ...(values.only ? { only: values.only.split(',') } : {}),
   ...(databaseUrl ? { databaseUrl } : {}),
+  statsOffFirst: values['stats-off-first'],
   serverNodeArgs: [
     ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] : []),
     ...(values['server-node-args']?.split(' ').filter(Boolean) ?? []),

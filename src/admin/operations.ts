@@ -24,6 +24,7 @@ import { checkCredentialUpstreams } from './upstreamChecks.js';
 import { ALLOWLIST_OPERATIONS, ANDROID_PACKAGE, APPLE_APP_ID } from './allowlistOperations.js';
 import { MAX_SCOPE_APPS } from '../core/appScope.js';
 import { DEV_OPERATIONS } from './devOperations.js';
+import { STATS_OPERATIONS } from './statsOperations.js';
 import {
   auditorOf,
   bytes,
@@ -302,6 +303,7 @@ export const OPERATIONS = {
   }),
   ...ALLOWLIST_OPERATIONS,
   ...DEV_OPERATIONS,
+  ...STATS_OPERATIONS,
 } as const;
 
 export type OperationName = keyof typeof OPERATIONS;

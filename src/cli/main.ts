@@ -61,6 +61,13 @@ export const COMMANDS: readonly {
     load: async () => (await import('./commands/audit.js')).auditCommand(),
   },
   {
+    name: 'stats',
+    term: 'stats [options]',
+    description:
+      'verification counts of every instance: valid, rejected, observed and errors, per app (or key, service, reason, minute)',
+    load: async () => (await import('./commands/stats.js')).statsCommand(),
+  },
+  {
     name: 'verify-file',
     term: 'verify-file [options] [token]',
     description:

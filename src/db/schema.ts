@@ -386,3 +386,36 @@ export const resultSigningKeys = pgTable(
   },
   (t) => [index('result_signing_keys_signing_from_idx').on(t.signingFrom)],
 );
+
+/**
+ * Verification counts of every instance, by minute (`attest stats`). Each instance counts in
+ * memory and adds its counts here every few seconds (`count = count + excluded.count`), so the
+ * instances' counts add up. Empty strings stand for "unknown" or "none" (a primary key column
+ * cannot be null). Rows older than ATTEST_STATS_RETENTION are deleted.
+ */
+export const verificationStats = pgTable(
+  'verification_stats',
+  {
+    /** the start of the minute (UTC) the verifications were answered in */
+    minute: timestamp('minute', { withTimezone: true }).notNull(),
+    apiKeyId: text('api_key_id').notNull(),
+    /** the API key's mode: 'live' | 'test' */
+    mode: text('mode').notNull(),
+    /** 'apple' | 'gms' | 'android-key'; '' when the token named none */
+    service: text('service').notNull(),
+    /** the App Attest app ID or Android package ('other' when not allowlisted; '' when unknown) */
+    app: text('app').notNull(),
+    /** 'valid' | 'rejected' | 'observed' | 'error' */
+    outcome: text('outcome').notNull(),
+    /** the reason code of a rejected or observed verification; '' otherwise */
+    reason: text('reason').notNull(),
+    count: bigint('count', { mode: 'number' }).notNull(),
+  },
+  // minute first: the window of a query and the retention's delete both read it by range
+  (t) => [
+    primaryKey({
+      name: 'verification_stats_pk',
+      columns: [t.minute, t.apiKeyId, t.mode, t.service, t.app, t.outcome, t.reason],
+    }),
+  ],
+);

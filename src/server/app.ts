@@ -23,12 +23,14 @@ import type { Metrics } from './metrics.js';
 import { apiKeyAuth } from './middleware/apiKeyAuth.js';
 import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
+import { verifyCounter } from './middleware/verifyCounter.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { createApiDocs } from './apiDocs.js';
 import { DEVICE_RECALL_PATH, deviceRecallHandler, type DeviceRecallWrite } from './deviceRecall.js';
 import { readBody, TOO_LARGE } from './readBody.js';
 import { requestHeader } from './requestHeader.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
+import type { StatsRecorder } from './statsRecorder.js';
 import { parseVerifyRequest } from './verifyRequest.js';
 import { parseConsumeRequest } from './consumeRequest.js';
 import type { ResultConsumer } from './resultConsumer.js';
@@ -84,6 +86,13 @@ export interface AppDeps {
   resultConsumer?: Pick<ResultConsumer, 'consume'>;
   /** Play device recall writes through Google; absent: that route answers 404 */
   deviceRecall?: DeviceRecallWrite;
+  /** counts each verify for `attest stats` (in memory; written to the database in the background) */
+  stats?: Pick<StatsRecorder, 'record'>;
+  /**
+   * Whether an app ID or package is allowlisted (a snapshot, no query): the app of a failed verify
+   * is counted under its own name only then, else as `other`, in statistics and metrics alike.
+   */
+  allowlisted?: (app: string) => boolean;
 }
 
 /** How long verifiers may cache the JWKS and the discovery document. */
@@ -128,6 +137,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
+  // outside the budget and the key check: a 5xx they answer counts as an error too
+  app.use(
+    '/api/v1/attestation/verify',
+    verifyCounter({ stats: deps.stats, metrics: deps.metrics, allowlisted: deps.allowlisted }),
+  );
   // the budget first: the key's database reads count against it; the key is checked before
   // anything else under /api/, unknown paths included
   app.use('/api/*', backendBudget({ deadlineMs, breaker: deps.breaker }));
@@ -191,6 +205,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     log.isValid = true;
     // observed rules that failed: in the log line only, never in the response
     if (outcome.observed) log.observed = outcome.observed;
+    // and for the statistics (each observed reason counted once)
+    c.set('observed', outcome.observed ?? []);
     deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
     const { service, ...details } = outcome.details;
     if (!c.get('resultTokens')) return c.json({ isValid: true, statusCode: STATUS_OK, ...details });

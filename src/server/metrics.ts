@@ -44,6 +44,12 @@ export function createMetrics(options: MetricsOptions = {}) {
     labelNames: ['outcome', 'reason', 'mode'] as const,
     registers: [registry],
   });
+  const outcomes = new Counter({
+    name: 'attest_verifications_total',
+    help: 'verify outcomes by platform, app (allowlisted ids only, else other), outcome (valid, rejected, observed, error) and reason',
+    labelNames: ['service', 'app', 'outcome', 'reason'] as const,
+    registers: [registry],
+  });
   const google = new Counter({
     name: 'attest_google_requests_total',
     help: 'exchanges with Google for standard Play Integrity requests (token, decode) and device recall writes (recall), by endpoint and outcome (faults by cause)',
@@ -146,6 +152,18 @@ export function createMetrics(options: MetricsOptions = {}) {
     /** a consume: `first` the one answer alreadyConsumed false, `again` a replay, `invalid` valid false */
     observeConsume(outcome: 'first' | 'again' | 'invalid', reason: string, mode: string) {
       consumes.inc({ outcome, reason, mode });
+    },
+    /**
+     * One outcome of a verify. `app` must already be bounded (an allowlisted id, `other`, or ''
+     * when unknown): a label per client-chosen value would grow the series without limit.
+     */
+    observeVerification(service: string, app: string, outcome: string, reason: string) {
+      outcomes.inc({
+        service: service || 'unknown',
+        app: app || 'unknown',
+        outcome,
+        reason: reason || 'none',
+      });
     },
     observeGoogle(endpoint: string, outcome: string) {
       google.inc({ endpoint, outcome });

@@ -148,3 +148,19 @@ function causeOf(err: unknown): string {
   if (e?.name === 'TimeoutError') return 'no answer in time';
   return String(e?.cause?.message ?? e?.cause?.code ?? e?.message ?? err).slice(0, 200);
 }
+
+/** ATTEST_ANDROID_REVOCATION_URL=off: no refresh, but the age warning still runs on schedule. */
+export function startAgeCheck(
+  check: () => Promise<void>,
+  intervalMs: number,
+): { stop(): Promise<void> } {
+  const run = () => void check().catch(() => {});
+  run();
+  const timer = setInterval(run, intervalMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+    },
+  };
+}

@@ -16,7 +16,7 @@ import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { createAndroidKeyRepository } from '../db/androidKeys.js';
 import { createRevocationRepository, createRevocationSource } from '../db/androidRevocations.js';
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
-import { checkRevocationAge, startRevocationRefresh } from './revocationRefresh.js';
+import { checkRevocationAge, startAgeCheck, startRevocationRefresh } from './revocationRefresh.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { embeddedUnavailable, isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
@@ -44,6 +44,7 @@ import { reportingKeyFailures } from './reportingKeyFailures.js';
 import { PROPAGATION_MS } from './propagation.js';
 import { resultTokenSigners } from './resultTokenSigners.js';
 import { startAdmin } from './startAdmin.js';
+import { startStats, type StatsOptions } from './startStats.js';
 
 export interface RunningServer {
   url: string;
@@ -73,7 +74,7 @@ export { PROPAGATION_MS } from './propagation.js';
  */
 export const DRAIN_MS = 5000;
 
-export interface StartOptions {
+export interface StartOptions extends StatsOptions {
   migrate: boolean;
   onProgress?: (message: string) => void;
   pruneIntervalMs?: number;
@@ -237,6 +238,10 @@ async function serveOn(
             : logger.info('the database answers again'),
       })
     : undefined;
+  const stats = await startStats(database, config, logger, allowlist, {
+    ...options,
+    propagationMs,
+  });
   const app = createApp({
     logger,
     auth,
@@ -279,6 +284,8 @@ async function serveOn(
       keyCache: new KeyCache(),
       google: googleDecoder,
     }),
+    ...(stats.recorder ? { stats: stats.recorder } : {}),
+    allowlisted: (app) => stats.allowlisted.has(app),
   });
 
   const reloadNow = () => {
@@ -286,6 +293,7 @@ async function serveOn(
     verifiersFor.invalidate();
     revocations.invalidate();
     auth.revalidateAll();
+    stats.allowlisted.invalidate();
   };
   /**
    * After an administrative change through the admin socket: the caches are dropped and the
@@ -363,6 +371,9 @@ async function serveOn(
     logger.info({ url: metricsUrl }, 'metrics listening');
   }
 
+  // its schedule starts once nothing can fail the start any more (close() stops it); what was
+  // counted before is written by its first flush
+  stats.recorder?.start();
   // PGlite belongs to this process alone; PostgreSQL may be shared by several instances
   const pruner = startSessionPruner({
     pruneBatch: (cutoff, limit) =>
@@ -469,21 +480,10 @@ async function serveOn(
       await refresher.stop();
       await revocationRefresher.stop();
       await Promise.all([drained, admin?.stop()]);
+      // after the drain: the last answers are counted; a crash would lose at most the last interval
+      await stats.recorder?.stop();
       breaker?.stop();
       await database.close();
-    },
-  };
-}
-
-/** ATTEST_ANDROID_REVOCATION_URL=off: no refresh, but the age warning still runs on schedule. */
-function startAgeCheck(check: () => Promise<void>, intervalMs: number): { stop(): Promise<void> } {
-  const run = () => void check().catch(() => {});
-  run();
-  const timer = setInterval(run, intervalMs);
-  timer.unref();
-  return {
-    async stop() {
-      clearInterval(timer);
     },
   };
 }

@@ -121,6 +121,8 @@ export interface ServiceOptions {
   /** the clock consumes check a result token's exp against */
   now?: () => Date;
   deviceRecall?: AppDeps['deviceRecall'];
+  stats?: AppDeps['stats'];
+  allowlisted?: AppDeps['allowlisted'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -158,6 +160,8 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
         }
       : {}),
     ...(options.deviceRecall ? { deviceRecall: options.deviceRecall } : {}),
+    ...(options.stats ? { stats: options.stats } : {}),
+    ...(options.allowlisted ? { allowlisted: options.allowlisted } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }

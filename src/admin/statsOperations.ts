@@ -1,0 +1,24 @@
+import { z } from 'zod';
+import { SERVICES } from '../core/services.js';
+import { createVerificationStatsRepository, STATS_DIMENSIONS } from '../db/verificationStats.js';
+import { operation, stripUndefined } from './operation.js';
+
+/** `attest stats`: the verification counts every instance added to the database. */
+export const STATS_OPERATIONS = {
+  'stats.totals': operation({
+    input: z.strictObject({
+      since: z.date(),
+      until: z.date(),
+      by: z.enum(STATS_DIMENSIONS),
+      app: z.string().min(1).max(255).optional(),
+      apiKeyId: z
+        .string()
+        .regex(/^[0-9a-z]{16}$/)
+        .optional(),
+      service: z.enum(SERVICES).optional(),
+    }),
+    changes: false,
+    run: (ctx, query) =>
+      createVerificationStatsRepository(ctx.handle.db).totals(stripUndefined(query)),
+  }),
+};

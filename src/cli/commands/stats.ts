@@ -1,0 +1,148 @@
+import { Command } from 'commander';
+import { acceptedServiceNames, serviceNamed } from '../../core/services.js';
+import {
+  STATS_DIMENSIONS,
+  type StatsDimension,
+  type StatsTotal,
+} from '../../db/statsDimensions.js';
+import { durationProblem, parseDuration } from '../../duration.js';
+import { withAdmin } from '../context.js';
+import { usageError } from '../errors.js';
+import { isoInstant } from '../isoInstant.js';
+import { printJson } from '../output.js';
+import { statsText } from '../stats/statsSummary.js';
+
+const KEY_ID = /^[0-9a-z]{16}$/;
+
+interface StatsFlags {
+  since: string;
+  app?: string;
+  key?: string;
+  service?: string;
+  by: string;
+  json?: boolean;
+  watch?: boolean;
+}
+
+/** The validated query of a run. */
+export interface StatsRequest {
+  since: Date;
+  until: Date;
+  by: StatsDimension;
+  app?: string;
+  apiKeyId?: string;
+  service?: 'apple' | 'gms' | 'android-key';
+}
+
+/** Checks the flags (usage errors, exit 2) and fixes the window, ending now. */
+export function statsRequest(flags: StatsFlags, now: Date = new Date()): StatsRequest {
+  let since: Date;
+  const seconds = parseDuration(flags.since);
+  if (seconds !== null) since = new Date(now.getTime() - seconds * 1000);
+  else if (/^\d{4}-/.test(flags.since))
+    since = isoInstant(flags.since, '--since', '2026-11-27T09:00:00Z');
+  else throw usageError(`${durationProblem('--since', flags.since)} or an ISO 8601 time`);
+  if (since.getTime() > now.getTime()) throw usageError('--since is in the future');
+  if (!(STATS_DIMENSIONS as readonly string[]).includes(flags.by))
+    throw usageError(`--by takes one of ${STATS_DIMENSIONS.join(', ')}, got "${flags.by}"`);
+  if (flags.watch && flags.json) throw usageError('--watch is a live view: it has no --json');
+  if (flags.watch && flags.by !== 'app')
+    throw usageError('--watch shows rates per app: it takes no --by');
+  const request: StatsRequest = { since, until: now, by: flags.by as StatsDimension };
+  if (flags.app !== undefined) {
+    if (!/^[\x21-\x7e]{1,255}$/.test(flags.app))
+      throw usageError(
+        `--app takes an App Attest app ID or an Android package, got "${flags.app}"`,
+      );
+    request.app = flags.app;
+  }
+  if (flags.key !== undefined) {
+    if (!KEY_ID.test(flags.key))
+      throw usageError(
+        `--key takes an API key id (16 lowercase letters or digits), got "${flags.key}"`,
+      );
+    request.apiKeyId = flags.key;
+  }
+  if (flags.service !== undefined) {
+    const service = serviceNamed(flags.service);
+    if (!service)
+      throw usageError(`--service takes ${acceptedServiceNames()}, got "${flags.service}"`);
+    request.service = service;
+  }
+  return request;
+}
+
+/** `--json`: one row per value of the `by` dimension, outcome and reason, named by the dimension. */
+export function statsJson(request: StatsRequest, totals: readonly StatsTotal[]) {
+  return {
+    since: request.since.toISOString(),
+    until: request.until.toISOString(),
+    rows: totals.map((t) => ({
+      [request.by]: t.value,
+      outcome: t.outcome,
+      reason: t.reason,
+      count: t.count,
+    })),
+  };
+}
+
+export function statsCommand(): Command {
+  return new Command('stats')
+    .description(
+      'verification counts of every instance: valid, rejected, observed and errors, per app (or key, service, reason, minute)',
+    )
+    .option(
+      '--since <when>',
+      'the window: a duration back from now (1h, 24h, 7d) or an ISO time',
+      '24h',
+    )
+    .option('--app <id>', 'only this App Attest app ID or Android package')
+    .option('--key <id>', 'only this API key id')
+    .option('--service <service>', 'only apple, gms or android-key')
+    .option('--by <dimension>', `sum by ${STATS_DIMENSIONS.join(', ')}`, 'app')
+    .option('--json', 'print {"since", "until", "rows": [...]} as JSON')
+    .option(
+      '--watch',
+      `live view of the last 5 minutes' rates per app, refreshed every 2 s (q quits)`,
+    )
+    .addHelpText(
+      'after',
+      `
+Counts reach the database every 10 s from each instance: the last seconds may be missing.
+
+Examples:
+  $ attest stats                              per app over the last 24 hours
+  $ attest stats --since 1h --by reason       what was rejected (or observed) in the last hour
+  $ attest stats --app ABCDE12345.com.example.bank --by minute --json
+  $ attest stats --watch                      live rates; q quits`,
+    )
+    .action(async (flags: StatsFlags) => {
+      const request = statsRequest(flags);
+      if (flags.watch) {
+        const { runStatsWatch } = await import('../stats/runStatsWatch.js');
+        const { WATCH_WINDOW_MINUTES } = await import('../stats/StatsWatch.js');
+        const filters = [
+          request.app && `app ${request.app}`,
+          request.apiKeyId && `key ${request.apiKeyId}`,
+          request.service && `service ${request.service}`,
+        ]
+          .filter(Boolean)
+          .join(', ');
+        await withAdmin((admin) =>
+          runStatsWatch(() => {
+            const until = new Date();
+            return admin.run('stats.totals', {
+              ...request,
+              by: 'app',
+              since: new Date(until.getTime() - WATCH_WINDOW_MINUTES * 60_000),
+              until,
+            });
+          }, filters),
+        );
+        return;
+      }
+      const totals = await withAdmin((admin) => admin.run('stats.totals', request));
+      if (flags.json) printJson(statsJson(request, totals));
+      else process.stdout.write(statsText(totals, request.by, request));
+    });
+}

@@ -1,0 +1,109 @@
+import type { StatsDimension, StatsTotal } from '../../db/statsDimensions.js';
+import { safeText } from '../terminalText.js';
+
+/** The counts of one value of the `--by` dimension (an app, by default). */
+export interface StatsGroup {
+  /** null: unknown (a token that named no app, a request that failed before its key was known) */
+  value: string | null;
+  valid: number;
+  rejected: number;
+  observed: number;
+  error: number;
+  /** largest first */
+  rejectedReasons: { reason: string; count: number }[];
+  observedReasons: { reason: string; count: number }[];
+}
+
+/** Sums the totals per value, the busiest value first. */
+export function groupTotals(totals: readonly StatsTotal[]): StatsGroup[] {
+  const groups = new Map<string | null, StatsGroup>();
+  for (const t of totals) {
+    let g = groups.get(t.value);
+    if (!g) {
+      g = {
+        value: t.value,
+        valid: 0,
+        rejected: 0,
+        observed: 0,
+        error: 0,
+        rejectedReasons: [],
+        observedReasons: [],
+      };
+      groups.set(t.value, g);
+    }
+    g[t.outcome] += t.count;
+    if (t.reason !== null && t.outcome === 'rejected')
+      g.rejectedReasons.push({ reason: t.reason, count: t.count });
+    if (t.reason !== null && t.outcome === 'observed')
+      g.observedReasons.push({ reason: t.reason, count: t.count });
+  }
+  const byCount = (a: { count: number; reason: string }, b: { count: number; reason: string }) =>
+    b.count - a.count || a.reason.localeCompare(b.reason);
+  const list = [...groups.values()];
+  for (const g of list) {
+    g.rejectedReasons.sort(byCount);
+    g.observedReasons.sort(byCount);
+  }
+  const total = (g: StatsGroup) => g.valid + g.rejected + g.error;
+  return list.sort(
+    (a, b) => total(b) - total(a) || String(a.value ?? '').localeCompare(String(b.value ?? '')),
+  );
+}
+
+/** How a value with no name reads in the views. */
+export function valueLabel(value: string | null, by: StatsDimension): string {
+  if (value !== null) return value;
+  return by === 'reason' ? '(none)' : '(unknown)';
+}
+
+/** `code 12, other 3, +2 more`: the top `n` reasons. */
+export function topReasons(reasons: readonly { reason: string; count: number }[], n = 3): string {
+  const shown = reasons.slice(0, n).map((r) => `${r.reason} ${r.count}`);
+  if (reasons.length > n) shown.push(`+${reasons.length - n} more`);
+  return shown.join(', ');
+}
+
+const HEADER: Record<StatsDimension, string> = {
+  app: 'APP',
+  reason: 'REASON',
+  key: 'API KEY',
+  service: 'SERVICE',
+  minute: 'MINUTE',
+};
+
+/**
+ * The default text of `attest stats`: per value of the `by` dimension, valid / rejected /
+ * observed / error, and under each the top rejected and observed reasons. Stored text (app ids
+ * come from tokens) is escaped for the terminal.
+ */
+export function statsText(
+  totals: readonly StatsTotal[],
+  by: StatsDimension,
+  window: { since: Date; until: Date },
+): string {
+  const head = `verifications from ${iso(window.since)} to ${iso(window.until)} (all instances)\n`;
+  const groups = groupTotals(totals);
+  if (groups.length === 0) return `${head}no verifications counted in this window\n`;
+  const names = groups.map((g) => safeText(valueLabel(g.value, by)));
+  const width = Math.max(HEADER[by].length, ...names.map((n) => n.length));
+  const num = (n: number | string) => String(n).padStart(9);
+  const lines = [
+    `${HEADER[by].padEnd(width)}  ${num('VALID')}  ${num('REJECTED')}  ${num('OBSERVED')}  ${num('ERROR')}`,
+  ];
+  groups.forEach((g, i) => {
+    lines.push(
+      `${names[i]!.padEnd(width)}  ${num(g.valid)}  ${num(g.rejected)}  ${num(g.observed)}  ${num(g.error)}`,
+    );
+    // by reason, each line is a reason already
+    if (by === 'reason') return;
+    if (g.rejectedReasons.length)
+      lines.push(`  rejected: ${safeText(topReasons(g.rejectedReasons))}`);
+    if (g.observedReasons.length)
+      lines.push(`  observed: ${safeText(topReasons(g.observedReasons))}`);
+  });
+  return `${head}${lines.join('\n')}\n`;
+}
+
+function iso(d: Date): string {
+  return `${d.toISOString().slice(0, 19)}Z`;
+}

@@ -1,0 +1,126 @@
+import { sql, type SQL } from 'drizzle-orm';
+import { rowsOf, type Database } from './client.js';
+import { fixedStatement } from './fixedStatement.js';
+import type {
+  StatsDimension,
+  StatsOutcome,
+  StatsQuery,
+  StatsRow,
+  StatsTotal,
+} from './statsDimensions.js';
+
+export {
+  STATS_DIMENSIONS,
+  STATS_OUTCOMES,
+  type StatsDimension,
+  type StatsOutcome,
+  type StatsQuery,
+  type StatsRow,
+  type StatsTotal,
+} from './statsDimensions.js';
+
+// One statement for every pending row: all of them are added or none is, so a failed flush is
+// retried whole without counting anything twice. The rows are grouped (a key twice in one
+// statement would fail it) and taken in key order, so that instances flushing the same keys lock
+// them in the same order instead of deadlocking. JSON: the two drivers bind arrays differently.
+const ADD = fixedStatement(`
+  insert into verification_stats as s (minute, api_key_id, mode, service, app, outcome, reason, count)
+  select minute, api_key_id, mode, service, app, outcome, reason, sum(count)
+  from jsonb_to_recordset($1::jsonb) as r(
+    minute timestamptz, api_key_id text, mode text, service text, app text, outcome text,
+    reason text, count bigint)
+  group by minute, api_key_id, mode, service, app, outcome, reason
+  order by minute, api_key_id, mode, service, app, outcome, reason
+  on conflict (minute, api_key_id, mode, service, app, outcome, reason)
+  do update set count = s.count + excluded.count`);
+
+// any constant works; it only has to be the same for every instance (sessions use 'prue')
+const PRUNE_LOCK_ID = 0x76737470; // 'vstp'
+
+const COLUMN: Record<StatsDimension, SQL> = {
+  app: sql`app`,
+  reason: sql`reason`,
+  key: sql`api_key_id`,
+  service: sql`service`,
+  minute: sql`to_char(minute at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')`,
+};
+
+/** The fleet's verification counts: added by every instance, summed by `attest stats`. */
+export function createVerificationStatsRepository(db: Database) {
+  return {
+    /** Adds `rows` to the stored counts, in one statement (atomic: all or none). */
+    async add(rows: readonly StatsRow[]): Promise<void> {
+      if (rows.length === 0) return;
+      const json = JSON.stringify(
+        rows.map((r) => ({
+          minute: r.minute.toISOString(),
+          api_key_id: r.apiKeyId,
+          mode: r.mode,
+          service: r.service,
+          app: r.app,
+          outcome: r.outcome,
+          reason: r.reason,
+          count: r.count,
+        })),
+      );
+      await ADD(db, [json]);
+    },
+
+    /**
+     * Deletes the counts of minutes before `cutoff`; returns how many rows went, or null when
+     * `advisoryLock` is set and another instance is pruning (PostgreSQL: the lock is the
+     * transaction's, so a crashed pruner never leaves it held).
+     */
+    async prune(cutoff: Date, options: { advisoryLock?: boolean } = {}): Promise<number | null> {
+      const prune = async (tx: Pick<Database, 'execute'>) => {
+        const rows = rowsOf<{ n: number }>(
+          await tx.execute(sql`
+            with gone as (
+              delete from verification_stats where minute < ${cutoff.toISOString()}::timestamptz
+              returning 1
+            ) select count(*)::int as n from gone`),
+        );
+        return rows[0]?.n ?? 0;
+      };
+      if (!options.advisoryLock) return prune(db);
+      return db.transaction(async (tx) => {
+        const locked = rowsOf<{ locked: boolean }>(
+          await tx.execute(sql`select pg_try_advisory_xact_lock(${PRUNE_LOCK_ID}) as locked`),
+        );
+        return locked[0]?.locked ? prune(tx) : null;
+      });
+    },
+
+    /**
+     * The counts of the minutes from `since` (its minute included) to `until`, summed by the
+     * `by` dimension, outcome and reason: by value (unknown last), outcome, then largest first.
+     */
+    async totals(query: StatsQuery): Promise<StatsTotal[]> {
+      const filters: SQL[] = [
+        sql`minute >= date_trunc('minute', ${query.since.toISOString()}::timestamptz)`,
+        sql`minute <= ${query.until.toISOString()}::timestamptz`,
+      ];
+      if (query.app !== undefined) filters.push(sql`app = ${query.app}`);
+      if (query.apiKeyId !== undefined) filters.push(sql`api_key_id = ${query.apiKeyId}`);
+      if (query.service !== undefined) filters.push(sql`service = ${query.service}`);
+      const column = COLUMN[query.by];
+      const rows = rowsOf<{ value: string; outcome: StatsOutcome; reason: string; n: string }>(
+        await db.execute(sql`
+          select ${column} as value, outcome, reason, sum(count)::text as n
+          from verification_stats
+          where ${sql.join(filters, sql` and `)}
+          group by 1, 2, 3
+          order by ${column} = '', ${column} collate "C", outcome, sum(count) desc,
+                   reason collate "C"`),
+      );
+      return rows.map((r) => ({
+        value: r.value === '' ? null : r.value,
+        outcome: r.outcome,
+        reason: r.reason === '' ? null : r.reason,
+        count: Number(r.n),
+      }));
+    },
+  };
+}
+
+export type VerificationStatsRepository = ReturnType<typeof createVerificationStatsRepository>;

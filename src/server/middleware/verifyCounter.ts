@@ -1,0 +1,60 @@
+import { createMiddleware } from 'hono/factory';
+import type { AppEnv } from '../appEnv.js';
+import type { Metrics } from '../metrics.js';
+import type { CountedVerify, StatsRecorder } from '../statsRecorder.js';
+
+/** The app name counted for apps that are not allowlisted (bounded labels and rows). */
+export const OTHER_APP = 'other';
+
+/**
+ * Counts each answered verify, after the answer is made (whatever threw on the way): valid,
+ * observed (the `observed` reasons the handler set), rejected with its reason, or error (5xx).
+ * Only a map in memory is touched here; the statistics reach the database in the background.
+ * A 4xx (bad body, refused key) is not a verification and is not counted.
+ */
+export const verifyCounter = (opts: {
+  stats?: Pick<StatsRecorder, 'record'> | undefined;
+  metrics: Pick<Metrics, 'observeVerification'>;
+  /** whether an app ID or package is allowlisted; without it every app of a failure is `other` */
+  allowlisted?: ((app: string) => boolean) | undefined;
+}) =>
+  createMiddleware<AppEnv>(async (c, next) => {
+    try {
+      await next();
+    } finally {
+      const status = c.res.status;
+      const log = c.get('log');
+      let result: CountedVerify['result'] | undefined;
+      if (status >= 500) result = { outcome: 'error' };
+      else if (log.isValid === true)
+        result = { outcome: 'valid', observed: c.get('observed') ?? [] };
+      else if (log.isValid === false && log.reason)
+        result = { outcome: 'rejected', reason: log.reason };
+      if (result) {
+        const named = log.appId ?? log.packageName;
+        // a valid verify proves its app allowlisted; any other app id is the client's to choose,
+        // and one row or label per value would let a client grow them without limit
+        const app =
+          named === undefined
+            ? undefined
+            : result.outcome === 'valid' || opts.allowlisted?.(named) === true
+              ? named
+              : OTHER_APP;
+        // only an authenticated key id: a refused request's claimed id is the client's text
+        const apiKeyId = c.get('keyId') ?? '';
+        const counted: CountedVerify = {
+          apiKeyId,
+          mode: apiKeyId ? c.get('mode') : '',
+          service: log.service,
+          app,
+          result,
+        };
+        opts.stats?.record(counted);
+        const reason = result.outcome === 'rejected' ? result.reason : '';
+        opts.metrics.observeVerification(log.service ?? '', app ?? '', result.outcome, reason);
+        if (result.outcome === 'valid')
+          for (const observed of new Set(result.observed))
+            opts.metrics.observeVerification(log.service ?? '', app ?? '', 'observed', observed);
+      }
+    }
+  });

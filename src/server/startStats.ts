@@ -1,0 +1,85 @@
+import type { Logger } from 'pino';
+import { DEFAULT_STATS_RETENTION_SECONDS, type Config } from '../config.js';
+import type { AllowlistReader } from '../core/types.js';
+import type { DatabaseHandle } from '../db/client.js';
+import { createVerificationStatsRepository } from '../db/verificationStats.js';
+import { describeFault } from './app.js';
+import { allowlistedIds } from './allowlistedIds.js';
+import { createStatsRecorder, type StatsRecorder } from './statsRecorder.js';
+
+export interface StatsOptions {
+  /** how often counts are written (default 10 s); tests shorten it */
+  statsFlushIntervalMs?: number;
+  /** how often old counts are deleted (default 10 min) */
+  statsPruneIntervalMs?: number;
+  /** told after each write of counts that succeeded */
+  onStatsFlush?: (rows: number) => void;
+  /** rows held while the database cannot take them (default 20,000); tests lower it */
+  statsMaxPendingRows?: number;
+  /** the clock that places counts in minutes (tests) */
+  statsNow?: () => number;
+}
+
+/**
+ * The verification statistics of one instance (`attest stats`): the recorder the verify route
+ * counts into (null with ATTEST_STATS=off; its schedule begins with `start()` once the server
+ * listens), and the allowlisted ids that bound the app names counted.
+ */
+export async function startStats(
+  database: DatabaseHandle,
+  config: Config,
+  logger: Logger,
+  allowlist: Pick<AllowlistReader, 'appleApps' | 'androidPackages'>,
+  options: StatsOptions & { propagationMs: number },
+): Promise<{ recorder: StatsRecorder | null; allowlisted: ReturnType<typeof allowlistedIds> }> {
+  const allowlisted = allowlistedIds(allowlist, {
+    ttlMs: options.propagationMs,
+    onError: (err) =>
+      logger.warn({ err: describeFault(err) }, 'could not read the allowlist for statistics'),
+  });
+  await allowlisted.refresh();
+  if (config.stats === false) return { recorder: null, allowlisted };
+  const repo = createVerificationStatsRepository(database.db);
+  let failing = false;
+  const recorder = createStatsRecorder({
+    write: (rows) => repo.add(rows),
+    // one instance at a time on PostgreSQL: the others skip that round
+    prune: (cutoff) => repo.prune(cutoff, { advisoryLock: database.kind === 'postgres' }),
+    retentionSeconds: config.statsRetentionSeconds ?? DEFAULT_STATS_RETENTION_SECONDS,
+    ...(options.statsFlushIntervalMs !== undefined
+      ? { flushIntervalMs: options.statsFlushIntervalMs }
+      : {}),
+    ...(options.statsNow ? { now: options.statsNow } : {}),
+    ...(options.statsMaxPendingRows !== undefined
+      ? { maxPendingRows: options.statsMaxPendingRows }
+      : {}),
+    ...(options.statsPruneIntervalMs !== undefined
+      ? { pruneIntervalMs: options.statsPruneIntervalMs }
+      : {}),
+    onError: (err, pendingRows) => {
+      // once per outage, not every 10 s
+      if (!failing)
+        logger.warn(
+          { err: describeFault(err), pendingRows },
+          'could not write verification statistics: they are kept in memory and retried',
+        );
+      failing = true;
+    },
+    onDropped: ({ counts, rows, minutes }) =>
+      logger.warn(
+        { droppedCounts: counts, droppedRows: rows, droppedMinutes: minutes },
+        `dropped ${counts} verification counts (the oldest ${minutes} minute(s)) that could not be written to the database`,
+      ),
+    onFlush: (rows) => {
+      if (failing) logger.info('verification statistics are written again');
+      failing = false;
+      options.onStatsFlush?.(rows);
+    },
+    onPruneError: (err) =>
+      logger.warn({ err: describeFault(err) }, 'could not delete old verification statistics'),
+    onPruned: (deleted) => {
+      if (deleted > 0) logger.info({ deleted }, 'old verification statistics deleted');
+    },
+  });
+  return { recorder, allowlisted };
+}

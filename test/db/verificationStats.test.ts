@@ -1,0 +1,186 @@
+import { sql } from 'drizzle-orm';
+import { describe, expect, it } from 'vitest';
+import type { StatsRow } from '../../src/db/statsDimensions.js';
+import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
+import { createStatsRecorder, type CountedVerify } from '../../src/server/statsRecorder.js';
+import { backends, useDatabase } from '../support/databases.js';
+
+const MINUTE = Date.parse('2026-11-27T12:00:00.000Z');
+const APP = 'ABCDE12345.com.example.bank';
+const PKG = 'com.example.game';
+
+const row = (over: Partial<StatsRow>): StatsRow => ({
+  minute: new Date(MINUTE),
+  apiKeyId: 'key0000000000001',
+  mode: 'live',
+  service: 'apple',
+  app: APP,
+  outcome: 'valid',
+  reason: '',
+  count: 1,
+  ...over,
+});
+
+const window = { since: new Date(MINUTE - 3600_000), until: new Date(MINUTE + 3600_000) };
+
+describe.each(backends())('verification statistics on $name', (backend) => {
+  const db = useDatabase(backend);
+  const repo = () => createVerificationStatsRepository(db.db);
+
+  it('adds counts to the stored ones (the same key twice sums) and sums them by app, outcome and reason', async () => {
+    await repo().add([
+      row({ count: 3 }),
+      row({ outcome: 'rejected', reason: 'apple_counter_replay', count: 2 }),
+    ]);
+    await repo().add([
+      row({ count: 4 }),
+      row({ minute: new Date(MINUTE + 60_000), count: 1 }),
+      row({ outcome: 'observed', reason: 'apple_risk_exceeded', count: 1 }),
+      row({ service: 'gms', app: PKG, outcome: 'rejected', reason: 'gms_play_protect', count: 5 }),
+      row({ app: '', service: '', outcome: 'error', count: 1 }),
+    ]);
+    const totals = await repo().totals({ ...window, by: 'app' });
+    expect(totals).toEqual([
+      { value: APP, outcome: 'observed', reason: 'apple_risk_exceeded', count: 1 },
+      { value: APP, outcome: 'rejected', reason: 'apple_counter_replay', count: 2 },
+      { value: APP, outcome: 'valid', reason: null, count: 8 },
+      { value: PKG, outcome: 'rejected', reason: 'gms_play_protect', count: 5 },
+      { value: null, outcome: 'error', reason: null, count: 1 },
+    ]);
+  });
+
+  it('--by key, service, reason and minute; filters by app, key and service; the window bounds the minutes', async () => {
+    await repo().add([
+      row({ count: 2 }),
+      row({ apiKeyId: 'key0000000000002', count: 3 }),
+      row({ service: 'gms', app: PKG, minute: new Date(MINUTE + 120_000), count: 7 }),
+      // outside the window
+      row({ minute: new Date(MINUTE - 7200_000), count: 100 }),
+    ]);
+    const sum = (t: { count: number }[]) => t.reduce((n, x) => n + x.count, 0);
+    expect(await repo().totals({ ...window, by: 'key' })).toEqual([
+      { value: 'key0000000000001', outcome: 'valid', reason: null, count: 9 },
+      { value: 'key0000000000002', outcome: 'valid', reason: null, count: 3 },
+    ]);
+    expect(await repo().totals({ ...window, by: 'service' })).toEqual([
+      { value: 'apple', outcome: 'valid', reason: null, count: 5 },
+      { value: 'gms', outcome: 'valid', reason: null, count: 7 },
+    ]);
+    expect(await repo().totals({ ...window, by: 'minute' })).toEqual([
+      { value: '2026-11-27T12:00:00Z', outcome: 'valid', reason: null, count: 5 },
+      { value: '2026-11-27T12:02:00Z', outcome: 'valid', reason: null, count: 7 },
+    ]);
+    expect(await repo().totals({ ...window, by: 'reason' })).toEqual([
+      { value: null, outcome: 'valid', reason: null, count: 12 },
+    ]);
+    expect(sum(await repo().totals({ ...window, by: 'app', app: PKG }))).toBe(7);
+    expect(sum(await repo().totals({ ...window, by: 'app', apiKeyId: 'key0000000000002' }))).toBe(
+      3,
+    );
+    expect(sum(await repo().totals({ ...window, by: 'app', service: 'apple' }))).toBe(5);
+    // the minute of `since` counts whole: 12:00:30 still takes the 12:00 row
+    expect(
+      sum(
+        await repo().totals({
+          since: new Date(MINUTE + 30_000),
+          until: new Date(MINUTE + 60_000),
+          by: 'app',
+        }),
+      ),
+    ).toBe(5);
+    expect(
+      sum(await repo().totals({ ...window, since: new Date(MINUTE - 8000_000), by: 'app' })),
+    ).toBe(112);
+  });
+
+  it('retention: prune deletes the minutes before the cutoff only', async () => {
+    await repo().add([
+      row({ minute: new Date(MINUTE - 40 * 86_400_000), count: 1 }),
+      row({ minute: new Date(MINUTE - 86_400_000), count: 2 }),
+      row({ count: 3 }),
+    ]);
+    expect(await repo().prune(new Date(MINUTE - 35 * 86_400_000))).toBe(1);
+    expect(await repo().prune(new Date(MINUTE - 35 * 86_400_000))).toBe(0);
+    if (backend.name === 'postgres') {
+      await repo().add([row({ minute: new Date(MINUTE - 40 * 86_400_000), count: 1 })]);
+      const cutoff = new Date(MINUTE - 35 * 86_400_000);
+      expect(await repo().prune(cutoff, { advisoryLock: true })).toBe(1);
+      // another instance holds the prune lock: this one skips the round
+      await db.db.transaction(async (tx) => {
+        await tx.execute(sql`select pg_advisory_xact_lock(${0x76737470})`);
+        expect(await repo().prune(cutoff, { advisoryLock: true })).toBeNull();
+      });
+    }
+    const all = await repo().totals({
+      since: new Date(MINUTE - 50 * 86_400_000),
+      until: new Date(MINUTE),
+      by: 'app',
+    });
+    expect(all.map((t) => t.count)).toEqual([5]);
+  });
+
+  it('two instances (two recorders on one database) add up, also when they write the same rows at once', async () => {
+    const events: string[] = [];
+    const recorder = (name: string) =>
+      createStatsRecorder({
+        write: (rows) => repo().add(rows),
+        retentionSeconds: 3600,
+        now: () => MINUTE + 5000,
+        onFlush: () => events.push(name),
+      });
+    const a = recorder('a');
+    const b = recorder('b');
+    const verify = (result: CountedVerify['result'], app = APP): CountedVerify => ({
+      apiKeyId: 'key0000000000001',
+      mode: 'live',
+      service: 'apple',
+      app,
+      result,
+    });
+    for (let i = 0; i < 50; i++) {
+      // the same keys on both, in opposite orders: one statement each, no deadlock
+      a.record(verify({ outcome: 'valid', observed: [] }, `app${i}`));
+      b.record(verify({ outcome: 'valid', observed: [] }, `app${49 - i}`));
+    }
+    a.record(verify({ outcome: 'rejected', reason: 'apple_counter_replay' }));
+    b.record(verify({ outcome: 'valid', observed: ['apple_risk_exceeded'] }));
+    await Promise.all([a.flush(), b.flush()]);
+    expect(events.sort()).toEqual(['a', 'b']);
+    const totals = await repo().totals({ ...window, by: 'app' });
+    expect(totals.filter((t) => t.value?.startsWith('app')).map((t) => t.count)).toEqual(
+      Array(50).fill(2),
+    );
+    expect(totals.filter((t) => t.value === APP)).toEqual([
+      { value: APP, outcome: 'observed', reason: 'apple_risk_exceeded', count: 1 },
+      { value: APP, outcome: 'rejected', reason: 'apple_counter_replay', count: 1 },
+      { value: APP, outcome: 'valid', reason: null, count: 1 },
+    ]);
+  });
+
+  it('the database down: the recorder keeps its counts and the flush after it writes them once', async () => {
+    let down = true;
+    const errors: unknown[] = [];
+    const recorder = createStatsRecorder({
+      write: (rows) => (down ? Promise.reject(new Error('connection refused')) : repo().add(rows)),
+      retentionSeconds: 3600,
+      now: () => MINUTE,
+      onError: (err) => errors.push(err),
+    });
+    recorder.record({
+      apiKeyId: 'key0000000000001',
+      mode: 'test',
+      service: 'gms',
+      app: PKG,
+      result: { outcome: 'error' },
+    });
+    await recorder.flush();
+    await recorder.flush();
+    expect(errors).toHaveLength(2);
+    down = false;
+    await recorder.flush();
+    await recorder.flush();
+    expect(await repo().totals({ ...window, by: 'app' })).toEqual([
+      { value: PKG, outcome: 'error', reason: null, count: 1 },
+    ]);
+  });
+});
