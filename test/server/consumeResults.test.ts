@@ -184,6 +184,29 @@ describe.each(backends())('consuming result tokens on $name', (backend) => {
     });
   });
 
+  it('a re-encoded token (the other valid ECDSA signature, s to n - s) is the same result: the verified jti is recorded, not the bytes', async () => {
+    const good = await mint(live);
+    const [h, p, s] = good.split('.') as [string, string, string];
+    const sig = Buffer.from(s, 'base64url');
+    const n = BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551');
+    const other = n - BigInt(`0x${sig.subarray(32).toString('hex')}`);
+    const twin = `${h}.${p}.${Buffer.concat([
+      sig.subarray(0, 32),
+      Buffer.from(other.toString(16).padStart(64, '0'), 'hex'),
+    ]).toString('base64url')}`;
+    expect(twin).not.toBe(good);
+    const first = JSON.parse((await consumed(service.app, liveKey.key, twin)).text);
+    expect(first).toMatchObject({ valid: true, alreadyConsumed: false });
+    expect(JSON.parse((await consumed(service.app, liveKey.key, good)).text)).toMatchObject({
+      valid: true,
+      alreadyConsumed: true,
+    });
+    const rows = rowsOf<{ jti: string }>(
+      await db.db.execute(sql`select jti from consumed_results`),
+    );
+    expect(rows.map((r) => r.jti)).toEqual([decodeJwt(good).jti]);
+  });
+
   it('a test token with a live key, and a live token with a test key, are valid false and used up by neither', async () => {
     const testToken = await mint(test);
     const liveToken = await mint(live);
