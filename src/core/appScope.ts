@@ -23,7 +23,8 @@ export function keyAllowsApp(scope: AppScope | undefined, appOrPackage: string):
  * The scope check of the platform verifiers: throws `app_not_in_key_scope` when the key's scope
  * leaves out `appOrPackage`. Verifiers call it where the token's app is proven by signed bytes
  * (and allowlisted), before any policy rule and before any state change (key registration,
- * counter), so a token refused for its scope changes nothing.
+ * counter), so a token refused for its scope changes nothing. The one call on a claimed app is a
+ * standard Play Integrity token's package, before Google decodes it on that package's quota.
  */
 export function checkAppScope(
   scope: AppScope | undefined,

@@ -398,7 +398,9 @@ export const OPENAPI_DOCUMENT = {
           '401': { description: 'X-Api-Key missing or empty' },
           '403': { description: 'Key invalid, unknown, revoked or expired' },
           '404': err('The deployment signs no result tokens (statusCode 268505089)'),
-          '500': err('Unexpected failure (statusCode 268505088)'),
+          '500': err(
+            'The database unreachable or slow (with Retry-After while it is known to be down), or an unexpected failure: whether the jti was recorded is unknown, so a later consume may answer alreadyConsumed true; act on neither (statusCode 268505088)',
+          ),
           '503': err('Too many new API keys being checked at once; retry (statusCode 268505088)'),
         },
       },

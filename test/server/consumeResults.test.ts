@@ -11,7 +11,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
 import { createConsumedResultRepository } from '../../src/db/consumedResults.js';
 import { createResultKeyRepository } from '../../src/db/resultKeys.js';
-import { STATUS_INVALID_REQUEST } from '../../src/server/app.js';
+import { DatabaseUnavailableError } from '../../src/db/errors.js';
+import { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST } from '../../src/server/app.js';
 import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { startSessionPruner, type PruneRun } from '../../src/server/sessionPruner.js';
 import { CONSUMED_RESULT_RETENTION_SECONDS } from '../../src/server/consumedResultPruner.js';
@@ -184,6 +185,29 @@ describe.each(backends())('consuming result tokens on $name', (backend) => {
     });
   });
 
+  it('a re-encoded token (the other valid ECDSA signature, s to n - s) is the same result: the verified jti is recorded, not the bytes', async () => {
+    const good = await mint(live);
+    const [h, p, s] = good.split('.') as [string, string, string];
+    const sig = Buffer.from(s, 'base64url');
+    const n = BigInt('0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551');
+    const other = n - BigInt(`0x${sig.subarray(32).toString('hex')}`);
+    const twin = `${h}.${p}.${Buffer.concat([
+      sig.subarray(0, 32),
+      Buffer.from(other.toString(16).padStart(64, '0'), 'hex'),
+    ]).toString('base64url')}`;
+    expect(twin).not.toBe(good);
+    const first = JSON.parse((await consumed(service.app, liveKey.key, twin)).text);
+    expect(first).toMatchObject({ valid: true, alreadyConsumed: false });
+    expect(JSON.parse((await consumed(service.app, liveKey.key, good)).text)).toMatchObject({
+      valid: true,
+      alreadyConsumed: true,
+    });
+    const rows = rowsOf<{ jti: string }>(
+      await db.db.execute(sql`select jti from consumed_results`),
+    );
+    expect(rows.map((r) => r.jti)).toEqual([decodeJwt(good).jti]);
+  });
+
   it('a test token with a live key, and a live token with a test key, are valid false and used up by neither', async () => {
     const testToken = await mint(test);
     const liveToken = await mint(live);
@@ -289,6 +313,52 @@ describe.each(backends())('consuming result tokens on $name', (backend) => {
     expect(await repo.pruneBatch(cutoff, 3)).toBe(2);
     expect(await repo.pruneBatch(cutoff, 3)).toBe(0);
     expect(await repo.record('fresh', now + 300, 'k')).toBe(false);
+  });
+
+  it('a consume whose INSERT fails answers 500 and uses nothing up: the retry is the first consume', async () => {
+    const t = await mint(live);
+    await db.db.execute(sql`alter table consumed_results rename to consumed_results_away`);
+    try {
+      const res = await consume(service.app, liveKey.key, { resultToken: t });
+      expect(res.status).toBe(500);
+      expect(await res.json()).toEqual({
+        statusCode: STATUS_INTERNAL_ERROR,
+        errorMessage: 'Internal error',
+      });
+      expect(service.logs.last()).toMatchObject({ status: 500 });
+      expect(service.logs.last().alreadyConsumed).toBeUndefined();
+      // the fault's log line keeps the driver's message, never the statement's parameters
+      for (const part of t.split('.')) expect(service.logs.raw.join('\n')).not.toContain(part);
+    } finally {
+      await db.db.execute(sql`alter table consumed_results_away rename to consumed_results`);
+    }
+    expect(JSON.parse((await consumed(service.app, liveKey.key, t)).text)).toMatchObject({
+      valid: true,
+      alreadyConsumed: false,
+    });
+  });
+
+  it('while the database is known to be down a consume answers 500 at once with Retry-After', async () => {
+    const t = await mint(live);
+    const down = createTestService(db, {
+      resultTokens: live,
+      breaker: {
+        isOpen: () => true,
+        check: () => {
+          throw new DatabaseUnavailableError('the database cannot be reached');
+        },
+        failed: () => {},
+        suspect: () => {},
+        onOpen: () => () => {},
+      },
+    });
+    const res = await consume(down.app, liveKey.key, { resultToken: t });
+    expect(res.status).toBe(500);
+    expect(res.headers.get('Retry-After')).toBe('1');
+    expect(((await res.json()) as { statusCode: number }).statusCode).toBe(STATUS_INTERNAL_ERROR);
+    expect(JSON.parse((await consumed(service.app, liveKey.key, t)).text)).toMatchObject({
+      alreadyConsumed: false,
+    });
   });
 
   it('malformed bodies are 400 with statusCode 268505089, and say what is wrong', async () => {

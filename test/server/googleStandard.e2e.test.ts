@@ -286,6 +286,21 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
       expect(fake.counts).toEqual({ token: 0, decode: 0 });
     });
 
+    it("a key scoped to other apps: app_not_in_key_scope, Google never asked (no decode on this package's quota)", async () => {
+      key = (await issueKey(db, { apps: ['com.example.other'] })).key;
+      const res = await run();
+      expect(await res.json()).toEqual({ isValid: false, statusCode: 0 });
+      expect(service.logs.last()).toMatchObject({
+        reason: 'app_not_in_key_scope',
+        packageName: TEST_PACKAGE,
+      });
+      expect(fake.counts).toEqual({ token: 0, decode: 0 });
+      // scoped to this package, the same request is decoded and valid
+      key = (await issueKey(db, { apps: [TEST_PACKAGE] })).key;
+      expect(await (await run()).json()).toMatchObject({ isValid: true });
+      expect(fake.counts.decode).toBe(1);
+    });
+
     it('the package policy on the newer verdicts, stored in the database, applies', async () => {
       await createAllowlistRepository(db.db, TEST_SECRETS).addAndroid(TEST_PACKAGE, null, {
         requireLicensed: true,

@@ -120,6 +120,10 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         `package ${quote(packageName)} is not on the Android allowlist`,
       );
     const { minVerdict, maxAgeSeconds } = policySettings(policy);
+    // a standard token's package is only claimed until Google decodes it, but the decode spends
+    // that package's quota under its service account: a key scoped to other apps stops here
+    // (check 6 holds Google's answer to this same package, so nothing it would accept is refused)
+    if (standard) checkAppScope(ctx.appScope, packageName, 'package');
     trace.observe(policy.observe ?? []);
     trace.pass(
       'gms.package',

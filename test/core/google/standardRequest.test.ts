@@ -13,6 +13,7 @@ import {
 import { VERDICT_CHECKS } from '../../../src/core/google/verdictPolicy.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../src/core/types.js';
+import { TraceRecorder } from '../../../src/core/trace.js';
 import { createTestServiceAccount, type TestServiceAccount } from '../../support/fakeGoogle.js';
 import {
   TEST_PACKAGE,
@@ -203,6 +204,30 @@ describe('configuration and decoder outcomes', () => {
 
   it('without a decoder a standard token is a fault', async () => {
     await expect(setup({}, false).run()).rejects.toThrow(/decoder/);
+  });
+
+  it("a key scoped to other packages is refused before Google is asked: no decode under another package's service account", async () => {
+    const { verifier, google } = setup();
+    const token = google.issue(standardPayload({ nonce, now: NOW }));
+    const trace = new TraceRecorder();
+    await expect(
+      verifier.verify(standardEvidence(token), {
+        nonce,
+        now: NOW,
+        trace,
+        appScope: ['com.example.other'],
+      }),
+    ).rejects.toMatchObject({ reason: 'app_not_in_key_scope' });
+    expect(google.calls).toEqual([]);
+    // a key scoped to the package is decoded and accepted as before
+    const details = await verifier.verify(standardEvidence(token), {
+      nonce,
+      now: NOW,
+      trace: new TraceRecorder(),
+      appScope: [TEST_PACKAGE],
+    });
+    expect(details.service).toBe('gms');
+    expect(google.calls).toHaveLength(1);
   });
 });
 
