@@ -52,6 +52,7 @@ export const REJECT_REASONS = [
   'android_signature_invalid',
   'android_key_registered',
   'android_key_unknown',
+  'device_rate_exceeded',
 ] as const;
 
 export type RejectReason = (typeof REJECT_REASONS)[number];

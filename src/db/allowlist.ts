@@ -20,7 +20,12 @@ import {
   type PairRow,
   type TestKeyPair,
 } from './androidPackageRows.js';
-import { appleAppOf, type AppleAppRow, type ApplePolicyInput } from './appleAppRows.js';
+import {
+  appleAppOf,
+  deviceLimitOf,
+  type AppleAppRow,
+  type ApplePolicyInput,
+} from './appleAppRows.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
 import { rowsOf, type Database } from './client.js';
@@ -131,22 +136,26 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const set = <T>(v: T | undefined) => (v === undefined ? null : v);
       const categories =
         p.validationCategories === undefined ? null : textArray(p.validationCategories);
+      const limit = p.maxVerifiesPerDevice ?? null;
       const rows = rowsOf<{ inserted: boolean; changed: boolean; audit: unknown } & AppleAppRow>(
         await db.execute(sql`
           with b as (select ${auditSummary('apple_apps', sql`x`)} as summary from apple_apps x where app_id = ${appId}),
           u as (
             insert into apple_apps (app_id, env, require_receipt, max_risk_metric, validation_categories,
-              min_bundle_version, allow_missing_validation_category)
+              min_bundle_version, allow_missing_validation_category, max_verifies_per_device, device_window_seconds)
             values (${appId}, coalesce(${given}::text, 'production'), coalesce(${set(p.requireReceipt)}::boolean, false),
               ${set(p.maxRiskMetric)}::integer, coalesce(${categories ?? sql`null`}::text[], '{}'::text[]),
-              ${set(p.minBundleVersion)}::text, coalesce(${set(p.allowMissingValidationCategory)}::boolean, false))
+              ${set(p.minBundleVersion)}::text, coalesce(${set(p.allowMissingValidationCategory)}::boolean, false),
+              ${limit?.max ?? null}::integer, ${limit?.periodSeconds ?? null}::integer)
             on conflict (app_id) do update set
               env = coalesce(${given}::text, apple_apps.env),
               require_receipt = coalesce(${set(p.requireReceipt)}::boolean, apple_apps.require_receipt),
               max_risk_metric = case when ${p.maxRiskMetric !== undefined} then ${set(p.maxRiskMetric)}::integer else apple_apps.max_risk_metric end,
               validation_categories = coalesce(${categories ?? sql`null`}::text[], apple_apps.validation_categories),
               min_bundle_version = case when ${p.minBundleVersion !== undefined} then ${set(p.minBundleVersion)}::text else apple_apps.min_bundle_version end,
-              allow_missing_validation_category = coalesce(${set(p.allowMissingValidationCategory)}::boolean, apple_apps.allow_missing_validation_category)
+              allow_missing_validation_category = coalesce(${set(p.allowMissingValidationCategory)}::boolean, apple_apps.allow_missing_validation_category),
+              max_verifies_per_device = case when ${p.maxVerifiesPerDevice !== undefined} then ${limit?.max ?? null}::integer else apple_apps.max_verifies_per_device end,
+              device_window_seconds = case when ${p.maxVerifiesPerDevice !== undefined} then ${limit?.periodSeconds ?? null}::integer else apple_apps.device_window_seconds end
             returning *, (xmax = 0) as inserted
           ),
           a as (
@@ -159,7 +168,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             from a where a.inserted or a.before is distinct from a.after`,
           )}
           select u.inserted, (a.inserted or a.before is distinct from a.after) as changed, u.app_id, u.env, u.require_receipt, u.max_risk_metric, u.validation_categories,
-            u.min_bundle_version, u.allow_missing_validation_category, ${auditColumn(auditor)} as audit from u, a`),
+            u.min_bundle_version, u.allow_missing_validation_category, u.max_verifies_per_device, u.device_window_seconds,
+            ${auditColumn(auditor)} as audit from u, a`),
       );
       logAudit(auditor, rows[0]!.audit);
       const stored = appleAppOf(rows[0]!);
@@ -202,7 +212,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const rows = rowsOf<AppleAppRow>(
         await db.execute(
           sql`select app_id, env, require_receipt, max_risk_metric, validation_categories, min_bundle_version,
-                allow_missing_validation_category from apple_apps order by app_id`,
+                allow_missing_validation_category, max_verifies_per_device, device_window_seconds
+              from apple_apps order by app_id`,
         ),
       );
       return rows.map(appleAppOf);
@@ -261,7 +272,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
                                           require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity,
                                           service_account, service_account_key_id, service_account_fingerprint,
-                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months)
+                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months,
+                                          max_verifies_per_device, device_window_seconds)
             values (${packageName},
                     ${textArray(digests)},
                     ${policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict},
@@ -278,7 +290,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                     ${policy.minSecurityLevel ?? DEFAULT_ANDROID_POLICY.minSecurityLevel},
                     ${policy.allowUnlocked ?? DEFAULT_ANDROID_POLICY.allowUnlocked},
                     ${textArray(bootKeys)},
-                    ${policy.maxPatchAgeMonths ?? DEFAULT_ANDROID_POLICY.maxPatchAgeMonths})
+                    ${policy.maxPatchAgeMonths ?? DEFAULT_ANDROID_POLICY.maxPatchAgeMonths},
+                    ${policy.maxVerifiesPerDevice?.max ?? null}::integer,
+                    ${policy.maxVerifiesPerDevice?.periodSeconds ?? null}::integer)
             on conflict (package_name) do update set
               certificate_digests = ${keep(digests !== undefined, 'certificate_digests')},
               min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
@@ -295,7 +309,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               min_security_level = ${keep(policy.minSecurityLevel !== undefined, 'min_security_level')},
               allow_unlocked = ${keep(policy.allowUnlocked !== undefined, 'allow_unlocked')},
               boot_keys = ${keep(bootKeys !== undefined, 'boot_keys')},
-              max_patch_age_months = ${keep(policy.maxPatchAgeMonths !== undefined, 'max_patch_age_months')}
+              max_patch_age_months = ${keep(policy.maxPatchAgeMonths !== undefined, 'max_patch_age_months')},
+              max_verifies_per_device = ${keep(policy.maxVerifiesPerDevice !== undefined, 'max_verifies_per_device')},
+              device_window_seconds = ${keep(policy.maxVerifiesPerDevice !== undefined, 'device_window_seconds')}
             returning *, (xmax = 0) as inserted
           ), pair as (
             ${
@@ -423,7 +439,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         await db.execute(sql`
           select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
                  require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, service_account, service_account_key_id,
-                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months
+                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months,
+                 max_verifies_per_device, device_window_seconds
           from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
@@ -457,6 +474,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         allowUnlocked: p.allow_unlocked,
         bootKeys: parseDigests(p.boot_keys),
         maxPatchAgeMonths: p.max_patch_age_months === null ? null : Number(p.max_patch_age_months),
+        maxVerifiesPerDevice: deviceLimitOf(p),
         serviceAccount:
           p.service_account === null
             ? null

@@ -1,6 +1,11 @@
 import { createHash, createPublicKey } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
-import type { DeviceActivityLevel, GoogleServiceAccount, MinVerdict } from '../core/types.js';
+import type {
+  DeviceActivityLevel,
+  DeviceLimit,
+  GoogleServiceAccount,
+  MinVerdict,
+} from '../core/types.js';
 import { auditSummary } from './auditedColumns.js';
 import { parseTextArray } from './textArray.js';
 
@@ -27,6 +32,8 @@ export interface AndroidPolicyInput {
   bootKeys?: Uint8Array[];
   /** `null` stops checking */
   maxPatchAgeMonths?: number | null;
+  /** android-key; `null` stops counting */
+  maxVerifiesPerDevice?: DeviceLimit | null;
 }
 
 /** A Play Integrity key pair as the Play Console gives it, with its fingerprint. */
@@ -54,6 +61,8 @@ export interface PackageRow {
   allow_unlocked: boolean;
   boot_keys: string[] | string | null;
   max_patch_age_months: number | null;
+  max_verifies_per_device: number | null;
+  device_window_seconds: number | null;
 }
 
 /** An `android_key_pairs` row as the driver returns it (the keys still sealed). */

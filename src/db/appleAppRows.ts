@@ -1,4 +1,4 @@
-import type { AppleAppPolicy, AppleEnvPolicy } from '../core/types.js';
+import type { AppleAppPolicy, AppleEnvPolicy, DeviceLimit } from '../core/types.js';
 import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an App Attest entry; undefined keeps the stored value. */
@@ -11,6 +11,8 @@ export interface ApplePolicyInput {
   /** `null` stops checking */
   minBundleVersion?: string | null;
   allowMissingValidationCategory?: boolean;
+  /** `null` stops counting */
+  maxVerifiesPerDevice?: DeviceLimit | null;
 }
 
 /** An `apple_apps` row as the driver returns it. */
@@ -22,6 +24,20 @@ export interface AppleAppRow {
   validation_categories: string[] | string | null;
   min_bundle_version: string | null;
   allow_missing_validation_category: boolean;
+  max_verifies_per_device: number | null;
+  device_window_seconds: number | null;
+}
+
+/** The `--max-verifies-per-device` of a row (apple_apps or android_packages); null = not counted. */
+export function deviceLimitOf(row: {
+  max_verifies_per_device: number | null;
+  device_window_seconds: number | null;
+}): DeviceLimit | null {
+  if (row.max_verifies_per_device === null || row.device_window_seconds === null) return null;
+  return {
+    max: Number(row.max_verifies_per_device),
+    periodSeconds: Number(row.device_window_seconds),
+  };
 }
 
 /** An App Attest entry from its row: every field, as the audit trail records it before and after a change. */
@@ -34,5 +50,6 @@ export function appleAppOf(row: AppleAppRow): AppleAppPolicy {
     validationCategories: parseTextArray(row.validation_categories),
     minBundleVersion: row.min_bundle_version,
     allowMissingValidationCategory: row.allow_missing_validation_category,
+    maxVerifiesPerDevice: deviceLimitOf(row),
   };
 }

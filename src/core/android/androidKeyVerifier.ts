@@ -11,6 +11,7 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import { encodeBase64 } from '../base64.js';
+import { checkDeviceVelocity, type PolicyOutcome } from '../deviceVelocity.js';
 import { isBytes, isMap } from '../cbor.js';
 import type { CheckId } from '../checkTitles.js';
 import { LruCache } from '../lruCache.js';
@@ -20,6 +21,8 @@ import type {
   AllowlistReader,
   AndroidKeyRecord,
   AndroidKeyStore,
+  AndroidPackagePolicy,
+  DeviceVelocityStore,
   KeyMode,
   PlatformContext,
   PlatformDetails,
@@ -40,6 +43,12 @@ import type { AndroidRootKey } from './trustRoots.js';
 
 export type AndroidKeyShape = 'registration' | 'assertion';
 
+/** A key whose checks all passed, with the package entry they were checked against. */
+interface Verified {
+  record: AndroidKeyRecord;
+  policy: AndroidPackagePolicy;
+}
+
 /** The ordered check ids of each shape (stable: `verify-file` prints them). */
 export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly CheckId[]>> = {
   registration: [
@@ -51,8 +60,9 @@ export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly Check
     'android.keyId',
     ...POLICY_CHECKS,
     'android.register',
+    'android.deviceVelocity',
   ],
-  assertion: ['android.shape', 'android.signature', ...POLICY_CHECKS],
+  assertion: ['android.shape', 'android.signature', ...POLICY_CHECKS, 'android.deviceVelocity'],
 };
 
 const KEY_ID_LENGTH = 32;
@@ -124,6 +134,8 @@ export interface AndroidKeyVerifierDeps {
   mode?: KeyMode;
   /** parsed public keys kept per key id, most recently used; default ANDROID_KEY_CACHE_SIZE */
   keyCacheSize?: number;
+  /** per-device verify counts, shared by every instance; needed once a package sets a limit */
+  velocity?: DeviceVelocityStore;
 }
 
 /**
@@ -238,7 +250,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     record: AndroidKeyRecord,
     evidence: AndroidKeyEvidence,
     ctx: PlatformContext,
-  ): Promise<PlatformDetails> {
+  ): Promise<Verified> {
     const { trace } = ctx;
     begin(ctx, 'assertion');
     describe(ctx, record);
@@ -262,18 +274,18 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
         `the key was registered for "${record.packageName}", not "${evidence.packageName}"`,
       );
     }
-    await checkKeyPolicy(record.packageName, storedFacts(record), {
+    const policy = await checkKeyPolicy(record.packageName, storedFacts(record), {
       allowlist,
       trace,
       now: ctx.now,
     });
-    return details(record);
+    return { record, policy };
   }
 
   async function registration(
     evidence: AndroidKeyEvidence,
     ctx: PlatformContext,
-  ): Promise<PlatformDetails> {
+  ): Promise<Verified> {
     const { trace } = ctx;
     begin(ctx, 'registration');
     const chain = evidence.certificateChain!;
@@ -368,7 +380,11 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     trace.pass('android.keyId', `keyId matches the leaf's ${supported.key.asymmetricKeyType} key`);
 
     const facts = attestedFacts(description);
-    await checkKeyPolicy(evidence.packageName, facts, { allowlist, trace, now: ctx.now });
+    const policy = await checkKeyPolicy(evidence.packageName, facts, {
+      allowlist,
+      trace,
+      now: ctx.now,
+    });
 
     const record: AndroidKeyRecord = {
       keyId: ownBytes(evidence.keyId),
@@ -396,10 +412,35 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       'android.register',
       `key registered for "${record.packageName}"${mode === 'test' ? ', for test API keys only' : ''}`,
     );
-    return details(record);
+    return { record, policy };
+  }
+
+  /**
+   * The policy step `android.deviceVelocity`: the verified key's verifies in its current window
+   * against the package's `--max-verifies-per-device`. Run once every other check has passed (the
+   * key registered), so that only valid verifies are counted.
+   */
+  function deviceVelocity(verified: Verified, ctx: PlatformContext): Promise<PolicyOutcome> {
+    return checkDeviceVelocity({
+      check: 'android.deviceVelocity',
+      service: 'android-key',
+      keyId: verified.record.keyId,
+      owner: verified.record.packageName,
+      limit: verified.policy.maxVerifiesPerDevice,
+      store: deps.velocity,
+      now: ctx.now,
+      trace: ctx.trace,
+    });
   }
 
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
+    const verified = await verifyKey(evidence, ctx);
+    const velocity = await deviceVelocity(verified, ctx);
+    if (!velocity.ok) throw new Rejection(velocity.reason, velocity.detail);
+    return details(verified.record);
+  }
+
+  async function verifyKey(evidence: unknown, ctx: PlatformContext): Promise<Verified> {
     const { trace } = ctx;
     trace.current('android.shape');
     const parsed = readAndroidKeyEvidence(evidence);

@@ -5,7 +5,8 @@
  * store with its compare-and-set operations (so two racing requests cannot both win).
  */
 import { createHash, createPublicKey, type KeyObject, type X509Certificate } from 'node:crypto';
-import { encodeBase64 } from '../base64.js';
+import { decodeBase64, encodeBase64 } from '../base64.js';
+import { checkDeviceVelocity, type PolicyOutcome } from '../deviceVelocity.js';
 import { ownBytes } from '../ownBytes.js';
 import { isBytes, isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
@@ -15,6 +16,7 @@ import type {
   AppleKeyRecord,
   AppleKeyStore,
   AppleTokenDetails,
+  DeviceVelocityStore,
   KeyMode,
   PlatformContext,
   PlatformDetails,
@@ -36,8 +38,8 @@ export type AppleTokenShape = NonNullable<VerifyFacts['shape']>;
 
 /** The ordered check ids of each shape (stable: `verify-file` prints them, the README lists them). */
 export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly CheckId[]>> = {
-  registration: ['apple.shape', ...ATTESTATION_CHECKS, 'apple.register'],
-  assertion: ['apple.shape', ...ASSERTION_CHECKS],
+  registration: ['apple.shape', ...ATTESTATION_CHECKS, 'apple.register', 'apple.deviceVelocity'],
+  assertion: ['apple.shape', ...ASSERTION_CHECKS, 'apple.deviceVelocity'],
   // the receipt (covered by no signature) is checked last, once the assertion has verified
   'attestation+assertion': [
     'apple.shape',
@@ -45,6 +47,7 @@ export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly CheckId[]>>
     ...ASSERTION_CHECKS,
     'apple.attestation.receipt',
     'apple.register',
+    'apple.deviceVelocity',
   ],
 };
 
@@ -87,6 +90,8 @@ export interface AppleVerifierDeps {
    * risk metric changes when the receipt is refreshed (default 60 s)
    */
   knownRowTtlMs?: number;
+  /** per-device verify counts, shared by every instance; needed once an app sets a limit */
+  velocity?: DeviceVelocityStore;
 }
 
 /** The `apple` evidence map of a token, checked for shape only. */
@@ -217,7 +222,37 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     };
   }
 
+  /**
+   * The policy step `apple.deviceVelocity`: the verified key's verifies in its current window
+   * against the app's `--max-verifies-per-device`. Run once every other check has passed (the
+   * counter is raised, the key registered), so that only valid verifies are counted.
+   */
+  async function deviceVelocity(
+    verified: AppleTokenDetails,
+    ctx: PlatformContext,
+  ): Promise<PolicyOutcome> {
+    const app = await allowlist.appleApp(verified.appId);
+    return checkDeviceVelocity({
+      check: 'apple.deviceVelocity',
+      service: 'apple',
+      keyId: decodeBase64(verified.keyIdentifier)!,
+      owner: verified.appId,
+      limit: app?.maxVerifiesPerDevice,
+      store: deps.velocity,
+      now: ctx.now,
+      trace: ctx.trace,
+    });
+  }
+
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
+    const result = await verifyKey(evidence, ctx);
+    if (result.service !== 'apple') throw new Error('the App Attest verifier made other details');
+    const velocity = await deviceVelocity(result.appleTokenDetails, ctx);
+    if (!velocity.ok) throw new Rejection(velocity.reason, velocity.detail);
+    return result;
+  }
+
+  async function verifyKey(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
     const { trace } = ctx;
 
     trace.current('apple.shape');

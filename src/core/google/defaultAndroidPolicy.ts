@@ -23,4 +23,5 @@ export const DEFAULT_ANDROID_POLICY = {
   allowUnlocked: false,
   bootKeys: [],
   maxPatchAgeMonths: null,
+  maxVerifiesPerDevice: null,
 } as const satisfies PolicyDefaults;
