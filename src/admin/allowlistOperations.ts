@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { formatCertificateDigest } from '../core/google/certificateDigest.js';
 import { isDeviceActivityLevel } from '../core/google/verdictPolicy.js';
+import { DEVICE_LIMIT_BOUNDS } from '../core/deviceVelocity.js';
 import type { DeviceActivityLevel } from '../core/types.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { AdminError } from './adminError.js';
@@ -12,6 +13,23 @@ export const ANDROID_PACKAGE = z
   .string()
   .regex(/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/);
 const PAIR_ID = z.string().regex(/^[0-9a-f]{16}$/);
+
+/** `--max-verifies-per-device N/PERIOD` (null removes it), within the bounds the CLI checks too. */
+const DEVICE_LIMIT = z
+  .strictObject({
+    max: z
+      .number()
+      .int()
+      .min(DEVICE_LIMIT_BOUNDS.maxVerifies.min)
+      .max(DEVICE_LIMIT_BOUNDS.maxVerifies.max),
+    periodSeconds: z
+      .number()
+      .int()
+      .min(DEVICE_LIMIT_BOUNDS.periodSeconds.min)
+      .max(DEVICE_LIMIT_BOUNDS.periodSeconds.max),
+  })
+  .nullable()
+  .optional();
 
 // apart (with no database behind it) for the CLI, which shows the id before it sends the pair
 export { keyPairId };
@@ -47,6 +65,7 @@ const androidPolicy = z.strictObject({
     .max(32)
     .optional(),
   maxPatchAgeMonths: z.number().int().min(1).max(240).nullable().optional(),
+  maxVerifiesPerDevice: DEVICE_LIMIT,
 });
 
 /** The allowlist's operations: add, list, find and remove App Attest apps and Android packages. */
@@ -62,6 +81,7 @@ export const ALLOWLIST_OPERATIONS = {
           validationCategories: z.array(z.string().max(32)).max(16).optional(),
           minBundleVersion: z.string().max(64).nullable().optional(),
           allowMissingValidationCategory: z.boolean().optional(),
+          maxVerifiesPerDevice: DEVICE_LIMIT,
         })
         .optional(),
     }),
@@ -132,6 +152,7 @@ export const ALLOWLIST_OPERATIONS = {
           allowUnlocked: p.allowUnlocked ?? false,
           bootKeys: (p.bootKeys ?? []).map((k) => Buffer.from(k).toString('hex')),
           maxPatchAgeMonths: p.maxPatchAgeMonths ?? null,
+          maxVerifiesPerDevice: p.maxVerifiesPerDevice ?? null,
         })),
       };
     },

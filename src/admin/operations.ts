@@ -23,6 +23,7 @@ import { AdminError } from './adminError.js';
 import { checkCredentialUpstreams } from './upstreamChecks.js';
 import { ALLOWLIST_OPERATIONS } from './allowlistOperations.js';
 import { DEV_OPERATIONS } from './devOperations.js';
+import { DEVICE_OPERATIONS } from './deviceOperations.js';
 import {
   auditorOf,
   bytes,
@@ -284,6 +285,7 @@ export const OPERATIONS = {
   }),
   ...ALLOWLIST_OPERATIONS,
   ...DEV_OPERATIONS,
+  ...DEVICE_OPERATIONS,
 } as const;
 
 export type OperationName = keyof typeof OPERATIONS;

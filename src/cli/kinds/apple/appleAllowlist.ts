@@ -7,6 +7,7 @@ import {
 import type { AppleAppPolicy, AppleEnvPolicy } from '../../../core/types.js';
 import type { ApplePolicyInput } from '../../../db/allowlist.js';
 import { auditorFor, withAdmin } from '../../context.js';
+import { addDeviceLimitOptions, deviceLimitOption, formatDeviceLimit } from '../../deviceLimit.js';
 import { usageError } from '../../errors.js';
 import { printJson } from '../../output.js';
 import { warnRiskMetricWithoutKey } from '../../commands/apple.js';
@@ -36,7 +37,7 @@ export const appleAllowlist: AllowlistKind = {
 
 /** `attest allowlist add apple`: allow an App Attest app ID with its policy. */
 function appleAllowCommand(): Command {
-  return new Command('apple')
+  const command = new Command('apple')
     .description('allow an App Attest app ID')
     .argument('<app-id>', 'TEAMID.bundle.id, e.g. ABCDE12345.com.example.app')
     .addOption(
@@ -72,11 +73,15 @@ function appleAllowCommand(): Command {
     .option(
       '--no-allow-missing-validation-category',
       'refuse tokens without the iOS 27 extensions when a rule above is set (the default)',
-    )
+    );
+  return addDeviceLimitOptions(
+    command,
+    'an App Attest key (its key id): its registration and every assertion count',
+  )
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any\n  $ attest allowlist add apple ABCDE12345.com.example.bank --require-receipt --max-risk-metric 5\n  $ attest allowlist add apple ABCDE12345.com.example.bank --validation-category appstore --min-bundle-version 4.2 --allow-missing-validation-category',
+      '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any\n  $ attest allowlist add apple ABCDE12345.com.example.bank --require-receipt --max-risk-metric 5\n  $ attest allowlist add apple ABCDE12345.com.example.bank --validation-category appstore --min-bundle-version 4.2 --allow-missing-validation-category\n  $ attest allowlist add apple ABCDE12345.com.example.bank --max-verifies-per-device 100/1h',
     )
     .action(async (appId: string, opts: ApplePolicyOptions, command: Command) => {
       if (!APPLE_APP_ID.test(appId))
@@ -116,6 +121,7 @@ interface ApplePolicyOptions {
   validationCategory?: boolean | string;
   minBundleVersion?: boolean | string;
   allowMissingValidationCategory?: boolean;
+  maxVerifiesPerDevice?: boolean | string;
 }
 
 /** The App Attest policy fields given on the command line (absent = kept). */
@@ -146,6 +152,8 @@ export function applePolicyFromOptions(opts: ApplePolicyOptions): ApplePolicyInp
       );
     out.validationCategories = [...new Set(names)];
   }
+  const limit = deviceLimitOption(opts.maxVerifiesPerDevice);
+  if (limit !== undefined) out.maxVerifiesPerDevice = limit;
   if (opts.minBundleVersion === false) out.minBundleVersion = null;
   else if (typeof opts.minBundleVersion === 'string') {
     if (!isBundleVersion(opts.minBundleVersion.trim()))
@@ -167,5 +175,6 @@ export function describeApplePolicy(a: AppleAppPolicy): string {
   if (a.minBundleVersion) parts.push(`bundle >= ${a.minBundleVersion}`);
   if ((a.validationCategories?.length || a.minBundleVersion) && a.allowMissingValidationCategory)
     parts.push('missing category ok');
+  if (a.maxVerifiesPerDevice) parts.push(`${formatDeviceLimit(a.maxVerifiesPerDevice)} per device`);
   return parts.length ? `, ${parts.join(', ')}` : '';
 }

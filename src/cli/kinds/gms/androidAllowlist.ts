@@ -18,6 +18,7 @@ import {
 import type { DeviceActivityLevel, GoogleServiceAccount } from '../../../core/types.js';
 import type { AndroidPolicyInput } from '../../../db/allowlist.js';
 import { auditorFor, withAdmin } from '../../context.js';
+import { addDeviceLimitOptions, deviceLimitOption, formatDeviceLimit } from '../../deviceLimit.js';
 import { usageError } from '../../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../../inputFiles.js';
 import { printJson } from '../../output.js';
@@ -48,7 +49,10 @@ export const androidAllowlist: AllowlistKind = {
         `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
         `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
         `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}` +
-        keyAttestationSummary(p),
+        keyAttestationSummary(p) +
+        (p.maxVerifiesPerDevice
+          ? `; ${formatDeviceLimit(p.maxVerifiesPerDevice)} per android-key device`
+          : ''),
       [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') ||
         (p.serviceAccount
           ? '(none: standard requests only)'
@@ -143,7 +147,10 @@ function androidAllowCommand(): Command {
       'highest accepted recentDeviceActivity level, LEVEL_1 to LEVEL_4',
     )
     .option('--no-max-device-activity', 'stop checking recent device activity');
-  return addKeyAttestationOptions(command)
+  return addDeviceLimitOptions(
+    addKeyAttestationOptions(command),
+    'an android-key key (its key id): its registration and every later signature count. Play Integrity tokens carry no device identity and are never counted',
+  )
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
@@ -160,6 +167,8 @@ Examples:
   # hardware key attestation (android-key), alone or beside Play Integrity
   $ attest allowlist add android com.example.bank --without-keys --key-attestation \\
       --min-security-level strongbox --max-patch-age 12m --cert-digest 6A:6A:14:74:...
+  # at most 1000 verifies a day per android-key device
+  $ attest allowlist add android com.example.bank --max-verifies-per-device 1000/1d
   # rotation: add the new pair, then retire the old one
   $ attest allowlist add android com.example.bank --decryption-key NEW... --verification-key NEW...
   $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`,
@@ -167,7 +176,12 @@ Examples:
     .action(async (pkg: string, opts: AndroidOptions, command: Command) => {
       if (!ANDROID_PACKAGE.test(pkg))
         throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
-      const verdicts = { ...verdictPolicy(opts), ...keyAttestationPolicy(opts) };
+      const limit = deviceLimitOption(opts.maxVerifiesPerDevice);
+      const verdicts: AndroidPolicyInput = {
+        ...verdictPolicy(opts),
+        ...keyAttestationPolicy(opts),
+        ...(limit !== undefined ? { maxVerifiesPerDevice: limit } : {}),
+      };
       const serviceAccount = await serviceAccountOption(opts);
       const anyKey = [
         opts.decryptionKey,
@@ -244,6 +258,7 @@ Examples:
               packageName: pkg,
               keyId: pair?.id ?? null,
               ...account,
+              ...(limit !== undefined ? { maxVerifiesPerDevice: limit } : {}),
               ...result,
             });
           else {
@@ -257,6 +272,8 @@ Examples:
             if (verdicts.keyAttestation === false) parts.push('key attestation off');
             if (serviceAccount) parts.push(`service account ${serviceAccount.clientEmail}`);
             if (serviceAccount === null) parts.push('service account removed');
+            if (limit) parts.push(`at most ${formatDeviceLimit(limit)} verifies per device`);
+            if (limit === null) parts.push('verifies per device not counted');
             process.stdout.write(`${parts.join('; ')}\n`);
           }
         },
@@ -281,6 +298,7 @@ interface AndroidOptions extends KeyAttestationFlags {
   requirePlayProtect?: boolean | string;
   denyAppAccessRisk?: boolean | string;
   maxDeviceActivity?: boolean | string;
+  maxVerifiesPerDevice?: boolean | string;
   json?: boolean;
 }
 
