@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { decodeBase64, encodeBase64 } from '../../core/base64.js';
 import { withAdmin } from '../context.js';
 import { formatDeviceLimit } from '../deviceLimit.js';
-import { usageError } from '../errors.js';
+import { CliError, EXIT, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { safeText } from '../terminalText.js';
 
@@ -39,7 +39,12 @@ export function devicesCommand(): Command {
       await withAdmin(async (admin) => {
         const views = await admin.run('devices.show', { keyId, at });
         if (views.length === 0)
-          throw usageError(`no App Attest or android-key key ${encodeBase64(keyId)} is registered`);
+          // bad input (exit 2), but --help is not where the fix is
+          throw new CliError(
+            `no App Attest or android-key key ${encodeBase64(keyId)} is registered`,
+            EXIT.usage,
+            false,
+          );
         const docs = views.map((v) => ({
           keyId: encodeBase64(keyId),
           service: v.service,
