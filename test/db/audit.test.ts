@@ -73,6 +73,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     validationCategories: [],
     minBundleVersion: null,
     allowMissingValidationCategory: false,
+    maxVerifiesPerDevice: null,
   };
 
   it('apple apps: add, update, an add that changes nothing (no event), remove', async () => {
@@ -106,6 +107,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       validationCategories: ['appstore'],
       minBundleVersion: '2.0',
       allowMissingValidationCategory: true,
+      maxVerifiesPerDevice: { max: 100, periodSeconds: 3600 },
     });
     await repo.addApple('ABCDE12345.com.x', undefined, auditor, { maxRiskMetric: 3 }); // no change
     const events = await recorded();
@@ -121,6 +123,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
           validationCategories: ['appstore'],
           minBundleVersion: '2.0',
           allowMissingValidationCategory: true,
+          maxVerifiesPerDevice: { max: 100, periodSeconds: 3600 },
         },
       ],
     ]);
@@ -148,6 +151,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       maxDeviceActivity: null,
       serviceAccount: null,
       testKeyPairs: [],
+      maxVerifiesPerDevice: null,
       ...KEY_ATTESTATION_OFF,
     };
     expect(events.map((e) => [e.action, e.target, e.before, e.after])).toEqual([

@@ -19,6 +19,7 @@ const NO_POLICY = {
   validationCategories: [],
   minBundleVersion: null,
   allowMissingValidationCategory: false,
+  maxVerifiesPerDevice: null,
 };
 
 describe.each(backends())('repositories on $name', (backend) => {
@@ -247,6 +248,7 @@ describe.each(backends())('repositories on $name', (backend) => {
         validationCategories: ['appstore', 'testflight'],
         minBundleVersion: '1.2',
         allowMissingValidationCategory: true,
+        maxVerifiesPerDevice: { max: 1000, periodSeconds: 86_400 },
       };
       expect((await repo.addApple('T.a', undefined, undefined, full)).policy).toEqual({
         appId: 'T.a',
@@ -264,6 +266,7 @@ describe.each(backends())('repositories on $name', (backend) => {
         validationCategories: [],
         minBundleVersion: null,
         requireReceipt: false,
+        maxVerifiesPerDevice: null,
       });
       expect(cleared.policy).toEqual({
         ...NO_POLICY,

@@ -11,7 +11,7 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import { encodeBase64 } from '../base64.js';
-import { checkDeviceVelocity, type PolicyOutcome } from '../deviceVelocity.js';
+import { checkDeviceVelocity } from '../deviceVelocity.js';
 import { isBytes, isMap } from '../cbor.js';
 import type { CheckId } from '../checkTitles.js';
 import { LruCache } from '../lruCache.js';
@@ -415,29 +415,22 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     return { record, policy };
   }
 
-  /**
-   * The policy step `android.deviceVelocity`: the verified key's verifies in its current window
-   * against the package's `--max-verifies-per-device`. Run once every other check has passed (the
-   * key registered), so that only valid verifies are counted.
-   */
-  function deviceVelocity(verified: Verified, ctx: PlatformContext): Promise<PolicyOutcome> {
-    return checkDeviceVelocity({
+  async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
+    const { record, policy } = await verifyKey(evidence, ctx);
+    // the policy step android.deviceVelocity: last, once every other check has passed (the key
+    // registered), so that only valid verifies are counted against --max-verifies-per-device
+    const velocity = await checkDeviceVelocity({
       check: 'android.deviceVelocity',
       service: 'android-key',
-      keyId: verified.record.keyId,
-      owner: verified.record.packageName,
-      limit: verified.policy.maxVerifiesPerDevice,
+      keyId: record.keyId,
+      owner: record.packageName,
+      limit: policy.maxVerifiesPerDevice,
       store: deps.velocity,
       now: ctx.now,
       trace: ctx.trace,
     });
-  }
-
-  async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
-    const verified = await verifyKey(evidence, ctx);
-    const velocity = await deviceVelocity(verified, ctx);
     if (!velocity.ok) throw new Rejection(velocity.reason, velocity.detail);
-    return details(verified.record);
+    return details(record);
   }
 
   async function verifyKey(evidence: unknown, ctx: PlatformContext): Promise<Verified> {

@@ -6,7 +6,7 @@
  */
 import { createHash, createPublicKey, type KeyObject, type X509Certificate } from 'node:crypto';
 import { decodeBase64, encodeBase64 } from '../base64.js';
-import { checkDeviceVelocity, type PolicyOutcome } from '../deviceVelocity.js';
+import { checkDeviceVelocity } from '../deviceVelocity.js';
 import { ownBytes } from '../ownBytes.js';
 import { isBytes, isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
@@ -222,32 +222,23 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     };
   }
 
-  /**
-   * The policy step `apple.deviceVelocity`: the verified key's verifies in its current window
-   * against the app's `--max-verifies-per-device`. Run once every other check has passed (the
-   * counter is raised, the key registered), so that only valid verifies are counted.
-   */
-  async function deviceVelocity(
-    verified: AppleTokenDetails,
-    ctx: PlatformContext,
-  ): Promise<PolicyOutcome> {
-    const app = await allowlist.appleApp(verified.appId);
-    return checkDeviceVelocity({
+  async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
+    const result = await verifyKey(evidence, ctx);
+    if (result.service !== 'apple') throw new Error('the App Attest verifier made other details');
+    const verified = result.appleTokenDetails;
+    // the policy step apple.deviceVelocity: last, once every other check has passed (the counter
+    // raised, the key registered), so that only valid verifies count against
+    // --max-verifies-per-device
+    const velocity = await checkDeviceVelocity({
       check: 'apple.deviceVelocity',
       service: 'apple',
       keyId: decodeBase64(verified.keyIdentifier)!,
       owner: verified.appId,
-      limit: app?.maxVerifiesPerDevice,
+      limit: (await allowlist.appleApp(verified.appId))?.maxVerifiesPerDevice,
       store: deps.velocity,
       now: ctx.now,
       trace: ctx.trace,
     });
-  }
-
-  async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
-    const result = await verifyKey(evidence, ctx);
-    if (result.service !== 'apple') throw new Error('the App Attest verifier made other details');
-    const velocity = await deviceVelocity(result.appleTokenDetails, ctx);
     if (!velocity.ok) throw new Rejection(velocity.reason, velocity.detail);
     return result;
   }
