@@ -230,6 +230,7 @@ function commandSuite(where: () => string) {
       validationCategories: [],
       minBundleVersion: null,
       allowMissingValidationCategory: false,
+      maxVerifiesPerDevice: null,
     };
     expect(list.apple).toEqual([
       { ...noRules, appId: 'ABCDE12345.com.example.bank', env: 'any' },
