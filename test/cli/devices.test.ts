@@ -18,6 +18,11 @@ import { oneLine, runCli } from '../support/cli.js';
 import { postgresBackend } from '../support/databases.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { captureLogger } from '../support/service.js';
+import { createAssertion, createDeviceKey, encodeAppleToken } from '../support/appleFactory.js';
+import { scratch, verifyFile } from '../support/verifyFileTokens.js';
+
+const files = scratch('attest-devices-vf-');
+afterAll(() => files.remove());
 
 const APP = 'ABCDE12345.com.example.velocity';
 const PKG = 'com.example.velocity';
@@ -257,6 +262,55 @@ function devicesSuite(handle: () => DatabaseHandle) {
       maxVerifiesPerDevice: null,
       currentWindow: null,
     });
+  });
+
+  it('verify-file counts the device as the database does, this verify included, and records nothing', async () => {
+    const db = handle().db;
+    const app = 'ABCDE12345.com.example.vf';
+    await runCli('allowlist', 'add', 'apple', app, '--max-verifies-per-device', '2/1h');
+    const device = await createDeviceKey();
+    await createAppleKeyRepository(db).register({
+      keyId: device.keyId,
+      publicKey: device.spki,
+      appId: app,
+      environment: 'Production',
+      counter: 0,
+    });
+    const now = new Date();
+    const velocity = createDeviceVelocityRepository(db);
+    const counted = {
+      keyId: device.keyId,
+      service: 'apple' as const,
+      windowStart: windowStartOf(now, 3600),
+      periodSeconds: 3600,
+      at: now,
+    };
+    expect(await velocity.count(counted)).toBe(1);
+    const nonce = randomBytes(32);
+    const token = files.file(
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        assertion: createAssertion(device, { nonce, counter: 1, appId: app }).assertion,
+      }),
+    );
+    const second = await verifyFile([token, '--json', '--nonce', b64(nonce)], {
+      DATABASE_URL: process.env.DATABASE_URL,
+    });
+    expect(second.json, second.stderr).toMatchObject({ valid: true });
+    expect(second.json!.checks.find((c) => c.id === 'apple.deviceVelocity')).toMatchObject({
+      status: 'pass',
+      detail: expect.stringContaining('verify 2 of at most 2'),
+    });
+    expect(await velocity.count(counted)).toBe(2);
+    const third = await verifyFile([token, '--json', '--nonce', b64(nonce)], {
+      DATABASE_URL: process.env.DATABASE_URL,
+    });
+    expect(third.code).toBe(1);
+    expect(third.json).toMatchObject({ valid: false, reason: 'device_rate_exceeded' });
+    expect(third.json!.checks.find((c) => c.id === 'apple.deviceVelocity')?.status).toBe('fail');
+    // verify-file records nothing
+    expect(await velocity.peek(counted)).toBe(2);
   });
 
   it('devices show of a key id no key has: one line, exit 2', async () => {
