@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { formatCertificateDigest } from '../core/google/certificateDigest.js';
-import { isDeviceActivityLevel } from '../core/google/verdictPolicy.js';
+import { isDeviceActivityLevel, RECALL_BITS } from '../core/google/verdictPolicy.js';
+import { observableCodes, type ObserveEntry } from '../core/observedRules.js';
 import { DEVICE_LIMIT_BOUNDS } from '../core/deviceVelocity.js';
 import type { DeviceActivityLevel } from '../core/types.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
@@ -14,6 +15,20 @@ export const ANDROID_PACKAGE = z
   .regex(/^[A-Za-z][A-Za-z0-9_]*(\.[A-Za-z][A-Za-z0-9_]*)+$/);
 const PAIR_ID = z.string().regex(/^[0-9a-f]{16}$/);
 
+/** `--observe` / `--enforce` of an entry kind: only codes observable for it (identity checks never are). */
+function observeChange(entry: ObserveEntry) {
+  const allowed: readonly string[] = observableCodes(entry);
+  const code = z
+    .string()
+    .refine((c) => allowed.includes(c), `not observable for ${entry}: ${allowed.join(', ')}`);
+  const codes = z.array(code).min(1).max(allowed.length);
+  return z
+    .strictObject({
+      observe: codes.optional(),
+      enforce: z.union([z.literal('all'), codes]).optional(),
+    })
+    .optional();
+}
 /** `--max-verifies-per-device N/PERIOD` (null removes it), within the bounds the CLI checks too. */
 const DEVICE_LIMIT = z
   .strictObject({
@@ -49,6 +64,10 @@ const androidPolicy = z.strictObject({
     .custom<DeviceActivityLevel>(isDeviceActivityLevel, 'expected LEVEL_1 to LEVEL_4')
     .nullable()
     .optional(),
+  denyRecallBits: z
+    .array(z.enum(RECALL_BITS as ['first', 'second', 'third']))
+    .max(3)
+    .optional(),
   serviceAccount: z
     .strictObject({
       clientEmail: z.string().max(320),
@@ -65,6 +84,7 @@ const androidPolicy = z.strictObject({
     .max(32)
     .optional(),
   maxPatchAgeMonths: z.number().int().min(1).max(240).nullable().optional(),
+  observeChange: observeChange('android'),
   maxVerifiesPerDevice: DEVICE_LIMIT,
 });
 
@@ -81,6 +101,7 @@ export const ALLOWLIST_OPERATIONS = {
           validationCategories: z.array(z.string().max(32)).max(16).optional(),
           minBundleVersion: z.string().max(64).nullable().optional(),
           allowMissingValidationCategory: z.boolean().optional(),
+          observeChange: observeChange('apple'),
           maxVerifiesPerDevice: DEVICE_LIMIT,
         })
         .optional(),
@@ -146,12 +167,14 @@ export const ALLOWLIST_OPERATIONS = {
           playProtectVerdicts: [...(p.playProtectVerdicts ?? [])],
           denyAppAccessRisk: [...(p.denyAppAccessRisk ?? [])],
           maxDeviceActivity: p.maxDeviceActivity ?? null,
+          denyRecallBits: [...(p.denyRecallBits ?? [])],
           serviceAccount: p.serviceAccount?.clientEmail ?? null,
           keyAttestation: p.keyAttestation ?? false,
           minSecurityLevel: p.minSecurityLevel ?? 'TrustedEnvironment',
           allowUnlocked: p.allowUnlocked ?? false,
           bootKeys: (p.bootKeys ?? []).map((k) => Buffer.from(k).toString('hex')),
           maxPatchAgeMonths: p.maxPatchAgeMonths ?? null,
+          observe: [...(p.observe ?? [])],
           maxVerifiesPerDevice: p.maxVerifiesPerDevice ?? null,
         })),
       };

@@ -122,6 +122,10 @@ export const DEV_OPERATIONS = {
       certificateDigest: bytes.refine((b) => b.length === 32).optional(),
       wrongNonce: z.boolean(),
       wrongPackage: z.boolean(),
+      recallBits: z
+        .array(z.enum(['first', 'second', 'third']))
+        .max(3)
+        .optional(),
     }),
     // a package's first mint adds its test-only pair, which test keys must find at once
     changes: true,
@@ -158,6 +162,7 @@ export const DEV_OPERATIONS = {
           : policy.certificateDigests.slice(0, 1),
         ...(input.wrongNonce ? { wrongNonce: true } : {}),
         ...(input.wrongPackage ? { wrongPackage: true } : {}),
+        ...(input.recallBits ? { recallBits: input.recallBits } : {}),
       });
       const integrityToken = await sealIntegrityToken(ensured.pair, payload);
       return {

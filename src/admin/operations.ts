@@ -21,7 +21,8 @@ import { createResultKeyRepository, type ResultKeyRecord } from '../db/resultKey
 import { newResultSigningKey, ROTATION_DELAY_SECONDS } from '../core/resultToken.js';
 import { AdminError } from './adminError.js';
 import { checkCredentialUpstreams } from './upstreamChecks.js';
-import { ALLOWLIST_OPERATIONS } from './allowlistOperations.js';
+import { ALLOWLIST_OPERATIONS, ANDROID_PACKAGE, APPLE_APP_ID } from './allowlistOperations.js';
+import { MAX_SCOPE_APPS } from '../core/appScope.js';
 import { DEV_OPERATIONS } from './devOperations.js';
 import { DEVICE_OPERATIONS } from './deviceOperations.js';
 import {
@@ -45,6 +46,15 @@ function publicRecord({
 }
 
 const KEY_ID = z.string().regex(/^[0-9a-z]{16}$/);
+/**
+ * A key's scope: App Attest app IDs and Android packages (by the allowlist's own rules; they need
+ * not be allowlisted yet), at least one. null: every allowlisted app.
+ */
+const KEY_APPS = z
+  .array(z.union([APPLE_APP_ID, ANDROID_PACKAGE]).refine((id) => id.length <= 256, 'too long'))
+  .min(1)
+  .max(MAX_SCOPE_APPS)
+  .nullable();
 
 /**
  * Every administrative operation, by name. The CLI runs them on the database it opened, or sends
@@ -71,6 +81,7 @@ export const OPERATIONS = {
       expiresInSeconds: z.number().int().positive().nullable(),
       mode: z.enum(['live', 'test']),
       resultTokens: z.boolean(),
+      apps: KEY_APPS.optional(),
     }),
     changes: true,
     async run(ctx, input) {
@@ -110,6 +121,13 @@ export const OPERATIONS = {
     changes: true,
     async run(ctx, { id, on }) {
       return createApiKeyRepository(ctx.handle.db).setResultTokens(id, on, auditorOf(ctx));
+    },
+  }),
+  'keys.setApps': operation({
+    input: z.strictObject({ id: KEY_ID, apps: KEY_APPS }),
+    changes: true,
+    async run(ctx, { id, apps }) {
+      return createApiKeyRepository(ctx.handle.db).setApps(id, apps, auditorOf(ctx));
     },
   }),
   'resultKeys.rotate': operation({

@@ -32,6 +32,7 @@ export function verifyReport(
     printJson({
       valid: outcome.ok,
       ...(outcome.ok ? {} : { reason: outcome.reason, detail: outcome.detail }),
+      ...(outcome.ok && outcome.observed ? { observed: outcome.observed } : {}),
       verifiedAt: ctx.at.toISOString(),
       nonceChecked: ctx.nonceChecked,
       source: ctx.offline ? 'flags' : 'database',
@@ -71,16 +72,28 @@ export function verifyReport(
   if (!ctx.nonceChecked)
     out.push(p.yellow('nonce: NOT CHECKED (no --nonce or --server-nonce given)'));
   out.push('');
-  const mark = { pass: p.green('pass'), fail: p.red(p.bold('FAIL')), skip: p.dim('skip') } as const;
+  const mark = {
+    pass: p.green('pass'),
+    fail: p.red(p.bold('FAIL')),
+    skip: p.dim('skip'),
+    observed: p.yellow(p.bold('OBSV')),
+  } as const;
   for (const c of checks) {
     out.push(`  [${mark[c.status]}] ${safeText(c.title)}`);
-    line(`         ${c.id}: ${c.detail}${c.reason ? ` (${c.reason})` : ''}`);
+    const reason = c.reason
+      ? ` (${c.reason}${c.status === 'observed' ? ': failed, observed, not enforced' : ''})`
+      : '';
+    line(`         ${c.id}: ${c.detail}${reason}`);
   }
   out.push('');
   if (ctx.receipt) out.push(receiptLine(ctx.receipt), '');
   if (outcome.ok) {
     const { service, ...details } = outcome.details;
     out.push(`${p.green(p.bold('VALID'))}${safeText(` (${service}): ${JSON.stringify(details)}`)}`);
+    if (outcome.observed)
+      line(
+        `  observed rules failed: ${outcome.observed.join(', ')} (recorded; the entry does not enforce them)`,
+      );
   } else {
     out.push(`${p.red(p.bold('REJECTED'))}${safeText(`: ${outcome.reason}: ${outcome.detail}`)}`);
     for (const h of hints) line(`  hint (${h.code}): ${h.message}`);

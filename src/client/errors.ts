@@ -45,7 +45,7 @@ export class AttestHttpError extends AttestError {
   /** the `Retry-After` header as the service sent it */
   readonly retryAfter: string | undefined;
   constructor(
-    readonly operation: 'init' | 'verify',
+    readonly operation: AttestOperation,
     readonly status: number,
     body: { statusCode: number; errorMessage: string } | undefined,
     requestId: string | undefined,
@@ -62,12 +62,15 @@ export class AttestHttpError extends AttestError {
   }
 }
 
+/** The client call an error came from. */
+export type AttestOperation = 'init' | 'verify' | 'writeDeviceRecall';
+
 /** No answer: connection refused or reset, DNS failure, TLS failure. */
 export class AttestNetworkError extends AttestError {
   override readonly name = 'AttestNetworkError';
   readonly code = 'ERR_ATTEST_NETWORK' as const;
   constructor(
-    readonly operation: 'init' | 'verify',
+    readonly operation: AttestOperation,
     cause: unknown,
   ) {
     super(`${operation}: no answer from the attestation service (${describe(cause)})`, undefined, {
@@ -81,7 +84,7 @@ export class AttestTimeoutError extends AttestError {
   override readonly name = 'AttestTimeoutError';
   readonly code = 'ERR_ATTEST_TIMEOUT' as const;
   constructor(
-    readonly operation: 'init' | 'verify',
+    readonly operation: AttestOperation,
     readonly timeoutMs: number,
   ) {
     super(`${operation}: no answer within ${timeoutMs} ms`, undefined);
@@ -93,7 +96,7 @@ export class AttestResponseError extends AttestError {
   override readonly name = 'AttestResponseError';
   readonly code = 'ERR_ATTEST_RESPONSE' as const;
   constructor(
-    readonly operation: 'init' | 'verify',
+    readonly operation: AttestOperation,
     readonly problem: string,
     requestId: string | undefined,
   ) {

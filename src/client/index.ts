@@ -9,8 +9,13 @@
  * backoff; `verify()` never is, since a verify that reached the server consumed its session.
  */
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
-import type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails } from '../core/types.js';
-import { INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
+import type {
+  AndroidKeyDetails,
+  AppleTokenDetails,
+  DeviceRecallDetails,
+  GoogleTokenDetails,
+} from '../core/types.js';
+import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 import { readBoundedText } from './readBoundedBody.js';
 import {
   AttestError,
@@ -19,6 +24,7 @@ import {
   AttestResponseError,
   AttestTimeoutError,
   at,
+  type AttestOperation,
 } from './errors.js';
 
 /** The most of one attest answer read (a verify answer is a few KB): more is a network error. */
@@ -33,6 +39,7 @@ export {
   HTTP_ERROR_KINDS,
   type AttestErrorCode,
   type AttestHttpErrorKind,
+  type AttestOperation,
 } from './errors.js';
 
 export {
@@ -49,6 +56,9 @@ export {
   APPLE_TOKEN_DETAILS,
   ANDROID_KEY_DETAILS,
   GOOGLE_TOKEN_DETAILS,
+  DEVICE_RECALL,
+  DEVICE_RECALL_RESPONSE,
+  DEVICE_RECALL_WRITE_DATES,
   ERROR_BODY,
   type Shape,
 } from './shapes.js';
@@ -67,7 +77,7 @@ export interface AttestSession {
   statusCode: 0;
 }
 
-export type { AndroidKeyDetails, AppleTokenDetails, GoogleTokenDetails };
+export type { AndroidKeyDetails, AppleTokenDetails, DeviceRecallDetails, GoogleTokenDetails };
 
 /**
  * A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason.
@@ -115,6 +125,15 @@ export type VerifyRequest =
       deviceNonce?: never;
     };
 
+/**
+ * A Play device recall write: the token the RP verified, and the bits to set (`true`) or clear
+ * (`false`); a bit not named keeps its value at Google.
+ */
+export interface DeviceRecallRequest {
+  attestationToken: Base64Input;
+  bits: { bitFirst?: boolean; bitSecond?: boolean; bitThird?: boolean };
+}
+
 export interface CallOptions {
   /** sent as `X-Request-Id` (1 to 128 of `[A-Za-z0-9._:-]`), so the service's log line carries it */
   requestId?: string;
@@ -147,10 +166,19 @@ export interface AttestClient {
   init(options?: CallOptions): Promise<AttestSession>;
   /** Verifies a token; never retried. Resolves only on HTTP 200 with the contract's body. */
   verify(request: VerifyRequest, options?: CallOptions): Promise<VerifyResult>;
+  /**
+   * Marks the device of a verified Play Integrity token through Google's device recall; never
+   * retried. `written: false`: nothing changed (not such a token, or Google refused or was slow).
+   */
+  writeDeviceRecall(
+    request: DeviceRecallRequest,
+    options?: CallOptions,
+  ): Promise<{ written: boolean }>;
 }
 
 const INIT_PATH = 'api/v1/attestation/init';
 const VERIFY_PATH = 'api/v1/attestation/verify';
+const DEVICE_RECALL_PATH = 'api/v1/android/device-recall';
 
 /**
  * Creates a client; options are checked here, once.
@@ -169,7 +197,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
   const now = options.now ?? (() => new Date());
 
   async function post(
-    operation: 'init' | 'verify',
+    operation: AttestOperation,
     path: string,
     body: string | undefined,
     call: CallOptions,
@@ -209,7 +237,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
     };
   }
 
-  function httpError(operation: 'init' | 'verify', answer: Awaited<ReturnType<typeof post>>) {
+  function httpError(operation: AttestOperation, answer: Awaited<ReturnType<typeof post>>) {
     return at(
       new AttestHttpError(
         operation,
@@ -305,6 +333,35 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         ),
         answer.url,
       );
+    },
+
+    async writeDeviceRecall(request, call = {}) {
+      const bits = request?.bits;
+      const names = ['bitFirst', 'bitSecond', 'bitThird'];
+      // the service would answer 400; saying so here names the mistake without a round trip
+      if (
+        typeof bits !== 'object' ||
+        bits === null ||
+        Object.keys(bits).length === 0 ||
+        Object.entries(bits).some(([k, v]) => !names.includes(k) || typeof v !== 'boolean')
+      )
+        throw new TypeError(
+          'writeDeviceRecall needs bits: one to three of bitFirst, bitSecond, bitThird, as booleans',
+        );
+      const body = JSON.stringify({
+        attestationToken: toBase64(request.attestationToken, 'attestationToken'),
+        bits,
+      });
+      const answer = await post('writeDeviceRecall', DEVICE_RECALL_PATH, body, call);
+      if (answer.status !== 200) throw httpError('writeDeviceRecall', answer);
+      const json = parseJson(answer.text);
+      const problem = validate(DEVICE_RECALL_RESPONSE, json);
+      if (problem)
+        throw at(
+          new AttestResponseError('writeDeviceRecall', problem, answer.requestId),
+          answer.url,
+        );
+      return { written: (json as { written: boolean }).written };
     },
   };
 }

@@ -33,6 +33,28 @@ export const APPLE_TOKEN_DETAILS = {
   },
 } as const satisfies Shape;
 
+export const DEVICE_RECALL_WRITE_DATES = {
+  name: 'DeviceRecallWriteDates',
+  required: [],
+  properties: {
+    // YYYYMM (UTC), as Google gives them (documented for set bits only)
+    yyyymmFirst: { type: 'integer' },
+    yyyymmSecond: { type: 'integer' },
+    yyyymmThird: { type: 'integer' },
+  },
+} as const satisfies Shape;
+
+export const DEVICE_RECALL = {
+  name: 'DeviceRecall',
+  required: ['bitFirst', 'bitSecond', 'bitThird'],
+  properties: {
+    bitFirst: { type: 'boolean' },
+    bitSecond: { type: 'boolean' },
+    bitThird: { type: 'boolean' },
+    writeDates: { object: DEVICE_RECALL_WRITE_DATES },
+  },
+} as const satisfies Shape;
+
 export const GOOGLE_TOKEN_DETAILS = {
   name: 'GoogleTokenDetails',
   required: ['packageName', 'deviceIntegrityVerdicts', 'timestampMillis'],
@@ -45,6 +67,7 @@ export const GOOGLE_TOKEN_DETAILS = {
     playProtectVerdict: { type: 'string' },
     appsDetected: { type: 'string[]' },
     deviceActivityLevel: { type: 'string' },
+    deviceRecall: { object: DEVICE_RECALL },
     sdkVersion: { type: 'integer' },
     versionCode: { type: 'string' },
   },
@@ -96,6 +119,12 @@ export const VERIFY_RESPONSE = {
     resultToken: { type: 'string' },
     androidKeyDetails: { object: ANDROID_KEY_DETAILS },
   },
+} as const satisfies Shape;
+
+export const DEVICE_RECALL_RESPONSE = {
+  name: 'device-recall 200',
+  required: ['written'],
+  properties: { written: { type: 'boolean' } },
 } as const satisfies Shape;
 
 export const ERROR_BODY = {

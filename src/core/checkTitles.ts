@@ -16,7 +16,8 @@ export const CHECK_TITLES = {
   'gms.payload': 'payload has the Play Integrity verdict layout',
   'gms.nonce': 'requestDetails.nonce equals the final nonce',
   'gms.requestHash': 'requestDetails.requestHash equals base64url(SHA-256(final nonce))',
-  'gms.packageMatch': 'package names in the payload match the token',
+  'gms.packageMatch':
+    "package names in the payload match the token (and the package is in a scoped API key's apps)",
   'gms.recognition': 'Play recognizes the app',
   'gms.certificate': 'signing certificate is allowlisted',
   'gms.integrity': 'device integrity meets the package minimum',
@@ -24,13 +25,15 @@ export const CHECK_TITLES = {
   'gms.playProtect': 'Play Protect verdict is accepted (when the package requires it)',
   'gms.appAccessRisk': 'no denied app-access risk is detected (when the package sets any)',
   'gms.deviceActivity': 'recent device activity is at most the package maximum (when set)',
+  'gms.deviceRecall': 'no device recall bit the package denies is set (when set)',
   'gms.freshness': 'token is fresh (not too old, not in the future)',
   'apple.shape': 'token shape fits the key (registration, assertion, or both)',
   'apple.attestation.format': 'attestation object is apple-appattest with x5c and authData',
   'apple.attestation.chain': 'certificate chain leads to a trusted root at the verification time',
   'apple.attestation.nonce': 'leaf nonce extension equals SHA-256(authData || clientDataHash)',
   'apple.attestation.keyId': 'leaf public key and credentialId match keyId',
-  'apple.attestation.appId': 'rpIdHash is an allowlisted app ID',
+  'apple.attestation.appId':
+    "rpIdHash is an allowlisted app ID (on a registration, also in a scoped API key's apps)",
   'apple.attestation.counter': 'attestation counter is 0',
   'apple.attestation.environment': 'App Attest environment is allowed for the app',
   'apple.attestation.distribution':
@@ -39,7 +42,8 @@ export const CHECK_TITLES = {
     "Apple's receipt verifies (CMS, one fixed path to Apple Root CA - G3, this key, ATTEST); checked last, after the assertion when one is sent; rejects only with --require-receipt",
   'apple.assertion.format': 'assertion object has signature and authenticatorData',
   'apple.assertion.signature': 'assertion signature verifies with the key',
-  'apple.assertion.appId': "rpIdHash is the key's app ID, still allowlisted",
+  'apple.assertion.appId':
+    "rpIdHash is the key's app ID, still allowlisted (and in a scoped API key's apps)",
   'apple.assertion.policy':
     "the key's risk metric and distribution are within the app's limits (when it sets any)",
   'apple.assertion.counter': 'assertion counter is above the stored one',
@@ -55,7 +59,8 @@ export const CHECK_TITLES = {
   'android.challenge': 'attestationChallenge equals SHA-256(final nonce)',
   'android.keyId': 'keyId is SHA-256 of the leaf key, an EC P-256 or RSA 2048-4096 (e = 65537) key',
   'android.signature': 'signature over the final nonce verifies with the registered key',
-  'android.package': 'the attested app is the package, allowlisted for key attestation',
+  'android.package':
+    "the attested app is the package, allowlisted for key attestation (and in a scoped API key's apps)",
   'android.appSignature': 'app signing certificate is allowlisted (when the package lists digests)',
   'android.securityLevel': 'attestation and KeyMint security levels meet the package minimum',
   'android.bootState': 'device is locked with a verified OS (or the package allows otherwise)',

@@ -36,8 +36,10 @@ export function windowStartOf(now: Date, periodSeconds: number): Date {
   return new Date(Math.floor(now.getTime() / ms) * ms);
 }
 
-/** A policy step's outcome: the verifier turns a failure into the rejection (or, later, an observation). */
-export type PolicyOutcome = { ok: true } | { ok: false; reason: RejectReason; detail: string };
+/** The step's outcome: the verifier hands a failure to `trace.policyFailed` (reject, or observe). */
+export type PolicyOutcome =
+  | { ok: true }
+  | { ok: false; reason: Extract<RejectReason, 'device_rate_exceeded'>; detail: string };
 
 export interface DeviceVelocityInput {
   check: 'apple.deviceVelocity' | 'android.deviceVelocity';

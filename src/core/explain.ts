@@ -35,6 +35,7 @@ export interface Hint {
     | 'play_protect_risk'
     | 'app_access_risk'
     | 'device_activity_high'
+    | 'device_recalled'
     | 'challenge_derivation'
     | 'software_key'
     | 'emulator'

@@ -23,6 +23,7 @@ export const REJECT_REASONS = [
   'gms_play_protect',
   'gms_app_access_risk',
   'gms_device_activity',
+  'gms_device_recalled',
   'apple_attestation_malformed',
   'apple_chain_invalid',
   'apple_nonce_mismatch',
@@ -52,6 +53,8 @@ export const REJECT_REASONS = [
   'android_signature_invalid',
   'android_key_registered',
   'android_key_unknown',
+  // the token's app is allowlisted but outside the API key's scope (`keys create --apps`)
+  'app_not_in_key_scope',
   'device_rate_exceeded',
 ] as const;
 

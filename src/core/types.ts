@@ -1,4 +1,6 @@
 import type { CheckId } from './checkTitles.js';
+import type { AppScope } from './appScope.js';
+import type { ObservableReason } from './observedRules.js';
 import type { RejectReason } from './reasons.js';
 
 export type { Service } from './services.js';
@@ -19,9 +21,23 @@ export interface GoogleTokenDetails {
   playProtectVerdict?: string;
   appsDetected?: string[];
   deviceActivityLevel?: string;
+  /** Play device recall: the three bits the app's developer wrote for this device, and when */
+  deviceRecall?: DeviceRecallDetails;
   sdkVersion?: number;
   versionCode?: string;
 }
+
+/** `deviceIntegrity.deviceRecall` as Google names it: the bits, and the write month of each bit set. */
+export interface DeviceRecallDetails {
+  bitFirst: boolean;
+  bitSecond: boolean;
+  bitThird: boolean;
+  /** YYYYMM (UTC) of each set bit's last write, where Google gives it */
+  writeDates?: { yyyymmFirst?: number; yyyymmSecond?: number; yyyymmThird?: number };
+}
+
+/** One of the three Play device recall bits, as the CLI and the policy name it. */
+export type RecallBit = 'first' | 'second' | 'third';
 
 export interface AppleTokenDetails {
   /** base64 (standard, padded) of the 32-byte key id */
@@ -64,7 +80,8 @@ export type PlatformDetails =
   | { service: 'apple'; appleTokenDetails: AppleTokenDetails }
   | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails };
 
-export type CheckStatus = 'pass' | 'fail' | 'skip';
+/** `observed`: the check failed, and its entry observes the rule, so the verification went on */
+export type CheckStatus = 'pass' | 'fail' | 'skip' | 'observed';
 
 /** One step of a verification, as `verify-file` prints it. `id` is stable (docs/checks.md). */
 export interface CheckRecord {
@@ -112,7 +129,14 @@ export interface VerifyFacts {
 }
 
 export type VerifyOutcome =
-  | { ok: true; details: PlatformDetails; checks: CheckRecord[]; facts: VerifyFacts }
+  | {
+      ok: true;
+      details: PlatformDetails;
+      checks: CheckRecord[];
+      facts: VerifyFacts;
+      /** the observed rules that failed (each once, in the order they failed); absent when none */
+      observed?: ObservableReason[];
+    }
   | { ok: false; reason: RejectReason; detail: string; checks: CheckRecord[]; facts: VerifyFacts };
 
 /**
@@ -126,6 +150,22 @@ export interface Trace {
   skip(id: CheckId, detail: string): void;
   /** names the check that is about to fail; the Rejection thrown next is attributed to it */
   current(id: CheckId): void;
+  /**
+   * The allowlist entry's observe set, once the verifier has read the entry (each call replaces
+   * the set). Until then every policy rule is enforced.
+   */
+  observe(codes: readonly string[]): void;
+  /**
+   * A policy rule failed. When the entry observes `reason`, the failure is recorded and this
+   * returns (the verification goes on); otherwise it throws `Rejection(enforcedAs ?? reason,
+   * detail)` attributed to `id`. The only place that chooses between the two.
+   */
+  policyFailed(
+    id: CheckId,
+    reason: ObservableReason,
+    detail: string,
+    enforcedAs?: RejectReason,
+  ): void;
   facts: VerifyFacts;
 }
 
@@ -147,6 +187,8 @@ export interface AppleAppPolicy {
   minBundleVersion?: string | null;
   /** tokens without the iOS 27 extensions pass the two rules above */
   allowMissingValidationCategory?: boolean;
+  /** reason codes whose failures are recorded but do not reject (observed rules); absent = none */
+  observe?: readonly string[];
   /** valid verifies accepted per registered key and fixed window; absent or null = not counted */
   maxVerifiesPerDevice?: DeviceLimit | null;
 }
@@ -188,6 +230,8 @@ export interface AndroidPackagePolicy {
   denyAppAccessRisk?: readonly string[];
   /** highest accepted `recentDeviceActivity.deviceActivityLevel`; absent = not checked */
   maxDeviceActivity?: DeviceActivityLevel | null;
+  /** device recall bits that reject the token when set (`gms_device_recalled`); empty or absent = not checked */
+  denyRecallBits?: readonly RecallBit[];
   /** decodes standard-request tokens through Google; absent = standard requests are refused */
   serviceAccount?: GoogleServiceAccount | null;
   /** hardware key attestation (`android-key`) is allowed for the package; absent = no */
@@ -200,6 +244,8 @@ export interface AndroidPackagePolicy {
   bootKeys?: readonly Uint8Array[];
   /** the oldest accepted osPatchLevel, in months before the verification time; null = not checked */
   maxPatchAgeMonths?: number | null;
+  /** reason codes (gms and android-key) whose failures are recorded but do not reject; absent = none */
+  observe?: readonly string[];
   /** android-key: valid verifies accepted per registered key and fixed window; absent or null = not counted */
   maxVerifiesPerDevice?: DeviceLimit | null;
 }
@@ -346,6 +392,8 @@ export interface PlatformContext {
   clientDataHash?: Uint8Array;
   /** verify-file only: replaces SHA-256(nonce) as the Android attestation challenge */
   challenge?: Uint8Array;
+  /** the API key's apps: a token of another app is `app_not_in_key_scope`; absent = every app */
+  appScope?: AppScope;
   trace: Trace;
 }
 

@@ -1,4 +1,5 @@
 import { timingSafeEqual } from 'node:crypto';
+import type { AppScope } from './appScope.js';
 import { CborError, decodeStrictCbor, isBytes, isMap } from './cbor.js';
 import { Rejection } from './reasons.js';
 import { TraceRecorder } from './trace.js';
@@ -29,6 +30,8 @@ export interface VerifyInput {
   clientDataHash?: Uint8Array;
   /** verify-file only: replaces SHA-256(finalNonce) as the Android attestation challenge */
   challenge?: Uint8Array;
+  /** the verifying API key's apps (`keys create --apps`); absent or null = every allowlisted app */
+  appScope?: AppScope;
 }
 
 export type PlatformVerifiers = Partial<Record<Service, PlatformVerifier>>;
@@ -101,9 +104,18 @@ export async function verifyToken(input: VerifyInput, deps: VerifyDeps): Promise
       now: deps.now(),
       ...(input.clientDataHash ? { clientDataHash: input.clientDataHash } : {}),
       ...(input.challenge ? { challenge: input.challenge } : {}),
+      ...(input.appScope ? { appScope: input.appScope } : {}),
       trace,
     });
-    return { ok: true, details, checks: trace.finish(), facts: trace.facts };
+    // the verdict: an enforced rule that failed threw above; observed ones that failed are listed
+    const observed = trace.observed();
+    return {
+      ok: true,
+      details,
+      checks: trace.finish(),
+      facts: trace.facts,
+      ...(observed.length > 0 ? { observed } : {}),
+    };
   } catch (err) {
     if (!(err instanceof Rejection)) throw err;
     return {

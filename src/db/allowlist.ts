@@ -8,6 +8,7 @@ import type {
   MinVerdict,
 } from '../core/types.js';
 import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
+import { RECALL_BITS } from '../core/google/verdictPolicy.js';
 import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import {
   androidSummary,
@@ -28,6 +29,7 @@ import {
 } from './appleAppRows.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
+import { observeValue } from './observeColumn.js';
 import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
@@ -136,17 +138,17 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const set = <T>(v: T | undefined) => (v === undefined ? null : v);
       const categories =
         p.validationCategories === undefined ? null : textArray(p.validationCategories);
-      const limit = p.maxVerifiesPerDevice ?? null;
       const rows = rowsOf<{ inserted: boolean; changed: boolean; audit: unknown } & AppleAppRow>(
         await db.execute(sql`
           with b as (select ${auditSummary('apple_apps', sql`x`)} as summary from apple_apps x where app_id = ${appId}),
           u as (
             insert into apple_apps (app_id, env, require_receipt, max_risk_metric, validation_categories,
-              min_bundle_version, allow_missing_validation_category, max_verifies_per_device, device_window_seconds)
+              min_bundle_version, allow_missing_validation_category, observe)
             values (${appId}, coalesce(${given}::text, 'production'), coalesce(${set(p.requireReceipt)}::boolean, false),
               ${set(p.maxRiskMetric)}::integer, coalesce(${categories ?? sql`null`}::text[], '{}'::text[]),
               ${set(p.minBundleVersion)}::text, coalesce(${set(p.allowMissingValidationCategory)}::boolean, false),
-              ${limit?.max ?? null}::integer, ${limit?.periodSeconds ?? null}::integer)
+              ${observeValue('apple', null, p.observeChange ?? {})},
+              ${p.maxVerifiesPerDevice?.max ?? null}::integer, ${p.maxVerifiesPerDevice?.periodSeconds ?? null}::integer)
             on conflict (app_id) do update set
               env = coalesce(${given}::text, apple_apps.env),
               require_receipt = coalesce(${set(p.requireReceipt)}::boolean, apple_apps.require_receipt),
@@ -154,8 +156,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               validation_categories = coalesce(${categories ?? sql`null`}::text[], apple_apps.validation_categories),
               min_bundle_version = case when ${p.minBundleVersion !== undefined} then ${set(p.minBundleVersion)}::text else apple_apps.min_bundle_version end,
               allow_missing_validation_category = coalesce(${set(p.allowMissingValidationCategory)}::boolean, apple_apps.allow_missing_validation_category),
-              max_verifies_per_device = case when ${p.maxVerifiesPerDevice !== undefined} then ${limit?.max ?? null}::integer else apple_apps.max_verifies_per_device end,
-              device_window_seconds = case when ${p.maxVerifiesPerDevice !== undefined} then ${limit?.periodSeconds ?? null}::integer else apple_apps.device_window_seconds end
+              observe = ${observeValue('apple', sql`apple_apps.observe`, p.observeChange ?? {})},
+              max_verifies_per_device = case when ${p.maxVerifiesPerDevice !== undefined} then ${p.maxVerifiesPerDevice?.max ?? null}::integer else apple_apps.max_verifies_per_device end,
+              device_window_seconds = case when ${p.maxVerifiesPerDevice !== undefined} then ${p.maxVerifiesPerDevice?.periodSeconds ?? null}::integer else apple_apps.device_window_seconds end
             returning *, (xmax = 0) as inserted
           ),
           a as (
@@ -168,8 +171,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             from a where a.inserted or a.before is distinct from a.after`,
           )}
           select u.inserted, (a.inserted or a.before is distinct from a.after) as changed, u.app_id, u.env, u.require_receipt, u.max_risk_metric, u.validation_categories,
-            u.min_bundle_version, u.allow_missing_validation_category, u.max_verifies_per_device, u.device_window_seconds,
-            ${auditColumn(auditor)} as audit from u, a`),
+            u.min_bundle_version, u.allow_missing_validation_category, u.observe, u.max_verifies_per_device, u.device_window_seconds, ${auditColumn(auditor)} as audit from u, a`),
       );
       logAudit(auditor, rows[0]!.audit);
       const stored = appleAppOf(rows[0]!);
@@ -212,8 +214,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const rows = rowsOf<AppleAppRow>(
         await db.execute(
           sql`select app_id, env, require_receipt, max_risk_metric, validation_categories, min_bundle_version,
-                allow_missing_validation_category, max_verifies_per_device, device_window_seconds
-              from apple_apps order by app_id`,
+                allow_missing_validation_category, observe, max_verifies_per_device, device_window_seconds from apple_apps order by app_id`,
         ),
       );
       return rows.map(appleAppOf);
@@ -230,7 +231,11 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       pair: AndroidKeyPairInput | null,
       policy: AndroidPolicyInput,
       auditor?: Auditor,
-    ): Promise<{ package: 'added' | 'updated' | 'unchanged'; pair: 'added' | 'exists' | 'none' }> {
+    ): Promise<{
+      package: 'added' | 'updated' | 'unchanged';
+      pair: 'added' | 'exists' | 'none';
+      observe: string[];
+    }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
       const bootKeys = policy.bootKeys?.map((d) => Buffer.from(d).toString('hex'));
@@ -263,6 +268,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         package_inserted: boolean;
         pair_added: boolean;
         changed: boolean;
+        observe: string[] | string | null;
         audit: unknown;
       }>(
         await db.execute(sql`
@@ -270,10 +276,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           b as (select ${androidSummary(sql`p`, sql`pairs.ids`, sql`pairs.test_ids`)} as summary from android_packages p, pairs where p.package_name = ${packageName}),
           pkg as (
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
-                                          require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity,
+                                          require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits,
                                           service_account, service_account_key_id, service_account_fingerprint,
-                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months,
-                                          max_verifies_per_device, device_window_seconds)
+                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe, max_verifies_per_device, device_window_seconds)
             values (${packageName},
                     ${textArray(digests)},
                     ${policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict},
@@ -283,6 +288,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                     ${textArray(policy.playProtectVerdicts)},
                     ${textArray(policy.denyAppAccessRisk)},
                     ${policy.maxDeviceActivity ?? DEFAULT_ANDROID_POLICY.maxDeviceActivity},
+                    ${textArray(policy.denyRecallBits)},
                     ${serviceAccount?.ciphertext ?? null},
                     ${serviceAccount?.keyId ?? null},
                     ${serviceAccount?.fingerprint ?? null},
@@ -291,8 +297,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                     ${policy.allowUnlocked ?? DEFAULT_ANDROID_POLICY.allowUnlocked},
                     ${textArray(bootKeys)},
                     ${policy.maxPatchAgeMonths ?? DEFAULT_ANDROID_POLICY.maxPatchAgeMonths},
-                    ${policy.maxVerifiesPerDevice?.max ?? null}::integer,
-                    ${policy.maxVerifiesPerDevice?.periodSeconds ?? null}::integer)
+                    ${observeValue('android', null, policy.observeChange ?? {})},
+                    ${policy.maxVerifiesPerDevice?.max ?? null}::integer, ${policy.maxVerifiesPerDevice?.periodSeconds ?? null}::integer)
             on conflict (package_name) do update set
               certificate_digests = ${keep(digests !== undefined, 'certificate_digests')},
               min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
@@ -302,6 +308,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               play_protect_verdicts = ${keep(policy.playProtectVerdicts !== undefined, 'play_protect_verdicts')},
               deny_app_access_risk = ${keep(policy.denyAppAccessRisk !== undefined, 'deny_app_access_risk')},
               max_device_activity = ${keep(policy.maxDeviceActivity !== undefined, 'max_device_activity')},
+              deny_recall_bits = ${keep(policy.denyRecallBits !== undefined, 'deny_recall_bits')},
               service_account = ${keep(policy.serviceAccount !== undefined, 'service_account')},
               service_account_key_id = ${keep(policy.serviceAccount !== undefined, 'service_account_key_id')},
               service_account_fingerprint = ${keep(policy.serviceAccount !== undefined, 'service_account_fingerprint')},
@@ -310,6 +317,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               allow_unlocked = ${keep(policy.allowUnlocked !== undefined, 'allow_unlocked')},
               boot_keys = ${keep(bootKeys !== undefined, 'boot_keys')},
               max_patch_age_months = ${keep(policy.maxPatchAgeMonths !== undefined, 'max_patch_age_months')},
+              observe = ${observeValue('android', sql`android_packages.observe`, policy.observeChange ?? {})},
               max_verifies_per_device = ${keep(policy.maxVerifiesPerDevice !== undefined, 'max_verifies_per_device')},
               device_window_seconds = ${keep(policy.maxVerifiesPerDevice !== undefined, 'device_window_seconds')}
             returning *, (xmax = 0) as inserted
@@ -335,12 +343,15 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             from a where a.inserted or a.before is distinct from a.after`,
           )}
           select (select inserted from pkg) as package_inserted, exists (select 1 from pair) as pair_added,
-                 (select a.before is distinct from a.after from a) as changed, ${auditColumn(auditor)} as audit`),
+                 (select a.before is distinct from a.after from a) as changed, (select observe from pkg) as observe,
+                 ${auditColumn(auditor)} as audit`),
       );
       logAudit(auditor, rows[0]?.audit);
       return {
         package: rows[0]?.package_inserted ? 'added' : rows[0]?.changed ? 'updated' : 'unchanged',
         pair: !pair ? 'none' : rows[0]?.pair_added ? 'added' : 'exists',
+        /** the package's observed rules after the change */
+        observe: parseTextArray(rows[0]?.observe ?? null),
       };
     },
 
@@ -438,9 +449,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const packages = rowsOf<PackageRow>(
         await db.execute(sql`
           select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
-                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, service_account, service_account_key_id,
-                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months,
-                 max_verifies_per_device, device_window_seconds
+                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits, service_account, service_account_key_id,
+                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe, max_verifies_per_device, device_window_seconds
           from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
@@ -466,6 +476,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         playProtectVerdicts: parseTextArray(p.play_protect_verdicts),
         denyAppAccessRisk: parseTextArray(p.deny_app_access_risk),
         maxDeviceActivity: p.max_device_activity as DeviceActivityLevel | null,
+        // a value this version does not know is dropped, never read as another bit
+        denyRecallBits: RECALL_BITS.filter((b) => parseTextArray(p.deny_recall_bits).includes(b)),
         keyAttestation: p.key_attestation,
         minSecurityLevel:
           p.min_security_level === 'StrongBox'
@@ -474,6 +486,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         allowUnlocked: p.allow_unlocked,
         bootKeys: parseDigests(p.boot_keys),
         maxPatchAgeMonths: p.max_patch_age_months === null ? null : Number(p.max_patch_age_months),
+        observe: parseTextArray(p.observe),
         maxVerifiesPerDevice: deviceLimitOf(p),
         serviceAccount:
           p.service_account === null

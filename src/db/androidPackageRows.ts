@@ -2,11 +2,13 @@ import { createHash, createPublicKey } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import type {
   DeviceActivityLevel,
-  DeviceLimit,
   GoogleServiceAccount,
   MinVerdict,
+  RecallBit,
+  DeviceLimit,
 } from '../core/types.js';
 import { auditSummary } from './auditedColumns.js';
+import type { ObserveChange } from './observeColumn.js';
 import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an Android package (Play Integrity and key attestation); undefined keeps the stored value. */
@@ -22,6 +24,8 @@ export interface AndroidPolicyInput {
   denyAppAccessRisk?: string[];
   /** `null` stops checking */
   maxDeviceActivity?: DeviceActivityLevel | null;
+  /** Play device recall bits that reject a token when set; `[]` stops checking */
+  denyRecallBits?: RecallBit[];
   /** `null` removes the stored service account */
   serviceAccount?: GoogleServiceAccount | null;
   /** hardware key attestation (`android-key`) */
@@ -32,6 +36,8 @@ export interface AndroidPolicyInput {
   bootKeys?: Uint8Array[];
   /** `null` stops checking */
   maxPatchAgeMonths?: number | null;
+  /** observed rules: codes to observe, to enforce again */
+  observeChange?: ObserveChange;
   /** android-key; `null` stops counting */
   maxVerifiesPerDevice?: DeviceLimit | null;
 }
@@ -54,6 +60,7 @@ export interface PackageRow {
   play_protect_verdicts: string[] | string | null;
   deny_app_access_risk: string[] | string | null;
   max_device_activity: string | null;
+  deny_recall_bits: string[] | string | null;
   service_account: Uint8Array | null;
   service_account_key_id: string | null;
   key_attestation: boolean;
@@ -61,6 +68,7 @@ export interface PackageRow {
   allow_unlocked: boolean;
   boot_keys: string[] | string | null;
   max_patch_age_months: number | null;
+  observe: string[] | string | null;
   max_verifies_per_device: number | null;
   device_window_seconds: number | null;
 }

@@ -3,6 +3,7 @@ import type { KeyMode } from '../core/types.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
 import { rowsOf, type Database } from './client.js';
+import { parseTextArray, textArray } from './textArray.js';
 
 export interface ApiKeyRow {
   id: string;
@@ -15,6 +16,8 @@ export interface ApiKeyRow {
   mode: KeyMode;
   /** valid verifies carry a signed result token */
   resultTokens: boolean;
+  /** the app IDs and packages the key may verify; null: every allowlisted app */
+  apps: string[] | null;
 }
 
 interface RawRow {
@@ -28,6 +31,7 @@ interface RawRow {
   mode: string;
   result_tokens?: boolean | null;
   precheck?: string | null;
+  apps?: string[] | string | null;
 }
 
 const date = (v: Date | string | null) => (v === null ? null : new Date(v));
@@ -41,7 +45,16 @@ const toRow = (r: RawRow): ApiKeyRow => ({
   revokedAt: date(r.revoked_at),
   mode: r.mode === 'test' ? 'test' : 'live',
   resultTokens: r.result_tokens === true,
+  apps: r.apps === null || r.apps === undefined ? null : parseTextArray(r.apps),
 });
+
+/** A scope as stored: sorted and without repeats, so equal scopes compare (and print) the same. */
+const normalApps = (apps: readonly string[] | null | undefined): string[] | null =>
+  apps === null || apps === undefined ? null : [...new Set(apps)].sort();
+
+/** A scope as a parameter: null stays null (every app), a list is a text[]. */
+const appsParam = (apps: readonly string[] | null) =>
+  apps === null ? sql`null::text[]` : textArray(apps);
 
 /** How long an address prefix that authenticated a key keeps its own failure budget for it. */
 export const ORIGIN_MAX_AGE_DAYS = 30;
@@ -62,14 +75,16 @@ export function createApiKeyRepository(db: Database) {
         expiresInSeconds: number | null;
         mode?: KeyMode;
         resultTokens?: boolean;
+        /** app IDs and packages (checked by the caller); absent or null: every allowlisted app */
+        apps?: readonly string[] | null;
       },
       auditor?: Auditor,
     ): Promise<ApiKeyRow> {
       const rows = rowsOf<RawRow & { audit: unknown }>(
         await db.execute(sql`
           with k as (
-            insert into api_keys (id, name, hash, precheck, mode, result_tokens, expires_at)
-            values (${input.id}, ${input.name}, ${input.hash}, ${input.precheck ?? null}, ${input.mode ?? 'live'}, ${input.resultTokens ?? false},
+            insert into api_keys (id, name, hash, precheck, mode, result_tokens, apps, expires_at)
+            values (${input.id}, ${input.name}, ${input.hash}, ${input.precheck ?? null}, ${input.mode ?? 'live'}, ${input.resultTokens ?? false}, ${appsParam(normalApps(input.apps))},
                     ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
             returning *
           )${auditCte(
@@ -175,6 +190,37 @@ export function createApiKeyRepository(db: Database) {
       if (!rows[0]) return { found: false, changed: false };
       if (rows[0].changed) logAudit(auditor, rows[0].audit);
       return { found: true, changed: rows[0].changed };
+    },
+
+    /**
+     * Sets the apps a key may verify (null: every allowlisted app): false when there is no such
+     * key. With an auditor, the same statement records `keys.update` with the scope before and
+     * after, only when it changes (the same IDs in another order are no change).
+     */
+    async setApps(
+      id: string,
+      apps: readonly string[] | null,
+      auditor?: Auditor,
+    ): Promise<{ found: boolean; changed: boolean; apps: string[] | null }> {
+      const wanted = normalApps(apps);
+      const rows = rowsOf<{ id: string; changed: boolean; audit: unknown }>(
+        await db.execute(sql`
+          with b as (select id, name, apps from api_keys where id = ${id} for update),
+          u as (
+            update api_keys k set apps = ${appsParam(wanted)}
+            from b where k.id = b.id and k.apps is distinct from ${appsParam(wanted)}
+            returning k.id, k.name, k.apps, b.apps as before
+          )${auditCte(
+            auditor,
+            (actor) => sql`
+            select ${actor}, 'keys.update', u.id, jsonb_build_object('name', u.name, 'apps', to_jsonb(u.before)),
+                   jsonb_build_object('name', u.name, 'apps', to_jsonb(u.apps)) from u`,
+          )}
+          select b.id, exists (select 1 from u) as changed, ${auditColumn(auditor)} as audit from b`),
+      );
+      if (!rows[0]) return { found: false, changed: false, apps: wanted };
+      if (rows[0].changed) logAudit(auditor, rows[0].audit);
+      return { found: true, changed: rows[0].changed, apps: wanted };
     },
 
     /** Whether any key that is not revoked has result tokens on (serve refuses to start without an issuer then). */

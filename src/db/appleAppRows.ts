@@ -1,4 +1,5 @@
 import type { AppleAppPolicy, AppleEnvPolicy, DeviceLimit } from '../core/types.js';
+import type { ObserveChange } from './observeColumn.js';
 import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an App Attest entry; undefined keeps the stored value. */
@@ -11,6 +12,8 @@ export interface ApplePolicyInput {
   /** `null` stops checking */
   minBundleVersion?: string | null;
   allowMissingValidationCategory?: boolean;
+  /** observed rules: codes to observe, to enforce again */
+  observeChange?: ObserveChange;
   /** `null` stops counting */
   maxVerifiesPerDevice?: DeviceLimit | null;
 }
@@ -24,6 +27,7 @@ export interface AppleAppRow {
   validation_categories: string[] | string | null;
   min_bundle_version: string | null;
   allow_missing_validation_category: boolean;
+  observe: string[] | string | null;
   max_verifies_per_device: number | null;
   device_window_seconds: number | null;
 }
@@ -50,6 +54,7 @@ export function appleAppOf(row: AppleAppRow): AppleAppPolicy {
     validationCategories: parseTextArray(row.validation_categories),
     minBundleVersion: row.min_bundle_version,
     allowMissingValidationCategory: row.allow_missing_validation_category,
+    observe: parseTextArray(row.observe),
     maxVerifiesPerDevice: deviceLimitOf(row),
   };
 }

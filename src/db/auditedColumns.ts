@@ -20,6 +20,7 @@ export const AUDITED_COLUMNS = {
     expires_at: { key: 'expiresAt' },
     revoked_at: { key: 'revokedAt' },
     result_tokens: { key: 'resultTokens' },
+    apps: { key: 'apps', value: (r) => sql`to_jsonb(${r}.apps)` },
   },
   apple_apps: {
     env: { key: 'env' },
@@ -31,6 +32,7 @@ export const AUDITED_COLUMNS = {
     },
     min_bundle_version: { key: 'minBundleVersion' },
     allow_missing_validation_category: { key: 'allowMissingValidationCategory' },
+    observe: { key: 'observe', value: (r) => sql`to_jsonb(${r}.observe)` },
     // N and the window in one value, as the flag gives them (null: not counted)
     max_verifies_per_device: {
       key: 'maxVerifiesPerDevice',
@@ -56,6 +58,10 @@ export const AUDITED_COLUMNS = {
       value: (r) => sql`to_jsonb(${r}.deny_app_access_risk)`,
     },
     max_device_activity: { key: 'maxDeviceActivity' },
+    deny_recall_bits: {
+      key: 'denyRecallBits',
+      value: (r) => sql`to_jsonb(${r}.deny_recall_bits)`,
+    },
     // the account itself is a secret: its fingerprint stands for it (null: none stored)
     service_account_fingerprint: {
       key: 'serviceAccount',
@@ -67,6 +73,7 @@ export const AUDITED_COLUMNS = {
     allow_unlocked: { key: 'allowUnlocked' },
     boot_keys: { key: 'bootKeys', value: (r) => sql`to_jsonb(${r}.boot_keys)` },
     max_patch_age_months: { key: 'maxPatchAgeMonths' },
+    observe: { key: 'observe', value: (r) => sql`to_jsonb(${r}.observe)` },
     // N and the window in one value, as the flag gives them (null: not counted)
     max_verifies_per_device: {
       key: 'maxVerifiesPerDevice',

@@ -40,6 +40,11 @@ export const apiKeys = pgTable('api_keys', {
   mode: text('mode').notNull().default('live'),
   /** valid verifies of this key carry a signed result token (`keys create --result-tokens`) */
   resultTokens: boolean('result_tokens').notNull().default(false),
+  /**
+   * the App Attest app IDs and Android packages the key may verify (`keys create --apps`); null:
+   * every allowlisted app (keys made before scopes, and keys without `--apps`)
+   */
+  apps: text('apps').array(),
 });
 
 /**
@@ -98,6 +103,11 @@ export const appleApps = pgTable('apple_apps', {
   allowMissingValidationCategory: boolean('allow_missing_validation_category')
     .notNull()
     .default(false),
+  /** observed rules: reason codes whose failures are recorded but do not reject */
+  observe: text('observe')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
   /** `--max-verifies-per-device N/PERIOD`: N, with the window in seconds; both null = not counted */
   maxVerifiesPerDevice: integer('max_verifies_per_device'),
   deviceWindowSeconds: integer('device_window_seconds'),
@@ -128,6 +138,11 @@ export const androidPackages = pgTable('android_packages', {
     .notNull()
     .default(sql`'{}'::text[]`),
   maxDeviceActivity: text('max_device_activity'),
+  /** Play device recall bits ('first', 'second', 'third') that reject a token when set; empty = not checked */
+  denyRecallBits: text('deny_recall_bits')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
   /** the package's Google service-account JSON, sealed under the master key; secret */
   serviceAccount: bytea('service_account'),
   serviceAccountKeyId: text('service_account_key_id'),
@@ -149,6 +164,11 @@ export const androidPackages = pgTable('android_packages', {
     .default(sql`'{}'::text[]`),
   /** null = patch level not checked */
   maxPatchAgeMonths: integer('max_patch_age_months'),
+  /** observed rules (gms and android-key): reason codes whose failures are recorded but do not reject */
+  observe: text('observe')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
   /** android-key `--max-verifies-per-device N/PERIOD`: N, with the window in seconds; both null = not counted */
   maxVerifiesPerDevice: integer('max_verifies_per_device'),
   deviceWindowSeconds: integer('device_window_seconds'),

@@ -1,11 +1,13 @@
 /**
  * Google's Play Integrity server API for standard requests: an OAuth 2.0 access token from the
- * package's service account (JWT bearer grant, RFC 7523), then `v1/{packageName}:decodeIntegrityToken`.
+ * package's service account (JWT bearer grant, RFC 7523), then `v1/{packageName}:decodeIntegrityToken`,
+ * and Play device recall writes (`v1/{packageName}/deviceRecall:write`).
  * A token Google refuses is a value (`{ ok: false }`); anything that leaves no verdict (no answer
  * in time, 429, 5xx, credentials refused) throws `GoogleFault`, so it can never become a pass.
  */
 import { createHash } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
+import type { RecallValues } from '../core/google/recallTarget.js';
 import type { GoogleServiceAccount, IntegrityTokenDecoder } from '../core/types.js';
 import { BodyTooLargeError, readBoundedText } from '../client/readBoundedBody.js';
 
@@ -55,17 +57,17 @@ export class GoogleBusyError extends Error {
 
 /** One exchange with Google, for metrics. */
 export interface GoogleEvent {
-  endpoint: 'token' | 'decode';
+  endpoint: 'token' | 'decode' | 'recall';
   outcome: 'ok' | 'rejected' | 'busy' | GoogleFaultCode;
 }
 
 export interface PlayIntegrityClientOptions {
   oauthUrl?: string;
-  /** base URL; the path `/v1/{packageName}:decodeIntegrityToken` is appended */
+  /** base URL; the paths `/v1/{packageName}:decodeIntegrityToken` and `/v1/{packageName}/deviceRecall:write` are appended */
   playIntegrityUrl?: string;
-  /** bound on one decode, access token included (ms) */
+  /** bound on one decode or recall write, access token included (ms) */
   timeoutMs: number;
-  /** decodes in flight at once; one more is refused with `GoogleBusyError` */
+  /** decodes and recall writes in flight at once; one more is refused with `GoogleBusyError` */
   maxInFlight: number;
   /** the clock for token expiry and assertion times (ms since the epoch) */
   now?: () => number;
@@ -83,14 +85,15 @@ interface AccessToken {
  */
 export function createPlayIntegrityClient(
   options: PlayIntegrityClientOptions,
-): IntegrityTokenDecoder & {
-  inFlight(): number;
-  probe(request: {
-    packageName: string;
-    integrityToken: string;
-    serviceAccount: GoogleServiceAccount;
-  }): Promise<{ status: number; detail: string }>;
-} {
+): IntegrityTokenDecoder &
+  DeviceRecallWriter & {
+    inFlight(): number;
+    probe(request: {
+      packageName: string;
+      integrityToken: string;
+      serviceAccount: GoogleServiceAccount;
+    }): Promise<{ status: number; detail: string }>;
+  } {
   const oauthUrl = options.oauthUrl ?? GOOGLE_OAUTH_URL;
   const baseUrl = (options.playIntegrityUrl ?? GOOGLE_PLAY_INTEGRITY_URL).replace(/\/+$/, '');
   const now = options.now ?? Date.now;
@@ -286,6 +289,53 @@ export function createPlayIntegrityClient(
   }
 
   /**
+   * Play device recall: `POST v1/{packageName}/deviceRecall:write` with the integrity token and
+   * the new values (Google's WriteDeviceRecallRequest; its answer is an empty object). Any answer
+   * but 200 is a refusal with Google's status; no answer within timeoutMs, no connection or
+   * unusable credentials throw GoogleFault; one more than maxInFlight throws GoogleBusyError.
+   */
+  async function writeDeviceRecall(request: DeviceRecallWrite): Promise<DeviceRecallWritten> {
+    if (inFlight >= maxInFlight) {
+      emit({ endpoint: 'recall', outcome: 'busy' });
+      throw new GoogleBusyError(`${maxInFlight} Google requests are already in flight`);
+    }
+    inFlight += 1;
+    try {
+      const signal = AbortSignal.timeout(timeoutMs);
+      const { packageName, integrityToken, serviceAccount, newValues } = request;
+      const call = (token: string) =>
+        exchange(
+          'recall',
+          `${baseUrl}/v1/${encodeURIComponent(packageName)}/deviceRecall:write`,
+          {
+            method: 'POST',
+            headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+            // only the bits given: Google leaves a bit the request does not name as it was
+            body: JSON.stringify({ integrityToken, newValues }),
+          },
+          signal,
+        );
+      let token = await accessToken(serviceAccount, signal);
+      let answer = await call(token);
+      if (answer.status === 401) {
+        forget(serviceAccount, token);
+        token = await accessToken(serviceAccount, signal);
+        answer = await call(token);
+      }
+      const { status, body } = answer;
+      if (status === 200) {
+        emit({ endpoint: 'recall', outcome: 'ok' });
+        return { ok: true };
+      }
+      const outcome = status >= 400 && status < 500 && status !== 429 ? 'rejected' : 'server_error';
+      emit({ endpoint: 'recall', outcome: status === 429 ? 'rate_limited' : outcome });
+      return { ok: false, status, problem: `HTTP ${status}${googleStatus(body)}` };
+    } finally {
+      inFlight -= 1;
+    }
+  }
+
+  /**
    * One decode with a fresh access token, for `attest status --check`: Google's status and error
    * for `integrityToken` (meant to be a token that is not one). A refused grant, no answer within
    * timeoutMs (token and decode together) or no connection throws GoogleFault.
@@ -306,7 +356,22 @@ export function createPlayIntegrityClient(
     return { status, detail: `HTTP ${status}${googleStatus(body)}` };
   }
 
-  return { decode, probe, inFlight: () => inFlight };
+  return { decode, writeDeviceRecall, probe, inFlight: () => inFlight };
+}
+
+/** One device recall write, for a package whose service account Google knows. */
+export interface DeviceRecallWrite {
+  packageName: string;
+  integrityToken: string;
+  serviceAccount: GoogleServiceAccount;
+  newValues: RecallValues;
+}
+
+/** Google wrote the bits, or answered `status` (`problem` is its status and message, never the token). */
+export type DeviceRecallWritten = { ok: true } | { ok: false; status: number; problem: string };
+
+export interface DeviceRecallWriter {
+  writeDeviceRecall(request: DeviceRecallWrite): Promise<DeviceRecallWritten>;
 }
 
 /** Keyed by the key itself too, so a replaced key file never reuses the old account's token. */

@@ -27,6 +27,8 @@ export interface ApiKeyLookup {
     origins?: readonly string[];
     /** absent: off */
     resultTokens?: boolean;
+    /** the apps the key may verify; absent or null: every allowlisted app */
+    apps?: readonly string[] | null;
     /** the key's pre-check (`apiKeyCheck`); absent or null: none yet */
     precheck?: string | null;
   } | null>;
@@ -51,7 +53,14 @@ export type AuthFailure =
   | 'locked_origin';
 
 export type AuthResult =
-  | { ok: true; keyId: string; mode: KeyMode; resultTokens?: boolean }
+  | {
+      ok: true;
+      keyId: string;
+      mode: KeyMode;
+      resultTokens?: boolean;
+      /** present only for a scoped key: the apps it may verify */
+      apps?: readonly string[];
+    }
   | { ok: false; status: 401 | 403 | 503; why: AuthFailure; keyId?: string };
 
 /** What the request adds to the presented value. */
@@ -104,6 +113,7 @@ interface Verified {
   id: string;
   mode: KeyMode;
   resultTokens: boolean;
+  apps: readonly string[] | null;
   hash: string;
   expiresAt: number | null;
   checkedAt: number;
@@ -311,17 +321,19 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     }
     const mode = row.mode ?? 'live';
     const resultTokens = row.resultTokens === true;
+    const apps = row.apps ?? null;
     verified.set(fp, {
       id,
       mode,
       resultTokens,
+      apps,
       hash: row.hash,
       expiresAt: row.expiresAt?.getTime() ?? null,
       checkedAt: now(),
     });
     if (!row.precheck || matchesApiKeyCheck(row.precheck, presented) !== true)
       rememberPrecheck(row, presented);
-    return { ok: true, keyId: id, mode, ...tokensFlag(resultTokens) };
+    return granted({ id, mode, resultTokens, apps });
   }
 
   /**
@@ -360,7 +372,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         }
         if (now() - hit.checkedAt < revalidateMs) {
           touch(hit.id, prefix);
-          return { ok: true, keyId: hit.id, mode: hit.mode, ...tokensFlag(hit.resultTokens) };
+          return granted(hit);
         }
         // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
         // lazily: while the database is known to be down, nothing is queued for it
@@ -379,8 +391,10 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         hit.expiresAt = row.expiresAt?.getTime() ?? null;
         hit.mode = row.mode ?? 'live';
         hit.resultTokens = row.resultTokens === true;
+        // a scope change applies like every other change of the row: at this re-read
+        hit.apps = row.apps ?? null;
         touch(hit.id, prefix);
-        return { ok: true, keyId: hit.id, mode: hit.mode, ...tokensFlag(hit.resultTokens) };
+        return granted(hit);
       }
 
       const failed = failures.get(fp);
@@ -465,5 +479,11 @@ export type ApiKeyAuthenticator = ReturnType<typeof createApiKeyAuthenticator>;
 
 type Budget = <T>(work: Promise<T> | (() => Promise<T>)) => Promise<T>;
 
-// present only when on: a plain key's result is what it always was
-const tokensFlag = (on: boolean) => (on ? { resultTokens: true } : {});
+/** A verified key's result: `resultTokens` only when on, `apps` only for a scoped key (a plain key's result is what it always was). */
+const granted = (v: Pick<Verified, 'id' | 'mode' | 'resultTokens' | 'apps'>): AuthResult => ({
+  ok: true,
+  keyId: v.id,
+  mode: v.mode,
+  ...(v.resultTokens ? { resultTokens: true } : {}),
+  ...(v.apps ? { apps: v.apps } : {}),
+});

@@ -25,6 +25,7 @@ import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/
 import { requestLog } from './middleware/requestLog.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { createApiDocs } from './apiDocs.js';
+import { DEVICE_RECALL_PATH, deviceRecallHandler, type DeviceRecallWrite } from './deviceRecall.js';
 import { readBody, TOO_LARGE } from './readBody.js';
 import { requestHeader } from './requestHeader.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
@@ -75,6 +76,8 @@ export interface AppDeps {
    * TEST_JWKS_PATH only. Absent (no issuer, or ATTEST_TEST_KEYS off): that route answers 404.
    */
   testResultTokens?: Pick<ResultTokenSigner, 'issuer' | 'sign' | 'jwks'>;
+  /** Play device recall writes through Google; absent: that route answers 404 */
+  deviceRecall?: DeviceRecallWrite;
 }
 
 /** How long verifiers may cache the JWKS and the discovery document. */
@@ -83,6 +86,7 @@ export const WELL_KNOWN_MAX_AGE_SECONDS = 300;
 const ROUTES: Record<string, string[]> = {
   '/api/v1/attestation/init': ['POST'],
   '/api/v1/attestation/verify': ['POST'],
+  [DEVICE_RECALL_PATH]: ['POST'],
   '/healthz': ['GET', 'HEAD'],
   '/readyz': ['GET', 'HEAD'],
   '/metrics': ['GET'],
@@ -186,14 +190,21 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       nonce = request.expectedNonce;
     }
 
+    // a scoped key's verification refuses tokens of other apps (app_not_in_key_scope)
+    const appScope = c.get('apps');
     const outcome = await c.get('backend')(() =>
-      deps.verify({ token: request.token, expectedNonce: nonce }, c.get('mode')),
+      deps.verify(
+        { token: request.token, expectedNonce: nonce, ...(appScope ? { appScope } : {}) },
+        c.get('mode'),
+      ),
     );
     Object.assign(log, pickFacts(outcome.facts));
     // a missing or invalid receipt is logged (receiptProblem) and counted, whatever the verdict
     if (outcome.facts.receipt) deps.metrics.observeReceipt(outcome.facts.receipt);
     if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
     log.isValid = true;
+    // observed rules that failed: in the log line only, never in the response
+    if (outcome.observed) log.observed = outcome.observed;
     deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
     const { service, ...details } = outcome.details;
     if (!c.get('resultTokens')) return c.json({ isValid: true, statusCode: STATUS_OK, ...details });
@@ -213,6 +224,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     );
     return c.json({ isValid: true, statusCode: STATUS_OK, ...details, resultToken });
   });
+
+  app.post(DEVICE_RECALL_PATH, (c) => deviceRecallHandler(c, deps.deviceRecall));
 
   // what verifiers of result tokens fetch: no API key, cacheable
   app.get(LIVE_JWKS_PATH, async (c) => {

@@ -1,3 +1,4 @@
+import type { AppScope } from '../core/appScope.js';
 import type { KeyMode } from '../core/types.js';
 
 /** Fields of the one log line a request writes; middlewares and handlers fill them in. */
@@ -19,6 +20,12 @@ export interface RequestLog {
   /** App Attest registration: what its receipt was, and what failed in it */
   receipt?: 'valid' | 'missing' | 'invalid';
   receiptProblem?: string;
+  /** device recall writes: the bits asked for (`first=true,third=false`), whether Google wrote them, its status */
+  recallBits?: string;
+  written?: boolean;
+  googleStatus?: number;
+  /** a valid verify: the observed rules that failed (recorded, not enforced); absent when none */
+  observed?: string[];
   auth?: string;
   err?: { type: string; code?: string; message: string };
 }
@@ -38,6 +45,8 @@ export type AppEnv = {
     backend: Budget;
     /** the key's valid verifies carry a result token */
     resultTokens: boolean;
+    /** the apps the key may verify (`keys create --apps`); null: every allowlisted app */
+    apps: AppScope;
   };
   /** what @hono/node-server passes: Node's request and response (absent under app.request) */
   Bindings: {

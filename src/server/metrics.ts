@@ -40,7 +40,7 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const google = new Counter({
     name: 'attest_google_requests_total',
-    help: 'exchanges with Google for standard Play Integrity requests, by endpoint and outcome (faults by cause)',
+    help: 'exchanges with Google for standard Play Integrity requests (token, decode) and device recall writes (recall), by endpoint and outcome (faults by cause)',
     labelNames: ['endpoint', 'outcome'] as const,
     registers: [registry],
   });

@@ -1,4 +1,4 @@
-/** OpenAPI 3.1 description of both operations and every response (served at /openapi.json). */
+/** OpenAPI 3.1 description of every operation and every response (served at /openapi.json). */
 const errorBody = {
   type: 'object',
   required: ['statusCode', 'errorMessage'],
@@ -61,6 +61,7 @@ export const OPENAPI_DOCUMENT = {
             description:
               'extension: deviceIntegrity.recentDeviceActivity.deviceActivityLevel (LEVEL_1 to LEVEL_4, UNEVALUATED)',
           },
+          deviceRecall: { $ref: '#/components/schemas/DeviceRecall' },
           sdkVersion: {
             type: 'integer',
             description:
@@ -70,6 +71,29 @@ export const OPENAPI_DOCUMENT = {
             type: 'string',
             description: 'extension: appIntegrity.versionCode, as a decimal string',
           },
+        },
+      },
+      DeviceRecall: {
+        type: 'object',
+        description:
+          "extension: deviceIntegrity.deviceRecall (Play device recall): the three bits the app's developer wrote for this device with POST /api/v1/android/device-recall, which survive a reset; a bit Google leaves out is false",
+        required: ['bitFirst', 'bitSecond', 'bitThird'],
+        properties: {
+          bitFirst: { type: 'boolean' },
+          bitSecond: { type: 'boolean' },
+          bitThird: { type: 'boolean' },
+          writeDates: { $ref: '#/components/schemas/DeviceRecallWriteDates' },
+        },
+      },
+      DeviceRecallWriteDates: {
+        type: 'object',
+        description:
+          "When each bit was last written, as YYYYMM in UTC (e.g. 202611), as far as Google's verdict gives it (Google documents a date for set bits only)",
+        required: [],
+        properties: {
+          yyyymmFirst: { type: 'integer' },
+          yyyymmSecond: { type: 'integer' },
+          yyyymmThird: { type: 'integer' },
         },
       },
       AppleTokenDetails: {
@@ -221,6 +245,63 @@ export const OPENAPI_DOCUMENT = {
           ),
           '503': err(
             'Too many new API keys being checked at once, or too many standard Play Integrity requests waiting on Google; retry after Retry-After (statusCode 268505088)',
+          ),
+        },
+      },
+    },
+    '/api/v1/android/device-recall': {
+      post: {
+        operationId: 'writeDeviceRecall',
+        summary: "Mark the device of a verified Play Integrity token with Google's device recall",
+        description:
+          "Checks that attestationToken is a Play Integrity token of an allowlisted package with a Google service account, then calls Google's deviceRecall:write for that package with the integrity token inside and the bits given (a bit not named keeps its value). written false: nothing was written (not such a token, or Google refused or did not answer in time); the reason is in the server log, never the token.",
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['attestationToken', 'bits'],
+                properties: {
+                  attestationToken: {
+                    ...base64,
+                    description: 'the token the RP verified (CBOR, base64 or base64url)',
+                  },
+                  bits: {
+                    type: 'object',
+                    minProperties: 1,
+                    additionalProperties: false,
+                    properties: {
+                      bitFirst: { type: 'boolean' },
+                      bitSecond: { type: 'boolean' },
+                      bitThird: { type: 'boolean' },
+                    },
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': {
+            description: 'Google wrote the bits (written true), or nothing was written',
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['written'],
+                  properties: { written: { type: 'boolean' } },
+                },
+              },
+            },
+          },
+          '400': err('Malformed request (statusCode 268505089)'),
+          '401': { description: 'X-Api-Key missing or empty' },
+          '403': { description: 'Key invalid, unknown, revoked or expired' },
+          '413': err('Body over 64 KiB (statusCode 268505089)'),
+          '500': err('Unexpected failure (statusCode 268505088)'),
+          '503': err(
+            'Too many requests waiting on Google, or too many new API keys being checked at once; retry after Retry-After (statusCode 268505088)',
           ),
         },
       },

@@ -30,10 +30,12 @@ import { checkMasterKey } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
+import { KeyCache } from '../core/google/keyCache.js';
 import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
 import { createModeVerifiers } from './modeVerifiers.js';
+import { createDeviceRecallWrite } from './deviceRecall.js';
 import { drainable, type Drainable } from './drainable.js';
 import { assertPortFree, closeServer, listen, portOf, urlOf } from './httpListen.js';
 import { reportingKeyFailures } from './reportingKeyFailures.js';
@@ -262,6 +264,11 @@ async function serveOn(
     metricsRoute: !separateMetrics,
     ...(resultTokens ? { resultTokens } : {}),
     ...(signers?.test ? { testResultTokens: signers.test } : {}),
+    deviceRecall: createDeviceRecallWrite({
+      allowlist,
+      keyCache: new KeyCache(),
+      google: googleDecoder,
+    }),
   });
 
   const reloadNow = () => {

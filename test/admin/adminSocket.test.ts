@@ -386,6 +386,30 @@ describe("the admin API applies the CLI's own rules", () => {
     expect(await stored(made.id)).toEqual([]);
   });
 
+  it.each([
+    ['an empty scope', []],
+    ['an entry that is neither an app ID nor a package', ['bank']],
+    ['an empty entry', ['com.example.bank', '']],
+    ['more than 64 entries', Array.from({ length: 65 }, (_, i) => `com.example.app${i}`)],
+  ])(
+    'a key scope with %s is refused (400, usage), as keys create refuses it; nothing stored',
+    async (_, apps) => {
+      const res = await create({ ...(await valid()), apps });
+      expect(res.status).toBe(400);
+      expect(JSON.parse(res.text)).toMatchObject({ ok: false, error: { kind: 'usage' } });
+      expect(await stored(made.id)).toEqual([]);
+    },
+  );
+
+  it('keys.setApps refuses an empty scope and answers found: false for an unknown key', async () => {
+    const setApps = (input: Record<string, unknown>) =>
+      adminPost(JSON.stringify({ op: 'keys.setApps', input, actor: 'ops' }));
+    expect((await setApps({ id: '0000000000000000', apps: [] })).status).toBe(400);
+    const unknown = await setApps({ id: '0000000000000000', apps: ['com.example.bank'] });
+    expect(unknown.status).toBe(200);
+    expect(JSON.parse(unknown.text)).toMatchObject({ ok: true, result: { found: false } });
+  });
+
   it('what the CLI sends is taken, and the key works at once', async () => {
     const res = await create(await valid());
     expect(res.status).toBe(200);

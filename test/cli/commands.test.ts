@@ -51,6 +51,7 @@ function commandSuite(where: () => string) {
     });
     const created = JSON.parse(run.stdout) as KeyJson;
     expect(Object.keys(created).sort()).toEqual([
+      'apps',
       'createdAt',
       'expiresAt',
       'id',
@@ -88,6 +89,7 @@ function commandSuite(where: () => string) {
     const rows = JSON.parse(list.stdout) as Record<string, unknown>[];
     const row = rows.find((r) => r.id === created.id)!;
     expect(Object.keys(row).sort()).toEqual([
+      'apps',
       'createdAt',
       'expiresAt',
       'id',
@@ -130,7 +132,7 @@ function commandSuite(where: () => string) {
 
     const table = await runCli('keys', 'list');
     expect(table.stdout.split('\n')[0]).toMatch(
-      /^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED\s+RESULT TOKENS$/,
+      /^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED\s+RESULT TOKENS\s+APPS$/,
     );
     expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+live\\s+revoked`));
 
@@ -230,6 +232,7 @@ function commandSuite(where: () => string) {
       validationCategories: [],
       minBundleVersion: null,
       allowMissingValidationCategory: false,
+      observe: [],
       maxVerifiesPerDevice: null,
     };
     expect(list.apple).toEqual([

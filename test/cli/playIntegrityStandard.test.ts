@@ -106,6 +106,7 @@ describe('allowlist add android: service account and newer-verdict policy', () =
       serviceAccount: sa.account.clientEmail,
       package: 'added',
       pair: 'none',
+      observe: [],
     });
     expect(await listed('com.example.standard')).toMatchObject({
       keyPairs: [],

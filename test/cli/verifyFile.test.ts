@@ -449,7 +449,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       const lines = text.stdout.split('\n');
       expect(lines[0]).toBe(`token: service apple, registration, key ${String(json.facts.keyId)}`);
       expect(lines[1]).toBe(`verified at ${AT} against the flags given, as a live API key would`);
-      const mark = { pass: 'pass', fail: 'FAIL', skip: 'skip' } as const;
+      const mark = { pass: 'pass', fail: 'FAIL', skip: 'skip', observed: 'OBSV' } as const;
       const checkLines = lines.filter((l) => /^ {2}\[(pass|FAIL|skip)\] /.test(l));
       expect(checkLines).toEqual(json.checks.map((c) => `  [${mark[c.status]}] ${c.title}`));
       for (const c of json.checks)

@@ -7,6 +7,9 @@ import { beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import {
   ANDROID_KEY_DETAILS,
   APPLE_TOKEN_DETAILS,
+  DEVICE_RECALL,
+  DEVICE_RECALL_RESPONSE,
+  DEVICE_RECALL_WRITE_DATES,
   ERROR_BODY,
   GOOGLE_TOKEN_DETAILS,
   HTTP_ERROR_KINDS,
@@ -95,9 +98,20 @@ describe('client shapes against /openapi.json', () => {
   it('verify 200, with both details objects', () => {
     expectSameShape(VERIFY_RESPONSE, responseSchema('/api/v1/attestation/verify', '200'), details);
     expectSameShape(APPLE_TOKEN_DETAILS, doc.components.schemas.AppleTokenDetails!);
-    expectSameShape(GOOGLE_TOKEN_DETAILS, doc.components.schemas.GoogleTokenDetails!);
+    expectSameShape(GOOGLE_TOKEN_DETAILS, doc.components.schemas.GoogleTokenDetails!, {
+      DeviceRecall: DEVICE_RECALL,
+    });
+    expectSameShape(DEVICE_RECALL, doc.components.schemas.DeviceRecall!, {
+      DeviceRecallWriteDates: DEVICE_RECALL_WRITE_DATES,
+    });
+    expectSameShape(DEVICE_RECALL_WRITE_DATES, doc.components.schemas.DeviceRecallWriteDates!);
     expectSameShape(ANDROID_KEY_DETAILS, doc.components.schemas.AndroidKeyDetails!);
   });
+  it('device-recall 200', () =>
+    expectSameShape(
+      DEVICE_RECALL_RESPONSE,
+      responseSchema('/api/v1/android/device-recall', '200'),
+    ));
   it('every error body the document describes is the one the client reads', () => {
     const withBody = Object.entries(doc.paths).flatMap(([path, item]) =>
       Object.entries(item.post.responses)

@@ -56,6 +56,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       expiresAt: expect.any(String),
       revokedAt: null,
       resultTokens: false,
+      apps: null,
     });
     expect(Date.parse(events[0]!.after!.expiresAt as string)).toBe(row.expiresAt!.getTime());
     expect(events[1]!.before).toMatchObject({ name: 'ci', revokedAt: null });
@@ -73,6 +74,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     validationCategories: [],
     minBundleVersion: null,
     allowMissingValidationCategory: false,
+    observe: [],
     maxVerifiesPerDevice: null,
   };
 
@@ -123,6 +125,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
           validationCategories: ['appstore'],
           minBundleVersion: '2.0',
           allowMissingValidationCategory: true,
+          observe: [],
           maxVerifiesPerDevice: { max: 100, periodSeconds: 3600 },
         },
       ],
@@ -137,7 +140,12 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     await repo.addAndroid('com.x', p1, { certificateDigests: [digest] }, auditor);
     await repo.addAndroid('com.x', p2, {}, auditor);
     await repo.addAndroid('com.x', p2, {}, auditor); // nothing changes
-    await repo.addAndroid('com.x', p2, { maxAgeSeconds: 60 }, auditor);
+    await repo.addAndroid(
+      'com.x',
+      p2,
+      { maxAgeSeconds: 60, denyRecallBits: ['first', 'third'] },
+      auditor,
+    );
     await repo.removeAndroid('com.x', 'fp1', auditor);
     await repo.removeAndroid('com.x', undefined, auditor);
     const events = await recorded();
@@ -149,6 +157,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       playProtectVerdicts: [],
       denyAppAccessRisk: [],
       maxDeviceActivity: null,
+      denyRecallBits: [],
       serviceAccount: null,
       testKeyPairs: [],
       maxVerifiesPerDevice: null,
@@ -171,7 +180,12 @@ describe.each(backends())('the audit trail on $name', (backend) => {
         'allowlist.update',
         'android:com.x',
         { ...policy, maxAgeSeconds: 600, keyPairs: ['fp1', 'fp2'] },
-        { ...policy, maxAgeSeconds: 60, keyPairs: ['fp1', 'fp2'] },
+        {
+          ...policy,
+          maxAgeSeconds: 60,
+          denyRecallBits: ['first', 'third'],
+          keyPairs: ['fp1', 'fp2'],
+        },
       ],
       [
         'allowlist.key.remove',
@@ -182,7 +196,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       [
         'allowlist.remove',
         'android:com.x',
-        { ...policy, maxAgeSeconds: 60, keyPairs: ['fp2'] },
+        { ...policy, maxAgeSeconds: 60, denyRecallBits: ['first', 'third'], keyPairs: ['fp2'] },
         null,
       ],
     ]);
@@ -326,4 +340,5 @@ const KEY_ATTESTATION_OFF = {
   allowUnlocked: false,
   bootKeys: [],
   maxPatchAgeMonths: null,
+  observe: [],
 };

@@ -134,6 +134,7 @@ describe.each(backends())(
       expect(await allowlist.addAndroid('com.x', null, off, auditor)).toEqual({
         package: 'updated',
         pair: 'none',
+        observe: [],
       });
       const [, update] = await recorded();
       expect(update).toMatchObject({
@@ -150,6 +151,7 @@ describe.each(backends())(
       expect(await allowlist.addAndroid('com.x', null, off, auditor)).toEqual({
         package: 'unchanged',
         pair: 'none',
+        observe: [],
       });
       expect(await recorded()).toHaveLength(2);
     });

@@ -19,6 +19,7 @@ const NO_POLICY = {
   validationCategories: [],
   minBundleVersion: null,
   allowMissingValidationCategory: false,
+  observe: [],
   maxVerifiesPerDevice: null,
 };
 
@@ -254,12 +255,14 @@ describe.each(backends())('repositories on $name', (backend) => {
         appId: 'T.a',
         env: 'production',
         ...full,
+        observe: [],
       });
       // an update without policy fields keeps them all
       expect((await repo.addApple('T.a', 'any')).policy).toEqual({
         appId: 'T.a',
         env: 'any',
         ...full,
+        observe: [],
       });
       const cleared = await repo.addApple('T.a', undefined, undefined, {
         maxRiskMetric: null,
@@ -287,14 +290,16 @@ describe.each(backends())('repositories on $name', (backend) => {
           minVerdict: 'MEETS_STRONG_INTEGRITY',
           maxAgeSeconds: 60,
         }),
-      ).toEqual({ package: 'added', pair: 'added' });
+      ).toEqual({ package: 'added', pair: 'added', observe: [] });
       expect(await repo.addAndroid('com.x', pair('p2'), {})).toEqual({
         package: 'updated',
         pair: 'added',
+        observe: [],
       });
       expect(await repo.addAndroid('com.x', pair('p2'), {})).toEqual({
         package: 'unchanged',
         pair: 'exists',
+        observe: [],
       });
       let [pkg] = await repo.listAndroid();
       expect(pkg).toMatchObject({

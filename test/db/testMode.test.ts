@@ -57,6 +57,7 @@ describe.each(backends())('test-mode storage on $name', (backend) => {
     expect(await repo.addAndroid('com.example.app', null, {})).toEqual({
       package: 'added',
       pair: 'none',
+      observe: [],
     });
     const results = await Promise.all(
       Array.from({ length: 6 }, () =>

@@ -294,6 +294,7 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
     expect(await allowlist.addAndroid(TEST_PACKAGE, keyPairOf(pair2), {})).toEqual({
       package: 'updated',
       pair: 'added',
+      observe: [],
     });
     // adding a pair keeps the policy: the certificate digest still applies
     const [entry] = await allowlist.listAndroid();

@@ -9,6 +9,10 @@
  * - `POST /v1/{packageName}:decodeIntegrityToken` with `Authorization: Bearer` and
  *   `{ "integrity_token": ... }`: answers `{ tokenPayloadExternal }` for a token the test issued,
  *   `400 INVALID_ARGUMENT` for any other, `401 UNAUTHENTICATED` for an unknown access token.
+ * - `POST /v1/{packageName}/deviceRecall:write` with `Authorization: Bearer` and
+ *   `{ "integrityToken": ..., "newValues": { "bitFirst": true, ... } }` (Google's
+ *   WriteDeviceRecallRequest): records the write and answers `{}`; `400 INVALID_ARGUMENT` for a
+ *   body of another shape, `401` as above.
  *
  * Faults are queued per endpoint (a status, a delay, or no answer at all), a gate holds decodes
  * until the test releases them, and every request is counted.
@@ -59,15 +63,23 @@ export interface FakeGoogle {
   oauthUrl: string;
   playIntegrityUrl: string;
   counts: { token: number; decode: number };
+  /** device recall write requests received (accepted or not) */
+  recallRequests: number;
+  /** every device recall write Google accepted, in order */
+  recallWrites: {
+    packageName: string;
+    integrityToken: string;
+    newValues: Record<string, boolean>;
+  }[];
   /** seconds the next access tokens live */
   expiresIn: number;
   /** registers what decodeIntegrityToken answers for a new opaque token, which it returns */
   issue(packageName: string, payload: unknown): string;
   /** the next request to `endpoint` gets `fault` (queued in order) */
-  faultNext(endpoint: 'token' | 'decode', fault: Fault): void;
+  faultNext(endpoint: 'token' | 'decode' | 'recall', fault: Fault): void;
   /** every access token issued so far stops working (as on revocation) */
   revokeTokens(): void;
-  /** holds decodes until `release`; `arrived(n)` resolves once n of them are held */
+  /** holds decodes and recall writes until `release`; `arrived(n)` resolves once n of them are held */
   gate(): { arrived(n: number): Promise<void>; release(): void };
   /** what the last token request's assertion said (for tests of the grant itself) */
   lastAssertion?: { header: Record<string, unknown>; claims: Record<string, unknown> };
@@ -96,7 +108,11 @@ export async function startFakeGoogle(options: {
   const accounts = new Map(options.accounts.map((a) => [a.account.clientEmail, a.publicKey]));
   const integrityTokens = new Map<string, { packageName: string; payload: unknown }>();
   const accessTokens = new Map<string, number>(); // token -> expiry (ms)
-  const faults: Record<'token' | 'decode', Fault[]> = { token: [], decode: [] };
+  const faults: Record<'token' | 'decode' | 'recall', Fault[]> = {
+    token: [],
+    decode: [],
+    recall: [],
+  };
   let gate: { held: (() => void)[]; waiters: { n: number; resolve: () => void }[] } | null = null;
 
   const server = createServer((req, res) => {
@@ -112,6 +128,8 @@ export async function startFakeGoogle(options: {
     oauthUrl: `${base}/token`,
     playIntegrityUrl: base,
     counts: { token: 0, decode: 0 },
+    recallRequests: 0,
+    recallWrites: [],
     expiresIn: 3599,
     issue(packageName, payload) {
       const token = `fake-standard-${randomBytes(24).toString('base64url')}`;
@@ -155,21 +173,35 @@ export async function startFakeGoogle(options: {
     const match = /^\/v1\/([^/:]+):decodeIntegrityToken$/.exec(url.pathname);
     if (req.method === 'POST' && match) {
       fake.counts.decode += 1;
-      if (gate) {
-        const g = gate;
-        await new Promise<void>((resolve) => {
-          g.held.push(resolve);
-          for (const w of g.waiters.filter((w) => g.held.length >= w.n)) w.resolve();
-        });
-      }
+      await held();
       if (await applyFault('decode', res)) return;
       return decodeEndpoint(decodeURIComponent(match[1]!), req, body, res);
+    }
+    const recall = /^\/v1\/([^/:]+)\/deviceRecall:write$/.exec(url.pathname);
+    if (req.method === 'POST' && recall) {
+      fake.recallRequests += 1;
+      await held();
+      if (await applyFault('recall', res)) return;
+      return recallEndpoint(decodeURIComponent(recall[1]!), req, body, res);
     }
     send(res, 404, { error: { code: 404, status: 'NOT_FOUND', message: 'no such endpoint' } });
   }
 
+  /** waits while a gate is up (decodes and recall writes alike) */
+  async function held() {
+    if (!gate) return;
+    const g = gate;
+    await new Promise<void>((resolve) => {
+      g.held.push(resolve);
+      for (const w of g.waiters.filter((w) => g.held.length >= w.n)) w.resolve();
+    });
+  }
+
   /** true when the fault answered (or will never answer) */
-  async function applyFault(endpoint: 'token' | 'decode', res: ServerResponse): Promise<boolean> {
+  async function applyFault(
+    endpoint: 'token' | 'decode' | 'recall',
+    res: ServerResponse,
+  ): Promise<boolean> {
     const fault = faults[endpoint].shift();
     if (!fault) return false;
     if ('hang' in fault) return true;
@@ -229,6 +261,55 @@ export async function startFakeGoogle(options: {
     const accessToken = `ya29.fake-${randomBytes(16).toString('hex')}`;
     accessTokens.set(accessToken, now() + fake.expiresIn * 1000);
     send(res, 200, { access_token: accessToken, expires_in: fake.expiresIn, token_type: 'Bearer' });
+  }
+
+  /** false (having answered 401) when the bearer token is not a live access token */
+  function authorized(req: IncomingMessage, res: ServerResponse): boolean {
+    const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
+    const expiry = bearer ? accessTokens.get(bearer) : undefined;
+    if (expiry !== undefined && expiry > now()) return true;
+    send(res, 401, {
+      error: {
+        code: 401,
+        message: 'Request had invalid authentication credentials.',
+        status: 'UNAUTHENTICATED',
+      },
+    });
+    return false;
+  }
+
+  function recallEndpoint(
+    packageName: string,
+    req: IncomingMessage,
+    body: string,
+    res: ServerResponse,
+  ) {
+    if (!authorized(req, res)) return;
+    let request: { integrityToken?: unknown; newValues?: unknown } = {};
+    try {
+      request = JSON.parse(body) as typeof request;
+    } catch {
+      // answered below as a malformed request
+    }
+    const values = request.newValues as Record<string, unknown> | undefined;
+    const names = ['bitFirst', 'bitSecond', 'bitThird'];
+    const wellFormed =
+      typeof request.integrityToken === 'string' &&
+      request.integrityToken.length > 0 &&
+      typeof values === 'object' &&
+      values !== null &&
+      Object.keys(values).length > 0 &&
+      Object.entries(values).every(([k, v]) => names.includes(k) && typeof v === 'boolean');
+    if (!wellFormed)
+      return send(res, 400, {
+        error: { code: 400, message: 'Invalid device recall request.', status: 'INVALID_ARGUMENT' },
+      });
+    fake.recallWrites.push({
+      packageName,
+      integrityToken: request.integrityToken as string,
+      newValues: values as Record<string, boolean>,
+    });
+    send(res, 200, {});
   }
 
   function decodeEndpoint(

@@ -79,6 +79,8 @@ export async function issueKey(
     secretWith?: RegExp;
     mode?: KeyMode;
     resultTokens?: boolean;
+    /** the key's scope (`keys create --apps`); absent: every allowlisted app */
+    apps?: readonly string[];
     /** store the key's pre-check, as `attest keys create` does (default: none, as a key made before pre-checks) */
     precheck?: boolean;
   } = {},
@@ -98,6 +100,7 @@ export async function issueKey(
     expiresInSeconds: options.expiresInSeconds ?? null,
     mode: options.mode ?? 'live',
     resultTokens: options.resultTokens ?? false,
+    ...(options.apps ? { apps: options.apps } : {}),
   });
   return { id: row.id, key: generated.key };
 }
@@ -114,6 +117,7 @@ export interface ServiceOptions {
   breaker?: AppDeps['breaker'];
   resultTokens?: AppDeps['resultTokens'];
   testResultTokens?: AppDeps['testResultTokens'];
+  deviceRecall?: AppDeps['deviceRecall'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -139,6 +143,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),
+    ...(options.deviceRecall ? { deviceRecall: options.deviceRecall } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
 }
@@ -198,6 +203,7 @@ export function createPlatformService(
     googleDecoder?: IntegrityTokenDecoder;
     /** android-key root keys; without them android-key tokens are service_unsupported */
     androidRoots?: readonly AndroidRootKey[];
+    auth?: Partial<AuthenticatorOptions>;
   },
 ) {
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), {
@@ -221,6 +227,7 @@ export function createPlatformService(
       : {}),
   });
   return createTestService(db, {
+    ...(options.auth ? { auth: options.auth } : {}),
     verify: (input) =>
       verifyToken(input, {
         now: typeof options.now === 'function' ? options.now : () => options.now as Date,

@@ -112,7 +112,7 @@ export interface VerifyFileJson {
   checks: {
     id: string;
     title: string;
-    status: 'pass' | 'fail' | 'skip';
+    status: 'pass' | 'fail' | 'skip' | 'observed';
     detail: string;
     reason?: string;
   }[];

@@ -6,6 +6,7 @@ import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
 import { PRINTABLE_NAME_RULE } from '../../config.js';
 import { safeText } from '../terminalText.js';
+import { parseAppList } from '../appList.js';
 
 /** An API key id: what follows the prefix in a key (core/apiKeys.ts). */
 const ID = /^[0-9a-z]{16}$/;
@@ -17,8 +18,10 @@ export function keysCommand(): Command {
 Examples:
   $ attest keys create --name "mobile banking" --expires-in 90d
   $ attest keys create --name payments --result-tokens
+  $ attest keys create --name "ios backend" --apps ABCDE12345.com.example.app
   $ attest keys list
   $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens on
+  $ attest keys update 0h3k5x9q2m7c1b4n --apps ABCDE12345.com.example.app,com.example.app
   $ attest keys revoke 0h3k5x9q2m7c1b4n`,
   );
 
@@ -39,10 +42,17 @@ Examples:
       '--result-tokens',
       'valid verifies with this key also carry a signed result token (needs ATTEST_ISSUER on the server)',
     )
-    .option('--json', 'print {"id","name","mode","resultTokens","key","createdAt","expiresAt"}')
+    .option(
+      '--apps <ids>',
+      'comma-separated App Attest app IDs (TEAMID.bundle.id) and Android packages: the key verifies tokens of these apps only (default: every allowlisted app)',
+    )
+    .option(
+      '--json',
+      'print {"id","name","mode","resultTokens","apps","key","createdAt","expiresAt"}',
+    )
     .addHelpText(
       'after',
-      '\nExamples:\n  $ attest keys create --name "mobile banking" --expires-in 90d\n  $ attest keys create --name ci --test --json | jq -r .key',
+      '\nExamples:\n  $ attest keys create --name "mobile banking" --expires-in 90d\n  $ attest keys create --name ci --test --json | jq -r .key\n  $ attest keys create --name "android backend" --apps com.example.app,com.example.lite',
     )
     .action(
       async (
@@ -51,6 +61,7 @@ Examples:
           expiresIn?: string;
           test?: boolean;
           resultTokens?: boolean;
+          apps?: string;
           json?: boolean;
         },
         command: Command,
@@ -65,6 +76,7 @@ Examples:
         const expiresIn = opts.expiresIn === undefined ? null : parseDuration(opts.expiresIn);
         if (expiresIn === null && opts.expiresIn !== undefined)
           throw usageError(durationProblem('--expires-in', opts.expiresIn));
+        const apps = opts.apps === undefined ? null : parseAppList(opts.apps, '--apps');
         const auditor = auditorFor(command);
         const { id, key } = generateApiKey(config().apiKeyPrefix);
         const hash = await hashApiKey(key);
@@ -78,6 +90,7 @@ Examples:
               expiresInSeconds: expiresIn,
               mode: opts.test ? 'test' : 'live',
               resultTokens: opts.resultTokens === true,
+              ...(apps ? { apps } : {}),
             });
             if (opts.json) {
               printJson({
@@ -85,6 +98,7 @@ Examples:
                 name: row.name,
                 mode: row.mode,
                 resultTokens: row.resultTokens,
+                apps: row.apps,
                 key,
                 createdAt: row.createdAt.toISOString(),
                 expiresAt: row.expiresAt?.toISOString() ?? null,
@@ -97,8 +111,11 @@ Examples:
               const tokenNote = row.resultTokens
                 ? 'Its valid verifies carry a result token (the server needs ATTEST_ISSUER).\n'
                 : '';
+              const scopeNote = row.apps
+                ? `It verifies tokens of ${row.apps.join(', ')} only.\n`
+                : '';
               process.stdout.write(
-                `created ${row.mode} API key ${row.id} (${safeText(row.name)}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n${testNote}${tokenNote}`,
+                `created ${row.mode} API key ${row.id} (${safeText(row.name)}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n${testNote}${tokenNote}${scopeNote}`,
               );
             }
           },
@@ -129,6 +146,7 @@ Examples:
               name: r.name,
               mode: r.mode,
               resultTokens: r.resultTokens,
+              apps: r.apps,
               state: state(r),
               createdAt: r.createdAt,
               lastUsedAt: r.lastUsedAt,
@@ -148,6 +166,7 @@ Examples:
               'EXPIRES',
               'REVOKED',
               'RESULT TOKENS',
+              'APPS',
             ],
             rows.map((r) => [
               r.id,
@@ -159,6 +178,7 @@ Examples:
               when(r.expiresAt),
               when(r.revokedAt),
               r.resultTokens ? 'on' : 'off',
+              r.apps ? r.apps.join(',') : 'all',
             ]),
           );
         }
@@ -173,35 +193,77 @@ Examples:
       '--result-tokens <on|off>',
       'whether valid verifies with this key carry a signed result token',
     )
+    .option(
+      '--apps <ids>',
+      'comma-separated App Attest app IDs and Android packages: the key verifies tokens of these apps only (replaces its list)',
+    )
+    .option('--all-apps', 'the key verifies tokens of every allowlisted app again (no scope)')
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens on\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens off --json',
+      '\nExamples:\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens on\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens off --json\n  $ attest keys update 0h3k5x9q2m7c1b4n --apps ABCDE12345.com.example.app,com.example.app\n  $ attest keys update 0h3k5x9q2m7c1b4n --all-apps',
     )
     .action(
-      async (id: string, opts: { resultTokens?: string; json?: boolean }, command: Command) => {
+      async (
+        id: string,
+        opts: { resultTokens?: string; apps?: string; allApps?: boolean; json?: boolean },
+        command: Command,
+      ) => {
         await checkId(id, 'update');
-        if (opts.resultTokens === undefined)
-          throw usageError('nothing to change: give --result-tokens on or --result-tokens off');
-        if (opts.resultTokens !== 'on' && opts.resultTokens !== 'off')
-          throw usageError(`--result-tokens takes on or off, got "${opts.resultTokens}"`);
-        const on = opts.resultTokens === 'on';
+        if (opts.apps !== undefined && opts.allApps)
+          throw usageError('give --apps or --all-apps, not both');
+        if (opts.resultTokens === undefined && opts.apps === undefined && !opts.allApps)
+          throw usageError(
+            'nothing to change: give --result-tokens on|off, --apps ID[,ID...] or --all-apps',
+          );
+        if (
+          opts.resultTokens !== undefined &&
+          opts.resultTokens !== 'on' &&
+          opts.resultTokens !== 'off'
+        )
+          throw usageError(`--result-tokens takes on or off, got "${safeText(opts.resultTokens)}"`);
+        const apps =
+          opts.apps !== undefined
+            ? parseAppList(opts.apps, '--apps')
+            : opts.allApps
+              ? null
+              : undefined;
         const auditor = auditorFor(command);
         await withAdmin(
           async (admin) => {
-            const { found, changed } = await admin.run('keys.setResultTokens', { id, on });
-            if (!found) throw negativeError(`no API key with id "${id}"; see "attest keys list"`);
-            if (opts.json) printJson({ id, resultTokens: on, changed });
-            else
-              process.stdout.write(
+            const notFound = () =>
+              negativeError(`no API key with id "${id}"; see "attest keys list"`);
+            const out: Record<string, unknown> = { id };
+            const lines: string[] = [];
+            if (opts.resultTokens !== undefined) {
+              const on = opts.resultTokens === 'on';
+              const { found, changed } = await admin.run('keys.setResultTokens', { id, on });
+              if (!found) throw notFound();
+              Object.assign(out, { resultTokens: on, changed });
+              lines.push(
                 changed
-                  ? `result tokens ${opts.resultTokens} for ${id}; every instance applies it within 5 seconds\n`
-                  : `result tokens were already ${opts.resultTokens} for ${id}\n`,
+                  ? `result tokens ${opts.resultTokens} for ${id}; every instance applies it within 5 seconds`
+                  : `result tokens were already ${opts.resultTokens} for ${id}`,
               );
-            if (on && changed && config().issuer === undefined)
-              process.stderr.write(
-                'attest: ATTEST_ISSUER is not set here: the server needs it to sign result tokens (it refuses to start without it while a key uses them)\n',
+              if (on && changed && config().issuer === undefined)
+                process.stderr.write(
+                  'attest: ATTEST_ISSUER is not set here: the server needs it to sign result tokens (it refuses to start without it while a key uses them)\n',
+                );
+            }
+            if (apps !== undefined) {
+              const scoped = await admin.run('keys.setApps', { id, apps });
+              if (!scoped.found) throw notFound();
+              out.apps = scoped.apps;
+              out.changed = out.changed === true || scoped.changed;
+              const shown = scoped.apps ? scoped.apps.join(', ') : 'every allowlisted app';
+              lines.push(
+                scoped.changed
+                  ? `${id} now verifies tokens of ${shown}; every instance applies it within 5 seconds`
+                  : `${id} already verified tokens of ${shown}`,
               );
+            }
+            if (opts.json) printJson(out);
+            else process.stdout.write(`${lines.join('\n')}\n`);
           },
           { auditor },
         );

@@ -19,6 +19,7 @@ import {
 } from '../../core/verify.js';
 import { config, withAdmin } from '../context.js';
 import { CliError, EXIT, usageError } from '../errors.js';
+import { parseAppList } from '../appList.js';
 import { isoInstant } from '../isoInstant.js';
 import { KINDS } from '../kinds/registry.js';
 import type {
@@ -43,6 +44,7 @@ interface Options extends VerifyFileFlags {
   jwks?: string;
   issuer?: string;
   audience?: string;
+  keyApps?: string;
 }
 
 /** verify-file's own flags; each kind adds its own between them (see VerifyFileOptions.at). */
@@ -72,7 +74,11 @@ const GENERIC_OPTIONS: VerifyFileOptions[] = [
           '--issuer <url>',
           'a result token: the issuer it must name (default ATTEST_ISSUER when set)',
         )
-        .option('--audience <id>', 'a result token: the API key id it must be made for'),
+        .option('--audience <id>', 'a result token: the API key id it must be made for')
+        .option(
+          '--key-apps <ids>',
+          'verify as an API key scoped to these app IDs and packages would (keys create --apps): another app is app_not_in_key_scope',
+        ),
   },
   {
     at: 90,
@@ -156,7 +162,13 @@ Examples:
         opts.nonce = bodyNonce;
       const { expectedNonce, serverNonce, deviceNonce } = nonces(opts);
       const at = opts.at === undefined ? new Date() : instant(opts.at);
-      const input: VerifyInput = { token, expectedNonce };
+      const input: VerifyInput = {
+        token,
+        expectedNonce,
+        ...(opts.keyApps !== undefined
+          ? { appScope: parseAppList(opts.keyApps, '--key-apps') }
+          : {}),
+      };
       for (const kind of KINDS) Object.assign(input, kind.verifyFile.input?.(opts));
       const offline = KINDS.some((k) => k.verifyFile.offline(opts));
       if (offline && opts.devRoots)

@@ -44,10 +44,7 @@ import type { AndroidRootKey } from './trustRoots.js';
 export type AndroidKeyShape = 'registration' | 'assertion';
 
 /** A key whose checks all passed, with the package entry they were checked against. */
-interface Verified {
-  record: AndroidKeyRecord;
-  policy: AndroidPackagePolicy;
-}
+type Verified = { record: AndroidKeyRecord; policy: AndroidPackagePolicy };
 
 /** The ordered check ids of each shape (stable: `verify-file` prints them). */
 export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly CheckId[]>> = {
@@ -278,6 +275,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       allowlist,
       trace,
       now: ctx.now,
+      appScope: ctx.appScope,
     });
     return { record, policy };
   }
@@ -384,6 +382,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       allowlist,
       trace,
       now: ctx.now,
+      appScope: ctx.appScope,
     });
 
     const record: AndroidKeyRecord = {
@@ -392,7 +391,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       packageName: evidence.packageName,
       attestationSecurityLevel: description.attestationSecurityLevel,
       keyMintSecurityLevel: description.keyMintSecurityLevel,
-      // check 8 passed: without a root of trust only --allow-unlocked lets a key through
+      // check 8 passed or is observed: without a root of trust the key reads as unverified
       verifiedBootState: description.rootOfTrust?.verifiedBootState ?? 'Unverified',
       deviceLocked: description.rootOfTrust?.deviceLocked ?? false,
       verifiedBootKey: ownBytes(description.rootOfTrust?.verifiedBootKey ?? new Uint8Array()),
@@ -417,8 +416,8 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
 
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
     const { record, policy } = await verifyKey(evidence, ctx);
-    // the policy step android.deviceVelocity: last, once every other check has passed (the key
-    // registered), so that only valid verifies are counted against --max-verifies-per-device
+    // the policy step android.deviceVelocity, last: only verifies that passed every other check
+    // (the key registered) count against --max-verifies-per-device
     const velocity = await checkDeviceVelocity({
       check: 'android.deviceVelocity',
       service: 'android-key',
@@ -429,7 +428,8 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       now: ctx.now,
       trace: ctx.trace,
     });
-    if (!velocity.ok) throw new Rejection(velocity.reason, velocity.detail);
+    if (!velocity.ok)
+      ctx.trace.policyFailed('android.deviceVelocity', velocity.reason, velocity.detail);
     return details(record);
   }
 

@@ -4,6 +4,7 @@
  * assertion on the facts stored with the key and today's entry, so a stricter policy applies to
  * keys registered before it.
  */
+import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type {
   AllowlistReader,
@@ -60,13 +61,15 @@ export function patchAgeMonths(patch: number, now: Date): number {
 }
 
 /**
- * Runs checks 6 to 9 for `packageName`; throws the first failing check's `Rejection`.
+ * Runs checks 6 to 9 for `packageName`; throws the first failing check's `Rejection`, except for
+ * the policy rules the entry observes (security level, boot state, patch level), which the trace
+ * records before the checks go on.
  * @returns the package's entry
  */
 export async function checkKeyPolicy(
   packageName: string,
   facts: AttestedFacts,
-  deps: { allowlist: AllowlistReader; trace: Trace; now: Date },
+  deps: { allowlist: AllowlistReader; trace: Trace; now: Date; appScope?: AppScope | undefined },
 ): Promise<AndroidPackagePolicy> {
   const { trace } = deps;
 
@@ -94,7 +97,10 @@ export async function checkKeyPolicy(
       'android_package_not_allowed',
       `"${packageName}" is allowlisted without key attestation (--key-attestation)`,
     );
+  // the package the attestation (registration) or the registered key (assertion) names
+  checkAppScope(deps.appScope, packageName, 'package');
   trace.pass('android.package', `"${packageName}" is attested and allowlisted for key attestation`);
+  trace.observe(policy.observe ?? []);
 
   trace.current('android.appSignature');
   if (policy.certificateDigests.length === 0) {
@@ -113,13 +119,22 @@ export async function checkKeyPolicy(
   trace.current('android.securityLevel');
   const minimum = policy.minSecurityLevel ?? 'TrustedEnvironment';
   const level = lowerLevel(facts.attestationSecurityLevel, facts.keyMintSecurityLevel);
-  if (level === 'Software' || RANK[level] < RANK[minimum]) {
+  const levels = `attestation ${facts.attestationSecurityLevel}, KeyMint ${facts.keyMintSecurityLevel}`;
+  if (level === 'Software') {
+    // never observed: a software key's description is signed by a key outside any secure
+    // hardware, so nothing in it (the app, the challenge included) is proven
     throw new Rejection(
       'android_security_level_insufficient',
-      `attestation ${facts.attestationSecurityLevel}, KeyMint ${facts.keyMintSecurityLevel}: the package requires ${minimum}${level === 'Software' ? ' (a software-attested key never passes)' : ''}`,
+      `${levels}: the package requires ${minimum} (a software-attested key never passes)`,
     );
   }
-  trace.pass('android.securityLevel', `${level} meets the minimum ${minimum}`);
+  if (RANK[level] < RANK[minimum]) {
+    trace.policyFailed(
+      'android.securityLevel',
+      'android_security_level_insufficient',
+      `${levels}: the package requires ${minimum}`,
+    );
+  } else trace.pass('android.securityLevel', `${level} meets the minimum ${minimum}`);
 
   trace.current('android.bootState');
   const root = facts.rootOfTrust;
@@ -137,7 +152,8 @@ export async function checkKeyPolicy(
   ) {
     trace.pass('android.bootState', `${described}, with a boot key the package trusts`);
   } else {
-    throw new Rejection(
+    trace.policyFailed(
+      'android.bootState',
       'android_boot_state_insufficient',
       root?.deviceLocked && root.verifiedBootState === 'SelfSigned'
         ? `${described}: the OS is signed with boot key ${hex(root.verifiedBootKey)}, which the package does not list (--boot-key)`
@@ -150,21 +166,24 @@ export async function checkKeyPolicy(
   if (maxAge === undefined || maxAge === null) {
     trace.skip('android.patchLevel', 'the package sets no maximum patch age');
   } else {
-    if (facts.osPatchLevel === null)
-      throw new Rejection(
+    const age = facts.osPatchLevel === null ? null : patchAgeMonths(facts.osPatchLevel, deps.now);
+    if (age === null)
+      trace.policyFailed(
+        'android.patchLevel',
         'android_patch_level_stale',
         `the key description has no osPatchLevel; the package requires one at most ${maxAge} months old`,
       );
-    const age = patchAgeMonths(facts.osPatchLevel, deps.now);
-    if (age > maxAge)
-      throw new Rejection(
+    else if (age > maxAge)
+      trace.policyFailed(
+        'android.patchLevel',
         'android_patch_level_stale',
         `osPatchLevel ${facts.osPatchLevel} is ${age} months old at ${deps.now.toISOString()}; the package allows ${maxAge}`,
       );
-    trace.pass(
-      'android.patchLevel',
-      `osPatchLevel ${facts.osPatchLevel} is ${age} months old (at most ${maxAge})`,
-    );
+    else
+      trace.pass(
+        'android.patchLevel',
+        `osPatchLevel ${facts.osPatchLevel} is ${age} months old (at most ${maxAge})`,
+      );
   }
   return policy;
 }

@@ -9,6 +9,7 @@ import { decodeBase64, encodeBase64 } from '../base64.js';
 import { checkDeviceVelocity } from '../deviceVelocity.js';
 import { ownBytes } from '../ownBytes.js';
 import { isBytes, isMap } from '../cbor.js';
+import type { AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type { CheckId } from '../checkTitles.js';
 import type {
@@ -206,7 +207,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
           distribution: distributionOf(record),
         },
       },
-      { allowlist, trace: ctx.trace, raiseCounter },
+      { allowlist, trace: ctx.trace, raiseCounter, ...scopeOf(ctx) },
     );
     const { counter } = asserted;
     return {
@@ -239,7 +240,8 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       now: ctx.now,
       trace: ctx.trace,
     });
-    if (!velocity.ok) throw new Rejection(velocity.reason, velocity.detail);
+    if (!velocity.ok)
+      ctx.trace.policyFailed('apple.deviceVelocity', velocity.reason, velocity.detail);
     return result;
   }
 
@@ -321,7 +323,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
         now: ctx.now,
         receiptLater: assertion !== null,
       },
-      { chain, allowlist, trace, ...(receipts ? { receipts } : {}) },
+      { chain, allowlist, trace, ...scopeOf(ctx), ...(receipts ? { receipts } : {}) },
     );
 
     let counter = 0;
@@ -340,7 +342,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
             distribution: attested.distribution,
           },
         },
-        { allowlist, trace },
+        { allowlist, trace, ...scopeOf(ctx) },
       );
       counter = asserted.counter;
       distribution = asserted.distribution;
@@ -394,6 +396,11 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
   }
 
   return { service: 'apple', verify };
+}
+
+/** The key's scope for the attestation and assertion checks (absent when the key has none). */
+function scopeOf(ctx: PlatformContext): { appScope?: AppScope } {
+  return ctx.appScope ? { appScope: ctx.appScope } : {};
 }
 
 function begin(ctx: PlatformContext, shape: AppleTokenShape): void {

@@ -5,6 +5,7 @@
  */
 import { type KeyObject, verify } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
+import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type { AllowlistReader, AppleEnvironment, Trace } from '../types.js';
 import { environmentAllowed } from './appleEnvironment.js';
@@ -77,6 +78,8 @@ export interface AssertionInput {
 
 export interface AssertionDeps {
   allowlist: AllowlistReader;
+  /** the API key's apps: checked once the signature proved the app ID, before the counter moves */
+  appScope?: AppScope;
   trace?: Trace;
   /**
    * The key store's atomic compare-and-set (`raiseCounter`), run after every other check
@@ -138,16 +141,23 @@ export async function verifyAssertion(
   }
   const app = await deps.allowlist.appleApp(key.appId);
   if (!app) throw new Rejection('apple_app_not_allowed', `"${key.appId}" is no longer allowlisted`);
+  // the key's scope is identity, checked before any policy rule
+  checkAppScope(deps.appScope, key.appId, 'app ID');
+  trace.observe(app.observe ?? []);
   if (!environmentAllowed(app.env, key.environment)) {
-    throw new Rejection(
-      'apple_app_not_allowed',
+    // the environment rule of the attestation, held against the key again: enforced, it keeps
+    // its documented reason (the app no longer admits the key); observed, it is that rule's code
+    trace.policyFailed(
+      'apple.assertion.appId',
+      'apple_environment_not_allowed',
       `"${key.appId}" is allowlisted for ${app.env} keys; this key is ${key.environment}`,
+      'apple_app_not_allowed',
     );
-  }
-  trace.pass(
-    'apple.assertion.appId',
-    `rpIdHash is SHA-256 of "${key.appId}", allowlisted for ${key.environment} keys`,
-  );
+  } else
+    trace.pass(
+      'apple.assertion.appId',
+      `rpIdHash is SHA-256 of "${key.appId}", allowlisted for ${key.environment} keys`,
+    );
 
   // The app's limits: Apple's risk metric for the key, and its distribution (the assertion's own
   // iOS 27 extensions, which the key signed, else what the attestation said)
@@ -161,17 +171,21 @@ export async function verifyAssertion(
     trace.facts.validationCategory = distribution.validationCategory;
   const limit = app.maxRiskMetric;
   const risk = key.riskMetric ?? null;
-  if (limit !== undefined && limit !== null && risk !== null && risk > limit)
-    throw new Rejection(
+  const riskExceeded = limit !== undefined && limit !== null && risk !== null && risk > limit;
+  if (riskExceeded)
+    trace.policyFailed(
+      'apple.assertion.policy',
       'apple_risk_exceeded',
       `Apple's risk metric for this key is ${risk}, above the ${limit} "${key.appId}" accepts`,
     );
   const notAllowed = distributionProblem(app, distribution);
-  if (notAllowed) throw new Rejection('apple_distribution_not_allowed', notAllowed);
-  trace.pass(
-    'apple.assertion.policy',
-    `risk metric ${risk ?? 'unknown'}${limit != null ? ` (limit ${limit})` : ''}, distribution ${distribution.validationCategory ?? 'not reported'}`,
-  );
+  if (notAllowed)
+    trace.policyFailed('apple.assertion.policy', 'apple_distribution_not_allowed', notAllowed);
+  if (!riskExceeded && !notAllowed)
+    trace.pass(
+      'apple.assertion.policy',
+      `risk metric ${risk ?? 'unknown'}${limit != null ? ` (limit ${limit})` : ''}, distribution ${distribution.validationCategory ?? 'not reported'}`,
+    );
 
   // Assertion step 5: the counter is strictly above every counter accepted before
   trace.current('apple.assertion.counter');

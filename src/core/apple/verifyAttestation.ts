@@ -5,6 +5,7 @@
  */
 import type { KeyObject, X509Certificate } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
+import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type { AllowlistReader, AppleAppPolicy, AppleEnvironment, Trace } from '../types.js';
 import { appAttestKeyIdOfPoint, p256Point, p256PointOfSpki, p256Spki } from './appAttestKeyId.js';
@@ -113,6 +114,11 @@ export interface AttestationInput {
 export interface AttestationDeps {
   chain: CertificateChainVerifier;
   allowlist: AllowlistReader;
+  /**
+   * the API key's apps. Checked here only when the nonce check bound authData to Apple's
+   * certificate (registration); with an assertion, the assertion's own app ID check does it
+   */
+  appScope?: AppScope;
   trace?: Trace;
   /** checks the attestation's receipt; absent = the receipt is kept unchecked */
   receipts?: ReceiptVerifier;
@@ -222,7 +228,9 @@ export async function verifyAttestation(
   const app = await findAppByRpIdHash(deps.allowlist, authData.rpIdHash);
   if (!app) throw new Rejection('apple_app_not_allowed', 'rpIdHash matches no allowlisted App ID');
   trace.facts.appId = app.appId;
+  if (input.clientDataHash !== null) checkAppScope(deps.appScope, app.appId, 'app ID');
   trace.pass('apple.attestation.appId', `rpIdHash is SHA-256 of allowlisted "${app.appId}"`);
+  trace.observe(app.observe ?? []);
 
   // Attestation step 7: a new key has never signed, so its counter is 0
   trace.current('apple.attestation.counter');
@@ -240,15 +248,16 @@ export async function verifyAttestation(
     );
   trace.facts.environment = environment;
   if (!environmentAllowed(app.env, environment)) {
-    throw new Rejection(
+    trace.policyFailed(
+      'apple.attestation.environment',
       'apple_environment_not_allowed',
       `"${app.appId}" is allowlisted for ${app.env} keys; this key is ${environment}`,
     );
-  }
-  trace.pass(
-    'apple.attestation.environment',
-    `${environment} key; "${app.appId}" allows ${app.env}`,
-  );
+  } else
+    trace.pass(
+      'apple.attestation.environment',
+      `${environment} key; "${app.appId}" allows ${app.env}`,
+    );
 
   // iOS 27: the distribution the device reports (authData is covered by the nonce) fits the app entry
   trace.current('apple.attestation.distribution');
@@ -256,13 +265,14 @@ export async function verifyAttestation(
   trace.facts.validationCategory = distribution.validationCategory ?? undefined;
   const distributionRejection = distributionProblem(app, distribution);
   if (distributionRejection)
-    throw new Rejection(
+    trace.policyFailed(
+      'apple.attestation.distribution',
       'apple_distribution_not_allowed',
       distribution.problem
         ? `${distributionRejection} (${distribution.problem})`
         : distributionRejection,
     );
-  trace.pass('apple.attestation.distribution', describeDistribution(distribution));
+  else trace.pass('apple.attestation.distribution', describeDistribution(distribution));
 
   const attested: VerifiedAttestation = {
     keyId: input.keyId,
@@ -288,7 +298,8 @@ export async function verifyAttestation(
 /**
  * The attestation's receipt check (Apple's "Assessing fraud risk"): the receipt is Apple's, for
  * this key and App ID, type ATTEST. Missing or invalid, it is reported (facts) and throws
- * `Rejection('apple_receipt_invalid')` only under the app's requireReceipt. Runs last, after every
+ * `Rejection('apple_receipt_invalid')` only under the app's requireReceipt (unless the app observes
+ * that rule: the key then registers with its receipt's problem kept). Runs last, after every
  * check that costs less, just before the key is registered.
  * @param attested what the attestation's other checks established
  * @param deps the receipt verifier and the trace
@@ -315,8 +326,12 @@ export async function checkAttestationReceipt(
     const what =
       receipt.outcome === 'missing' ? 'no receipt' : `receipt invalid: ${receipt.problem}`;
     if (attested.requireReceipt)
-      throw new Rejection('apple_receipt_invalid', `${what} ("${appId}" requires a valid receipt)`);
-    trace.skip('apple.attestation.receipt', `${what} (kept; "${appId}" does not require one)`);
+      trace.policyFailed(
+        'apple.attestation.receipt',
+        'apple_receipt_invalid',
+        `${what} ("${appId}" requires a valid receipt)`,
+      );
+    else trace.skip('apple.attestation.receipt', `${what} (kept; "${appId}" does not require one)`);
   } else {
     trace.pass(
       'apple.attestation.receipt',

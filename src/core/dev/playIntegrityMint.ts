@@ -5,7 +5,7 @@
  */
 import { createHash, createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { CompactEncrypt, CompactSign } from 'jose';
-import type { MinVerdict } from '../types.js';
+import type { MinVerdict, RecallBit } from '../types.js';
 
 /** A test-only pair with the signing key Google would hold. */
 export interface TestPlayKeys {
@@ -67,6 +67,8 @@ export interface VerdictRequest {
   /** deny-path switches: bind another nonce; name another package in the request */
   wrongNonce?: boolean;
   wrongPackage?: boolean;
+  /** Play device recall bits set on the device (written in the month of issuedAt); absent = none */
+  recallBits?: readonly RecallBit[];
 }
 
 /** A classic-request verdict payload. */
@@ -93,10 +95,28 @@ export function verdictPayload(r: VerdictRequest): Record<string, unknown> {
       nonce: nonce.toString('base64url'),
     },
     appIntegrity,
-    deviceIntegrity:
-      r.deviceVerdicts.length > 0 ? { deviceRecognitionVerdict: [...r.deviceVerdicts] } : {},
+    deviceIntegrity: {
+      ...(r.deviceVerdicts.length > 0 ? { deviceRecognitionVerdict: [...r.deviceVerdicts] } : {}),
+      ...(r.recallBits ? { deviceRecall: deviceRecall(r.recallBits, r.issuedAt) } : {}),
+    },
     accountDetails: { appLicensingVerdict: 'LICENSED' },
   };
+}
+
+/**
+ * `deviceIntegrity.deviceRecall` as Google lays it out: the three values, and a write month
+ * (YYYYMM, UTC) for each bit that is set only.
+ */
+function deviceRecall(bits: readonly RecallBit[], at: Date): Record<string, unknown> {
+  const month = at.getUTCFullYear() * 100 + at.getUTCMonth() + 1;
+  const names = { first: 'First', second: 'Second', third: 'Third' } as const;
+  const values: Record<string, boolean> = {};
+  const writeDates: Record<string, number> = {};
+  for (const bit of ['first', 'second', 'third'] as const) {
+    values[`bit${names[bit]}`] = bits.includes(bit);
+    if (bits.includes(bit)) writeDates[`yyyymm${names[bit]}`] = month;
+  }
+  return { values, writeDates };
 }
 
 /** Seals a verdict as Google does: JWS ES256 with the signing key, inside JWE A256KW/A256GCM. */

@@ -18,10 +18,12 @@ export const DEFAULT_ANDROID_POLICY = {
   playProtectVerdicts: [],
   denyAppAccessRisk: [],
   maxDeviceActivity: null,
+  denyRecallBits: [],
   keyAttestation: false,
   minSecurityLevel: 'TrustedEnvironment',
   allowUnlocked: false,
   bootKeys: [],
   maxPatchAgeMonths: null,
+  observe: [],
   maxVerifiesPerDevice: null,
 } as const satisfies PolicyDefaults;

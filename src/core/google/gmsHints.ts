@@ -44,7 +44,8 @@ export async function gmsHints(run: HintRun): Promise<void> {
     case 'gms_not_licensed':
     case 'gms_play_protect':
     case 'gms_app_access_risk':
-    case 'gms_device_activity': {
+    case 'gms_device_activity':
+    case 'gms_device_recalled': {
       const name = outcome.facts.packageName;
       const policy = name ? await ctx.allowlist.androidPackage(name) : null;
       if (!policy) break;
@@ -73,7 +74,11 @@ export async function gmsHints(run: HintRun): Promise<void> {
 
 /** How each newer-verdict rejection is re-tried: the package policy with that requirement off. */
 const VERDICT_HINTS: Record<
-  'gms_not_licensed' | 'gms_play_protect' | 'gms_app_access_risk' | 'gms_device_activity',
+  | 'gms_not_licensed'
+  | 'gms_play_protect'
+  | 'gms_app_access_risk'
+  | 'gms_device_activity'
+  | 'gms_device_recalled',
   {
     code: Hint['code'];
     flag: string;
@@ -107,5 +112,12 @@ const VERDICT_HINTS: Record<
     message:
       'the device asked for more integrity tokens recently than the package allows (automation or a token farm, or a legitimate heavy user)',
     relaxed: (p) => ({ ...p, maxDeviceActivity: null }),
+  },
+  gms_device_recalled: {
+    code: 'device_recalled',
+    flag: '--deny-recall-bits',
+    message:
+      "the app's backend marked this device with a Play device recall bit the package denies (POST /api/v1/android/device-recall, or dev mint gms --recall); the mark survives a reset and reinstall",
+    relaxed: (p) => ({ ...p, denyRecallBits: [] }),
   },
 };

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { decodeBase64, encodeBase64Url } from '../base64.js';
 import { isMap } from '../cbor.js';
+import { checkAppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
 import type {
   AllowlistReader,
@@ -119,6 +120,7 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         `package ${quote(packageName)} is not on the Android allowlist`,
       );
     const { minVerdict, maxAgeSeconds } = policySettings(policy);
+    trace.observe(policy.observe ?? []);
     trace.pass(
       'gms.package',
       standard
@@ -146,6 +148,9 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         `appIntegrity.packageName ${quote(appIntegrity.packageName)} is not ${quote(packageName)}`,
       );
     }
+    // the package is now the one Google signed (or decoded) the verdict for: the key's scope
+    // applies to it, before any verdict rule
+    checkAppScope(ctx.appScope, packageName, 'package');
     trace.pass(
       'gms.packageMatch',
       appIntegrity.packageName === undefined
@@ -164,12 +169,12 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         recognition === 'UNRECOGNIZED_VERSION'
           ? ' (the entry does not allow unrecognized versions)'
           : '';
-      throw new Rejection(
+      trace.policyFailed(
+        'gms.recognition',
         'gms_app_not_recognized',
         `app recognition verdict is ${quote(recognition)}${hint}`,
       );
-    }
-    trace.pass('gms.recognition', `app recognition verdict is ${recognition}`);
+    } else trace.pass('gms.recognition', `app recognition verdict is ${recognition}`);
 
     // Check 8: signed by one of the allowlisted certificates
     trace.current('gms.certificate');
@@ -202,21 +207,21 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     const verdicts = deviceIntegrity.deviceRecognitionVerdict ?? [];
     const strongest = strongestVerdict(verdicts);
     if (!meetsMinimumVerdict(verdicts, minVerdict)) {
-      throw new Rejection(
+      trace.policyFailed(
+        'gms.integrity',
         'gms_integrity_insufficient',
         `device verdict ${strongest ?? 'none'} is below the minimum ${minVerdict}`,
       );
-    }
-    trace.pass('gms.integrity', `device verdict ${strongest} meets the minimum ${minVerdict}`);
+    } else
+      trace.pass('gms.integrity', `device verdict ${strongest} meets the minimum ${minVerdict}`);
 
     // The newer verdicts, each only when the package policy asks for it
     for (const result of checkNewerVerdicts(payload, policy)) {
       trace.current(result.check);
       if (!result.ok) {
         if (result.missing) trace.facts.missingVerdict = result.missing;
-        throw new Rejection(result.reason, result.detail);
-      }
-      if (result.required) trace.pass(result.check, result.detail);
+        trace.policyFailed(result.check, result.reason, result.detail);
+      } else if (result.required) trace.pass(result.check, result.detail);
       else trace.skip(result.check, result.detail);
     }
 
@@ -364,7 +369,7 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
   return { service: 'gms', verify };
 }
 
-interface Evidence {
+export interface Evidence {
   packageName: string;
   integrityToken: string;
   /** `gms.request` is "standard" (absent or "classic": a classic request) */
@@ -372,7 +377,7 @@ interface Evidence {
 }
 
 /** The `gms` evidence map (docs/token-format.md section 4); anything else is `token_malformed`. */
-function readEvidence(evidence: unknown): Evidence {
+export function readEvidence(evidence: unknown): Evidence {
   if (!isMap(evidence)) throw new Rejection('token_malformed', 'the "gms" evidence is not a map');
   const packageName = evidence.get('packageName');
   if (typeof packageName !== 'string')
@@ -407,6 +412,19 @@ function extensions(payload: PlayIntegrityPayload): Partial<GoogleTokenDetails> 
   if (apps !== undefined) out.appsDetected = [...apps];
   const activity = payload.deviceIntegrity.recentDeviceActivity?.deviceActivityLevel;
   if (activity !== undefined) out.deviceActivityLevel = activity;
+  const recall = payload.deviceIntegrity.deviceRecall;
+  if (recall !== undefined) {
+    const dates = recall.writeDates;
+    const writeDates = {
+      ...(dates?.yyyymmFirst !== undefined ? { yyyymmFirst: dates.yyyymmFirst } : {}),
+      ...(dates?.yyyymmSecond !== undefined ? { yyyymmSecond: dates.yyyymmSecond } : {}),
+      ...(dates?.yyyymmThird !== undefined ? { yyyymmThird: dates.yyyymmThird } : {}),
+    };
+    out.deviceRecall = {
+      ...recall.values,
+      ...(Object.keys(writeDates).length > 0 ? { writeDates } : {}),
+    };
+  }
   const sdk = payload.deviceIntegrity.deviceAttributes?.sdkVersion;
   if (sdk !== undefined) out.sdkVersion = sdk;
   const version = payload.appIntegrity.versionCode;

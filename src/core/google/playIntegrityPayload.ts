@@ -22,9 +22,38 @@ const intText = z.union([
 ]);
 
 /**
+ * A device recall write month, YYYYMM in UTC (e.g. 202402); Google's int32 may come as text.
+ */
+const yyyymm = intText
+  .transform(Number)
+  .refine((v) => v >= 200001 && v <= 999912 && v % 100 >= 1 && v % 100 <= 12, {
+    message: 'expected a month as YYYYMM',
+  });
+
+/**
+ * `deviceIntegrity.deviceRecall` (Google's DeviceRecall: `values`, `writeDates`). A bit Google
+ * leaves out is false (proto3 JSON drops false booleans); a bit of another type, or a write date
+ * that is not a month, is a malformed verdict, never a guess.
+ */
+const deviceRecall = z.object({
+  values: z.object({
+    bitFirst: z.boolean().default(false),
+    bitSecond: z.boolean().default(false),
+    bitThird: z.boolean().default(false),
+  }),
+  writeDates: z
+    .object({
+      yyyymmFirst: yyyymm.optional(),
+      yyyymmSecond: yyyymm.optional(),
+      yyyymmThird: yyyymm.optional(),
+    })
+    .optional(),
+});
+
+/**
  * The Play Integrity verdict layout (Google, "Integrity verdicts"), as far as the checks read it,
  * for classic requests (`requestDetails.nonce`) and standard ones (`requestDetails.requestHash`).
- * Unknown members (deviceRecall, legacy verdicts...) are dropped, not refused: Google adds fields
+ * Unknown members (legacy verdicts...) are dropped, not refused: Google adds fields
  * over time. The newer verdicts are optional: they appear only when opted in and evaluated.
  */
 export const playIntegrityPayloadSchema = z.object({
@@ -60,6 +89,7 @@ export const playIntegrityPayloadSchema = z.object({
     deviceRecognitionVerdict: z.array(z.string()).optional(),
     deviceAttributes: z.object({ sdkVersion: intText.transform(Number).optional() }).optional(),
     recentDeviceActivity: z.object({ deviceActivityLevel: z.string().optional() }).optional(),
+    deviceRecall: deviceRecall.optional(),
   }),
   accountDetails: z.object({ appLicensingVerdict: z.string().optional() }).optional(),
   environmentDetails: z

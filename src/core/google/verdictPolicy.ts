@@ -1,5 +1,6 @@
+import type { ObservableReason } from '../observedRules.js';
 import type { RejectReason } from '../reasons.js';
-import type { AndroidPackagePolicy, DeviceActivityLevel } from '../types.js';
+import type { AndroidPackagePolicy, DeviceActivityLevel, RecallBit } from '../types.js';
 import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
 import { quote } from './quote.js';
 
@@ -35,12 +36,54 @@ export const VERDICT_CHECKS = [
   'gms.playProtect',
   'gms.appAccessRisk',
   'gms.deviceActivity',
+  'gms.deviceRecall',
 ] as const;
 export type VerdictCheck = (typeof VERDICT_CHECKS)[number];
 
 export type VerdictResult =
   | { ok: true; check: VerdictCheck; required: boolean; detail: string }
-  | { ok: false; check: VerdictCheck; reason: RejectReason; detail: string; missing?: string };
+  | {
+      ok: false;
+      check: VerdictCheck;
+      reason: ObservableReason;
+      detail: string;
+      missing?: string;
+    };
+
+/** The three Play device recall bits, in Google's order, with the verdict field of each. */
+export const RECALL_BITS: readonly RecallBit[] = ['first', 'second', 'third'];
+export const RECALL_BIT_FIELDS = {
+  first: 'bitFirst',
+  second: 'bitSecond',
+  third: 'bitThird',
+} as const satisfies Record<RecallBit, string>;
+
+/**
+ * Parses `--deny-recall-bits` and `dev mint gms --recall`: a comma-separated list of `first`,
+ * `second`, `third` (any case; Google's `bitFirst` spelling too).
+ * @returns the bits in Google's order, or a one-line problem
+ */
+export function parseRecallBitList(
+  text: string,
+): { ok: true; values: RecallBit[] } | { ok: false; problem: string } {
+  const items = splitList(text);
+  if (items.length === 0) return { ok: false, problem: 'expected at least one recall bit' };
+  const out = new Set<RecallBit>();
+  for (const item of items) {
+    const lower = item.toLowerCase().replace(/^bit/, '');
+    const bit = RECALL_BITS.find((b) => b === lower);
+    if (!bit) return { ok: false, problem: `"${item}" is not one of ${RECALL_BITS.join(', ')}` };
+    out.add(bit);
+  }
+  return { ok: true, values: RECALL_BITS.filter((b) => out.has(b)) };
+}
+
+/** Whether `value` is a list of recall bit names (a stored policy). */
+export function isRecallBitList(value: unknown): value is RecallBit[] {
+  return (
+    Array.isArray(value) && value.every((v) => (RECALL_BITS as readonly unknown[]).includes(v))
+  );
+}
 
 /**
  * Parses `--require-play-protect` values: a comma-separated list of verdicts (any case). UNEVALUATED
@@ -92,7 +135,7 @@ export function isDeviceActivityLevel(value: unknown): value is DeviceActivityLe
 }
 
 /**
- * Runs the four newer-verdict checks of a package policy over a parsed payload, in order.
+ * Runs the newer-verdict checks of a package policy over a parsed payload, in order.
  * A check the policy does not require passes as not required; a required verdict that is absent
  * or UNEVALUATED is a rejection, never a pass.
  * @param payload the parsed verdict
@@ -107,6 +150,7 @@ export function checkNewerVerdicts(
     playProtect(payload, policy),
     appAccessRisk(payload, policy),
     deviceActivity(payload, policy),
+    checkDeviceRecall(payload, policy),
   ];
 }
 
@@ -223,6 +267,48 @@ function deviceActivity(
     check,
     required: true,
     detail: `recent device activity is ${level} (at most ${max})`,
+  };
+}
+
+/**
+ * The device recall policy step (`gms.deviceRecall`, reason `gms_device_recalled`): a token whose
+ * `deviceIntegrity.deviceRecall` has any bit set that the package denies is rejected. A verdict
+ * without device recall passes: Google sends it only to apps in the program, and a device the app
+ * never wrote to has no bit set, so absence is the same as "nothing recalled".
+ * @param payload the parsed verdict
+ * @param policy the package entry (`denyRecallBits`)
+ */
+export function checkDeviceRecall(
+  payload: PlayIntegrityPayload,
+  policy: AndroidPackagePolicy,
+): VerdictResult {
+  const check = 'gms.deviceRecall';
+  const denied = policy.denyRecallBits ?? [];
+  if (denied.length === 0) return notRequired(check);
+  const recall = payload.deviceIntegrity.deviceRecall;
+  if (!recall)
+    return {
+      ok: true,
+      check,
+      required: true,
+      detail: 'the verdict carries no device recall bits (none set)',
+    };
+  const set = RECALL_BITS.filter((b) => recall.values[RECALL_BIT_FIELDS[b]]);
+  const hit = set.filter((b) => denied.includes(b));
+  if (hit.length > 0)
+    return {
+      ok: false,
+      check,
+      reason: 'gms_device_recalled',
+      detail: `device recall bit(s) ${hit.join(', ')} set, which the package denies (denied: ${denied.join(', ')})`,
+    };
+  return {
+    ok: true,
+    check,
+    required: true,
+    detail: set.length
+      ? `device recall bit(s) ${set.join(', ')} set, none of them denied (${denied.join(', ')})`
+      : 'no device recall bit set',
   };
 }
 

@@ -439,7 +439,7 @@ describe('check order', () => {
       'pass',
       'pass',
       'fail',
-      ...Array(9).fill('skip'),
+      ...Array(10).fill('skip'),
     ]);
   });
 });

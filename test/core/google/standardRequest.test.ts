@@ -103,6 +103,12 @@ describe('a valid standard request', () => {
           'UNKNOWN_OVERLAYS',
         ],
         deviceActivityLevel: 'LEVEL_2',
+        deviceRecall: {
+          bitFirst: true,
+          bitSecond: false,
+          bitThird: true,
+          writeDates: { yyyymmFirst: 202401, yyyymmSecond: 202312, yyyymmThird: 202401 },
+        },
         sdkVersion: 33,
         versionCode: '42',
       },

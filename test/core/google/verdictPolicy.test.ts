@@ -276,23 +276,26 @@ describe.each(['classic', 'standard'] as const)('%s requests', (kind) => {
     expect(run.facts.missingVerdict).toBe('accountDetails.appLicensingVerdict');
   });
 
-  it("all four together pass on Google's example verdict and run in order before freshness", async () => {
+  it("all five together pass on Google's example verdict and run in order before freshness", async () => {
     const { reason, run } = await outcome(kind, {
       requireLicensed: true,
       playProtectVerdicts: ['NO_ISSUES'],
       denyAppAccessRisk: ['UNKNOWN_CAPTURING', 'UNKNOWN_CONTROLLING'],
       maxDeviceActivity: 'LEVEL_2',
+      // Google's example has bits first and third set
+      denyRecallBits: ['second'],
     });
     expect(reason).toBe('accepted');
     const ids = run.checks.map((c) => c.id);
-    expect(ids.slice(-5)).toEqual([
+    expect(ids.slice(-6)).toEqual([
       'gms.licensing',
       'gms.playProtect',
       'gms.appAccessRisk',
       'gms.deviceActivity',
+      'gms.deviceRecall',
       'gms.freshness',
     ]);
-    expect(run.checks.slice(-5).every((c) => c.status === 'pass')).toBe(true);
+    expect(run.checks.slice(-6).every((c) => c.status === 'pass')).toBe(true);
   });
 });
 

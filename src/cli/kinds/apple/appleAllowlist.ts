@@ -12,6 +12,11 @@ import { usageError } from '../../errors.js';
 import { printJson } from '../../output.js';
 import { warnRiskMetricWithoutKey } from '../../commands/apple.js';
 import type { AllowlistKind } from '../allowlistKind.js';
+import {
+  addObserveOptions,
+  observeChangeFromOptions,
+  type ObserveFlags,
+} from '../observeOptions.js';
 import { APPLE_APP_ID } from './appleAppId.js';
 
 /** App Attest apps on the allowlist: `allowlist add apple`, their rows and their removal. */
@@ -74,14 +79,17 @@ function appleAllowCommand(): Command {
       '--no-allow-missing-validation-category',
       'refuse tokens without the iOS 27 extensions when a rule above is set (the default)',
     );
-  return addDeviceLimitOptions(
-    command,
-    'an App Attest key (its key id): its registration and every assertion count',
+  return addObserveOptions(
+    addDeviceLimitOptions(
+      command,
+      'an App Attest key (its key id): its registration and every assertion count',
+    ),
+    'apple',
   )
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any\n  $ attest allowlist add apple ABCDE12345.com.example.bank --require-receipt --max-risk-metric 5\n  $ attest allowlist add apple ABCDE12345.com.example.bank --validation-category appstore --min-bundle-version 4.2 --allow-missing-validation-category\n  $ attest allowlist add apple ABCDE12345.com.example.bank --max-verifies-per-device 100/1h',
+      '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any\n  $ attest allowlist add apple ABCDE12345.com.example.bank --require-receipt --max-risk-metric 5\n  $ attest allowlist add apple ABCDE12345.com.example.bank --validation-category appstore --min-bundle-version 4.2 --allow-missing-validation-category\n  $ attest allowlist add apple ABCDE12345.com.example.bank --max-verifies-per-device 100/1h\n  $ attest allowlist add apple ABCDE12345.com.example.bank --observe apple_risk_exceeded   # record, do not reject\n  $ attest allowlist add apple ABCDE12345.com.example.bank --enforce all',
     )
     .action(async (appId: string, opts: ApplePolicyOptions, command: Command) => {
       if (!APPLE_APP_ID.test(appId))
@@ -113,7 +121,7 @@ function appleAllowCommand(): Command {
     });
 }
 
-interface ApplePolicyOptions {
+interface ApplePolicyOptions extends ObserveFlags {
   env?: AppleEnvPolicy;
   json?: boolean;
   requireReceipt?: boolean;
@@ -127,6 +135,8 @@ interface ApplePolicyOptions {
 /** The App Attest policy fields given on the command line (absent = kept). */
 export function applePolicyFromOptions(opts: ApplePolicyOptions): ApplePolicyInput {
   const out: ApplePolicyInput = {};
+  const observeChange = observeChangeFromOptions('apple', opts);
+  if (observeChange) out.observeChange = observeChange;
   if (opts.requireReceipt !== undefined) out.requireReceipt = opts.requireReceipt;
   if (opts.allowMissingValidationCategory !== undefined)
     out.allowMissingValidationCategory = opts.allowMissingValidationCategory;
@@ -175,6 +185,7 @@ export function describeApplePolicy(a: AppleAppPolicy): string {
   if (a.minBundleVersion) parts.push(`bundle >= ${a.minBundleVersion}`);
   if ((a.validationCategories?.length || a.minBundleVersion) && a.allowMissingValidationCategory)
     parts.push('missing category ok');
+  if (a.observe?.length) parts.push(`observe ${a.observe.join('|')}`);
   if (a.maxVerifiesPerDevice) parts.push(`${formatDeviceLimit(a.maxVerifiesPerDevice)} per device`);
   return parts.length ? `, ${parts.join(', ')}` : '';
 }

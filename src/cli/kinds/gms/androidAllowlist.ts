@@ -7,6 +7,7 @@ import {
   isDeviceActivityLevel,
   parseAppAccessRiskList,
   parsePlayProtectList,
+  parseRecallBitList,
 } from '../../../core/google/verdictPolicy.js';
 import { DEFAULT_ANDROID_POLICY } from '../../../core/google/defaultAndroidPolicy.js';
 import {
@@ -30,6 +31,11 @@ import {
   type KeyAttestationFlags,
 } from '../androidKey/keyAttestationOptions.js';
 import { ANDROID_PACKAGE } from '../androidPackage.js';
+import {
+  addObserveOptions,
+  observeChangeFromOptions,
+  type ObserveFlags,
+} from '../observeOptions.js';
 import { readServiceAccountFile } from './serviceAccountFile.js';
 
 /**
@@ -48,8 +54,10 @@ export const androidAllowlist: AllowlistKind = {
         `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}` +
         `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
         `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
+        `${p.denyRecallBits.length ? `, deny recall ${p.denyRecallBits.join('|')}` : ''}` +
         `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}` +
         keyAttestationSummary(p) +
+        `${p.observe.length ? `, observe ${p.observe.join('|')}` : ''}` +
         (p.maxVerifiesPerDevice
           ? `; ${formatDeviceLimit(p.maxVerifiesPerDevice)} per android-key device`
           : ''),
@@ -146,10 +154,18 @@ function androidAllowCommand(): Command {
       '--max-device-activity <level>',
       'highest accepted recentDeviceActivity level, LEVEL_1 to LEVEL_4',
     )
-    .option('--no-max-device-activity', 'stop checking recent device activity');
-  return addDeviceLimitOptions(
-    addKeyAttestationOptions(command),
-    'an android-key key (its key id): its registration and every later signature count. Play Integrity tokens carry no device identity and are never counted',
+    .option('--no-max-device-activity', 'stop checking recent device activity')
+    .option(
+      '--deny-recall-bits <bits>',
+      'reject tokens whose Play device recall has any of these bits set: first,second,third (bits your backend wrote with POST /api/v1/android/device-recall)',
+    )
+    .option('--no-deny-recall-bits', 'stop checking device recall bits');
+  return addObserveOptions(
+    addDeviceLimitOptions(
+      addKeyAttestationOptions(command),
+      'an android-key key (its key id): its registration and every later signature count. Play Integrity tokens carry no device identity and are never counted',
+    ),
+    'android',
   )
     .option('--json', 'print the result as JSON')
     .addHelpText(
@@ -164,9 +180,14 @@ Examples:
   # policy on the newer verdicts (classic and standard alike)
   $ attest allowlist add android com.example.bank --require-licensed --require-play-protect \\
       --deny-app-access-risk capturing,controlling --max-device-activity LEVEL_2
+  # reject devices your backend marked with device recall bit first or second
+  $ attest allowlist add android com.example.bank --deny-recall-bits first,second
   # hardware key attestation (android-key), alone or beside Play Integrity
   $ attest allowlist add android com.example.bank --without-keys --key-attestation \\
       --min-security-level strongbox --max-patch-age 12m --cert-digest 6A:6A:14:74:...
+  # roll a rule out: record its failures first, enforce it once the logs show few
+  $ attest allowlist add android com.example.bank --observe gms_play_protect,android_patch_level_stale
+  $ attest allowlist add android com.example.bank --enforce gms_play_protect
   # at most 1000 verifies a day per android-key device
   $ attest allowlist add android com.example.bank --max-verifies-per-device 1000/1d
   # rotation: add the new pair, then retire the old one
@@ -176,10 +197,12 @@ Examples:
     .action(async (pkg: string, opts: AndroidOptions, command: Command) => {
       if (!ANDROID_PACKAGE.test(pkg))
         throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
+      const observeChange = observeChangeFromOptions('android', opts);
       const limit = deviceLimitOption(opts.maxVerifiesPerDevice);
       const verdicts: AndroidPolicyInput = {
         ...verdictPolicy(opts),
         ...keyAttestationPolicy(opts),
+        ...(observeChange ? { observeChange } : {}),
         ...(limit !== undefined ? { maxVerifiesPerDevice: limit } : {}),
       };
       const serviceAccount = await serviceAccountOption(opts);
@@ -272,6 +295,7 @@ Examples:
             if (verdicts.keyAttestation === false) parts.push('key attestation off');
             if (serviceAccount) parts.push(`service account ${serviceAccount.clientEmail}`);
             if (serviceAccount === null) parts.push('service account removed');
+            if (observeChange) parts.push(`observe ${result.observe.join(', ') || 'nothing'}`);
             if (limit) parts.push(`at most ${formatDeviceLimit(limit)} verifies per device`);
             if (limit === null) parts.push('verifies per device not counted');
             process.stdout.write(`${parts.join('; ')}\n`);
@@ -282,7 +306,7 @@ Examples:
     });
 }
 
-interface AndroidOptions extends KeyAttestationFlags {
+interface AndroidOptions extends KeyAttestationFlags, ObserveFlags {
   decryptionKey?: string;
   decryptionKeyFile?: string;
   verificationKey?: string;
@@ -298,6 +322,7 @@ interface AndroidOptions extends KeyAttestationFlags {
   requirePlayProtect?: boolean | string;
   denyAppAccessRisk?: boolean | string;
   maxDeviceActivity?: boolean | string;
+  denyRecallBits?: boolean | string;
   maxVerifiesPerDevice?: boolean | string;
   json?: boolean;
 }
@@ -328,6 +353,12 @@ function verdictPolicy(opts: AndroidOptions): AndroidPolicyInput {
         `--max-device-activity must be LEVEL_1 to LEVEL_4, got "${opts.maxDeviceActivity}"`,
       );
     out.maxDeviceActivity = level as DeviceActivityLevel;
+  }
+  if (opts.denyRecallBits === false) out.denyRecallBits = [];
+  else if (typeof opts.denyRecallBits === 'string') {
+    const parsed = parseRecallBitList(opts.denyRecallBits);
+    if (!parsed.ok) throw usageError(`--deny-recall-bits: ${parsed.problem}`);
+    out.denyRecallBits = parsed.values;
   }
   return out;
 }

@@ -6,6 +6,8 @@ import {
   MIN_VERDICT_LEVELS,
   type MinVerdictLevel,
 } from '../../../core/google/deviceVerdict.js';
+import { parseRecallBitList } from '../../../core/google/verdictPolicy.js';
+import type { RecallBit } from '../../../core/types.js';
 import { auditorFor, withAdmin } from '../../context.js';
 import { parseDuration } from '../../../duration.js';
 import { usageError } from '../../errors.js';
@@ -45,6 +47,10 @@ export function gmsMintCommand(): Command {
       'deny path: the verdict names another requesting package (gms_package_mismatch)',
     )
     .option('--stale', "deny path: issued just beyond the package's maximum age (gms_token_stale)")
+    .option(
+      '--recall <bits>',
+      'Play device recall bits set on the device: first,second,third (as if your backend had written them)',
+    )
     .option('--json', 'print {"token"}')
     .addHelpText(
       'after',
@@ -75,6 +81,12 @@ Examples:
             `--cert-digest "${opts.certDigest}" is not a SHA-256 digest in hex or base64`,
           );
       }
+      let recallBits: RecallBit[] | undefined;
+      if (opts.recall !== undefined) {
+        const parsed = parseRecallBitList(opts.recall);
+        if (!parsed.ok) throw usageError(`--recall: ${parsed.problem}`);
+        recallBits = parsed.values;
+      }
       const now = new Date();
       let issuedAt = now;
       if (opts.issuedAt !== undefined)
@@ -98,6 +110,7 @@ Examples:
             ...(digest ? { certificateDigest: digest } : {}),
             wrongNonce: opts.wrongNonce === true,
             wrongPackage: opts.wrongPackage === true,
+            ...(recallBits ? { recallBits } : {}),
           }),
         { auditor },
       );
@@ -119,5 +132,6 @@ interface GmsMintOptions extends NonceFlags {
   wrongNonce?: boolean;
   wrongPackage?: boolean;
   stale?: boolean;
+  recall?: string;
   json?: boolean;
 }

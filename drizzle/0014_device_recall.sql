@@ -1,0 +1,1 @@
+ALTER TABLE "android_packages" ADD COLUMN "deny_recall_bits" text[] DEFAULT '{}'::text[] NOT NULL;

@@ -1,0 +1,227 @@
+/**
+ * Play device recall, read side: `deviceIntegrity.deviceRecall` is checked against Google's layout
+ * (a wrong type is a malformed verdict, never a guess), its bits and write dates reach
+ * `googleTokenDetails.deviceRecall`, and `denyRecallBits` rejects a token with a denied bit set
+ * (`gms_device_recalled`, check `gms.deviceRecall`), for classic and standard tokens alike.
+ */
+import { randomBytes } from 'node:crypto';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { verdictPayload } from '../../../src/core/dev/playIntegrityMint.js';
+import { createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
+import { parsePlayIntegrityJson } from '../../../src/core/google/playIntegrityPayload.js';
+import { parseRecallBitList } from '../../../src/core/google/verdictPolicy.js';
+import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
+import type { AndroidPackagePolicy } from '../../../src/core/types.js';
+import { createTestServiceAccount, type TestServiceAccount } from '../../support/fakeGoogle.js';
+import {
+  TEST_PACKAGE,
+  createGoogleTestKeys,
+  googleEvidence,
+  googlePolicy,
+  mintIntegrityToken,
+  randomNonce,
+  runVerifier,
+  type GoogleTestKeys,
+} from '../../support/googleFactory.js';
+import { standardPayload, type StandardPayload } from '../../support/standardPayload.js';
+
+const NOW = new Date('2026-03-01T12:00:00.000Z');
+const nonce = randomNonce();
+
+let keys: GoogleTestKeys;
+let sa: TestServiceAccount;
+beforeAll(async () => {
+  keys = await createGoogleTestKeys('classic');
+  sa = createTestServiceAccount();
+});
+
+type Edit = (p: StandardPayload) => void;
+
+/** Google's standard example verdict with `edit` applied, verified as a classic or a standard token. */
+async function outcome(
+  kind: 'classic' | 'standard',
+  policy: Partial<AndroidPackagePolicy>,
+  edit?: Edit,
+) {
+  const payload = standardPayload({ nonce, now: NOW, ...(edit ? { edit } : {}) });
+  const issued = new Map<string, unknown>();
+  const verifier = createGoogleVerifier({
+    allowlist: createMemoryAllowlist({
+      android: [googlePolicy(keys, { serviceAccount: sa.account, ...policy })],
+    }),
+    decoder: {
+      decode: async ({ integrityToken }) => ({ ok: true, payload: issued.get(integrityToken) }),
+    },
+  });
+  let evidence: Map<string, unknown>;
+  if (kind === 'classic') {
+    delete payload.requestDetails.requestHash;
+    payload.requestDetails.nonce = Buffer.from(nonce).toString('base64url');
+    evidence = googleEvidence(
+      await mintIntegrityToken({ keys, nonce, now: NOW, editPayload: () => payload }),
+    );
+  } else {
+    const token = `standard-${randomBytes(8).toString('hex')}`;
+    issued.set(token, payload);
+    evidence = new Map<string, unknown>([
+      ['packageName', TEST_PACKAGE],
+      ['integrityToken', token],
+      ['request', 'standard'],
+    ]);
+  }
+  const run = await runVerifier(verifier, evidence, { nonce, now: NOW });
+  return { reason: run.ok ? 'accepted' : run.reason, run };
+}
+
+/** Sets the verdict's deviceRecall (undefined removes it). */
+const recall =
+  (value: unknown): Edit =>
+  (p) => {
+    if (value === undefined) delete p.deviceIntegrity.deviceRecall;
+    else p.deviceIntegrity.deviceRecall = value;
+  };
+const bits = (first: boolean, second: boolean, third: boolean) =>
+  recall({ values: { bitFirst: first, bitSecond: second, bitThird: third } });
+
+describe.each(['classic', 'standard'] as const)('%s requests', (kind) => {
+  it("carries Google's bits and write dates in googleTokenDetails.deviceRecall", async () => {
+    const { run } = await outcome(kind, {});
+    expect(run.ok && run.details.service === 'gms' && run.details.googleTokenDetails).toMatchObject(
+      {
+        deviceRecall: {
+          bitFirst: true,
+          bitSecond: false,
+          bitThird: true,
+          writeDates: { yyyymmFirst: 202401, yyyymmSecond: 202312, yyyymmThird: 202401 },
+        },
+      },
+    );
+  });
+
+  it('leaves deviceRecall out when the verdict has none, and a write date out when Google gives none', async () => {
+    const none = await outcome(kind, {}, recall(undefined));
+    expect(none.run.ok && 'deviceRecall' in none.run.details).toBe(false);
+    const undated = await outcome(kind, {}, bits(false, true, false));
+    expect(undated.run.ok && undated.run.details).toMatchObject({
+      googleTokenDetails: { deviceRecall: { bitFirst: false, bitSecond: true, bitThird: false } },
+    });
+    expect(
+      undated.run.ok &&
+        undated.run.details.service === 'gms' &&
+        'writeDates' in undated.run.details.googleTokenDetails.deviceRecall!,
+    ).toBe(false);
+  });
+
+  it('reads a bit Google leaves out as false (proto3 JSON drops false booleans)', async () => {
+    const { run } = await outcome(kind, {}, recall({ values: { bitThird: true } }));
+    expect(run.ok && run.details).toMatchObject({
+      googleTokenDetails: { deviceRecall: { bitFirst: false, bitSecond: false, bitThird: true } },
+    });
+  });
+
+  it.each([
+    ['a bit that is not a boolean', { values: { bitFirst: 'true' } }, /bitFirst/],
+    ['no values', { writeDates: {} }, /values/],
+    [
+      'a write date that is not a month',
+      { values: {}, writeDates: { yyyymmFirst: 202413 } },
+      /yyyymmFirst/,
+    ],
+    [
+      'a write date that is not a number',
+      { values: {}, writeDates: { yyyymmSecond: 'May' } },
+      /yyyymmSecond/,
+    ],
+    ['deviceRecall not an object', 'yes', /deviceRecall/],
+  ])('refuses %s as a malformed verdict', async (_name, value, where) => {
+    const { reason, run } = await outcome(kind, {}, recall(value));
+    expect(reason).toBe('gms_payload_malformed');
+    expect(!run.ok && run.detail).toMatch(where);
+  });
+
+  const cases: [string, Partial<AndroidPackagePolicy>, Edit, string, 'pass' | 'fail' | 'skip'][] = [
+    ['no policy, bits set', {}, bits(true, true, true), 'accepted', 'skip'],
+    [
+      'deny first, first set',
+      { denyRecallBits: ['first'] },
+      bits(true, false, false),
+      'gms_device_recalled',
+      'fail',
+    ],
+    [
+      'deny first, third set',
+      { denyRecallBits: ['first'] },
+      bits(false, false, true),
+      'accepted',
+      'pass',
+    ],
+    [
+      'deny second+third, third set',
+      { denyRecallBits: ['second', 'third'] },
+      bits(false, false, true),
+      'gms_device_recalled',
+      'fail',
+    ],
+    [
+      'deny all, none set',
+      { denyRecallBits: ['first', 'second', 'third'] },
+      bits(false, false, false),
+      'accepted',
+      'pass',
+    ],
+    [
+      'deny first, no deviceRecall in the verdict',
+      { denyRecallBits: ['first'] },
+      recall(undefined),
+      'accepted',
+      'pass',
+    ],
+  ];
+  it.each(cases)('%s', async (_name, policy, edit, expected, status) => {
+    const { reason, run } = await outcome(kind, policy, edit);
+    expect(reason).toBe(expected);
+    expect(run.checks.find((c) => c.id === 'gms.deviceRecall')?.status).toBe(status);
+    if (expected === 'gms_device_recalled') {
+      expect(!run.ok && run.detail).toMatch(/denies/);
+      // freshness never ran: the recall step stopped the verification
+      expect(run.checks.find((c) => c.id === 'gms.freshness')?.status).toBe('skip');
+    }
+  });
+});
+
+describe('flag values', () => {
+  it('--deny-recall-bits and --recall take first, second, third in any case and order', () => {
+    expect(parseRecallBitList('third, FIRST')).toEqual({ ok: true, values: ['first', 'third'] });
+    expect(parseRecallBitList('bitSecond,second')).toEqual({ ok: true, values: ['second'] });
+    expect(parseRecallBitList('fourth').ok).toBe(false);
+    expect(parseRecallBitList(' , ').ok).toBe(false);
+  });
+});
+
+describe('dev mint gms --recall', () => {
+  it('writes the bits and the month of issue in the layout the verifier reads', () => {
+    const payload = verdictPayload({
+      packageName: TEST_PACKAGE,
+      nonce,
+      issuedAt: new Date('2026-11-27T12:00:00Z'),
+      deviceVerdicts: ['MEETS_DEVICE_INTEGRITY'],
+      recognition: 'PLAY_RECOGNIZED',
+      certificateDigests: [],
+      recallBits: ['second'],
+    });
+    const parsed = parsePlayIntegrityJson(payload);
+    expect(parsed.ok && parsed.payload.deviceIntegrity.deviceRecall).toEqual({
+      values: { bitFirst: false, bitSecond: true, bitThird: false },
+      writeDates: { yyyymmSecond: 202611 },
+    });
+    const without = verdictPayload({
+      packageName: TEST_PACKAGE,
+      nonce,
+      issuedAt: NOW,
+      deviceVerdicts: [],
+      recognition: 'PLAY_RECOGNIZED',
+      certificateDigests: [],
+    });
+    expect(without.deviceIntegrity).toEqual({});
+  });
+});
