@@ -143,7 +143,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           with b as (select ${auditSummary('apple_apps', sql`x`)} as summary from apple_apps x where app_id = ${appId}),
           u as (
             insert into apple_apps (app_id, env, require_receipt, max_risk_metric, validation_categories,
-              min_bundle_version, allow_missing_validation_category, observe)
+              min_bundle_version, allow_missing_validation_category, observe, max_verifies_per_device, device_window_seconds)
             values (${appId}, coalesce(${given}::text, 'production'), coalesce(${set(p.requireReceipt)}::boolean, false),
               ${set(p.maxRiskMetric)}::integer, coalesce(${categories ?? sql`null`}::text[], '{}'::text[]),
               ${set(p.minBundleVersion)}::text, coalesce(${set(p.allowMissingValidationCategory)}::boolean, false),

@@ -215,6 +215,29 @@ describe.each(backends())('per-device velocity on $name', (backend) => {
       expect(events).toHaveLength(3);
     });
 
+    it('observed (--observe device_rate_exceeded): past N the verify stays valid, the log names the rule, the count goes on', async () => {
+      await allowlist().addApple(TEST_APP_ID, 'production', auditor, {
+        maxVerifiesPerDevice: { max: 1, periodSeconds: HOUR },
+        observeChange: { observe: ['device_rate_exceeded'] },
+      });
+      expect((await register()).valid).toBe(true);
+      expect(service.logs.last().observed).toBeUndefined();
+      const observed = await assert();
+      expect(observed.valid).toBe(true);
+      expect(observed.body).toMatchObject({ appleTokenDetails: { assertionCounter: 1 } });
+      expect(service.logs.last()).toMatchObject({
+        isValid: true,
+        observed: ['device_rate_exceeded'],
+      });
+      await allowlist().addApple(TEST_APP_ID, undefined, auditor, {
+        observeChange: { enforce: 'all' },
+      });
+      // the observed verify was counted: enforced again, the device is past its limit
+      expect((await assert()).reason).toBe('device_rate_exceeded');
+      const [view] = await createDeviceVelocityRepository(db.db).show(device.keyId, clock);
+      expect(view!.window!.count).toBe(3);
+    });
+
     it('without a limit nothing is counted (no row, no statement)', async () => {
       await allowlist().addApple(TEST_APP_ID, 'production');
       expect((await register()).valid).toBe(true);
@@ -253,6 +276,26 @@ describe.each(backends())('per-device velocity on $name', (backend) => {
         lastUsedAt: clock,
         window: { count: 1 },
       });
+    });
+
+    it('observed on a package: past N an android-key signature stays valid', async () => {
+      await allowlist().addAndroid(
+        ANDROID_PACKAGE,
+        null,
+        {
+          keyAttestation: true,
+          maxVerifiesPerDevice: { max: 1, periodSeconds: 60 },
+          observeChange: { observe: ['device_rate_exceeded'] },
+        },
+        auditor,
+      );
+      clock = new Date(ANDROID_NOW);
+      const nonce = randomBytes(32);
+      const made = await androidRegistration(androidCa, { nonce });
+      await verifySessionless(service.app, key, () => made.token, nonce);
+      const signed = await run(service, key, (n) => androidAssertion(made.device, n));
+      expect(signed.valid).toBe(true);
+      expect(service.logs.last()).toMatchObject({ observed: ['device_rate_exceeded'] });
     });
 
     it('50 parallel verifies over two instances under a limit of 10: exactly 10 are valid', async () => {
