@@ -104,7 +104,8 @@ export interface BenchResult {
   serverRssSettledMb: number | null;
   /** the server's own view after the run (its /metrics), to tell the JS heap from native memory */
   serverHeapMb: { heapTotal: number; heapUsed: number; external: number };
-  replay: { assertion: string; registration: string };
+  /** the last used assertion, registration and consumed result token, sent again */
+  replay: { assertion: string; registration: string; consume: string };
 }
 
 interface Proc {
@@ -235,6 +236,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     const headers = { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' };
     const VERIFY = '/api/v1/attestation/verify';
     const INIT = '/api/v1/attestation/init';
+    const CONSUME = '/api/v1/results/consume';
 
     // a pool of registration bodies, refilled before each run that uses them
     let registrations: { device: DeviceKey; body: string }[] = [];
@@ -279,6 +281,30 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       }
     };
     let nextAndroid = 0;
+    // fresh result tokens for the consume scenario (each consumed once: the first consume's
+    // INSERT is the path measured), made by verifies of the result-token key before the run
+    let resultTokens: string[] = [];
+    let lastConsumed = '';
+    const makeResultTokens = async (n: number) => {
+      resultTokens = [];
+      let i = 0;
+      const worker = async () => {
+        while (resultTokens.length < n) {
+          const res = await fetch(new URL(VERIFY, server!.url), {
+            method: 'POST',
+            headers: { ...headers, 'X-Api-Key': tokensKey },
+            body: playBodies[i++ % playBodies.length],
+          });
+          const text = await res.text();
+          const token = /"resultToken":"([^"]+)"/.exec(text)?.[1];
+          if (!token) throw new Error(`a verify gave no result token: ${res.status} ${text}`);
+          resultTokens.push(token);
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, worker));
+    };
+    const consumeAmount = (connections: number) =>
+      Math.max(options.registrations * 2, connections * 2);
 
     const scenarios: Scenario[] = [
       {
@@ -338,6 +364,31 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
             },
           ];
         },
+      },
+      {
+        // a ledger consuming result tokens: verified with the service's own key, jti recorded once
+        name: 'result token consume',
+        target: 'attest',
+        amount: consumeAmount,
+        prepare: (connections) => makeResultTokens(consumeAmount(connections)),
+        client: (count) => [
+          {
+            method: 'POST',
+            path: CONSUME,
+            headers,
+            setupRequest: (req) => {
+              const token = resultTokens.pop();
+              if (!token) throw new Error('result token pool ran dry');
+              lastConsumed = token;
+              return { ...req, body: JSON.stringify({ resultToken: token }) };
+            },
+            onResponse: (s, b) =>
+              count(
+                s === 200 && b.startsWith('{"valid":true,"alreadyConsumed":false,"claims":{'),
+                b,
+              ),
+          },
+        ],
       },
       {
         name: 'app attest assertion, sessionless',
@@ -631,6 +682,17 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       // `--only` may have left a scenario out: nothing of it to replay
       assertion: lastAssertion ? await replay(lastAssertion) : 'not run',
       registration: lastRegistration ? await replay(lastRegistration) : 'not run',
+      consume: lastConsumed
+        ? await (async () => {
+            const res = await fetch(new URL(CONSUME, server!.url), {
+              method: 'POST',
+              headers,
+              body: JSON.stringify({ resultToken: lastConsumed }),
+            });
+            // the claims are the token's: the verdict is what matters
+            return `${res.status} ${(await res.text()).replace(/,"claims":.*$/, '')}`;
+          })()
+        : 'not run',
     };
     const metrics = await (await fetch(new URL('/metrics', server.url))).text();
     const rssAfterMb = statusKb(serverPid, 'VmRSS') / 1024;

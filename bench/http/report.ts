@@ -58,6 +58,7 @@ export function verdicts(result: BenchResult, connections = TARGET_CONNECTIONS):
     met: plain && signed ? signed.rps / plain.rps >= 0.9 : null,
   });
   ratio('garbage token', 'garbage token', 0.9);
+  ratio('result token consume', 'result token consume', 0.5);
   const tails = at.filter((r) => r.target === 'attest' && !REGISTRATION.test(r.scenario));
   const worst = tails.reduce<ScenarioResult | undefined>(
     (w, r) => (!w || r.p99 > w.p99 ? r : w),
@@ -111,6 +112,7 @@ export function table(result: BenchResult): string {
     `server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB${settled(result)} (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB`,
     `replayed assertion: ${result.replay.assertion}`,
     `replayed registration: ${result.replay.registration}`,
+    `consumed result token, consumed again: ${result.replay.consume}`,
   ].join('\n');
 }
 
@@ -174,6 +176,7 @@ const LABELS: Record<string, string> = {
   'android-key assertion, sessionless': 'android-key assertion verify, sessionless',
   'android-key registration': 'android-key registration (each key once)',
   'garbage token': 'garbage token (rejected)',
+  'result token consume': 'result token consume (each token once)',
   'session: init + verify': 'session approach (`init` + `verify`, per pair)',
 };
 

@@ -6,6 +6,7 @@ export type AttestHttpErrorKind =
   | 'invalid_request'
   | 'unauthorized'
   | 'forbidden'
+  | 'not_found'
   | 'too_large'
   | 'internal_error'
   | 'unavailable'
@@ -63,7 +64,7 @@ export class AttestHttpError extends AttestError {
 }
 
 /** The client call an error came from. */
-export type AttestOperation = 'init' | 'verify' | 'writeDeviceRecall';
+export type AttestOperation = 'init' | 'verify' | 'consume' | 'writeDeviceRecall';
 
 /** No answer: connection refused or reset, DNS failure, TLS failure. */
 export class AttestNetworkError extends AttestError {
@@ -109,6 +110,8 @@ export const HTTP_ERROR_KINDS: Readonly<Record<number, AttestHttpErrorKind>> = {
   400: 'invalid_request',
   401: 'unauthorized',
   403: 'forbidden',
+  // consume on a deployment that signs no result tokens (no issuer)
+  404: 'not_found',
   413: 'too_large',
   500: 'internal_error',
   503: 'unavailable',

@@ -16,6 +16,7 @@ import type {
   GoogleTokenDetails,
 } from '../core/types.js';
 import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
+import { consumeResultOf, type ConsumeResult } from './consumeResult.js';
 import { readBoundedText } from './readBoundedBody.js';
 import {
   AttestError,
@@ -42,6 +43,8 @@ export {
   type AttestOperation,
 } from './errors.js';
 
+export type { ConsumeResult } from './consumeResult.js';
+
 export {
   verifyResultToken,
   AttestResultTokenError,
@@ -53,6 +56,8 @@ export {
 export {
   INIT_RESPONSE,
   VERIFY_RESPONSE,
+  CONSUME_RESPONSE,
+  RESULT_TOKEN_CLAIMS,
   APPLE_TOKEN_DETAILS,
   ANDROID_KEY_DETAILS,
   GOOGLE_TOKEN_DETAILS,
@@ -167,6 +172,12 @@ export interface AttestClient {
   /** Verifies a token; never retried. Resolves only on HTTP 200 with the contract's body. */
   verify(request: VerifyRequest, options?: CallOptions): Promise<VerifyResult>;
   /**
+   * Consumes a result token of the deployment once (replay protection); never retried, since a
+   * consume that reached the service used the token up: after a network failure or a timeout
+   * the outcome is unknown, and a second call answers `alreadyConsumed: true`.
+   */
+  consumeResultToken(resultToken: string, options?: CallOptions): Promise<ConsumeResult>;
+  /**
    * Marks the device of a verified Play Integrity token through Google's device recall; never
    * retried. `written: false`: nothing changed (not such a token, or Google refused or was slow).
    */
@@ -178,6 +189,7 @@ export interface AttestClient {
 
 const INIT_PATH = 'api/v1/attestation/init';
 const VERIFY_PATH = 'api/v1/attestation/verify';
+const CONSUME_PATH = 'api/v1/results/consume';
 const DEVICE_RECALL_PATH = 'api/v1/android/device-recall';
 
 /**
@@ -333,6 +345,15 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         ),
         answer.url,
       );
+    },
+
+    async consumeResultToken(resultToken, call = {}) {
+      if (typeof resultToken !== 'string' || resultToken.length === 0)
+        throw new TypeError('resultToken must be a non-empty string');
+      const body = JSON.stringify({ resultToken });
+      const answer = await post('consume', CONSUME_PATH, body, call);
+      if (answer.status !== 200) throw httpError('consume', answer);
+      return consumeResultOf(parseJson(answer.text), answer);
     },
 
     async writeDeviceRecall(request, call = {}) {

@@ -121,6 +121,37 @@ export const VERIFY_RESPONSE = {
   },
 } as const satisfies Shape;
 
+/** The claims a consume returns (any details object: the one of the verify that made the token). */
+export const RESULT_TOKEN_CLAIMS = {
+  name: 'ResultTokenClaims',
+  required: ['iss', 'aud', 'sub', 'iat', 'exp', 'jti', 'service', 'approach', 'nonce', 'details'],
+  properties: {
+    iss: { type: 'string' },
+    aud: { type: 'string' },
+    sub: { type: 'string' },
+    iat: { type: 'integer' },
+    exp: { type: 'integer' },
+    jti: { type: 'string' },
+    service: { type: 'string' },
+    approach: { enum: ['session', 'sessionless'] },
+    nonce: { type: 'string' },
+    details: { object: { name: 'ResultTokenDetails', required: [], properties: {} } },
+    // only on the tokens of test-mode API keys
+    test: { type: 'boolean' },
+  },
+} as const satisfies Shape;
+
+export const CONSUME_RESPONSE = {
+  name: 'consume 200',
+  required: ['valid'],
+  properties: {
+    valid: { type: 'boolean' },
+    // only with valid true
+    alreadyConsumed: { type: 'boolean' },
+    claims: { object: RESULT_TOKEN_CLAIMS },
+  },
+} as const satisfies Shape;
+
 export const DEVICE_RECALL_RESPONSE = {
   name: 'device-recall 200',
   required: ['written'],

@@ -126,6 +126,7 @@ export const NOT_AUDITED: Record<keyof typeof AUDITED_COLUMNS, Record<string, st
  */
 export const NOT_AUDITED_TABLES: Record<string, string> = {
   attestation_sessions: 'per-request state, not configuration',
+  consumed_results: 'per-request state (result tokens consumed once), not configuration',
   apple_keys:
     'device registrations made by verify, not configuration (receipts refreshed by serve)',
   apple_credentials:

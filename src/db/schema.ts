@@ -83,6 +83,28 @@ export const attestationSessions = pgTable(
   ],
 );
 
+/**
+ * The result tokens consumed through `POST /api/v1/results/consume`: a `jti` is recorded once,
+ * by one INSERT ... ON CONFLICT DO NOTHING, and kept until the token's `exp` plus an hour (the
+ * pruner), past which the token no longer verifies anyway.
+ */
+export const consumedResults = pgTable(
+  'consumed_results',
+  {
+    jti: text('jti').primaryKey(),
+    /** the token's `exp` */
+    expiresAt: timestamp('expires_at', { withTimezone: true }).notNull(),
+    /**
+     * the API key that consumed it first. No foreign key on purpose: deleting that key must not
+     * delete the record, or the token could be consumed again with another key
+     */
+    apiKeyId: text('api_key_id').notNull(),
+    consumedAt: timestamp('consumed_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  // the pruner's batches
+  (t) => [index('consumed_results_expires_at_idx').on(t.expiresAt)],
+);
+
 export const appleApps = pgTable('apple_apps', {
   appId: text('app_id').primaryKey(),
   /** 'production' | 'development' | 'any' */

@@ -30,9 +30,13 @@ import { readBody, TOO_LARGE } from './readBody.js';
 import { requestHeader } from './requestHeader.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
 import { parseVerifyRequest } from './verifyRequest.js';
+import { parseConsumeRequest } from './consumeRequest.js';
+import type { ResultConsumer } from './resultConsumer.js';
 
 export { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
 export const BODY_LIMIT_BYTES = 64 * 1024;
+/** A consume's body: a result token (at most RESULT_TOKEN_MAX_CHARS) and its JSON. */
+export const CONSUME_BODY_LIMIT_BYTES = 16 * 1024;
 const utf8 = new TextDecoder();
 
 export interface AppDeps {
@@ -76,6 +80,8 @@ export interface AppDeps {
    * TEST_JWKS_PATH only. Absent (no issuer, or ATTEST_TEST_KEYS off): that route answers 404.
    */
   testResultTokens?: Pick<ResultTokenSigner, 'issuer' | 'sign' | 'jwks'>;
+  /** consumes result tokens once (POST /api/v1/results/consume); absent (no issuer): 404 */
+  resultConsumer?: Pick<ResultConsumer, 'consume'>;
   /** Play device recall writes through Google; absent: that route answers 404 */
   deviceRecall?: DeviceRecallWrite;
 }
@@ -86,6 +92,7 @@ export const WELL_KNOWN_MAX_AGE_SECONDS = 300;
 const ROUTES: Record<string, string[]> = {
   '/api/v1/attestation/init': ['POST'],
   '/api/v1/attestation/verify': ['POST'],
+  '/api/v1/results/consume': ['POST'],
   [DEVICE_RECALL_PATH]: ['POST'],
   '/healthz': ['GET', 'HEAD'],
   '/readyz': ['GET', 'HEAD'],
@@ -148,30 +155,9 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
 
   app.post('/api/v1/attestation/verify', async (c) => {
     const log = c.get('log');
-    let body: Uint8Array | typeof TOO_LARGE | undefined;
-    try {
-      body = await readBody(c, BODY_LIMIT_BYTES);
-    } catch {
-      // the client broke off: as before, an unreadable body (nobody is left to read the answer)
-    }
-    if (body === TOO_LARGE)
-      return errorBody(
-        c,
-        413,
-        STATUS_INVALID_REQUEST,
-        `Request body larger than ${BODY_LIMIT_BYTES} bytes`,
-      );
-    if (!/^application\/json\s*(;|$)/i.test(requestHeader(c, 'content-type') ?? '')) {
-      return errorBody(c, 400, STATUS_INVALID_REQUEST, 'Content-Type must be application/json');
-    }
-    let json: unknown;
-    try {
-      // TextDecoder as fetch's text(): a UTF-8 BOM is dropped, bad bytes become U+FFFD
-      json = JSON.parse(utf8.decode(body));
-    } catch {
-      return errorBody(c, 400, STATUS_INVALID_REQUEST, 'The body is not valid JSON');
-    }
-    const parsed = parseVerifyRequest(json);
+    const read = await readJson(c, BODY_LIMIT_BYTES, 413);
+    if (!read.ok) return read.response;
+    const parsed = parseVerifyRequest(read.json);
     if (!parsed.ok) return errorBody(c, 400, STATUS_INVALID_REQUEST, parsed.message);
     const request = parsed.request;
     log.approach = request.approach;
@@ -223,6 +209,42 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       }),
     );
     return c.json({ isValid: true, statusCode: STATUS_OK, ...details, resultToken });
+  });
+
+  // a payment or ledger service accepts a result once: the first consume of a token says so
+  app.post('/api/v1/results/consume', async (c) => {
+    const consumer = deps.resultConsumer;
+    if (!consumer) return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
+    const log = c.get('log');
+    // the contract answers a body too large as any malformed body: 400
+    const read = await readJson(c, CONSUME_BODY_LIMIT_BYTES, 400);
+    if (!read.ok) return read.response;
+    const parsed = parseConsumeRequest(read.json);
+    if (!parsed.ok) return errorBody(c, 400, STATUS_INVALID_REQUEST, parsed.message);
+    const outcome = await c.get('backend')(() =>
+      consumer.consume(parsed.resultToken, {
+        id: c.get('keyId'),
+        mode: c.get('mode'),
+        apps: c.get('apps'),
+      }),
+    );
+    log.isValid = outcome.valid;
+    if (!outcome.valid) {
+      // why stays in the log: a forger learns nothing from the answer
+      log.reason = outcome.reason;
+      log.detail = outcome.detail;
+      deps.metrics.observeConsume('invalid', outcome.reason, c.get('mode'));
+      return c.json({ valid: false });
+    }
+    deps.metrics.observeConsume(outcome.alreadyConsumed ? 'again' : 'first', 'none', c.get('mode'));
+    log.service = outcome.claims.service;
+    log.jti = outcome.claims.jti;
+    log.alreadyConsumed = outcome.alreadyConsumed;
+    return c.json({
+      valid: true,
+      alreadyConsumed: outcome.alreadyConsumed,
+      claims: outcome.claims,
+    });
   });
 
   app.post(DEVICE_RECALL_PATH, (c) => deviceRecallHandler(c, deps.deviceRecall));
@@ -306,6 +328,36 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     }
     return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
   });
+
+  /**
+   * The JSON body of a POST, or the error answer: `tooLarge` past `limit` bytes, 400 for another
+   * Content-Type or a body that is not JSON.
+   */
+  async function readJson(
+    c: Context<AppEnv>,
+    limit: number,
+    tooLarge: 400 | 413,
+  ): Promise<{ ok: true; json: unknown } | { ok: false; response: Response }> {
+    let body: Uint8Array | typeof TOO_LARGE | undefined;
+    try {
+      body = await readBody(c, limit);
+    } catch {
+      // the client broke off: as before, an unreadable body (nobody is left to read the answer)
+    }
+    const fail = (status: 400 | 413, message: string) => ({
+      ok: false as const,
+      response: errorBody(c, status, STATUS_INVALID_REQUEST, message),
+    });
+    if (body === TOO_LARGE) return fail(tooLarge, `Request body larger than ${limit} bytes`);
+    if (!/^application\/json\s*(;|$)/i.test(requestHeader(c, 'content-type') ?? ''))
+      return fail(400, 'Content-Type must be application/json');
+    try {
+      // TextDecoder as fetch's text(): a UTF-8 BOM is dropped, bad bytes become U+FFFD
+      return { ok: true, json: JSON.parse(utf8.decode(body)) };
+    } catch {
+      return fail(400, 'The body is not valid JSON');
+    }
+  }
 
   function rejected(c: Context<AppEnv>, reason: RejectReason, detail: string) {
     const log = c.get('log');

@@ -27,6 +27,9 @@ export interface RequestLog {
   /** a valid verify: the observed rules that failed (recorded, not enforced); absent when none */
   observed?: string[];
   auth?: string;
+  /** a consumed result token's id (never the token) and whether it had been consumed before */
+  jti?: string;
+  alreadyConsumed?: boolean;
   err?: { type: string; code?: string; message: string };
 }
 

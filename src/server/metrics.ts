@@ -38,6 +38,12 @@ export function createMetrics(options: MetricsOptions = {}) {
     labelNames: ['service', 'valid', 'reason', 'mode'] as const,
     registers: [registry],
   });
+  const consumes = new Counter({
+    name: 'attest_result_consume_total',
+    help: 'result token consumes by outcome (first, again: already consumed, invalid), rejection reason and API key mode',
+    labelNames: ['outcome', 'reason', 'mode'] as const,
+    registers: [registry],
+  });
   const google = new Counter({
     name: 'attest_google_requests_total',
     help: 'exchanges with Google for standard Play Integrity requests (token, decode) and device recall writes (recall), by endpoint and outcome (faults by cause)',
@@ -136,6 +142,10 @@ export function createMetrics(options: MetricsOptions = {}) {
     },
     observeVerify(service: string, valid: boolean, reason: string, mode = 'live') {
       verifications.inc({ service, valid: String(valid), reason, mode });
+    },
+    /** a consume: `first` the one answer alreadyConsumed false, `again` a replay, `invalid` valid false */
+    observeConsume(outcome: 'first' | 'again' | 'invalid', reason: string, mode: string) {
+      consumes.inc({ outcome, reason, mode });
     },
     observeGoogle(endpoint: string, outcome: string) {
       google.inc({ endpoint, outcome });

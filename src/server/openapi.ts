@@ -149,6 +149,50 @@ export const OPENAPI_DOCUMENT = {
           attestationVersion: { type: 'integer', minimum: 0 },
         },
       },
+      ResultTokenDetails: {
+        type: 'object',
+        required: [],
+        properties: {},
+        additionalProperties: true,
+        description:
+          'the details object of the verify response that made the token (AppleTokenDetails, GoogleTokenDetails or AndroidKeyDetails)',
+      },
+      ResultTokenClaims: {
+        type: 'object',
+        description: 'the claims of a result token, as the token states them',
+        required: [
+          'iss',
+          'aud',
+          'sub',
+          'iat',
+          'exp',
+          'jti',
+          'service',
+          'approach',
+          'nonce',
+          'details',
+        ],
+        properties: {
+          iss: { type: 'string', description: 'the deployment (ATTEST_ISSUER)' },
+          aud: { type: 'string', description: 'the id of the API key whose verify made the token' },
+          sub: {
+            type: 'string',
+            description:
+              'keyIdentifier (App Attest, Android key attestation) or packageName (Play Integrity)',
+          },
+          iat: { type: 'integer' },
+          exp: { type: 'integer' },
+          jti: { type: 'string' },
+          service: { type: 'string' },
+          approach: { enum: ['session', 'sessionless'] },
+          nonce: { type: 'string', description: 'base64url of SHA-256 of the final nonce' },
+          details: { $ref: '#/components/schemas/ResultTokenDetails' },
+          test: {
+            type: 'boolean',
+            description: 'only on the tokens of test-mode API keys, always true',
+          },
+        },
+      },
     },
   },
   paths: {
@@ -303,6 +347,59 @@ export const OPENAPI_DOCUMENT = {
           '503': err(
             'Too many requests waiting on Google, or too many new API keys being checked at once; retry after Retry-After (statusCode 268505088)',
           ),
+        },
+      },
+    },
+    '/api/v1/results/consume': {
+      post: {
+        operationId: 'consumeResultToken',
+        summary: 'Consume a result token once (replay protection)',
+        description:
+          "Checks a result token of this deployment (signature with its own keys, iss, exp; no aud check) and records its jti once for all instances. A service that acts on a result (a payment, a ledger entry) accepts it only when valid is true and alreadyConsumed is false. A live API key consumes live tokens only, a test-mode key test tokens only, a key scoped to apps only tokens of those apps (anything else is valid false and stays unused). A jti is kept until the token's exp plus one hour. 404 when the deployment has no issuer (ATTEST_ISSUER unset).",
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': {
+              schema: {
+                type: 'object',
+                required: ['resultToken'],
+                properties: {
+                  resultToken: {
+                    type: 'string',
+                    maxLength: 8192,
+                    description: 'the resultToken of a verify answer, as given',
+                  },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          '200': {
+            description:
+              "valid true with alreadyConsumed (false only the first time, on any instance) and the claims; valid false when the token does not verify (tampered, another signer, expired, the other mode, an app outside a scoped key's apps): the reason is in the server log only",
+            content: {
+              'application/json': {
+                schema: {
+                  type: 'object',
+                  required: ['valid'],
+                  properties: {
+                    valid: { type: 'boolean' },
+                    alreadyConsumed: { type: 'boolean', description: 'only with valid true' },
+                    claims: { $ref: '#/components/schemas/ResultTokenClaims' },
+                  },
+                },
+              },
+            },
+          },
+          '400': err(
+            'Malformed request: not JSON, resultToken missing, not a string, empty or over 8192 characters, or a body over 16 KiB (statusCode 268505089)',
+          ),
+          '401': { description: 'X-Api-Key missing or empty' },
+          '403': { description: 'Key invalid, unknown, revoked or expired' },
+          '404': err('The deployment signs no result tokens (statusCode 268505089)'),
+          '500': err('Unexpected failure (statusCode 268505088)'),
+          '503': err('Too many new API keys being checked at once; retry (statusCode 268505088)'),
         },
       },
     },

@@ -28,6 +28,9 @@ import { createDatabaseBreaker } from '../db/databaseBreaker.js';
 import { createSecretBox } from '../db/secretBox.js';
 import { checkMasterKey } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
+import { createConsumedResultRepository } from '../db/consumedResults.js';
+import { createResultConsumer } from './resultConsumer.js';
+import { startConsumedResultPruner } from './consumedResultPruner.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
 import { KeyCache } from '../core/google/keyCache.js';
@@ -168,6 +171,7 @@ async function serveOn(
   const apiKeys = createApiKeyRepository(database.db);
   const signers = await resultTokenSigners(database, box, config, logger, apiKeys, options);
   const resultTokens = signers?.live;
+  const consumedResults = createConsumedResultRepository(database.db);
   const revocationRepo = createRevocationRepository(database.db);
   // a new database starts from the snapshot shipped with this build
   await revocationRepo.seed();
@@ -264,6 +268,15 @@ async function serveOn(
     metricsRoute: !separateMetrics,
     ...(resultTokens ? { resultTokens } : {}),
     ...(signers?.test ? { testResultTokens: signers.test } : {}),
+    ...(signers
+      ? {
+          resultConsumer: createResultConsumer({
+            live: signers.live,
+            test: signers.test,
+            consumed: consumedResults,
+          }),
+        }
+      : {}),
     deviceRecall: createDeviceRecallWrite({
       allowlist,
       keyCache: new KeyCache(),
@@ -367,6 +380,12 @@ async function serveOn(
     onError: (err) => logger.warn({ err: describeFault(err) }, 'could not prune sessions'),
   });
 
+  const consumedPruner = startConsumedResultPruner(consumedResults, {
+    advisoryLock: database.kind === 'postgres',
+    logger,
+    ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
+  });
+
   // Apple's risk metric: receipts of recently used keys are refreshed about daily. Claims are
   // atomic, so every instance runs it; a team without a DeviceCheck key is left alone.
   const credentials = createAppleCredentialRepository(database.db, box);
@@ -449,6 +468,7 @@ async function serveOn(
       // the drain starts at once: no new connection, and every answer from now says Connection: close
       const drained = Promise.all([api.drain(DRAIN_MS), metricsServer?.drain(DRAIN_MS)]);
       await pruner.stop();
+      await consumedPruner.stop();
       await refresher.stop();
       await revocationRefresher.stop();
       await Promise.all([drained, admin?.stop()]);

@@ -25,6 +25,7 @@ it('runs every scenario with correct answers and refuses the replays', async () 
     'init',
     'play integrity, sessionless',
     'play integrity, sessionless, result token',
+    'result token consume',
     'app attest assertion, sessionless',
     'app attest registration',
     'android-key assertion, sessionless',
@@ -50,7 +51,7 @@ it('runs every scenario with correct answers and refuses the replays', async () 
   }
   // every target can be judged on a run of every scenario
   const judged = verdicts(result, 2);
-  expect(judged).toHaveLength(11);
+  expect(judged).toHaveLength(12);
   for (const v of judged) expect(typeof v.met, v.target).toBe('boolean');
   expect(verdictTable(judged, 2)).toMatch(/^\| target \(2 connections\) \|/);
   const section = readmeSection(result, 2);
@@ -60,6 +61,9 @@ it('runs every scenario with correct answers and refuses the replays', async () 
   // the used assertion and registration, sent again, are refused: the counter and the key were stored
   expect(result.replay.assertion).toBe('200 {"isValid":false,"statusCode":0}');
   expect(result.replay.registration).toBe('200 {"isValid":false,"statusCode":0}');
+  // the consumed result token, consumed again, is alreadyConsumed: its jti was recorded
+  expect(result.replay.consume).toBe('200 {"valid":true,"alreadyConsumed":true');
+  expect(result.results.find((r) => r.scenario === 'result token consume')!.correct).toBe(12);
   expect(table(result)).toContain('| app attest registration | 2 |');
   // the yardstick ran before and after the scenarios, and the better run is the one reported
   const hello = result.results[0]!;
@@ -107,6 +111,7 @@ it('judges each target: met at the bound, missed below it, not run when its scen
     // 450 of 499 req/s: 90.2%
     'verify with a result-token key vs without': true,
     'garbage token': true,
+    'result token consume': null,
     // the garbage token's 31 ms, not the hello-world's or the registration's
     'p99, every scenario but registrations': false,
     'server RSS after the whole run': false,

@@ -7,6 +7,8 @@ import { beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import {
   ANDROID_KEY_DETAILS,
   APPLE_TOKEN_DETAILS,
+  CONSUME_RESPONSE,
+  RESULT_TOKEN_CLAIMS,
   DEVICE_RECALL,
   DEVICE_RECALL_RESPONSE,
   DEVICE_RECALL_WRITE_DATES,
@@ -106,6 +108,15 @@ describe('client shapes against /openapi.json', () => {
     });
     expectSameShape(DEVICE_RECALL_WRITE_DATES, doc.components.schemas.DeviceRecallWriteDates!);
     expectSameShape(ANDROID_KEY_DETAILS, doc.components.schemas.AndroidKeyDetails!);
+  });
+  it('consume 200, with the claims of a result token', () => {
+    const claims = {
+      ResultTokenClaims: RESULT_TOKEN_CLAIMS,
+      ResultTokenDetails: RESULT_TOKEN_CLAIMS.properties.details.object,
+    };
+    expectSameShape(CONSUME_RESPONSE, responseSchema('/api/v1/results/consume', '200'), claims);
+    expectSameShape(RESULT_TOKEN_CLAIMS, doc.components.schemas.ResultTokenClaims!, claims);
+    expectSameShape(claims.ResultTokenDetails, doc.components.schemas.ResultTokenDetails!);
   });
   it('device-recall 200', () =>
     expectSameShape(

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CHECK_TITLES } from '../../src/core/checkTitles.js';
 import { REJECT_REASONS } from '../../src/core/reasons.js';
+import { CONSUME_REJECT_REASONS } from '../../src/core/consumeResult.js';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
 
@@ -16,6 +17,14 @@ describe('docs/checks.md is the reference of every id, reason and hint', () => {
   it.each(REJECT_REASONS)('names reason %s', (reason) => {
     expect(doc).toContain(`\`${reason}\``);
   });
+
+  it.each(CONSUME_REJECT_REASONS)(
+    'names consume reason %s, which result-tokens.md explains',
+    (reason) => {
+      expect(doc).toContain(`\`${reason}\``);
+      expect(read('docs/result-tokens.md')).toContain(`| \`${reason}\` |`);
+    },
+  );
 
   it('names every hint code verify-file can give', () => {
     // the Hint code union in explain.ts is the list of codes

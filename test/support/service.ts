@@ -23,6 +23,8 @@ import type { DatabaseHandle } from '../../src/db/client.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { migrationStatus } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
+import { createConsumedResultRepository } from '../../src/db/consumedResults.js';
+import { createResultConsumer } from '../../src/server/resultConsumer.js';
 import {
   createApiKeyAuthenticator,
   type AuthenticatorOptions,
@@ -117,6 +119,8 @@ export interface ServiceOptions {
   breaker?: AppDeps['breaker'];
   resultTokens?: AppDeps['resultTokens'];
   testResultTokens?: AppDeps['testResultTokens'];
+  /** the clock consumes check a result token's exp against */
+  now?: () => Date;
   deviceRecall?: AppDeps['deviceRecall'];
 }
 
@@ -143,6 +147,17 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),
+    // consumes as startServer wires them: whenever there is a signer
+    ...(options.resultTokens
+      ? {
+          resultConsumer: createResultConsumer({
+            live: options.resultTokens,
+            test: options.testResultTokens,
+            consumed: createConsumedResultRepository(db.db),
+            ...(options.now ? { now: options.now } : {}),
+          }),
+        }
+      : {}),
     ...(options.deviceRecall ? { deviceRecall: options.deviceRecall } : {}),
   });
   return { app, auth, logs: capture, sessions, metrics };
