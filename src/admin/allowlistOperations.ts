@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { formatCertificateDigest } from '../core/google/certificateDigest.js';
 import { isDeviceActivityLevel, RECALL_BITS } from '../core/google/verdictPolicy.js';
 import { observableCodes, type ObserveEntry } from '../core/observedRules.js';
+import { DEVICE_LIMIT_BOUNDS } from '../core/deviceVelocity.js';
 import type { DeviceActivityLevel } from '../core/types.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { AdminError } from './adminError.js';
@@ -28,6 +29,22 @@ function observeChange(entry: ObserveEntry) {
     })
     .optional();
 }
+/** `--max-verifies-per-device N/PERIOD` (null removes it), within the bounds the CLI checks too. */
+const DEVICE_LIMIT = z
+  .strictObject({
+    max: z
+      .number()
+      .int()
+      .min(DEVICE_LIMIT_BOUNDS.maxVerifies.min)
+      .max(DEVICE_LIMIT_BOUNDS.maxVerifies.max),
+    periodSeconds: z
+      .number()
+      .int()
+      .min(DEVICE_LIMIT_BOUNDS.periodSeconds.min)
+      .max(DEVICE_LIMIT_BOUNDS.periodSeconds.max),
+  })
+  .nullable()
+  .optional();
 
 // apart (with no database behind it) for the CLI, which shows the id before it sends the pair
 export { keyPairId };
@@ -68,6 +85,7 @@ const androidPolicy = z.strictObject({
     .optional(),
   maxPatchAgeMonths: z.number().int().min(1).max(240).nullable().optional(),
   observeChange: observeChange('android'),
+  maxVerifiesPerDevice: DEVICE_LIMIT,
 });
 
 /** The allowlist's operations: add, list, find and remove App Attest apps and Android packages. */
@@ -84,6 +102,7 @@ export const ALLOWLIST_OPERATIONS = {
           minBundleVersion: z.string().max(64).nullable().optional(),
           allowMissingValidationCategory: z.boolean().optional(),
           observeChange: observeChange('apple'),
+          maxVerifiesPerDevice: DEVICE_LIMIT,
         })
         .optional(),
     }),
@@ -156,6 +175,7 @@ export const ALLOWLIST_OPERATIONS = {
           bootKeys: (p.bootKeys ?? []).map((k) => Buffer.from(k).toString('hex')),
           maxPatchAgeMonths: p.maxPatchAgeMonths ?? null,
           observe: [...(p.observe ?? [])],
+          maxVerifiesPerDevice: p.maxVerifiesPerDevice ?? null,
         })),
       };
     },

@@ -36,6 +36,13 @@ export const COMMANDS: readonly {
     load: async () => (await import('./commands/keys.js')).keysCommand(),
   },
   {
+    name: 'devices',
+    term: 'devices',
+    description:
+      'registered device keys (App Attest, android-key): their use and per-device verify counts',
+    load: async () => (await import('./commands/devices.js')).devicesCommand(),
+  },
+  {
     name: 'result-keys',
     term: 'result-keys',
     description:

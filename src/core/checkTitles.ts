@@ -49,6 +49,8 @@ export const CHECK_TITLES = {
   'apple.assertion.counter': 'assertion counter is above the stored one',
   // verify-file passes this check without recording anything: the title must hold for both
   'apple.register': 'key is new; the service registers it (verify-file does not)',
+  'apple.deviceVelocity':
+    "the key's verifies in the current window are within the app's per-device limit (when it sets one)",
   'android.shape': 'token shape fits the key (registration, or assertion of a registered key)',
   'android.certificates': 'certificateChain is DER certificates, the leaf with one KeyDescription',
   'android.chain':
@@ -65,6 +67,8 @@ export const CHECK_TITLES = {
   'android.patchLevel': 'OS patch level is recent enough (when the package sets a maximum age)',
   // verify-file passes this check without recording anything: the title must hold for both
   'android.register': 'key is new; the service registers it (verify-file does not)',
+  'android.deviceVelocity':
+    "the key's verifies in the current window are within the package's per-device limit (when it sets one)",
 } as const satisfies Record<string, string>;
 
 export type CheckId = keyof typeof CHECK_TITLES;

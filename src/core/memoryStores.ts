@@ -6,6 +6,7 @@ import type {
   AppleAppPolicy,
   AppleKeyRecord,
   AppleKeyStore,
+  DeviceVelocityStore,
 } from './types.js';
 
 /** An allowlist held in memory: `verify-file` without a database, and tests. */
@@ -88,6 +89,50 @@ export function createMemoryAndroidKeyStore(
       if (records.has(hex(record.keyId))) return false;
       if (!options.readOnly) records.set(hex(record.keyId), { ...record });
       return true;
+    },
+  };
+}
+
+/** A key's current window, as the database row holds it. */
+export interface DeviceWindow {
+  windowStart: Date;
+  periodSeconds: number;
+  count: number;
+  lastAt: Date;
+}
+
+/**
+ * Per-device verify counts held in memory, windowed as the database counts them (a newer window
+ * or another period starts again at 1). `readOnly` (verify-file) answers what the count would be
+ * and keeps nothing.
+ */
+export function createMemoryDeviceVelocity(
+  options: { readOnly?: boolean } = {},
+): DeviceVelocityStore & { windows: Map<string, DeviceWindow> } {
+  const windows = new Map<string, DeviceWindow>();
+  return {
+    windows,
+    count: async (verify) => {
+      const id = `${verify.service}:${hex(verify.keyId)}`;
+      const w = windows.get(id);
+      const same =
+        w !== undefined &&
+        w.periodSeconds === verify.periodSeconds &&
+        w.windowStart.getTime() >= verify.windowStart.getTime();
+      const next: DeviceWindow = same
+        ? {
+            ...w,
+            count: w.count + 1,
+            lastAt: new Date(Math.max(w.lastAt.getTime(), verify.at.getTime())),
+          }
+        : {
+            windowStart: verify.windowStart,
+            periodSeconds: verify.periodSeconds,
+            count: 1,
+            lastAt: verify.at,
+          };
+      if (!options.readOnly) windows.set(id, next);
+      return next.count;
     },
   };
 }

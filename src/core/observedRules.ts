@@ -26,11 +26,13 @@ export const OBSERVABLE_REASONS = {
     'apple_receipt_invalid',
     'apple_risk_exceeded',
     'apple_distribution_not_allowed',
+    'device_rate_exceeded',
   ],
   'android-key': [
     'android_security_level_insufficient',
     'android_boot_state_insufficient',
     'android_patch_level_stale',
+    'device_rate_exceeded',
   ],
 } as const satisfies Record<Service, readonly RejectReason[]>;
 

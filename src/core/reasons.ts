@@ -55,6 +55,7 @@ export const REJECT_REASONS = [
   'android_key_unknown',
   // the token's app is allowlisted but outside the API key's scope (`keys create --apps`)
   'app_not_in_key_scope',
+  'device_rate_exceeded',
 ] as const;
 
 export type RejectReason = (typeof REJECT_REASONS)[number];

@@ -189,6 +189,15 @@ export interface AppleAppPolicy {
   allowMissingValidationCategory?: boolean;
   /** reason codes whose failures are recorded but do not reject (observed rules); absent = none */
   observe?: readonly string[];
+  /** valid verifies accepted per registered key and fixed window; absent or null = not counted */
+  maxVerifiesPerDevice?: DeviceLimit | null;
+}
+
+/** `--max-verifies-per-device N/PERIOD`: at most `max` valid verifies per key in each window. */
+export interface DeviceLimit {
+  max: number;
+  /** the window's length; windows start at multiples of it since the Unix epoch (UTC) */
+  periodSeconds: number;
 }
 
 export type MinVerdict =
@@ -237,6 +246,8 @@ export interface AndroidPackagePolicy {
   maxPatchAgeMonths?: number | null;
   /** reason codes (gms and android-key) whose failures are recorded but do not reject; absent = none */
   observe?: readonly string[];
+  /** android-key: valid verifies accepted per registered key and fixed window; absent or null = not counted */
+  maxVerifiesPerDevice?: DeviceLimit | null;
 }
 
 export type DeviceActivityLevel = 'LEVEL_1' | 'LEVEL_2' | 'LEVEL_3' | 'LEVEL_4';
@@ -334,6 +345,29 @@ export interface AndroidKeyStore {
   find(keyId: Uint8Array): Promise<AndroidKeyRecord | null>;
   /** INSERT ... ON CONFLICT DO NOTHING: false when the key was already registered */
   register(record: AndroidKeyRecord): Promise<boolean>;
+}
+
+/** One valid verify of a registered key, to be counted in its fixed window. */
+export interface DeviceVerify {
+  keyId: Uint8Array;
+  service: 'apple' | 'android-key';
+  /** floor(now / period) * period, on the verifier's clock */
+  windowStart: Date;
+  periodSeconds: number;
+  /** the verification time (the verifier's clock) */
+  at: Date;
+}
+
+/**
+ * Per-device verify counts (`--max-verifies-per-device`), shared by every instance: one row per
+ * key holding its current window.
+ */
+export interface DeviceVelocityStore {
+  /**
+   * Adds one to the key's count in `verify`'s window, in one atomic statement (a newer window or
+   * another period starts again at 1), and returns the count with this verify in it.
+   */
+  count(verify: DeviceVerify): Promise<number>;
 }
 
 /** One entry of Google's attestation status list. */

@@ -10,6 +10,7 @@ import type {
   AndroidKeyStore,
   AndroidPackagePolicy,
   AppleKeyStore,
+  DeviceVelocityStore,
   IntegrityTokenDecoder,
   KeyMode,
   RevocationList,
@@ -32,7 +33,13 @@ export function buildVerifiers(deps: {
   receipts?: ReceiptVerifier;
   /** Android key attestation; without it `android-key` tokens are `service_unsupported` */
   android?: AndroidKeyDeps;
+  /**
+   * per-device verify counts (App Attest and android-key keys), shared by every instance; without
+   * it a verify for an entry with `--max-verifies-per-device` is a fault
+   */
+  velocity?: DeviceVelocityStore;
 }): PlatformVerifiers {
+  const velocity = deps.velocity ? { velocity: deps.velocity } : {};
   const mode = deps.mode ?? 'live';
   const allowlist = mode === 'test' ? deps.allowlist : liveAllowlist(deps.allowlist);
   return {
@@ -42,6 +49,7 @@ export function buildVerifiers(deps: {
       keys: deps.appleKeys,
       mode,
       ...(deps.receipts ? { receipts: deps.receipts } : {}),
+      ...velocity,
     }),
     gms: createGoogleVerifier({
       allowlist,
@@ -55,6 +63,7 @@ export function buildVerifiers(deps: {
             keys: deps.android.keys,
             revocations: deps.android.revocations,
             mode,
+            ...velocity,
           }),
         }
       : {}),

@@ -21,7 +21,12 @@ import {
   type PairRow,
   type TestKeyPair,
 } from './androidPackageRows.js';
-import { appleAppOf, type AppleAppRow, type ApplePolicyInput } from './appleAppRows.js';
+import {
+  appleAppOf,
+  deviceLimitOf,
+  type AppleAppRow,
+  type ApplePolicyInput,
+} from './appleAppRows.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
 import { observeValue } from './observeColumn.js';
@@ -138,11 +143,12 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           with b as (select ${auditSummary('apple_apps', sql`x`)} as summary from apple_apps x where app_id = ${appId}),
           u as (
             insert into apple_apps (app_id, env, require_receipt, max_risk_metric, validation_categories,
-              min_bundle_version, allow_missing_validation_category, observe)
+              min_bundle_version, allow_missing_validation_category, observe, max_verifies_per_device, device_window_seconds)
             values (${appId}, coalesce(${given}::text, 'production'), coalesce(${set(p.requireReceipt)}::boolean, false),
               ${set(p.maxRiskMetric)}::integer, coalesce(${categories ?? sql`null`}::text[], '{}'::text[]),
               ${set(p.minBundleVersion)}::text, coalesce(${set(p.allowMissingValidationCategory)}::boolean, false),
-              ${observeValue('apple', null, p.observeChange ?? {})})
+              ${observeValue('apple', null, p.observeChange ?? {})},
+              ${p.maxVerifiesPerDevice?.max ?? null}::integer, ${p.maxVerifiesPerDevice?.periodSeconds ?? null}::integer)
             on conflict (app_id) do update set
               env = coalesce(${given}::text, apple_apps.env),
               require_receipt = coalesce(${set(p.requireReceipt)}::boolean, apple_apps.require_receipt),
@@ -150,7 +156,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               validation_categories = coalesce(${categories ?? sql`null`}::text[], apple_apps.validation_categories),
               min_bundle_version = case when ${p.minBundleVersion !== undefined} then ${set(p.minBundleVersion)}::text else apple_apps.min_bundle_version end,
               allow_missing_validation_category = coalesce(${set(p.allowMissingValidationCategory)}::boolean, apple_apps.allow_missing_validation_category),
-              observe = ${observeValue('apple', sql`apple_apps.observe`, p.observeChange ?? {})}
+              observe = ${observeValue('apple', sql`apple_apps.observe`, p.observeChange ?? {})},
+              max_verifies_per_device = case when ${p.maxVerifiesPerDevice !== undefined} then ${p.maxVerifiesPerDevice?.max ?? null}::integer else apple_apps.max_verifies_per_device end,
+              device_window_seconds = case when ${p.maxVerifiesPerDevice !== undefined} then ${p.maxVerifiesPerDevice?.periodSeconds ?? null}::integer else apple_apps.device_window_seconds end
             returning *, (xmax = 0) as inserted
           ),
           a as (
@@ -163,7 +171,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             from a where a.inserted or a.before is distinct from a.after`,
           )}
           select u.inserted, (a.inserted or a.before is distinct from a.after) as changed, u.app_id, u.env, u.require_receipt, u.max_risk_metric, u.validation_categories,
-            u.min_bundle_version, u.allow_missing_validation_category, u.observe, ${auditColumn(auditor)} as audit from u, a`),
+            u.min_bundle_version, u.allow_missing_validation_category, u.observe, u.max_verifies_per_device, u.device_window_seconds, ${auditColumn(auditor)} as audit from u, a`),
       );
       logAudit(auditor, rows[0]!.audit);
       const stored = appleAppOf(rows[0]!);
@@ -206,7 +214,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const rows = rowsOf<AppleAppRow>(
         await db.execute(
           sql`select app_id, env, require_receipt, max_risk_metric, validation_categories, min_bundle_version,
-                allow_missing_validation_category, observe from apple_apps order by app_id`,
+                allow_missing_validation_category, observe, max_verifies_per_device, device_window_seconds from apple_apps order by app_id`,
         ),
       );
       return rows.map(appleAppOf);
@@ -270,7 +278,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
                                           require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits,
                                           service_account, service_account_key_id, service_account_fingerprint,
-                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe)
+                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe, max_verifies_per_device, device_window_seconds)
             values (${packageName},
                     ${textArray(digests)},
                     ${policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict},
@@ -289,7 +297,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                     ${policy.allowUnlocked ?? DEFAULT_ANDROID_POLICY.allowUnlocked},
                     ${textArray(bootKeys)},
                     ${policy.maxPatchAgeMonths ?? DEFAULT_ANDROID_POLICY.maxPatchAgeMonths},
-                    ${observeValue('android', null, policy.observeChange ?? {})})
+                    ${observeValue('android', null, policy.observeChange ?? {})},
+                    ${policy.maxVerifiesPerDevice?.max ?? null}::integer, ${policy.maxVerifiesPerDevice?.periodSeconds ?? null}::integer)
             on conflict (package_name) do update set
               certificate_digests = ${keep(digests !== undefined, 'certificate_digests')},
               min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
@@ -308,7 +317,9 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               allow_unlocked = ${keep(policy.allowUnlocked !== undefined, 'allow_unlocked')},
               boot_keys = ${keep(bootKeys !== undefined, 'boot_keys')},
               max_patch_age_months = ${keep(policy.maxPatchAgeMonths !== undefined, 'max_patch_age_months')},
-              observe = ${observeValue('android', sql`android_packages.observe`, policy.observeChange ?? {})}
+              observe = ${observeValue('android', sql`android_packages.observe`, policy.observeChange ?? {})},
+              max_verifies_per_device = ${keep(policy.maxVerifiesPerDevice !== undefined, 'max_verifies_per_device')},
+              device_window_seconds = ${keep(policy.maxVerifiesPerDevice !== undefined, 'device_window_seconds')}
             returning *, (xmax = 0) as inserted
           ), pair as (
             ${
@@ -439,7 +450,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         await db.execute(sql`
           select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
                  require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits, service_account, service_account_key_id,
-                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe
+                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe, max_verifies_per_device, device_window_seconds
           from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
@@ -476,6 +487,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         bootKeys: parseDigests(p.boot_keys),
         maxPatchAgeMonths: p.max_patch_age_months === null ? null : Number(p.max_patch_age_months),
         observe: parseTextArray(p.observe),
+        maxVerifiesPerDevice: deviceLimitOf(p),
         serviceAccount:
           p.service_account === null
             ? null

@@ -5,6 +5,7 @@ import type {
   GoogleServiceAccount,
   MinVerdict,
   RecallBit,
+  DeviceLimit,
 } from '../core/types.js';
 import { auditSummary } from './auditedColumns.js';
 import type { ObserveChange } from './observeColumn.js';
@@ -37,6 +38,8 @@ export interface AndroidPolicyInput {
   maxPatchAgeMonths?: number | null;
   /** observed rules: codes to observe, to enforce again */
   observeChange?: ObserveChange;
+  /** android-key; `null` stops counting */
+  maxVerifiesPerDevice?: DeviceLimit | null;
 }
 
 /** A Play Integrity key pair as the Play Console gives it, with its fingerprint. */
@@ -66,6 +69,8 @@ export interface PackageRow {
   boot_keys: string[] | string | null;
   max_patch_age_months: number | null;
   observe: string[] | string | null;
+  max_verifies_per_device: number | null;
+  device_window_seconds: number | null;
 }
 
 /** An `android_key_pairs` row as the driver returns it (the keys still sealed). */

@@ -1,4 +1,4 @@
-import type { AppleAppPolicy, AppleEnvPolicy } from '../core/types.js';
+import type { AppleAppPolicy, AppleEnvPolicy, DeviceLimit } from '../core/types.js';
 import type { ObserveChange } from './observeColumn.js';
 import { parseTextArray } from './textArray.js';
 
@@ -14,6 +14,8 @@ export interface ApplePolicyInput {
   allowMissingValidationCategory?: boolean;
   /** observed rules: codes to observe, to enforce again */
   observeChange?: ObserveChange;
+  /** `null` stops counting */
+  maxVerifiesPerDevice?: DeviceLimit | null;
 }
 
 /** An `apple_apps` row as the driver returns it. */
@@ -26,6 +28,20 @@ export interface AppleAppRow {
   min_bundle_version: string | null;
   allow_missing_validation_category: boolean;
   observe: string[] | string | null;
+  max_verifies_per_device: number | null;
+  device_window_seconds: number | null;
+}
+
+/** The `--max-verifies-per-device` of a row (apple_apps or android_packages); null = not counted. */
+export function deviceLimitOf(row: {
+  max_verifies_per_device: number | null;
+  device_window_seconds: number | null;
+}): DeviceLimit | null {
+  if (row.max_verifies_per_device === null || row.device_window_seconds === null) return null;
+  return {
+    max: Number(row.max_verifies_per_device),
+    periodSeconds: Number(row.device_window_seconds),
+  };
 }
 
 /** An App Attest entry from its row: every field, as the audit trail records it before and after a change. */
@@ -39,5 +55,6 @@ export function appleAppOf(row: AppleAppRow): AppleAppPolicy {
     minBundleVersion: row.min_bundle_version,
     allowMissingValidationCategory: row.allow_missing_validation_category,
     observe: parseTextArray(row.observe),
+    maxVerifiesPerDevice: deviceLimitOf(row),
   };
 }

@@ -33,6 +33,12 @@ export const AUDITED_COLUMNS = {
     min_bundle_version: { key: 'minBundleVersion' },
     allow_missing_validation_category: { key: 'allowMissingValidationCategory' },
     observe: { key: 'observe', value: (r) => sql`to_jsonb(${r}.observe)` },
+    // N and the window in one value, as the flag gives them (null: not counted)
+    max_verifies_per_device: {
+      key: 'maxVerifiesPerDevice',
+      value: (r) =>
+        sql`case when ${r}.max_verifies_per_device is null then null else jsonb_build_object('max', ${r}.max_verifies_per_device, 'periodSeconds', ${r}.device_window_seconds) end`,
+    },
   },
   android_packages: {
     certificate_digests: {
@@ -68,6 +74,12 @@ export const AUDITED_COLUMNS = {
     boot_keys: { key: 'bootKeys', value: (r) => sql`to_jsonb(${r}.boot_keys)` },
     max_patch_age_months: { key: 'maxPatchAgeMonths' },
     observe: { key: 'observe', value: (r) => sql`to_jsonb(${r}.observe)` },
+    // N and the window in one value, as the flag gives them (null: not counted)
+    max_verifies_per_device: {
+      key: 'maxVerifiesPerDevice',
+      value: (r) =>
+        sql`case when ${r}.max_verifies_per_device is null then null else jsonb_build_object('max', ${r}.max_verifies_per_device, 'periodSeconds', ${r}.device_window_seconds) end`,
+    },
   },
   android_key_pairs: {
     // a package's summary lists its pairs' fingerprints: `keyPairs` (live) and `testKeyPairs`
@@ -85,13 +97,18 @@ export const NOT_AUDITED: Record<keyof typeof AUDITED_COLUMNS, Record<string, st
     created_at: 'the event time',
     last_used_at: 'usage, not configuration',
   },
-  apple_apps: { app_id: 'the event target', created_at: 'the event time' },
+  apple_apps: {
+    app_id: 'the event target',
+    created_at: 'the event time',
+    device_window_seconds: 'audited within maxVerifiesPerDevice (periodSeconds)',
+  },
   android_packages: {
     package_name: 'the event target',
     service_account: 'a secret: audited as service_account_fingerprint',
     service_account_key_id:
       'the master key it is sealed under (master_key.rotate records rotations)',
     created_at: 'the event time',
+    device_window_seconds: 'audited within maxVerifiesPerDevice (periodSeconds)',
   },
   android_key_pairs: {
     package_name: 'the event target',
@@ -120,6 +137,8 @@ export const NOT_AUDITED_TABLES: Record<string, string> = {
   dev_ca: 'audited as dev.init and dev.rotate (rootSha256 of the development root)',
   result_signing_keys: 'audited as result_keys.create and result_keys.rotate (key ids and dates)',
   android_keys: 'device registrations made by verify (android-key), not configuration',
+  device_velocity: 'per-device verify counts made by verify, not configuration',
+  verification_stats: 'verification counts flushed by serve (attest stats), not configuration',
   android_revocations:
     'the attestation status list: manual updates are audited as android.revocations.update (source, takenAt, entry count)',
 };

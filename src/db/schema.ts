@@ -130,6 +130,9 @@ export const appleApps = pgTable('apple_apps', {
     .array()
     .notNull()
     .default(sql`'{}'::text[]`),
+  /** `--max-verifies-per-device N/PERIOD`: N, with the window in seconds; both null = not counted */
+  maxVerifiesPerDevice: integer('max_verifies_per_device'),
+  deviceWindowSeconds: integer('device_window_seconds'),
 });
 
 export const androidPackages = pgTable('android_packages', {
@@ -188,6 +191,9 @@ export const androidPackages = pgTable('android_packages', {
     .array()
     .notNull()
     .default(sql`'{}'::text[]`),
+  /** android-key `--max-verifies-per-device N/PERIOD`: N, with the window in seconds; both null = not counted */
+  maxVerifiesPerDevice: integer('max_verifies_per_device'),
+  deviceWindowSeconds: integer('device_window_seconds'),
   createdAt: createdAt(),
 });
 
@@ -293,6 +299,29 @@ export const androidKeys = pgTable('android_keys', {
   mode: text('mode').notNull().default('live'),
   createdAt: createdAt(),
 });
+
+/**
+ * Per-device verify counts (`--max-verifies-per-device`): one row per registered key (App Attest
+ * or android-key) holding its current fixed window, rolled forward in place by the one upsert
+ * that counts a verify. A key has one row whatever the number of windows it lived through, so
+ * nothing is left to prune.
+ */
+export const deviceVelocity = pgTable(
+  'device_velocity',
+  {
+    /** 'apple' | 'android-key' */
+    service: text('service').notNull(),
+    keyId: bytea('key_id').notNull(),
+    /** the window's length when it was counted: another period starts the count again */
+    periodSeconds: integer('period_seconds').notNull(),
+    windowStart: timestamp('window_start', { withTimezone: true }).notNull(),
+    /** valid verifies in the window, those past the limit included */
+    count: bigint('count', { mode: 'number' }).notNull(),
+    /** the latest counted verify (the verifier's clock) */
+    lastAt: timestamp('last_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [primaryKey({ columns: [t.service, t.keyId] })],
+);
 
 /**
  * Google's Android attestation status list, one row for every instance: the entries as Google's

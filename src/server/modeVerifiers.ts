@@ -5,6 +5,7 @@ import { type ReceiptVerifier, withDevelopmentReceiptRoot } from '../core/apple/
 import type {
   AllowlistReader,
   AppleKeyStore,
+  DeviceVelocityStore,
   IntegrityTokenDecoder,
   KeyMode,
 } from '../core/types.js';
@@ -30,6 +31,8 @@ export interface ModeVerifierDeps {
   receipts?: ReceiptVerifier;
   /** Android key attestation: its store, root keys (both modes) and status list */
   android?: AndroidKeyDeps;
+  /** per-device verify counts (`--max-verifies-per-device`), one store for both modes */
+  velocity?: DeviceVelocityStore;
 }
 
 /**
@@ -47,6 +50,7 @@ export function createModeVerifiers(deps: ModeVerifierDeps): ((
   const decoder = {
     ...(deps.googleDecoder ? { googleDecoder: deps.googleDecoder } : {}),
     ...(deps.receipts ? { receipts: deps.receipts } : {}),
+    ...(deps.velocity ? { velocity: deps.velocity } : {}),
   };
   const android = deps.android;
   const live = buildVerifiers({

@@ -14,6 +14,7 @@ import { createAllowlistRepository, createCachedAllowlist } from '../db/allowlis
 import { createApiKeyRepository } from '../db/apiKeys.js';
 import { createAppleKeyRepository } from '../db/appleKeys.js';
 import { createAndroidKeyRepository } from '../db/androidKeys.js';
+import { createDeviceVelocityRepository } from '../db/deviceVelocity.js';
 import { createRevocationRepository, createRevocationSource } from '../db/androidRevocations.js';
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
 import { checkRevocationAge, startAgeCheck, startRevocationRefresh } from './revocationRefresh.js';
@@ -212,6 +213,8 @@ async function serveOn(
       roots: configuredAndroidRoots(config.androidRootCaPath),
       revocations: () => revocations.list(),
     },
+    // one count per key for every instance: the database's, never a per-process one
+    velocity: createDeviceVelocityRepository(database.db),
   });
   await revocations.list();
   if (!config.testKeys)

@@ -203,6 +203,7 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
       minBundleVersion: null,
       allowMissingValidationCategory: false,
       observe: [],
+      maxVerifiesPerDevice: null,
     });
     expect((await events()).map((e) => [e.action, e.before, e.after])).toEqual([
       ['allowlist.add', null, appPolicy('development')],

@@ -233,6 +233,7 @@ function commandSuite(where: () => string) {
       minBundleVersion: null,
       allowMissingValidationCategory: false,
       observe: [],
+      maxVerifiesPerDevice: null,
     };
     expect(list.apple).toEqual([
       { ...noRules, appId: 'ABCDE12345.com.example.bank', env: 'any' },

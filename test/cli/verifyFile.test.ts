@@ -398,7 +398,11 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
       ]);
       expect(
         valid.json!.checks.filter((c) => c.status !== 'pass').map((c) => [c.id, c.status]),
-      ).toEqual([['apple.attestation.receipt', 'skip']]);
+      ).toEqual([
+        ['apple.attestation.receipt', 'skip'],
+        // the app sets no --max-verifies-per-device
+        ['apple.deviceVelocity', 'skip'],
+      ]);
       expect(valid.json!.details).toEqual({
         service: 'apple',
         appleTokenDetails: {
@@ -512,7 +516,9 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
         'token.decode',
         'token.version',
         'token.service',
-        ...APPLE_CHECKS.registration.filter((id) => id !== 'apple.attestation.receipt'),
+        ...APPLE_CHECKS.registration.filter(
+          (id) => id !== 'apple.attestation.receipt' && id !== 'apple.deviceVelocity',
+        ),
       ]);
 
       const text = await verifyFile([files.file(token), '--at', AT, '--app-id', TEST_APP_ID], env);

@@ -75,6 +75,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     minBundleVersion: null,
     allowMissingValidationCategory: false,
     observe: [],
+    maxVerifiesPerDevice: null,
   };
 
   it('apple apps: add, update, an add that changes nothing (no event), remove', async () => {
@@ -108,6 +109,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       validationCategories: ['appstore'],
       minBundleVersion: '2.0',
       allowMissingValidationCategory: true,
+      maxVerifiesPerDevice: { max: 100, periodSeconds: 3600 },
     });
     await repo.addApple('ABCDE12345.com.x', undefined, auditor, { maxRiskMetric: 3 }); // no change
     const events = await recorded();
@@ -124,6 +126,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
           minBundleVersion: '2.0',
           allowMissingValidationCategory: true,
           observe: [],
+          maxVerifiesPerDevice: { max: 100, periodSeconds: 3600 },
         },
       ],
     ]);
@@ -157,6 +160,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       denyRecallBits: [],
       serviceAccount: null,
       testKeyPairs: [],
+      maxVerifiesPerDevice: null,
       ...KEY_ATTESTATION_OFF,
     };
     expect(events.map((e) => [e.action, e.target, e.before, e.after])).toEqual([

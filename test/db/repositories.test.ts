@@ -20,6 +20,7 @@ const NO_POLICY = {
   minBundleVersion: null,
   allowMissingValidationCategory: false,
   observe: [],
+  maxVerifiesPerDevice: null,
 };
 
 describe.each(backends())('repositories on $name', (backend) => {
@@ -248,6 +249,7 @@ describe.each(backends())('repositories on $name', (backend) => {
         validationCategories: ['appstore', 'testflight'],
         minBundleVersion: '1.2',
         allowMissingValidationCategory: true,
+        maxVerifiesPerDevice: { max: 1000, periodSeconds: 86_400 },
       };
       expect((await repo.addApple('T.a', undefined, undefined, full)).policy).toEqual({
         appId: 'T.a',
@@ -267,6 +269,7 @@ describe.each(backends())('repositories on $name', (backend) => {
         validationCategories: [],
         minBundleVersion: null,
         requireReceipt: false,
+        maxVerifiesPerDevice: null,
       });
       expect(cleared.policy).toEqual({
         ...NO_POLICY,

@@ -76,6 +76,8 @@ describe.each(backends())('observed App Attest rules on $name', (backend) => {
         'apple_receipt_invalid',
         'apple_risk_exceeded',
         'apple_distribution_not_allowed',
+        // observed past the per-device limit: test/server/deviceVelocity.e2e.test.ts
+        'device_rate_exceeded',
       ].sort(),
     );
   });

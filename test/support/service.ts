@@ -12,6 +12,7 @@ import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
 import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';
+import { createDeviceVelocityRepository } from '../../src/db/deviceVelocity.js';
 import {
   createRevocationRepository,
   createRevocationSource,
@@ -215,7 +216,8 @@ export { BASE };
 export function createPlatformService(
   db: DatabaseHandle,
   options: {
-    now: Date;
+    /** the verifier's clock: an instant, or a function read at each verify */
+    now: Date | (() => Date);
     appleRoots: readonly X509Certificate[];
     googleDecoder?: IntegrityTokenDecoder;
     /** android-key root keys; without them android-key tokens are service_unsupported */
@@ -230,6 +232,7 @@ export function createPlatformService(
     allowlist,
     appleKeys: createAppleKeyRepository(db.db),
     appleRoots: options.appleRoots,
+    velocity: createDeviceVelocityRepository(db.db),
     ...(options.googleDecoder ? { googleDecoder: options.googleDecoder } : {}),
     ...(options.androidRoots
       ? {
@@ -243,8 +246,12 @@ export function createPlatformService(
       : {}),
   });
   return createTestService(db, {
-    verify: (input) => verifyToken(input, { now: () => options.now, verifiers }),
     ...(options.auth ? { auth: options.auth } : {}),
+    verify: (input) =>
+      verifyToken(input, {
+        now: typeof options.now === 'function' ? options.now : () => options.now as Date,
+        verifiers,
+      }),
   });
 }
 

@@ -1,8 +1,13 @@
 import { Command } from 'commander';
 import { findHints } from '../../core/explain.js';
-import { createMemoryAllowlist } from '../../core/memoryStores.js';
+import { createMemoryAllowlist, createMemoryDeviceVelocity } from '../../core/memoryStores.js';
 import { looksLikeJws } from '../../core/resultToken.js';
-import type { AllowlistReader, KeyMode, VerifyOutcome } from '../../core/types.js';
+import type {
+  AllowlistReader,
+  DeviceVelocityStore,
+  KeyMode,
+  VerifyOutcome,
+} from '../../core/types.js';
 import { buildVerifiers } from '../../core/verifiers.js';
 import {
   DEVICE_NONCE_BYTES,
@@ -236,7 +241,11 @@ Examples:
             createMemoryAllowlist(
               Object.assign({}, ...setups.map((s) => s.offlineEntries?.(token) ?? {})),
             ),
-            setups.map((s) => s.offline(token)),
+            [
+              ...setups.map((s) => s.offline(token)),
+              // no database: this one verify is the device's only one
+              () => ({ velocity: createMemoryDeviceVelocity({ readOnly: true }) }),
+            ],
             null,
           )
         : await withAdmin(
@@ -249,6 +258,11 @@ Examples:
                 );
               const parts = [];
               for (const setup of setups) parts.push(await setup.database(admin));
+              // the device's count as the database holds it, plus this verify, which is not recorded
+              const velocity: DeviceVelocityStore = {
+                count: async (v) => (await admin.run('devices.peek', v)) + 1,
+              };
+              parts.push(() => ({ velocity }));
               return explain(createMemoryAllowlist(entries), parts, devRoot);
             },
             { establish: false },

@@ -11,6 +11,7 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import { encodeBase64 } from '../base64.js';
+import { checkDeviceVelocity } from '../deviceVelocity.js';
 import { isBytes, isMap } from '../cbor.js';
 import type { CheckId } from '../checkTitles.js';
 import { LruCache } from '../lruCache.js';
@@ -20,6 +21,8 @@ import type {
   AllowlistReader,
   AndroidKeyRecord,
   AndroidKeyStore,
+  AndroidPackagePolicy,
+  DeviceVelocityStore,
   KeyMode,
   PlatformContext,
   PlatformDetails,
@@ -40,6 +43,9 @@ import type { AndroidRootKey } from './trustRoots.js';
 
 export type AndroidKeyShape = 'registration' | 'assertion';
 
+/** A key whose checks all passed, with the package entry they were checked against. */
+type Verified = { record: AndroidKeyRecord; policy: AndroidPackagePolicy };
+
 /** The ordered check ids of each shape (stable: `verify-file` prints them). */
 export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly CheckId[]>> = {
   registration: [
@@ -51,8 +57,9 @@ export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly Check
     'android.keyId',
     ...POLICY_CHECKS,
     'android.register',
+    'android.deviceVelocity',
   ],
-  assertion: ['android.shape', 'android.signature', ...POLICY_CHECKS],
+  assertion: ['android.shape', 'android.signature', ...POLICY_CHECKS, 'android.deviceVelocity'],
 };
 
 const KEY_ID_LENGTH = 32;
@@ -124,6 +131,8 @@ export interface AndroidKeyVerifierDeps {
   mode?: KeyMode;
   /** parsed public keys kept per key id, most recently used; default ANDROID_KEY_CACHE_SIZE */
   keyCacheSize?: number;
+  /** per-device verify counts, shared by every instance; needed once a package sets a limit */
+  velocity?: DeviceVelocityStore;
 }
 
 /**
@@ -238,7 +247,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     record: AndroidKeyRecord,
     evidence: AndroidKeyEvidence,
     ctx: PlatformContext,
-  ): Promise<PlatformDetails> {
+  ): Promise<Verified> {
     const { trace } = ctx;
     begin(ctx, 'assertion');
     describe(ctx, record);
@@ -262,19 +271,19 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
         `the key was registered for "${record.packageName}", not "${evidence.packageName}"`,
       );
     }
-    await checkKeyPolicy(record.packageName, storedFacts(record), {
+    const policy = await checkKeyPolicy(record.packageName, storedFacts(record), {
       allowlist,
       trace,
       now: ctx.now,
       appScope: ctx.appScope,
     });
-    return details(record);
+    return { record, policy };
   }
 
   async function registration(
     evidence: AndroidKeyEvidence,
     ctx: PlatformContext,
-  ): Promise<PlatformDetails> {
+  ): Promise<Verified> {
     const { trace } = ctx;
     begin(ctx, 'registration');
     const chain = evidence.certificateChain!;
@@ -369,7 +378,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     trace.pass('android.keyId', `keyId matches the leaf's ${supported.key.asymmetricKeyType} key`);
 
     const facts = attestedFacts(description);
-    await checkKeyPolicy(evidence.packageName, facts, {
+    const policy = await checkKeyPolicy(evidence.packageName, facts, {
       allowlist,
       trace,
       now: ctx.now,
@@ -402,10 +411,29 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       'android.register',
       `key registered for "${record.packageName}"${mode === 'test' ? ', for test API keys only' : ''}`,
     );
-    return details(record);
+    return { record, policy };
   }
 
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
+    const { record, policy } = await verifyKey(evidence, ctx);
+    // the policy step android.deviceVelocity, last: only verifies that passed every other check
+    // (the key registered) count against --max-verifies-per-device
+    const velocity = await checkDeviceVelocity({
+      check: 'android.deviceVelocity',
+      service: 'android-key',
+      keyId: record.keyId,
+      owner: record.packageName,
+      limit: policy.maxVerifiesPerDevice,
+      store: deps.velocity,
+      now: ctx.now,
+      trace: ctx.trace,
+    });
+    if (!velocity.ok)
+      ctx.trace.policyFailed('android.deviceVelocity', velocity.reason, velocity.detail);
+    return details(record);
+  }
+
+  async function verifyKey(evidence: unknown, ctx: PlatformContext): Promise<Verified> {
     const { trace } = ctx;
     trace.current('android.shape');
     const parsed = readAndroidKeyEvidence(evidence);

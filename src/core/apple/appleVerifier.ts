@@ -5,7 +5,8 @@
  * store with its compare-and-set operations (so two racing requests cannot both win).
  */
 import { createHash, createPublicKey, type KeyObject, type X509Certificate } from 'node:crypto';
-import { encodeBase64 } from '../base64.js';
+import { decodeBase64, encodeBase64 } from '../base64.js';
+import { checkDeviceVelocity } from '../deviceVelocity.js';
 import { ownBytes } from '../ownBytes.js';
 import { isBytes, isMap } from '../cbor.js';
 import type { AppScope } from '../appScope.js';
@@ -16,6 +17,7 @@ import type {
   AppleKeyRecord,
   AppleKeyStore,
   AppleTokenDetails,
+  DeviceVelocityStore,
   KeyMode,
   PlatformContext,
   PlatformDetails,
@@ -37,8 +39,8 @@ export type AppleTokenShape = NonNullable<VerifyFacts['shape']>;
 
 /** The ordered check ids of each shape (stable: `verify-file` prints them, the README lists them). */
 export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly CheckId[]>> = {
-  registration: ['apple.shape', ...ATTESTATION_CHECKS, 'apple.register'],
-  assertion: ['apple.shape', ...ASSERTION_CHECKS],
+  registration: ['apple.shape', ...ATTESTATION_CHECKS, 'apple.register', 'apple.deviceVelocity'],
+  assertion: ['apple.shape', ...ASSERTION_CHECKS, 'apple.deviceVelocity'],
   // the receipt (covered by no signature) is checked last, once the assertion has verified
   'attestation+assertion': [
     'apple.shape',
@@ -46,6 +48,7 @@ export const APPLE_CHECKS: Readonly<Record<AppleTokenShape, readonly CheckId[]>>
     ...ASSERTION_CHECKS,
     'apple.attestation.receipt',
     'apple.register',
+    'apple.deviceVelocity',
   ],
 };
 
@@ -88,6 +91,8 @@ export interface AppleVerifierDeps {
    * risk metric changes when the receipt is refreshed (default 60 s)
    */
   knownRowTtlMs?: number;
+  /** per-device verify counts, shared by every instance; needed once an app sets a limit */
+  velocity?: DeviceVelocityStore;
 }
 
 /** The `apple` evidence map of a token, checked for shape only. */
@@ -219,6 +224,28 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
   }
 
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
+    const result = await verifyKey(evidence, ctx);
+    if (result.service !== 'apple') throw new Error('the App Attest verifier made other details');
+    const verified = result.appleTokenDetails;
+    // the policy step apple.deviceVelocity: last, once every other check has passed (the counter
+    // raised, the key registered), so that only valid verifies count against
+    // --max-verifies-per-device
+    const velocity = await checkDeviceVelocity({
+      check: 'apple.deviceVelocity',
+      service: 'apple',
+      keyId: decodeBase64(verified.keyIdentifier)!,
+      owner: verified.appId,
+      limit: (await allowlist.appleApp(verified.appId))?.maxVerifiesPerDevice,
+      store: deps.velocity,
+      now: ctx.now,
+      trace: ctx.trace,
+    });
+    if (!velocity.ok)
+      ctx.trace.policyFailed('apple.deviceVelocity', velocity.reason, velocity.detail);
+    return result;
+  }
+
+  async function verifyKey(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
     const { trace } = ctx;
 
     trace.current('apple.shape');

@@ -25,4 +25,5 @@ export const DEFAULT_ANDROID_POLICY = {
   bootKeys: [],
   maxPatchAgeMonths: null,
   observe: [],
+  maxVerifiesPerDevice: null,
 } as const satisfies PolicyDefaults;

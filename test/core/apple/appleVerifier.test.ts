@@ -119,6 +119,7 @@ describe('Apple verifier through verifyToken', () => {
         // the factory's receipt is not Apple's: reported, not required
         ['apple.attestation.receipt', 'skip'],
         ['apple.register', 'pass'],
+        ['apple.deviceVelocity', 'skip'],
       ]);
       const stored = await s.keys.find(device.keyId);
       expect(stored).toMatchObject({ appId: TEST_APP_ID, environment: 'Production', counter: 0 });

@@ -7,6 +7,7 @@ import {
 import type { AppleAppPolicy, AppleEnvPolicy } from '../../../core/types.js';
 import type { ApplePolicyInput } from '../../../db/allowlist.js';
 import { auditorFor, withAdmin } from '../../context.js';
+import { addDeviceLimitOptions, deviceLimitOption, formatDeviceLimit } from '../../deviceLimit.js';
 import { usageError } from '../../errors.js';
 import { printJson } from '../../output.js';
 import { warnRiskMetricWithoutKey } from '../../commands/apple.js';
@@ -78,11 +79,17 @@ function appleAllowCommand(): Command {
       '--no-allow-missing-validation-category',
       'refuse tokens without the iOS 27 extensions when a rule above is set (the default)',
     );
-  return addObserveOptions(command, 'apple')
+  return addObserveOptions(
+    addDeviceLimitOptions(
+      command,
+      'an App Attest key (its key id): its registration and every assertion count',
+    ),
+    'apple',
+  )
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any\n  $ attest allowlist add apple ABCDE12345.com.example.bank --require-receipt --max-risk-metric 5\n  $ attest allowlist add apple ABCDE12345.com.example.bank --validation-category appstore --min-bundle-version 4.2 --allow-missing-validation-category\n  $ attest allowlist add apple ABCDE12345.com.example.bank --observe apple_risk_exceeded   # record, do not reject\n  $ attest allowlist add apple ABCDE12345.com.example.bank --enforce all',
+      '\nExamples:\n  $ attest allowlist add apple ABCDE12345.com.example.bank\n  $ attest allowlist add apple ABCDE12345.com.example.bank.beta --env any\n  $ attest allowlist add apple ABCDE12345.com.example.bank --require-receipt --max-risk-metric 5\n  $ attest allowlist add apple ABCDE12345.com.example.bank --validation-category appstore --min-bundle-version 4.2 --allow-missing-validation-category\n  $ attest allowlist add apple ABCDE12345.com.example.bank --max-verifies-per-device 100/1h\n  $ attest allowlist add apple ABCDE12345.com.example.bank --observe apple_risk_exceeded   # record, do not reject\n  $ attest allowlist add apple ABCDE12345.com.example.bank --enforce all',
     )
     .action(async (appId: string, opts: ApplePolicyOptions, command: Command) => {
       if (!APPLE_APP_ID.test(appId))
@@ -122,6 +129,7 @@ interface ApplePolicyOptions extends ObserveFlags {
   validationCategory?: boolean | string;
   minBundleVersion?: boolean | string;
   allowMissingValidationCategory?: boolean;
+  maxVerifiesPerDevice?: boolean | string;
 }
 
 /** The App Attest policy fields given on the command line (absent = kept). */
@@ -154,6 +162,8 @@ export function applePolicyFromOptions(opts: ApplePolicyOptions): ApplePolicyInp
       );
     out.validationCategories = [...new Set(names)];
   }
+  const limit = deviceLimitOption(opts.maxVerifiesPerDevice);
+  if (limit !== undefined) out.maxVerifiesPerDevice = limit;
   if (opts.minBundleVersion === false) out.minBundleVersion = null;
   else if (typeof opts.minBundleVersion === 'string') {
     if (!isBundleVersion(opts.minBundleVersion.trim()))
@@ -176,5 +186,6 @@ export function describeApplePolicy(a: AppleAppPolicy): string {
   if ((a.validationCategories?.length || a.minBundleVersion) && a.allowMissingValidationCategory)
     parts.push('missing category ok');
   if (a.observe?.length) parts.push(`observe ${a.observe.join('|')}`);
+  if (a.maxVerifiesPerDevice) parts.push(`${formatDeviceLimit(a.maxVerifiesPerDevice)} per device`);
   return parts.length ? `, ${parts.join(', ')}` : '';
 }

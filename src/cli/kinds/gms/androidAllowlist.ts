@@ -19,6 +19,7 @@ import {
 import type { DeviceActivityLevel, GoogleServiceAccount } from '../../../core/types.js';
 import type { AndroidPolicyInput } from '../../../db/allowlist.js';
 import { auditorFor, withAdmin } from '../../context.js';
+import { addDeviceLimitOptions, deviceLimitOption, formatDeviceLimit } from '../../deviceLimit.js';
 import { usageError } from '../../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../../inputFiles.js';
 import { printJson } from '../../output.js';
@@ -56,7 +57,10 @@ export const androidAllowlist: AllowlistKind = {
         `${p.denyRecallBits.length ? `, deny recall ${p.denyRecallBits.join('|')}` : ''}` +
         `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}` +
         keyAttestationSummary(p) +
-        `${p.observe.length ? `, observe ${p.observe.join('|')}` : ''}`,
+        `${p.observe.length ? `, observe ${p.observe.join('|')}` : ''}` +
+        (p.maxVerifiesPerDevice
+          ? `; ${formatDeviceLimit(p.maxVerifiesPerDevice)} per android-key device`
+          : ''),
       [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') ||
         (p.serviceAccount
           ? '(none: standard requests only)'
@@ -156,7 +160,13 @@ function androidAllowCommand(): Command {
       'reject tokens whose Play device recall has any of these bits set: first,second,third (bits your backend wrote with POST /api/v1/android/device-recall)',
     )
     .option('--no-deny-recall-bits', 'stop checking device recall bits');
-  return addObserveOptions(addKeyAttestationOptions(command), 'android')
+  return addObserveOptions(
+    addDeviceLimitOptions(
+      addKeyAttestationOptions(command),
+      'an android-key key (its key id): its registration and every later signature count. Play Integrity tokens carry no device identity and are never counted',
+    ),
+    'android',
+  )
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
@@ -178,6 +188,8 @@ Examples:
   # roll a rule out: record its failures first, enforce it once the logs show few
   $ attest allowlist add android com.example.bank --observe gms_play_protect,android_patch_level_stale
   $ attest allowlist add android com.example.bank --enforce gms_play_protect
+  # at most 1000 verifies a day per android-key device
+  $ attest allowlist add android com.example.bank --max-verifies-per-device 1000/1d
   # rotation: add the new pair, then retire the old one
   $ attest allowlist add android com.example.bank --decryption-key NEW... --verification-key NEW...
   $ attest allowlist remove android com.example.bank --key-id 1f2e3d4c5b6a7980`,
@@ -186,10 +198,12 @@ Examples:
       if (!ANDROID_PACKAGE.test(pkg))
         throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
       const observeChange = observeChangeFromOptions('android', opts);
-      const verdicts = {
+      const limit = deviceLimitOption(opts.maxVerifiesPerDevice);
+      const verdicts: AndroidPolicyInput = {
         ...verdictPolicy(opts),
         ...keyAttestationPolicy(opts),
         ...(observeChange ? { observeChange } : {}),
+        ...(limit !== undefined ? { maxVerifiesPerDevice: limit } : {}),
       };
       const serviceAccount = await serviceAccountOption(opts);
       const anyKey = [
@@ -267,6 +281,7 @@ Examples:
               packageName: pkg,
               keyId: pair?.id ?? null,
               ...account,
+              ...(limit !== undefined ? { maxVerifiesPerDevice: limit } : {}),
               ...result,
             });
           else {
@@ -281,6 +296,8 @@ Examples:
             if (serviceAccount) parts.push(`service account ${serviceAccount.clientEmail}`);
             if (serviceAccount === null) parts.push('service account removed');
             if (observeChange) parts.push(`observe ${result.observe.join(', ') || 'nothing'}`);
+            if (limit) parts.push(`at most ${formatDeviceLimit(limit)} verifies per device`);
+            if (limit === null) parts.push('verifies per device not counted');
             process.stdout.write(`${parts.join('; ')}\n`);
           }
         },
@@ -306,6 +323,7 @@ interface AndroidOptions extends KeyAttestationFlags, ObserveFlags {
   denyAppAccessRisk?: boolean | string;
   maxDeviceActivity?: boolean | string;
   denyRecallBits?: boolean | string;
+  maxVerifiesPerDevice?: boolean | string;
   json?: boolean;
 }
 
