@@ -298,7 +298,8 @@ export async function checkResultToken(
   return done(true, { header, claims });
 }
 
-const CLAIMS = [
+/** Every claim a result token carries, no more (the OpenAPI schema lists them from here). */
+export const RESULT_TOKEN_CLAIMS: readonly string[] = [
   'iss',
   'aud',
   'sub',
@@ -315,9 +316,9 @@ const CLAIMS = [
 export function claimsProblem(payload: Record<string, unknown>): string | undefined {
   const keys = Object.keys(payload).filter((k) => k !== 'test');
   if ('test' in payload && payload.test !== true) return 'test is present but not true';
-  const extra = keys.filter((k) => !CLAIMS.includes(k));
+  const extra = keys.filter((k) => !RESULT_TOKEN_CLAIMS.includes(k));
   if (extra.length) return `claims not in a result token: ${extra.join(', ')}`;
-  const missing = CLAIMS.filter((k) => !keys.includes(k));
+  const missing = RESULT_TOKEN_CLAIMS.filter((k) => !keys.includes(k));
   if (missing.length) return `missing claims: ${missing.join(', ')}`;
   for (const k of ['iss', 'aud', 'sub', 'jti', 'service', 'nonce'])
     if (typeof payload[k] !== 'string') return `${k} is not a string`;

@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Database } from './client.js';
+import { underPruneLock, type PruneTarget } from './pruneLock.js';
 import { fixedStatement } from './fixedStatement.js';
 
 // any constant works; it only has to be the same for every instance of attest
@@ -92,7 +93,7 @@ export function createSessionRepository(db: Database) {
       limit: number,
       options: { advisoryLock?: boolean } = {},
     ): Promise<number | null> {
-      const batch = async (tx: Pick<Database, 'execute'>) => {
+      const batch = async (tx: PruneTarget) => {
         const rows = rowsOf<{ n: number }>(
           await tx.execute(sql`
             with victims as (
@@ -105,13 +106,7 @@ export function createSessionRepository(db: Database) {
         );
         return rows[0]?.n ?? 0;
       };
-      if (!options.advisoryLock) return batch(db);
-      return db.transaction(async (tx) => {
-        const locked = rowsOf<{ locked: boolean }>(
-          await tx.execute(sql`select pg_try_advisory_xact_lock(${PRUNE_LOCK_ID}) as locked`),
-        );
-        return locked[0]?.locked ? batch(tx) : null;
-      });
+      return underPruneLock(db, PRUNE_LOCK_ID, options, batch);
     },
 
     /** Counts by state, for metrics. */

@@ -1,5 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Database } from './client.js';
+import { underPruneLock, type PruneTarget } from './pruneLock.js';
 import { fixedStatement } from './fixedStatement.js';
 import type {
   StatsDimension,
@@ -72,7 +73,7 @@ export function createVerificationStatsRepository(db: Database) {
      * transaction's, so a crashed pruner never leaves it held).
      */
     async prune(cutoff: Date, options: { advisoryLock?: boolean } = {}): Promise<number | null> {
-      const prune = async (tx: Pick<Database, 'execute'>) => {
+      const prune = async (tx: PruneTarget) => {
         const rows = rowsOf<{ n: number }>(
           await tx.execute(sql`
             with gone as (
@@ -82,13 +83,7 @@ export function createVerificationStatsRepository(db: Database) {
         );
         return rows[0]?.n ?? 0;
       };
-      if (!options.advisoryLock) return prune(db);
-      return db.transaction(async (tx) => {
-        const locked = rowsOf<{ locked: boolean }>(
-          await tx.execute(sql`select pg_try_advisory_xact_lock(${PRUNE_LOCK_ID}) as locked`),
-        );
-        return locked[0]?.locked ? prune(tx) : null;
-      });
+      return underPruneLock(db, PRUNE_LOCK_ID, options, prune);
     },
 
     /**

@@ -1,3 +1,4 @@
+import { RESULT_TOKEN_CLAIMS } from '../core/resultToken.js';
 /** OpenAPI 3.1 description of every operation and every response (served at /openapi.json). */
 const errorBody = {
   type: 'object',
@@ -160,18 +161,7 @@ export const OPENAPI_DOCUMENT = {
       ResultTokenClaims: {
         type: 'object',
         description: 'the claims of a result token, as the token states them',
-        required: [
-          'iss',
-          'aud',
-          'sub',
-          'iat',
-          'exp',
-          'jti',
-          'service',
-          'approach',
-          'nonce',
-          'details',
-        ],
+        required: [...RESULT_TOKEN_CLAIMS],
         properties: {
           iss: { type: 'string', description: 'the deployment (ATTEST_ISSUER)' },
           aud: { type: 'string', description: 'the id of the API key whose verify made the token' },
