@@ -163,6 +163,26 @@ function observeSuite() {
     expect((await pkg()).observe).toEqual([]);
   });
 
+  it('allowlist show: one entry with its observed set (text and --json); an absent one exit 1, a bad kind exit 2', async () => {
+    const json = await runCli('allowlist', 'show', 'apple', APP, '--json');
+    expect(json.code, json.stderr).toBe(0);
+    const shown = JSON.parse(json.stdout) as { appId: string; observe: string[] };
+    expect(shown).toEqual((await listed()).apple.find((a) => a.appId === APP));
+    expect(shown.observe).toEqual(['apple_risk_exceeded']);
+
+    const text = await runCli('allowlist', 'show', 'android', PKG);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout.trim().split('\n')).toHaveLength(2);
+    expect(text.stdout).toMatch(/^android\s+com\.example\.observe\s/m);
+
+    const absent = await runCli('allowlist', 'show', 'android', 'com.example.absent');
+    expect(absent.code).toBe(1);
+    expect(oneLine(absent)).toContain('com.example.absent is not on the allowlist');
+    const badKind = await runCli('allowlist', 'show', 'ios', APP);
+    expect(badKind.code).toBe(2);
+    expect(oneLine(badKind)).toContain('kind must be "apple" or "android"');
+  });
+
   it('every change is an audit event with the set before and after', async () => {
     const events = JSON.parse(
       (await runCli('audit', 'list', '--action', 'allowlist', '--json')).stdout,

@@ -3,6 +3,7 @@ import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, withAdmin } from '../context.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';
+import type { AllowlistKind } from '../kinds/allowlistKind.js';
 import { ALLOWLIST_KINDS } from '../kinds/registry.js';
 
 export function allowlistCommand(): Command {
@@ -46,6 +47,26 @@ ${examples(kinds.map((k) => k.examples.addHelp))}`,
     });
 
   allowlist
+    .command('show')
+    .description('show one app or package with its whole policy and observed rules')
+    .argument('<kind>', kinds.map((k) => k.entry).join(' or '))
+    .argument('<id>', 'app ID or package name')
+    .option('--json', 'print the entry as JSON (as in "allowlist list --json")')
+    .addHelpText('after', `\nExample:\n  $ attest allowlist show ${kinds[0]!.entry} <id> --json`)
+    .action(async (name: string, id: string, opts: { json?: boolean }) => {
+      const entry = kindNamed(name);
+      await withAdmin(async (admin) => {
+        const one = entry.pick(await admin.run('allowlist.list', {}), id);
+        if (!one)
+          throw negativeError(
+            `${entry.entry} ${id} is not on the allowlist; see "attest allowlist list"`,
+          );
+        if (opts.json) printJson(one[entry.entry][0]);
+        else printTable(['KIND', 'ID', 'POLICY', 'KEY PAIRS'], entry.listRows(one));
+      });
+    });
+
+  allowlist
     .command('remove')
     .description(
       'remove an app or package; with --key-id, retire one key pair of a package. Asks first on a terminal',
@@ -68,11 +89,7 @@ ${examples(kinds.flatMap((k) => k.examples.remove))}`,
         opts: { keyId?: string; yes?: boolean; json?: boolean },
         command: Command,
       ) => {
-        const entry = kinds.find((k) => k.entry === name);
-        if (!entry)
-          throw usageError(
-            `kind must be ${kinds.map((k) => `"${k.entry}"`).join(' or ')}, got "${name}"`,
-          );
+        const entry = kindNamed(name);
         const kind = entry.entry;
         entry.checkRemove(opts.keyId);
         requireConfirmation('allowlist remove', opts.yes);
@@ -106,6 +123,16 @@ ${examples(kinds.flatMap((k) => k.examples.remove))}`,
     );
 
   return allowlist;
+}
+
+/** The allowlist kind `name` names (`apple`, `android`), or a usage error. */
+function kindNamed(name: string): AllowlistKind {
+  const entry = ALLOWLIST_KINDS.find((k) => k.entry === name);
+  if (!entry)
+    throw usageError(
+      `kind must be ${ALLOWLIST_KINDS.map((k) => `"${k.entry}"`).join(' or ')}, got "${name}"`,
+    );
+  return entry;
 }
 
 /** Help example lines, indented as commander's help text is. */

@@ -12,6 +12,8 @@ export interface AllowlistKind {
   noun: string;
   /** `allowlist add <entry>` */
   addCommand(): Command;
+  /** the list narrowed to this kind's entry `id` (every other kind's empty), or null when absent */
+  pick(list: ResultOf<'allowlist.list'>, id: string): ResultOf<'allowlist.list'> | null;
   /** rows of `allowlist list` (KIND, ID, POLICY, KEY PAIRS) */
   listRows(list: ResultOf<'allowlist.list'>): string[][];
   /**

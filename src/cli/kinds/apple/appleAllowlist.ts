@@ -24,6 +24,10 @@ export const appleAllowlist: AllowlistKind = {
   entry: 'apple',
   noun: 'an iOS app',
   addCommand: appleAllowCommand,
+  pick(list, id) {
+    const apple = list.apple.filter((a) => a.appId === id);
+    return apple.length ? { apple, android: [] } : null;
+  },
   listRows: ({ apple }: ResultOf<'allowlist.list'>) =>
     apple.map((a) => ['apple', a.appId, `env ${a.env}${describeApplePolicy(a)}`, '-']),
   checkRemove(keyId) {

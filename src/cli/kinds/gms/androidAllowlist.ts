@@ -46,6 +46,10 @@ export const androidAllowlist: AllowlistKind = {
   entry: 'android',
   noun: 'an Android package',
   addCommand: androidAllowCommand,
+  pick(list, id) {
+    const android = list.android.filter((p) => p.packageName === id);
+    return android.length ? { apple: [], android } : null;
+  },
   listRows: ({ android }: ResultOf<'allowlist.list'>) =>
     android.map((p) => [
       'android',
