@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { decodeBase64, encodeBase64 } from '../../core/base64.js';
 import { withAdmin } from '../context.js';
-import { formatDeviceLimit } from '../deviceLimit.js';
+import { formatDeviceLimit } from '../../core/policyFields.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { safeText } from '../terminalText.js';

@@ -1,13 +1,10 @@
 import { Command, Option } from 'commander';
 import type { ResultOf } from '../../../admin/operations.js';
-import {
-  isBundleVersion,
-  VALIDATION_CATEGORY_NAMES,
-} from '../../../core/apple/appleDistribution.js';
+import { APPLE_POLICY_FIELDS } from '../../../core/apple/applePolicyFields.js';
+import { describePolicy } from '../../../core/policyFields.js';
 import type { AppleAppPolicy, AppleEnvPolicy } from '../../../core/types.js';
 import type { ApplePolicyInput } from '../../../db/allowlist.js';
 import { auditorFor, withAdmin } from '../../context.js';
-import { addDeviceLimitOptions, deviceLimitOption, formatDeviceLimit } from '../../deviceLimit.js';
 import { usageError } from '../../errors.js';
 import { printJson } from '../../output.js';
 import { warnRiskMetricWithoutKey } from '../../commands/apple.js';
@@ -17,6 +14,7 @@ import {
   observeChangeFromOptions,
   type ObserveFlags,
 } from '../observeOptions.js';
+import { addPolicyOptions, policyOptions } from '../policyOptions.js';
 import { APPLE_APP_ID } from './appleAppId.js';
 
 /** App Attest apps on the allowlist: `allowlist add apple`, their rows and their removal. */
@@ -54,42 +52,8 @@ function appleAllowCommand(): Command {
         '--env <env>',
         'App Attest environment(s) accepted (default: production for a new app; an existing app keeps its own)',
       ).choices(['production', 'development', 'any']),
-    )
-    .option(
-      '--require-receipt',
-      'reject registrations whose App Attest receipt is missing or invalid (apple_receipt_invalid)',
-    )
-    .option('--no-require-receipt', 'accept registrations whatever their receipt (the default)')
-    .option(
-      '--max-risk-metric <n>',
-      "reject assertions from keys whose latest risk metric (Apple's count of attestations for the device and app over 30 days) is above n (apple_risk_exceeded)",
-    )
-    .option('--no-max-risk-metric', 'stop checking the risk metric')
-    .option(
-      '--validation-category <list>',
-      `accepted iOS 27 distributions, comma-separated: ${VALIDATION_CATEGORY_NAMES.join(', ')} (apple_distribution_not_allowed)`,
-    )
-    .option('--no-validation-category', 'stop checking the validation category')
-    .option(
-      '--min-bundle-version <v>',
-      'lowest accepted iOS 27 bundle version, dotted numbers (apple_distribution_not_allowed)',
-    )
-    .option('--no-min-bundle-version', 'stop checking the bundle version')
-    .option(
-      '--allow-missing-validation-category',
-      'let tokens without the iOS 27 extensions (iOS 26 and earlier) pass the two rules above',
-    )
-    .option(
-      '--no-allow-missing-validation-category',
-      'refuse tokens without the iOS 27 extensions when a rule above is set (the default)',
     );
-  return addObserveOptions(
-    addDeviceLimitOptions(
-      command,
-      'an App Attest key (its key id): its registration and every assertion count',
-    ),
-    'apple',
-  )
+  return addObserveOptions(addPolicyOptions(command, APPLE_POLICY_FIELDS), 'apple')
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
@@ -128,68 +92,17 @@ function appleAllowCommand(): Command {
 interface ApplePolicyOptions extends ObserveFlags {
   env?: AppleEnvPolicy;
   json?: boolean;
-  requireReceipt?: boolean;
-  maxRiskMetric?: boolean | string;
-  validationCategory?: boolean | string;
-  minBundleVersion?: boolean | string;
-  allowMissingValidationCategory?: boolean;
-  maxVerifiesPerDevice?: boolean | string;
 }
 
 /** The App Attest policy fields given on the command line (absent = kept). */
 export function applePolicyFromOptions(opts: ApplePolicyOptions): ApplePolicyInput {
-  const out: ApplePolicyInput = {};
+  const out = policyOptions<ApplePolicyInput>(APPLE_POLICY_FIELDS, opts);
   const observeChange = observeChangeFromOptions('apple', opts);
-  if (observeChange) out.observeChange = observeChange;
-  if (opts.requireReceipt !== undefined) out.requireReceipt = opts.requireReceipt;
-  if (opts.allowMissingValidationCategory !== undefined)
-    out.allowMissingValidationCategory = opts.allowMissingValidationCategory;
-  if (opts.maxRiskMetric === false) out.maxRiskMetric = null;
-  else if (typeof opts.maxRiskMetric === 'string') {
-    const text = opts.maxRiskMetric.trim();
-    if (!/^\d{1,9}$/.test(text))
-      throw usageError(
-        `--max-risk-metric must be a whole number of attestations, got "${opts.maxRiskMetric}"`,
-      );
-    out.maxRiskMetric = Number(text);
-  }
-  if (opts.validationCategory === false) out.validationCategories = [];
-  else if (typeof opts.validationCategory === 'string') {
-    const names = opts.validationCategory
-      .split(',')
-      .map((n) => n.trim().toLowerCase())
-      .filter(Boolean);
-    const unknown = names.filter((n) => !VALIDATION_CATEGORY_NAMES.includes(n));
-    if (names.length === 0 || unknown.length > 0)
-      throw usageError(
-        `--validation-category takes ${VALIDATION_CATEGORY_NAMES.join(', ')}; got "${opts.validationCategory}"`,
-      );
-    out.validationCategories = [...new Set(names)];
-  }
-  const limit = deviceLimitOption(opts.maxVerifiesPerDevice);
-  if (limit !== undefined) out.maxVerifiesPerDevice = limit;
-  if (opts.minBundleVersion === false) out.minBundleVersion = null;
-  else if (typeof opts.minBundleVersion === 'string') {
-    if (!isBundleVersion(opts.minBundleVersion.trim()))
-      throw usageError(
-        `--min-bundle-version must be 1 to 4 dotted numbers (e.g. 4.2 or 1203), got "${opts.minBundleVersion}"`,
-      );
-    out.minBundleVersion = opts.minBundleVersion.trim();
-  }
-  return out;
+  return observeChange ? { observeChange, ...out } : out;
 }
 
 /** The App Attest rules of an entry in a few words (empty when it sets none). */
 export function describeApplePolicy(a: AppleAppPolicy): string {
-  const parts: string[] = [];
-  if (a.requireReceipt) parts.push('receipt required');
-  if (a.maxRiskMetric !== undefined && a.maxRiskMetric !== null)
-    parts.push(`risk <= ${a.maxRiskMetric}`);
-  if (a.validationCategories?.length) parts.push(`category ${a.validationCategories.join('|')}`);
-  if (a.minBundleVersion) parts.push(`bundle >= ${a.minBundleVersion}`);
-  if ((a.validationCategories?.length || a.minBundleVersion) && a.allowMissingValidationCategory)
-    parts.push('missing category ok');
-  if (a.observe?.length) parts.push(`observe ${a.observe.join('|')}`);
-  if (a.maxVerifiesPerDevice) parts.push(`${formatDeviceLimit(a.maxVerifiesPerDevice)} per device`);
+  const parts = describePolicy(APPLE_POLICY_FIELDS, a);
   return parts.length ? `, ${parts.join(', ')}` : '';
 }

@@ -3,12 +3,13 @@ import { keyPairId } from '../../../admin/keyPairId.js';
 import type { ResultOf } from '../../../admin/operations.js';
 import { parseCertificateDigest } from '../../../core/google/certificateDigest.js';
 import { parsePlayKeys } from '../../../core/google/keyMaterial.js';
+import { ANDROID_DEVICE_LIMIT_FIELD } from '../../../core/android/androidKeyPolicyFields.js';
+import { GMS_VERDICT_FIELDS } from '../../../core/google/gmsPolicyFields.js';
 import {
-  isDeviceActivityLevel,
-  parseAppAccessRiskList,
-  parsePlayProtectList,
-  parseRecallBitList,
-} from '../../../core/google/verdictPolicy.js';
+  describePolicy,
+  formatDeviceLimit,
+  OBSERVED_RULES_FIELD,
+} from '../../../core/policyFields.js';
 import { DEFAULT_ANDROID_POLICY } from '../../../core/google/defaultAndroidPolicy.js';
 import {
   MIN_VERDICT_LEVEL_NAMES,
@@ -16,10 +17,9 @@ import {
   minVerdictLevelOf,
   type MinVerdictLevel,
 } from '../../../core/google/deviceVerdict.js';
-import type { DeviceActivityLevel, GoogleServiceAccount } from '../../../core/types.js';
+import type { GoogleServiceAccount } from '../../../core/types.js';
 import type { AndroidPolicyInput } from '../../../db/allowlist.js';
 import { auditorFor, withAdmin } from '../../context.js';
-import { addDeviceLimitOptions, deviceLimitOption, formatDeviceLimit } from '../../deviceLimit.js';
 import { usageError } from '../../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../../inputFiles.js';
 import { printJson } from '../../output.js';
@@ -36,6 +36,7 @@ import {
   observeChangeFromOptions,
   type ObserveFlags,
 } from '../observeOptions.js';
+import { addPolicyOptions, policyOptions } from '../policyOptions.js';
 import { readServiceAccountFile } from './serviceAccountFile.js';
 
 /**
@@ -56,15 +57,17 @@ export const androidAllowlist: AllowlistKind = {
       p.packageName,
       `min ${minVerdictLevelOf(p.minVerdict)}, max-age ${p.maxAgeSeconds}s` +
         `${p.allowUnrecognized ? ', unrecognized ok' : ''}, ${p.certificateDigests.length ? `${p.certificateDigests.length} cert digest(s)` : 'any cert'}` +
-        `${p.requireLicensed ? ', licensed' : ''}${p.playProtectVerdicts.length ? `, play protect ${p.playProtectVerdicts.join('|')}` : ''}` +
-        `${p.denyAppAccessRisk.length ? `, deny ${p.denyAppAccessRisk.join('|')}` : ''}${p.maxDeviceActivity ? `, activity <= ${p.maxDeviceActivity}` : ''}` +
-        `${p.denyRecallBits.length ? `, deny recall ${p.denyRecallBits.join('|')}` : ''}` +
+        describePolicy(GMS_VERDICT_FIELDS, p)
+          .map((words) => `, ${words}`)
+          .join('') +
         `${p.serviceAccount ? `, standard via ${p.serviceAccount}` : ''}` +
         keyAttestationSummary(p) +
-        `${p.observe.length ? `, observe ${p.observe.join('|')}` : ''}` +
-        (p.maxVerifiesPerDevice
-          ? `; ${formatDeviceLimit(p.maxVerifiesPerDevice)} per android-key device`
-          : ''),
+        describePolicy([OBSERVED_RULES_FIELD], p)
+          .map((words) => `, ${words}`)
+          .join('') +
+        describePolicy([ANDROID_DEVICE_LIMIT_FIELD], p)
+          .map((words) => `; ${words}`)
+          .join(''),
       [...p.keyPairs, ...p.testOnlyKeyPairs.map((id) => `${id} (test-only)`)].join(' ') ||
         (p.serviceAccount
           ? '(none: standard requests only)'
@@ -141,34 +144,11 @@ function androidAllowCommand(): Command {
     .option(
       '--remove-service-account',
       'forget the stored service account (standard requests are then refused)',
-    )
-    .option('--require-licensed', 'require accountDetails.appLicensingVerdict LICENSED')
-    .option('--no-require-licensed', 'stop requiring it')
-    .option(
-      '--require-play-protect [verdicts]',
-      'require environmentDetails.playProtectVerdict NO_ISSUES, or one of these (comma-separated)',
-    )
-    .option('--no-require-play-protect', 'stop checking the Play Protect verdict')
-    .option(
-      '--deny-app-access-risk <risks>',
-      'reject these appsDetected: capturing,controlling,overlays,installed (both known and unknown apps) or exact values such as UNKNOWN_CAPTURING',
-    )
-    .option('--no-deny-app-access-risk', 'stop checking app-access risk')
-    .option(
-      '--max-device-activity <level>',
-      'highest accepted recentDeviceActivity level, LEVEL_1 to LEVEL_4',
-    )
-    .option('--no-max-device-activity', 'stop checking recent device activity')
-    .option(
-      '--deny-recall-bits <bits>',
-      'reject tokens whose Play device recall has any of these bits set: first,second,third (bits your backend wrote with POST /api/v1/android/device-recall)',
-    )
-    .option('--no-deny-recall-bits', 'stop checking device recall bits');
+    );
   return addObserveOptions(
-    addDeviceLimitOptions(
-      addKeyAttestationOptions(command),
-      'an android-key key (its key id): its registration and every later signature count. Play Integrity tokens carry no device identity and are never counted',
-    ),
+    addPolicyOptions(addKeyAttestationOptions(addPolicyOptions(command, GMS_VERDICT_FIELDS)), [
+      ANDROID_DEVICE_LIMIT_FIELD,
+    ]),
     'android',
   )
     .option('--json', 'print the result as JSON')
@@ -202,13 +182,13 @@ Examples:
       if (!ANDROID_PACKAGE.test(pkg))
         throw usageError(`"${pkg}" is not an Android package name such as com.example.app`);
       const observeChange = observeChangeFromOptions('android', opts);
-      const limit = deviceLimitOption(opts.maxVerifiesPerDevice);
       const verdicts: AndroidPolicyInput = {
-        ...verdictPolicy(opts),
+        ...policyOptions<AndroidPolicyInput>(GMS_VERDICT_FIELDS, opts),
         ...keyAttestationPolicy(opts),
         ...(observeChange ? { observeChange } : {}),
-        ...(limit !== undefined ? { maxVerifiesPerDevice: limit } : {}),
+        ...policyOptions<AndroidPolicyInput>([ANDROID_DEVICE_LIMIT_FIELD], opts),
       };
+      const limit = verdicts.maxVerifiesPerDevice;
       const serviceAccount = await serviceAccountOption(opts);
       const anyKey = [
         opts.decryptionKey,
@@ -322,49 +302,7 @@ interface AndroidOptions extends KeyAttestationFlags, ObserveFlags {
   withoutKeys?: boolean;
   serviceAccountFile?: string;
   removeServiceAccount?: boolean;
-  requireLicensed?: boolean;
-  requirePlayProtect?: boolean | string;
-  denyAppAccessRisk?: boolean | string;
-  maxDeviceActivity?: boolean | string;
-  denyRecallBits?: boolean | string;
-  maxVerifiesPerDevice?: boolean | string;
   json?: boolean;
-}
-
-/** The newer-verdict flags as policy fields; a flag not given leaves the stored value. */
-function verdictPolicy(opts: AndroidOptions): AndroidPolicyInput {
-  const out: AndroidPolicyInput = {};
-  if (opts.requireLicensed !== undefined) out.requireLicensed = opts.requireLicensed;
-  if (opts.requirePlayProtect === true) out.playProtectVerdicts = ['NO_ISSUES'];
-  else if (opts.requirePlayProtect === false) out.playProtectVerdicts = [];
-  else if (typeof opts.requirePlayProtect === 'string') {
-    const parsed = parsePlayProtectList(opts.requirePlayProtect);
-    if (!parsed.ok) throw usageError(`--require-play-protect: ${parsed.problem}`);
-    out.playProtectVerdicts = parsed.values;
-  }
-  if (opts.denyAppAccessRisk === false) out.denyAppAccessRisk = [];
-  else if (typeof opts.denyAppAccessRisk === 'string') {
-    const parsed = parseAppAccessRiskList(opts.denyAppAccessRisk);
-    if (!parsed.ok) throw usageError(`--deny-app-access-risk: ${parsed.problem}`);
-    out.denyAppAccessRisk = parsed.values;
-  }
-  if (opts.maxDeviceActivity === false) out.maxDeviceActivity = null;
-  else if (typeof opts.maxDeviceActivity === 'string') {
-    const text = opts.maxDeviceActivity.trim().toUpperCase();
-    const level = /^\d$/.test(text) ? `LEVEL_${text}` : text;
-    if (!isDeviceActivityLevel(level))
-      throw usageError(
-        `--max-device-activity must be LEVEL_1 to LEVEL_4, got "${opts.maxDeviceActivity}"`,
-      );
-    out.maxDeviceActivity = level as DeviceActivityLevel;
-  }
-  if (opts.denyRecallBits === false) out.denyRecallBits = [];
-  else if (typeof opts.denyRecallBits === 'string') {
-    const parsed = parseRecallBitList(opts.denyRecallBits);
-    if (!parsed.ok) throw usageError(`--deny-recall-bits: ${parsed.problem}`);
-    out.denyRecallBits = parsed.values;
-  }
-  return out;
 }
 
 /** `--service-account-file` read and checked, `null` for `--remove-service-account`, else undefined. */

@@ -1,0 +1,98 @@
+import {
+  deviceLimitField,
+  OBSERVED_RULES_FIELD,
+  textSchema,
+  type PolicyField,
+} from '../policyFields.js';
+import type { AppleAppPolicy } from '../types.js';
+import { isBundleVersion, VALIDATION_CATEGORY_NAMES } from './appleDistribution.js';
+
+const categoriesOrMinVersion = (a: AppleAppPolicy) =>
+  Boolean(a.validationCategories?.length || a.minBundleVersion);
+
+/**
+ * The App Attest policy of an allowlisted app, rule by rule: `allowlist add apple`'s flags, their
+ * parsing and `allowlist list`'s words come from this table (the order is the help's and the list's).
+ */
+export const APPLE_POLICY_FIELDS: readonly PolicyField<AppleAppPolicy>[] = [
+  {
+    key: 'requireReceipt',
+    flag: '--require-receipt',
+    help: 'reject registrations whose App Attest receipt is missing or invalid (apple_receipt_invalid)',
+    bare: true,
+    no: { help: 'accept registrations whatever their receipt (the default)', value: false },
+    summary: (a) => (a.requireReceipt ? 'receipt required' : undefined),
+  },
+  {
+    key: 'maxRiskMetric',
+    flag: '--max-risk-metric <n>',
+    help: "reject assertions from keys whose latest risk metric (Apple's count of attestations for the device and app over 30 days) is above n (apple_risk_exceeded)",
+    text: textSchema((text) =>
+      /^\d{1,9}$/.test(text.trim())
+        ? { ok: true, value: Number(text.trim()) }
+        : {
+            ok: false,
+            problem: `--max-risk-metric must be a whole number of attestations, got "${text}"`,
+          },
+    ),
+    no: { help: 'stop checking the risk metric', value: null },
+    summary: (a) =>
+      a.maxRiskMetric !== undefined && a.maxRiskMetric !== null
+        ? `risk <= ${a.maxRiskMetric}`
+        : undefined,
+  },
+  {
+    key: 'validationCategories',
+    flag: '--validation-category <list>',
+    help: `accepted iOS 27 distributions, comma-separated: ${VALIDATION_CATEGORY_NAMES.join(', ')} (apple_distribution_not_allowed)`,
+    text: textSchema((text) => {
+      const names = text
+        .split(',')
+        .map((n) => n.trim().toLowerCase())
+        .filter(Boolean);
+      return names.length > 0 && names.every((n) => VALIDATION_CATEGORY_NAMES.includes(n))
+        ? { ok: true, value: [...new Set(names)] }
+        : {
+            ok: false,
+            problem: `--validation-category takes ${VALIDATION_CATEGORY_NAMES.join(', ')}; got "${text}"`,
+          };
+    }),
+    no: { help: 'stop checking the validation category', value: [] },
+    summary: (a) =>
+      a.validationCategories?.length ? `category ${a.validationCategories.join('|')}` : undefined,
+  },
+  {
+    key: 'minBundleVersion',
+    flag: '--min-bundle-version <v>',
+    help: 'lowest accepted iOS 27 bundle version, dotted numbers (apple_distribution_not_allowed)',
+    text: textSchema((text) =>
+      isBundleVersion(text.trim())
+        ? { ok: true, value: text.trim() }
+        : {
+            ok: false,
+            problem: `--min-bundle-version must be 1 to 4 dotted numbers (e.g. 4.2 or 1203), got "${text}"`,
+          },
+    ),
+    no: { help: 'stop checking the bundle version', value: null },
+    summary: (a) => (a.minBundleVersion ? `bundle >= ${a.minBundleVersion}` : undefined),
+  },
+  {
+    key: 'allowMissingValidationCategory',
+    flag: '--allow-missing-validation-category',
+    help: 'let tokens without the iOS 27 extensions (iOS 26 and earlier) pass the two rules above',
+    bare: true,
+    no: {
+      help: 'refuse tokens without the iOS 27 extensions when a rule above is set (the default)',
+      value: false,
+    },
+    summary: (a) =>
+      categoriesOrMinVersion(a) && a.allowMissingValidationCategory
+        ? 'missing category ok'
+        : undefined,
+  },
+  OBSERVED_RULES_FIELD,
+  deviceLimitField<AppleAppPolicy>(
+    'an App Attest key (its key id): its registration and every assertion count',
+    (limit) => `${limit} per device`,
+  ),
+];
