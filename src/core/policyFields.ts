@@ -50,6 +50,19 @@ export function textSchema<T>(parse: (text: string) => Parsed<T>): z.ZodType<T, 
   });
 }
 
+/**
+ * An on/off rule: the bare flag stores true, its `--no-` form false.
+ * @param summary the list's words, when the rule shows
+ */
+export function switchField<V>(
+  key: string,
+  flag: string,
+  [help, noHelp]: readonly [string, string],
+  summary?: (entry: V) => string | undefined,
+): PolicyField<V> {
+  return { key, flag, help, bare: true, no: { help: noHelp, value: false }, summary };
+}
+
 /** The property commander gives a flag's value: `--max-risk-metric <n>` is `maxRiskMetric`. */
 export function flagAttribute(flag: string): string {
   const name = /--(?:no-)?([a-z0-9-]+)/.exec(flag)?.[1] ?? '';

@@ -1,4 +1,4 @@
-import { deviceLimitField, textSchema, type PolicyField } from '../policyFields.js';
+import { deviceLimitField, switchField, textSchema, type PolicyField } from '../policyFields.js';
 import type { DeviceLimit } from '../types.js';
 
 /** A package's key attestation rules as `allowlist list` reads them. */
@@ -24,13 +24,10 @@ export function parsePatchAge(text: string): number | null {
  * (shown only while key attestation is allowed).
  */
 export const ANDROID_KEY_POLICY_FIELDS: readonly PolicyField<AndroidKeyRules>[] = [
-  {
-    key: 'keyAttestation',
-    flag: '--key-attestation',
-    help: 'allow Android hardware key attestation (android-key tokens)',
-    bare: true,
-    no: { help: 'stop allowing it', value: false },
-  },
+  switchField('keyAttestation', '--key-attestation', [
+    'allow Android hardware key attestation (android-key tokens)',
+    'stop allowing it',
+  ]),
   {
     key: 'minSecurityLevel',
     flag: '--min-security-level <level>',
@@ -42,14 +39,15 @@ export const ANDROID_KEY_POLICY_FIELDS: readonly PolicyField<AndroidKeyRules>[] 
     })),
     summary: (p) => `min ${p.minSecurityLevel === 'StrongBox' ? 'strongbox' : 'tee'}`,
   },
-  {
-    key: 'allowUnlocked',
-    flag: '--allow-unlocked',
-    help: 'android-key: accept unlocked devices and unverified OS builds',
-    bare: true,
-    no: { help: 'android-key: require a locked device with a verified OS', value: false },
-    summary: (p) => (p.allowUnlocked ? 'unlocked ok' : undefined),
-  },
+  switchField(
+    'allowUnlocked',
+    '--allow-unlocked',
+    [
+      'android-key: accept unlocked devices and unverified OS builds',
+      'android-key: require a locked device with a verified OS',
+    ],
+    (p) => (p.allowUnlocked ? 'unlocked ok' : undefined),
+  ),
   {
     key: 'bootKeys',
     flag: '--boot-key <hex>',

@@ -1,6 +1,7 @@
 import {
   deviceLimitField,
   OBSERVED_RULES_FIELD,
+  switchField,
   textSchema,
   type PolicyField,
 } from '../policyFields.js';
@@ -15,14 +16,15 @@ const categoriesOrMinVersion = (a: AppleAppPolicy) =>
  * parsing and `allowlist list`'s words come from this table (the order is the help's and the list's).
  */
 export const APPLE_POLICY_FIELDS: readonly PolicyField<AppleAppPolicy>[] = [
-  {
-    key: 'requireReceipt',
-    flag: '--require-receipt',
-    help: 'reject registrations whose App Attest receipt is missing or invalid (apple_receipt_invalid)',
-    bare: true,
-    no: { help: 'accept registrations whatever their receipt (the default)', value: false },
-    summary: (a) => (a.requireReceipt ? 'receipt required' : undefined),
-  },
+  switchField(
+    'requireReceipt',
+    '--require-receipt',
+    [
+      'reject registrations whose App Attest receipt is missing or invalid (apple_receipt_invalid)',
+      'accept registrations whatever their receipt (the default)',
+    ],
+    (a) => (a.requireReceipt ? 'receipt required' : undefined),
+  ),
   {
     key: 'maxRiskMetric',
     flag: '--max-risk-metric <n>',
@@ -76,20 +78,18 @@ export const APPLE_POLICY_FIELDS: readonly PolicyField<AppleAppPolicy>[] = [
     no: { help: 'stop checking the bundle version', value: null },
     summary: (a) => (a.minBundleVersion ? `bundle >= ${a.minBundleVersion}` : undefined),
   },
-  {
-    key: 'allowMissingValidationCategory',
-    flag: '--allow-missing-validation-category',
-    help: 'let tokens without the iOS 27 extensions (iOS 26 and earlier) pass the two rules above',
-    bare: true,
-    no: {
-      help: 'refuse tokens without the iOS 27 extensions when a rule above is set (the default)',
-      value: false,
-    },
-    summary: (a) =>
+  switchField(
+    'allowMissingValidationCategory',
+    '--allow-missing-validation-category',
+    [
+      'let tokens without the iOS 27 extensions (iOS 26 and earlier) pass the two rules above',
+      'refuse tokens without the iOS 27 extensions when a rule above is set (the default)',
+    ],
+    (a) =>
       categoriesOrMinVersion(a) && a.allowMissingValidationCategory
         ? 'missing category ok'
         : undefined,
-  },
+  ),
   OBSERVED_RULES_FIELD,
   deviceLimitField<AppleAppPolicy>(
     'an App Attest key (its key id): its registration and every assertion count',

@@ -1,4 +1,4 @@
-import { textSchema, type Parsed, type PolicyField } from '../policyFields.js';
+import { switchField, textSchema, type PolicyField } from '../policyFields.js';
 import type { DeviceActivityLevel } from '../types.js';
 import {
   isDeviceActivityLevel,
@@ -16,51 +16,67 @@ export interface GmsVerdictRules {
   denyRecallBits: readonly string[];
 }
 
-/** A list parser's answer with the flag before its problem. */
-const listOf =
-  (
-    flag: string,
-    parse: (text: string) => { ok: true; values: unknown } | { ok: false; problem: string },
-  ) =>
-  (text: string): Parsed<unknown> => {
-    const parsed = parse(text);
-    return parsed.ok
-      ? { ok: true, value: parsed.values }
-      : { ok: false, problem: `${flag}: ${parsed.problem}` };
+/**
+ * A rule holding a list of verdict values: `--no-` empties it (not checked); the list shows as
+ * `label a|b`.
+ */
+function verdictListField(
+  key: 'playProtectVerdicts' | 'denyAppAccessRisk' | 'denyRecallBits',
+  flag: string,
+  [help, noHelp]: readonly [string, string],
+  parse: (text: string) => { ok: true; values: unknown } | { ok: false; problem: string },
+  label: string,
+): PolicyField<GmsVerdictRules> {
+  const name = flag.split(' ')[0]!;
+  return {
+    key,
+    flag,
+    help,
+    text: textSchema((text) => {
+      const parsed = parse(text);
+      return parsed.ok
+        ? { ok: true, value: parsed.values }
+        : { ok: false, problem: `${name}: ${parsed.problem}` };
+    }),
+    no: { help: noHelp, value: [] },
+    summary: (p) => (p[key].length ? `${label} ${p[key].join('|')}` : undefined),
   };
+}
 
 /**
  * The Play Integrity newer-verdict rules of an Android package (classic and standard requests
  * alike): `allowlist add android`'s flags for them, their parsing and `allowlist list`'s words.
  */
 export const GMS_VERDICT_FIELDS: readonly PolicyField<GmsVerdictRules>[] = [
+  switchField(
+    'requireLicensed',
+    '--require-licensed',
+    ['require accountDetails.appLicensingVerdict LICENSED', 'stop requiring it'],
+    (p) => (p.requireLicensed ? 'licensed' : undefined),
+  ),
   {
-    key: 'requireLicensed',
-    flag: '--require-licensed',
-    help: 'require accountDetails.appLicensingVerdict LICENSED',
-    bare: true,
-    no: { help: 'stop requiring it', value: false },
-    summary: (p) => (p.requireLicensed ? 'licensed' : undefined),
-  },
-  {
-    key: 'playProtectVerdicts',
-    flag: '--require-play-protect [verdicts]',
-    help: 'require environmentDetails.playProtectVerdict NO_ISSUES, or one of these (comma-separated)',
+    ...verdictListField(
+      'playProtectVerdicts',
+      '--require-play-protect [verdicts]',
+      [
+        'require environmentDetails.playProtectVerdict NO_ISSUES, or one of these (comma-separated)',
+        'stop checking the Play Protect verdict',
+      ],
+      parsePlayProtectList,
+      'play protect',
+    ),
     bare: ['NO_ISSUES'],
-    text: textSchema(listOf('--require-play-protect', parsePlayProtectList)),
-    no: { help: 'stop checking the Play Protect verdict', value: [] },
-    summary: (p) =>
-      p.playProtectVerdicts.length ? `play protect ${p.playProtectVerdicts.join('|')}` : undefined,
   },
-  {
-    key: 'denyAppAccessRisk',
-    flag: '--deny-app-access-risk <risks>',
-    help: 'reject these appsDetected: capturing,controlling,overlays,installed (both known and unknown apps) or exact values such as UNKNOWN_CAPTURING',
-    text: textSchema(listOf('--deny-app-access-risk', parseAppAccessRiskList)),
-    no: { help: 'stop checking app-access risk', value: [] },
-    summary: (p) =>
-      p.denyAppAccessRisk.length ? `deny ${p.denyAppAccessRisk.join('|')}` : undefined,
-  },
+  verdictListField(
+    'denyAppAccessRisk',
+    '--deny-app-access-risk <risks>',
+    [
+      'reject these appsDetected: capturing,controlling,overlays,installed (both known and unknown apps) or exact values such as UNKNOWN_CAPTURING',
+      'stop checking app-access risk',
+    ],
+    parseAppAccessRiskList,
+    'deny',
+  ),
   {
     key: 'maxDeviceActivity',
     flag: '--max-device-activity <level>',
@@ -75,13 +91,14 @@ export const GMS_VERDICT_FIELDS: readonly PolicyField<GmsVerdictRules>[] = [
     no: { help: 'stop checking recent device activity', value: null },
     summary: (p) => (p.maxDeviceActivity ? `activity <= ${p.maxDeviceActivity}` : undefined),
   },
-  {
-    key: 'denyRecallBits',
-    flag: '--deny-recall-bits <bits>',
-    help: 'reject tokens whose Play device recall has any of these bits set: first,second,third (bits your backend wrote with POST /api/v1/android/device-recall)',
-    text: textSchema(listOf('--deny-recall-bits', parseRecallBitList)),
-    no: { help: 'stop checking device recall bits', value: [] },
-    summary: (p) =>
-      p.denyRecallBits.length ? `deny recall ${p.denyRecallBits.join('|')}` : undefined,
-  },
+  verdictListField(
+    'denyRecallBits',
+    '--deny-recall-bits <bits>',
+    [
+      'reject tokens whose Play device recall has any of these bits set: first,second,third (bits your backend wrote with POST /api/v1/android/device-recall)',
+      'stop checking device recall bits',
+    ],
+    parseRecallBitList,
+    'deny recall',
+  ),
 ];
