@@ -1,10 +1,18 @@
 import { z } from 'zod';
 import { formatCertificateDigest } from '../core/google/certificateDigest.js';
-import { isDeviceActivityLevel, RECALL_BITS } from '../core/google/verdictPolicy.js';
+import {
+  ANDROID_DEVICE_LIMIT_FIELD,
+  ANDROID_KEY_POLICY_FIELDS,
+} from '../core/android/androidKeyPolicyFields.js';
+import { APPLE_POLICY_FIELDS } from '../core/apple/applePolicyFields.js';
+import { GMS_VERDICT_FIELDS } from '../core/google/gmsPolicyFields.js';
+import { policyInputShape } from '../core/policyFields.js';
 import { observableCodes, type ObserveEntry } from '../core/observedRules.js';
-import { DEVICE_LIMIT_BOUNDS } from '../core/deviceVelocity.js';
-import type { DeviceActivityLevel } from '../core/types.js';
-import { createAllowlistRepository } from '../db/allowlist.js';
+import {
+  createAllowlistRepository,
+  type AndroidPolicyInput,
+  type ApplePolicyInput,
+} from '../db/allowlist.js';
 import { AdminError } from './adminError.js';
 import { keyPairId } from './keyPairId.js';
 import { auditorOf, bytes, MIN_VERDICT, none, operation, stripUndefined } from './operation.js';
@@ -29,26 +37,13 @@ function observeChange(entry: ObserveEntry) {
     })
     .optional();
 }
-/** `--max-verifies-per-device N/PERIOD` (null removes it), within the bounds the CLI checks too. */
-const DEVICE_LIMIT = z
-  .strictObject({
-    max: z
-      .number()
-      .int()
-      .min(DEVICE_LIMIT_BOUNDS.maxVerifies.min)
-      .max(DEVICE_LIMIT_BOUNDS.maxVerifies.max),
-    periodSeconds: z
-      .number()
-      .int()
-      .min(DEVICE_LIMIT_BOUNDS.periodSeconds.min)
-      .max(DEVICE_LIMIT_BOUNDS.periodSeconds.max),
-  })
-  .nullable()
-  .optional();
-
 // apart (with no database behind it) for the CLI, which shows the id before it sends the pair
 export { keyPairId };
 
+/**
+ * An Android package's policy: the Play keys' companions (digests, verdict, age, service account)
+ * here, and each rule of the gms and android-key tables as the table stores it.
+ */
 const androidPolicy = z.strictObject({
   certificateDigests: z
     .array(bytes.refine((b) => b.length === 32))
@@ -57,17 +52,6 @@ const androidPolicy = z.strictObject({
   minVerdict: MIN_VERDICT.optional(),
   allowUnrecognized: z.boolean().optional(),
   maxAgeSeconds: z.number().int().min(1).max(86_400).optional(),
-  requireLicensed: z.boolean().optional(),
-  playProtectVerdicts: z.array(z.string().max(64)).max(16).optional(),
-  denyAppAccessRisk: z.array(z.string().max(64)).max(16).optional(),
-  maxDeviceActivity: z
-    .custom<DeviceActivityLevel>(isDeviceActivityLevel, 'expected LEVEL_1 to LEVEL_4')
-    .nullable()
-    .optional(),
-  denyRecallBits: z
-    .array(z.enum(RECALL_BITS as ['first', 'second', 'third']))
-    .max(3)
-    .optional(),
   serviceAccount: z
     .strictObject({
       clientEmail: z.string().max(320),
@@ -76,17 +60,19 @@ const androidPolicy = z.strictObject({
     })
     .nullable()
     .optional(),
-  keyAttestation: z.boolean().optional(),
-  minSecurityLevel: z.enum(['TrustedEnvironment', 'StrongBox']).optional(),
-  allowUnlocked: z.boolean().optional(),
-  bootKeys: z
-    .array(bytes.refine((b) => b.length === 32))
-    .max(32)
-    .optional(),
-  maxPatchAgeMonths: z.number().int().min(1).max(240).nullable().optional(),
+  ...policyInputShape([
+    ...GMS_VERDICT_FIELDS,
+    ...ANDROID_KEY_POLICY_FIELDS,
+    ANDROID_DEVICE_LIMIT_FIELD,
+  ]),
   observeChange: observeChange('android'),
-  maxVerifiesPerDevice: DEVICE_LIMIT,
-});
+}) as unknown as z.ZodType<AndroidPolicyInput>;
+
+/** An App Attest app's policy: the rules of its table, and the observed-rule change. */
+const applePolicy = z.strictObject({
+  ...policyInputShape(APPLE_POLICY_FIELDS),
+  observeChange: observeChange('apple'),
+}) as unknown as z.ZodType<ApplePolicyInput>;
 
 /** The allowlist's operations: add, list, find and remove App Attest apps and Android packages. */
 export const ALLOWLIST_OPERATIONS = {
@@ -94,17 +80,7 @@ export const ALLOWLIST_OPERATIONS = {
     input: z.strictObject({
       appId: APPLE_APP_ID,
       env: z.enum(['production', 'development', 'any']).optional(),
-      policy: z
-        .strictObject({
-          requireReceipt: z.boolean().optional(),
-          maxRiskMetric: z.number().int().min(0).nullable().optional(),
-          validationCategories: z.array(z.string().max(32)).max(16).optional(),
-          minBundleVersion: z.string().max(64).nullable().optional(),
-          allowMissingValidationCategory: z.boolean().optional(),
-          observeChange: observeChange('apple'),
-          maxVerifiesPerDevice: DEVICE_LIMIT,
-        })
-        .optional(),
+      policy: applePolicy.optional(),
     }),
     changes: true,
     run: (ctx, { appId, env, policy }) =>

@@ -33,6 +33,11 @@ export interface PolicyField<V = never> {
   bare?: unknown;
   /** the `--no-` form: its help and the value it stores */
   no?: { help: string; value: unknown };
+  /**
+   * the stored value as the admin operation accepts it (within the bounds `text` keeps to; null
+   * where `--no-` clears it): the operation's input schema is built from the table
+   */
+  stored?: z.ZodType;
   /** a few words for `allowlist list`, or undefined while the rule is off */
   summary?: (entry: V) => string | undefined;
 }
@@ -60,7 +65,15 @@ export function switchField<V>(
   [help, noHelp]: readonly [string, string],
   summary?: (entry: V) => string | undefined,
 ): PolicyField<V> {
-  return { key, flag, help, bare: true, no: { help: noHelp, value: false }, summary };
+  return {
+    key,
+    flag,
+    help,
+    bare: true,
+    no: { help: noHelp, value: false },
+    stored: z.boolean(),
+    summary,
+  };
 }
 
 /** The property commander gives a flag's value: `--max-risk-metric <n>` is `maxRiskMetric`. */
@@ -108,6 +121,18 @@ export function policyFromFlags(
     }
   }
   return { ok: true, value: out };
+}
+
+/**
+ * The admin operation's input for the fields: each stored value, optional (absent = kept). The
+ * caller types the object it builds from it as its repository's policy input.
+ */
+export function policyInputShape(
+  fields: readonly PolicyField<never>[],
+): Record<string, z.ZodOptional<z.ZodType>> {
+  return Object.fromEntries(
+    fields.flatMap((f) => (f.stored ? [[f.key, f.stored.optional()] as const] : [])),
+  );
 }
 
 /** The summaries of the rules an entry sets, in table order. */
@@ -181,6 +206,12 @@ export function deviceLimitField<V extends { maxVerifiesPerDevice?: DeviceLimit 
     help: `at most N valid verifies per device in each fixed window of PERIOD, e.g. 100/1h or 1000/1d (N 1 to ${maxVerifies.max}, PERIOD 1m to 30d; windows start at multiples of PERIOD since 1970-01-01 UTC); past N a verify is rejected (device_rate_exceeded). A device is ${counted}`,
     text: textSchema(parseDeviceLimit),
     no: { help: 'stop counting verifies per device', value: null },
+    stored: z
+      .strictObject({
+        max: z.number().int().min(maxVerifies.min).max(maxVerifies.max),
+        periodSeconds: z.number().int().min(periodSeconds.min).max(periodSeconds.max),
+      })
+      .nullable(),
     summary: (e) =>
       e.maxVerifiesPerDevice ? summary(formatDeviceLimit(e.maxVerifiesPerDevice)) : undefined,
   };

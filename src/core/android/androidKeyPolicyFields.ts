@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { deviceLimitField, switchField, textSchema, type PolicyField } from '../policyFields.js';
 import type { DeviceLimit } from '../types.js';
 
@@ -33,6 +34,7 @@ export const ANDROID_KEY_POLICY_FIELDS: readonly PolicyField<AndroidKeyRules>[] 
     flag: '--min-security-level <level>',
     help: 'android-key: lowest accepted security level (default tee)',
     choices: ['tee', 'strongbox'],
+    stored: z.enum(['TrustedEnvironment', 'StrongBox']),
     text: textSchema((text) => ({
       ok: true,
       value: text === 'strongbox' ? 'StrongBox' : 'TrustedEnvironment',
@@ -53,6 +55,14 @@ export const ANDROID_KEY_POLICY_FIELDS: readonly PolicyField<AndroidKeyRules>[] 
     flag: '--boot-key <hex>',
     help: 'android-key: verifiedBootKey (hex SHA-256) of a self-signed OS to trust, e.g. GrapheneOS; repeatable, replaces the list',
     repeatable: true,
+    stored: z
+      .array(
+        z.custom<Uint8Array>(
+          (v) => v instanceof Uint8Array && v.length === 32,
+          'expected 32 bytes',
+        ),
+      )
+      .max(32),
     text: textSchema((hex) => {
       const clean = hex.replace(/:/g, '').trim();
       return /^[0-9a-fA-F]{64}$/.test(clean)
@@ -75,6 +85,7 @@ export const ANDROID_KEY_POLICY_FIELDS: readonly PolicyField<AndroidKeyRules>[] 
           };
     }),
     no: { help: 'android-key: stop checking the patch level', value: null },
+    stored: z.number().int().min(1).max(240).nullable(),
     summary: (p) =>
       p.maxPatchAgeMonths !== null ? `patch <= ${p.maxPatchAgeMonths} months` : undefined,
   },

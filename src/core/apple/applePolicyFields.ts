@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import {
   deviceLimitField,
   OBSERVED_RULES_FIELD,
@@ -38,6 +39,7 @@ export const APPLE_POLICY_FIELDS: readonly PolicyField<AppleAppPolicy>[] = [
           },
     ),
     no: { help: 'stop checking the risk metric', value: null },
+    stored: z.number().int().min(0).nullable(),
     summary: (a) =>
       a.maxRiskMetric !== undefined && a.maxRiskMetric !== null
         ? `risk <= ${a.maxRiskMetric}`
@@ -60,6 +62,7 @@ export const APPLE_POLICY_FIELDS: readonly PolicyField<AppleAppPolicy>[] = [
           };
     }),
     no: { help: 'stop checking the validation category', value: [] },
+    stored: z.array(z.string().max(32)).max(16),
     summary: (a) =>
       a.validationCategories?.length ? `category ${a.validationCategories.join('|')}` : undefined,
   },
@@ -76,6 +79,7 @@ export const APPLE_POLICY_FIELDS: readonly PolicyField<AppleAppPolicy>[] = [
           },
     ),
     no: { help: 'stop checking the bundle version', value: null },
+    stored: z.string().max(64).nullable(),
     summary: (a) => (a.minBundleVersion ? `bundle >= ${a.minBundleVersion}` : undefined),
   },
   switchField(

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { switchField, textSchema, type PolicyField } from '../policyFields.js';
 import type { DeviceActivityLevel } from '../types.js';
 import {
@@ -5,6 +6,7 @@ import {
   parseAppAccessRiskList,
   parsePlayProtectList,
   parseRecallBitList,
+  RECALL_BITS,
 } from './verdictPolicy.js';
 
 /** A package's newer-verdict rules as `allowlist list` reads them. */
@@ -26,6 +28,7 @@ function verdictListField(
   [help, noHelp]: readonly [string, string],
   parse: (text: string) => { ok: true; values: unknown } | { ok: false; problem: string },
   label: string,
+  stored: z.ZodType,
 ): PolicyField<GmsVerdictRules> {
   const name = flag.split(' ')[0]!;
   return {
@@ -39,6 +42,7 @@ function verdictListField(
         : { ok: false, problem: `${name}: ${parsed.problem}` };
     }),
     no: { help: noHelp, value: [] },
+    stored,
     summary: (p) => (p[key].length ? `${label} ${p[key].join('|')}` : undefined),
   };
 }
@@ -64,6 +68,7 @@ export const GMS_VERDICT_FIELDS: readonly PolicyField<GmsVerdictRules>[] = [
       ],
       parsePlayProtectList,
       'play protect',
+      z.array(z.string().max(64)).max(16),
     ),
     bare: ['NO_ISSUES'],
   },
@@ -76,6 +81,7 @@ export const GMS_VERDICT_FIELDS: readonly PolicyField<GmsVerdictRules>[] = [
     ],
     parseAppAccessRiskList,
     'deny',
+    z.array(z.string().max(64)).max(16),
   ),
   {
     key: 'maxDeviceActivity',
@@ -89,6 +95,9 @@ export const GMS_VERDICT_FIELDS: readonly PolicyField<GmsVerdictRules>[] = [
         : { ok: false, problem: `--max-device-activity must be LEVEL_1 to LEVEL_4, got "${text}"` };
     }),
     no: { help: 'stop checking recent device activity', value: null },
+    stored: z
+      .custom<DeviceActivityLevel>(isDeviceActivityLevel, 'expected LEVEL_1 to LEVEL_4')
+      .nullable(),
     summary: (p) => (p.maxDeviceActivity ? `activity <= ${p.maxDeviceActivity}` : undefined),
   },
   verdictListField(
@@ -100,5 +109,6 @@ export const GMS_VERDICT_FIELDS: readonly PolicyField<GmsVerdictRules>[] = [
     ],
     parseRecallBitList,
     'deny recall',
+    z.array(z.enum(RECALL_BITS as ['first', 'second', 'third'])).max(3),
   ),
 ];
