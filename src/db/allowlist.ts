@@ -19,6 +19,7 @@ import {
   type AndroidPolicyInput,
   type PackageRow,
   type PairRow,
+  tableRuleColumns,
   type TestKeyPair,
 } from './androidPackageRows.js';
 import {
@@ -238,7 +239,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     }> {
       // sent as one text parameter: array parameters are bound differently by the two drivers
       const digests = policy.certificateDigests?.map((d) => Buffer.from(d).toString('hex'));
-      const bootKeys = policy.bootKeys?.map((d) => Buffer.from(d).toString('hex'));
+      const rules = tableRuleColumns(policy);
       const keep = (given: boolean, column: string) =>
         given ? sql.raw(`excluded.${column}`) : sql.raw(`android_packages.${column}`);
       const serviceAccount = policy.serviceAccount
@@ -276,27 +277,20 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           b as (select ${androidSummary(sql`p`, sql`pairs.ids`, sql`pairs.test_ids`)} as summary from android_packages p, pairs where p.package_name = ${packageName}),
           pkg as (
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
-                                          require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits,
                                           service_account, service_account_key_id, service_account_fingerprint,
-                                          key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe, max_verifies_per_device, device_window_seconds)
+                                          ${sql.raw(rules.map((r) => r.column).join(', '))}, observe, max_verifies_per_device, device_window_seconds)
             values (${packageName},
                     ${textArray(digests)},
                     ${policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict},
                     ${policy.allowUnrecognized ?? DEFAULT_ANDROID_POLICY.allowUnrecognized},
                     ${policy.maxAgeSeconds ?? DEFAULT_ANDROID_POLICY.maxAgeSeconds},
-                    ${policy.requireLicensed ?? DEFAULT_ANDROID_POLICY.requireLicensed},
-                    ${textArray(policy.playProtectVerdicts)},
-                    ${textArray(policy.denyAppAccessRisk)},
-                    ${policy.maxDeviceActivity ?? DEFAULT_ANDROID_POLICY.maxDeviceActivity},
-                    ${textArray(policy.denyRecallBits)},
                     ${serviceAccount?.ciphertext ?? null},
                     ${serviceAccount?.keyId ?? null},
                     ${serviceAccount?.fingerprint ?? null},
-                    ${policy.keyAttestation ?? DEFAULT_ANDROID_POLICY.keyAttestation},
-                    ${policy.minSecurityLevel ?? DEFAULT_ANDROID_POLICY.minSecurityLevel},
-                    ${policy.allowUnlocked ?? DEFAULT_ANDROID_POLICY.allowUnlocked},
-                    ${textArray(bootKeys)},
-                    ${policy.maxPatchAgeMonths ?? DEFAULT_ANDROID_POLICY.maxPatchAgeMonths},
+                    ${sql.join(
+                      rules.map((r) => r.value),
+                      sql`, `,
+                    )},
                     ${observeValue('android', null, policy.observeChange ?? {})},
                     ${policy.maxVerifiesPerDevice?.max ?? null}::integer, ${policy.maxVerifiesPerDevice?.periodSeconds ?? null}::integer)
             on conflict (package_name) do update set
@@ -304,19 +298,13 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               min_verdict = ${keep(policy.minVerdict !== undefined, 'min_verdict')},
               allow_unrecognized = ${keep(policy.allowUnrecognized !== undefined, 'allow_unrecognized')},
               max_age_seconds = ${keep(policy.maxAgeSeconds !== undefined, 'max_age_seconds')},
-              require_licensed = ${keep(policy.requireLicensed !== undefined, 'require_licensed')},
-              play_protect_verdicts = ${keep(policy.playProtectVerdicts !== undefined, 'play_protect_verdicts')},
-              deny_app_access_risk = ${keep(policy.denyAppAccessRisk !== undefined, 'deny_app_access_risk')},
-              max_device_activity = ${keep(policy.maxDeviceActivity !== undefined, 'max_device_activity')},
-              deny_recall_bits = ${keep(policy.denyRecallBits !== undefined, 'deny_recall_bits')},
               service_account = ${keep(policy.serviceAccount !== undefined, 'service_account')},
               service_account_key_id = ${keep(policy.serviceAccount !== undefined, 'service_account_key_id')},
               service_account_fingerprint = ${keep(policy.serviceAccount !== undefined, 'service_account_fingerprint')},
-              key_attestation = ${keep(policy.keyAttestation !== undefined, 'key_attestation')},
-              min_security_level = ${keep(policy.minSecurityLevel !== undefined, 'min_security_level')},
-              allow_unlocked = ${keep(policy.allowUnlocked !== undefined, 'allow_unlocked')},
-              boot_keys = ${keep(bootKeys !== undefined, 'boot_keys')},
-              max_patch_age_months = ${keep(policy.maxPatchAgeMonths !== undefined, 'max_patch_age_months')},
+              ${sql.join(
+                rules.map((r) => sql`${sql.raw(r.column)} = ${keep(r.given, r.column)}`),
+                sql`, `,
+              )},
               observe = ${observeValue('android', sql`android_packages.observe`, policy.observeChange ?? {})},
               max_verifies_per_device = ${keep(policy.maxVerifiesPerDevice !== undefined, 'max_verifies_per_device')},
               device_window_seconds = ${keep(policy.maxVerifiesPerDevice !== undefined, 'device_window_seconds')}
