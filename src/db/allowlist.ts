@@ -24,6 +24,7 @@ import {
 } from './androidPackageRows.js';
 import {
   appleAppOf,
+  appleRuleColumns,
   deviceLimitOf,
   type AppleAppRow,
   type ApplePolicyInput,
@@ -31,6 +32,7 @@ import {
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
 import { observeValue } from './observeColumn.js';
+import { ruleColumnNames, ruleUpdates, ruleValues } from './policyColumns.js';
 import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
@@ -136,27 +138,18 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     }> {
       const given = env ?? null;
       const p = policy;
-      const set = <T>(v: T | undefined) => (v === undefined ? null : v);
-      const categories =
-        p.validationCategories === undefined ? null : textArray(p.validationCategories);
+      const rules = appleRuleColumns(p);
       const rows = rowsOf<{ inserted: boolean; changed: boolean; audit: unknown } & AppleAppRow>(
         await db.execute(sql`
           with b as (select ${auditSummary('apple_apps', sql`x`)} as summary from apple_apps x where app_id = ${appId}),
           u as (
-            insert into apple_apps (app_id, env, require_receipt, max_risk_metric, validation_categories,
-              min_bundle_version, allow_missing_validation_category, observe, max_verifies_per_device, device_window_seconds)
-            values (${appId}, coalesce(${given}::text, 'production'), coalesce(${set(p.requireReceipt)}::boolean, false),
-              ${set(p.maxRiskMetric)}::integer, coalesce(${categories ?? sql`null`}::text[], '{}'::text[]),
-              ${set(p.minBundleVersion)}::text, coalesce(${set(p.allowMissingValidationCategory)}::boolean, false),
+            insert into apple_apps (app_id, env, ${ruleColumnNames(rules)}, observe, max_verifies_per_device, device_window_seconds)
+            values (${appId}, coalesce(${given}::text, 'production'), ${ruleValues(rules)},
               ${observeValue('apple', null, p.observeChange ?? {})},
               ${p.maxVerifiesPerDevice?.max ?? null}::integer, ${p.maxVerifiesPerDevice?.periodSeconds ?? null}::integer)
             on conflict (app_id) do update set
               env = coalesce(${given}::text, apple_apps.env),
-              require_receipt = coalesce(${set(p.requireReceipt)}::boolean, apple_apps.require_receipt),
-              max_risk_metric = case when ${p.maxRiskMetric !== undefined} then ${set(p.maxRiskMetric)}::integer else apple_apps.max_risk_metric end,
-              validation_categories = coalesce(${categories ?? sql`null`}::text[], apple_apps.validation_categories),
-              min_bundle_version = case when ${p.minBundleVersion !== undefined} then ${set(p.minBundleVersion)}::text else apple_apps.min_bundle_version end,
-              allow_missing_validation_category = coalesce(${set(p.allowMissingValidationCategory)}::boolean, apple_apps.allow_missing_validation_category),
+              ${ruleUpdates(rules, 'apple_apps')},
               observe = ${observeValue('apple', sql`apple_apps.observe`, p.observeChange ?? {})},
               max_verifies_per_device = case when ${p.maxVerifiesPerDevice !== undefined} then ${p.maxVerifiesPerDevice?.max ?? null}::integer else apple_apps.max_verifies_per_device end,
               device_window_seconds = case when ${p.maxVerifiesPerDevice !== undefined} then ${p.maxVerifiesPerDevice?.periodSeconds ?? null}::integer else apple_apps.device_window_seconds end
@@ -278,7 +271,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
           pkg as (
             insert into android_packages (package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
                                           service_account, service_account_key_id, service_account_fingerprint,
-                                          ${sql.raw(rules.map((r) => r.column).join(', '))}, observe, max_verifies_per_device, device_window_seconds)
+                                          ${ruleColumnNames(rules)}, observe, max_verifies_per_device, device_window_seconds)
             values (${packageName},
                     ${textArray(digests)},
                     ${policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict},
@@ -287,10 +280,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                     ${serviceAccount?.ciphertext ?? null},
                     ${serviceAccount?.keyId ?? null},
                     ${serviceAccount?.fingerprint ?? null},
-                    ${sql.join(
-                      rules.map((r) => r.value),
-                      sql`, `,
-                    )},
+                    ${ruleValues(rules)},
                     ${observeValue('android', null, policy.observeChange ?? {})},
                     ${policy.maxVerifiesPerDevice?.max ?? null}::integer, ${policy.maxVerifiesPerDevice?.periodSeconds ?? null}::integer)
             on conflict (package_name) do update set
@@ -301,10 +291,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
               service_account = ${keep(policy.serviceAccount !== undefined, 'service_account')},
               service_account_key_id = ${keep(policy.serviceAccount !== undefined, 'service_account_key_id')},
               service_account_fingerprint = ${keep(policy.serviceAccount !== undefined, 'service_account_fingerprint')},
-              ${sql.join(
-                rules.map((r) => sql`${sql.raw(r.column)} = ${keep(r.given, r.column)}`),
-                sql`, `,
-              )},
+              ${ruleUpdates(rules, 'android_packages')},
               observe = ${observeValue('android', sql`android_packages.observe`, policy.observeChange ?? {})},
               max_verifies_per_device = ${keep(policy.maxVerifiesPerDevice !== undefined, 'max_verifies_per_device')},
               device_window_seconds = ${keep(policy.maxVerifiesPerDevice !== undefined, 'device_window_seconds')}

@@ -12,7 +12,8 @@ import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
 import { GMS_VERDICT_FIELDS } from '../core/google/gmsPolicyFields.js';
 import { auditSummary } from './auditedColumns.js';
 import type { ObserveChange } from './observeColumn.js';
-import { parseTextArray, textArray } from './textArray.js';
+import { ruleColumns, type RuleColumn } from './policyColumns.js';
+import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an Android package (Play Integrity and key attestation); undefined keeps the stored value. */
 export interface AndroidPolicyInput {
@@ -127,32 +128,11 @@ export function parseDigests(value: string[] | string | null): Uint8Array[] {
   return parseTextArray(value).map((hex) => new Uint8Array(Buffer.from(hex, 'hex')));
 }
 
-/** The gms and android-key table rules: one column each, named after the rule's key in snake case. */
-const TABLE_RULE_KEYS = [...GMS_VERDICT_FIELDS, ...ANDROID_KEY_POLICY_FIELDS].map(
-  (f) => f.key as keyof typeof DEFAULT_ANDROID_POLICY & keyof AndroidPolicyInput,
-);
-
-/**
- * The table rules of `policy` as `android_packages` columns: the value a new package gets (the
- * given one, else the default) and whether it was given (an existing package keeps the others).
- * Lists go as one text parameter (the two drivers bind array parameters differently); bytes as hex.
- */
-export function tableRuleColumns(
-  policy: AndroidPolicyInput,
-): { column: string; given: boolean; value: SQL }[] {
-  return TABLE_RULE_KEYS.map((key) => {
-    const given = policy[key];
-    const value = given ?? DEFAULT_ANDROID_POLICY[key];
-    return {
-      column: key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
-      given: given !== undefined,
-      value: Array.isArray(value)
-        ? textArray(
-            (value as readonly (string | Uint8Array)[]).map((v) =>
-              typeof v === 'string' ? v : Buffer.from(v).toString('hex'),
-            ),
-          )
-        : sql`${value}`,
-    };
-  });
+/** The gms and android-key table rules as `android_packages` columns (see ruleColumns). */
+export function tableRuleColumns(policy: AndroidPolicyInput): RuleColumn[] {
+  return ruleColumns(
+    [...GMS_VERDICT_FIELDS, ...ANDROID_KEY_POLICY_FIELDS],
+    policy,
+    DEFAULT_ANDROID_POLICY,
+  );
 }

@@ -1,5 +1,7 @@
+import { APPLE_POLICY_FIELDS } from '../core/apple/applePolicyFields.js';
 import type { AppleAppPolicy, AppleEnvPolicy, DeviceLimit } from '../core/types.js';
 import type { ObserveChange } from './observeColumn.js';
+import { ruleColumns, type RuleColumn } from './policyColumns.js';
 import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an App Attest entry; undefined keeps the stored value. */
@@ -57,4 +59,18 @@ export function appleAppOf(row: AppleAppRow): AppleAppPolicy {
     observe: parseTextArray(row.observe),
     maxVerifiesPerDevice: deviceLimitOf(row),
   };
+}
+
+/** What a new App Attest entry holds for each rule not given: the column defaults. */
+const APPLE_POLICY_DEFAULTS = {
+  requireReceipt: false,
+  maxRiskMetric: null,
+  validationCategories: [],
+  minBundleVersion: null,
+  allowMissingValidationCategory: false,
+} as const satisfies Omit<Required<ApplePolicyInput>, 'observeChange' | 'maxVerifiesPerDevice'>;
+
+/** The App Attest table rules as `apple_apps` columns (see ruleColumns). */
+export function appleRuleColumns(policy: ApplePolicyInput): RuleColumn[] {
+  return ruleColumns(APPLE_POLICY_FIELDS, policy, APPLE_POLICY_DEFAULTS);
 }

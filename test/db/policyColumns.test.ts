@@ -1,0 +1,40 @@
+/**
+ * The policy tables name the entry columns their rules are stored in (a rule's key in snake
+ * case): each such column must exist in the schema, and a rule is written only when given.
+ */
+import { getTableConfig } from 'drizzle-orm/pg-core';
+import { expect, it } from 'vitest';
+import { appleRuleColumns } from '../../src/db/appleAppRows.js';
+import { tableRuleColumns } from '../../src/db/androidPackageRows.js';
+import { androidPackages, appleApps } from '../../src/db/schema.js';
+
+const columnsOf = (table: typeof appleApps | typeof androidPackages) =>
+  getTableConfig(table).columns.map((c) => c.name);
+
+it('every table rule is a column of its entry table', () => {
+  const apple = appleRuleColumns({}).map((r) => r.column);
+  expect(apple).toEqual([
+    'require_receipt',
+    'max_risk_metric',
+    'validation_categories',
+    'min_bundle_version',
+    'allow_missing_validation_category',
+  ]);
+  expect(columnsOf(appleApps)).toEqual(expect.arrayContaining(apple));
+  const android = tableRuleColumns({}).map((r) => r.column);
+  expect(android).toContain('deny_recall_bits');
+  expect(android).toContain('max_patch_age_months');
+  expect(columnsOf(androidPackages)).toEqual(expect.arrayContaining(android));
+});
+
+it('a rule counts as given only when the policy sets it (null and [] included)', () => {
+  const given = (p: object) =>
+    appleRuleColumns(p)
+      .filter((r) => r.given)
+      .map((r) => r.column);
+  expect(given({})).toEqual([]);
+  expect(given({ maxRiskMetric: null, validationCategories: [] })).toEqual([
+    'max_risk_metric',
+    'validation_categories',
+  ]);
+});
