@@ -7,12 +7,9 @@ import type {
   RecallBit,
   DeviceLimit,
 } from '../core/types.js';
-import { ANDROID_KEY_POLICY_FIELDS } from '../core/android/androidKeyPolicyFields.js';
-import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
-import { GMS_VERDICT_FIELDS } from '../core/google/gmsPolicyFields.js';
 import { auditSummary } from './auditedColumns.js';
 import type { ObserveChange } from './observeColumn.js';
-import { ruleColumns, type RuleColumn } from './policyColumns.js';
+import { ANDROID_RULES, ruleColumns, type RuleColumn } from './policyColumns.js';
 import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an Android package (Play Integrity and key attestation); undefined keeps the stored value. */
@@ -130,9 +127,5 @@ export function parseDigests(value: string[] | string | null): Uint8Array[] {
 
 /** The gms and android-key table rules as `android_packages` columns (see ruleColumns). */
 export function tableRuleColumns(policy: AndroidPolicyInput): RuleColumn[] {
-  return ruleColumns(
-    [...GMS_VERDICT_FIELDS, ...ANDROID_KEY_POLICY_FIELDS],
-    policy,
-    DEFAULT_ANDROID_POLICY,
-  );
+  return ruleColumns(ANDROID_RULES, policy);
 }

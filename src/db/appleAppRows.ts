@@ -1,7 +1,6 @@
-import { APPLE_POLICY_FIELDS } from '../core/apple/applePolicyFields.js';
 import type { AppleAppPolicy, AppleEnvPolicy, DeviceLimit } from '../core/types.js';
 import type { ObserveChange } from './observeColumn.js';
-import { ruleColumns, type RuleColumn } from './policyColumns.js';
+import { APPLE_RULES, ruleColumns, type RuleColumn } from './policyColumns.js';
 import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an App Attest entry; undefined keeps the stored value. */
@@ -61,16 +60,7 @@ export function appleAppOf(row: AppleAppRow): AppleAppPolicy {
   };
 }
 
-/** What a new App Attest entry holds for each rule not given: the column defaults. */
-const APPLE_POLICY_DEFAULTS = {
-  requireReceipt: false,
-  maxRiskMetric: null,
-  validationCategories: [],
-  minBundleVersion: null,
-  allowMissingValidationCategory: false,
-} as const satisfies Omit<Required<ApplePolicyInput>, 'observeChange' | 'maxVerifiesPerDevice'>;
-
 /** The App Attest table rules as `apple_apps` columns (see ruleColumns). */
 export function appleRuleColumns(policy: ApplePolicyInput): RuleColumn[] {
-  return ruleColumns(APPLE_POLICY_FIELDS, policy, APPLE_POLICY_DEFAULTS);
+  return ruleColumns(APPLE_RULES, policy);
 }

@@ -1,4 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
+import { ANDROID_RULES, APPLE_RULES, ruleAudits } from './policyColumns.js';
 
 /** How one column appears in audit summaries: its key there, and its value (the column as it is by default). */
 export interface AuditedColumn {
@@ -24,14 +25,8 @@ export const AUDITED_COLUMNS = {
   },
   apple_apps: {
     env: { key: 'env' },
-    require_receipt: { key: 'requireReceipt' },
-    max_risk_metric: { key: 'maxRiskMetric' },
-    validation_categories: {
-      key: 'validationCategories',
-      value: (r) => sql`to_jsonb(${r}.validation_categories)`,
-    },
-    min_bundle_version: { key: 'minBundleVersion' },
-    allow_missing_validation_category: { key: 'allowMissingValidationCategory' },
+    // the rules of the App Attest policy table, named as the table names them
+    ...ruleAudits(APPLE_RULES),
     observe: { key: 'observe', value: (r) => sql`to_jsonb(${r}.observe)` },
     // N and the window in one value, as the flag gives them (null: not counted)
     max_verifies_per_device: {
@@ -48,31 +43,14 @@ export const AUDITED_COLUMNS = {
     min_verdict: { key: 'minVerdict' },
     allow_unrecognized: { key: 'allowUnrecognized' },
     max_age_seconds: { key: 'maxAgeSeconds' },
-    require_licensed: { key: 'requireLicensed' },
-    play_protect_verdicts: {
-      key: 'playProtectVerdicts',
-      value: (r) => sql`to_jsonb(${r}.play_protect_verdicts)`,
-    },
-    deny_app_access_risk: {
-      key: 'denyAppAccessRisk',
-      value: (r) => sql`to_jsonb(${r}.deny_app_access_risk)`,
-    },
-    max_device_activity: { key: 'maxDeviceActivity' },
-    deny_recall_bits: {
-      key: 'denyRecallBits',
-      value: (r) => sql`to_jsonb(${r}.deny_recall_bits)`,
-    },
+    // the rules of the gms and android-key policy tables, named as the tables name them
+    ...ruleAudits(ANDROID_RULES),
     // the account itself is a secret: its fingerprint stands for it (null: none stored)
     service_account_fingerprint: {
       key: 'serviceAccount',
       value: (r) =>
         sql`case when ${r}.service_account is null then null else coalesce(${r}.service_account_fingerprint, 'stored before fingerprints were kept') end`,
     },
-    key_attestation: { key: 'keyAttestation' },
-    min_security_level: { key: 'minSecurityLevel' },
-    allow_unlocked: { key: 'allowUnlocked' },
-    boot_keys: { key: 'bootKeys', value: (r) => sql`to_jsonb(${r}.boot_keys)` },
-    max_patch_age_months: { key: 'maxPatchAgeMonths' },
     observe: { key: 'observe', value: (r) => sql`to_jsonb(${r}.observe)` },
     // N and the window in one value, as the flag gives them (null: not counted)
     max_verifies_per_device: {

@@ -1,6 +1,55 @@
 import { sql, type SQL } from 'drizzle-orm';
+import { ANDROID_KEY_POLICY_FIELDS } from '../core/android/androidKeyPolicyFields.js';
+import { APPLE_POLICY_FIELDS } from '../core/apple/applePolicyFields.js';
+import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
+import { GMS_VERDICT_FIELDS } from '../core/google/gmsPolicyFields.js';
 import type { PolicyField } from '../core/policyFields.js';
+import type { AuditedColumn } from './auditedColumns.js';
 import { textArray } from './textArray.js';
+
+/** A kind's rules stored one column each, with what a new entry holds for those not given. */
+export interface RuleTable {
+  fields: readonly PolicyField<never>[];
+  /** the column defaults; only these keys are columns (the device limit spans two, the observed rules have their own change) */
+  defaults: Readonly<Record<string, unknown>>;
+}
+
+export const APPLE_RULES: RuleTable = {
+  fields: APPLE_POLICY_FIELDS,
+  defaults: {
+    requireReceipt: false,
+    maxRiskMetric: null,
+    validationCategories: [],
+    minBundleVersion: null,
+    allowMissingValidationCategory: false,
+  },
+};
+
+export const ANDROID_RULES: RuleTable = {
+  fields: [...GMS_VERDICT_FIELDS, ...ANDROID_KEY_POLICY_FIELDS],
+  defaults: DEFAULT_ANDROID_POLICY,
+};
+
+/** The rules of `table` that are columns: the rule's key, its column (the key in snake case), whether it holds a list. */
+function columnsOf({ fields, defaults }: RuleTable) {
+  return fields
+    .filter((f) => f.stored && f.key in defaults)
+    .map(({ key }) => ({
+      key,
+      column: key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
+      list: Array.isArray(defaults[key]),
+    }));
+}
+
+/** The audit summary's entries for the rule columns: the rule's key, lists as jsonb arrays. */
+export function ruleAudits(table: RuleTable): Record<string, AuditedColumn> {
+  return Object.fromEntries(
+    columnsOf(table).map(({ key, column, list }) => [
+      column,
+      list ? { key, value: (r: SQL) => sql`to_jsonb(${r}.${sql.identifier(column)})` } : { key },
+    ]),
+  );
+}
 
 /** One policy rule as an entry's column: its name, its value for a new entry, whether it was given. */
 export interface RuleColumn {
@@ -10,34 +59,26 @@ export interface RuleColumn {
 }
 
 /**
- * The rules of a kind's policy table stored one column each (named after the rule's key in snake
- * case: requireLicensed is require_licensed), for an upsert: a new entry gets the given value,
- * else the default; an existing one keeps the rules not given. Only the keys of `defaults` are
- * columns (the device limit spans two, the observed rules have their own change). Lists go as one
- * text parameter (the two drivers bind array parameters differently), bytes as hex.
+ * The rule columns of an upsert: a new entry gets the given value, else the default; an existing
+ * one keeps the rules not given. Lists go as one text parameter (the two drivers bind array
+ * parameters differently), bytes as hex.
  */
-export function ruleColumns(
-  fields: readonly PolicyField<never>[],
-  policy: object,
-  defaults: Readonly<Record<string, unknown>>,
-): RuleColumn[] {
-  return fields
-    .filter((f) => f.stored && f.key in defaults)
-    .map(({ key }) => {
-      const given = (policy as Record<string, unknown>)[key];
-      const value = given ?? defaults[key];
-      return {
-        column: key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
-        given: given !== undefined,
-        value: Array.isArray(value)
-          ? textArray(
-              (value as readonly (string | Uint8Array)[]).map((v) =>
-                typeof v === 'string' ? v : Buffer.from(v).toString('hex'),
-              ),
-            )
-          : sql`${value}`,
-      };
-    });
+export function ruleColumns(table: RuleTable, policy: object): RuleColumn[] {
+  return columnsOf(table).map(({ key, column }) => {
+    const given = (policy as Record<string, unknown>)[key];
+    const value = given ?? table.defaults[key];
+    return {
+      column,
+      given: given !== undefined,
+      value: Array.isArray(value)
+        ? textArray(
+            (value as readonly (string | Uint8Array)[]).map((v) =>
+              typeof v === 'string' ? v : Buffer.from(v).toString('hex'),
+            ),
+          )
+        : sql`${value}`,
+    };
+  });
 }
 
 /** `a, b, c`: the columns, for the insert's column list. */
