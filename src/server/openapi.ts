@@ -1,3 +1,4 @@
+import { DETAILS_SCHEMAS } from '../core/detailsSchemas.js';
 import { RESULT_TOKEN_CLAIMS } from '../core/resultToken.js';
 /** OpenAPI 3.1 description of every operation and every response (served at /openapi.json). */
 const errorBody = {
@@ -13,6 +14,14 @@ const errorBody = {
 } as const;
 
 const base64 = { type: 'string', contentEncoding: 'base64' } as const;
+/** Every evidence kind's details schemas (each kind declares its own, beside its verifier). */
+const detailsComponents = (): Record<string, object> =>
+  Object.assign({}, ...DETAILS_SCHEMAS.map((d) => d.components));
+/** The verify answer's details fields, one per kind, each referring to its kind's schema. */
+const detailsFields = (): Record<string, object> =>
+  Object.fromEntries(
+    DETAILS_SCHEMAS.map((d) => [d.responseField, { $ref: `#/components/schemas/${d.main}` }]),
+  );
 const err = (description: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -32,124 +41,7 @@ export const OPENAPI_DOCUMENT = {
     securitySchemes: { apiKey: { type: 'apiKey', in: 'header', name: 'X-Api-Key' } },
     schemas: {
       Error: errorBody,
-      GoogleTokenDetails: {
-        type: 'object',
-        required: ['packageName', 'deviceIntegrityVerdicts', 'timestampMillis'],
-        description:
-          'The three required fields are the contract. The others are extensions for RP telemetry, present only when the Play Integrity payload carries them (the verdict is opted in on the Play Console and was evaluated); a client must accept their absence.',
-        properties: {
-          packageName: { type: 'string' },
-          deviceIntegrityVerdicts: { type: 'array', items: { type: 'string' } },
-          timestampMillis: { type: 'integer', format: 'int64' },
-          appLicensingVerdict: {
-            type: 'string',
-            description:
-              'extension: accountDetails.appLicensingVerdict (LICENSED, UNLICENSED, UNEVALUATED)',
-          },
-          playProtectVerdict: {
-            type: 'string',
-            description:
-              'extension: environmentDetails.playProtectVerdict (NO_ISSUES, NO_DATA, POSSIBLE_RISK, MEDIUM_RISK, HIGH_RISK, UNEVALUATED)',
-          },
-          appsDetected: {
-            type: 'array',
-            items: { type: 'string' },
-            description:
-              'extension: environmentDetails.appAccessRiskVerdict.appsDetected (KNOWN_/UNKNOWN_ INSTALLED, CAPTURING, CONTROLLING, OVERLAYS)',
-          },
-          deviceActivityLevel: {
-            type: 'string',
-            description:
-              'extension: deviceIntegrity.recentDeviceActivity.deviceActivityLevel (LEVEL_1 to LEVEL_4, UNEVALUATED)',
-          },
-          deviceRecall: { $ref: '#/components/schemas/DeviceRecall' },
-          sdkVersion: {
-            type: 'integer',
-            description:
-              'extension: deviceIntegrity.deviceAttributes.sdkVersion (Android API level)',
-          },
-          versionCode: {
-            type: 'string',
-            description: 'extension: appIntegrity.versionCode, as a decimal string',
-          },
-        },
-      },
-      DeviceRecall: {
-        type: 'object',
-        description:
-          "extension: deviceIntegrity.deviceRecall (Play device recall): the three bits the app's developer wrote for this device with POST /api/v1/android/device-recall, which survive a reset; a bit Google leaves out is false",
-        required: ['bitFirst', 'bitSecond', 'bitThird'],
-        properties: {
-          bitFirst: { type: 'boolean' },
-          bitSecond: { type: 'boolean' },
-          bitThird: { type: 'boolean' },
-          writeDates: { $ref: '#/components/schemas/DeviceRecallWriteDates' },
-        },
-      },
-      DeviceRecallWriteDates: {
-        type: 'object',
-        description:
-          "When each bit was last written, as YYYYMM in UTC (e.g. 202611), as far as Google's verdict gives it (Google documents a date for set bits only)",
-        required: [],
-        properties: {
-          yyyymmFirst: { type: 'integer' },
-          yyyymmSecond: { type: 'integer' },
-          yyyymmThird: { type: 'integer' },
-        },
-      },
-      AppleTokenDetails: {
-        type: 'object',
-        required: ['keyIdentifier', 'appId', 'environment', 'assertionCounter'],
-        properties: {
-          keyIdentifier: base64,
-          appId: { type: 'string', description: '<TEAMID>.<bundle id>' },
-          environment: { enum: ['Development', 'Production'] },
-          assertionCounter: { type: 'integer', minimum: 0 },
-          riskMetric: {
-            type: 'integer',
-            minimum: 0,
-            description:
-              "extension: Apple's risk metric from the key's latest refreshed App Attest receipt (attestations for this device and app over 30 days), when one is known",
-          },
-          validationCategory: {
-            type: 'string',
-            description:
-              'extension (iOS 27+): how the app was distributed: platform, testflight, development, appstore, enterprise, developerid, or category-N for a value Apple has not documented',
-          },
-          bundleVersion: {
-            type: 'string',
-            description: "extension (iOS 27+): the app's bundle version as the device reported it",
-          },
-        },
-      },
-      AndroidKeyDetails: {
-        type: 'object',
-        description: 'Android hardware key attestation (device.service android-key)',
-        required: [
-          'keyIdentifier',
-          'packageName',
-          'securityLevel',
-          'verifiedBootState',
-          'deviceLocked',
-          'osPatchLevel',
-          'attestationVersion',
-        ],
-        properties: {
-          keyIdentifier: { ...base64, description: 'base64 of keyId, SHA-256 of the key SPKI' },
-          packageName: { type: 'string' },
-          securityLevel: {
-            enum: ['TrustedEnvironment', 'StrongBox'],
-            description: 'the lower of the attestation and KeyMint security levels',
-          },
-          verifiedBootState: { enum: ['Verified', 'SelfSigned', 'Unverified', 'Failed'] },
-          deviceLocked: { type: 'boolean' },
-          osPatchLevel: {
-            type: ['integer', 'null'],
-            description: 'YYYYMM, or null when the key description has none',
-          },
-          attestationVersion: { type: 'integer', minimum: 0 },
-        },
-      },
+      ...detailsComponents(),
       ResultTokenDetails: {
         type: 'object',
         required: [],
@@ -257,14 +149,12 @@ export const OPENAPI_DOCUMENT = {
                   properties: {
                     isValid: { type: 'boolean' },
                     statusCode: { const: 0 },
-                    googleTokenDetails: { $ref: '#/components/schemas/GoogleTokenDetails' },
-                    appleTokenDetails: { $ref: '#/components/schemas/AppleTokenDetails' },
+                    ...detailsFields(),
                     resultToken: {
                       type: 'string',
                       description:
                         'Only for API keys with result tokens on, only with isValid true: an ES256 JWT (typ attest-result+jwt) of the result, verifiable offline against /.well-known/jwks.json (the token of a test-mode API key carries test: true and verifies against /.well-known/jwks-test.json only)',
                     },
-                    androidKeyDetails: { $ref: '#/components/schemas/AndroidKeyDetails' },
                   },
                 },
               },
