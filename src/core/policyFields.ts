@@ -40,6 +40,11 @@ export interface PolicyField<V = never> {
   stored?: z.ZodType;
   /** a few words for `allowlist list`, or undefined while the rule is off */
   summary?: (entry: V) => string | undefined;
+  /**
+   * the policy value of what the column holds, where that is not the value itself (lists arrive
+   * as text lists, numbers as numbers): bytes stored as hex, a value an older or newer version wrote
+   */
+  read?: (stored: unknown) => unknown;
 }
 
 /**

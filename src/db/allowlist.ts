@@ -3,12 +3,10 @@ import type {
   AndroidPackagePolicy,
   AppleAppPolicy,
   AppleEnvPolicy,
-  DeviceActivityLevel,
   GoogleServiceAccount,
   MinVerdict,
 } from '../core/types.js';
 import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
-import { RECALL_BITS } from '../core/google/verdictPolicy.js';
 import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import {
   androidSummary,
@@ -32,7 +30,15 @@ import {
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
 import { observeValue } from './observeColumn.js';
-import { ruleColumnNames, ruleUpdates, ruleValues } from './policyColumns.js';
+import {
+  ANDROID_RULES,
+  APPLE_RULES,
+  ruleColumnList,
+  ruleColumnNames,
+  ruleUpdates,
+  ruleValues,
+  ruleValuesOf,
+} from './policyColumns.js';
 import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
@@ -50,6 +56,21 @@ const PACKAGES = 'android_packages';
  * Play Integrity keys are sealed with `secrets` (the master key) before they reach the database;
  * `null` for callers that never touch them (Apple entries, removals).
  */
+/** The rules an Android package's tables declare (read from their columns by the tables). */
+type AndroidRules = Pick<
+  AndroidPackagePolicy,
+  | 'requireLicensed'
+  | 'playProtectVerdicts'
+  | 'denyAppAccessRisk'
+  | 'maxDeviceActivity'
+  | 'denyRecallBits'
+  | 'keyAttestation'
+  | 'minSecurityLevel'
+  | 'allowUnlocked'
+  | 'bootKeys'
+  | 'maxPatchAgeMonths'
+>;
+
 export function createAllowlistRepository(db: Database, secrets: SecretBox | null) {
   const box = (): SecretBox => {
     if (!secrets)
@@ -164,8 +185,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
                    a.before, a.after
             from a where a.inserted or a.before is distinct from a.after`,
           )}
-          select u.inserted, (a.inserted or a.before is distinct from a.after) as changed, u.app_id, u.env, u.require_receipt, u.max_risk_metric, u.validation_categories,
-            u.min_bundle_version, u.allow_missing_validation_category, u.observe, u.max_verifies_per_device, u.device_window_seconds, ${auditColumn(auditor)} as audit from u, a`),
+          select u.inserted, (a.inserted or a.before is distinct from a.after) as changed, u.app_id, u.env, ${ruleColumnList(APPLE_RULES, 'u')}, u.observe, u.max_verifies_per_device, u.device_window_seconds, ${auditColumn(auditor)} as audit from u, a`),
       );
       logAudit(auditor, rows[0]!.audit);
       const stored = appleAppOf(rows[0]!);
@@ -207,8 +227,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
     async listApple(): Promise<AppleAppPolicy[]> {
       const rows = rowsOf<AppleAppRow>(
         await db.execute(
-          sql`select app_id, env, require_receipt, max_risk_metric, validation_categories, min_bundle_version,
-                allow_missing_validation_category, observe, max_verifies_per_device, device_window_seconds from apple_apps order by app_id`,
+          sql`select app_id, env, ${ruleColumnList(APPLE_RULES)}, observe, max_verifies_per_device,
+                device_window_seconds from apple_apps order by app_id`,
         ),
       );
       return rows.map(appleAppOf);
@@ -424,8 +444,8 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
       const packages = rowsOf<PackageRow>(
         await db.execute(sql`
           select package_name, certificate_digests, min_verdict, allow_unrecognized, max_age_seconds,
-                 require_licensed, play_protect_verdicts, deny_app_access_risk, max_device_activity, deny_recall_bits, service_account, service_account_key_id,
-                 key_attestation, min_security_level, allow_unlocked, boot_keys, max_patch_age_months, observe, max_verifies_per_device, device_window_seconds
+                 ${ruleColumnList(ANDROID_RULES)}, service_account, service_account_key_id,
+                 observe, max_verifies_per_device, device_window_seconds
           from android_packages order by package_name`),
       );
       const pairs = rowsOf<PairRow>(
@@ -447,20 +467,7 @@ export function createAllowlistRepository(db: Database, secrets: SecretBox | nul
         minVerdict: p.min_verdict as MinVerdict,
         allowUnrecognized: p.allow_unrecognized,
         maxAgeSeconds: p.max_age_seconds,
-        requireLicensed: p.require_licensed,
-        playProtectVerdicts: parseTextArray(p.play_protect_verdicts),
-        denyAppAccessRisk: parseTextArray(p.deny_app_access_risk),
-        maxDeviceActivity: p.max_device_activity as DeviceActivityLevel | null,
-        // a value this version does not know is dropped, never read as another bit
-        denyRecallBits: RECALL_BITS.filter((b) => parseTextArray(p.deny_recall_bits).includes(b)),
-        keyAttestation: p.key_attestation,
-        minSecurityLevel:
-          p.min_security_level === 'StrongBox'
-            ? ('StrongBox' as const)
-            : ('TrustedEnvironment' as const),
-        allowUnlocked: p.allow_unlocked,
-        bootKeys: parseDigests(p.boot_keys),
-        maxPatchAgeMonths: p.max_patch_age_months === null ? null : Number(p.max_patch_age_months),
+        ...(ruleValuesOf(ANDROID_RULES, p) as AndroidRules),
         observe: parseTextArray(p.observe),
         maxVerifiesPerDevice: deviceLimitOf(p),
         serviceAccount:

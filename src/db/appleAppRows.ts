@@ -1,6 +1,6 @@
 import type { AppleAppPolicy, AppleEnvPolicy, DeviceLimit } from '../core/types.js';
 import type { ObserveChange } from './observeColumn.js';
-import { APPLE_RULES, ruleColumns, type RuleColumn } from './policyColumns.js';
+import { APPLE_RULES, ruleColumns, ruleValuesOf, type RuleColumn } from './policyColumns.js';
 import { parseTextArray } from './textArray.js';
 
 /** Policy fields of an App Attest entry; undefined keeps the stored value. */
@@ -45,16 +45,15 @@ export function deviceLimitOf(row: {
   };
 }
 
+/** The rules an App Attest entry's table declares (read from their columns by the table). */
+type AppleRules = Omit<AppleAppPolicy, 'appId' | 'env' | 'observe' | 'maxVerifiesPerDevice'>;
+
 /** An App Attest entry from its row: every field, as the audit trail records it before and after a change. */
 export function appleAppOf(row: AppleAppRow): AppleAppPolicy {
   return {
     appId: row.app_id,
     env: row.env as AppleEnvPolicy,
-    requireReceipt: row.require_receipt,
-    maxRiskMetric: row.max_risk_metric === null ? null : Number(row.max_risk_metric),
-    validationCategories: parseTextArray(row.validation_categories),
-    minBundleVersion: row.min_bundle_version,
-    allowMissingValidationCategory: row.allow_missing_validation_category,
+    ...(ruleValuesOf(APPLE_RULES, row) as AppleRules),
     observe: parseTextArray(row.observe),
     maxVerifiesPerDevice: deviceLimitOf(row),
   };

@@ -5,7 +5,7 @@ import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
 import { GMS_VERDICT_FIELDS } from '../core/google/gmsPolicyFields.js';
 import type { PolicyField } from '../core/policyFields.js';
 import type { AuditedColumn } from './auditedColumns.js';
-import { textArray } from './textArray.js';
+import { parseTextArray, textArray } from './textArray.js';
 
 /** A kind's rules stored one column each, with what a new entry holds for those not given. */
 export interface RuleTable {
@@ -79,6 +79,35 @@ export function ruleColumns(table: RuleTable, policy: object): RuleColumn[] {
         : sql`${value}`,
     };
   });
+}
+
+/** `a, b, c` (or `u.a, u.b, u.c`): the rule columns of `table`, for a select. */
+export function ruleColumnList(table: RuleTable, alias?: string): SQL {
+  return sql.raw(
+    columnsOf(table)
+      .map((c) => (alias ? `${alias}.${c.column}` : c.column))
+      .join(', '),
+  );
+}
+
+/**
+ * The rules of an entry from its row, by the policy's keys: lists from their text arrays, each
+ * through its field's `read` where the column holds something else than the value.
+ */
+export function ruleValuesOf(table: RuleTable, row: object): Record<string, unknown> {
+  const fields = new Map(table.fields.map((f) => [f.key, f]));
+  return Object.fromEntries(
+    columnsOf(table).map(({ key, column, list }) => {
+      const raw = (row as Record<string, unknown>)[column];
+      const plain = list
+        ? parseTextArray(raw as string[] | string | null)
+        : typeof raw === 'bigint'
+          ? Number(raw)
+          : raw;
+      const read = fields.get(key)?.read;
+      return [key, read ? read(plain) : plain];
+    }),
+  );
 }
 
 /** `a, b, c`: the columns, for the insert's column list. */

@@ -6,6 +6,7 @@ import { getTableConfig } from 'drizzle-orm/pg-core';
 import { expect, it } from 'vitest';
 import { appleRuleColumns } from '../../src/db/appleAppRows.js';
 import { tableRuleColumns } from '../../src/db/androidPackageRows.js';
+import { ANDROID_RULES, ruleValuesOf } from '../../src/db/policyColumns.js';
 import { androidPackages, appleApps } from '../../src/db/schema.js';
 
 const columnsOf = (table: typeof appleApps | typeof androidPackages) =>
@@ -37,4 +38,33 @@ it('a rule counts as given only when the policy sets it (null and [] included)',
     'max_risk_metric',
     'validation_categories',
   ]);
+});
+
+it('a row reads back through the table: text arrays in either driver form, hex boot keys as bytes, values this version does not know dropped', () => {
+  const key = 'ab'.repeat(32);
+  const read = ruleValuesOf(ANDROID_RULES, {
+    require_licensed: true,
+    // PGlite may hand a text[] over as its literal, postgres.js as an array
+    play_protect_verdicts: '{NO_ISSUES,NO_DATA}',
+    deny_app_access_risk: ['KNOWN_CAPTURING'],
+    max_device_activity: null,
+    deny_recall_bits: ['third', 'fourth', 'first'],
+    key_attestation: true,
+    min_security_level: 'SomethingNewer',
+    allow_unlocked: false,
+    boot_keys: [key],
+    max_patch_age_months: 12n,
+  });
+  expect(read).toEqual({
+    requireLicensed: true,
+    playProtectVerdicts: ['NO_ISSUES', 'NO_DATA'],
+    denyAppAccessRisk: ['KNOWN_CAPTURING'],
+    maxDeviceActivity: null,
+    denyRecallBits: ['first', 'third'],
+    keyAttestation: true,
+    minSecurityLevel: 'TrustedEnvironment',
+    allowUnlocked: false,
+    bootKeys: [new Uint8Array(Buffer.from(key, 'hex'))],
+    maxPatchAgeMonths: 12,
+  });
 });

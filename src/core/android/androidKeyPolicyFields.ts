@@ -40,6 +40,8 @@ export const ANDROID_KEY_POLICY_FIELDS: readonly PolicyField<AndroidKeyRules>[] 
       value: text === 'strongbox' ? 'StrongBox' : 'TrustedEnvironment',
     })),
     summary: (p) => `min ${p.minSecurityLevel === 'StrongBox' ? 'strongbox' : 'tee'}`,
+    // anything but StrongBox is the lowest level a package may ask for
+    read: (v) => (v === 'StrongBox' ? 'StrongBox' : 'TrustedEnvironment'),
   },
   switchField(
     'allowUnlocked',
@@ -70,6 +72,8 @@ export const ANDROID_KEY_POLICY_FIELDS: readonly PolicyField<AndroidKeyRules>[] 
         : { ok: false, problem: `--boot-key "${hex}" is not a 32-byte verifiedBootKey in hex` };
     }),
     summary: (p) => (p.bootKeys.length ? `${p.bootKeys.length} boot key(s)` : undefined),
+    // stored as hex (the upsert writes bytes so)
+    read: (v) => (v as readonly string[]).map((hex) => new Uint8Array(Buffer.from(hex, 'hex'))),
   },
   {
     key: 'maxPatchAgeMonths',

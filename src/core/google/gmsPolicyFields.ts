@@ -29,6 +29,8 @@ function verdictListField(
   parse: (text: string) => { ok: true; values: unknown } | { ok: false; problem: string },
   label: string,
   stored: z.ZodType,
+  /** the values this version knows: a stored one it does not is dropped, never read as another */
+  known?: readonly string[],
 ): PolicyField<GmsVerdictRules> {
   const name = flag.split(' ')[0]!;
   return {
@@ -44,6 +46,7 @@ function verdictListField(
     no: { help: noHelp, value: [] },
     stored,
     summary: (p) => (p[key].length ? `${label} ${p[key].join('|')}` : undefined),
+    ...(known ? { read: (v) => known.filter((k) => (v as readonly string[]).includes(k)) } : {}),
   };
 }
 
@@ -110,5 +113,6 @@ export const GMS_VERDICT_FIELDS: readonly PolicyField<GmsVerdictRules>[] = [
     parseRecallBitList,
     'deny recall',
     z.array(z.enum(RECALL_BITS as ['first', 'second', 'third'])).max(3),
+    RECALL_BITS,
   ),
 ];
