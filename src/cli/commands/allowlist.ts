@@ -125,7 +125,7 @@ ${examples(kinds.flatMap((k) => k.examples.remove))}`,
   return allowlist;
 }
 
-/** The allowlist kind `name` names (`apple`, `android`), or a usage error. */
+/** The allowlist entry kind that `name` names, or a usage error. */
 function kindNamed(name: string): AllowlistKind {
   const entry = ALLOWLIST_KINDS.find((k) => k.entry === name);
   if (!entry)
