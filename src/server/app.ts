@@ -27,8 +27,7 @@ import { verifyCounter } from './middleware/verifyCounter.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
 import { createApiDocs } from './apiDocs.js';
 import { DEVICE_RECALL_PATH, deviceRecallHandler, type DeviceRecallWrite } from './deviceRecall.js';
-import { readBody, TOO_LARGE } from './readBody.js';
-import { requestHeader } from './requestHeader.js';
+import { readJson } from './readJson.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
 import type { StatsRecorder } from './statsRecorder.js';
 import { parseVerifyRequest } from './verifyRequest.js';
@@ -39,7 +38,6 @@ export { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './erro
 export const BODY_LIMIT_BYTES = 64 * 1024;
 /** A consume's body: a result token (at most RESULT_TOKEN_MAX_CHARS) and its JSON. */
 export const CONSUME_BODY_LIMIT_BYTES = 16 * 1024;
-const utf8 = new TextDecoder();
 
 export interface AppDeps {
   logger: Logger;
@@ -344,36 +342,6 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     }
     return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
   });
-
-  /**
-   * The JSON body of a POST, or the error answer: `tooLarge` past `limit` bytes, 400 for another
-   * Content-Type or a body that is not JSON.
-   */
-  async function readJson(
-    c: Context<AppEnv>,
-    limit: number,
-    tooLarge: 400 | 413,
-  ): Promise<{ ok: true; json: unknown } | { ok: false; response: Response }> {
-    let body: Uint8Array | typeof TOO_LARGE | undefined;
-    try {
-      body = await readBody(c, limit);
-    } catch {
-      // the client broke off: as before, an unreadable body (nobody is left to read the answer)
-    }
-    const fail = (status: 400 | 413, message: string) => ({
-      ok: false as const,
-      response: errorBody(c, status, STATUS_INVALID_REQUEST, message),
-    });
-    if (body === TOO_LARGE) return fail(tooLarge, `Request body larger than ${limit} bytes`);
-    if (!/^application\/json\s*(;|$)/i.test(requestHeader(c, 'content-type') ?? ''))
-      return fail(400, 'Content-Type must be application/json');
-    try {
-      // TextDecoder as fetch's text(): a UTF-8 BOM is dropped, bad bytes become U+FFFD
-      return { ok: true, json: JSON.parse(utf8.decode(body)) };
-    } catch {
-      return fail(400, 'The body is not valid JSON');
-    }
-  }
 
   function rejected(c: Context<AppEnv>, reason: RejectReason, detail: string) {
     const log = c.get('log');

@@ -21,12 +21,10 @@ import { liveAllowlist } from '../core/verifiers.js';
 import { GoogleFault, type DeviceRecallWriter } from '../google/playIntegrityClient.js';
 import type { AppEnv } from './appEnv.js';
 import { errorBody, STATUS_INVALID_REQUEST } from './errorBody.js';
-import { readBody, TOO_LARGE } from './readBody.js';
-import { requestHeader } from './requestHeader.js';
+import { readJson } from './readJson.js';
 
 export const DEVICE_RECALL_PATH = '/api/v1/android/device-recall';
 const BODY_LIMIT_BYTES = 64 * 1024;
-const utf8 = new TextDecoder();
 
 /** What one write came to; everything but `written` is for the log line. */
 export interface RecallWriteResult {
@@ -153,28 +151,9 @@ export async function deviceRecallHandler(
 ) {
   if (!write) return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
   const log = c.get('log');
-  let body: Uint8Array | typeof TOO_LARGE | undefined;
-  try {
-    body = await readBody(c, BODY_LIMIT_BYTES);
-  } catch {
-    // the client broke off: nobody is left to read the answer
-  }
-  if (body === TOO_LARGE)
-    return errorBody(
-      c,
-      413,
-      STATUS_INVALID_REQUEST,
-      `Request body larger than ${BODY_LIMIT_BYTES} bytes`,
-    );
-  if (!/^application\/json\s*(;|$)/i.test(requestHeader(c, 'content-type') ?? ''))
-    return errorBody(c, 400, STATUS_INVALID_REQUEST, 'Content-Type must be application/json');
-  let json: unknown;
-  try {
-    json = JSON.parse(utf8.decode(body));
-  } catch {
-    return errorBody(c, 400, STATUS_INVALID_REQUEST, 'The body is not valid JSON');
-  }
-  const parsed = parseDeviceRecallRequest(json);
+  const read = await readJson(c, BODY_LIMIT_BYTES, 413);
+  if (!read.ok) return read.response;
+  const parsed = parseDeviceRecallRequest(read.json);
   if (!parsed.ok) return errorBody(c, 400, STATUS_INVALID_REQUEST, parsed.message);
 
   log.recallBits = describeRecallValues(parsed.values);
