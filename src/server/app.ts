@@ -201,10 +201,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     if (outcome.facts.receipt) deps.metrics.observeReceipt(outcome.facts.receipt);
     if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
     log.isValid = true;
-    // observed rules that failed: in the log line only, never in the response
+    // observed rules that failed: in the log line (and so the statistics), never in the response
     if (outcome.observed) log.observed = outcome.observed;
-    // and for the statistics (each observed reason counted once)
-    c.set('observed', outcome.observed ?? []);
     deps.metrics.observeVerify(outcome.details.service, true, 'none', c.get('mode'));
     const { service, ...details } = outcome.details;
     if (!c.get('resultTokens')) return c.json({ isValid: true, statusCode: STATUS_OK, ...details });

@@ -50,8 +50,6 @@ export type AppEnv = {
     resultTokens: boolean;
     /** the apps the key may verify (`keys create --apps`); null: every allowlisted app */
     apps: AppScope;
-    /** a valid verify: the reasons of the observed rules that failed (counted, never answered) */
-    observed: readonly string[];
   };
   /** what @hono/node-server passes: Node's request and response (absent under app.request) */
   Bindings: {

@@ -8,7 +8,7 @@ export const OTHER_APP = 'other';
 
 /**
  * Counts each answered verify, after the answer is made (whatever threw on the way): valid,
- * observed (the `observed` reasons the handler set), rejected with its reason, or error (5xx).
+ * observed (the `observed` reasons of the request's log line), rejected with its reason, or error (5xx).
  * Only a map in memory is touched here; the statistics reach the database in the background.
  * A 4xx (bad body, refused key) is not a verification and is not counted.
  */
@@ -26,8 +26,7 @@ export const verifyCounter = (opts: {
       const log = c.get('log');
       let result: CountedVerify['result'] | undefined;
       if (status >= 500) result = { outcome: 'error' };
-      else if (log.isValid === true)
-        result = { outcome: 'valid', observed: c.get('observed') ?? [] };
+      else if (log.isValid === true) result = { outcome: 'valid', observed: log.observed ?? [] };
       else if (log.isValid === false && log.reason)
         result = { outcome: 'rejected', reason: log.reason };
       if (result) {
