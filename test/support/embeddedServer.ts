@@ -23,9 +23,12 @@ declare module 'vitest' {
 
 export const TEMPLATE_DATABASE = 'attest_template';
 
-// made once for every project of the run (vitest calls this per project); stopped after the last
-let made: Promise<{ dir: string; server: EmbeddedServer }> | undefined;
-let users = 0;
+// made once for every project of the run (vitest calls this per project, in module instances of
+// its own: the state lives on globalThis); stopped after the last
+const shared = globalThis as typeof globalThis & {
+  attestEmbeddedTests?: { made?: Promise<{ dir: string; server: EmbeddedServer }>; users: number };
+};
+const state = (shared.attestEmbeddedTests ??= { users: 0 });
 
 /** `url` with another database name. */
 export function databaseUrl(url: string, name: string): string {
@@ -72,12 +75,12 @@ async function start(): Promise<{ dir: string; server: EmbeddedServer }> {
 }
 
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
-  users++;
-  made ??= start();
-  const { dir, server } = await made;
+  state.users++;
+  state.made ??= start();
+  const { dir, server } = await state.made;
   project.provide('embeddedUrl', server.url);
   return async () => {
-    if (--users > 0) return;
+    if (--state.users > 0) return;
     await server.stop();
     rmSync(dir, { recursive: true, force: true });
   };
