@@ -214,8 +214,7 @@ function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
 }
 
 /** The postmaster that `postmaster.pid` of the cluster names, when it is alive and is that cluster's. */
-export function livePostmaster(dataDir: string): number | undefined {
-  const pgDir = join(dataDir, PG_DIR);
+export function livePostmaster(dataDir: string, pgDir = join(dataDir, PG_DIR)): number | undefined {
   let pid: number;
   try {
     pid = Number(readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -390,7 +389,18 @@ export async function startServer(
     }
     await sleep(15);
   }
-  const url = `postgres://${ROLE}${password ? `:${encodeURIComponent(password)}` : ''}@localhost:${PORT}/${DATABASE}?host=${encodeURIComponent(pgDir)}`;
+  // a socket path is limited to about 100 bytes: past that, on Linux, the server's own
+  // working folder (its cluster) reached through /proc names the same socket in a few bytes
+  let socketDir = pgDir;
+  if (Buffer.byteLength(join(pgDir, `.s.PGSQL.${PORT}`)) > 100) {
+    const postmaster = livePostmaster(dataDir, pgDir);
+    if (postmaster === undefined || !existsSync('/proc/self'))
+      throw new EmbeddedEngineError(
+        `the data dir path ${dataDir} is too long for the embedded database's socket: use a shorter ATTEST_DATA_DIR`,
+      );
+    socketDir = `/proc/${postmaster}/cwd`;
+  }
+  const url = `postgres://${ROLE}${password ? `:${encodeURIComponent(password)}` : ''}@localhost:${PORT}/${DATABASE}?host=${encodeURIComponent(socketDir)}`;
   return {
     url,
     pid: child.pid!,
