@@ -38,7 +38,7 @@ export interface UnpackLimits {
  * A fresh attest cluster has about 1,000 files in 30 folders (a database is a folder of its
  * files); these are far above one, and far below what fills a disk's inodes or takes minutes.
  */
-export const DEFAULT_MAX_ENTRIES = 50_000;
+export const DEFAULT_MAX_ENTRIES = 10_000;
 export const DEFAULT_MAX_DIRECTORIES = 2_000;
 export const DEFAULT_LIMITS: UnpackLimits = {
   maxBytes: DEFAULT_MAX_UNPACKED_BYTES,
