@@ -53,8 +53,8 @@ async function start(): Promise<{ dir: string; server: EmbeddedServer }> {
   const admin = adminClient(server.url);
   try {
     // a test run keeps nothing: no fsync, as the suite's speed needs on a loaded machine
+    // (synchronous_commit stays on: tests check that attest's sessions keep it)
     await admin`alter system set fsync = off`;
-    await admin`alter system set synchronous_commit = off`;
     await admin`alter system set full_page_writes = off`;
     await admin`select pg_reload_conf()`;
     await admin.unsafe(`create database ${TEMPLATE_DATABASE}`);
