@@ -1,7 +1,7 @@
 import { defineConfig } from 'vitest/config';
 
 // files that mock modules need a module graph of their own; the others share one per worker,
-// which spares each file seconds of importing the same modules again (the server, PGlite, jose...).
+// which spares each file seconds of importing the same modules again (the server, postgres.js, jose...).
 // A server started in one of them swaps the global Request and Response: pristineGlobals puts
 // the originals back before each file.
 const MOCKING = [
@@ -29,7 +29,7 @@ export default defineConfig({
     // two workers even on two cores: the CLI and process tests mostly wait for the children they
     // spawn, so a second worker fills that time (vitest's default here would be one)
     maxWorkers: 2,
-    globalSetup: ['test/support/pgliteTemplate.ts'],
+    globalSetup: ['test/support/embeddedServer.ts'],
     // ink draws only its last frame when it believes it runs in CI: the viewer tests need a terminal's behaviour
     // ...and no test reaches Google's Android status list: servers started in-process keep the snapshot
     env: { CI: 'false', ATTEST_ANDROID_REVOCATION_URL: 'off' },

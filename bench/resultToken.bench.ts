@@ -6,7 +6,7 @@ import { createLocalJWKSet, jwtVerify } from 'jose';
 import { bench, describe } from 'vitest';
 import { resultClaims } from '../src/core/resultToken.js';
 import type { PlatformDetails } from '../src/core/types.js';
-import { openMemoryDatabase } from '../src/db/client.js';
+import { backends } from '../test/support/databases.js';
 import { runMigrations } from '../src/db/migrate.js';
 import { createResultKeyRepository } from '../src/db/resultKeys.js';
 import { createSecretBox, toMasterKey } from '../src/db/secretBox.js';
@@ -15,8 +15,8 @@ import { createApp } from '../src/server/app.js';
 import { createMetrics } from '../src/server/metrics.js';
 import { createResultTokenSigner } from '../src/server/resultTokenSigner.js';
 
-const handle = await openMemoryDatabase();
-await runMigrations(handle);
+// the run's embedded server (test/support/embeddedServer.ts), a migrated database of its own
+const handle = await backends()[0]!.open();
 const signer = createResultTokenSigner({
   keys: createResultKeyRepository(handle.db, createSecretBox([toMasterKey(randomBytes(32))])),
   issuer: 'https://attest.bench.example',

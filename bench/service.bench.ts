@@ -4,7 +4,7 @@ import pino from 'pino';
 import { bench, describe } from 'vitest';
 import { generateApiKey, hashApiKey, verifyApiKeyHash } from '../src/core/apiKeys.js';
 import { createApiKeyRepository } from '../src/db/apiKeys.js';
-import { openMemoryDatabase } from '../src/db/client.js';
+import { backends } from '../test/support/databases.js';
 import { runMigrations } from '../src/db/migrate.js';
 import { createSessionRepository } from '../src/db/sessions.js';
 import { createApiKeyAuthenticator } from '../src/server/apiKeyAuthenticator.js';
@@ -13,8 +13,8 @@ import { createMetrics } from '../src/server/metrics.js';
 
 const { id, key } = generateApiKey('attest');
 const hash = await hashApiKey(key);
-const handle = await openMemoryDatabase();
-await runMigrations(handle);
+// the run's embedded server (test/support/embeddedServer.ts), a migrated database of its own
+const handle = await backends()[0]!.open();
 await createApiKeyRepository(handle.db).insert({ id, name: 'bench', hash, expiresInSeconds: null });
 
 const auth = createApiKeyAuthenticator({ lookup: createApiKeyRepository(handle.db) });
@@ -46,7 +46,7 @@ describe('API key authentication', () => {
   );
 });
 
-describe('init on embedded PGlite (in memory)', () => {
+describe('init on the embedded PostgreSQL', () => {
   bench('POST /api/v1/attestation/init', async () => {
     const res = await app.request('/api/v1/attestation/init', {
       method: 'POST',

@@ -25,7 +25,8 @@ export interface AdminServerDeps {
     audit: (event: AuditEvent) => void,
   ): Promise<unknown>;
   /** a consistent snapshot of the embedded database (gzipped tar) */
-  backup(): Promise<Blob>;
+  /** the embedded database's backup, a gzipped tar, as it is taken */
+  backup(): Readable;
   /** an unexpected failure of an operation (for the server's log) */
   onFault?(err: unknown, name: string): void;
 }
@@ -190,18 +191,22 @@ export async function startAdminServer(
   }
 
   async function sendBackup(res: ServerResponse): Promise<void> {
-    let dump: Blob;
+    let backup: Readable;
     try {
-      dump = await deps.backup();
+      backup = deps.backup();
     } catch (err) {
       deps.onFault?.(err, 'backup');
       return answer(res, 500, failure('runtime', `backup failed: ${classify(err).message}`));
     }
-    res.writeHead(200, {
-      'content-type': 'application/gzip',
-      'content-length': String(dump.size),
-    });
-    await pipeline(Readable.fromWeb(dump.stream() as never), res);
+    // streamed as it is taken (chunked): a backup that fails midway cuts the response, and the
+    // CLI, which writes to a temporary name, keeps nothing
+    res.writeHead(200, { 'content-type': 'application/gzip' });
+    try {
+      await pipeline(backup, res);
+    } catch (err) {
+      deps.onFault?.(err, 'backup');
+      res.destroy();
+    }
   }
 
   await new Promise<void>((resolve, reject) => {

@@ -9,6 +9,7 @@ import { fromWire, toWire } from '../admin/wire.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
 import type { DatabaseHandle, RunningServer } from '../db/client.js';
 import { CliError, EXIT, runtimeError } from './errors.js';
+import { backupCluster } from '../db/embeddedBackup.js';
 
 /**
  * Where a command's operations run: on the database the CLI opened itself (`local`), or in the
@@ -64,18 +65,11 @@ export function localAdmin(
         throw err instanceof AdminError ? cliErrorOf(err) : err;
       }
     },
-    ...(handle.dump
+    ...(handle.kind === 'embedded' && handle.url && handle.dataDir
       ? {
-          backup: async (file: string) => {
-            const dump = await handle.dump!();
-            const bytes = Buffer.from(await dump.arrayBuffer());
-            return writeNew(file, async (out) => {
-              out.end(bytes);
-              await new Promise<void>((resolve, reject) => {
-                out.once('finish', resolve);
-                out.once('error', reject);
-              });
-            });
+          backup: (file: string) => {
+            const source = backupCluster(handle.url!, handle.dataDir!);
+            return writeNew(file, (out) => pipeline(source, out));
           },
         }
       : {}),

@@ -1,11 +1,5 @@
-import { existsSync, mkdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { Readable } from 'node:stream';
-import { promisify } from 'node:util';
-import { gzip } from 'node:zlib';
-// PGlite stays a static import: loaded lazily, the embedded database opened measurably slower
-import { PGlite } from '@electric-sql/pglite';
-import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import {
@@ -17,19 +11,19 @@ import {
   type StaleLock,
 } from './dataDirLock.js';
 import { embeddedUnavailable } from './errors.js';
-import { assertPrivate, DataDirUnsafeError } from './runningServer.js';
+import { assertPrivate } from './runningServer.js';
 import { redactUrl } from './redactUrl.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
-import { createFromTemplate } from './template.js';
 import {
-  applyEmbeddedWalSettings,
-  maintainEmbedded,
-  startEmbeddedCheckpoints,
-} from './embeddedWal.js';
-import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES, unpackBackup } from './backupArchive.js';
-
-const gzipAsync = promisify(gzip);
+  clusterExists,
+  createCluster,
+  PG_DIR,
+  PGLITE_DIR,
+  startServer,
+  type EmbeddedServer,
+} from './embeddedServer.js';
+import { postgresTarget } from './postgresUrl.js';
 import { guardDriverRejections } from './driverRejections.js';
 import { lagAwareDeadline } from './lagAwareDeadline.js';
 
@@ -38,37 +32,40 @@ export type Database = PgDatabase<any, typeof schema>;
 
 export interface DatabaseHandle {
   db: Database;
-  /** `postgres`: a server; `embedded`: PGlite, opened by this process alone */
+  /**
+   * `postgres`: a server given by DATABASE_URL; `embedded`: the PostgreSQL server this process
+   * started in the data dir and owns (embeddedServer.ts), reached over its Unix socket
+   */
   kind: 'postgres' | 'embedded';
   /** where it is, for messages (never a password) */
   where: string;
   /** seconds a new connection may take before it fails (ATTEST_DB_CONNECT_TIMEOUT) */
   connectTimeoutSeconds: number;
-  /** PostgreSQL only: the connection URL (secret: never print it), for single-connection work */
-  url?: string;
   /**
-   * PostgreSQL only: replaces the pool with a new one. postgres-js never times a query out, so a
+   * The connection URL (secret: never print it), for single-connection work and for other
+   * processes (the embedded server's is postgres://…?host=<its socket folder>)
+   */
+  url?: string;
+  /** embedded only: the data dir (backup reads the cluster there) */
+  dataDir?: string;
+  /**
+   * Replaces the pool with a new one. postgres-js never times a query out, so a
    * pool whose connections lost their peer without a reset (a silent partition) waits forever.
    */
   recycle?(): Promise<void>;
   /**
-   * PostgreSQL only: `select 1` on a fresh connection of its own, outside the pool, within
+   * `select 1` on a fresh connection of its own, outside the pool, within
    * `timeoutMs` of time the event loop could use (see lagAwareDeadline). Rejects when the database
    * cannot be reached or does not answer.
    */
   probe?(timeoutMs: number): Promise<void>;
-  /**
-   * Embedded only: a consistent snapshot of the whole database, as PGlite's gzipped tar
-   * (`dumpDataDir`): taken at a checkpoint, with no statement running meanwhile.
-   */
-  dump?(): Promise<Blob>;
   /**
    * Embedded database opened by the server only: records the admin socket and this run's secret
    * in the 0600 lock file, where the CLI finds them.
    */
   announce?(admin: AdminDoor): void;
   /**
-   * PostgreSQL only: LISTENs on `channel` on a connection of its own (postgres.js reconnects it),
+   * LISTENs on `channel` on a connection of its own (postgres.js reconnects it),
    * calling `onNotify` with each payload and `onListen` each time the LISTEN is in place (first
    * and after every reconnect, when notifications may have been missed). Ended by `close`.
    */
@@ -91,7 +88,7 @@ export {
 export { redactUrl } from './redactUrl.js';
 
 export interface OpenOptions {
-  /** a postgres:// URL; when absent the embedded database in `dataDir` is used */
+  /** a postgres:// URL; when absent the embedded database in `dataDir` is started and used */
   url?: string | undefined;
   dataDir: string;
   /**
@@ -109,6 +106,8 @@ export interface OpenOptions {
   onProgress?: (message: string) => void;
   /** told of a lock left by a process that is gone, removed before the embedded database opened */
   onStaleLock?: (stale: StaleLock) => void;
+  /** told of an embedded PostgreSQL server left running by an attest that is gone, stopped before a new one started */
+  onOrphan?: (pid: number) => void;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
@@ -123,8 +122,12 @@ export class DatabaseMissingError extends Error {
   override readonly name = 'DatabaseMissingError';
 }
 
-// PGlite wants a folder of its own: the lock sits beside it
-export const PG_DIR = 'pgdata';
+export { PG_DIR } from './embeddedServer.js';
+
+/** The data dir holds a database of attest's earlier embedded engine (PGlite): not opened, not touched. */
+export class OldEngineError extends Error {
+  override readonly name = 'OldEngineError';
+}
 
 /**
  * PostgreSQL connections per process. Fewer connections carry more statements each (postgres.js
@@ -145,9 +148,9 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       connectTimeoutSeconds,
     );
   const dataDir = resolve(options.dataDir);
-  const pgDir = join(dataDir, PG_DIR);
   if (existsSync(dataDir)) assertPrivate(dataDir);
-  const exists = existsSync(join(pgDir, 'PG_VERSION'));
+  refuseOldEngine(dataDir);
+  const exists = clusterExists(dataDir);
   if (!exists && options.create === false) {
     throw new DatabaseMissingError(
       `no attest database in ${dataDir} (the folder ATTEST_DATA_DIR names, default ./.attest): run this where that folder is, set ATTEST_DATA_DIR to it, or create one with "attest db migrate"`,
@@ -166,34 +169,36 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
           : ''),
     );
   }
-  let pglite: PGlite | undefined;
   try {
     acquireLock(lockPath, (message) => new DatabaseBusyError(message));
   } catch (err) {
     throw embeddedUnavailable(dataDir, err);
   }
+  let server: EmbeddedServer | undefined;
+  let handle: DatabaseHandle;
   try {
     if (!exists) {
       options.onProgress?.(`creating the embedded database in ${options.dataDir}…`);
-      // a folder without PG_VERSION is left to PGlite, as before: never delete what is there
-      if (!existsSync(pgDir)) createFromTemplate(pgDir);
+      createCluster(dataDir);
     }
-    pglite = await PGlite.create({ dataDir: pgDir });
-    applyEmbeddedWalSettings(pglite);
+    server = await startServer(dataDir, options.onOrphan ? { onOrphan: options.onOrphan } : {});
+    handle = await openPostgres(
+      server.url,
+      options.poolSize ?? POOL_SIZE,
+      options.role === 'server',
+      connectTimeoutSeconds,
+    );
   } catch (err) {
-    await pglite?.close().catch(() => {});
+    await server?.stop().catch(() => {});
     rmSync(lockPath, { force: true });
     throw embeddedUnavailable(dataDir, err);
   }
-  const db = drizzlePglite(pglite, { schema }) as unknown as Database;
-  const opened = pglite;
-  const checkpoints = startEmbeddedCheckpoints(opened);
+  const running = server;
   return {
-    db,
+    ...handle,
     kind: 'embedded',
     where: dataDir,
-    connectTimeoutSeconds,
-    dump: () => dumpPglite(opened),
+    dataDir,
     ...(options.role === 'server'
       ? {
           announce(admin: AdminDoor) {
@@ -202,114 +207,29 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
         }
       : {}),
     async close() {
-      // the lock goes even when PGlite fails to close (a full disk): the process is done with it
+      // the server stops and the lock goes even when the pool fails to close
       try {
-        await checkpoints.stop();
-        await opened.close();
+        await handle.close();
       } finally {
-        rmSync(lockPath, { force: true });
+        try {
+          await running.stop();
+        } finally {
+          rmSync(lockPath, { force: true });
+        }
       }
     },
   };
 }
 
 /**
- * PGlite's data directory as a gzipped tar, consistent: a vacuum and a checkpoint first (with wal_recycle off
- * it also deletes the segments before it, so the backup carries only the live WAL and a restore
- * has little to replay), then the copy under PGlite's query lock, so no statement runs meanwhile.
- * Only the copy holds the lock: the gzip runs after it, in libuv's thread pool, while requests go on.
+ * A data dir of the earlier engine (PGlite, PostgreSQL 17 in WebAssembly) is refused, never
+ * opened nor replaced: its files are not readable by this engine.
  */
-async function dumpPglite(pglite: PGlite): Promise<Blob> {
-  await maintainEmbedded(pglite);
-  const tar = await pglite.runExclusive(() => pglite.dumpDataDir('none'));
-  const gzipped = await gzipAsync(new Uint8Array(await tar.arrayBuffer()));
-  return new Blob([new Uint8Array(gzipped)], { type: 'application/x-gzip' });
-}
-
-/**
- * Creates the embedded database in `dataDir` from a backup made by `dump` (PGlite's gzipped
- * tar), read from `backup` as it streams. `dataDir` must hold no database: the caller checks, and
- * the tar is unpacked beside `pgdata` first (bounded and checked entry by entry: see
- * backupArchive), opened, and checked to be an attest database (attest's migrations table with a
- * shipped migration in it, and the first migration's tables) before it is renamed into place, so a
- * refused or failed restore leaves nothing that looks like a database. Refusals are
- * BackupRefusedError.
- */
-export async function restoreEmbedded(
-  dataDir: string,
-  backup: Readable,
-  limits: { maxBytes: number } = { maxBytes: DEFAULT_MAX_UNPACKED_BYTES },
-): Promise<void> {
-  const dir = resolve(dataDir);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  assertPrivate(dir);
-  const lockPath = join(dir, LOCK_FILE);
-  const holder = readLiveLock(lockPath);
-  if (holder)
-    throw new DatabaseBusyError(
-      `the embedded database in ${dir} is in use by process ${holder.pid}: stop it first`,
-    );
-  acquireLock(lockPath, (message) => new DatabaseBusyError(message));
-  const partial = join(dir, `${PG_DIR}.restoring-${process.pid}`);
-  try {
-    if (existsSync(join(dir, PG_DIR)))
-      throw new DatabaseBusyError(`${dir} already holds a database`);
-    rmSync(partial, { recursive: true, force: true });
-    await unpackBackup(backup, partial, limits);
-    let pglite: PGlite;
-    try {
-      pglite = await PGlite.create({ dataDir: partial });
-    } catch (err) {
-      throw new BackupRefusedError(
-        `its data directory does not open (${(err instanceof Error ? err.message : String(err)).split('\n')[0]})`,
-      );
-    }
-    try {
-      await assertAttestDatabase(pglite);
-    } finally {
-      await pglite.close();
-    }
-    renameSync(partial, join(dir, PG_DIR));
-  } catch (err) {
-    rmSync(partial, { recursive: true, force: true });
-    throw err;
-  } finally {
-    rmSync(lockPath, { force: true });
-  }
-}
-
-/** Refuses a database that is not attest's: no migrations table, no shipped migration, no tables. */
-async function assertAttestDatabase(pglite: PGlite): Promise<void> {
-  const { migrationStatus } = await import('./migrate.js');
-  const db = drizzlePglite(pglite, { schema }) as unknown as Database;
-  const status = await migrationStatus(db);
-  if (!status[0]?.applied)
-    throw new BackupRefusedError(
-      "it holds a PostgreSQL database, but not attest's (no attest migration was applied to it)",
-    );
-  const { rows } = await pglite.query<{ present: boolean }>(
-    "select to_regclass('public.api_keys') is not null and to_regclass('public.attestation_sessions') is not null as present",
+function refuseOldEngine(dataDir: string): void {
+  if (!existsSync(join(dataDir, PGLITE_DIR, 'PG_VERSION')) || clusterExists(dataDir)) return;
+  throw new OldEngineError(
+    `${dataDir} holds a database of attest's earlier embedded engine (PGlite, in ${PGLITE_DIR}/), which this version cannot read: run "attest db backup" with the earlier version, or move ${join(dataDir, PGLITE_DIR)} away to start afresh`,
   );
-  if (!rows[0]?.present)
-    throw new BackupRefusedError("it holds a PostgreSQL database, but not attest's tables");
-}
-
-/**
- * An in-memory PGlite: tests only. `template` is a `dumpDataDir()` tar to start from instead of
- * running initdb (most of PGlite's start-up cost).
- */
-export async function openMemoryDatabase(
-  template?: Blob,
-): Promise<DatabaseHandle & { pglite: PGlite }> {
-  const pglite = await PGlite.create(template ? { loadDataDir: template } : {});
-  return {
-    db: drizzlePglite(pglite, { schema }) as unknown as Database,
-    pglite,
-    kind: 'embedded',
-    where: 'memory',
-    connectTimeoutSeconds: DEFAULT_CONNECT_TIMEOUT_SECONDS,
-    close: () => pglite.close(),
-  };
 }
 
 /** postgres-js and its drizzle driver, loaded only where a PostgreSQL connection is made. */
@@ -328,8 +248,11 @@ async function openPostgres(
   connectTimeoutSeconds: number,
 ): Promise<DatabaseHandle> {
   const { postgres, drizzlePostgres } = await postgresDriver();
+  const target = postgresTarget(url);
+  const socket = target.host ? { host: target.host } : {};
   const connect = () =>
-    postgres(url, {
+    postgres(target.url, {
+      ...socket,
       max,
       connect_timeout: connectTimeoutSeconds,
       idle_timeout: 60,
@@ -366,7 +289,8 @@ async function openPostgres(
       await stale.end({ timeout: 0 }).catch(() => {});
     },
     async probe(timeoutMs) {
-      const probe = postgres(url, {
+      const probe = postgres(target.url, {
+        ...socket,
         max: 1,
         connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
         // no array-type query at connect: nothing of the driver's own is left to reject unhandled
@@ -384,7 +308,8 @@ async function openPostgres(
       }
     },
     async listen(channel, onNotify, onListen) {
-      listener ??= postgres(url, {
+      listener ??= postgres(target.url, {
+        ...socket,
         max: 1,
         connect_timeout: connectTimeoutSeconds,
         keep_alive: 10,

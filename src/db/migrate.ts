@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
-import type { PgliteDatabase } from 'drizzle-orm/pglite';
 import { rowsOf, type Database, type DatabaseHandle } from './client.js';
 import type { SecretBox } from './secretBox.js';
 import { sealClearSecrets } from './secrets.js';
+import { postgresTarget } from './postgresUrl.js';
 
 /** Shipped next to the code (src/db and dist/db both sit two levels below the package root). */
 export const MIGRATIONS_FOLDER = fileURLToPath(new URL('../../drizzle', import.meta.url));
@@ -43,21 +43,15 @@ export async function runMigrations(
   const sealStep = async (db: Database) =>
     secrets ? (await sealClearSecrets(db, secrets.box, secrets.source)).sealed : 0;
   if (pending === 0) return { applied: 0, sealed: await sealStep(handle.db) };
-  if (handle.kind === 'embedded') {
-    announce(pending);
-    const { migrate: migratePglite } = await import('drizzle-orm/pglite/migrator');
-    await migratePglite(handle.db as unknown as PgliteDatabase<Record<string, never>>, {
-      migrationsFolder: MIGRATIONS_FOLDER,
-    });
-    return { applied: pending, sealed: await sealStep(handle.db) };
-  }
   // the advisory lock belongs to a session: take it and migrate on one dedicated connection
   const [{ default: postgres }, { drizzle }, { migrate: migratePostgres }] = await Promise.all([
     import('postgres'),
     import('drizzle-orm/postgres-js'),
     import('drizzle-orm/postgres-js/migrator'),
   ]);
-  const client = postgres(handle.url!, {
+  const target = postgresTarget(handle.url!);
+  const client = postgres(target.url, {
+    ...(target.host ? { host: target.host } : {}),
     max: 1,
     onnotice: () => {},
     connect_timeout: handle.connectTimeoutSeconds,

@@ -377,10 +377,9 @@ async function serveOn(
   // its schedule starts once nothing can fail the start any more (close() stops it); what was
   // counted before is written by its first flush
   stats.recorder?.start();
-  // PGlite belongs to this process alone; PostgreSQL may be shared by several instances
+  // the database may be shared by several instances (or worker processes): one prunes at a time
   const pruner = startSessionPruner({
-    pruneBatch: (cutoff, limit) =>
-      sessions.pruneBatch(cutoff, limit, { advisoryLock: database.kind === 'postgres' }),
+    pruneBatch: (cutoff, limit) => sessions.pruneBatch(cutoff, limit, { advisoryLock: true }),
     retentionSeconds: config.sessionRetentionSeconds,
     ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
     onRun: ({ deleted, skipped }) =>
@@ -392,7 +391,7 @@ async function serveOn(
   });
 
   const consumedPruner = startConsumedResultPruner(consumedResults, {
-    advisoryLock: database.kind === 'postgres',
+    advisoryLock: true,
     logger,
     ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
   });

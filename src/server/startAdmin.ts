@@ -5,6 +5,7 @@ import { OPERATIONS, runOperation } from '../admin/operations.js';
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/client.js';
 import type { SecretBox } from '../db/secretBox.js';
+import { backupCluster } from '../db/embeddedBackup.js';
 import { createPrivateSocketPath, removeSocket } from '../socketPath.js';
 import { describeFault } from './app.js';
 
@@ -42,7 +43,7 @@ export async function startAdmin(
         if (OPERATIONS[name].changes) await reload();
         return result;
       },
-      backup: () => database.dump!(),
+      backup: () => backupCluster(database.url!, database.dataDir!),
       onFault: (err, op) =>
         logger.error({ err: describeFault(err), op }, 'an admin operation failed'),
     });

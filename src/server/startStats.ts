@@ -44,7 +44,7 @@ export async function startStats(
   const recorder = createStatsRecorder({
     write: (rows) => repo.add(rows),
     // one instance at a time on PostgreSQL: the others skip that round
-    prune: (cutoff) => repo.prune(cutoff, { advisoryLock: database.kind === 'postgres' }),
+    prune: (cutoff) => repo.prune(cutoff, { advisoryLock: true }),
     retentionSeconds: config.statsRetentionSeconds ?? DEFAULT_STATS_RETENTION_SECONDS,
     ...(options.statsFlushIntervalMs !== undefined
       ? { flushIntervalMs: options.statsFlushIntervalMs }

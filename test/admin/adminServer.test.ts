@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 /**
  * The admin API's own rules, on a server with stand-in operations: routes, methods, content
  * type, the secret, a timeout, a busy server, and the one line the CLI prints for each failure.
@@ -88,7 +89,7 @@ beforeAll(async () => {
         }
         throw new Error('boom at a secret place');
       },
-      backup: async () => new Blob([new Uint8Array([0x1f, 0x8b, 1, 2, 3])]),
+      backup: () => Readable.from([Buffer.from([0x1f, 0x8b, 1, 2, 3])]),
     },
     { timeoutMs: 200, maxInFlight: 1 },
   );

@@ -148,7 +148,8 @@ async function sessionIsClean(): Promise<void> {
     await server.database.db.execute(sql`
       select current_setting('DateStyle') as datestyle,
              current_setting('default_transaction_read_only') as readonly,
-             (select count(*)::int from pg_prepared_statements) as prepared`),
+             -- the driver's own (protocol-level) statements are not a client's PREPARE
+             (select count(*)::int from pg_prepared_statements where from_sql) as prepared`),
   );
   expect(row).toEqual({ datestyle: 'ISO, MDY', readonly: 'off', prepared: 0 });
   // VACUUM cannot run inside a transaction block: none is left open

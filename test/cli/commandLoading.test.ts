@@ -77,7 +77,7 @@ describe('the command manifest', () => {
 
 /** Modules that cost a quick command most of its time, and that it has no use for. */
 const HEAVY =
-  /\/node_modules\/(@electric-sql\/pglite|postgres|drizzle-orm|argon2|pino|hono|@hono|ink|react|jose|cbor-x|@peculiar)\/|\/dist\/(db\/client|db\/migrate|admin\/operations|core\/verifiers|server\/)/;
+  /\/node_modules\/(postgres|drizzle-orm|argon2|pino|hono|@hono|ink|react|jose|cbor-x|@peculiar)\/|\/dist\/(db\/client|db\/migrate|admin\/operations|core\/verifiers|server\/)/;
 
 describe('what a quick command loads', () => {
   let dir: string;

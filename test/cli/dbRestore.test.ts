@@ -2,14 +2,19 @@
  * `attest db restore` refuses every archive that is not an attest backup with one line and exit 2,
  * before anything is put in place: a gzip bomb (stopped by counting what it unpacks to, never
  * inflated whole), an archive that holds a PostgreSQL database other than attest's, names that
- * leave the folder (`../`), links, and a directory entry without a database. The data dir is left
- * without a database (nor a half-unpacked one) each time.
+ * leave the folder (`../`), links, a directory entry without a database, 100,000 folder entries
+ * (bounded by count, not only bytes), and a backup of the earlier PGlite engine. The data dir is
+ * left without a database (nor a half-unpacked one) each time.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
-import { PGlite } from '@electric-sql/pglite';
+import { pipeline } from 'node:stream/promises';
+import { createWriteStream } from 'node:fs';
+import { backupCluster } from '../../src/db/embeddedBackup.js';
+import { createCluster, startServer } from '../../src/db/embeddedServer.js';
+import { clientOf } from '../support/databases.js';
 import { pack, type Header } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oneLine, runCli } from '../support/cli.js';
@@ -39,6 +44,37 @@ async function archive(entries: Entry[]): Promise<Buffer> {
   return gzipSync(Buffer.concat(chunks));
 }
 
+/** One ustar header of a folder entry (tar-stream takes a minute for 100,000 of them under load). */
+function folderHeader(name: string): Buffer {
+  const h = Buffer.alloc(512);
+  h.write(name, 0, 100, 'ascii');
+  h.write('0000700\0', 100, 'ascii');
+  h.write('0000000\0', 108, 'ascii');
+  h.write('0000000\0', 116, 'ascii');
+  h.write('00000000000\0', 124, 'ascii');
+  h.write('00000000000\0', 136, 'ascii');
+  h.write('        ', 148, 'ascii');
+  h.write('5', 156, 'ascii');
+  h.write('ustar\0' + '00', 257, 'ascii');
+  let sum = 0;
+  for (const b of h) sum += b;
+  h.write(`${sum.toString(8).padStart(6, '0')}\0 `, 148, 'ascii');
+  return h;
+}
+
+/** A gzipped tar of PG_VERSION then these folder entries, written block by block. */
+async function folderBomb(names: string[]): Promise<Buffer> {
+  const head = await archive([
+    { header: { name: 'PG_VERSION', size: 3 }, body: Buffer.from('18\n') },
+  ]);
+  const { gunzipSync } = await import('node:zlib');
+  const first = gunzipSync(head);
+  // PG_VERSION's header and block, then the folders, then the two zero blocks that end a tar
+  return gzipSync(
+    Buffer.concat([first.subarray(0, 1024), ...names.map(folderHeader), Buffer.alloc(1024)]),
+  );
+}
+
 /** Restores `backup` into a new data dir; returns the run and that dir. */
 async function restore(backup: Buffer, ...args: string[]) {
   const file = join(root, `backup-${++n}.tgz`);
@@ -48,7 +84,9 @@ async function restore(backup: Buffer, ...args: string[]) {
   const run = await runCli('db', 'restore', file, ...args);
   // nothing that looks like a database, nor a partial one, is left behind
   const left = existsSync(dataDir) ? readdirSync(dataDir) : [];
-  expect(left.filter((f) => f.startsWith('pgdata'))).toEqual([]);
+  expect(left.filter((f) => f === 'postgresql' || f.startsWith('postgresql.restoring'))).toEqual(
+    [],
+  );
   return { run, dataDir };
 }
 
@@ -80,15 +118,57 @@ describe('attest db restore refuses what is not an attest backup', () => {
   });
 
   it('a PostgreSQL database that is not attest: exit 2, nothing replaced', async () => {
-    const other = await PGlite.create();
-    await other.exec('create table notes (id int)');
-    const dump = Buffer.from(await (await other.dumpDataDir('gzip')).arrayBuffer());
-    await other.close();
-    const { run, dataDir } = await restore(dump);
+    // a real backup (attest's own method) of a cluster that holds another application's table
+    const other = mkdtempSync(join(tmpdir(), 'attest-other-'));
+    createCluster(other);
+    const server = await startServer(other);
+    const file = join(root, 'other.tgz');
+    try {
+      const sql = clientOf(server.url, { max: 1 });
+      await sql`create table notes (id int)`;
+      await sql.end();
+      await pipeline(backupCluster(server.url, other), createWriteStream(file));
+    } finally {
+      await server.stop();
+      rmSync(other, { recursive: true, force: true });
+    }
+    const { run, dataDir } = await restore(readFileSync(file));
     expect(run.code).toBe(2);
     expect(oneLine(run)).toMatch(/it holds a PostgreSQL database, but not attest's/);
-    expect(existsSync(join(dataDir, 'pgdata'))).toBe(false);
+    expect(existsSync(join(dataDir, 'postgresql'))).toBe(false);
   }, 120_000);
+
+  it('100,000 folder entries in 834 KB: refused at the folder limit, fast, few inodes', async () => {
+    const bomb = await folderBomb(Array.from({ length: 100_000 }, (_, i) => `base/${i}/`));
+    expect(bomb.length).toBeLessThan(2 * 1024 * 1024);
+    const started = Date.now();
+    const { run, dataDir } = await restore(bomb);
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/it holds more than 2000 folders \(the limit\)/);
+    // seconds, not the minutes and 100,000 inodes of an unbounded unpack
+    expect(Date.now() - started).toBeLessThan(20_000);
+    expect(readdirSync(dataDir).filter((f) => f.startsWith('postgresql.restoring'))).toEqual([]);
+  }, 60_000);
+
+  it('the same folder entry 100,000 times: refused at the entry limit', async () => {
+    const entries: Entry[] = [];
+    for (let i = 0; i < 100_000; i++)
+      entries.push({ header: { name: 'base/', type: 'directory' } });
+    const { run } = await restore(await archive(entries));
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/it holds more than 10000 entries \(the limit\)/);
+  }, 60_000);
+
+  it("a backup of the earlier engine (PGlite's PostgreSQL 17 tar): exit 2, says so", async () => {
+    const { run } = await restore(
+      await archive([
+        { header: { name: '/PG_VERSION', size: 3 }, body: Buffer.from('17\n') },
+        { header: { name: '/global/', type: 'directory' } },
+      ]),
+    );
+    expect(run.code).toBe(2);
+    expect(oneLine(run)).toMatch(/earlier embedded engine \(PGlite, PostgreSQL 17\)/);
+  });
 
   it('a ../ name: exit 2, one line, nothing written outside', async () => {
     const { run } = await restore(

@@ -24,7 +24,7 @@ import {
   type Shape,
 } from '../../src/client/index.js';
 import type { FieldType } from '../../src/client/shapes.js';
-import { openMemoryDatabase } from '../../src/db/client.js';
+import { backends } from '../support/databases.js';
 import { BASE, createTestService } from '../support/service.js';
 
 type Schema = Record<string, unknown> & {
@@ -44,8 +44,8 @@ interface Doc {
 
 let doc: Doc;
 beforeAll(async () => {
-  // /openapi.json reads no database: an unmigrated one is enough
-  const db = await openMemoryDatabase();
+  // /openapi.json reads no database
+  const db = await backends()[0]!.open();
   const res = await createTestService(db).app.request(`${BASE}/openapi.json`);
   expect(res.status).toBe(200);
   doc = (await res.json()) as Doc;

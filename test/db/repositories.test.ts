@@ -9,7 +9,7 @@ import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { migrationStatus, runMigrations } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
 import { rowsOf, type Database } from '../../src/db/client.js';
-import { backends, useDatabase } from '../support/databases.js';
+import { backends, clientOf, useDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
 /** An App Attest entry's policy fields when none was given. */
@@ -61,7 +61,7 @@ describe.each(backends())('repositories on $name', (backend) => {
 
     it('a new session alone commits without waiting for its flush: the connection stays synchronous', async () => {
       // one connection, so the statement after the insert runs where the insert ran
-      const client = handle.url ? postgres(handle.url, { max: 1, onnotice: () => {} }) : undefined;
+      const client = handle.url ? clientOf(handle.url, { max: 1 }) : undefined;
       const db = client ? (drizzlePostgres(client) as unknown as Database) : handle.db;
       try {
         await createSessionRepository(db).create({

@@ -3,23 +3,16 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
-import type { PgliteDatabase } from 'drizzle-orm/pglite';
-import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type { PostgresJsDatabase } from 'drizzle-orm/postgres-js';
 import { migrate as migratePostgres } from 'drizzle-orm/postgres-js/migrator';
-import postgres from 'postgres';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { adminClient, databaseUrl } from '../support/embeddedServer.js';
+import { afterAll, beforeAll, beforeEach, describe, expect, inject, it } from 'vitest';
 import { createDevCa } from '../../src/core/dev/devCa.js';
 import { createTestPlayKeys } from '../../src/core/dev/playIntegrityMint.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createAuditRepository, type AuditEvent, type Auditor } from '../../src/db/audit.js';
 import { createDevCaRepository } from '../../src/db/devCa.js';
-import {
-  openDatabase,
-  openMemoryDatabase,
-  rowsOf,
-  type DatabaseHandle,
-} from '../../src/db/client.js';
+import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
 import { MIGRATIONS_FOLDER, migrationStatus, runMigrations } from '../../src/db/migrate.js';
 import { createSecretBox, type SecretBox } from '../../src/db/secretBox.js';
 import { checkMasterKey, MasterKeyError, rotateMasterKey } from '../../src/db/secrets.js';
@@ -83,22 +76,14 @@ async function openAtFirstRelease(
   journal.entries = journal.entries.slice(0, 1);
   writeFileSync(join(folder, 'meta', '_journal.json'), JSON.stringify(journal));
   try {
-    if (backend === 'pglite') {
-      const handle = await openMemoryDatabase();
-      await migratePglite(handle.db as unknown as PgliteDatabase<Record<string, never>>, {
-        migrationsFolder: folder,
-      });
-      return { handle, close: () => handle.close() };
-    }
-    const adminUrl = process.env.TEST_DATABASE_URL!;
+    const adminUrl =
+      backend === 'embedded' ? inject('embeddedUrl') : process.env.TEST_DATABASE_URL!;
     const name = `attest_test_old_${randomBytes(5).toString('hex')}`;
-    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
+    const admin = adminClient(adminUrl);
     await admin.unsafe(`create database ${name}`);
     await admin.end();
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
     const handle = await openDatabase({
-      url: url.toString(),
+      url: databaseUrl(adminUrl, name),
       dataDir: '',
       role: 'cli',
       poolSize: 4,
@@ -110,7 +95,7 @@ async function openAtFirstRelease(
       handle,
       async close() {
         await handle.close();
-        const cleanup = postgres(adminUrl, { max: 1, onnotice: () => {} });
+        const cleanup = adminClient(adminUrl);
         await cleanup.unsafe(`drop database if exists ${name} with (force)`);
         await cleanup.end();
       },

@@ -11,7 +11,7 @@ import { rowsOf, type DatabaseHandle } from '../../src/db/client.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
 import { startSessionPruner, type PruneRun } from '../../src/server/sessionPruner.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
-import { backends, useDatabase } from '../support/databases.js';
+import { backends, clientOf, useDatabase } from '../support/databases.js';
 import { captureLogger } from '../support/service.js';
 
 const HOUR = 3600_000;
@@ -133,7 +133,7 @@ describe.each(backends())('session pruning on $name', (backend) => {
     it('with the advisory lock, only one instance prunes at a time: a batch is skipped while another holds it', async () => {
       await oldSessions(handle, 5, 2);
       const sessions = createSessionRepository(handle.db);
-      const other = postgres(handle.url!, { max: 1, onnotice: () => {} });
+      const other = clientOf(handle.url, { max: 1 });
       try {
         const reserved = await other.reserve();
         await reserved`select pg_advisory_lock(${0x70727565})`;

@@ -1,20 +1,21 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import postgres, { type Sql } from 'postgres';
+import { postgresTarget } from '../../src/db/postgresUrl.js';
 import { sql } from 'drizzle-orm';
-import postgres from 'postgres';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
-import { openDatabase, openMemoryDatabase, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
 import { runMigrations } from '../../src/db/migrate.js';
+import { adminClient, databaseUrl, TEMPLATE_DATABASE } from './embeddedServer.js';
 
 export interface Backend {
-  name: 'pglite' | 'postgres';
+  name: 'embedded' | 'postgres';
   /** a fresh, migrated, private database */
   open(): Promise<TestDatabase>;
 }
 
 export interface TestDatabase extends DatabaseHandle {
-  /** the connection URL (PostgreSQL only), for tests that start their own clients */
-  url?: string;
+  /** the connection URL, for tests that start their own clients */
+  url: string;
   /** empties every table (between tests; a database is shared across a file) */
   reset(): Promise<void>;
 }
@@ -22,9 +23,12 @@ export interface TestDatabase extends DatabaseHandle {
 const TABLES =
   'api_keys, attestation_sessions, apple_apps, android_packages, android_key_pairs, apple_keys, dev_ca, master_key_check, api_key_origins, result_signing_keys, apple_credentials, android_keys, android_revocations, consumed_results, verification_stats, device_velocity';
 
-/** PGlite always; PostgreSQL too when TEST_DATABASE_URL is set (each file gets its own database). */
+/**
+ * The embedded engine always (the run's one server, test/support/embeddedServer.ts); PostgreSQL
+ * too when TEST_DATABASE_URL is set. Each file gets its own database on each.
+ */
 export function backends(): Backend[] {
-  const list: Backend[] = [{ name: 'pglite', open: openPglite }];
+  const list: Backend[] = [{ name: 'embedded', open: openEmbedded }];
   if (process.env.TEST_DATABASE_URL)
     list.push({ name: 'postgres', open: () => openPostgres(process.env.TEST_DATABASE_URL!) });
   return list;
@@ -59,37 +63,30 @@ export function useDatabase(backend: Backend): TestDatabase {
   });
 }
 
-let template: Blob | undefined;
-
-async function openPglite(): Promise<TestDatabase> {
-  // the migrated cluster made once per run by test/support/pgliteTemplate.ts
-  template ??= new Blob([readFileSync(inject('pgliteTemplate'))]);
-  const handle = await openMemoryDatabase(template);
-  await runMigrations(handle); // nothing to apply: proves the template is current
-  return withReset(handle);
+async function openEmbedded(): Promise<TestDatabase> {
+  // a copy of the run's migrated template: the migrations run once per run
+  return await openOn(inject('embeddedUrl'), TEMPLATE_DATABASE);
 }
 
 async function openPostgres(adminUrl: string): Promise<TestDatabase> {
+  return await openOn(adminUrl);
+}
+
+async function openOn(adminUrl: string, template?: string): Promise<TestDatabase> {
   const name = `attest_test_${randomBytes(6).toString('hex')}`;
-  const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-  await admin.unsafe(`create database ${name}`);
+  const admin = adminClient(adminUrl);
+  await admin.unsafe(`create database ${name}${template ? ` template ${template}` : ''}`);
   await admin.end();
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const handle = await openDatabase({
-    url: url.toString(),
-    dataDir: '',
-    role: 'server',
-    poolSize: 20,
-  });
-  await runMigrations(handle);
+  const url = databaseUrl(adminUrl, name);
+  const handle = await openDatabase({ url, dataDir: '', role: 'server', poolSize: 20 });
+  await runMigrations(handle); // on a template: nothing to apply, which proves it current
   const db = withReset(handle);
   return {
     ...db,
-    url: url.toString(),
+    url,
     async close() {
       await handle.close();
-      const cleanup = postgres(adminUrl, { max: 1, onnotice: () => {} });
+      const cleanup = adminClient(adminUrl);
       await cleanup.unsafe(`drop database if exists ${name} with (force)`);
       await cleanup.end();
     },
@@ -99,9 +96,20 @@ async function openPostgres(adminUrl: string): Promise<TestDatabase> {
 function withReset(handle: DatabaseHandle): TestDatabase {
   return {
     ...handle,
+    url: handle.url!,
     close: () => handle.close(),
     reset: async () => {
       await handle.db.execute(sql.raw(`truncate ${TABLES} cascade`));
     },
   };
+}
+
+/** A postgres.js client of `url` (the embedded server's socket URL included: see postgresUrl.ts). */
+export function clientOf(url: string, options: postgres.Options<Record<string, never>> = {}): Sql {
+  const target = postgresTarget(url);
+  return postgres(target.url, {
+    ...(target.host ? { host: target.host } : {}),
+    onnotice: () => {},
+    ...options,
+  }) as unknown as Sql;
 }

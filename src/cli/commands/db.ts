@@ -3,7 +3,8 @@ import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { ConfigError } from '../../config.js';
 import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES } from '../../db/backupArchive.js';
-import { DatabaseBusyError, PG_DIR, restoreEmbedded } from '../../db/client.js';
+import { PG_DIR, PGLITE_DIR } from '../../db/embeddedServer.js';
+import { restoreEmbedded, RestoreBusyError } from '../../db/embeddedRestore.js';
 import { readMasterKeyFile, rotateDefaultKeyFile } from '../../db/masterKey.js';
 import { runMigrations } from '../../db/migrate.js';
 import { createSecretBox, type MasterKey } from '../../db/secretBox.js';
@@ -67,7 +68,7 @@ export function dbCommand(): Command {
             }));
             await checkMasterKey(handle.db, box, { source: masterKey.source });
           } catch (err) {
-            if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
+            if (err instanceof RestoreBusyError) throw runtimeError(err.message);
             throw secretsError(err);
           }
           if (opts.json) printJson({ applied, sealed });
@@ -212,8 +213,9 @@ Example:
     .addHelpText(
       'after',
       `
-The snapshot is PGlite's own dump (a gzipped tar of the data directory) taken at a checkpoint,
-while no statement runs: API keys, allowlist, registered App Attest keys, sessions, audit trail.
+The snapshot is PostgreSQL's online base backup of the embedded server (a gzipped tar of its
+data directory with the WAL that makes it consistent), taken while requests go on: API keys,
+allowlist, registered App Attest keys, sessions, audit trail.
 It holds the secrets sealed, never the master key: keep the master key (ATTEST_MASTER_KEY_FILE,
 or the data dir's master.key) in another place than the backups. On PostgreSQL use pg_dump.
 
@@ -265,7 +267,11 @@ Example:
           'attest db restore is for the embedded database; on PostgreSQL use pg_restore (pg_restore -d "$DATABASE_URL" attest.dump)',
         );
       const dataDir = resolve(cfg.dataDir);
-      if (runningServer(cfg) || existsSync(join(dataDir, PG_DIR)))
+      if (
+        runningServer(cfg) ||
+        existsSync(join(dataDir, PG_DIR)) ||
+        existsSync(join(dataDir, PGLITE_DIR))
+      )
         throw usageError(
           `${dataDir} already holds a database: restore into a data dir without one (set ATTEST_DATA_DIR to a new folder)`,
         );
@@ -279,7 +285,7 @@ Example:
       try {
         await restoreEmbedded(dataDir, backup, { maxBytes });
       } catch (err) {
-        if (err instanceof DatabaseBusyError) throw runtimeError(err.message);
+        if (err instanceof RestoreBusyError) throw runtimeError(err.message);
         if (err instanceof BackupRefusedError)
           throw usageError(
             `${file} is not a backup made by "attest db backup": ${err.message}; nothing was restored`,
