@@ -1,7 +1,7 @@
 import type { X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
-import type { Config } from '../config.js';
+import { ConfigError, type Config } from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import { createRevocationRepository } from '../db/androidRevocations.js';
@@ -35,6 +35,11 @@ export interface RunningServer {
    * another, so that it applies at once rather than within PROPAGATION_MS.
    */
   reloadNow(): void;
+  /**
+   * `--workers` above 1 only: resolves when the server cannot go on (its workers keep dying);
+   * the caller closes it and exits non-zero
+   */
+  failed?: Promise<Error>;
   close(): Promise<void>;
 }
 
@@ -63,6 +68,8 @@ export interface StartOptions extends StatsOptions {
    * giving its own URL, known only once it listens (http on loopback: see isIssuer).
    */
   ownIssuer?: () => string;
+  /** `--workers` above 1: where the workers' log lines go (the service logger's streams; default stdout) */
+  writeLines?: (lines: string) => void;
 }
 
 /**
@@ -90,6 +97,11 @@ export async function startServer(
     );
   }
 
+  // Today's embedded engine (PGlite) is one process's alone: refused before it opens (or is
+  // created). An embedded engine whose handle carries a postgres:// `url` can serve workers:
+  // serveCluster connects them to that url; then this check goes.
+  if ((config.workers ?? 1) > 1 && !config.databaseUrl)
+    throw embeddedRefusesWorkers(config.workers!);
   // a port in use is the commonest start-up failure: find it before loading the database
   if (config.port !== 0) await assertPortFree(config.port, config.host);
   const database = await openDatabase({
@@ -103,6 +115,11 @@ export async function startServer(
   });
   // whatever fails from here on, the database (its lock and socket) is released before the error
   try {
+    if ((config.workers ?? 1) > 1) {
+      // the cluster's code loads only when there is a cluster
+      const { serveCluster } = await import('./serveCluster.js');
+      return await serveCluster(database, appleRoots, config, logger, options);
+    }
     return await serveOn(database, appleRoots, config, logger, options);
   } catch (err) {
     await database.close().catch(() => {});
@@ -280,4 +297,11 @@ export async function listenMetrics(
   const url = `${urlOf(listening, config.metricsHost, config.metricsPort)}/metrics`;
   logger.info({ url }, 'metrics listening');
   return { server: drainable(listening), url };
+}
+
+/** `--workers` above 1 on a database that takes one process only. */
+export function embeddedRefusesWorkers(workers: number): ConfigError {
+  return new ConfigError(
+    `--workers ${workers} needs a database that takes several connections, and the embedded one takes one process only: set DATABASE_URL to a PostgreSQL database, or serve with --workers 1`,
+  );
 }
