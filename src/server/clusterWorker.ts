@@ -54,6 +54,7 @@ export function clusterWorker(): void {
   const stop = () =>
     (stopping ??= (async () => {
       if (running) {
+        logger?.debug('draining');
         await running.api.drain(DRAIN_MS);
         // the last counts go to the primary, which writes them after every worker stopped
         await running.wired.stats.recorder?.stop();

@@ -6,6 +6,7 @@
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { X509Certificate } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
@@ -46,6 +47,12 @@ export async function serveCluster(
   // the database is shared by N + 1 processes: each worker connects to the primary's
   if (!database.url) throw embeddedRefusesWorkers(count);
   const databaseUrl = database.url;
+  const cores = availableParallelism();
+  if (count > cores)
+    logger.warn(
+      { workers: count, cores },
+      `${count} workers on ${cores} cores: they take turns on the CPU rather than add to it (auto starts one per core)`,
+    );
   const propagationMs = options.propagationMs ?? PROPAGATION_MS;
   const { masterKey, box } = await prepareDatabase(database, config, logger, options);
   // the primary's own app is never served: it holds the caches the jobs and gauges read, and it
@@ -200,7 +207,8 @@ function superviseWorkers(options: {
     if (worker.isConnected()) worker.send(message, undefined, () => {});
   };
 
-  function fork(): void {
+  /** @param replaces - the pid of the dead worker this one replaces */
+  function fork(replaces?: number): void {
     const worker = cluster.fork();
     let exited = false;
     let disconnected = false;
@@ -225,6 +233,11 @@ function superviseWorkers(options: {
         case 'listening':
           state.listening = true;
           first ??= { url: m.url, port: m.port };
+          if (replaces !== undefined)
+            logger.info(
+              { workerPid: worker.process.pid, replaces },
+              `worker ${worker.process.pid} listening in place of ${replaces}`,
+            );
           if (started && [...workers.values()].filter((s) => s.listening).length >= options.count) {
             started.resolve(first);
             started = null;
@@ -290,7 +303,7 @@ function superviseWorkers(options: {
       );
       const timer = setTimeout(() => {
         timers.delete(timer);
-        if (!stopping && !gaveUp) fork();
+        if (!stopping && !gaveUp) fork(pid);
       }, delay);
       timers.add(timer);
     });

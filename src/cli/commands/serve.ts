@@ -1,5 +1,4 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { availableParallelism } from 'node:os';
 import { ConfigError, parseWorkers, WORKERS_RULE } from '../../config.js';
 import { DataDirUnsafeError, DatabaseBusyError } from '../../db/client.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
@@ -64,12 +63,6 @@ Examples:
           import('../../server/start.js'),
         ]);
         const logger = createLogger({ level: cfg.logLevel, file: cfg.logFile });
-        const cores = availableParallelism();
-        if ((cfg.workers ?? 1) > cores)
-          logger.warn(
-            { workers: cfg.workers, cores },
-            `${cfg.workers} workers on ${cores} cores: they take turns on the CPU rather than add to it (auto starts one per core)`,
-          );
         let server: RunningServer;
         try {
           server = await startServer(cfg, logger, {
