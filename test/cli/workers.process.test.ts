@@ -234,6 +234,8 @@ describe.skipIf(!adminUrl)('serve --workers 2 on PostgreSQL', () => {
     doomedId = doomed.id;
     await cli('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
     server = watchBin(serveArgs('--workers', '2'), env);
+    // each awaited log line listens for the process's close meanwhile
+    server.child.setMaxListeners(0);
     url = (await server.line(/attest listening on (http:\/\/\S+) \(.*, 2 workers\)/)).match[1]!;
   }, 300_000);
 
@@ -473,6 +475,7 @@ describe.skipIf(!adminUrl)('serve --workers above the core count, on PostgreSQL'
 
   it('warns once, sums every worker on ATTEST_METRICS_PORT, and stops with one line and exit 3 when its workers keep dying', async () => {
     server = watchBin(serveArgs('--workers', String(count), '--metrics-port', '0'), env);
+    server.child.setMaxListeners(0);
     const url = (await server.line(/attest listening on (http:\/\/\S+)/)).match[1]!;
     const metricsUrl = (await server.line(/metrics on (http:\/\/\S+)/)).match[1]!;
     const warned = await server.logLine((l) => /workers on \d+ cores/.test(String(l.msg)));
