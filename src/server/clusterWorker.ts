@@ -70,6 +70,8 @@ export function clusterWorker(): void {
   // (each drains once), a SIGTERM to one worker drains it and the primary starts another
   process.on('SIGINT', () => void stop());
   process.on('SIGTERM', () => void stop());
+  // the primary reopens the log file on SIGHUP; a hangup of the whole group must not end workers
+  process.on('SIGHUP', () => {});
   // the primary died (SIGKILL): nothing would hand this worker's lines, counts or requests on
   process.on('disconnect', () => {
     if (!stopping) process.exit(1);
