@@ -72,23 +72,16 @@ export function createLogger(options: {
   });
 }
 
-/** How long a cluster worker holds its log lines before handing them over, at most. */
-export const FORWARD_EVERY_MS = 20;
-/** ...or until this many characters are waiting. */
-const FORWARD_CHARS = 64 * 1024;
-
 /**
  * A cluster worker's log: the service's options and level, its lines handed to `send` as whole
- * lines, batched for FORWARD_EVERY_MS (one IPC message per batch: one per request cost a tenth of
- * a millisecond of CPU in the primary and again in the worker), for the primary to write with its
- * own streams (ServiceLogger.writeLines). `flush` sends what is batched now.
+ * lines, batched once per turn of the event loop (one IPC message for many requests), for the
+ * primary to write with its own (ServiceLogger.writeLines). `flush` sends what is batched now.
  */
 export function createForwardingLogger(level: string, send: (lines: string) => void): Logger {
   let batch = '';
-  let timer: NodeJS.Timeout | undefined;
+  let scheduled = false;
   const flush = (done?: () => void) => {
-    clearTimeout(timer);
-    timer = undefined;
+    scheduled = false;
     if (batch !== '') {
       const lines = batch;
       batch = '';
@@ -99,8 +92,10 @@ export function createForwardingLogger(level: string, send: (lines: string) => v
   const stream = {
     write(line: string) {
       batch += line;
-      if (batch.length >= FORWARD_CHARS) flush();
-      else timer ??= setTimeout(flush, FORWARD_EVERY_MS);
+      if (!scheduled) {
+        scheduled = true;
+        setImmediate(() => flush());
+      }
     },
     flush,
   };
