@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { decodeBase64 } from './core/base64.js';
@@ -62,6 +63,29 @@ export interface Config {
   statsRetentionSeconds?: number;
   /** ATTEST_STATS: false (`off`) counts nothing for `attest stats` (the /metrics counters still count) */
   stats?: boolean;
+  /**
+   * ATTEST_WORKERS, `serve --workers`: processes serving HTTP (`auto`: one per core, read here);
+   * 1 (the default) serves from the one process, more start a cluster (src/server/startCluster.ts)
+   */
+  workers?: number;
+}
+
+/** The most `--workers` takes: far beyond any core count, short of a fork bomb. */
+export const MAX_WORKERS = 1024;
+
+/** What `--workers` and ATTEST_WORKERS take, for the one line that refuses anything else. */
+export const WORKERS_RULE = `a whole number from 1 to ${MAX_WORKERS}, or auto (one per core)`;
+
+/**
+ * A `--workers` or ATTEST_WORKERS value: a whole number from 1 to MAX_WORKERS, or `auto` for one
+ * process per core (os.availableParallelism); null for anything else (0, negative, not a number).
+ */
+export function parseWorkers(text: string, cores: number = availableParallelism()): number | null {
+  const t = text.trim();
+  if (t === 'auto') return cores;
+  if (!/^\d{1,5}$/.test(t)) return null;
+  const n = Number(t);
+  return n >= 1 && n <= MAX_WORKERS ? n : null;
 }
 
 /** ATTEST_STATS_RETENTION when unset: 35 days. */
@@ -190,6 +214,14 @@ const env = z.object({
         (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
     ),
   ATTEST_STATS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
+  ATTEST_WORKERS: z
+    .string()
+    .default('1')
+    .transform(
+      (text, ctx) =>
+        parseWorkers(text) ??
+        (ctx.addIssue({ code: 'custom', message: `must be ${WORKERS_RULE}` }), z.NEVER),
+    ),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -229,6 +261,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_ANDROID_REVOCATION_INTERVAL: 'must be a duration such as 30m, 1h or 1d',
   ATTEST_STATS_RETENTION: 'must be a duration such as 7d, 35d or 12w',
   ATTEST_STATS: 'must be "on" or "off"',
+  ATTEST_WORKERS: `must be ${WORKERS_RULE}`,
 };
 
 /** The longest a result token may live (ATTEST_RESULT_TOKEN_TTL). */
@@ -332,6 +365,7 @@ export function loadConfig(
     androidRevocationIntervalSeconds: e.ATTEST_ANDROID_REVOCATION_INTERVAL,
     statsRetentionSeconds: e.ATTEST_STATS_RETENTION,
     stats: e.ATTEST_STATS === 'on',
+    workers: e.ATTEST_WORKERS,
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;

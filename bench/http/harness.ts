@@ -62,6 +62,11 @@ export interface BenchOptions {
   statsOffFirst?: boolean;
   /** extra node flags for the server (e.g. --cpu-prof) */
   serverNodeArgs?: string[];
+  /**
+   * also start `serve --workers N` (PostgreSQL only) and run the assertion scenario on it, beside
+   * the one-process server in the same run (WORKERS_SCENARIO)
+   */
+  workers?: number;
   log?: (line: string) => void;
 }
 
@@ -146,13 +151,26 @@ async function stop(p: Proc | undefined) {
 }
 
 /** CPU ms so far of `pid` (Linux /proc; USER_HZ = 100) */
-function cpuMs(pid: number): number {
+function ownCpuMs(pid: number): number {
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
     return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
   } catch {
     return NaN;
   }
+}
+
+/** CPU ms so far of `pid` and its children (a `--workers` server's workers; none otherwise) */
+function cpuMs(pid: number): number {
+  let children: number[] = [];
+  try {
+    const text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
+    if (text) children = text.split(' ').map(Number);
+  } catch {
+    // no children file: the process alone
+  }
+  // a child that exited between the reads counts as nothing rather than NaN
+  return children.reduce((sum, child) => sum + (ownCpuMs(child) || 0), ownCpuMs(pid));
 }
 
 function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
@@ -192,6 +210,10 @@ interface Scenario {
  */
 export const STATS_ON = 'app attest assertion, sessionless, twin, statistics on';
 export const STATS_OFF = 'app attest assertion, sessionless, twin, statistics off';
+
+/** The assertion scenario on a `serve --workers N` server (its name with N). */
+export const workersScenario = (workers: number) =>
+  `app attest assertion, sessionless, ${workers} workers`;
 
 export async function runHttpBench(options: BenchOptions): Promise<BenchResult> {
   const log = options.log ?? (() => {});
@@ -267,6 +289,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
   let server: Proc | undefined;
   const twins: Partial<Record<'on' | 'off', Proc>> = {};
   let hello: Proc | undefined;
+  let cluster: Proc | undefined;
+  if (options.workers && !options.databaseUrl)
+    throw new Error('--workers needs DATABASE_URL: the embedded database serves one process');
   const loadBefore = loadavg();
   try {
     server = await startProcess(
@@ -278,6 +303,25 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       twins[stats] = await startProcess(
         [...(options.serverNodeArgs ?? []), BIN, 'serve', '--port', '0', '--host', '127.0.0.1'],
         twinEnv(stats),
+        /attest listening on (http:\/\/\S+)/,
+      );
+    const workersWanted =
+      options.workers !== undefined &&
+      (!options.only || options.only.some((o) => workersScenario(options.workers!).includes(o)));
+    if (workersWanted)
+      cluster = await startProcess(
+        [
+          ...(options.serverNodeArgs ?? []),
+          BIN,
+          'serve',
+          '--port',
+          '0',
+          '--host',
+          '127.0.0.1',
+          '--workers',
+          String(options.workers),
+        ],
+        env,
         /attest listening on (http:\/\/\S+)/,
       );
     hello = await startProcess([HELLO], env, /hello listening on (http:\/\/\S+)/);
@@ -299,6 +343,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     // each twin's own devices (embedded: its own database)
     const twinDevices = { on: [] as typeof assertionDevices, off: [] as typeof assertionDevices };
     const twinNext = { on: 0, off: 0 };
+    // the cluster's own devices (the same database: registered through it all the same)
+    const clusterDevices: typeof assertionDevices = [];
+    let clusterNext = 0;
     const registerDirectly = async (
       n: number,
       on: { proc: Proc; pool: typeof assertionDevices; headers: typeof headers } = {
@@ -501,6 +548,32 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
           };
         },
       ),
+      ...(cluster
+        ? [
+            {
+              name: workersScenario(options.workers!),
+              target: 'attest',
+              process: () => cluster!,
+              prepare: (connections) =>
+                registerDirectly(connections, { proc: cluster!, pool: clusterDevices, headers }),
+              client: (count) => {
+                const mine = clusterDevices[clusterNext++ % clusterDevices.length]!;
+                return [
+                  {
+                    method: 'POST',
+                    path: VERIFY,
+                    headers,
+                    setupRequest: (req) => ({
+                      ...req,
+                      body: assertionBody(mine.device, ++mine.counter),
+                    }),
+                    onResponse: (s, b) => count(valid(s, b), b),
+                  },
+                ];
+              },
+            } satisfies Scenario,
+          ]
+        : []),
       {
         name: 'app attest registration',
         target: 'attest',
@@ -654,6 +727,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     ): Promise<ScenarioResult | undefined> => {
       nextDevice = 0;
       twinNext.on = twinNext.off = 0;
+      clusterNext = 0;
       await scenario.prepare?.(connections);
       const target = scenario.process?.() ?? (scenario.target === 'hello' ? hello! : server!);
       let correct = 0;
@@ -813,6 +887,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     };
   } finally {
     await stop(hello);
+    await stop(cluster);
     await stop(twins.on);
     await stop(twins.off);
     await stop(server);

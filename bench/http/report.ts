@@ -65,6 +65,14 @@ export function verdicts(result: BenchResult, connections = TARGET_CONNECTIONS):
     measured: counted && uncounted ? pct(counted.rps / uncounted.rps) : 'not run',
     met: counted && uncounted ? counted.rps / uncounted.rps >= 0.95 : null,
   });
+  const one = find('app attest assertion, sessionless');
+  const many = at.find((r) => /^app attest assertion, sessionless, \d+ workers$/.test(r.scenario));
+  out.push({
+    target: 'App Attest assertion, --workers 2 vs one process',
+    goal: '>= 1.50x its throughput',
+    measured: one && many ? `${(many.rps / one.rps).toFixed(2)}x (${many.scenario})` : 'not run',
+    met: one && many ? many.rps / one.rps >= 1.5 : null,
+  });
   ratio('garbage token', 'garbage token', 0.9);
   ratio('result token consume', 'result token consume', 0.5);
   const tails = at.filter((r) => r.target === 'attest' && !REGISTRATION.test(r.scenario));

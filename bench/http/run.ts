@@ -20,6 +20,8 @@ const { values } = parseArgs({
     // the statistics twins' order: alternate it between rounds to see any order effect
     'stats-off-first': { type: 'boolean', default: false },
     'server-node-args': { type: 'string' },
+    // also `serve --workers N` (PostgreSQL), its assertion scenario beside the one process's
+    workers: { type: 'string' },
   },
 });
 const RESULTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
@@ -28,6 +30,11 @@ const databaseUrl = process.env.DATABASE_URL || undefined;
 const connections = values.connections.split(',').map(Number);
 if (connections.some((c) => !Number.isInteger(c) || c < 1)) {
   console.error('--connections must be a comma-separated list of whole numbers, e.g. 1,16,64');
+  process.exit(2);
+}
+const workers = values.workers === undefined ? undefined : Number(values.workers);
+if (workers !== undefined && (!Number.isInteger(workers) || workers < 2)) {
+  console.error('--workers must be a whole number from 2 (the one-process server always runs)');
   process.exit(2);
 }
 mkdirSync(out, { recursive: true });
@@ -52,6 +59,7 @@ const result = await runHttpBench({
   ...(values.only ? { only: values.only.split(',') } : {}),
   ...(databaseUrl ? { databaseUrl } : {}),
   statsOffFirst: values['stats-off-first'],
+  ...(workers !== undefined ? { workers } : {}),
   serverNodeArgs: [
     ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] : []),
     ...(values['server-node-args']?.split(' ').filter(Boolean) ?? []),

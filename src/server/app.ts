@@ -19,7 +19,7 @@ import {
   STATUS_INVALID_REQUEST,
   STATUS_OK,
 } from './errorBody.js';
-import type { Metrics } from './metrics.js';
+import { METRICS_CONTENT_TYPE, type Metrics } from './metrics.js';
 import { apiKeyAuth } from './middleware/apiKeyAuth.js';
 import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
@@ -70,6 +70,8 @@ export interface AppDeps {
   breaker?: Pick<DatabaseBreaker, 'isOpen' | 'check' | 'failed' | 'suspect' | 'onOpen'>;
   /** false when /metrics is served on a port of its own (ATTEST_METRICS_PORT) */
   metricsRoute?: boolean;
+  /** what /metrics answers when not `metrics`' own registry: a cluster worker's is every worker's sum */
+  scrape?: () => Promise<string>;
   /**
    * Signs the result tokens of keys that use them and publishes the keys (/.well-known/...).
    * Absent (ATTEST_ISSUER unset): those routes answer 404 and a valid verify of such a key 500.
@@ -321,8 +323,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const metricsRoute = deps.metricsRoute ?? true;
   if (metricsRoute) {
     app.get('/metrics', async (c) => {
-      const text = await deps.metrics.registry.metrics();
-      return c.text(text, 200, { 'Content-Type': deps.metrics.registry.contentType });
+      const text = await (deps.scrape ? deps.scrape() : deps.metrics.registry.metrics());
+      return c.text(text, 200, { 'Content-Type': METRICS_CONTENT_TYPE });
     });
   }
   app.get('/openapi.json', (c) => c.json(OPENAPI_DOCUMENT));

@@ -183,11 +183,17 @@ export function createMetrics(options: MetricsOptions = {}) {
 
 export type Metrics = ReturnType<typeof createMetrics>;
 
-/** `/metrics` alone, for a listener of its own (ATTEST_METRICS_PORT), apart from the API. */
-export function createMetricsApp(metrics: Metrics): Hono {
+/** The Content-Type of a scrape (Prometheus text format 0.0.4). */
+export const METRICS_CONTENT_TYPE = Registry.PROMETHEUS_CONTENT_TYPE;
+
+/**
+ * `/metrics` alone, for a listener of its own (ATTEST_METRICS_PORT), apart from the API.
+ * @param scrape - the text it answers: one process's registry, or a cluster's sum
+ */
+export function createMetricsApp(scrape: () => Promise<string>): Hono {
   const app = new Hono();
   app.get('/metrics', async (c) =>
-    c.text(await metrics.registry.metrics(), 200, { 'Content-Type': metrics.registry.contentType }),
+    c.text(await scrape(), 200, { 'Content-Type': METRICS_CONTENT_TYPE }),
   );
   app.notFound((c) => c.text('Not found: this port serves GET /metrics only\n', 404));
   return app;

@@ -176,8 +176,14 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
     pruneTimer.unref();
   }
 
+  /** Adds rows counted elsewhere: a cluster's primary gathers its workers' counts here. */
+  function merge(rows: readonly StatsRow[]): void {
+    for (const row of rows) add(row.minute.getTime(), keyOf(row), () => ({ ...row }), row.count);
+  }
+
   return {
     record,
+    merge,
     /** Writes the pending counts now (tests; the schedule does it every flushIntervalMs). */
     flush,
     /** Deletes the counts older than the retention now. */

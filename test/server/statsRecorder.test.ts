@@ -205,3 +205,49 @@ describe('retention', () => {
     expect(() => loadConfig({}, { ATTEST_STATS: 'maybe' })).toThrow(/ATTEST_STATS must be/);
   });
 });
+
+describe('a cluster primary gathering its workers’ counts (merge)', () => {
+  it('adds each worker’s rows to its own, and writes every group once with the sum', async () => {
+    const primary = setup();
+    // a worker's recorder hands its rows over (serialised, as over IPC) instead of writing them
+    const worker = () =>
+      createStatsRecorder({
+        write: async (rows) =>
+          primary.recorder.merge(
+            (JSON.parse(JSON.stringify(rows)) as (StatsRow & { minute: string })[]).map((r) => ({
+              ...r,
+              minute: new Date(r.minute),
+            })),
+          ),
+        retentionSeconds: 3600,
+        now: () => T0,
+      });
+    const [a, b] = [worker(), worker()];
+    a.record(verify({ outcome: 'valid', observed: [] }));
+    a.record(verify({ outcome: 'rejected', reason: 'apple_counter_replay' }));
+    b.record(verify({ outcome: 'valid', observed: [] }));
+    b.record(verify({ outcome: 'valid', observed: [] }));
+    await Promise.all([a.flush(), b.flush()]);
+    expect(primary.recorder.pendingRows()).toBe(2);
+    // handing over twice what was handed once adds nothing: a flushed worker has nothing pending
+    await a.flush();
+    await primary.recorder.flush();
+    expect(primary.state.writes).toBe(1);
+    expect(
+      primary.stored.map(({ outcome, reason, count, minute }) => ({
+        outcome,
+        reason,
+        count,
+        minute: minute.toISOString(),
+      })),
+    ).toEqual([
+      { outcome: 'valid', reason: '', count: 3, minute: '2026-11-27T12:00:00.000Z' },
+      {
+        outcome: 'rejected',
+        reason: 'apple_counter_replay',
+        count: 1,
+        minute: '2026-11-27T12:00:00.000Z',
+      },
+    ]);
+  });
+});

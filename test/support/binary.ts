@@ -100,6 +100,8 @@ export interface Watched {
   stderr(): string;
   /** resolves with the first stderr match of `pattern` and when it came (performance.now()) */
   line(pattern: RegExp): Promise<{ match: RegExpExecArray; at: number }>;
+  /** the JSON log lines on stdout so far */
+  logs(): readonly Record<string, unknown>[];
   /** resolves with the first JSON log line on stdout that passes `test` (lines already logged count) */
   logLine(test: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
   /** the exit code and when it came */
@@ -163,6 +165,7 @@ export function watchBin(args: string[], env: NodeJS.ProcessEnv, cwd = ROOT): Wa
   return {
     child,
     stderr: () => stderr,
+    logs: () => logs,
     line: (pattern) =>
       Promise.race([
         new Promise<{ match: RegExpExecArray; at: number }>((resolve) => {

@@ -1,5 +1,5 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { ConfigError } from '../../config.js';
+import { ConfigError, parseWorkers, WORKERS_RULE } from '../../config.js';
 import { DataDirUnsafeError, DatabaseBusyError } from '../../db/client.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { RunningServer } from '../../server/start.js';
@@ -24,13 +24,20 @@ export function serveCommand(): Command {
       'listen address for --metrics-port (env ATTEST_METRICS_HOST, default 127.0.0.1)',
     )
     .option('--no-test-keys', 'refuse test-mode API keys (403), as ATTEST_TEST_KEYS=off does')
+    .addOption(
+      new Option(
+        '--workers <n>',
+        'processes serving HTTP on the one port, or auto: one per core (env ATTEST_WORKERS, default 1; above 1 needs DATABASE_URL)',
+      ).argParser(workers),
+    )
     .addHelpText(
       'after',
       `
 Examples:
   $ attest serve                      # embedded database in ./.attest, port 8080
   $ DATABASE_URL=postgres://attest@db/attest attest serve --port 9000 --no-migrate
-  $ attest serve --metrics-port 9464     # /metrics on 127.0.0.1:9464 only`,
+  $ attest serve --metrics-port 9464     # /metrics on 127.0.0.1:9464 only
+  $ DATABASE_URL=postgres://attest@db/attest attest serve --workers auto   # every core`,
     )
     .action(
       async (opts: {
@@ -40,12 +47,14 @@ Examples:
         metricsPort?: number;
         metricsHost?: string;
         testKeys: boolean;
+        workers?: number;
       }) => {
         const cfg = config({
           port: opts.port,
           host: opts.host,
           metricsPort: opts.metricsPort,
           metricsHost: opts.metricsHost,
+          workers: opts.workers,
           ...(opts.testKeys ? {} : { testKeys: false }),
         });
         // the HTTP stack loads only for the command that serves
@@ -59,6 +68,7 @@ Examples:
           server = await startServer(cfg, logger, {
             migrate: opts.migrate,
             onProgress: (message) => process.stderr.write(`${message}\n`),
+            writeLines: (lines) => logger.writeLines(lines),
           });
         } catch (err) {
           logger.flush();
@@ -87,13 +97,25 @@ Examples:
         // them would kill the process without closing (seen beside stress-ng: exit by signal).
         const stopped = stopOnSignal(running, logger);
         process.on('SIGHUP', () => logger.reopen());
+        const workerCount = cfg.workers ?? 1;
         process.stderr.write(
-          `attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where})\n`,
+          `attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where}${workerCount > 1 ? `, ${workerCount} workers` : ''})\n`,
         );
         if (server.metricsUrl) process.stderr.write(`metrics on ${server.metricsUrl}\n`);
-        await stopped;
+        const failure = await Promise.race([stopped.then(() => null), server.failed ?? stopped]);
+        if (failure) {
+          await running.close().catch(() => {});
+          logger.flush();
+          throw runtimeError(failure.message);
+        }
       },
     );
+}
+
+function workers(value: string): number {
+  const n = parseWorkers(value);
+  if (n === null) throw new InvalidArgumentError(`--workers takes ${WORKERS_RULE}`);
+  return n;
 }
 
 function port(value: string): number {

@@ -1,0 +1,230 @@
+import type { X509Certificate } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { AllowlistReader } from '../core/types.js';
+import { verifyToken } from '../core/verify.js';
+import { configuredReceiptRoots } from '../configuredAppleRoots.js';
+import { createReceiptVerifier } from '../core/apple/verifyReceipt.js';
+import { createAllowlistRepository, createCachedAllowlist } from '../db/allowlist.js';
+import { createApiKeyRepository } from '../db/apiKeys.js';
+import { createAppleKeyRepository } from '../db/appleKeys.js';
+import { createAndroidKeyRepository } from '../db/androidKeys.js';
+import { createDeviceVelocityRepository } from '../db/deviceVelocity.js';
+import { createRevocationRepository, createRevocationSource } from '../db/androidRevocations.js';
+import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
+import type { DatabaseHandle } from '../db/client.js';
+import { createDevCaRepository } from '../db/devCa.js';
+import { migrationStatus } from '../db/migrate.js';
+import { createPoolWatchdog } from '../db/poolWatchdog.js';
+import { createDatabaseBreaker } from '../db/databaseBreaker.js';
+import type { SecretBox } from '../db/secretBox.js';
+import { createSessionRepository } from '../db/sessions.js';
+import { createConsumedResultRepository } from '../db/consumedResults.js';
+import { createResultConsumer } from './resultConsumer.js';
+import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
+import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
+import { KeyCache } from '../core/google/keyCache.js';
+import { createApp, describeFault } from './app.js';
+import { createMetrics } from './metrics.js';
+import { createModeVerifiers } from './modeVerifiers.js';
+import { createDeviceRecallWrite } from './deviceRecall.js';
+import { reportingKeyFailures } from './reportingKeyFailures.js';
+import { resultTokenSigners } from './resultTokenSigners.js';
+import type { allowlistedIds } from './allowlistedIds.js';
+import type { StatsRecorder } from './statsRecorder.js';
+import type { StartOptions } from './start.js';
+
+/** Where a process's verify counts go, and the allowlisted ids that bound the app names counted. */
+export interface StatsSink {
+  recorder: Pick<StatsRecorder, 'record' | 'start' | 'stop'> | null;
+  allowlisted: ReturnType<typeof allowlistedIds>;
+}
+
+export interface WireOptions extends StartOptions {
+  propagationMs: number;
+  /**
+   * this process runs the jobs (one `serve` process, or a cluster's primary): the database-wide
+   * gauges (stored sessions, status list age) and the start-up notices are its; a cluster worker
+   * leaves them to the primary
+   */
+  runsJobs: boolean;
+  /** the verify counts' sink, given the allowlist: startStats in one process, the primary's over IPC in a worker */
+  stats(allowlist: Pick<AllowlistReader, 'appleApps' | 'androidPackages'>): Promise<StatsSink>;
+  /** what GET /metrics answers when not this process's registry (a worker: the sum of all) */
+  scrape?: () => Promise<string>;
+}
+
+/**
+ * The HTTP app over `database` with everything a request needs (repositories, caches, verifiers,
+ * result token signers, metrics, statistics), and the reloads that drop those caches: what one
+ * `attest serve` process and each cluster worker serve alike.
+ */
+export async function wireApp(
+  database: DatabaseHandle,
+  box: SecretBox,
+  appleRoots: readonly X509Certificate[],
+  config: Config,
+  logger: Logger,
+  options: WireOptions,
+) {
+  const { propagationMs } = options;
+  const sessions = createSessionRepository(database.db);
+  const apiKeys = createApiKeyRepository(database.db);
+  const signers = await resultTokenSigners(database, box, config, logger, apiKeys, options);
+  const resultTokens = signers?.live;
+  const consumedResults = createConsumedResultRepository(database.db);
+  const revocationRepo = createRevocationRepository(database.db);
+  const revocations = createRevocationSource(revocationRepo, { ttlMs: propagationMs });
+  const metrics = createMetrics(
+    options.runsJobs
+      ? {
+          sessionCounts: () => sessions.counts(),
+          androidRevocationTakenAt: () => revocations.info()?.takenAt ?? null,
+        }
+      : {},
+  );
+  const googleDecoder = createPlayIntegrityClient({
+    oauthUrl: config.googleOauthUrl,
+    playIntegrityUrl: config.googlePlayIntegrityUrl,
+    timeoutMs: config.googleTimeoutMs,
+    maxInFlight: config.googleMaxInFlight,
+    onEvent: (e) => metrics.observeGoogle(e.endpoint, e.outcome),
+  });
+  const allowlist = createCachedAllowlist(
+    reportingKeyFailures(createAllowlistRepository(database.db, box), logger),
+    { ttlMs: propagationMs },
+  );
+  const devCa = createDevCaRepository(database.db);
+  const receiptRoots = configuredReceiptRoots(config.appleReceiptRootCaPath);
+  if (config.appleReceiptRootCaPath && options.runsJobs)
+    logger.warn(
+      { path: config.appleReceiptRootCaPath },
+      'ATTEST_APPLE_RECEIPT_ROOT_CA is set: App Attest receipts chain to these roots instead of Apple Root CA - G3',
+    );
+  const receipts = createReceiptVerifier(receiptRoots);
+  const verifiersFor = createModeVerifiers({
+    allowlist,
+    appleKeys: createAppleKeyRepository(database.db),
+    appleRoots,
+    devRoot: () => devCa.root(),
+    ttlMs: propagationMs,
+    googleDecoder,
+    receipts,
+    android: {
+      keys: createAndroidKeyRepository(database.db),
+      roots: configuredAndroidRoots(config.androidRootCaPath),
+      revocations: () => revocations.list(),
+    },
+    // one count per key for every instance: the database's, never a per-process one
+    velocity: createDeviceVelocityRepository(database.db),
+  });
+  await revocations.list();
+  if (!config.testKeys && options.runsJobs)
+    logger.info('test API keys are off (ATTEST_TEST_KEYS=off or --no-test-keys): they answer 403');
+  const auth = createApiKeyAuthenticator({
+    lookup: apiKeys,
+    revalidateMs: propagationMs,
+    onTouchError: (err) => logger.warn({ err: describeFault(err) }, 'could not record API key use'),
+    onStoredKeyProblem: (apiKeyId, problem) =>
+      logger.error({ apiKeyId, problem }, 'API key refused: its stored row is damaged'),
+  });
+  const separateMetrics = config.metricsPort !== undefined;
+  // PostgreSQL: fail at once while the database cannot be reached, serve again when it answers
+  const probe = database.probe?.bind(database);
+  const breaker = probe
+    ? createDatabaseBreaker({
+        probe,
+        onChange: (open, cause) =>
+          open
+            ? logger.error(
+                { err: describeFault(cause) },
+                'the database cannot be reached: requests fail at once until a probe answers',
+              )
+            : logger.info('the database answers again'),
+      })
+    : undefined;
+  const stats = await options.stats(allowlist);
+  const app = createApp({
+    logger,
+    auth,
+    sessions,
+    verify: async (input, mode) =>
+      verifyToken(input, { now: () => new Date(), verifiers: await verifiersFor(mode) }),
+    testKeys: config.testKeys,
+    metrics,
+    ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
+    sessionTtlSeconds: config.sessionTtlSeconds,
+    // Google's own bound must run out first, or a slow Google would pass for a hanging database
+    requestDeadlineMs: Math.max(5000, config.googleTimeoutMs + 2000),
+    onBackendTimeout: createPoolWatchdog(database, {
+      onRecycle: () =>
+        logger.warn(
+          'the database answers on a new connection while the pool hangs: replacing the pool',
+        ),
+      onVerdict: (verdict) => {
+        if (verdict === 'busy')
+          logger.warn(
+            'requests miss their deadline while the event loop is blocked: the process is saturated, the database pool is kept',
+          );
+      },
+    }),
+    ...(breaker ? { breaker } : {}),
+    metricsRoute: !separateMetrics,
+    ...(options.scrape ? { scrape: options.scrape } : {}),
+    ...(resultTokens ? { resultTokens } : {}),
+    ...(signers?.test ? { testResultTokens: signers.test } : {}),
+    ...(signers
+      ? {
+          resultConsumer: createResultConsumer({
+            live: signers.live,
+            test: signers.test,
+            consumed: consumedResults,
+          }),
+        }
+      : {}),
+    deviceRecall: createDeviceRecallWrite({
+      allowlist,
+      keyCache: new KeyCache(),
+      google: googleDecoder,
+    }),
+    ...(stats.recorder ? { stats: stats.recorder } : {}),
+    allowlisted: (app) => stats.allowlisted.has(app),
+  });
+
+  const reloadNow = () => {
+    allowlist.invalidate();
+    verifiersFor.invalidate();
+    revocations.invalidate();
+    auth.revalidateAll();
+    stats.allowlisted.invalidate();
+  };
+  /**
+   * After an administrative change through the admin socket: the caches are dropped and the
+   * allowlist read again, so the change applies before the command returns (other instances
+   * hear of it through LISTEN/NOTIFY, or within PROPAGATION_MS).
+   */
+  const reload = async () => {
+    reloadNow();
+    try {
+      await allowlist.appleApps();
+    } catch (err) {
+      // the change is committed; the next request reads the allowlist again
+      logger.warn({ err: describeFault(err) }, 'could not reload the allowlist');
+    }
+  };
+  return {
+    app,
+    metrics,
+    breaker,
+    stats,
+    reloadNow,
+    reload,
+    sessions,
+    consumedResults,
+    revocationRepo,
+    revocations,
+    receipts,
+  };
+}
+
+export type WiredApp = Awaited<ReturnType<typeof wireApp>>;
