@@ -109,6 +109,11 @@ export interface OpenOptions {
   onProgress?: (message: string) => void;
   /** told of a lock left by a process that is gone, removed before the embedded database opened */
   onStaleLock?: (stale: StaleLock) => void;
+  /**
+   * PostgreSQL: told when the driver threw on a closed connection (isNullSocketWrite) and the
+   * pool was replaced rather than the process ended
+   */
+  onDriverFault?: (fault: Error) => void;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
@@ -143,6 +148,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       options.poolSize ?? POOL_SIZE,
       options.role === 'server',
       connectTimeoutSeconds,
+      options.onDriverFault,
     );
   const dataDir = resolve(options.dataDir);
   const pgDir = join(dataDir, PG_DIR);
@@ -326,6 +332,7 @@ async function openPostgres(
   max: number,
   server: boolean,
   connectTimeoutSeconds: number,
+  onDriverFault?: (fault: Error) => void,
 ): Promise<DatabaseHandle> {
   const { postgres, drizzlePostgres } = await postgresDriver();
   const connect = () =>
@@ -343,9 +350,19 @@ async function openPostgres(
       // a statement that hangs must not hold a connection beyond the request deadline
       connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
     });
-  const unguard = guardDriverRejections();
   let client = connect();
   let current = drizzlePostgres(preparedStatements(client), { schema });
+  const recycle = async () => {
+    const stale = client;
+    client = connect();
+    current = drizzlePostgres(preparedStatements(client), { schema });
+    // timeout 0: sockets whose peer vanished would never answer a graceful end
+    await stale.end({ timeout: 0 }).catch(() => {});
+  };
+  const unguard = guardDriverRejections((fault) => {
+    onDriverFault?.(fault);
+    void recycle();
+  });
   // notifications have a connection of their own, outside the pool `recycle` replaces
   let listener: Sql | undefined;
   // repositories keep this object; `recycle` swaps what it forwards to
@@ -358,13 +375,7 @@ async function openPostgres(
     where: redactUrl(url),
     url,
     connectTimeoutSeconds,
-    async recycle() {
-      const stale = client;
-      client = connect();
-      current = drizzlePostgres(preparedStatements(client), { schema });
-      // timeout 0: sockets whose peer vanished would never answer a graceful end
-      await stale.end({ timeout: 0 }).catch(() => {});
-    },
+    recycle,
     async probe(timeoutMs) {
       const probe = postgres(url, {
         max: 1,

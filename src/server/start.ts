@@ -126,6 +126,11 @@ export async function startServer(
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     onStaleLock: ({ path, pid, why }) =>
       logger.warn({ lock: path, pid }, `removed a stale lock ${path} (pid ${pid}): ${why}`),
+    onDriverFault: (fault) =>
+      logger.error(
+        { err: describeFault(fault) },
+        'the database driver failed on a closed connection (postgres.js nextWrite): the pool is replaced',
+      ),
   });
   // whatever fails from here on, the database (its lock and socket) is released before the error
   try {
