@@ -32,6 +32,7 @@ import { BackupRefusedError, DEFAULT_MAX_UNPACKED_BYTES, unpackBackup } from './
 const gzipAsync = promisify(gzip);
 import { guardDriverRejections } from './driverRejections.js';
 import { lagAwareDeadline } from './lagAwareDeadline.js';
+import { boundDatabaseWait, currentDatabaseDeadline } from './databaseDeadline.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
 export type Database = PgDatabase<any, typeof schema>;
@@ -426,11 +427,35 @@ function reconnectDelaySeconds(retries: number): number {
  * later calls only bind and execute.
  */
 function preparedStatements(client: Sql): Sql {
-  const unsafe: Sql['unsafe'] = (query, parameters, options) =>
-    client.unsafe(query, parameters, { ...options, prepare: true });
+  const unsafe = ((query: string, parameters?: never[], options?: object) => {
+    const pending = client.unsafe(query, parameters, { ...options, prepare: true });
+    const ms = currentDatabaseDeadline();
+    return ms === undefined ? pending : deadlined(pending, ms);
+  }) as Sql['unsafe'];
   return new Proxy(client, {
     get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)),
   });
+}
+
+/**
+ * A postgres.js query whose awaiting is bounded by `ms` (withDatabaseDeadline): postgres.js has no
+ * client-side timeout, and a connection whose peer went silent holds its queries forever. The
+ * query is lazy (it runs when awaited), so `values()` still reaches it before it runs; the query
+ * itself stays on its connection (the pool watchdog replaces a pool whose queries time out).
+ */
+function deadlined<T>(pending: T & PromiseLike<unknown> & { values(): unknown }, ms: number): T {
+  let bounded: Promise<unknown> | undefined;
+  const run = () => (bounded ??= boundDatabaseWait(Promise.resolve(pending), ms));
+  const wrapper = {
+    values() {
+      pending.values();
+      return wrapper;
+    },
+    then: (ok?: (v: unknown) => unknown, fail?: (e: unknown) => unknown) => run().then(ok, fail),
+    catch: (fail?: (e: unknown) => unknown) => run().catch(fail),
+    finally: (done?: () => void) => run().finally(done),
+  };
+  return wrapper as unknown as T;
 }
 
 /** Rows of a raw `db.execute` result on either driver. */

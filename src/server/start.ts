@@ -25,6 +25,7 @@ import { createDevCaRepository } from '../db/devCa.js';
 import { assertMigrated, migrationStatus, runMigrations } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createDatabaseBreaker } from '../db/databaseBreaker.js';
+import { createWriteHealth } from '../db/writeHealth.js';
 import { createSecretBox } from '../db/secretBox.js';
 import { checkMasterKey } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
@@ -246,9 +247,20 @@ async function serveOn(
             : logger.info('the database answers again'),
       })
     : undefined;
+  // a full disk or a read-only database fails writes while reads pass: readiness says so
+  const writeHealth = createWriteHealth(database.db, {
+    onChange: (writable, cause) =>
+      writable
+        ? logger.info('the database takes writes again')
+        : logger.error(
+            { err: describeFault(cause) },
+            'the database refuses writes (a full disk or a read-only database): /readyz answers 503 until a write passes',
+          ),
+  });
   const stats = await startStats(database, config, logger, allowlist, {
     ...options,
     propagationMs,
+    onWriteError: (err) => writeHealth.observe(err),
   });
   const app = createApp({
     logger,
@@ -262,6 +274,8 @@ async function serveOn(
     sessionTtlSeconds: config.sessionTtlSeconds,
     // Google's own bound must run out first, or a slow Google would pass for a hanging database
     requestDeadlineMs: Math.max(5000, config.googleTimeoutMs + 2000),
+    databaseWaitMs: config.dbWaitTimeoutMs,
+    writeHealth,
     onBackendTimeout: createPoolWatchdog(database, {
       onRecycle: () =>
         logger.warn(
