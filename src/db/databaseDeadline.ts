@@ -32,3 +32,13 @@ export function boundDatabaseWait<T>(work: Promise<T>, ms: number): Promise<T> {
     throw err;
   });
 }
+
+/** True for DatabaseTimeoutError, also inside drizzle's wrapper (its `cause`). */
+export function isDatabaseTimeout(err: unknown): boolean {
+  let e = err;
+  for (let depth = 0; depth < 5 && e && typeof e === 'object'; depth++) {
+    if (e instanceof DatabaseTimeoutError) return true;
+    e = (e as { cause?: unknown }).cause;
+  }
+  return false;
+}

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { DatabaseHandle } from './client.js';
-import { DatabaseTimeoutError } from './databaseDeadline.js';
+import { isDatabaseTimeout } from './databaseDeadline.js';
 import { lagAwareDeadline, LagAwareTimeoutError } from './lagAwareDeadline.js';
 
 /**
@@ -78,7 +78,7 @@ export function createPoolWatchdog(
     const now = Date.now();
     recent = [
       ...recent.filter((t) => now - t.at < windowMs),
-      { at: now, statement: cause instanceof DatabaseTimeoutError },
+      { at: now, statement: isDatabaseTimeout(cause) },
     ];
     if (recent.length < threshold) return;
     const statementsTimedOut = recent.some((t) => t.statement);

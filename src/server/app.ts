@@ -8,7 +8,7 @@ import type { KeyMode, VerifyOutcome } from '../core/types.js';
 import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
 import { LIVE_JWKS_PATH, TEST_JWKS_PATH } from '../core/resultToken.js';
 import type { DatabaseBreaker } from '../db/databaseBreaker.js';
-import { DatabaseTimeoutError, withDatabaseDeadline } from '../db/databaseDeadline.js';
+import { isDatabaseTimeout, withDatabaseDeadline } from '../db/databaseDeadline.js';
 import {
   DatabaseUnavailableError,
   isTransientDatabaseFault,
@@ -141,8 +141,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.onError((err, c) => {
     const log = c.get('log');
     if (log) log.err = describeFault(err);
-    if (err instanceof DeadlineExceeded || err instanceof DatabaseTimeoutError)
-      deps.onBackendTimeout?.(err);
+    if (err instanceof DeadlineExceeded || isDatabaseTimeout(err)) deps.onBackendTimeout?.(err);
     deps.writeHealth?.observe(err);
     if (err instanceof GoogleBusyError) {
       // a slow Google holds at most the configured number of requests; the rest retry shortly
@@ -333,7 +332,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     try {
       return await Promise.race([
         withDatabaseDeadline(databaseWaitMs, deps.ready).catch((err: unknown) => {
-          if (err instanceof DatabaseTimeoutError) breaker?.suspect();
+          if (isDatabaseTimeout(err)) breaker?.suspect();
           breaker?.failed(err);
           return false;
         }),
@@ -419,7 +418,7 @@ function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
  */
 export function retryAfterSeconds(err: unknown): number | undefined {
   if (err instanceof DatabaseUnavailableError) return 1; // the breaker's probe runs every 200 ms
-  if (err instanceof DatabaseTimeoutError || err instanceof DeadlineExceeded) return 1;
+  if (isDatabaseTimeout(err) || err instanceof DeadlineExceeded) return 1;
   // a full disk or a read-only database is not fixed within a second
   if (isWriteRefused(err)) return 5;
   if (isTransientDatabaseFault(err)) return 1;

@@ -1,6 +1,6 @@
 import { createMiddleware } from 'hono/factory';
 import type { DatabaseBreaker } from '../../db/databaseBreaker.js';
-import { DatabaseTimeoutError, withDatabaseDeadline } from '../../db/databaseDeadline.js';
+import { isDatabaseTimeout, withDatabaseDeadline } from '../../db/databaseDeadline.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { AppEnv, Budget } from '../appEnv.js';
 
@@ -55,8 +55,7 @@ export function createBudget(
       return await Promise.race([work, deadline]);
     } catch (err) {
       // a statement unanswered within the database wait deadline: the database may be silent
-      if (err instanceof DeadlineExceeded || err instanceof DatabaseTimeoutError)
-        breaker?.suspect();
+      if (err instanceof DeadlineExceeded || isDatabaseTimeout(err)) breaker?.suspect();
       else if (!(err instanceof DatabaseUnavailableError)) breaker?.failed(err);
       throw err;
     } finally {
