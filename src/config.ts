@@ -40,6 +40,8 @@ export interface Config {
   googlePlayIntegrityUrl: string;
   /** bound on one decode through Google, access token included */
   googleTimeoutMs: number;
+  /** ATTEST_DB_WAIT_TIMEOUT_MS: how long one statement of a request may wait for its answer (default 250) */
+  dbWaitTimeoutMs: number;
   /** decodes through Google in flight at once; beyond it verify answers 503 */
   googleMaxInFlight: number;
   /** ATTEST_ISSUER: the `iss` of result tokens (an https URL); unset: no API key may use result tokens */
@@ -168,6 +170,7 @@ const env = z.object({
     .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
     .default('https://playintegrity.googleapis.com'),
   ATTEST_GOOGLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
+  ATTEST_DB_WAIT_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(250),
   ATTEST_GOOGLE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(64),
   ATTEST_ISSUER: z.string().refine(isIssuer).optional(),
   ATTEST_RESULT_TOKEN_TTL: z
@@ -247,6 +250,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_GOOGLE_OAUTH_URL: 'must be an http(s) URL',
   ATTEST_GOOGLE_PLAY_INTEGRITY_URL: 'must be an http(s) URL',
   ATTEST_GOOGLE_TIMEOUT_MS: 'must be a whole number of milliseconds from 100 to 60000',
+  ATTEST_DB_WAIT_TIMEOUT_MS: 'must be a whole number of milliseconds from 50 to 60000',
   ATTEST_GOOGLE_MAX_IN_FLIGHT: 'must be a whole number from 1 to 100000',
   ATTEST_ISSUER:
     'must be an https URL (http on loopback only) without query, fragment or trailing slash, such as https://attest.example.com',
@@ -352,6 +356,7 @@ export function loadConfig(
     googleOauthUrl: e.ATTEST_GOOGLE_OAUTH_URL,
     googlePlayIntegrityUrl: e.ATTEST_GOOGLE_PLAY_INTEGRITY_URL,
     googleTimeoutMs: e.ATTEST_GOOGLE_TIMEOUT_MS,
+    dbWaitTimeoutMs: e.ATTEST_DB_WAIT_TIMEOUT_MS,
     googleMaxInFlight: e.ATTEST_GOOGLE_MAX_IN_FLIGHT,
     issuer: e.ATTEST_ISSUER,
     resultTokenTtlSeconds: e.ATTEST_RESULT_TOKEN_TTL,

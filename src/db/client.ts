@@ -26,6 +26,7 @@ import {
 import { postgresTarget } from './postgresUrl.js';
 import { guardDriverRejections } from './driverRejections.js';
 import { lagAwareDeadline } from './lagAwareDeadline.js';
+import { boundDatabaseWait, currentDatabaseDeadline } from './databaseDeadline.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
 export type Database = PgDatabase<any, typeof schema>;
@@ -108,6 +109,11 @@ export interface OpenOptions {
   onStaleLock?: (stale: StaleLock) => void;
   /** told of an embedded PostgreSQL server left running by an attest that is gone, stopped before a new one started */
   onOrphan?: (pid: number) => void;
+  /**
+   * told when the driver threw on a closed connection (isNullSocketWrite) and the pool was
+   * replaced rather than the process ended
+   */
+  onDriverFault?: (fault: Error) => void;
 }
 
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
@@ -146,6 +152,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       options.poolSize ?? POOL_SIZE,
       options.role === 'server',
       connectTimeoutSeconds,
+      options.onDriverFault,
     );
   const dataDir = resolve(options.dataDir);
   if (existsSync(dataDir)) assertPrivate(dataDir);
@@ -187,6 +194,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       options.poolSize ?? POOL_SIZE,
       options.role === 'server',
       connectTimeoutSeconds,
+      options.onDriverFault,
     );
   } catch (err) {
     await server?.stop().catch(() => {});
@@ -246,6 +254,7 @@ async function openPostgres(
   max: number,
   server: boolean,
   connectTimeoutSeconds: number,
+  onDriverFault?: (fault: Error) => void,
 ): Promise<DatabaseHandle> {
   const { postgres, drizzlePostgres } = await postgresDriver();
   const target = postgresTarget(url);
@@ -266,9 +275,19 @@ async function openPostgres(
       // a statement that hangs must not hold a connection beyond the request deadline
       connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
     });
-  const unguard = guardDriverRejections();
   let client = connect();
   let current = drizzlePostgres(preparedStatements(client), { schema });
+  const recycle = async () => {
+    const stale = client;
+    client = connect();
+    current = drizzlePostgres(preparedStatements(client), { schema });
+    // timeout 0: sockets whose peer vanished would never answer a graceful end
+    await stale.end({ timeout: 0 }).catch(() => {});
+  };
+  const unguard = guardDriverRejections((fault) => {
+    onDriverFault?.(fault);
+    void recycle();
+  });
   // notifications have a connection of their own, outside the pool `recycle` replaces
   let listener: Sql | undefined;
   // repositories keep this object; `recycle` swaps what it forwards to
@@ -281,13 +300,7 @@ async function openPostgres(
     where: redactUrl(url),
     url,
     connectTimeoutSeconds,
-    async recycle() {
-      const stale = client;
-      client = connect();
-      current = drizzlePostgres(preparedStatements(client), { schema });
-      // timeout 0: sockets whose peer vanished would never answer a graceful end
-      await stale.end({ timeout: 0 }).catch(() => {});
-    },
+    recycle,
     async probe(timeoutMs) {
       const probe = postgres(target.url, {
         ...socket,
@@ -340,11 +353,35 @@ function reconnectDelaySeconds(retries: number): number {
  * later calls only bind and execute.
  */
 function preparedStatements(client: Sql): Sql {
-  const unsafe: Sql['unsafe'] = (query, parameters, options) =>
-    client.unsafe(query, parameters, { ...options, prepare: true });
+  const unsafe = ((query: string, parameters?: never[], options?: object) => {
+    const pending = client.unsafe(query, parameters, { ...options, prepare: true });
+    const ms = currentDatabaseDeadline();
+    return ms === undefined ? pending : deadlined(pending, ms);
+  }) as Sql['unsafe'];
   return new Proxy(client, {
     get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)),
   });
+}
+
+/**
+ * A postgres.js query whose awaiting is bounded by `ms` (withDatabaseDeadline): postgres.js has no
+ * client-side timeout, and a connection whose peer went silent holds its queries forever. The
+ * query is lazy (it runs when awaited), so `values()` still reaches it before it runs; the query
+ * itself stays on its connection (the pool watchdog replaces a pool whose queries time out).
+ */
+function deadlined<T>(pending: T & PromiseLike<unknown> & { values(): unknown }, ms: number): T {
+  let bounded: Promise<unknown> | undefined;
+  const run = () => (bounded ??= boundDatabaseWait(Promise.resolve(pending), ms));
+  const wrapper = {
+    values() {
+      pending.values();
+      return wrapper;
+    },
+    then: (ok?: (v: unknown) => unknown, fail?: (e: unknown) => unknown) => run().then(ok, fail),
+    catch: (fail?: (e: unknown) => unknown) => run().catch(fail),
+    finally: (done?: () => void) => run().finally(done),
+  };
+  return wrapper as unknown as T;
 }
 
 /** Rows of a raw `db.execute` result on either driver. */

@@ -212,3 +212,34 @@ function formatBytes(n: number): string {
   if (n < 1024 * 1024) return `${Math.floor(n / 1024)} KiB`;
   return `${Math.floor(n / (1024 * 1024))} MiB`;
 }
+
+// SQLSTATEs of a database that refuses writes: disk_full, io_error, read_only_sql_transaction
+const WRITE_REFUSED_STATES = new Set(['53100', '58030', '25006']);
+const WRITE_REFUSED_CODES = new Set(['ENOSPC', 'EDQUOT', 'EROFS', 'EIO']);
+
+/**
+ * True when `err` says the database (or the disk under it) cannot take a write: a full disk
+ * (ENOSPC, PostgreSQL's 53100 disk_full or "could not extend file"), an I/O error, a read-only
+ * file system or database (25006). Such a fault lasts: readiness reports it until a write passes.
+ */
+export function isWriteRefused(err: unknown): boolean {
+  const e = innermost(err);
+  const code = String(e.code ?? '');
+  return (
+    WRITE_REFUSED_STATES.has(code) ||
+    WRITE_REFUSED_CODES.has(code) ||
+    /could not (extend|write to) file|no space left on device/i.test(String(e.message ?? ''))
+  );
+}
+
+/**
+ * True when `err` is a fault of the database that a retry may not meet: a connection error (a
+ * reset mid-query included), a terminated backend, a serialization failure or deadlock, a lack of
+ * resources, or a refused write. The answer to it says so (Retry-After).
+ */
+export function isTransientDatabaseFault(err: unknown): boolean {
+  if (isConnectionError(err) || isWriteRefused(err)) return true;
+  const code = String(innermost(err).code ?? '');
+  // 08 connection, 40 transaction rollback, 53 insufficient resources, 57P0x shutdown/terminated
+  return /^(08|40|53)...$/.test(code) || /^57P0\d$/.test(code);
+}

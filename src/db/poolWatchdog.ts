@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { DatabaseHandle } from './client.js';
+import { isDatabaseTimeout } from './databaseDeadline.js';
 import { lagAwareDeadline, LagAwareTimeoutError } from './lagAwareDeadline.js';
 
 /**
@@ -28,34 +29,39 @@ export interface PoolWatchdogOptions {
  * deadline alone proves nothing (a saturated event loop misses deadlines with a healthy pool), so
  * after `threshold` of them the watchdog judges by probes: `select 1` through the pool, within a
  * lag-aware deadline, while the event loop's delay is measured. The pool is replaced only when it
- * did not answer, the loop was not blocked meanwhile, and a fresh connection answers: its
+ * did not answer, or statements timed out (DatabaseTimeoutError: lag-aware, so not a blocked loop)
+ * even though it answers, the loop was not blocked meanwhile, and a fresh connection answers: its
  * connections are then dead without knowing it (postgres-js has no client-side query timeout).
  */
 export function createPoolWatchdog(
   handle: DatabaseHandle,
   options: PoolWatchdogOptions = {},
-): () => void {
+): (cause?: unknown) => void {
   const threshold = options.threshold ?? 3;
   const windowMs = options.windowMs ?? 10_000;
   const probeTimeoutMs = options.probeTimeoutMs ?? 3000;
   const busyLoopMs = options.busyLoopMs ?? 200;
-  let recent: number[] = [];
+  let recent: { at: number; statement: boolean }[] = [];
   let judging = false;
 
-  const judge = async (): Promise<WatchdogVerdict> => {
+  const judge = async (statementsTimedOut: boolean): Promise<WatchdogVerdict> => {
     const loop = watchLoopDelay();
     const pool = handle.db.execute(sql`select 1`);
     // left behind when it hangs: its rejection (a recycle ends it) is nobody's error
     pool.catch(() => {});
+    let answered = false;
     try {
       await lagAwareDeadline(pool, probeTimeoutMs);
-      return 'pool answers';
+      answered = true;
     } catch (err) {
       // an error is an answer: postgres-js reconnects a connection that failed by itself
-      if (!(err instanceof LagAwareTimeoutError)) return 'pool answers';
+      if (!(err instanceof LagAwareTimeoutError)) answered = true;
     } finally {
       loop.stop();
     }
+    // statements that timed out (lag-aware) sat on connections that did not answer: one hung
+    // connection among live ones lets the pool's probe pass and keeps wedging what lands on it
+    if (answered && !statementsTimedOut) return 'pool answers';
     if (loop.maxMs() > busyLoopMs) return 'busy';
     try {
       await handle.probe!(probeTimeoutMs);
@@ -67,14 +73,18 @@ export function createPoolWatchdog(
     return 'recycled';
   };
 
-  return () => {
+  return (cause) => {
     if (!handle.recycle || !handle.probe || judging) return;
     const now = Date.now();
-    recent = [...recent.filter((t) => now - t < windowMs), now];
+    recent = [
+      ...recent.filter((t) => now - t.at < windowMs),
+      { at: now, statement: isDatabaseTimeout(cause) },
+    ];
     if (recent.length < threshold) return;
+    const statementsTimedOut = recent.some((t) => t.statement);
     recent = [];
     judging = true;
-    judge()
+    judge(statementsTimedOut)
       .catch((): WatchdogVerdict => 'down')
       .then((verdict) => {
         judging = false;

@@ -91,6 +91,8 @@ export interface AuthenticatorOptions {
    * those this process saw since, the most recent kept
    */
   maxOriginsPerKey?: number;
+  /** how long concurrent reads of one key id may share one load before a new read starts afresh */
+  sharedLoadMs?: number;
   /** how often last_used_at (and a key's origin) is written per key */
   touchIntervalMs?: number;
   onTouchError?: (err: unknown) => void;
@@ -153,6 +155,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
   const maxEntries = options.maxEntries ?? 10_000;
   const maxOrigins = options.maxOriginsPerKey ?? 64;
   const touchIntervalMs = options.touchIntervalMs ?? 60_000;
+  const sharedLoadMs = options.sharedLoadMs ?? 1000;
   const cacheSecret = randomBytes(32).toString('base64');
   const verified = new LruCache<string, Verified>(maxEntries);
   // when a value failed, and why (the log of a repeated attempt must name the real cause)
@@ -278,7 +281,16 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     if (cached && now() - cached.at < revalidateMs) return cached;
     let load = rowLoads.get(id);
     if (!load) {
-      load = options.lookup.find(id).finally(() => rowLoads.delete(id));
+      const mine: Promise<KeyRow | null> = options.lookup.find(id).finally(() => forget());
+      // a load that has not settled by then (a hung connection) is shared no longer: the next
+      // request starts a fresh one instead of waiting on it for good (its waiters keep their budget)
+      const limit = setTimeout(() => forget(), sharedLoadMs);
+      limit.unref();
+      const forget = () => {
+        clearTimeout(limit);
+        if (rowLoads.get(id) === mine) rowLoads.delete(id);
+      };
+      load = mine;
       rowLoads.set(id, load);
     }
     const row = await backend(load);

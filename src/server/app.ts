@@ -8,9 +8,15 @@ import type { KeyMode, VerifyOutcome } from '../core/types.js';
 import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
 import { LIVE_JWKS_PATH, TEST_JWKS_PATH } from '../core/resultToken.js';
 import type { DatabaseBreaker } from '../db/databaseBreaker.js';
-import { DatabaseUnavailableError } from '../db/errors.js';
+import { isDatabaseTimeout, withDatabaseDeadline } from '../db/databaseDeadline.js';
+import {
+  DatabaseUnavailableError,
+  isTransientDatabaseFault,
+  isWriteRefused,
+} from '../db/errors.js';
+import type { WriteHealth } from '../db/writeHealth.js';
 import type { ConsumeResult } from '../db/sessions.js';
-import { GoogleBusyError } from '../google/playIntegrityClient.js';
+import { GoogleBusyError, GoogleFault } from '../google/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import type { AppEnv, RequestLog } from './appEnv.js';
 import {
@@ -61,8 +67,15 @@ export interface AppDeps {
   sessionTtlSeconds: number;
   /** a request that has not finished by then answers 500 (the driver itself never times out) */
   requestDeadlineMs?: number;
+  /**
+   * how long one statement of a request may wait for its answer (lag-aware) before the request
+   * answers 500 with Retry-After (default DATABASE_WAIT_MS)
+   */
+  databaseWaitMs?: number;
   /** told each time a request ran out of time waiting on the backend (the pool watchdog) */
-  onBackendTimeout?: () => void;
+  onBackendTimeout?: (cause: unknown) => void;
+  /** whether the database takes writes: /readyz answers 503 while it does not */
+  writeHealth?: Pick<WriteHealth, 'observe' | 'writable'>;
   /**
    * PostgreSQL: the circuit breaker on the database. While open, requests that need the database
    * answer 500 at once (with Retry-After) and /readyz 503, instead of after the deadline.
@@ -95,6 +108,12 @@ export interface AppDeps {
   allowlisted?: (app: string) => boolean;
 }
 
+/**
+ * A statement on the request path that has no answer after this long (of time the event loop
+ * could have read it in) is given up: the request answers 500 with Retry-After, the breaker probes.
+ */
+export const DATABASE_WAIT_MS = 250;
+
 /** How long verifiers may cache the JWKS and the discovery document. */
 export const WELL_KNOWN_MAX_AGE_SECONDS = 300;
 
@@ -117,23 +136,22 @@ const ROUTES: Record<string, string[]> = {
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const deadlineMs = deps.requestDeadlineMs ?? 5000;
+  const databaseWaitMs = deps.databaseWaitMs ?? DATABASE_WAIT_MS;
 
   app.use('*', requestLog({ logger: deps.logger, metrics: deps.metrics, routes: ROUTES }));
 
   app.onError((err, c) => {
     const log = c.get('log');
     if (log) log.err = describeFault(err);
-    if (err instanceof DeadlineExceeded) deps.onBackendTimeout?.();
-    if (err instanceof DatabaseUnavailableError) {
-      // the breaker is open: the background probe closes it within a second of the database's return
-      c.header('Retry-After', '1');
-      return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
-    }
+    if (err instanceof DeadlineExceeded || isDatabaseTimeout(err)) deps.onBackendTimeout?.(err);
+    deps.writeHealth?.observe(err);
     if (err instanceof GoogleBusyError) {
       // a slow Google holds at most the configured number of requests; the rest retry shortly
       c.header('Retry-After', String(err.retryAfterSeconds));
       return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Busy, retry shortly');
     }
+    const retryAfter = retryAfterSeconds(err);
+    if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
@@ -144,7 +162,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   );
   // the budget first: the key's database reads count against it; the key is checked before
   // anything else under /api/, unknown paths included
-  app.use('/api/*', backendBudget({ deadlineMs, breaker: deps.breaker }));
+  app.use('/api/*', backendBudget({ deadlineMs, databaseWaitMs, breaker: deps.breaker }));
   app.use('/api/*', apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys }));
 
   app.post('/api/v1/attestation/init', async (c) => {
@@ -294,16 +312,29 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     const ready = await readiness();
     return c.json({ status: ready ? 'ready' : 'not ready' }, ready ? 200 : 503);
   });
-  /** false at once while the breaker is open; else the database's answer, bounded by the deadline */
+  /**
+   * false at once while the breaker is open; false while writes are refused (a full disk, a
+   * read-only database: a probe write decides); else the database's answer, bounded by the deadline
+   */
   async function readiness(): Promise<boolean> {
     const breaker = deps.breaker;
     if (breaker?.isOpen()) return false;
+    if (deps.writeHealth) {
+      const writable = await withDatabaseDeadline(databaseWaitMs, () =>
+        deps.writeHealth!.writable(),
+      ).catch((err: unknown) => {
+        breaker?.failed(err);
+        return false;
+      });
+      if (!writable) return false;
+    }
     let timer: NodeJS.Timeout | undefined;
     let suspect: NodeJS.Timeout | undefined;
     let unsubscribe: (() => void) | undefined;
     try {
       return await Promise.race([
-        deps.ready().catch((err: unknown) => {
+        withDatabaseDeadline(databaseWaitMs, deps.ready).catch((err: unknown) => {
+          if (isDatabaseTimeout(err)) breaker?.suspect();
           breaker?.failed(err);
           return false;
         }),
@@ -380,6 +411,27 @@ function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
   if (facts.receipt) out.receipt = facts.receipt;
   if (facts.receiptProblem) out.receiptProblem = facts.receiptProblem;
   return out;
+}
+
+/**
+ * Seconds a client should wait before retrying after `err`, when the fault is one a retry may not
+ * meet: the database unreachable, silent, reset or refusing writes, a deadline, an upstream
+ * (Google) failing. Undefined for a fault of attest itself (a bug: retrying soon will not help).
+ */
+export function retryAfterSeconds(err: unknown): number | undefined {
+  if (err instanceof DatabaseUnavailableError) return 1; // the breaker's probe runs every 200 ms
+  if (isDatabaseTimeout(err) || err instanceof DeadlineExceeded) return 1;
+  // a full disk or a read-only database is not fixed within a second
+  if (isWriteRefused(err)) return 5;
+  if (isTransientDatabaseFault(err)) return 1;
+  if (err instanceof GoogleFault) {
+    if (err.code === 'timeout' || err.code === 'unreachable' || err.code === 'server_error')
+      return 1;
+    if (err.code === 'rate_limited') return 30;
+    // refused credentials or a malformed answer: an operator has to act
+    return 60;
+  }
+  return undefined;
 }
 
 /**

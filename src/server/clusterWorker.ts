@@ -147,6 +147,11 @@ export function clusterWorker(): void {
       dataDir: config.dataDir,
       role: 'server',
       connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
+      onDriverFault: (fault) =>
+        log.error(
+          { err: describeFault(fault) },
+          'the database driver failed on a closed connection (postgres.js nextWrite): the pool is replaced',
+        ),
     });
     let server: Server;
     let wired: WiredApp;

@@ -63,10 +63,11 @@ export async function serveCluster(
       ...options,
       propagationMs,
       runsJobs: true,
-      stats: async (allowlist) =>
+      stats: async (allowlist, onWriteError) =>
         (made = await startStats(database, config, logger, allowlist, {
           ...options,
           propagationMs,
+          onWriteError,
         })),
     });
     return { wired, recorder: made!.recorder };

@@ -12,6 +12,7 @@ import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { assertMigrated, runMigrations } from '../db/migrate.js';
 import { createSecretBox, type SecretBox } from '../db/secretBox.js';
 import { checkMasterKey } from '../db/secrets.js';
+import { describeFault } from './app.js';
 import { createMetricsApp } from './metrics.js';
 import { drainable, type Drainable } from './drainable.js';
 import { assertPortFree, closeServer, listen, portOf, urlOf } from './httpListen.js';
@@ -107,6 +108,11 @@ export async function startServer(
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     onStaleLock: ({ path, pid, why }) =>
       logger.warn({ lock: path, pid }, `removed a stale lock ${path} (pid ${pid}): ${why}`),
+    onDriverFault: (fault) =>
+      logger.error(
+        { err: describeFault(fault) },
+        'the database driver failed on a closed connection (postgres.js nextWrite): the pool is replaced',
+      ),
   });
   // whatever fails from here on, the database (its lock and socket) is released before the error
   try {
@@ -143,8 +149,8 @@ async function serveOn(
     ...options,
     propagationMs,
     runsJobs: true,
-    stats: (allowlist) =>
-      startStats(database, config, logger, allowlist, { ...options, propagationMs }),
+    stats: (allowlist, onWriteError) =>
+      startStats(database, config, logger, allowlist, { ...options, propagationMs, onWriteError }),
   });
   const { app, stats, breaker, reloadNow, reload } = wired;
   // every instance hears of changes made anywhere (the change_notify migration's triggers); a

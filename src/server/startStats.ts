@@ -3,6 +3,7 @@ import { DEFAULT_STATS_RETENTION_SECONDS, type Config } from '../config.js';
 import type { AllowlistReader } from '../core/types.js';
 import type { DatabaseHandle } from '../db/client.js';
 import { createVerificationStatsRepository } from '../db/verificationStats.js';
+import { boundDatabaseWait } from '../db/databaseDeadline.js';
 import { describeFault } from './app.js';
 import { allowlistedIds } from './allowlistedIds.js';
 import { createStatsRecorder, type StatsRecorder } from './statsRecorder.js';
@@ -21,6 +22,12 @@ export interface StatsOptions {
 }
 
 /**
+ * How long one write of counts may wait for the database (lag-aware); under the 5 s the final
+ * flush at shutdown is given, so counts a hung connection holds are reported, not lost unseen.
+ */
+export const STATS_WRITE_TIMEOUT_MS = 2000;
+
+/**
  * The verification statistics of one instance (`attest stats`): the recorder the verify route
  * counts into (null with ATTEST_STATS=off; its schedule begins with `start()` once the server
  * listens), and the allowlisted ids that bound the app names counted.
@@ -30,7 +37,7 @@ export async function startStats(
   config: Config,
   logger: Logger,
   allowlist: Pick<AllowlistReader, 'appleApps' | 'androidPackages'>,
-  options: StatsOptions & { propagationMs: number },
+  options: StatsOptions & { propagationMs: number; onWriteError?: (err: unknown) => void },
 ): Promise<{ recorder: StatsRecorder | null; allowlisted: ReturnType<typeof allowlistedIds> }> {
   const allowlisted = allowlistedIds(allowlist, {
     ttlMs: options.propagationMs,
@@ -42,7 +49,9 @@ export async function startStats(
   const repo = createVerificationStatsRepository(database.db);
   let failing = false;
   const recorder = createStatsRecorder({
-    write: (rows) => repo.add(rows),
+    // a write on a connection that stopped answering is given up (its counts kept for the next
+    // flush, or reported at stop) rather than holding every later flush and the shutdown
+    write: (rows) => boundDatabaseWait(repo.add(rows), STATS_WRITE_TIMEOUT_MS),
     // one instance at a time on PostgreSQL: the others skip that round
     prune: (cutoff) => repo.prune(cutoff, { advisoryLock: true }),
     retentionSeconds: config.statsRetentionSeconds ?? DEFAULT_STATS_RETENTION_SECONDS,
@@ -57,6 +66,7 @@ export async function startStats(
       ? { pruneIntervalMs: options.statsPruneIntervalMs }
       : {}),
     onError: (err, pendingRows) => {
+      options.onWriteError?.(err);
       // once per outage, not every 10 s
       if (!failing)
         logger.warn(

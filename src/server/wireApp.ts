@@ -17,6 +17,7 @@ import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createDatabaseBreaker } from '../db/databaseBreaker.js';
+import { createWriteHealth } from '../db/writeHealth.js';
 import type { SecretBox } from '../db/secretBox.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createConsumedResultRepository } from '../db/consumedResults.js';
@@ -48,8 +49,14 @@ export interface WireOptions extends StartOptions {
    * leaves them to the primary
    */
   runsJobs: boolean;
-  /** the verify counts' sink, given the allowlist: startStats in one process, the primary's over IPC in a worker */
-  stats(allowlist: Pick<AllowlistReader, 'appleApps' | 'androidPackages'>): Promise<StatsSink>;
+  /**
+   * the verify counts' sink, given the allowlist: startStats in one process, the primary's over
+   * IPC in a worker; `onWriteError` is told of each failed flush (readiness follows writes)
+   */
+  stats(
+    allowlist: Pick<AllowlistReader, 'appleApps' | 'androidPackages'>,
+    onWriteError: (err: unknown) => void,
+  ): Promise<StatsSink>;
   /** what GET /metrics answers when not this process's registry (a worker: the sum of all) */
   scrape?: () => Promise<string>;
 }
@@ -143,7 +150,17 @@ export async function wireApp(
             : logger.info('the database answers again'),
       })
     : undefined;
-  const stats = await options.stats(allowlist);
+  // a full disk or a read-only database fails writes while reads pass: readiness says so
+  const writeHealth = createWriteHealth(database.db, {
+    onChange: (writable, cause) =>
+      writable
+        ? logger.info('the database takes writes again')
+        : logger.error(
+            { err: describeFault(cause) },
+            'the database refuses writes (a full disk or a read-only database): /readyz answers 503 until a write passes',
+          ),
+  });
+  const stats = await options.stats(allowlist, (err) => writeHealth.observe(err));
   const app = createApp({
     logger,
     auth,
@@ -156,6 +173,8 @@ export async function wireApp(
     sessionTtlSeconds: config.sessionTtlSeconds,
     // Google's own bound must run out first, or a slow Google would pass for a hanging database
     requestDeadlineMs: Math.max(5000, config.googleTimeoutMs + 2000),
+    databaseWaitMs: config.dbWaitTimeoutMs,
+    writeHealth,
     onBackendTimeout: createPoolWatchdog(database, {
       onRecycle: () =>
         logger.warn(

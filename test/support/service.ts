@@ -112,10 +112,17 @@ export interface ServiceOptions {
   testKeys?: boolean;
   sessionTtlSeconds?: number;
   requestDeadlineMs?: number;
+  /**
+   * how long one statement may wait (the server's default is 250 ms); tests on this shared,
+   * loaded machine default to 2 s, so a cold connection is no outage; the chaos tests set 250
+   */
+  databaseWaitMs?: number;
+  /** whether the database takes writes (readiness) */
+  writeHealth?: AppDeps['writeHealth'];
   auth?: Partial<AuthenticatorOptions>;
   ready?: () => Promise<boolean>;
   sessions?: AppDeps['sessions'];
-  onBackendTimeout?: () => void;
+  onBackendTimeout?: (cause: unknown) => void;
   breaker?: AppDeps['breaker'];
   resultTokens?: AppDeps['resultTokens'];
   testResultTokens?: AppDeps['testResultTokens'];
@@ -145,6 +152,8 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     sessionTtlSeconds: options.sessionTtlSeconds ?? 300,
     ...(options.requestDeadlineMs ? { requestDeadlineMs: options.requestDeadlineMs } : {}),
     ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
+    databaseWaitMs: options.databaseWaitMs ?? 2000,
+    ...(options.writeHealth ? { writeHealth: options.writeHealth } : {}),
     ...(options.breaker ? { breaker: options.breaker } : {}),
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),

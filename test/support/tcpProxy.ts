@@ -2,7 +2,8 @@
  * A TCP proxy in front of PostgreSQL that a test can break: `forward` (normal), `stall` (new
  * connections are accepted but nothing is forwarded; open ones freeze with their bytes held back),
  * `refuse` (the database is down: open connections are closed, new ones closed as soon as they
- * are accepted), and `cut()` (close every open connection, mid-query if one is running). Going back
+ * are accepted), `cut()` (close every open connection, mid-query if one is running), and
+ * `cutAfter(text)` (close the connection that sends `text` right after its answer). Going back
  * to `forward` releases the frozen connections with the bytes they held.
  */
 import { createServer, connect, type Server, type Socket } from 'node:net';
@@ -25,6 +26,12 @@ export interface TcpProxy {
   setMode(mode: Mode, options?: { keepFrozen?: boolean }): void;
   /** destroys every open connection */
   cut(): void;
+  /**
+   * Destroys the connection whose client sends bytes containing `text`, right after forwarding
+   * the database's first answer to them (a statement that ran, then the connection is gone);
+   * resolves once it did.
+   */
+  cutAfter(text: string): Promise<void>;
   connections(): number;
   close(): Promise<void>;
 }
@@ -33,6 +40,7 @@ export async function startTcpProxy(upstreamHost: string, upstreamPort: number):
   let mode: Mode = 'forward';
   const pairs = new Set<Pair>();
   const frozen = new Set<Pair>();
+  let armed: { text: string; pair?: Pair; done: () => void } | undefined;
 
   const openUpstream = (pair: Pair) => {
     const upstream = connect(upstreamPort, upstreamHost);
@@ -40,6 +48,16 @@ export async function startTcpProxy(upstreamHost: string, upstreamPort: number):
     upstream.on('data', (d) => {
       if (mode === 'forward' && !frozen.has(pair)) pair.client.write(d);
       else pair.toClient.push(d);
+      if (armed?.pair === pair) {
+        const { done } = armed;
+        armed = undefined;
+        // the answer is written first: the client reads it, then meets the closed connection
+        pair.client.end(() => {
+          pair.client.destroy();
+          upstream.destroy();
+          done();
+        });
+      }
     });
     upstream.on('error', () => pair.client.destroy());
     upstream.on('close', () => pair.client.destroy());
@@ -55,6 +73,7 @@ export async function startTcpProxy(upstreamHost: string, upstreamPort: number):
     const pair: Pair = { client, upstream: null, toUpstream: [], toClient: [] };
     pairs.add(pair);
     client.on('data', (d) => {
+      if (armed && !armed.pair && d.includes(armed.text)) armed.pair = pair;
       if (mode === 'forward' && pair.upstream && !frozen.has(pair)) pair.upstream.write(d);
       else pair.toUpstream.push(d);
     });
@@ -103,6 +122,7 @@ export async function startTcpProxy(upstreamHost: string, upstreamPort: number):
       }
     },
     cut: cutAll,
+    cutAfter: (text) => new Promise<void>((done) => (armed = { text, done })),
     connections: () => pairs.size,
     async close() {
       for (const pair of pairs) {

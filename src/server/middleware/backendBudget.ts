@@ -1,5 +1,6 @@
 import { createMiddleware } from 'hono/factory';
 import type { DatabaseBreaker } from '../../db/databaseBreaker.js';
+import { isDatabaseTimeout, withDatabaseDeadline } from '../../db/databaseDeadline.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { AppEnv, Budget } from '../appEnv.js';
 
@@ -53,7 +54,8 @@ export function createBudget(
     try {
       return await Promise.race([work, deadline]);
     } catch (err) {
-      if (err instanceof DeadlineExceeded) breaker?.suspect();
+      // a statement unanswered within the database wait deadline: the database may be silent
+      if (err instanceof DeadlineExceeded || isDatabaseTimeout(err)) breaker?.suspect();
       else if (!(err instanceof DatabaseUnavailableError)) breaker?.failed(err);
       throw err;
     } finally {
@@ -69,13 +71,18 @@ export function createBudget(
  * Gives each request `c.get('backend')`, its budget of `deadlineMs` for time spent waiting on the
  * backend (not on a slow client's body, which Node's own request timeout bounds): a bounded answer
  * even when the database hangs. An exceeded budget throws DeadlineExceeded; an open `breaker`
- * DatabaseUnavailableError, at once.
+ * DatabaseUnavailableError, at once. And every statement the request starts waits at most
+ * `databaseWaitMs` for its answer (withDatabaseDeadline: DatabaseTimeoutError), so a silent
+ * database releases the request long before its budget runs out.
  */
 export const backendBudget = (opts: {
   deadlineMs: number;
+  /** absent: statements wait as long as the budget allows */
+  databaseWaitMs?: number | undefined;
   breaker?: Pick<DatabaseBreaker, 'check' | 'failed' | 'suspect' | 'onOpen'> | undefined;
 }) =>
   createMiddleware<AppEnv>(async (c, next) => {
     c.set('backend', createBudget(opts.deadlineMs, opts.breaker));
-    await next();
+    if (opts.databaseWaitMs === undefined) await next();
+    else await withDatabaseDeadline(opts.databaseWaitMs, next);
   });
