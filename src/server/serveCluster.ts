@@ -84,7 +84,14 @@ export async function serveCluster(
   };
   const pool = superviseWorkers({
     count,
-    start: { attest: 'start', config, databaseUrl, propagationMs },
+    start: {
+      attest: 'start',
+      // a key the primary read from (or made in) the data dir is read there by each worker too:
+      // a worker's handle is a plain PostgreSQL one, which never looks in the data dir itself
+      config: masterKey.defaultFile ? { ...config, masterKeyFile: masterKey.defaultFile } : config,
+      databaseUrl,
+      propagationMs,
+    },
     logger,
     writeLines: options.writeLines ?? ((lines) => process.stdout.write(lines)),
     onStats: (rows) => recorder?.merge(rows.map((r) => ({ ...r, minute: new Date(r.minute) }))),
