@@ -448,3 +448,18 @@ export const verificationStats = pgTable(
     }),
   ],
 );
+
+/**
+ * The statistics batches already added to verification_stats: a flush whose commit succeeded but
+ * whose answer was lost is retried under the same id and adds nothing the second time (the batch's
+ * insert here and its counts are one statement). Pruned with the counts' retention.
+ */
+export const verificationStatsBatches = pgTable(
+  'verification_stats_batches',
+  {
+    /** `<instance id>:<sequence number>` of the recorder that made it */
+    id: text('id').primaryKey(),
+    appliedAt: timestamp('applied_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('verification_stats_batches_applied_at_idx').on(t.appliedAt)],
+);

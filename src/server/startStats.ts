@@ -42,7 +42,7 @@ export async function startStats(
   const repo = createVerificationStatsRepository(database.db);
   let failing = false;
   const recorder = createStatsRecorder({
-    write: (rows) => repo.add(rows),
+    write: (batch) => repo.add(batch),
     // one instance at a time on PostgreSQL: the others skip that round
     prune: (cutoff) => repo.prune(cutoff, { advisoryLock: database.kind === 'postgres' }),
     retentionSeconds: config.statsRetentionSeconds ?? DEFAULT_STATS_RETENTION_SECONDS,
