@@ -30,7 +30,7 @@ import { checkMasterKey } from '../db/secrets.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createConsumedResultRepository } from '../db/consumedResults.js';
 import { createResultConsumer } from './resultConsumer.js';
-import { startConsumedResultPruner } from './consumedResultPruner.js';
+import { startAndroidAssertionPruner, startConsumedResultPruner } from './consumedResultPruner.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
 import { KeyCache } from '../core/google/keyCache.js';
@@ -396,6 +396,11 @@ async function serveOn(
     logger,
     ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
   });
+  const assertionPruner = startAndroidAssertionPruner(createAndroidKeyRepository(database.db), {
+    advisoryLock: database.kind === 'postgres',
+    logger,
+    ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
+  });
 
   // Apple's risk metric: receipts of recently used keys are refreshed about daily. Claims are
   // atomic, so every instance runs it; a team without a DeviceCheck key is left alone.
@@ -480,6 +485,7 @@ async function serveOn(
       const drained = Promise.all([api.drain(DRAIN_MS), metricsServer?.drain(DRAIN_MS)]);
       await pruner.stop();
       await consumedPruner.stop();
+      await assertionPruner.stop();
       await refresher.stop();
       await revocationRefresher.stop();
       await Promise.all([drained, admin?.stop()]);
