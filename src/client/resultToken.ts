@@ -141,6 +141,14 @@ export async function verifyResultToken(
     ? remoteSet(jose, url, options.fetch)
     : jose.createLocalJWKSet({ keys: [...options.jwks!.keys] as never });
   const jwksUrl = url?.href;
+  // (r, n - s) verifies as well as (r, s): the deployment signs the low-S form only, so the
+  // high-S twin of a genuine token is refused and each token has one string
+  if (hasHighS(jose, token))
+    throw new AttestResultTokenError(
+      'signature',
+      'a high-S signature: not the canonical form the deployment signs',
+      { jwksUrl },
+    );
   let payload: Record<string, unknown>;
   try {
     ({ payload } = await jose.jwtVerify(token, keys, {
@@ -179,6 +187,28 @@ export async function verifyResultToken(
       throw new AttestResultTokenError('nonce', 'made for another nonce', { jwksUrl });
   }
   return payload as unknown as ResultTokenClaims;
+}
+
+/** The order of P-256 halved: a low-S signature's s is at most this. */
+const P256_HALF_N = 0xffffffff00000000ffffffffffffffffbce6faada7179e84f3b9cac2fc632551n >> 1n;
+
+/**
+ * Whether an ES256 compact JWS has its s above n/2 (the same rule as the service's
+ * core/ecdsaLowS.ts, which this package does not ship). Anything else is left to jwtVerify.
+ */
+function hasHighS(jose: typeof import('jose'), token: string): boolean {
+  const parts = token.split('.');
+  if (parts.length !== 3) return false;
+  let signature: Uint8Array;
+  try {
+    signature = jose.base64url.decode(parts[2]!);
+  } catch {
+    return false;
+  }
+  if (signature.length !== 64) return false;
+  let s = 0n;
+  for (const byte of signature.subarray(32)) s = (s << 8n) | BigInt(byte);
+  return s > P256_HALF_N;
 }
 
 function remoteSet(

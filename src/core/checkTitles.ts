@@ -67,6 +67,8 @@ export const CHECK_TITLES = {
   'android.patchLevel': 'OS patch level is recent enough (when the package sets a maximum age)',
   // verify-file passes this check without recording anything: the title must hold for both
   'android.register': 'key is new; the service registers it (verify-file does not)',
+  'android.replay':
+    'the first accepted assertion of this key over this final nonce (replays refused, whichever API key)',
   'android.deviceVelocity':
     "the key's verifies in the current window are within the package's per-device limit (when it sets one)",
 } as const satisfies Record<string, string>;

@@ -5,6 +5,7 @@ import {
   RESULT_TOKEN_TYPE,
   type ResultTokenClaims,
 } from './resultToken.js';
+import { jwsHasHighS } from './ecdsaLowS.js';
 import { keyAllowsApp, type AppScope } from './appScope.js';
 import type { KeyMode } from './types.js';
 
@@ -57,6 +58,9 @@ export async function checkOwnResultToken(
     if (rejection) return rejection;
     throw err;
   }
+  // the twin (r, n - s) of a genuine signature verifies too: only the low-S form is the token
+  if (jwsHasHighS(token))
+    return reject('result_token_signature_invalid', 'a high-S signature: not the canonical form');
   const problem = claimsProblem(payload);
   if (problem) return reject('result_token_claims_invalid', problem);
   return { ok: true, claims: payload as unknown as ResultTokenClaims };

@@ -5,7 +5,7 @@
  */
 import { encodeBase64 } from './base64.js';
 import type { RejectReason } from './reasons.js';
-import type { DeviceLimit, DeviceVelocityStore, Trace } from './types.js';
+import type { DeviceLimit, DeviceVelocityStore, KeyMode, Trace } from './types.js';
 
 /** The limits an operator may set: N from 1, PERIOD from one minute to 30 days. */
 export const DEVICE_LIMIT_BOUNDS = {
@@ -51,15 +51,20 @@ export interface DeviceVelocityInput {
   limit: DeviceLimit | null | undefined;
   /** absent: a limit is a fault (a verifier wired without the shared counts must not guess) */
   store: DeviceVelocityStore | undefined;
+  /** the API key's mode: test keys count apart from live ones (default live) */
+  mode?: KeyMode;
   now: Date;
   trace: Trace;
 }
 
 /**
- * The per-device velocity policy step: counts this verify in the key's current window (one
- * atomic statement of the store) and says whether the count is within the limit. It runs after
- * every other check of the verification has passed, so only valid verifies are counted. It never
- * throws a Rejection: the verifier decides what a failure does (reason `device_rate_exceeded`).
+ * The per-device velocity policy step: counts this verify in the key's current window if the
+ * window holds fewer than the limit (one atomic statement of the store), else fails without
+ * counting. It runs after every other check of the verification has passed, so only accepted
+ * verifies count: a refused attempt (a replay, a bad signature, one past the limit) never adds to
+ * the count, and nobody can lock a device out by sending what it will refuse. Live and test keys
+ * count apart. It never throws a Rejection: the verifier decides what a failure does (reason
+ * `device_rate_exceeded`; observed, the verify is accepted and still not counted past N).
  */
 export async function checkDeviceVelocity(input: DeviceVelocityInput): Promise<PolicyOutcome> {
   const { trace, limit, check } = input;
@@ -75,17 +80,19 @@ export async function checkDeviceVelocity(input: DeviceVelocityInput): Promise<P
   trace.current(check);
   const count = await input.store.count({
     keyId: input.keyId,
+    mode: input.mode ?? 'live',
     service: input.service,
     windowStart,
     periodSeconds: limit.periodSeconds,
+    max: limit.max,
     at: input.now,
   });
   const window = `the window from ${windowStart.toISOString()} (${limit.periodSeconds} s)`;
-  if (count > limit.max)
+  if (count === null)
     return {
       ok: false,
       reason: 'device_rate_exceeded',
-      detail: `key ${encodeBase64(input.keyId)} made ${count} valid verifies in ${window}; ${input.owner} allows ${limit.max}`,
+      detail: `key ${encodeBase64(input.keyId)} already made ${limit.max} valid verifies in ${window}; ${input.owner} allows ${limit.max} (this one is not counted)`,
     };
   trace.pass(check, `verify ${count} of at most ${limit.max} in ${window}`);
   return { ok: true };

@@ -7,6 +7,7 @@ import type {
   AppleKeyRecord,
   AppleKeyStore,
   DeviceVelocityStore,
+  KeyMode,
 } from './types.js';
 
 /** An allowlist held in memory: `verify-file` without a database, and tests. */
@@ -25,6 +26,9 @@ export function createMemoryAllowlist(entries: {
 }
 
 const hex = (b: Uint8Array) => Buffer.from(b).toString('hex');
+/** a live key's record under its hex id, a test key's apart (the stores are partitioned by mode) */
+const slot = (keyId: Uint8Array, mode: KeyMode | undefined) =>
+  (mode ?? 'live') === 'live' ? hex(keyId) : `test:${hex(keyId)}`;
 
 /**
  * An App Attest key store held in memory, with the same compare-and-set semantics as the
@@ -34,26 +38,26 @@ export function createMemoryAppleKeyStore(
   initial: readonly AppleKeyRecord[] = [],
   options: { readOnly?: boolean } = {},
 ): AppleKeyStore & { records: Map<string, AppleKeyRecord> } {
-  const records = new Map(initial.map((r) => [hex(r.keyId), { ...r }]));
+  const records = new Map(initial.map((r) => [slot(r.keyId, r.mode), { ...r }]));
   return {
     records,
-    find: async (keyId) => {
-      const r = records.get(hex(keyId));
+    find: async (keyId, mode) => {
+      const r = records.get(slot(keyId, mode));
       return r ? { ...r } : null;
     },
     register: async (record) => {
-      if (records.has(hex(record.keyId))) return false;
-      if (!options.readOnly) records.set(hex(record.keyId), { ...record });
+      if (records.has(slot(record.keyId, record.mode))) return false;
+      if (!options.readOnly) records.set(slot(record.keyId, record.mode), { ...record });
       return true;
     },
-    raiseCounter: async (keyId, counter) => {
-      const r = records.get(hex(keyId));
+    raiseCounter: async (keyId, counter, mode) => {
+      const r = records.get(slot(keyId, mode));
       if (!r || r.counter >= counter) return false;
       if (!options.readOnly) r.counter = counter;
       return true;
     },
     raiseCounterIfUnchanged: async (expected, counter) => {
-      const r = records.get(hex(expected.keyId));
+      const r = records.get(slot(expected.keyId, expected.mode));
       if (
         !r ||
         r.counter >= counter ||
@@ -78,16 +82,16 @@ export function createMemoryAndroidKeyStore(
   initial: readonly AndroidKeyRecord[] = [],
   options: { readOnly?: boolean } = {},
 ): AndroidKeyStore & { records: Map<string, AndroidKeyRecord> } {
-  const records = new Map(initial.map((r) => [hex(r.keyId), { ...r }]));
+  const records = new Map(initial.map((r) => [slot(r.keyId, r.mode), { ...r }]));
   return {
     records,
-    find: async (keyId) => {
-      const r = records.get(hex(keyId));
+    find: async (keyId, mode) => {
+      const r = records.get(slot(keyId, mode));
       return r ? { ...r } : null;
     },
     register: async (record) => {
-      if (records.has(hex(record.keyId))) return false;
-      if (!options.readOnly) records.set(hex(record.keyId), { ...record });
+      if (records.has(slot(record.keyId, record.mode))) return false;
+      if (!options.readOnly) records.set(slot(record.keyId, record.mode), { ...record });
       return true;
     },
   };
@@ -113,12 +117,13 @@ export function createMemoryDeviceVelocity(
   return {
     windows,
     count: async (verify) => {
-      const id = `${verify.service}:${hex(verify.keyId)}`;
+      const id = `${verify.mode ?? 'live'}:${verify.service}:${hex(verify.keyId)}`;
       const w = windows.get(id);
       const same =
         w !== undefined &&
         w.periodSeconds === verify.periodSeconds &&
         w.windowStart.getTime() >= verify.windowStart.getTime();
+      if (same && verify.max !== undefined && w.count >= verify.max) return null;
       const next: DeviceWindow = same
         ? {
             ...w,

@@ -53,6 +53,8 @@ export const REJECT_REASONS = [
   'android_signature_invalid',
   'android_key_registered',
   'android_key_unknown',
+  // an android-key assertion (key and final nonce) that was accepted before: a replay
+  'android_assertion_replayed',
   // the token's app is allowlisted but outside the API key's scope (`keys create --apps`)
   'app_not_in_key_scope',
   'device_rate_exceeded',

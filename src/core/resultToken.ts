@@ -7,6 +7,7 @@ import {
   errors,
   type JWK,
 } from 'jose';
+import { jwsHasHighS } from './ecdsaLowS.js';
 import type { PlatformDetails } from './types.js';
 
 /** The JWS `typ` of a result token. */
@@ -234,6 +235,15 @@ export async function checkResultToken(
         ? 'the signature does not verify with that key'
         : (err as Error).message;
     checks.push({ id: 'signature', status: 'fail', detail: what });
+    return done(false, { header, claims });
+  }
+  if (jwsHasHighS(text)) {
+    checks.push({
+      id: 'signature',
+      status: 'fail',
+      detail:
+        'the signature verifies but in its high-S form: the deployment only issues low-S (a twin of a genuine token)',
+    });
     return done(false, { header, claims });
   }
   checks.push({ id: 'signature', status: 'pass', detail: 'ES256 signature verifies' });

@@ -309,12 +309,18 @@ export interface AppleKeyReceipt {
   riskMetric: number | null;
 }
 
+/**
+ * Registered App Attest keys, partitioned by API key mode (docs/security.md, "Test mode is a
+ * sandbox"): a key registered through a test key is another row than the same key registered
+ * through a live key, so nothing a test key does (registering, raising a counter) changes what a
+ * live key sees. `mode` defaults to live.
+ */
 export interface AppleKeyStore {
-  find(keyId: Uint8Array): Promise<AppleKeyRecord | null>;
-  /** INSERT ... ON CONFLICT DO NOTHING: false when the key was already registered */
+  find(keyId: Uint8Array, mode?: KeyMode): Promise<AppleKeyRecord | null>;
+  /** INSERT ... ON CONFLICT DO NOTHING: false when the key was already registered in its mode */
   register(record: AppleKeyRecord): Promise<boolean>;
   /** UPDATE ... WHERE counter < $new RETURNING: false when the stored counter is not lower */
-  raiseCounter(keyId: Uint8Array, counter: number): Promise<boolean>;
+  raiseCounter(keyId: Uint8Array, counter: number, mode?: KeyMode): Promise<boolean>;
   /**
    * Optional: `raiseCounter` that also requires the stored key, app ID, environment, mode and
    * risk metric to be `expected`'s, in the same statement. With it the verifier may skip `find` for a key it has
@@ -341,15 +347,26 @@ export interface AndroidKeyRecord {
   mode?: KeyMode;
 }
 
+/** Registered android-key keys, partitioned by API key mode as AppleKeyStore is. */
 export interface AndroidKeyStore {
-  find(keyId: Uint8Array): Promise<AndroidKeyRecord | null>;
-  /** INSERT ... ON CONFLICT DO NOTHING: false when the key was already registered */
+  find(keyId: Uint8Array, mode?: KeyMode): Promise<AndroidKeyRecord | null>;
+  /** INSERT ... ON CONFLICT DO NOTHING: false when the key was already registered in its mode */
   register(record: AndroidKeyRecord): Promise<boolean>;
+  /**
+   * Records one accepted assertion of a key (SHA-256 of the key id and the signed final nonce) in
+   * one INSERT ... ON CONFLICT DO NOTHING RETURNING: false when it was recorded before (a replay,
+   * whichever API key of the mode sends it). Absent (verify-file): not guarded.
+   */
+  recordAssertion?(assertion: { digest: Uint8Array; mode: KeyMode; at: Date }): Promise<boolean>;
 }
 
 /** One valid verify of a registered key, to be counted in its fixed window. */
 export interface DeviceVerify {
   keyId: Uint8Array;
+  /** the API key's mode: live and test keys count apart (default live) */
+  mode?: KeyMode;
+  /** the limit N: a verify is counted only while the window holds fewer (absent: no bound) */
+  max?: number;
   service: 'apple' | 'android-key';
   /** floor(now / period) * period, on the verifier's clock */
   windowStart: Date;
@@ -364,10 +381,11 @@ export interface DeviceVerify {
  */
 export interface DeviceVelocityStore {
   /**
-   * Adds one to the key's count in `verify`'s window, in one atomic statement (a newer window or
-   * another period starts again at 1), and returns the count with this verify in it.
+   * Adds one to the key's count in `verify`'s window if it holds fewer than `max`, in one atomic
+   * statement (a newer window or another period starts again at 1): the count with this verify
+   * in it, or null when the window is full (nothing counted, so a refused verify never counts).
    */
-  count(verify: DeviceVerify): Promise<number>;
+  count(verify: DeviceVerify): Promise<number | null>;
 }
 
 /** One entry of Google's attestation status list. */

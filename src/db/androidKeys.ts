@@ -7,6 +7,10 @@ import type {
 } from '../core/types.js';
 import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';
+import { underPruneLock, type PruneTarget } from './pruneLock.js';
+
+// the assertion pruner's advisory lock (each table prunes under its own id)
+const PRUNE_LOCK_ID = 0x616b6173; // 'akas'
 
 interface Row {
   key_id: Uint8Array;
@@ -27,19 +31,63 @@ const COLUMN_LIST =
   'key_id, public_key, package_name, attestation_security_level, keymint_security_level, verified_boot_state, device_locked, verified_boot_key, os_patch_level, attestation_version, signature_digests, mode';
 const COLUMNS = sql.raw(COLUMN_LIST);
 // every assertion reads its key: a fixed text (fixedStatement.ts)
-const FIND = fixedStatement<Row>(`select ${COLUMN_LIST} from android_keys where key_id = $1`);
+// each mode has its own rows (key id and mode are the key): docs/security.md's store table
+const FIND = fixedStatement<Row>(
+  `select ${COLUMN_LIST} from android_keys where key_id = $1 and mode = $2`,
+);
+// one accepted assertion, once: a replay (any API key of the mode) inserts nothing
+const RECORD_ASSERTION = fixedStatement<{ digest: Uint8Array }>(`
+  insert into android_key_assertions (digest, mode, accepted_at) values ($1, $2, $3::timestamptz)
+  on conflict (digest, mode) do nothing
+  returning digest`);
+
+/** How long an accepted assertion is remembered: longer than the longest per-device window (30 d). */
+export const ASSERTION_MEMORY_SECONDS = 31 * 86_400;
 
 /**
  * Registered Android hardware-attested keys. Registration is one INSERT ... ON CONFLICT DO
  * NOTHING: of any number of racing requests on any number of instances, exactly one registers.
  */
-export function createAndroidKeyRepository(
-  db: Database,
-): AndroidKeyStore & { list(): Promise<AndroidKeyRecord[]> } {
+export function createAndroidKeyRepository(db: Database): AndroidKeyStore & {
+  list(): Promise<AndroidKeyRecord[]>;
+  /**
+   * deletes at most `limit` assertions accepted before `cutoff`; returns how many went, or null
+   * when `advisoryLock` is set and another instance is pruning
+   */
+  pruneAssertionBatch(
+    cutoff: Date,
+    limit: number,
+    options?: { advisoryLock?: boolean },
+  ): Promise<number | null>;
+} {
   return {
-    async find(keyId) {
-      const rows = await FIND(db, [Buffer.from(keyId)]);
+    async find(keyId, mode = 'live') {
+      const rows = await FIND(db, [Buffer.from(keyId), mode]);
       return rows[0] ? toRecord(rows[0]) : null;
+    },
+
+    async recordAssertion({ digest, mode, at }) {
+      return (
+        (await RECORD_ASSERTION(db, [Buffer.from(digest), mode, at.toISOString()])).length === 1
+      );
+    },
+
+    async pruneAssertionBatch(cutoff, limit, options = {}) {
+      const batch = async (tx: PruneTarget) => {
+        const rows = rowsOf<{ n: number }>(
+          await tx.execute(sql`
+            with victims as (
+              select digest, mode from android_key_assertions
+              where accepted_at < ${cutoff.toISOString()}::timestamptz
+              limit ${limit}
+            ), gone as (
+              delete from android_key_assertions a using victims
+              where a.digest = victims.digest and a.mode = victims.mode returning 1
+            ) select count(*)::int as n from gone`),
+        );
+        return rows[0]?.n ?? 0;
+      };
+      return underPruneLock(db, PRUNE_LOCK_ID, options, batch);
     },
 
     async register(record) {
@@ -53,7 +101,7 @@ export function createAndroidKeyRepository(
                   ${record.deviceLocked}, ${Buffer.from(record.verifiedBootKey)}, ${record.osPatchLevel},
                   ${record.attestationVersion}, ${digests === '' ? sql`'{}'::text[]` : sql`string_to_array(${digests}, ',')`},
                   ${record.mode ?? 'live'})
-          on conflict (key_id) do nothing
+          on conflict (key_id, mode) do nothing
           returning key_id`),
       );
       return rows.length === 1;
@@ -91,3 +139,5 @@ function toRecord(row: Row): AndroidKeyRecord {
     mode: row.mode === 'test' ? 'test' : 'live',
   };
 }
+
+export type AndroidKeyRepository = ReturnType<typeof createAndroidKeyRepository>;

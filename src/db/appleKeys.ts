@@ -20,15 +20,18 @@ const COLUMN_LIST =
 const COLUMNS = sql.raw(COLUMN_LIST);
 
 // every assertion runs one of these: fixed texts (fixedStatement.ts)
-const FIND = fixedStatement<Row>(`select ${COLUMN_LIST} from apple_keys where key_id = $1`);
+// each mode has its own rows (key id and mode are the key): docs/security.md's store table
+const FIND = fixedStatement<Row>(
+  `select ${COLUMN_LIST} from apple_keys where key_id = $1 and mode = $2`,
+);
 const RAISE = fixedStatement<{ counter: string | number }>(`
   update apple_keys set counter = $2, last_used_at = now()
-  where key_id = $1 and counter < $2
+  where key_id = $1 and mode = $3 and counter < $2
   returning counter`);
 const RAISE_IF_UNCHANGED = fixedStatement<{ counter: string | number }>(`
   update apple_keys set counter = $2, last_used_at = now()
-  where key_id = $1 and counter < $2
-    and public_key = $3 and app_id = $4 and environment = $5 and mode = $6
+  where key_id = $1 and mode = $6 and counter < $2
+    and public_key = $3 and app_id = $4 and environment = $5
     and risk_metric is not distinct from $7::integer
   returning counter`);
 
@@ -60,8 +63,8 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & {
   receipt(keyId: Uint8Array): Promise<AppleKeyReceiptView | null>;
 } {
   return {
-    async find(keyId) {
-      const rows = await FIND(db, [Buffer.from(keyId)]);
+    async find(keyId, mode = 'live') {
+      const rows = await FIND(db, [Buffer.from(keyId), mode]);
       return rows[0] ? toRecord(rows[0]) : null;
     },
 
@@ -83,14 +86,14 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & {
             ${r !== null && r.problem === null},
             case when ${r !== null && r.problem === null} then coalesce(${time(r?.notBefore)}::timestamptz, ${time(r?.creationTime)}::timestamptz, now()) end,
             now())
-          on conflict (key_id) do nothing
+          on conflict (key_id, mode) do nothing
           returning key_id`),
       );
       return rows.length === 1;
     },
 
-    async raiseCounter(keyId, counter) {
-      return (await RAISE(db, [Buffer.from(keyId), counter])).length === 1;
+    async raiseCounter(keyId, counter, mode = 'live') {
+      return (await RAISE(db, [Buffer.from(keyId), counter, mode])).length === 1;
     },
 
     async raiseCounterIfUnchanged(expected, counter) {

@@ -36,7 +36,8 @@ export function createDevReceiptStore(db: Database) {
             where key_id = ${Buffer.from(keyId)} and mode = 'test'
             returning key_id)
           select k.mode, exists (select 1 from u) as stored
-          from apple_keys k where k.key_id = ${Buffer.from(keyId)}`),
+          from apple_keys k where k.key_id = ${Buffer.from(keyId)}
+          order by k.mode = 'test' desc limit 1`),
       );
       const row = rows[0];
       if (!row) return 'unknown';

@@ -12,21 +12,25 @@ import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';
 
 /**
- * Counts one verify in one statement, on any number of instances: the row of the key is locked by
- * the upsert, and its count goes up by one in the same window, or starts again at 1 in a newer
- * window or under another period. An instance whose clock is behind (still in the previous
- * window) counts into the newer window the row already holds rather than moving it back.
+ * Counts one verify in one statement, on any number of instances, only while the window holds
+ * fewer than the limit ($7): the row of the key is locked by the upsert, and its count goes up by
+ * one in the same window, or starts again at 1 in a newer window or under another period. A full
+ * window updates nothing and returns no row: the refused verify is not counted. An instance whose
+ * clock is behind (still in the previous window) counts into the newer window the row already
+ * holds rather than moving it back. Live and test keys have rows of their own ($6).
  */
 const COUNT = fixedStatement<{ count: string | number }>(`
-  insert into device_velocity as d (service, key_id, period_seconds, window_start, count, last_at)
-  values ($1, $2, $3, $4::timestamptz, 1, $5::timestamptz)
-  on conflict (service, key_id) do update set
+  insert into device_velocity as d (service, key_id, period_seconds, window_start, count, last_at, mode)
+  values ($1, $2, $3, $4::timestamptz, 1, $5::timestamptz, $6)
+  on conflict (service, key_id, mode) do update set
     count = case when d.period_seconds = excluded.period_seconds and d.window_start >= excluded.window_start
                  then d.count + 1 else 1 end,
     window_start = case when d.period_seconds = excluded.period_seconds and d.window_start >= excluded.window_start
                         then d.window_start else excluded.window_start end,
     period_seconds = excluded.period_seconds,
     last_at = greatest(d.last_at, excluded.last_at)
+  where not (d.period_seconds = excluded.period_seconds and d.window_start >= excluded.window_start
+             and d.count >= coalesce($7::bigint, 9223372036854775807))
   returning count`);
 
 /** What `attest devices show` tells of a registered key. */
@@ -76,8 +80,10 @@ export function createDeviceVelocityRepository(db: Database): DeviceVelocityStor
         verify.periodSeconds,
         verify.windowStart.toISOString(),
         verify.at.toISOString(),
+        verify.mode ?? 'live',
+        verify.max ?? null,
       ]);
-      return Number(rows[0]!.count);
+      return rows[0] ? Number(rows[0].count) : null;
     },
 
     async peek(verify) {
@@ -85,6 +91,7 @@ export function createDeviceVelocityRepository(db: Database): DeviceVelocityStor
         await db.execute(sql`
           select count from device_velocity
           where service = ${verify.service} and key_id = ${Buffer.from(verify.keyId)}
+            and mode = ${verify.mode ?? 'live'}
             and period_seconds = ${verify.periodSeconds}
             and window_start >= ${verify.windowStart.toISOString()}::timestamptz`),
       );
@@ -104,10 +111,10 @@ export function createDeviceVelocityRepository(db: Database): DeviceVelocityStor
                 union all
                 select 'android-key', package_name, null, mode, created_at, null
                 from android_keys where key_id = ${id}) k
-          left join device_velocity v on v.service = k.service and v.key_id = ${id}
+          left join device_velocity v on v.service = k.service and v.key_id = ${id} and v.mode = k.mode
           left join apple_apps a on k.service = 'apple' and a.app_id = k.app
           left join android_packages p on k.service = 'android-key' and p.package_name = k.app
-          order by k.service`),
+          order by k.service, k.mode`),
       );
       return rows.map((row) => {
         const limit =

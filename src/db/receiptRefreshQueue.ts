@@ -104,9 +104,11 @@ export function createReceiptRefreshQueue(db: Database) {
       }>(
         await db.execute(sql`
           update apple_keys set receipt_next_attempt_at = ${ts(lease)}::timestamptz
-          where key_id in (
+          where mode = 'live' and key_id in (
             select k.key_id from apple_keys k
-            where k.receipt is not null and k.receipt_refreshable and k.receipt_problem is null
+            -- live registrations only: Apple's state is shared by both modes, so a test key's
+            -- registration never makes attest call Apple (docs/security.md, test mode)
+            where k.mode = 'live' and k.receipt is not null and k.receipt_refreshable and k.receipt_problem is null
               and k.receipt_next_attempt_at <= ${ts(now)}::timestamptz
               and coalesce(k.last_used_at, k.created_at) >= ${ts(horizon)}::timestamptz
               and exists (select 1 from apple_credentials c where c.team_id = split_part(k.app_id, '.', 1))
@@ -135,7 +137,7 @@ export function createReceiptRefreshQueue(db: Database) {
           risk_metric = ${facts.riskMetric}::integer, receipt_refreshed_at = ${ts(now)}::timestamptz,
           receipt_failures = 0, receipt_next_attempt_at = ${ts(next)}::timestamptz,
           receipt_last_outcome = 'refreshed'
-        where key_id = ${Buffer.from(keyId)}`);
+        where key_id = ${Buffer.from(keyId)} and mode = 'live'`);
     },
 
     /**
@@ -161,7 +163,7 @@ export function createReceiptRefreshQueue(db: Database) {
         update apple_keys set receipt_next_attempt_at = ${change.next ? ts(change.next) : null}::timestamptz,
           receipt_last_outcome = ${change.outcome}, receipt_failures = ${failures},
           receipt_refreshable = ${change.refreshable ?? true}
-        where key_id = ${Buffer.from(keyId)}`);
+        where key_id = ${Buffer.from(keyId)} and mode = 'live'`);
     },
   };
 }

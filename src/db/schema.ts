@@ -227,14 +227,17 @@ export const androidKeyPairs = pgTable(
 export const appleKeys = pgTable(
   'apple_keys',
   {
-    keyId: bytea('key_id').primaryKey(),
+    keyId: bytea('key_id').notNull(),
     publicKey: bytea('public_key').notNull(),
     appId: text('app_id').notNull(),
     /** 'Development' | 'Production' */
     environment: text('environment').notNull(),
     /** highest assertion counter accepted; uint32 fits a bigint */
     counter: bigint('counter', { mode: 'number' }).notNull(),
-    /** mode of the API key that registered it: 'test' keys are refused to live API keys */
+    /**
+     * mode of the API key that registered it: each mode has its own registrations (the key id
+     * and mode are the key), so a test key never registers, squats or counts for a live key
+     */
     mode: text('mode').notNull().default('live'),
     createdAt: createdAt(),
     lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
@@ -261,7 +264,10 @@ export const appleKeys = pgTable(
     receiptLastOutcome: text('receipt_last_outcome'),
   },
   // the refresher's claim reads the due keys in this order
-  (t) => [index('apple_keys_receipt_next_attempt_at_idx').on(t.receiptNextAttemptAt)],
+  (t) => [
+    primaryKey({ name: 'apple_keys_pkey', columns: [t.keyId, t.mode] }),
+    index('apple_keys_receipt_next_attempt_at_idx').on(t.receiptNextAttemptAt),
+  ],
 );
 
 /** DeviceCheck keys per team, for refreshing App Attest receipts at Apple's data endpoint. */
@@ -277,28 +283,52 @@ export const appleCredentials = pgTable('apple_credentials', {
 });
 
 /** Registered Android hardware-attested keys, with the facts of their key description. */
-export const androidKeys = pgTable('android_keys', {
-  keyId: bytea('key_id').primaryKey(),
-  /** DER SubjectPublicKeyInfo, EC P-256 or RSA */
-  publicKey: bytea('public_key').notNull(),
-  packageName: text('package_name').notNull(),
-  attestationSecurityLevel: text('attestation_security_level').notNull(),
-  keyMintSecurityLevel: text('keymint_security_level').notNull(),
-  verifiedBootState: text('verified_boot_state').notNull(),
-  deviceLocked: boolean('device_locked').notNull(),
-  verifiedBootKey: bytea('verified_boot_key').notNull(),
-  /** YYYYMM; null when the key description has none */
-  osPatchLevel: integer('os_patch_level'),
-  attestationVersion: integer('attestation_version').notNull(),
-  /** hex SHA-256 digests of the app's signing certificates, as attested */
-  signatureDigests: text('signature_digests')
-    .array()
-    .notNull()
-    .default(sql`'{}'::text[]`),
-  /** mode of the API key that registered it: 'test' keys are refused to live API keys */
-  mode: text('mode').notNull().default('live'),
-  createdAt: createdAt(),
-});
+export const androidKeys = pgTable(
+  'android_keys',
+  {
+    keyId: bytea('key_id').notNull(),
+    /** DER SubjectPublicKeyInfo, EC P-256 or RSA */
+    publicKey: bytea('public_key').notNull(),
+    packageName: text('package_name').notNull(),
+    attestationSecurityLevel: text('attestation_security_level').notNull(),
+    keyMintSecurityLevel: text('keymint_security_level').notNull(),
+    verifiedBootState: text('verified_boot_state').notNull(),
+    deviceLocked: boolean('device_locked').notNull(),
+    verifiedBootKey: bytea('verified_boot_key').notNull(),
+    /** YYYYMM; null when the key description has none */
+    osPatchLevel: integer('os_patch_level'),
+    attestationVersion: integer('attestation_version').notNull(),
+    /** hex SHA-256 digests of the app's signing certificates, as attested */
+    signatureDigests: text('signature_digests')
+      .array()
+      .notNull()
+      .default(sql`'{}'::text[]`),
+    /** mode of the API key that registered it: each mode has its own registrations (as apple_keys) */
+    mode: text('mode').notNull().default('live'),
+    createdAt: createdAt(),
+  },
+  (t) => [primaryKey({ name: 'android_keys_pkey', columns: [t.keyId, t.mode] })],
+);
+
+/**
+ * The android-key assertions accepted, by SHA-256 of the key id and the signed final nonce: an
+ * assertion has no counter and no time, so one captured assertion is accepted once (INSERT ...
+ * ON CONFLICT DO NOTHING RETURNING), whichever API key of the mode sends it again. Kept 31 days
+ * (longer than the longest --max-verifies-per-device period), then pruned.
+ */
+export const androidKeyAssertions = pgTable(
+  'android_key_assertions',
+  {
+    digest: bytea('digest').notNull(),
+    /** the mode of the API key that sent it: each mode keeps its own */
+    mode: text('mode').notNull(),
+    acceptedAt: timestamp('accepted_at', { withTimezone: true }).notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'android_key_assertions_pkey', columns: [t.digest, t.mode] }),
+    index('android_key_assertions_accepted_at_idx').on(t.acceptedAt),
+  ],
+);
 
 /**
  * Per-device verify counts (`--max-verifies-per-device`): one row per registered key (App Attest
@@ -312,15 +342,17 @@ export const deviceVelocity = pgTable(
     /** 'apple' | 'android-key' */
     service: text('service').notNull(),
     keyId: bytea('key_id').notNull(),
+    /** the mode of the API keys counted: live and test keys count apart */
+    mode: text('mode').notNull().default('live'),
     /** the window's length when it was counted: another period starts the count again */
     periodSeconds: integer('period_seconds').notNull(),
     windowStart: timestamp('window_start', { withTimezone: true }).notNull(),
-    /** valid verifies in the window, those past the limit included */
+    /** accepted verifies in the window: never more than the limit (refused ones never count) */
     count: bigint('count', { mode: 'number' }).notNull(),
     /** the latest counted verify (the verifier's clock) */
     lastAt: timestamp('last_at', { withTimezone: true }).notNull(),
   },
-  (t) => [primaryKey({ columns: [t.service, t.keyId] })],
+  (t) => [primaryKey({ name: 'device_velocity_pkey', columns: [t.service, t.keyId, t.mode] })],
 );
 
 /**
@@ -447,4 +479,19 @@ export const verificationStats = pgTable(
       columns: [t.minute, t.apiKeyId, t.mode, t.service, t.app, t.outcome, t.reason],
     }),
   ],
+);
+
+/**
+ * The statistics batches already added to verification_stats: a flush whose commit succeeded but
+ * whose answer was lost is retried under the same id and adds nothing the second time (the batch's
+ * insert here and its counts are one statement). Pruned with the counts' retention.
+ */
+export const verificationStatsBatches = pgTable(
+  'verification_stats_batches',
+  {
+    /** `<instance id>:<sequence number>` of the recorder that made it */
+    id: text('id').primaryKey(),
+    appliedAt: timestamp('applied_at', { withTimezone: true }).notNull().defaultNow(),
+  },
+  (t) => [index('verification_stats_batches_applied_at_idx').on(t.appliedAt)],
 );

@@ -27,6 +27,16 @@ export interface StatsRow {
   count: number;
 }
 
+/**
+ * What one flush adds, with its identity: the database applies a batch id at most once, so a
+ * batch retried after a lost answer counts once (db/verificationStats.ts add).
+ */
+export interface StatsBatch {
+  /** unique per batch across instances and restarts: `<instance id>:<sequence number>` */
+  id: string;
+  rows: readonly StatsRow[];
+}
+
 export interface StatsQuery {
   since: Date;
   until: Date;

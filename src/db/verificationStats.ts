@@ -3,16 +3,17 @@ import { rowsOf, type Database } from './client.js';
 import { underPruneLock, type PruneTarget } from './pruneLock.js';
 import { fixedStatement } from './fixedStatement.js';
 import type {
+  StatsBatch,
   StatsDimension,
   StatsOutcome,
   StatsQuery,
-  StatsRow,
   StatsTotal,
 } from './statsDimensions.js';
 
 export {
   STATS_DIMENSIONS,
   STATS_OUTCOMES,
+  type StatsBatch,
   type StatsDimension,
   type StatsOutcome,
   type StatsQuery,
@@ -20,16 +21,25 @@ export {
   type StatsTotal,
 } from './statsDimensions.js';
 
-// One statement for every pending row: all of them are added or none is, so a failed flush is
-// retried whole without counting anything twice. The rows are grouped (a key twice in one
-// statement would fail it) and taken in key order, so that instances flushing the same keys lock
-// them in the same order instead of deadlocking. JSON: the two drivers bind arrays differently.
+// One statement per batch: the batch's id is recorded and its rows added only if that insert
+// happened, so all of them are added or none is, and a batch retried after a commit whose answer
+// was lost (a connection reset after the statement ran) adds nothing the second time; two
+// instances racing with the same id wait on the id's row and only the first adds. The rows are
+// grouped (a key twice in one statement would fail it) and taken in key order, so that instances
+// flushing the same keys lock them in the same order instead of deadlocking. JSON: the two
+// drivers bind arrays differently.
 const ADD = fixedStatement(`
+  with batch as (
+    insert into verification_stats_batches (id) values ($1)
+    on conflict (id) do nothing
+    returning id
+  )
   insert into verification_stats as s (minute, api_key_id, mode, service, app, outcome, reason, count)
   select minute, api_key_id, mode, service, app, outcome, reason, sum(count)
-  from jsonb_to_recordset($1::jsonb) as r(
+  from jsonb_to_recordset($2::jsonb) as r(
     minute timestamptz, api_key_id text, mode text, service text, app text, outcome text,
     reason text, count bigint)
+  where exists (select 1 from batch)
   group by minute, api_key_id, mode, service, app, outcome, reason
   order by minute, api_key_id, mode, service, app, outcome, reason
   on conflict (minute, api_key_id, mode, service, app, outcome, reason)
@@ -49,8 +59,12 @@ const COLUMN: Record<StatsDimension, SQL> = {
 /** The fleet's verification counts: added by every instance, summed by `attest stats`. */
 export function createVerificationStatsRepository(db: Database) {
   return {
-    /** Adds `rows` to the stored counts, in one statement (atomic: all or none). */
-    async add(rows: readonly StatsRow[]): Promise<void> {
+    /**
+     * Adds a batch's rows to the stored counts, in one statement (atomic: all or none), at most
+     * once per batch id however often it is sent.
+     */
+    async add(batch: StatsBatch): Promise<void> {
+      const rows = batch.rows;
       if (rows.length === 0) return;
       const json = JSON.stringify(
         rows.map((r) => ({
@@ -64,7 +78,7 @@ export function createVerificationStatsRepository(db: Database) {
           count: r.count,
         })),
       );
-      await ADD(db, [json]);
+      await ADD(db, [batch.id, json]);
     },
 
     /**
@@ -79,6 +93,9 @@ export function createVerificationStatsRepository(db: Database) {
             with gone as (
               delete from verification_stats where minute < ${cutoff.toISOString()}::timestamptz
               returning 1
+            ), batches as (
+              -- a batch is retried within seconds of its first try: its id outlives that by far
+              delete from verification_stats_batches where applied_at < ${cutoff.toISOString()}::timestamptz
             ) select count(*)::int as n from gone`),
         );
         return rows[0]?.n ?? 0;

@@ -172,10 +172,11 @@ export function clusterWorker(): void {
           if (config.stats === false) return { recorder: null, allowlisted };
           // counted here, written by the primary: the one flush path (startStats.ts)
           const recorder = createStatsRecorder({
-            write: (rows) =>
+            // handed to the primary, whose recorder gives them a batch identity of its own
+            write: (batch) =>
               send({
                 attest: 'stats',
-                rows: rows.map((r) => ({ ...r, minute: r.minute.toISOString() })),
+                rows: batch.rows.map((r) => ({ ...r, minute: r.minute.toISOString() })),
               }),
             retentionSeconds: Number.MAX_SAFE_INTEGER,
             flushIntervalMs: STATS_HANDOVER_MS,

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { ASSERTION_MEMORY_SECONDS, type AndroidKeyRepository } from '../db/androidKeys.js';
 import type { ConsumedResultRepository } from '../db/consumedResults.js';
 import { describeFault } from './app.js';
 import { startSessionPruner } from './sessionPruner.js';
@@ -30,5 +31,31 @@ export function startConsumedResultPruner(
       ),
     onError: (err) =>
       logger.warn({ err: describeFault(err) }, 'could not prune consumed result tokens'),
+  });
+}
+
+/**
+ * Deletes the android-key assertions accepted more than ASSERTION_MEMORY_SECONDS ago (31 days,
+ * longer than any per-device window), with the session pruner's schedule and bounded batches.
+ */
+export function startAndroidAssertionPruner(
+  keys: Pick<AndroidKeyRepository, 'pruneAssertionBatch'>,
+  options: { advisoryLock: boolean; logger: Logger; intervalMs?: number },
+) {
+  const { logger } = options;
+  return startSessionPruner({
+    pruneBatch: (cutoff, limit) =>
+      keys.pruneAssertionBatch(cutoff, limit, { advisoryLock: options.advisoryLock }),
+    retentionSeconds: ASSERTION_MEMORY_SECONDS,
+    ...(options.intervalMs !== undefined ? { intervalMs: options.intervalMs } : {}),
+    onRun: ({ deleted, skipped }) =>
+      logger.info(
+        { deleted, skipped },
+        skipped
+          ? 'another instance is pruning android-key assertions'
+          : 'android-key assertions pruned',
+      ),
+    onError: (err) =>
+      logger.warn({ err: describeFault(err) }, 'could not prune android-key assertions'),
   });
 }

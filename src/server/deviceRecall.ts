@@ -60,11 +60,16 @@ export function createDeviceRecallWrite(deps: {
   const live = liveAllowlist(deps.allowlist);
   const importPair = deps.keyCache.get.bind(deps.keyCache);
   return async ({ token, values, mode, scope }) => {
-    const target = await findRecallTarget(
-      token,
-      mode === 'test' ? deps.allowlist : live,
-      importPair,
-    );
+    // Google's recall bits live on the device, which both modes share, and a standard token
+    // opened by Google cannot be told from a real device's: a test key never writes them
+    // (docs/security.md, "Test mode is a sandbox")
+    if (mode === 'test')
+      return {
+        written: false,
+        reason: 'recall_needs_live_key',
+        detail: 'a test-mode API key never writes device recall bits (they are on a real device)',
+      };
+    const target = await findRecallTarget(token, live, importPair);
     if (!target.ok) return { written: false, reason: target.reason, detail: target.detail };
     const { packageName, request } = target;
     // checked once the package is proven (the token opened with that package's keys), as verify does

@@ -9,6 +9,7 @@ import {
   RETIRED_KEY_GRACE_SECONDS,
   type ResultJwk,
 } from '../core/resultToken.js';
+import { lowSJws } from '../core/ecdsaLowS.js';
 import type { PlatformDetails } from '../core/types.js';
 import type { Auditor } from '../db/audit.js';
 import type { ResultKeyMode, ResultKeyRecord, ResultKeyRepository } from '../db/resultKeys.js';
@@ -169,10 +170,13 @@ export function createResultTokenSigner(options: ResultTokenSignerOptions) {
       if (!Number.isSafeInteger(claims.iat) || !Number.isSafeInteger(claims.exp))
         throw new TypeError('"iat" and "exp" must be whole numbers of seconds');
       // CompactSign over the claims' JSON: the same token SignJWT makes, without the deep copy
-      // of the claims it takes first (a fifth of the signing cost)
-      return new CompactSign(encoder.encode(JSON.stringify(claims)))
-        .setProtectedHeader(key.header)
-        .sign(await importKey(key.record));
+      // of the claims it takes first (a fifth of the signing cost). WebCrypto gives either of the
+      // signature's two forms: the token carries the low-S one, its only accepted form
+      return lowSJws(
+        await new CompactSign(encoder.encode(JSON.stringify(claims)))
+          .setProtectedHeader(key.header)
+          .sign(await importKey(key.record)),
+      );
     },
 
     /** The published keys: every key not retired, and those retired less than TTL + 1 h ago. */

@@ -10,7 +10,8 @@ import { createReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';
 import type { SecretBox } from '../db/secretBox.js';
 import type { createSessionRepository } from '../db/sessions.js';
 import { describeFault } from './app.js';
-import { startConsumedResultPruner } from './consumedResultPruner.js';
+import { startAndroidAssertionPruner, startConsumedResultPruner } from './consumedResultPruner.js';
+import { createAndroidKeyRepository } from '../db/androidKeys.js';
 import type { Metrics } from './metrics.js';
 import { createReceiptRefresher, startReceiptRefresher } from './receiptRefresher.js';
 import { checkRevocationAge, startAgeCheck, startRevocationRefresh } from './revocationRefresh.js';
@@ -55,6 +56,11 @@ export function startJobs(
   });
 
   const consumedPruner = startConsumedResultPruner(consumedResults, {
+    advisoryLock: true,
+    logger,
+    ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
+  });
+  const assertionPruner = startAndroidAssertionPruner(createAndroidKeyRepository(database.db), {
     advisoryLock: true,
     logger,
     ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
@@ -127,6 +133,7 @@ export function startJobs(
     async stop() {
       await pruner.stop();
       await consumedPruner.stop();
+      await assertionPruner.stop();
       await refresher.stop();
       await revocationRefresher.stop();
     },

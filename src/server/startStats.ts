@@ -49,9 +49,10 @@ export async function startStats(
   const repo = createVerificationStatsRepository(database.db);
   let failing = false;
   const recorder = createStatsRecorder({
-    // a write on a connection that stopped answering is given up (its counts kept for the next
-    // flush, or reported at stop) rather than holding every later flush and the shutdown
-    write: (rows) => boundDatabaseWait(repo.add(rows), STATS_WRITE_TIMEOUT_MS),
+    // a write on a connection that stopped answering is given up (its batch kept for the next
+    // flush, or reported at stop) rather than holding every later flush and the shutdown; a
+    // batch that committed before it was given up adds nothing when sent again (its id)
+    write: (batch) => boundDatabaseWait(repo.add(batch), STATS_WRITE_TIMEOUT_MS),
     // one instance at a time on PostgreSQL: the others skip that round
     prune: (cutoff) => repo.prune(cutoff, { advisoryLock: true }),
     retentionSeconds: config.statsRetentionSeconds ?? DEFAULT_STATS_RETENTION_SECONDS,

@@ -1,5 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import type { KeyMode } from '../core/types.js';
-import type { StatsRow } from '../db/statsDimensions.js';
+import type { StatsBatch, StatsRow } from '../db/statsDimensions.js';
 
 /** What one answered verify adds to the statistics. */
 export interface CountedVerify {
@@ -21,8 +22,13 @@ export interface CountedVerify {
 }
 
 export interface StatsRecorderOptions {
-  /** adds rows to the database, all or none (db/verificationStats.ts add) */
-  write(rows: readonly StatsRow[]): Promise<void>;
+  /**
+   * adds a batch to the database, all or none, at most once per batch id (db/verificationStats.ts
+   * add): a batch that failed is sent again as it was, under its id
+   */
+  write(batch: StatsBatch): Promise<void>;
+  /** this recorder's part of every batch id (default: a random UUID per recorder) */
+  instanceId?: string;
   /** deletes the counts of minutes before the cutoff; null: another instance is at it */
   prune?(cutoff: Date): Promise<number | null>;
   /** how long counts are kept in the database */
@@ -63,6 +69,13 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
   /** minute (ms) -> row key -> row; a Map keeps insertion order, but minutes are sorted when dropping */
   let pending = new Map<number, Map<string, StatsRow>>();
   let pendingRows = 0;
+  const instanceId = options.instanceId ?? randomUUID();
+  let sequence = 0;
+  /**
+   * the batch whose write failed: it may have committed (only its answer lost), so it is sent
+   * again as it was, under its id, before anything else; never merged with newer counts
+   */
+  let unsent: StatsBatch | undefined;
   let flushing: Promise<void> | undefined;
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -84,27 +97,42 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
     row.count = count;
     rows.set(key, row);
     pendingRows++;
-    if (pendingRows > maxRows) dropOldest();
+    if (totalRows() > maxRows) dropOldest();
   }
 
-  /** Drops whole minutes, oldest first, until the rows fit again. */
+  /**
+   * Drops whole minutes, oldest first, until the rows fit again: the failed batch's rows too (a
+   * batch retried with fewer rows still counts at most once under its id; if its first try had
+   * committed, its dropped rows were written after all).
+   */
   function dropOldest(): void {
-    const minutes = [...pending.keys()].sort((a, b) => a - b);
+    const minutes = new Set(pending.keys());
+    for (const row of unsent?.rows ?? []) minutes.add(row.minute.getTime());
     let counts = 0;
     let rows = 0;
     let dropped = 0;
-    for (const minute of minutes) {
-      if (pendingRows <= maxRows) break;
+    for (const minute of [...minutes].sort((a, b) => a - b)) {
+      if (totalRows() <= maxRows) break;
       // the current minute alone beyond the bound: drop it too rather than grow without limit
-      const group = pending.get(minute)!;
-      for (const row of group.values()) counts += row.count;
-      rows += group.size;
-      pendingRows -= group.size;
-      pending.delete(minute);
+      const group = pending.get(minute);
+      if (group) {
+        for (const row of group.values()) counts += row.count;
+        rows += group.size;
+        pendingRows -= group.size;
+        pending.delete(minute);
+      }
+      if (unsent) {
+        const kept = unsent.rows.filter((row) => row.minute.getTime() !== minute);
+        for (const row of unsent.rows) if (row.minute.getTime() === minute) counts += row.count;
+        rows += unsent.rows.length - kept.length;
+        unsent = kept.length > 0 ? { id: unsent.id, rows: kept } : undefined;
+      }
       dropped++;
     }
     if (dropped > 0) options.onDropped?.({ counts, rows, minutes: dropped });
   }
+
+  const totalRows = () => pendingRows + (unsent?.rows.length ?? 0);
 
   // on every verify: a key string and a map lookup; a row object only for a new group
   function record(verify: CountedVerify): void {
@@ -123,21 +151,34 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
       for (const reason of new Set(r.observed)) one('observed', reason);
   }
 
-  /** Writes what is pending; on failure it is put back (added to what came in meanwhile). */
+  /**
+   * Sends the batch that failed last time, as it was, then what is pending as a new batch. A batch
+   * that fails is kept whole for the next flush: the database applies each id once, so a write
+   * that committed but whose answer was lost is not counted twice.
+   */
   async function writePending(): Promise<void> {
-    if (pendingRows === 0) return;
-    const taken = pending;
-    pending = new Map();
-    pendingRows = 0;
-    const rows = [...taken.values()].flatMap((group) => [...group.values()]);
+    if (!unsent) {
+      if (pendingRows === 0) return;
+      const taken = pending;
+      pending = new Map();
+      pendingRows = 0;
+      unsent = {
+        id: `${instanceId}:${++sequence}`,
+        rows: [...taken.values()].flatMap((group) => [...group.values()]),
+      };
+    }
+    const batch = unsent;
     try {
-      await options.write(rows);
+      await options.write(batch);
     } catch (err) {
-      for (const row of rows) add(row.minute.getTime(), keyOf(row), () => ({ ...row }), row.count);
-      options.onError?.(err, pendingRows);
+      options.onError?.(err, totalRows());
       return;
     }
-    options.onFlush?.(rows.length);
+    // (rows dropped for the bound meanwhile made `unsent` a smaller copy: written or not, done)
+    if (unsent?.id === batch.id) unsent = undefined;
+    options.onFlush?.(batch.rows.length);
+    // the counts that came in meanwhile (or while the failed batch waited)
+    if (pendingRows > 0) await writePending();
   }
 
   /** One flush at a time: a second caller waits for the one under way, then flushes again. */
@@ -188,8 +229,8 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
     flush,
     /** Deletes the counts older than the retention now. */
     prune: pruneOnce,
-    /** rows waiting to be written */
-    pendingRows: () => pendingRows,
+    /** rows waiting to be written (a failed batch's included) */
+    pendingRows: () => totalRows(),
     start(): void {
       schedule();
       // soon after start: an instance restarted more often than the interval still prunes
@@ -209,10 +250,15 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
         new Promise<void>((resolve) => (limit = setTimeout(resolve, waitMs))),
       ]);
       clearTimeout(limit);
-      if (pendingRows > 0) {
+      if (pendingRows > 0 || unsent) {
         let counts = 0;
+        const minutes = new Set(pending.keys());
         for (const group of pending.values()) for (const row of group.values()) counts += row.count;
-        options.onDropped?.({ counts, rows: pendingRows, minutes: pending.size });
+        for (const row of unsent?.rows ?? []) {
+          counts += row.count;
+          minutes.add(row.minute.getTime());
+        }
+        options.onDropped?.({ counts, rows: totalRows(), minutes: minutes.size });
       }
     },
   };

@@ -77,7 +77,10 @@ async function json(...args: string[]): Promise<StatsJson> {
 
 function statsSuite(handle: () => DatabaseHandle) {
   beforeAll(async () => {
-    await createVerificationStatsRepository(handle().db).add(seed(Date.now()));
+    await createVerificationStatsRepository(handle().db).add({
+      id: 'seed:1',
+      rows: seed(Date.now()),
+    });
   });
 
   it('--json: since and until, one row per app, outcome and reason summed over the window', async () => {

@@ -8,6 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT, importPKCS8 } from 'jose';
+import { lowSJws } from '../../src/core/ecdsaLowS.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   newResultSigningKey,
@@ -45,10 +46,13 @@ describe('verify-file with a result token', () => {
     );
     const pem = `-----BEGIN PRIVATE KEY-----\n${Buffer.from(key.privateKey).toString('base64')}\n-----END PRIVATE KEY-----`;
     const privateKey = await importPKCS8(pem, 'ES256');
-    sign = (claims, kid = key.id) =>
-      new SignJWT(claims as Record<string, unknown>)
-        .setProtectedHeader({ alg: 'ES256', typ: RESULT_TOKEN_TYPE, kid })
-        .sign(privateKey);
+    // as the service signs: the low-S form (a high-S twin is refused)
+    sign = async (claims, kid = key.id) =>
+      lowSJws(
+        await new SignJWT(claims as Record<string, unknown>)
+          .setProtectedHeader({ alg: 'ES256', typ: RESULT_TOKEN_TYPE, kid })
+          .sign(privateKey),
+      );
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

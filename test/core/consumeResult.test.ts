@@ -7,6 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { CompactSign, createLocalJWKSet, exportJWK, type JWK } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkOwnResultToken, mayConsume } from '../../src/core/consumeResult.js';
+import { lowSJws } from '../../src/core/ecdsaLowS.js';
 import type { ResultTokenClaims } from '../../src/core/resultToken.js';
 
 const ISSUER = 'https://attest.example.com';
@@ -36,9 +37,11 @@ const sign = (
   payload: object,
   header: Record<string, unknown> = { alg: 'ES256', typ: 'attest-result+jwt', kid: 'k1' },
 ) =>
+  // as the service signs: the low-S form (a high-S twin is refused)
   new CompactSign(Buffer.from(JSON.stringify(payload)))
     .setProtectedHeader(header as { alg: string })
-    .sign(privateKey);
+    .sign(privateKey)
+    .then(lowSJws);
 
 const check = (token: string, now = NOW) =>
   checkOwnResultToken(token, { keys, issuer: ISSUER, now });

@@ -81,7 +81,7 @@ describe('the device velocity step', () => {
     expect(await run).toEqual({
       ok: false,
       reason: 'device_rate_exceeded',
-      detail: expect.stringMatching(/made 3 valid verifies .*com\.example\.app allows 2/),
+      detail: expect.stringMatching(/already made 2 valid verifies .*com\.example\.app allows 2/),
     });
     // the next window starts again
     expect(await step({ store, now: new Date('2026-11-22T12:35:00Z') }).run).toEqual({ ok: true });

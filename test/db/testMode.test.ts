@@ -46,7 +46,8 @@ describe.each(backends())('test-mode storage on $name', (backend) => {
     await repo.register(a);
     await repo.register(b);
     expect((await repo.find(a.keyId))?.mode).toBe('live');
-    expect((await repo.find(b.keyId))?.mode).toBe('test');
+    expect(await repo.find(b.keyId)).toBeNull();
+    expect((await repo.find(b.keyId, 'test'))?.mode).toBe('test');
   });
 
   it('a package gets one test-only pair; racing first mints agree on it; live readers never see it', async () => {

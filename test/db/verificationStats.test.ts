@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
+import { rowsOf } from '../../src/db/client.js';
 import type { StatsRow } from '../../src/db/statsDimensions.js';
 import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
 import { createStatsRecorder, type CountedVerify } from '../../src/server/statsRecorder.js';
@@ -26,13 +27,16 @@ const window = { since: new Date(MINUTE - 3600_000), until: new Date(MINUTE + 36
 describe.each(backends())('verification statistics on $name', (backend) => {
   const db = useDatabase(backend);
   const repo = () => createVerificationStatsRepository(db.db);
+  let batches = 0;
+  /** a batch of its own each time (the recorder's batches have unique ids too) */
+  const add = (rows: StatsRow[]) => repo().add({ id: `test:${++batches}`, rows });
 
   it('adds counts to the stored ones (the same key twice sums) and sums them by app, outcome and reason', async () => {
-    await repo().add([
+    await add([
       row({ count: 3 }),
       row({ outcome: 'rejected', reason: 'apple_counter_replay', count: 2 }),
     ]);
-    await repo().add([
+    await add([
       row({ count: 4 }),
       row({ minute: new Date(MINUTE + 60_000), count: 1 }),
       row({ outcome: 'observed', reason: 'apple_risk_exceeded', count: 1 }),
@@ -50,7 +54,7 @@ describe.each(backends())('verification statistics on $name', (backend) => {
   });
 
   it('--by key, service, reason and minute; filters by app, key and service; the window bounds the minutes', async () => {
-    await repo().add([
+    await add([
       row({ count: 2 }),
       row({ apiKeyId: 'key0000000000002', count: 3 }),
       row({ service: 'gms', app: PKG, minute: new Date(MINUTE + 120_000), count: 7 }),
@@ -94,7 +98,7 @@ describe.each(backends())('verification statistics on $name', (backend) => {
   });
 
   it('retention: prune deletes the minutes before the cutoff only', async () => {
-    await repo().add([
+    await add([
       row({ minute: new Date(MINUTE - 40 * 86_400_000), count: 1 }),
       row({ minute: new Date(MINUTE - 86_400_000), count: 2 }),
       row({ count: 3 }),
@@ -102,7 +106,7 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     expect(await repo().prune(new Date(MINUTE - 35 * 86_400_000))).toBe(1);
     expect(await repo().prune(new Date(MINUTE - 35 * 86_400_000))).toBe(0);
     if (backend.name === 'postgres') {
-      await repo().add([row({ minute: new Date(MINUTE - 40 * 86_400_000), count: 1 })]);
+      await add([row({ minute: new Date(MINUTE - 40 * 86_400_000), count: 1 })]);
       const cutoff = new Date(MINUTE - 35 * 86_400_000);
       expect(await repo().prune(cutoff, { advisoryLock: true })).toBe(1);
       // another instance holds the prune lock: this one skips the round
@@ -123,7 +127,7 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     const events: string[] = [];
     const recorder = (name: string) =>
       createStatsRecorder({
-        write: (rows) => repo().add(rows),
+        write: (batch) => repo().add(batch),
         retentionSeconds: 3600,
         now: () => MINUTE + 5000,
         onFlush: () => events.push(name),
@@ -161,7 +165,8 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     let down = true;
     const errors: unknown[] = [];
     const recorder = createStatsRecorder({
-      write: (rows) => (down ? Promise.reject(new Error('connection refused')) : repo().add(rows)),
+      write: (batch) =>
+        down ? Promise.reject(new Error('connection refused')) : repo().add(batch),
       retentionSeconds: 3600,
       now: () => MINUTE,
       onError: (err) => errors.push(err),
@@ -182,5 +187,56 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     expect(await repo().totals({ ...window, by: 'app' })).toEqual([
       { value: PKG, outcome: 'error', reason: null, count: 1 },
     ]);
+  });
+
+  it('a flush whose statement committed but whose answer was lost is retried and counted once (batch ids)', async () => {
+    let lose = 2;
+    const tries: string[] = [];
+    const recorder = createStatsRecorder({
+      // the statement runs, then the connection "resets": the recorder cannot tell it committed
+      write: async (batch) => {
+        tries.push(batch.id);
+        await repo().add(batch);
+        if (lose-- > 0) throw new Error('read ECONNRESET');
+      },
+      retentionSeconds: 3600,
+      now: () => MINUTE,
+      instanceId: 'instance-a',
+    });
+    const verify: CountedVerify = {
+      apiKeyId: 'key0000000000001',
+      mode: 'live',
+      service: 'apple',
+      app: APP,
+      result: { outcome: 'valid', observed: [] },
+    };
+    for (let i = 0; i < 7; i++) recorder.record(verify);
+    await recorder.flush();
+    // counts that arrive while the first batch waits go in a batch of their own
+    for (let i = 0; i < 3; i++) recorder.record(verify);
+    await recorder.flush();
+    expect(recorder.pendingRows()).toBeGreaterThan(0);
+    await recorder.flush();
+    expect(recorder.pendingRows()).toBe(0);
+    expect(tries).toEqual(['instance-a:1', 'instance-a:1', 'instance-a:1', 'instance-a:2']);
+    expect(await repo().totals({ ...window, by: 'app' })).toEqual([
+      { value: APP, outcome: 'valid', reason: null, count: 10 },
+    ]);
+  });
+
+  it('one batch id sent twice at once, or again later, adds its counts once', async () => {
+    const batch = { id: 'instance-b:1', rows: [row({ count: 5 })] };
+    await Promise.all([repo().add(batch), repo().add(batch)]);
+    await repo().add(batch);
+    await repo().add({ id: 'instance-b:2', rows: [row({ count: 1 })] });
+    expect(await repo().totals({ ...window, by: 'app' })).toEqual([
+      { value: APP, outcome: 'valid', reason: null, count: 6 },
+    ]);
+    // pruned with the counts' retention
+    await repo().prune(new Date(Date.now() + 60_000));
+    const left = rowsOf<{ n: number }>(
+      await db.db.execute(sql`select count(*)::int as n from verification_stats_batches`),
+    );
+    expect(left).toEqual([{ n: 0 }]);
   });
 });

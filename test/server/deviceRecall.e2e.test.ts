@@ -207,7 +207,7 @@ describe.each(backends())('POST /api/v1/android/device-recall on $name', (backen
     expectNoToken(integrityToken);
   });
 
-  it('a test key may mark the device of a token sealed with the test-only pair; a live key may not', async () => {
+  it('a test key never writes recall bits: not on a real device (a token of the live pair), nor on a minted one; Google is never called', async () => {
     const repo = createAllowlistRepository(db.db, TEST_SECRETS);
     const ensured = await repo.ensureTestPair(TEST_PACKAGE, async () => createTestPlayKeys());
     const nonce = randomBytes(32);
@@ -222,16 +222,29 @@ describe.each(backends())('POST /api/v1/android/device-recall on $name', (backen
         certificateDigests: [TEST_CERT_DIGEST],
       }),
     );
-    const body = { attestationToken: gmsToken(nonce, integrityToken), bits: { bitFirst: true } };
-    const live = await write(body);
-    expect(await live.json()).toEqual({ written: false });
+    const minted = { attestationToken: gmsToken(nonce, integrityToken), bits: { bitFirst: true } };
+    const real = { attestationToken: (await classic()).attestationToken, bits: { bitFirst: true } };
+    // a live key: the minted token does not open with the live pair
+    expect(await (await write(minted)).json()).toEqual({ written: false });
     expect(service.logs.last()).toMatchObject({ reason: 'gms_decrypt_failed' });
     expect(fake.recallRequests).toBe(0);
 
-    key = (await issueKey(db, { mode: 'test' })).key;
-    const test = await write(body);
-    expect(await test.json()).toEqual({ written: true });
-    expect(fake.recallWrites.map((w) => w.integrityToken)).toEqual([integrityToken]);
+    // a test key, even one scoped to the package: nothing on either
+    key = (await issueKey(db, { mode: 'test', apps: [TEST_PACKAGE] })).key;
+    for (const body of [real, minted]) {
+      expect(await (await write(body)).json()).toEqual({ written: false });
+      expect(service.logs.last()).toMatchObject({
+        reason: 'recall_needs_live_key',
+        written: false,
+        mode: 'test',
+      });
+    }
+    expect(fake.recallRequests).toBe(0);
+
+    // the live key still writes the real device's bits
+    key = (await issueKey(db, {})).key;
+    expect(await (await write(real)).json()).toEqual({ written: true });
+    expect(fake.recallRequests).toBe(1);
   });
 
   it('a key scoped to other apps writes nothing for this package; one scoped to it does', async () => {

@@ -17,7 +17,7 @@ function setup(options: { maxPendingRows?: number; flushIntervalMs?: number } = 
   };
   const errors: unknown[] = [];
   const recorder = createStatsRecorder({
-    write: async (rows) => {
+    write: async ({ rows }) => {
       state.writes++;
       if (state.down) throw new Error('database down');
       for (const r of rows) stored.push({ ...r });
@@ -81,7 +81,7 @@ describe('the statistics recorder', () => {
     ]);
   });
 
-  it('the database down: counts are kept and added to by new ones, and the next flush writes them all once', async () => {
+  it('the database down: the failed batch is kept as it was (its id), new counts wait beside it, and the next flush writes each once', async () => {
     const { recorder, state, stored, errors, sum } = setup();
     state.down = true;
     recorder.record(verify({ outcome: 'valid', observed: [] }));
@@ -91,10 +91,12 @@ describe('the statistics recorder', () => {
     recorder.record(verify({ outcome: 'valid', observed: [] }));
     await recorder.flush();
     expect(stored).toHaveLength(0);
+    expect(recorder.pendingRows()).toBe(2);
     state.down = false;
     await recorder.flush();
     expect(sum()).toBe(2);
-    expect(stored).toHaveLength(1);
+    // the failed batch again as it was, then the newer counts as a batch of their own
+    expect(stored).toHaveLength(2);
     expect(recorder.pendingRows()).toBe(0);
   });
 

@@ -237,29 +237,33 @@ export function createPlatformService(
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), {
     ttlMs: 0,
   });
-  const verifiers = buildVerifiers({
-    allowlist,
-    appleKeys: createAppleKeyRepository(db.db),
-    appleRoots: options.appleRoots,
-    velocity: createDeviceVelocityRepository(db.db),
-    ...(options.googleDecoder ? { googleDecoder: options.googleDecoder } : {}),
-    ...(options.androidRoots
-      ? {
-          android: {
-            keys: createAndroidKeyRepository(db.db),
-            roots: options.androidRoots,
-            revocations: createRevocationSource(createRevocationRepository(db.db), { ttlMs: 0 })
-              .list,
-          },
-        }
-      : {}),
-  });
+  // one set of verifiers per API key mode, as serve has (both trust the same roots here)
+  const verifiersOf = (mode: KeyMode) =>
+    buildVerifiers({
+      allowlist,
+      appleKeys: createAppleKeyRepository(db.db),
+      appleRoots: options.appleRoots,
+      mode,
+      velocity: createDeviceVelocityRepository(db.db),
+      ...(options.googleDecoder ? { googleDecoder: options.googleDecoder } : {}),
+      ...(options.androidRoots
+        ? {
+            android: {
+              keys: createAndroidKeyRepository(db.db),
+              roots: options.androidRoots,
+              revocations: createRevocationSource(createRevocationRepository(db.db), { ttlMs: 0 })
+                .list,
+            },
+          }
+        : {}),
+    });
+  const verifiers = { live: verifiersOf('live'), test: verifiersOf('test') };
   return createTestService(db, {
     ...(options.auth ? { auth: options.auth } : {}),
-    verify: (input) =>
+    verify: (input, mode) =>
       verifyToken(input, {
         now: typeof options.now === 'function' ? options.now : () => options.now as Date,
-        verifiers,
+        verifiers: verifiers[mode],
       }),
   });
 }

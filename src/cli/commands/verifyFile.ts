@@ -258,9 +258,13 @@ Examples:
                 );
               const parts = [];
               for (const setup of setups) parts.push(await setup.database(admin));
-              // the device's count as the database holds it, plus this verify, which is not recorded
+              // the device's count as the database holds it (live keys' count), plus this verify,
+              // which is not recorded; a full window would refuse it
               const velocity: DeviceVelocityStore = {
-                count: async (v) => (await admin.run('devices.peek', v)) + 1,
+                count: async ({ max, mode: _mode, ...v }) => {
+                  const held = await admin.run('devices.peek', v);
+                  return max !== undefined && held >= max ? null : held + 1;
+                },
               };
               parts.push(() => ({ velocity }));
               return explain(createMemoryAllowlist(entries), parts, devRoot);

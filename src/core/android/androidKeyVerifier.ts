@@ -59,7 +59,13 @@ export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly Check
     'android.register',
     'android.deviceVelocity',
   ],
-  assertion: ['android.shape', 'android.signature', ...POLICY_CHECKS, 'android.deviceVelocity'],
+  assertion: [
+    'android.shape',
+    'android.signature',
+    ...POLICY_CHECKS,
+    'android.replay',
+    'android.deviceVelocity',
+  ],
 };
 
 const KEY_ID_LENGTH = 32;
@@ -277,6 +283,21 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       now: ctx.now,
       appScope: ctx.appScope,
     });
+    // an assertion carries no counter and no time: without this, one captured assertion verified
+    // again and again for whoever sent it (and spent the device's --max-verifies-per-device).
+    // Recorded last, once every other check passed, so a refused assertion records nothing.
+    if (keys.recordAssertion) {
+      trace.current('android.replay');
+      const digest = createHash('sha256').update(record.keyId).update(ctx.nonce).digest();
+      if (!(await keys.recordAssertion({ digest, mode, at: ctx.now })))
+        throw new Rejection(
+          'android_assertion_replayed',
+          'this key already made an accepted assertion over this final nonce: a replay',
+        );
+      trace.pass('android.replay', 'the first assertion of this key over this final nonce');
+    } else {
+      trace.skip('android.replay', 'nothing is recorded here (no database)');
+    }
     return { record, policy };
   }
 
@@ -425,6 +446,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       owner: record.packageName,
       limit: policy.maxVerifiesPerDevice,
       store: deps.velocity,
+      mode,
       now: ctx.now,
       trace: ctx.trace,
     });
@@ -439,12 +461,8 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     const parsed = readAndroidKeyEvidence(evidence);
     trace.facts.keyId = encodeBase64(parsed.keyId);
     trace.facts.packageName = parsed.packageName;
-    const record = await keys.find(parsed.keyId);
-    if (record?.mode === 'test' && mode !== 'test')
-      throw new Rejection(
-        'android_key_unknown',
-        'this key was registered with a test API key; live API keys do not accept it',
-      );
+    // the mode's own registrations only: a test key never sees (or squats) a live registration
+    const record = await keys.find(parsed.keyId, mode);
     if (record) {
       if (parsed.certificateChain)
         throw new Rejection(

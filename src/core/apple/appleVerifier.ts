@@ -237,6 +237,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       owner: verified.appId,
       limit: (await allowlist.appleApp(verified.appId))?.maxVerifiesPerDevice,
       store: deps.velocity,
+      mode,
       now: ctx.now,
       trace: ctx.trace,
     });
@@ -271,7 +272,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       } catch (err) {
         if (!(err instanceof Rejection)) throw err;
         knownRows.delete(rowKey);
-        record = await keys.find(keyId);
+        record = await keys.find(keyId, mode);
         // the same row: the verdict stands. A row changed or removed underneath (by hand) is
         // verified again below as the store holds it now; the trace then shows both attempts.
         if (record && sameRow(record, seen)) {
@@ -280,17 +281,9 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
         }
       }
     } else {
-      record = await keys.find(keyId);
+      record = await keys.find(keyId, mode);
     }
 
-    if (record?.mode === 'test' && mode !== 'test') {
-      // the key store is shared: a key whose attestation only a test key accepted (it may chain
-      // to the development CA) must not become usable in production
-      throw new Rejection(
-        'apple_key_unknown',
-        'this key was registered with a test API key; live API keys do not accept it',
-      );
-    }
     if (record) {
       // An attestation sent along with an assertion for a registered key is ignored.
       if (!assertion)
@@ -299,7 +292,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
           'an attestation for a key that is already registered',
         );
       const { counter, result } = await assertWith(record, assertion, clientDataHash, ctx, (n) =>
-        keys.raiseCounter(keyId, n),
+        keys.raiseCounter(keyId, n, mode),
       );
       knownRows.set(rowKey, { ...record, counter, cachedAt: ctx.now.getTime() });
       return result;
