@@ -17,6 +17,10 @@ export interface AuditEvent {
   target: string;
   before: AuditSummary | null;
   after: AuditSummary | null;
+  /** its place in the hash chain, and the chain's hashes (docs/audit.md) */
+  seq: number;
+  prevHash: string;
+  hash: string;
 }
 
 /**
@@ -182,5 +186,8 @@ function toAuditEvent(value: unknown): AuditEvent | null {
     target: String(r.target),
     before: (r.before as AuditSummary | null) ?? null,
     after: (r.after as AuditSummary | null) ?? null,
+    seq: Number(r.seq),
+    prevHash: String(r.prev_hash),
+    hash: String(r.hash),
   };
 }

@@ -121,6 +121,16 @@ Examples:
     .command('head')
     .description("print the last event's place and hash (SEQ:HASH), to keep somewhere else")
     .option('--json', 'print it as JSON')
+    .addHelpText(
+      'after',
+      `
+Someone who can rewrite the table can rewrite the chain too: keep the head where they cannot
+(a ticket, the SIEM), and check it later with "attest audit verify --anchor SEQ:HASH".
+
+Examples:
+  $ attest audit head
+  $ attest audit verify --anchor "$(attest audit head)"`,
+    )
     .action(async (opts: { json?: boolean }) => {
       await withAdmin(async (admin) => {
         const head = await admin.run('audit.head', {});
