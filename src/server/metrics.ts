@@ -13,6 +13,8 @@ export interface MetricsOptions {
   now?: () => number;
   /** when the Android attestation status list in use was taken (null: none known) */
   androidRevocationTakenAt?: () => Date | null;
+  /** whether the database breaker is open (requests fail at once until a probe answers) */
+  databaseBreakerOpen?: () => boolean;
 }
 
 /** Prometheus metrics of one app instance (own registry: no global state). */
@@ -137,6 +139,17 @@ export function createMetrics(options: MetricsOptions = {}) {
       collect() {
         const at = takenAt();
         if (at) this.set(Math.max(0, Math.round((now() - at.getTime()) / 1000)));
+      },
+    });
+  }
+  if (options.databaseBreakerOpen) {
+    const isOpen = options.databaseBreakerOpen;
+    new Gauge({
+      name: 'attest_database_breaker_open',
+      help: '1 while the database cannot be reached and requests fail at once (503), else 0',
+      registers: [registry],
+      collect() {
+        this.set(isOpen() ? 1 : 0);
       },
     });
   }

@@ -180,6 +180,8 @@ async function serveOn(
   const metrics = createMetrics({
     sessionCounts: () => sessions.counts(),
     androidRevocationTakenAt: () => revocations.info()?.takenAt ?? null,
+    // the breaker is made below; a scrape comes only after the server listens
+    databaseBreakerOpen: () => breaker?.isOpen() ?? false,
   });
   const googleDecoder = createPlayIntegrityClient({
     oauthUrl: config.googleOauthUrl,
