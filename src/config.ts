@@ -62,6 +62,21 @@ export interface Config {
   statsRetentionSeconds?: number;
   /** ATTEST_STATS: false (`off`) counts nothing for `attest stats` (the /metrics counters still count) */
   stats?: boolean;
+  /** OpenTelemetry export (the standard OTEL_* variables); absent: nothing is exported */
+  otel?: OtelConfig | undefined;
+}
+
+/** Where and how OTLP metrics and traces go (docs/operations.md, "OpenTelemetry"). */
+export interface OtelConfig {
+  /** OTLP/HTTP JSON endpoint of metrics; absent: no metric export */
+  metricsUrl?: string;
+  /** OTLP/HTTP JSON endpoint of traces; absent: no span export */
+  tracesUrl?: string;
+  /** OTEL_EXPORTER_OTLP_HEADERS (secret: may hold a token; never log it) */
+  headers: Record<string, string>;
+  serviceName: string;
+  /** OTEL_METRIC_EXPORT_INTERVAL */
+  exportIntervalMs: number;
 }
 
 /** ATTEST_STATS_RETENTION when unset: 35 days. */
@@ -190,6 +205,29 @@ const env = z.object({
         (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
     ),
   ATTEST_STATS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
+  // OpenTelemetry's own variables (opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables)
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .string()
+    .regex(/^https?:\/\/\S+$/)
+    .optional(),
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: z
+    .string()
+    .regex(/^https?:\/\/\S+$/)
+    .optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
+    .string()
+    .regex(/^https?:\/\/\S+$/)
+    .optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.literal('http/json').optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .regex(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/)
+    .optional(),
+  OTEL_METRICS_EXPORTER: z.enum(['otlp', 'none']).optional(),
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).max(200).default('attest'),
+  OTEL_METRIC_EXPORT_INTERVAL: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -229,6 +267,18 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_ANDROID_REVOCATION_INTERVAL: 'must be a duration such as 30m, 1h or 1d',
   ATTEST_STATS_RETENTION: 'must be a duration such as 7d, 35d or 12w',
   ATTEST_STATS: 'must be "on" or "off"',
+  OTEL_SDK_DISABLED: 'must be "true" or "false"',
+  OTEL_EXPORTER_OTLP_ENDPOINT:
+    "must be an http(s) URL (the collector's OTLP/HTTP port, e.g. http://127.0.0.1:4318)",
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'must be an http(s) URL',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'must be an http(s) URL',
+  OTEL_EXPORTER_OTLP_PROTOCOL:
+    "must be http/json: attest exports OTLP over HTTP as JSON (every collector's OTLP/HTTP receiver takes it)",
+  OTEL_EXPORTER_OTLP_HEADERS: 'must be key=value pairs separated by commas',
+  OTEL_METRICS_EXPORTER: 'must be "otlp" or "none"',
+  OTEL_TRACES_EXPORTER: 'must be "otlp" or "none"',
+  OTEL_SERVICE_NAME: 'must be a name of 1 to 200 characters',
+  OTEL_METRIC_EXPORT_INTERVAL: 'must be a whole number of milliseconds from 1000 to 3600000',
 };
 
 /** The longest a result token may live (ATTEST_RESULT_TOKEN_TTL). */
@@ -271,7 +321,7 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /** Values never repeated in a message: a database URL may hold a password. */
-const SECRET_VALUES = new Set(['DATABASE_URL', 'ATTEST_MASTER_KEY']);
+const SECRET_VALUES = new Set(['DATABASE_URL', 'ATTEST_MASTER_KEY', 'OTEL_EXPORTER_OTLP_HEADERS']);
 
 /**
  * Reads the configuration: flags win over environment variables, which win over defaults.
@@ -332,10 +382,49 @@ export function loadConfig(
     androidRevocationIntervalSeconds: e.ATTEST_ANDROID_REVOCATION_INTERVAL,
     statsRetentionSeconds: e.ATTEST_STATS_RETENTION,
     stats: e.ATTEST_STATS === 'on',
+    otel: otelConfig(e),
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;
+}
+
+/**
+ * OTLP export as the OTEL_* variables say: a signal is exported when an endpoint names where
+ * (OTEL_EXPORTER_OTLP_ENDPOINT, to which /v1/metrics or /v1/traces is added, or the signal's own
+ * endpoint, taken as it is) and its OTEL_*_EXPORTER is not `none`; nothing when OTEL_SDK_DISABLED.
+ */
+function otelConfig(e: z.infer<typeof env>): OtelConfig | undefined {
+  if (e.OTEL_SDK_DISABLED === 'true') return undefined;
+  const base = e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, '');
+  const signal = (exporter: 'otlp' | 'none' | undefined, own: string | undefined, path: string) =>
+    exporter === 'none' ? undefined : (own ?? (base ? `${base}/${path}` : undefined));
+  const metricsUrl = signal(
+    e.OTEL_METRICS_EXPORTER,
+    e.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+    'v1/metrics',
+  );
+  const tracesUrl = signal(
+    e.OTEL_TRACES_EXPORTER,
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    'v1/traces',
+  );
+  if (!metricsUrl && !tracesUrl) return undefined;
+  const headers: Record<string, string> = {};
+  for (const pair of (e.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at > 0)
+      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(
+        pair.slice(at + 1).trim(),
+      );
+  }
+  return {
+    ...(metricsUrl ? { metricsUrl } : {}),
+    ...(tracesUrl ? { tracesUrl } : {}),
+    headers,
+    serviceName: e.OTEL_SERVICE_NAME,
+    exportIntervalMs: e.OTEL_METRIC_EXPORT_INTERVAL,
+  };
 }
 
 /**

@@ -46,6 +46,7 @@ import { PROPAGATION_MS } from './propagation.js';
 import { resultTokenSigners } from './resultTokenSigners.js';
 import { startAdmin } from './startAdmin.js';
 import { startStats, type StatsOptions } from './startStats.js';
+import { startTelemetry } from './startTelemetry.js';
 
 export interface RunningServer {
   url: string;
@@ -177,7 +178,9 @@ async function serveOn(
   // a new database starts from the snapshot shipped with this build
   await revocationRepo.seed();
   const revocations = createRevocationSource(revocationRepo, { ttlMs: propagationMs });
+  const telemetry = await startTelemetry(config.otel);
   const metrics = createMetrics({
+    telemetry,
     sessionCounts: () => sessions.counts(),
     androidRevocationTakenAt: () => revocations.info()?.takenAt ?? null,
     // the breaker is made below; a scrape comes only after the server listens
@@ -255,6 +258,7 @@ async function serveOn(
       verifyToken(input, { now: () => new Date(), verifiers: await verifiersFor(mode) }),
     testKeys: config.testKeys,
     metrics,
+    telemetry,
     ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
     sessionTtlSeconds: config.sessionTtlSeconds,
     // Google's own bound must run out first, or a slow Google would pass for a hanging database
@@ -487,6 +491,7 @@ async function serveOn(
       await Promise.all([drained, admin?.stop()]);
       // after the drain: the last answers are counted; a crash would lose at most the last interval
       await stats.recorder?.stop();
+      await telemetry?.shutdown();
       breaker?.stop();
       await database.close();
     },
