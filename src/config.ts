@@ -65,6 +65,8 @@ export interface Config {
   statsRetentionSeconds?: number;
   /** ATTEST_STATS: false (`off`) counts nothing for `attest stats` (the /metrics counters still count) */
   stats?: boolean;
+  /** OpenTelemetry export (the standard OTEL_* variables); absent: nothing is exported */
+  otel?: OtelConfig | undefined;
   /**
    * ATTEST_WORKERS, `serve --workers`: processes serving HTTP (`auto`: one per core, read here);
    * 1 (the default) serves from the one process, more start a cluster (src/server/startCluster.ts)
@@ -88,6 +90,19 @@ export function parseWorkers(text: string, cores: number = availableParallelism(
   if (!/^\d{1,5}$/.test(t)) return null;
   const n = Number(t);
   return n >= 1 && n <= MAX_WORKERS ? n : null;
+}
+
+/** Where and how OTLP metrics and traces go (docs/operations.md, "OpenTelemetry"). */
+export interface OtelConfig {
+  /** OTLP/HTTP JSON endpoint of metrics; absent: no metric export */
+  metricsUrl?: string;
+  /** OTLP/HTTP JSON endpoint of traces; absent: no span export */
+  tracesUrl?: string;
+  /** OTEL_EXPORTER_OTLP_HEADERS (secret: may hold a token; never log it) */
+  headers: Record<string, string>;
+  serviceName: string;
+  /** OTEL_METRIC_EXPORT_INTERVAL */
+  exportIntervalMs: number;
 }
 
 /** ATTEST_STATS_RETENTION when unset: 35 days. */
@@ -225,6 +240,29 @@ const env = z.object({
         parseWorkers(text) ??
         (ctx.addIssue({ code: 'custom', message: `must be ${WORKERS_RULE}` }), z.NEVER),
     ),
+  // OpenTelemetry's own variables (opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables)
+  OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z
+    .string()
+    .regex(/^https?:\/\/\S+$/)
+    .optional(),
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: z
+    .string()
+    .regex(/^https?:\/\/\S+$/)
+    .optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z
+    .string()
+    .regex(/^https?:\/\/\S+$/)
+    .optional(),
+  OTEL_EXPORTER_OTLP_PROTOCOL: z.literal('http/json').optional(),
+  OTEL_EXPORTER_OTLP_HEADERS: z
+    .string()
+    .regex(/^\s*[^=,\s]+\s*=[^,]*(,\s*[^=,\s]+\s*=[^,]*)*$/)
+    .optional(),
+  OTEL_METRICS_EXPORTER: z.enum(['otlp', 'none']).optional(),
+  OTEL_TRACES_EXPORTER: z.enum(['otlp', 'none']).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).max(200).default('attest'),
+  OTEL_METRIC_EXPORT_INTERVAL: z.coerce.number().int().min(1000).max(3_600_000).default(60_000),
 });
 
 /** What each variable takes, for the error message: the validator's own words name types, not values. */
@@ -266,6 +304,18 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_STATS_RETENTION: 'must be a duration such as 7d, 35d or 12w',
   ATTEST_STATS: 'must be "on" or "off"',
   ATTEST_WORKERS: `must be ${WORKERS_RULE}`,
+  OTEL_SDK_DISABLED: 'must be "true" or "false"',
+  OTEL_EXPORTER_OTLP_ENDPOINT:
+    "must be an http(s) URL (the collector's OTLP/HTTP port, e.g. http://127.0.0.1:4318)",
+  OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: 'must be an http(s) URL',
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'must be an http(s) URL',
+  OTEL_EXPORTER_OTLP_PROTOCOL:
+    "must be http/json: attest exports OTLP over HTTP as JSON (every collector's OTLP/HTTP receiver takes it)",
+  OTEL_EXPORTER_OTLP_HEADERS: 'must be key=value pairs separated by commas',
+  OTEL_METRICS_EXPORTER: 'must be "otlp" or "none"',
+  OTEL_TRACES_EXPORTER: 'must be "otlp" or "none"',
+  OTEL_SERVICE_NAME: 'must be a name of 1 to 200 characters',
+  OTEL_METRIC_EXPORT_INTERVAL: 'must be a whole number of milliseconds from 1000 to 3600000',
 };
 
 /** The longest a result token may live (ATTEST_RESULT_TOKEN_TTL). */
@@ -308,7 +358,7 @@ export function isLoopbackHost(hostname: string): boolean {
 }
 
 /** Values never repeated in a message: a database URL may hold a password. */
-const SECRET_VALUES = new Set(['DATABASE_URL', 'ATTEST_MASTER_KEY']);
+const SECRET_VALUES = new Set(['DATABASE_URL', 'ATTEST_MASTER_KEY', 'OTEL_EXPORTER_OTLP_HEADERS']);
 
 /**
  * Reads the configuration: flags win over environment variables, which win over defaults.
@@ -371,10 +421,49 @@ export function loadConfig(
     statsRetentionSeconds: e.ATTEST_STATS_RETENTION,
     stats: e.ATTEST_STATS === 'on',
     workers: e.ATTEST_WORKERS,
+    otel: otelConfig(e),
   };
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;
+}
+
+/**
+ * OTLP export as the OTEL_* variables say: a signal is exported when an endpoint names where
+ * (OTEL_EXPORTER_OTLP_ENDPOINT, to which /v1/metrics or /v1/traces is added, or the signal's own
+ * endpoint, taken as it is) and its OTEL_*_EXPORTER is not `none`; nothing when OTEL_SDK_DISABLED.
+ */
+function otelConfig(e: z.infer<typeof env>): OtelConfig | undefined {
+  if (e.OTEL_SDK_DISABLED === 'true') return undefined;
+  const base = e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, '');
+  const signal = (exporter: 'otlp' | 'none' | undefined, own: string | undefined, path: string) =>
+    exporter === 'none' ? undefined : (own ?? (base ? `${base}/${path}` : undefined));
+  const metricsUrl = signal(
+    e.OTEL_METRICS_EXPORTER,
+    e.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
+    'v1/metrics',
+  );
+  const tracesUrl = signal(
+    e.OTEL_TRACES_EXPORTER,
+    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
+    'v1/traces',
+  );
+  if (!metricsUrl && !tracesUrl) return undefined;
+  const headers: Record<string, string> = {};
+  for (const pair of (e.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
+    const at = pair.indexOf('=');
+    if (at > 0)
+      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(
+        pair.slice(at + 1).trim(),
+      );
+  }
+  return {
+    ...(metricsUrl ? { metricsUrl } : {}),
+    ...(tracesUrl ? { tracesUrl } : {}),
+    headers,
+    serviceName: e.OTEL_SERVICE_NAME,
+    exportIntervalMs: e.OTEL_METRIC_EXPORT_INTERVAL,
+  };
 }
 
 /**

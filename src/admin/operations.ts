@@ -12,7 +12,7 @@ import {
 import { createAndroidKeyRepository } from '../db/androidKeys.js';
 import { createRevocationRepository } from '../db/androidRevocations.js';
 import { parseRevocationDocument } from '../core/android/revocationList.js';
-import { createAuditRepository } from '../db/audit.js';
+import { AUDIT_PAGE, createAuditRepository } from '../db/audit.js';
 import { migrationStatus } from '../db/migrate.js';
 import { sealedUnderKeyId } from '../db/secrets.js';
 import { createReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';
@@ -31,6 +31,7 @@ import {
   bytes,
   none,
   operation,
+  stripUndefined,
   type Operation,
   type OperationContext,
 } from './operation.js';
@@ -225,6 +226,20 @@ export const OPERATIONS = {
     }),
     changes: false,
     run: (ctx, filter) => createAuditRepository(ctx.handle.db).list(filter),
+  }),
+  'audit.chain': operation({
+    input: z.strictObject({
+      afterSeq: z.number().int().nonnegative(),
+      limit: z.number().int().min(1).max(AUDIT_PAGE),
+      sinceSeconds: z.number().int().positive().optional(),
+    }),
+    changes: false,
+    run: (ctx, filter) => createAuditRepository(ctx.handle.db).chain(stripUndefined(filter)),
+  }),
+  'audit.head': operation({
+    input: none,
+    changes: false,
+    run: (ctx) => createAuditRepository(ctx.handle.db).head(),
   }),
   'db.status': operation({
     input: none,

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { packageVersion } from '../packageVersion.js';
 import { Command, CommanderError, Help } from 'commander';
 import { cleanDatabaseError } from '../db/errors.js';
 import { CliError, EXIT } from './errors.js';
@@ -223,16 +224,7 @@ export function commandRun(args: readonly string[]): string | typeof ALL | undef
   return name === 'completion' ? ALL : name;
 }
 
-/**
- * This package's own version. Not npm_package_version: npm sets that to the version of whatever
- * project `npm exec` runs in. src/cli and dist/cli both sit two levels below the package root.
- */
-export function packageVersion(): string {
-  const manifest = JSON.parse(
-    readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
-  ) as { version: string };
-  return manifest.version;
-}
+export { packageVersion } from '../packageVersion.js';
 
 function commandPath(command: Command): string {
   return command.parent ? `${commandPath(command.parent)} ${command.name()}` : command.name();

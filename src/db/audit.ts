@@ -1,4 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
+import type { ChainedEvent, ChainPoint } from '../core/auditChain.js';
 import { rowsOf, type Database } from './client.js';
 
 /** A before/after summary: plain JSON of public facts (fingerprints, names, policy), never a secret. */
@@ -16,6 +17,10 @@ export interface AuditEvent {
   target: string;
   before: AuditSummary | null;
   after: AuditSummary | null;
+  /** its place in the hash chain, and the chain's hashes (docs/audit.md) */
+  seq: number;
+  prevHash: string;
+  hash: string;
 }
 
 /**
@@ -81,6 +86,9 @@ export function logAudit(auditor: Auditor | undefined, value: unknown): AuditEve
   return event;
 }
 
+/** Events in one page of `chain`: a page crosses the admin socket as one answer. */
+export const AUDIT_PAGE = 500;
+
 /** Reads the trail (it is never updated or deleted). */
 export function createAuditRepository(db: Database) {
   return {
@@ -103,7 +111,59 @@ export function createAuditRepository(db: Database) {
       );
       return rows.map((r) => toAuditEvent(r.audit)!);
     },
+
+    /**
+     * Events with their chain fields, in chain order, after `afterSeq`: a page of the chain for
+     * `audit verify` and `audit export`. `at` is the text the chain's hash covers.
+     * @param filter afterSeq: the last place already read (0: from the start); limit: at most so
+     *   many; sinceSeconds: only events of the last so many seconds (database clock)
+     */
+    async chain(filter: {
+      afterSeq: number;
+      limit: number;
+      sinceSeconds?: number;
+    }): Promise<ChainedEvent[]> {
+      const since =
+        filter.sinceSeconds === undefined
+          ? sql``
+          : sql` and at >= now() - make_interval(secs => ${filter.sinceSeconds})`;
+      const rows = rowsOf<Record<string, unknown>>(
+        await db.execute(sql`
+          select seq, ${AT_TEXT} as at, actor, action, target, before::text as before, after::text as after, prev_hash, hash
+          from audit_events where seq > ${filter.afterSeq}${since}
+          order by seq limit ${filter.limit}`),
+      );
+      return rows.map((r) => ({
+        seq: Number(r.seq),
+        at: String(r.at),
+        actor: String(r.actor),
+        action: String(r.action),
+        target: String(r.target),
+        before: parsed(r.before),
+        after: parsed(r.after),
+        prevHash: String(r.prev_hash),
+        hash: String(r.hash),
+      }));
+    },
+
+    /** The chain's head as the database records it: the last event's place and hash (seq 0: no event yet). */
+    async head(): Promise<ChainPoint> {
+      const rows = rowsOf<{ seq: unknown; head: unknown }>(
+        await db.execute(sql`select seq, head from audit_chain where id`),
+      );
+      const row = rows[0];
+      if (!row) throw new Error('the audit chain has no head row (migration 0021 not applied?)');
+      return { seq: Number(row.seq), hash: String(row.head) };
+    },
   };
+}
+
+/** The event time as the chain's hash covers it (the same text as attest_audit_hash). */
+const AT_TEXT = sql.raw(`to_char(at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`);
+
+/** A jsonb column read as text (so both drivers hand over the same): parsed; SQL null is null. */
+function parsed(value: unknown): unknown {
+  return value === null || value === undefined ? null : (JSON.parse(String(value)) as unknown);
 }
 
 export type AuditRepository = ReturnType<typeof createAuditRepository>;
@@ -126,5 +186,8 @@ function toAuditEvent(value: unknown): AuditEvent | null {
     target: String(r.target),
     before: (r.before as AuditSummary | null) ?? null,
     after: (r.after as AuditSummary | null) ?? null,
+    seq: Number(r.seq),
+    prevHash: String(r.prev_hash),
+    hash: String(r.hash),
   };
 }

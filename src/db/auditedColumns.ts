@@ -111,6 +111,7 @@ export const NOT_AUDITED_TABLES: Record<string, string> = {
     'audited as apple.credentials.add and .remove (team, key id, public key fingerprint)',
   api_key_origins: 'where keys were used from, not configuration',
   audit_events: 'the trail itself',
+  audit_chain: "the trail's hash chain head, set by the insert trigger of audit_events",
   master_key_check: 'audited as master_key.rotate (key ids)',
   dev_ca: 'audited as dev.init and dev.rotate (rootSha256 of the development root)',
   result_signing_keys: 'audited as result_keys.create and result_keys.rotate (key ids and dates)',

@@ -36,6 +36,7 @@ import { DEVICE_RECALL_PATH, deviceRecallHandler, type DeviceRecallWrite } from 
 import { readJson } from './readJson.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
 import type { StatsRecorder } from './statsRecorder.js';
+import type { Telemetry } from './telemetry.js';
 import { parseVerifyRequest } from './verifyRequest.js';
 import { parseConsumeRequest } from './consumeRequest.js';
 import type { ResultConsumer } from './resultConsumer.js';
@@ -62,6 +63,8 @@ export interface AppDeps {
   /** false: test-mode API keys answer 403 (ATTEST_TEST_KEYS=off); default true */
   testKeys?: boolean;
   metrics: Metrics;
+  /** OTLP export (OTEL_* variables): a span per API request */
+  telemetry?: Pick<Telemetry, 'traceRequest'> | undefined;
   /** database reachable and migrations applied */
   ready(): Promise<boolean>;
   sessionTtlSeconds: number;
@@ -138,7 +141,15 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   const deadlineMs = deps.requestDeadlineMs ?? 5000;
   const databaseWaitMs = deps.databaseWaitMs ?? DATABASE_WAIT_MS;
 
-  app.use('*', requestLog({ logger: deps.logger, metrics: deps.metrics, routes: ROUTES }));
+  app.use(
+    '*',
+    requestLog({
+      logger: deps.logger,
+      metrics: deps.metrics,
+      routes: ROUTES,
+      telemetry: deps.telemetry,
+    }),
+  );
 
   app.onError((err, c) => {
     const log = c.get('log');

@@ -58,6 +58,7 @@ export function clusterWorker(): void {
         await running.api.drain(DRAIN_MS);
         // the last counts go to the primary, which writes them after every worker stopped
         await running.wired.stats.recorder?.stop();
+        await running.wired.telemetry?.shutdown();
         running.wired.breaker?.stop();
         await running.database.close().catch(() => {});
       }

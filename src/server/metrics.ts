@@ -1,5 +1,7 @@
 import { Hono } from 'hono';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { errorType, HTTP_DURATION_BUCKETS } from './httpSemconv.js';
+import type { Telemetry } from './telemetry.js';
 
 /** How long the first scrape waits for the session counts (later ones answer the last values at once). */
 const SESSION_COUNTS_TIMEOUT_MS = 1000;
@@ -13,21 +15,40 @@ export interface MetricsOptions {
   now?: () => number;
   /** when the Android attestation status list in use was taken (null: none known) */
   androidRevocationTakenAt?: () => Date | null;
+  /** whether the database breaker is open (requests fail at once until a probe answers) */
+  databaseBreakerOpen?: () => boolean;
+  /** OTLP export (OTEL_* variables): each request and verification is recorded there too */
+  telemetry?: Telemetry | undefined;
 }
 
 /** Prometheus metrics of one app instance (own registry: no global state). */
 export function createMetrics(options: MetricsOptions = {}) {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'attest_' });
+  const telemetry = options.telemetry;
+  // OpenTelemetry's stable HTTP server metric, as its Prometheus exporter names it: its _count
+  // replaces attest_http_requests_total, and it replaces attest_http_request_duration_seconds
+  const httpDuration = new Histogram({
+    name: 'http_server_request_duration_seconds',
+    help: 'Duration of HTTP server requests (OpenTelemetry http.server.request.duration)',
+    labelNames: [
+      'http_request_method',
+      'http_route',
+      'http_response_status_code',
+      'error_type',
+    ] as const,
+    buckets: HTTP_DURATION_BUCKETS,
+    registers: [registry],
+  });
   const requests = new Counter({
     name: 'attest_http_requests_total',
-    help: 'HTTP requests by route, method and status',
+    help: 'deprecated, removed in the next release: http_server_request_duration_seconds_count. HTTP requests by route, method and status',
     labelNames: ['route', 'method', 'status'] as const,
     registers: [registry],
   });
   const duration = new Histogram({
     name: 'attest_http_request_duration_seconds',
-    help: 'HTTP request latency by route',
+    help: 'deprecated, removed in the next release: http_server_request_duration_seconds. HTTP request latency by route',
     labelNames: ['route'] as const,
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     registers: [registry],
@@ -140,11 +161,32 @@ export function createMetrics(options: MetricsOptions = {}) {
       },
     });
   }
+  if (options.databaseBreakerOpen) {
+    const isOpen = options.databaseBreakerOpen;
+    new Gauge({
+      name: 'attest_database_breaker_open',
+      help: '1 while the database cannot be reached and requests fail at once, else 0 (serve --workers: the number of workers whose breaker is open)',
+      registers: [registry],
+      collect() {
+        this.set(isOpen() ? 1 : 0);
+      },
+    });
+  }
   return {
     registry,
     observeRequest(route: string, method: string, status: number, seconds: number) {
       requests.inc({ route, method, status: String(status) });
       duration.observe({ route }, seconds);
+      httpDuration.observe(
+        {
+          http_request_method: method,
+          http_route: route,
+          http_response_status_code: String(status),
+          error_type: errorType(status) ?? '',
+        },
+        seconds,
+      );
+      telemetry?.recordRequest(method, route, status, seconds);
     },
     observeVerify(service: string, valid: boolean, reason: string, mode = 'live') {
       verifications.inc({ service, valid: String(valid), reason, mode });
@@ -164,6 +206,7 @@ export function createMetrics(options: MetricsOptions = {}) {
         outcome,
         reason: reason || 'none',
       });
+      telemetry?.recordVerification(service, app, outcome, reason);
     },
     observeGoogle(endpoint: string, outcome: string) {
       google.inc({ endpoint, outcome });

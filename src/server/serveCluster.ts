@@ -165,6 +165,7 @@ export async function serveCluster(
       await Promise.all([drained, admin?.stop()]);
       // after the workers: their last counts were handed over before they exited
       await recorder?.stop();
+      await wired.telemetry?.shutdown();
       wired.breaker?.stop();
       await database.close();
     },

@@ -208,6 +208,7 @@ async function serveOn(
       await Promise.all([drained, admin?.stop()]);
       // after the drain: the last answers are counted; a crash would lose at most the last interval
       await stats.recorder?.stop();
+      await wired.telemetry?.shutdown();
       breaker?.stop();
       await database.close();
     },

@@ -18,6 +18,7 @@ import { migrationStatus } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createDatabaseBreaker } from '../db/databaseBreaker.js';
 import { createWriteHealth } from '../db/writeHealth.js';
+import { startTelemetry } from './startTelemetry.js';
 import type { SecretBox } from '../db/secretBox.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createConsumedResultRepository } from '../db/consumedResults.js';
@@ -82,14 +83,18 @@ export async function wireApp(
   const consumedResults = createConsumedResultRepository(database.db);
   const revocationRepo = createRevocationRepository(database.db);
   const revocations = createRevocationSource(revocationRepo, { ttlMs: propagationMs });
-  const metrics = createMetrics(
-    options.runsJobs
+  const telemetry = await startTelemetry(config.otel);
+  const metrics = createMetrics({
+    telemetry,
+    // the breaker is made below; a scrape comes only after the server listens
+    databaseBreakerOpen: () => breaker?.isOpen() ?? false,
+    ...(options.runsJobs
       ? {
           sessionCounts: () => sessions.counts(),
           androidRevocationTakenAt: () => revocations.info()?.takenAt ?? null,
         }
-      : {},
-  );
+      : {}),
+  });
   const googleDecoder = createPlayIntegrityClient({
     oauthUrl: config.googleOauthUrl,
     playIntegrityUrl: config.googlePlayIntegrityUrl,
@@ -169,6 +174,7 @@ export async function wireApp(
       verifyToken(input, { now: () => new Date(), verifiers: await verifiersFor(mode) }),
     testKeys: config.testKeys,
     metrics,
+    telemetry,
     ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
     sessionTtlSeconds: config.sessionTtlSeconds,
     // Google's own bound must run out first, or a slow Google would pass for a hanging database
@@ -234,6 +240,8 @@ export async function wireApp(
   return {
     app,
     metrics,
+    /** OTLP export (absent without OTEL_* variables): shut down after the drain, to flush */
+    telemetry,
     breaker,
     stats,
     reloadNow,

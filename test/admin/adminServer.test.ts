@@ -84,6 +84,9 @@ beforeAll(async () => {
             target: 'k',
             before: null,
             after: null,
+            seq: 1,
+            prevHash: '0'.repeat(64),
+            hash: 'f'.repeat(64),
           });
           return { revoked: true, input };
         }

@@ -11,6 +11,22 @@ import { fakeVerify } from '../support/tokens.js';
 
 const counts = { active: 3, consumed: 2, expired: 1 };
 
+describe('the database breaker gauge', () => {
+  it('reads 1 while the breaker is open and 0 once it closes, at each scrape', async () => {
+    let open = false;
+    const metrics = createMetrics({ databaseBreakerOpen: () => open });
+    expect(await metrics.registry.metrics()).toContain('attest_database_breaker_open 0');
+    open = true;
+    expect(await metrics.registry.metrics()).toContain('attest_database_breaker_open 1');
+    open = false;
+    expect(await metrics.registry.metrics()).toContain('attest_database_breaker_open 0');
+  });
+
+  it('is absent where there is no breaker', async () => {
+    expect(await createMetrics().registry.metrics()).not.toContain('attest_database_breaker_open');
+  });
+});
+
 describe('session gauges', () => {
   it('any number of scrapes read the sessions table at most once per sessionCountsMaxAgeMs', async () => {
     let now = 1_000_000;

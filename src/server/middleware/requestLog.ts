@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { AppEnv, RequestLog } from '../appEnv.js';
 import type { Metrics } from '../metrics.js';
 import { requestHeader } from '../requestHeader.js';
+import type { Telemetry } from '../telemetry.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -16,6 +17,8 @@ export const requestLog = (opts: {
   logger: Logger;
   metrics: Pick<Metrics, 'observeRequest'>;
   routes: Readonly<Record<string, unknown>>;
+  /** OTLP export: a span for each request to the API (/api/...) */
+  telemetry?: Pick<Telemetry, 'traceRequest'> | undefined;
 }) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const started = performance.now();
@@ -38,6 +41,17 @@ export const requestLog = (opts: {
       if (!outgoing) c.res.headers.set('X-Request-Id', requestId);
       const durationMs = Math.round((performance.now() - started) * 100) / 100;
       opts.metrics.observeRequest(log.route, c.req.method, c.res.status, durationMs / 1000);
+      if (opts.telemetry && log.route.startsWith('/api/')) {
+        const endedAt = Date.now();
+        opts.telemetry.traceRequest({
+          log,
+          status: c.res.status,
+          startedAt: endedAt - durationMs,
+          endedAt,
+          traceparent: requestHeader(c, 'traceparent'),
+          tracestate: requestHeader(c, 'tracestate'),
+        });
+      }
       const level = c.res.status >= 500 ? 'error' : 'info';
       opts.logger[level]({ ...log, status: c.res.status, durationMs }, 'request');
     }
