@@ -54,7 +54,12 @@ export interface AppleTokenDetails {
   validationCategory?: string;
   /** the app's bundle version (iOS 27+ `apple_bundle_version_01`), when the device said */
   bundleVersion?: string;
+  /** the platform that made the key: macOS keys carry a key access-control extension */
+  platform: ApplePlatform;
 }
+
+/** Where an App Attest key was made: iPhone and iPad, or a Mac (macOS 27). */
+export type ApplePlatform = 'iOS' | 'macOS';
 
 export type AppleEnvironment = 'Development' | 'Production';
 
@@ -62,7 +67,7 @@ export type AppleEnvironment = 'Development' | 'Production';
 export type AndroidSecurityLevel = 'Software' | 'TrustedEnvironment' | 'StrongBox';
 export type AndroidBootState = 'Verified' | 'SelfSigned' | 'Unverified' | 'Failed';
 
-export interface AndroidKeyDetails {
+export interface AndroidKeyDetails extends AndroidKeyExtras {
   /** base64 (standard, padded) of the 32-byte key id */
   keyIdentifier: string;
   packageName: string;
@@ -104,7 +109,7 @@ export interface AndroidProvisioningInfo {
 export type PlatformDetails =
   | { service: 'gms'; googleTokenDetails: GoogleTokenDetails }
   | { service: 'apple'; appleTokenDetails: AppleTokenDetails }
-  | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails & AndroidKeyExtras };
+  | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails };
 
 /** `observed`: the check failed, and its entry observes the rule, so the verification went on */
 export type CheckStatus = 'pass' | 'fail' | 'skip' | 'observed';
@@ -128,6 +133,8 @@ export interface VerifyFacts {
   shape?: 'registration' | 'assertion' | 'attestation+assertion';
   /** apple: the validation category the token or key carries (iOS 27+) */
   validationCategory?: string;
+  /** apple: where the key was made (macOS keys carry a key access-control extension) */
+  platform?: ApplePlatform;
   /** apple registration: what became of the attestation's receipt */
   receipt?: 'valid' | 'missing' | 'invalid';
   /** apple registration: what failed in the receipt */
@@ -213,6 +220,8 @@ export interface AppleAppPolicy {
   minBundleVersion?: string | null;
   /** tokens without the iOS 27 extensions pass the two rules above */
   allowMissingValidationCategory?: boolean;
+  /** accepted platforms (`ios`, `macos`); absent or empty = both */
+  platforms?: readonly string[];
   /** reason codes whose failures are recorded but do not reject (observed rules); absent = none */
   observe?: readonly string[];
   /** valid verifies accepted per registered key and fixed window; absent or null = not counted */
@@ -319,6 +328,8 @@ export interface AppleKeyRecord {
   /** iOS 27+: the validation category and bundle version the attestation carried */
   validationCategory?: string | null;
   bundleVersion?: string | null;
+  /** where the key was made, from its attestation; absent = iOS (keys before macOS) */
+  platform?: ApplePlatform;
   /** written at registration only: the attestation's receipt and what its check found */
   receipt?: AppleKeyReceipt | null;
 }

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type {
   AndroidBootState,
+  AndroidKeyExtras,
   AndroidKeyRecord,
   AndroidKeyStore,
   AndroidSecurityLevel,
@@ -21,10 +22,12 @@ interface Row {
   attestation_version: number;
   signature_digests: string[] | string | null;
   mode: string;
+  /** jsonb: an object from one driver, its text from the other */
+  extras: unknown;
 }
 
 const COLUMN_LIST =
-  'key_id, public_key, package_name, attestation_security_level, keymint_security_level, verified_boot_state, device_locked, verified_boot_key, os_patch_level, attestation_version, signature_digests, mode';
+  'key_id, public_key, package_name, attestation_security_level, keymint_security_level, verified_boot_state, device_locked, verified_boot_key, os_patch_level, attestation_version, signature_digests, mode, extras';
 const COLUMNS = sql.raw(COLUMN_LIST);
 // every assertion reads its key: a fixed text (fixedStatement.ts)
 const FIND = fixedStatement<Row>(`select ${COLUMN_LIST} from android_keys where key_id = $1`);
@@ -52,7 +55,7 @@ export function createAndroidKeyRepository(
                   ${record.attestationSecurityLevel}, ${record.keyMintSecurityLevel}, ${record.verifiedBootState},
                   ${record.deviceLocked}, ${Buffer.from(record.verifiedBootKey)}, ${record.osPatchLevel},
                   ${record.attestationVersion}, ${digests === '' ? sql`'{}'::text[]` : sql`string_to_array(${digests}, ',')`},
-                  ${record.mode ?? 'live'})
+                  ${record.mode ?? 'live'}, ${record.extras ? JSON.stringify(record.extras) : null}::jsonb)
           on conflict (key_id) do nothing
           returning key_id`),
       );
@@ -69,6 +72,10 @@ export function createAndroidKeyRepository(
 }
 
 function toRecord(row: Row): AndroidKeyRecord {
+  const raw = typeof row.extras === 'string' ? (JSON.parse(row.extras) as unknown) : row.extras;
+  // written by this service from a verified attestation; anything else is not shown
+  const extras =
+    raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as AndroidKeyExtras) : null;
   const digests =
     typeof row.signature_digests === 'string'
       ? row.signature_digests
@@ -89,5 +96,6 @@ function toRecord(row: Row): AndroidKeyRecord {
     attestationVersion: Number(row.attestation_version),
     signatureDigests: digests.map((h) => new Uint8Array(Buffer.from(h, 'hex'))),
     mode: row.mode === 'test' ? 'test' : 'live',
+    ...(extras ? { extras } : {}),
   };
 }

@@ -125,6 +125,11 @@ export const appleApps = pgTable('apple_apps', {
   allowMissingValidationCategory: boolean('allow_missing_validation_category')
     .notNull()
     .default(false),
+  /** accepted platforms ('ios', 'macos'); empty = every platform */
+  platforms: text('platforms')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
   /** observed rules: reason codes whose failures are recorded but do not reject */
   observe: text('observe')
     .array()
@@ -238,6 +243,8 @@ export const appleKeys = pgTable(
     mode: text('mode').notNull().default('live'),
     createdAt: createdAt(),
     lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    /** 'iOS' | 'macOS' (macOS keys carry a key access-control extension); keys before macOS are iOS */
+    platform: text('platform').notNull().default('iOS'),
     /** iOS 27+: what the attestation said about distribution */
     validationCategory: text('validation_category'),
     bundleVersion: text('bundle_version'),
@@ -298,6 +305,8 @@ export const androidKeys = pgTable('android_keys', {
   /** mode of the API key that registered it: 'test' keys are refused to live API keys */
   mode: text('mode').notNull().default('live'),
   createdAt: createdAt(),
+  /** what the attestation says that no rule reads (version 500 tags, provisioning information), shown with each verify */
+  extras: jsonb('extras'),
 });
 
 /**

@@ -7,7 +7,14 @@ import type { KeyObject, X509Certificate } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
 import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
-import type { AllowlistReader, AppleAppPolicy, AppleEnvironment, Trace } from '../types.js';
+import type {
+  AllowlistReader,
+  AppleAppPolicy,
+  AppleEnvironment,
+  ApplePlatform,
+  Trace,
+} from '../types.js';
+import { keyPlatform, platformProblem } from './keyPlatform.js';
 import { appAttestKeyIdOfPoint, p256Point, p256PointOfSpki, p256Spki } from './appAttestKeyId.js';
 import { environmentAllowed, environmentFromAaguid } from './appleEnvironment.js';
 import { appIdHash } from './appIdHash.js';
@@ -35,6 +42,7 @@ export const ATTESTATION_CHECKS = [
   'apple.attestation.appId',
   'apple.attestation.counter',
   'apple.attestation.environment',
+  'apple.attestation.platform',
   'apple.attestation.distribution',
   'apple.attestation.receipt',
 ] as const;
@@ -136,6 +144,8 @@ export interface VerifiedAttestation {
   leaf: X509Certificate;
   /** iOS 27+: how the app was distributed, from authData's extensions */
   distribution: Distribution;
+  /** where the key was made: macOS by the leaf's key access-control extension */
+  platform: ApplePlatform;
   /** the attestation's receipt with what its check found, or null when it carries none */
   receipt: AppleKeyReceipt | null;
   /** the receipt's bytes, unchecked (for `checkAttestationReceipt`) */
@@ -259,6 +269,23 @@ export async function verifyAttestation(
       `${environment} key; "${app.appId}" allows ${app.env}`,
     );
 
+  // macOS 27: a Mac key's leaf carries its access-control blob; its presence names the platform
+  trace.current('apple.attestation.platform');
+  const platformRead = keyPlatform(leafFields ?? readLeafNonceAndKey(leaf.raw));
+  if (!platformRead.ok) throw malformed(platformRead.problem);
+  const { platform } = platformRead;
+  trace.facts.platform = platform;
+  const platformRefusal = platformProblem(app, platform);
+  if (platformRefusal)
+    trace.policyFailed('apple.attestation.platform', 'apple_platform_not_allowed', platformRefusal);
+  else
+    trace.pass(
+      'apple.attestation.platform',
+      platform === 'macOS'
+        ? `macOS key (key access-control extension, ${platformRead.bytes} bytes)${app.platforms?.length ? `; "${app.appId}" allows ${app.platforms.join(', ')}` : ''}`
+        : `iOS key (no key access-control extension)${app.platforms?.length ? `; "${app.appId}" allows ${app.platforms.join(', ')}` : ''}`,
+    );
+
   // iOS 27: the distribution the device reports (authData is covered by the nonce) fits the app entry
   trace.current('apple.attestation.distribution');
   const distribution = readDistribution(authData.extensions);
@@ -286,6 +313,7 @@ export async function verifyAttestation(
       validationCategory: distribution.validationCategory,
       bundleVersion: distribution.bundleVersion,
     },
+    platform,
     receipt: null,
     receiptBytes: attestation.receipt,
     requireReceipt: app.requireReceipt === true,

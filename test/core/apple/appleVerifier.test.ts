@@ -115,6 +115,7 @@ describe('Apple verifier through verifyToken', () => {
         ['apple.attestation.appId', 'pass'],
         ['apple.attestation.counter', 'pass'],
         ['apple.attestation.environment', 'pass'],
+        ['apple.attestation.platform', 'pass'],
         ['apple.attestation.distribution', 'pass'],
         // the factory's receipt is not Apple's: reported, not required
         ['apple.attestation.receipt', 'skip'],

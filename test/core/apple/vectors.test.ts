@@ -106,6 +106,10 @@ describe('real attestations', () => {
           ...(vector.authDataExtensions
             ? { validationCategory: 'platform', bundleVersion: '1' }
             : {}),
+          // only Apple's 2026 sample's leaf carries the key access-control extension
+          // (1.2.840.113635.100.8.6), which names a key macOS; its OS build (24A325b in
+          // 1.2.840.113635.100.8.7) reads like an iOS 27 build, though: see docs/checks.md
+          platform: vector.id === 'apple-doc-sample-2026' ? 'macOS' : 'iOS',
         },
       });
       const stored = await keys.find(b64(vector.keyId));

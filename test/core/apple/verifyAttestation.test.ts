@@ -90,6 +90,7 @@ describe('verifyAttestation', () => {
       ['apple.attestation.appId', 'pass'],
       ['apple.attestation.counter', 'pass'],
       ['apple.attestation.environment', 'pass'],
+      ['apple.attestation.platform', 'pass'],
       ['apple.attestation.distribution', 'pass'],
       ['apple.attestation.receipt', 'skip'],
     ]);
