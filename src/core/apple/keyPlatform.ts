@@ -8,8 +8,8 @@
 import type { ApplePlatform } from '../types.js';
 import type { LeafNonceAndKey } from './nonceExtension.js';
 
-/** The largest access-control blob read: a key policy is a few hundred bytes. */
-export const MAX_KEY_ACCESS_CONTROL_BYTES = 4096;
+/** The largest access-control blob read: Apple's is 75 bytes; a leaf is at most 4 KiB in all. */
+export const MAX_KEY_ACCESS_CONTROL_BYTES = 2048;
 
 /** The platform names `--platforms` takes, by the platform they stand for. */
 export const PLATFORM_NAMES: Readonly<Record<ApplePlatform, string>> = {

@@ -13,8 +13,9 @@ import {
   webcrypto,
   type KeyObject,
 } from 'node:crypto';
-import type { AppleEnvironment } from '../types.js';
+import type { AppleEnvironment, ApplePlatform } from '../types.js';
 import {
+  APPLE_KEY_ACCESS_CONTROL_OID,
   APPLE_NONCE_EXTENSION_OID,
   appAttestNonce,
   nonceExtensionValue,
@@ -33,6 +34,9 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const P384 = { name: 'ECDSA', namedCurve: 'P-384' } as const;
 const P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+
+/** The serialNumber attribute of the development intermediate's subject. */
+export const DEV_INTERMEDIATE_SERIAL_NAME = 'de7ca001';
 
 /** The CA as it is stored: DER certificates and the intermediate's PKCS#8 key (the root's is dropped). */
 export interface DevCa {
@@ -79,7 +83,9 @@ export async function createDevCa(now: Date): Promise<DevCa> {
   ])) as webcrypto.CryptoKeyPair;
   const intermediate = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
-    subject: 'CN=attest Development App Attestation CA 1, O=attest (test keys only)',
+    // the serialNumber attribute makes android-key chains under it factory-provisioned by Google's
+    // rules, so the StrongBox subject cross-check can be tried (dev CAs made before lack it)
+    subject: `CN=attest Development App Attestation CA 1, O=attest (test keys only), 2.5.4.5=${DEV_INTERMEDIATE_SERIAL_NAME}`,
     issuer: root.subject,
     notBefore,
     notAfter: new Date(now.getTime() + 10 * 365 * DAY),
@@ -173,7 +179,20 @@ export interface AttestationRequest {
   receipt?: boolean;
   /** the iOS 27 authData extensions (apple_validation_category_01, apple_bundle_version_01) */
   distribution?: DistributionExtensions;
+  /** a Mac key (macOS 27): the leaf carries a key access-control extension */
+  platform?: ApplePlatform;
+  /** the key access-control extension's values, replacing the Mac one (malformed for deny paths) */
+  accessControl?: readonly Uint8Array[];
 }
+
+/**
+ * A key access-control blob as a Mac key's leaf carries it (1.2.840.113635.100.8.6), shaped like
+ * the one in Apple's 2026 validation guide sample: the service reads only its presence and size.
+ */
+export const DEV_KEY_ACCESS_CONTROL = Buffer.from(
+  '3049a347044530430c023131303d300a0c036f6b64a1030101ff30090c026f61a1030101ff300b0c046f73676ea1030101ff300b0c046f64656ca1030101ff300a0c036f636ba1030101ff',
+  'hex',
+);
 
 /** What a simulated iOS 27 device says about its app's distribution. */
 export interface DistributionExtensions {
@@ -264,6 +283,9 @@ export async function mintAttestation(
         false,
         nonceExtensionValue(appAttestNonce(authData, clientDataHash)),
       ),
+      ...(
+        request.accessControl ?? (request.platform === 'macOS' ? [DEV_KEY_ACCESS_CONTROL] : [])
+      ).map((value) => new x509.Extension(APPLE_KEY_ACCESS_CONTROL_OID, false, value)),
     ],
   });
   const receipt = request.receipt
