@@ -41,8 +41,8 @@ export const ATTESTATION_CHECKS = [
   'apple.attestation.keyId',
   'apple.attestation.appId',
   'apple.attestation.counter',
-  'apple.attestation.environment',
   'apple.attestation.platform',
+  'apple.attestation.environment',
   'apple.attestation.distribution',
   'apple.attestation.receipt',
 ] as const;
@@ -248,6 +248,23 @@ export async function verifyAttestation(
     throw new Rejection('apple_counter_invalid', `signCount is ${authData.counter}, not 0`);
   trace.pass('apple.attestation.counter', 'signCount is 0');
 
+  // macOS 27: a Mac key's leaf carries its access-control blob; its presence names the platform
+  trace.current('apple.attestation.platform');
+  const platformRead = keyPlatform(leafFields ?? readLeafNonceAndKey(leaf.raw));
+  if (!platformRead.ok) throw malformed(platformRead.problem);
+  const { platform } = platformRead;
+  trace.facts.platform = platform;
+  const platformRefusal = platformProblem(app, platform);
+  if (platformRefusal)
+    trace.policyFailed('apple.attestation.platform', 'apple_platform_not_allowed', platformRefusal);
+  else
+    trace.pass(
+      'apple.attestation.platform',
+      platform === 'macOS'
+        ? `macOS key (key access-control extension, ${platformRead.bytes} bytes)${app.platforms?.length ? `; "${app.appId}" allows ${app.platforms.join(', ')}` : ''}`
+        : `iOS key (no key access-control extension)${app.platforms?.length ? `; "${app.appId}" allows ${app.platforms.join(', ')}` : ''}`,
+    );
+
   // Attestation step 8: aaguid names the environment, which the App ID must allow
   trace.current('apple.attestation.environment');
   const environment = environmentFromAaguid(authData.aaguid);
@@ -267,23 +284,6 @@ export async function verifyAttestation(
     trace.pass(
       'apple.attestation.environment',
       `${environment} key; "${app.appId}" allows ${app.env}`,
-    );
-
-  // macOS 27: a Mac key's leaf carries its access-control blob; its presence names the platform
-  trace.current('apple.attestation.platform');
-  const platformRead = keyPlatform(leafFields ?? readLeafNonceAndKey(leaf.raw));
-  if (!platformRead.ok) throw malformed(platformRead.problem);
-  const { platform } = platformRead;
-  trace.facts.platform = platform;
-  const platformRefusal = platformProblem(app, platform);
-  if (platformRefusal)
-    trace.policyFailed('apple.attestation.platform', 'apple_platform_not_allowed', platformRefusal);
-  else
-    trace.pass(
-      'apple.attestation.platform',
-      platform === 'macOS'
-        ? `macOS key (key access-control extension, ${platformRead.bytes} bytes)${app.platforms?.length ? `; "${app.appId}" allows ${app.platforms.join(', ')}` : ''}`
-        : `iOS key (no key access-control extension)${app.platforms?.length ? `; "${app.appId}" allows ${app.platforms.join(', ')}` : ''}`,
     );
 
   // iOS 27: the distribution the device reports (authData is covered by the nonce) fits the app entry

@@ -114,8 +114,8 @@ describe('Apple verifier through verifyToken', () => {
         ['apple.attestation.keyId', 'pass'],
         ['apple.attestation.appId', 'pass'],
         ['apple.attestation.counter', 'pass'],
-        ['apple.attestation.environment', 'pass'],
         ['apple.attestation.platform', 'pass'],
+        ['apple.attestation.environment', 'pass'],
         ['apple.attestation.distribution', 'pass'],
         // the factory's receipt is not Apple's: reported, not required
         ['apple.attestation.receipt', 'skip'],
