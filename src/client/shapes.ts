@@ -8,6 +8,9 @@ export type FieldType =
   | { type: 'integer'; minimum?: number; nullable?: true }
   | { type: 'boolean' }
   | { type: 'string[]' }
+  | { type: 'integer[]' }
+  /** a JSON object whose keys are data, not fields (checked as an object only) */
+  | { type: 'record' }
   | { const: number }
   | { enum: readonly string[] }
   | { object: Shape };
@@ -20,12 +23,13 @@ export interface Shape {
 
 export const APPLE_TOKEN_DETAILS = {
   name: 'AppleTokenDetails',
-  required: ['keyIdentifier', 'appId', 'environment', 'assertionCounter'],
+  required: ['keyIdentifier', 'appId', 'environment', 'assertionCounter', 'platform'],
   properties: {
     keyIdentifier: { type: 'string' },
     appId: { type: 'string' },
     environment: { enum: ['Development', 'Production'] },
     assertionCounter: { type: 'integer', minimum: 0 },
+    platform: { enum: ['iOS', 'macOS'] },
     // extensions: present only when known for the key
     riskMetric: { type: 'integer', minimum: 0 },
     validationCategory: { type: 'string' },
@@ -73,6 +77,16 @@ export const GOOGLE_TOKEN_DETAILS = {
   },
 } as const satisfies Shape;
 
+export const ANDROID_PROVISIONING_INFO = {
+  name: 'AndroidProvisioningInfo',
+  required: ['entries'],
+  properties: {
+    certificatesIssued: { type: 'integer' },
+    // every entry by its integer key as text: integers, text or booleans
+    entries: { type: 'record' },
+  },
+} as const satisfies Shape;
+
 export const ANDROID_KEY_DETAILS = {
   name: 'AndroidKeyDetails',
   required: [
@@ -93,6 +107,13 @@ export const ANDROID_KEY_DETAILS = {
     // YYYYMM, or null when the key description has none
     osPatchLevel: { type: 'integer', nullable: true },
     attestationVersion: { type: 'integer', minimum: 0 },
+    // extensions: present only when the attestation carries them
+    mlDsaVariant: { type: 'integer' },
+    usageCountLimit: { type: 'integer' },
+    trustedConfirmationRequired: { type: 'boolean' },
+    moduleHash: { type: 'string' },
+    unknownTags: { type: 'integer[]' },
+    provisioningInfo: { object: ANDROID_PROVISIONING_INFO },
   },
 } as const satisfies Shape;
 
@@ -194,6 +215,14 @@ function check(type: FieldType, value: unknown, at: string): string | undefined 
       return Array.isArray(value) && value.every((v) => typeof v === 'string')
         ? undefined
         : `${at} is not a list of strings`;
+    case 'integer[]':
+      return Array.isArray(value) && value.every((v) => Number.isSafeInteger(v))
+        ? undefined
+        : `${at} is not a list of integers`;
+    case 'record':
+      return typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? undefined
+        : `${at} is not a JSON object`;
     case 'integer':
       if (value === null && type.nullable) return undefined;
       if (!Number.isSafeInteger(value)) return `${at} is not an integer`;

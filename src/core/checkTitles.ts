@@ -36,6 +36,8 @@ export const CHECK_TITLES = {
     "rpIdHash is an allowlisted app ID (on a registration, also in a scoped API key's apps)",
   'apple.attestation.counter': 'attestation counter is 0',
   'apple.attestation.environment': 'App Attest environment is allowed for the app',
+  'apple.attestation.platform':
+    "the key's platform (iOS, or macOS by its key access-control extension) is allowed for the app (when it restricts platforms)",
   'apple.attestation.distribution':
     'validation category and bundle version (iOS 27+) are allowed for the app (when it restricts them)',
   'apple.attestation.receipt':
@@ -45,7 +47,7 @@ export const CHECK_TITLES = {
   'apple.assertion.appId':
     "rpIdHash is the key's app ID, still allowlisted (and in a scoped API key's apps)",
   'apple.assertion.policy':
-    "the key's risk metric and distribution are within the app's limits (when it sets any)",
+    "the key's risk metric, distribution and platform are within the app's limits (when it sets any)",
   'apple.assertion.counter': 'assertion counter is above the stored one',
   // verify-file passes this check without recording anything: the title must hold for both
   'apple.register': 'key is new; the service registers it (verify-file does not)',
@@ -55,9 +57,15 @@ export const CHECK_TITLES = {
   'android.certificates': 'certificateChain is DER certificates, the leaf with one KeyDescription',
   'android.chain':
     'chain verifies from a trusted attestation root key down, its keys and algorithms in profile (extension in the leaf only)',
-  'android.revocation': 'no certificate of the chain is revoked or suspended',
+  'android.levelClaim':
+    "the key description's security levels agree with each other and with what the Google-signed certificates' subjects claim (StrongBox only under a StrongBox subject)",
+  'android.revocation':
+    'no certificate of the chain is revoked or suspended, by its serial number or the serial number in its subject',
   'android.challenge': 'attestationChallenge equals SHA-256(final nonce)',
   'android.keyId': 'keyId is SHA-256 of the leaf key, an EC P-256 or RSA 2048-4096 (e = 65537) key',
+  'android.origin': 'the key was generated in the secure hardware (origin GENERATED), not imported',
+  'android.patchFuture':
+    'no attested patch level (OS, vendor, boot) is more than a month ahead of the verification time',
   'android.signature': 'signature over the final nonce verifies with the registered key',
   'android.package':
     "the attested app is the package, allowlisted for key attestation (and in a scoped API key's apps)",

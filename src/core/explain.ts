@@ -23,6 +23,8 @@ export interface Hint {
     | 'device_nonce_not_used'
     | 'raw_nonce_as_client_data_hash'
     | 'environment_not_allowed'
+    | 'mac_development_aaguid'
+    | 'platform_not_allowed'
     | 'team_id_mismatch'
     | 'app_not_allowlisted'
     | 'other_package_keys'
@@ -43,7 +45,10 @@ export interface Hint {
     | 'device_unlocked'
     | 'self_signed_os'
     | 'certificate_revoked'
-    | 'patch_stale';
+    | 'patch_stale'
+    | 'level_claim_mismatch'
+    | 'patch_future'
+    | 'key_not_generated';
   message: string;
 }
 

@@ -26,6 +26,7 @@ export const OBSERVABLE_REASONS = {
     'apple_receipt_invalid',
     'apple_risk_exceeded',
     'apple_distribution_not_allowed',
+    'apple_platform_not_allowed',
     'device_rate_exceeded',
   ],
   'android-key': [

@@ -54,7 +54,12 @@ export interface AppleTokenDetails {
   validationCategory?: string;
   /** the app's bundle version (iOS 27+ `apple_bundle_version_01`), when the device said */
   bundleVersion?: string;
+  /** the platform that made the key: macOS keys carry a key access-control extension */
+  platform: ApplePlatform;
 }
+
+/** Where an App Attest key was made: iPhone and iPad, or a Mac (macOS 27). */
+export type ApplePlatform = 'iOS' | 'macOS';
 
 export type AppleEnvironment = 'Development' | 'Production';
 
@@ -62,7 +67,7 @@ export type AppleEnvironment = 'Development' | 'Production';
 export type AndroidSecurityLevel = 'Software' | 'TrustedEnvironment' | 'StrongBox';
 export type AndroidBootState = 'Verified' | 'SelfSigned' | 'Unverified' | 'Failed';
 
-export interface AndroidKeyDetails {
+export interface AndroidKeyDetails extends AndroidKeyExtras {
   /** base64 (standard, padded) of the 32-byte key id */
   keyIdentifier: string;
   packageName: string;
@@ -73,6 +78,32 @@ export interface AndroidKeyDetails {
   /** YYYYMM, or null when the key description has none */
   osPatchLevel: number | null;
   attestationVersion: number;
+}
+
+/**
+ * What a key's attestation says that no rule reads, shown in `androidKeyDetails` and kept with
+ * the key; each only when the attestation carries it.
+ */
+export interface AndroidKeyExtras {
+  /** [11] ML_DSA_VARIANT (attestation version 500): which ML-DSA parameter set */
+  mlDsaVariant?: number;
+  /** [405] USAGE_COUNT_LIMIT: how many times the key may be used */
+  usageCountLimit?: number;
+  /** [508] TRUSTED_CONFIRMATION_REQUIRED: the key signs only with Android Protected Confirmation */
+  trustedConfirmationRequired?: true;
+  /** [724] MODULE_HASH: the digest of the device's APEX modules, base64 */
+  moduleHash?: string;
+  /** AuthorizationList tags of a schema later than this service's, in the order met */
+  unknownTags?: number[];
+  /** the remote provisioning server's extension 1.3.6.1.4.1.11129.2.1.30, as data */
+  provisioningInfo?: AndroidProvisioningInfo;
+}
+
+/** The provisioning information extension: its entries by key, key 1 also by its name. */
+export interface AndroidProvisioningInfo {
+  /** key 1: certificates the provisioning server has issued to the device */
+  certificatesIssued?: number;
+  entries: Record<string, number | string | boolean>;
 }
 
 export type PlatformDetails =
@@ -102,6 +133,8 @@ export interface VerifyFacts {
   shape?: 'registration' | 'assertion' | 'attestation+assertion';
   /** apple: the validation category the token or key carries (iOS 27+) */
   validationCategory?: string;
+  /** apple: where the key was made (macOS keys carry a key access-control extension) */
+  platform?: ApplePlatform;
   /** apple registration: what became of the attestation's receipt */
   receipt?: 'valid' | 'missing' | 'invalid';
   /** apple registration: what failed in the receipt */
@@ -187,6 +220,8 @@ export interface AppleAppPolicy {
   minBundleVersion?: string | null;
   /** tokens without the iOS 27 extensions pass the two rules above */
   allowMissingValidationCategory?: boolean;
+  /** accepted platforms (`ios`, `macos`); absent or empty = both */
+  platforms?: readonly string[];
   /** reason codes whose failures are recorded but do not reject (observed rules); absent = none */
   observe?: readonly string[];
   /** valid verifies accepted per registered key and fixed window; absent or null = not counted */
@@ -293,6 +328,8 @@ export interface AppleKeyRecord {
   /** iOS 27+: the validation category and bundle version the attestation carried */
   validationCategory?: string | null;
   bundleVersion?: string | null;
+  /** where the key was made, from its attestation; absent = iOS (keys before macOS) */
+  platform?: ApplePlatform;
   /** written at registration only: the attestation's receipt and what its check found */
   receipt?: AppleKeyReceipt | null;
 }
@@ -345,6 +382,8 @@ export interface AndroidKeyRecord {
   /** the app's signing certificate digests, as attested */
   signatureDigests: readonly Uint8Array[];
   mode?: KeyMode;
+  /** shown with every verify of the key; absent for keys registered before they were kept */
+  extras?: AndroidKeyExtras;
 }
 
 /** Registered android-key keys, partitioned by API key mode as AppleKeyStore is. */

@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type {
   AndroidBootState,
+  AndroidKeyExtras,
   AndroidKeyRecord,
   AndroidKeyStore,
   AndroidSecurityLevel,
@@ -25,10 +26,12 @@ interface Row {
   attestation_version: number;
   signature_digests: string[] | string | null;
   mode: string;
+  /** jsonb: an object from one driver, its text from the other */
+  extras: unknown;
 }
 
 const COLUMN_LIST =
-  'key_id, public_key, package_name, attestation_security_level, keymint_security_level, verified_boot_state, device_locked, verified_boot_key, os_patch_level, attestation_version, signature_digests, mode';
+  'key_id, public_key, package_name, attestation_security_level, keymint_security_level, verified_boot_state, device_locked, verified_boot_key, os_patch_level, attestation_version, signature_digests, mode, extras';
 const COLUMNS = sql.raw(COLUMN_LIST);
 // every assertion reads its key: a fixed text (fixedStatement.ts)
 // each mode has its own rows (key id and mode are the key): docs/security.md's store table
@@ -100,7 +103,7 @@ export function createAndroidKeyRepository(db: Database): AndroidKeyStore & {
                   ${record.attestationSecurityLevel}, ${record.keyMintSecurityLevel}, ${record.verifiedBootState},
                   ${record.deviceLocked}, ${Buffer.from(record.verifiedBootKey)}, ${record.osPatchLevel},
                   ${record.attestationVersion}, ${digests === '' ? sql`'{}'::text[]` : sql`string_to_array(${digests}, ',')`},
-                  ${record.mode ?? 'live'})
+                  ${record.mode ?? 'live'}, ${record.extras ? JSON.stringify(record.extras) : null}::jsonb)
           on conflict (key_id, mode) do nothing
           returning key_id`),
       );
@@ -117,6 +120,10 @@ export function createAndroidKeyRepository(db: Database): AndroidKeyStore & {
 }
 
 function toRecord(row: Row): AndroidKeyRecord {
+  const raw = typeof row.extras === 'string' ? (JSON.parse(row.extras) as unknown) : row.extras;
+  // written by this service from a verified attestation; anything else is not shown
+  const extras =
+    raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as AndroidKeyExtras) : null;
   const digests =
     typeof row.signature_digests === 'string'
       ? row.signature_digests
@@ -137,6 +144,7 @@ function toRecord(row: Row): AndroidKeyRecord {
     attestationVersion: Number(row.attestation_version),
     signatureDigests: digests.map((h) => new Uint8Array(Buffer.from(h, 'hex'))),
     mode: row.mode === 'test' ? 'test' : 'live',
+    ...(extras ? { extras } : {}),
   };
 }
 

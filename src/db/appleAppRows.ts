@@ -13,6 +13,8 @@ export interface ApplePolicyInput {
   /** `null` stops checking */
   minBundleVersion?: string | null;
   allowMissingValidationCategory?: boolean;
+  /** `[]` accepts every platform */
+  platforms?: string[];
   /** observed rules: codes to observe, to enforce again */
   observeChange?: ObserveChange;
   /** `null` stops counting */
@@ -28,6 +30,7 @@ export interface AppleAppRow {
   validation_categories: string[] | string | null;
   min_bundle_version: string | null;
   allow_missing_validation_category: boolean;
+  platforms: string[] | string | null;
   observe: string[] | string | null;
   max_verifies_per_device: number | null;
   device_window_seconds: number | null;

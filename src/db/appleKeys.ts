@@ -13,10 +13,11 @@ interface Row {
   risk_metric: number | null;
   validation_category: string | null;
   bundle_version: string | null;
+  platform: string;
 }
 
 const COLUMN_LIST =
-  'key_id, public_key, app_id, environment, counter, mode, risk_metric, validation_category, bundle_version';
+  'key_id, public_key, app_id, environment, counter, mode, risk_metric, validation_category, bundle_version, platform';
 const COLUMNS = sql.raw(COLUMN_LIST);
 
 // every assertion runs one of these: fixed texts (fixedStatement.ts)
@@ -75,11 +76,11 @@ export function createAppleKeyRepository(db: Database): AppleKeyStore & {
       // carries the risk metric); an invalid one is kept for the record but never sent to Apple
       const rows = rowsOf<{ key_id: Uint8Array }>(
         await db.execute(sql`
-          insert into apple_keys (key_id, public_key, app_id, environment, counter, mode,
+          insert into apple_keys (key_id, public_key, app_id, environment, counter, mode, platform,
             validation_category, bundle_version, receipt, receipt_problem, receipt_type,
             receipt_created_at, receipt_not_before, receipt_expires_at, risk_metric,
             receipt_refreshable, receipt_next_attempt_at, last_used_at)
-          values (${Buffer.from(record.keyId)}, ${Buffer.from(record.publicKey)}, ${record.appId}, ${record.environment}, ${record.counter}, ${record.mode ?? 'live'},
+          values (${Buffer.from(record.keyId)}, ${Buffer.from(record.publicKey)}, ${record.appId}, ${record.environment}, ${record.counter}, ${record.mode ?? 'live'}, ${record.platform ?? 'iOS'},
             ${record.validationCategory ?? null}, ${record.bundleVersion ?? null},
             ${r ? Buffer.from(r.bytes) : null}, ${r?.problem ?? null}, ${r?.type ?? null},
             ${time(r?.creationTime)}::timestamptz, ${time(r?.notBefore)}::timestamptz, ${time(r?.expirationTime)}::timestamptz, ${r?.riskMetric ?? null}::integer,
@@ -188,5 +189,6 @@ function toRecord(row: Row): AppleKeyRecord {
     riskMetric: row.risk_metric === null ? null : Number(row.risk_metric),
     validationCategory: row.validation_category,
     bundleVersion: row.bundle_version,
+    platform: row.platform === 'macOS' ? 'macOS' : 'iOS',
   };
 }

@@ -22,6 +22,7 @@ export const APPLE_RULES: RuleTable = {
     validationCategories: [],
     minBundleVersion: null,
     allowMissingValidationCategory: false,
+    platforms: [],
   },
 };
 

@@ -125,6 +125,11 @@ export const appleApps = pgTable('apple_apps', {
   allowMissingValidationCategory: boolean('allow_missing_validation_category')
     .notNull()
     .default(false),
+  /** accepted platforms ('ios', 'macos'); empty = every platform */
+  platforms: text('platforms')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
   /** observed rules: reason codes whose failures are recorded but do not reject */
   observe: text('observe')
     .array()
@@ -241,6 +246,8 @@ export const appleKeys = pgTable(
     mode: text('mode').notNull().default('live'),
     createdAt: createdAt(),
     lastUsedAt: timestamp('last_used_at', { withTimezone: true }),
+    /** 'iOS' | 'macOS' (macOS keys carry a key access-control extension); keys before macOS are iOS */
+    platform: text('platform').notNull().default('iOS'),
     /** iOS 27+: what the attestation said about distribution */
     validationCategory: text('validation_category'),
     bundleVersion: text('bundle_version'),
@@ -306,6 +313,8 @@ export const androidKeys = pgTable(
     /** mode of the API key that registered it: each mode has its own registrations (as apple_keys) */
     mode: text('mode').notNull().default('live'),
     createdAt: createdAt(),
+    /** what the attestation says that no rule reads (version 500 tags, provisioning information), shown with each verify */
+    extras: jsonb('extras'),
   },
   (t) => [primaryKey({ name: 'android_keys_pkey', columns: [t.keyId, t.mode] })],
 );

@@ -277,6 +277,7 @@ describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, (
             appId: 'ABCDE12345.com.example',
             environment: 'Production',
             assertionCounter: 3,
+            platform: 'iOS' as const,
           },
         },
       });

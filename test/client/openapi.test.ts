@@ -6,6 +6,7 @@
 import { beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import {
   ANDROID_KEY_DETAILS,
+  ANDROID_PROVISIONING_INFO,
   APPLE_TOKEN_DETAILS,
   CONSUME_RESPONSE,
   RESULT_TOKEN_CLAIMS,
@@ -63,9 +64,11 @@ function expectedType(schema: Schema, shapes: Record<string, Shape>): FieldType 
   if ('const' in schema) return { const: schema.const as number };
   if (schema.enum) return { enum: schema.enum as string[] };
   if (schema.type === 'array') {
-    expect((schema.items as Schema).type).toBe('string');
-    return { type: 'string[]' };
+    const item = (schema.items as Schema).type;
+    expect(['string', 'integer']).toContain(item);
+    return { type: item === 'integer' ? 'integer[]' : 'string[]' };
   }
+  if (schema.type === 'object' && schema.additionalProperties) return { type: 'record' };
   if (Array.isArray(schema.type)) {
     expect(schema.type).toEqual(['integer', 'null']);
     return { type: 'integer', nullable: true };
@@ -107,7 +110,10 @@ describe('client shapes against /openapi.json', () => {
       DeviceRecallWriteDates: DEVICE_RECALL_WRITE_DATES,
     });
     expectSameShape(DEVICE_RECALL_WRITE_DATES, doc.components.schemas.DeviceRecallWriteDates!);
-    expectSameShape(ANDROID_KEY_DETAILS, doc.components.schemas.AndroidKeyDetails!);
+    expectSameShape(ANDROID_KEY_DETAILS, doc.components.schemas.AndroidKeyDetails!, {
+      AndroidProvisioningInfo: ANDROID_PROVISIONING_INFO,
+    });
+    expectSameShape(ANDROID_PROVISIONING_INFO, doc.components.schemas.AndroidProvisioningInfo!);
   });
   it('consume 200, with the claims of a result token', () => {
     const claims = {

@@ -60,6 +60,7 @@ function policyVerifier(
           appId: 'T.a',
           environment: 'Production' as const,
           assertionCounter: 1,
+          platform: 'iOS' as const,
         },
       };
     },

@@ -32,6 +32,7 @@ const DETAILS = {
     appId: FAKE_APP_ID,
     environment: 'Production' as const,
     assertionCounter: 1,
+    platform: 'iOS' as const,
   },
 };
 

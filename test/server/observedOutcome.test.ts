@@ -18,6 +18,7 @@ const DETAILS = {
   appId: 'ABCDE12345.com.example.attest',
   environment: 'Production' as const,
   assertionCounter: 3,
+  platform: 'iOS' as const,
 };
 const OBSERVED = ['apple_risk_exceeded', 'apple_distribution_not_allowed'] as const;
 

@@ -44,6 +44,7 @@ export interface TestCertificate {
 async function certificate(options: {
   subject: string;
   issuer?: TestCertificate;
+  serialNumber?: string;
   notBefore?: Date;
   notAfter?: Date;
   extensions?: x509.Extension[];
@@ -66,7 +67,7 @@ async function certificate(options: {
   const cert = options.issuer
     ? await x509.X509CertificateGenerator.create({
         ...common,
-        serialNumber: '0a',
+        serialNumber: options.serialNumber ?? '0a',
         subject: options.subject,
         issuer: options.issuer.subject,
         publicKey: keys.publicKey,
@@ -95,9 +96,20 @@ export interface AndroidTestCa {
   rootPem: string;
 }
 
+/**
+ * The test intermediate's subject: factory-style, as Google's verifier tells one (a serialNumber
+ * attribute), with no security level claim, so TEE keys pass the level cross-check.
+ */
+export const TEST_INTERMEDIATE_SUBJECT = '2.5.4.5=7e57ca01, CN=Test Droid CA, O=attest tests';
+/** Attestation certificate subjects as real chains write them (factory: title; remote: O). */
+export const FACTORY_STRONGBOX_SUBJECT = '2.5.4.5=5b0c5b0c, 2.5.4.12=StrongBox';
+export const FACTORY_TEE_SUBJECT = '2.5.4.5=7eee7eee, 2.5.4.12=TEE';
+
 /** A root and an intermediate; `remote` marks the intermediate remotely provisioned. */
 export async function createAndroidTestCa(
   options: {
+    /** the intermediate's subject (default TEST_INTERMEDIATE_SUBJECT) */
+    intermediateSubject?: string;
     remote?: boolean;
     intermediateValidity?: { notBefore: Date; notAfter: Date };
     intermediateExtensions?: x509.Extension[];
@@ -111,7 +123,7 @@ export async function createAndroidTestCa(
   // test/fixtures/android-key has a P-256 or RSA-2048 signer): a P-384 one had made each
   // registration's leaf check three times what a real device's costs
   const intermediate = await certificate({
-    subject: 'CN=Test Droid CA, O=attest tests',
+    subject: options.intermediateSubject ?? TEST_INTERMEDIATE_SUBJECT,
     issuer: root,
     algorithm: P256,
     ...options.intermediateValidity,
@@ -154,6 +166,11 @@ export interface RegistrationOptions {
   keyId?: Uint8Array;
   /** the chain as sent (after it is built), e.g. to wrap an entry in PEM */
   editChain?: (chain: Uint8Array[]) => Uint8Array[];
+  /**
+   * an attestation certificate between the leaf and the issuer, as real chains have one (its
+   * subject carries the level claim; remote ones carry the provisioning information)
+   */
+  attestation?: { subject: string; serialNumber?: string; extensions?: x509.Extension[] };
 }
 
 /** A registration token (and its device key) over `options.nonce`. */
@@ -166,7 +183,16 @@ export async function androidRegistration(ca: AndroidTestCa, options: Registrati
     signatureDigests: [APP_DIGEST],
     ...options.description,
   });
-  const issuer = options.issuer ?? ca.intermediate;
+  const upper = options.issuer ?? ca.intermediate;
+  const issuer = options.attestation
+    ? await certificate({
+        subject: options.attestation.subject,
+        issuer: upper,
+        algorithm: P256,
+        serialNumber: options.attestation.serialNumber ?? '0c',
+        extensions: options.attestation.extensions ?? [],
+      })
+    : upper;
   const leaf = await mintAttestationLeaf(
     { cert: issuer.der, key: issuer.pkcs8, algorithm: issuer.algorithm },
     device,
@@ -182,7 +208,12 @@ export async function androidRegistration(ca: AndroidTestCa, options: Registrati
       ...(options.issuerName ? { issuerName: options.issuerName } : {}),
     },
   );
-  let chain = [leaf, issuer.der, ...(options.includeRoot ? [ca.root.der] : [])];
+  let chain = [
+    leaf,
+    issuer.der,
+    ...(issuer !== upper ? [upper.der] : []),
+    ...(options.includeRoot ? [ca.root.der] : []),
+  ];
   if (options.editChain) chain = options.editChain(chain);
   const token = encodeAndroidKeyToken({
     nonce: options.nonce,

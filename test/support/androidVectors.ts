@@ -14,17 +14,29 @@ export interface AndroidVector {
   verifyAt: string;
   challenge: { base64: string };
   leafPublicKey: string;
+  /** the independent decoding of the provisioning information extension, when the chain has one */
+  provisioningInfo?: { cert: number; decoded: Record<string, number | string | boolean> }[];
   keyDescription: {
     attestationVersion: number;
     attestationSecurityLevel: string;
-    softwareEnforced: { attestationApplicationId?: { packages: { name: string }[] } };
-    hardwareEnforced: {
+    softwareEnforced: AuthorizationExtras & {
+      attestationApplicationId?: { packages: { name: string }[] };
+    };
+    hardwareEnforced: AuthorizationExtras & {
       osPatchLevel?: number;
       rootOfTrust?: { deviceLocked: boolean; verifiedBootState: string };
       attestationApplicationId?: { packages: { name: string }[] };
     };
   };
   expected: { verdictAttestationRules: 'accept' | 'reject'; bootStatePolicy: string };
+}
+
+/** Tags of the independent decoding the details show (moduleHash as hex). */
+interface AuthorizationExtras {
+  mlDsaVariant?: number;
+  usageCountLimit?: number;
+  trustedConfirmationRequired?: true;
+  moduleHash?: string;
 }
 
 /** The real chains of test/fixtures/android-key. */

@@ -303,6 +303,8 @@ export interface AttestationOptions {
   wrongNonce?: Uint8Array;
   /** leave the nonce extension out of the leaf */
   omitNonceExtension?: boolean;
+  /** more leaf extensions (a Mac key's access-control blob, 1.2.840.113635.100.8.6) */
+  leafExtensions?: x509.Extension[];
   counter?: number;
   /** default 0x40 (attested credential data), as Apple sets it */
   flags?: number;
@@ -393,6 +395,7 @@ export async function createAttestation(
     signingAlgorithm: { name: 'ECDSA', hash: 'SHA-256' },
     extensions: [
       ...extensions,
+      ...(options.leafExtensions ?? []),
       await x509.AuthorityKeyIdentifierExtension.create(intermediate.keys.publicKey),
     ],
   });

@@ -67,6 +67,7 @@ export function fakeAppleVerifier(): PlatformVerifier & { calls: number; nonces:
           appId: FAKE_APP_ID,
           environment: 'Production' as const,
           assertionCounter: 1,
+          platform: 'iOS' as const,
         },
       };
     },

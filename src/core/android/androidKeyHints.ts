@@ -110,6 +110,30 @@ export async function androidKeyHints(run: HintRun): Promise<void> {
       break;
     }
 
+    case 'android_security_level_mismatch':
+      hints.push({
+        code: 'level_claim_mismatch',
+        message: /StrongBox/.test(outcome.detail)
+          ? "the key description's security level is not the one the certificates above it state: a key description that says StrongBox under a certificate issued for a TEE is a compromised or misreporting TEE (only the certificate's subject, written by Google or the factory, is proof); a genuine StrongBox key chains through a StrongBox certificate"
+          : "the key description's attestation and KeyMint security levels differ, or the certificates above it state another level: one secure element makes and attests a key, so the description cannot be trusted",
+      });
+      break;
+
+    case 'android_patch_level_future':
+      hints.push({
+        code: 'patch_future',
+        message: `the key description states a patch level months after the verification time${outcome.facts.osPatchLevel ? ` (osPatchLevel ${outcome.facts.osPatchLevel})` : ''}: a forged description, a broken build, or (for verify-file) an --at before the capture was made; preview builds run at most two months ahead`,
+      });
+      break;
+
+    case 'android_key_not_generated':
+      hints.push({
+        code: 'key_not_generated',
+        message:
+          'the key was imported into Keystore (or derived), not generated in the secure hardware: its private key existed outside it, so an attestation of it proves nothing about who holds it; generate the key on the device (KeyPairGenerator with setAttestationChallenge)',
+      });
+      break;
+
     default:
       break;
   }

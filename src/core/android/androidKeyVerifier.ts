@@ -27,16 +27,31 @@ import type {
   PlatformContext,
   PlatformDetails,
   PlatformVerifier,
+  AndroidKeyExtras,
+  AndroidProvisioningInfo,
   RevocationList,
 } from '../types.js';
 import { bytesEqual } from '../verify.js';
 import {
+  NAME_OIDS,
   readAttestationCertificate,
   serialHex,
   type AttestationCertificate,
 } from './attestationCertificate.js';
-import { createAttestationChainVerifier, MAX_CHAIN_LENGTH } from './attestationChain.js';
-import { KEY_DESCRIPTION_OID, parseKeyDescription, type KeyDescription } from './keyDescription.js';
+import {
+  createAttestationChainVerifier,
+  MAX_CHAIN_LENGTH,
+  PROVISIONING_INFO_OID,
+} from './attestationChain.js';
+import { chainLevelClaim, levelClaimProblem } from './chainSecurityLevel.js';
+import {
+  KEY_DESCRIPTION_OID,
+  KNOWN_ATTESTATION_VERSIONS,
+  parseKeyDescription,
+  type KeyDescription,
+} from './keyDescription.js';
+import { futurePatchLevels } from './patchLevels.js';
+import { readProvisioningInfo } from './provisioningInfo.js';
 import { checkKeyPolicy, lowerLevel, POLICY_CHECKS, type AttestedFacts } from './keyPolicy.js';
 import { REJECTING_STATUSES } from './revocationList.js';
 import type { AndroidRootKey } from './trustRoots.js';
@@ -52,9 +67,12 @@ export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly Check
     'android.shape',
     'android.certificates',
     'android.chain',
+    'android.levelClaim',
     'android.revocation',
     'android.challenge',
     'android.keyId',
+    'android.origin',
+    'android.patchFuture',
     ...POLICY_CHECKS,
     'android.register',
     'android.deviceVelocity',
@@ -329,6 +347,18 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
           : 'the leaf carries the key description extension more than once',
       );
     const description = parseKeyDescription(values[0]!);
+    // Google's remote provisioning server writes it into the attestation certificate it issues
+    let provisioningInfo: AndroidProvisioningInfo | null = null;
+    for (let i = 1; i < certs.length && !provisioningInfo; i++) {
+      const info = certs[i]!.extensions.get(PROVISIONING_INFO_OID);
+      if (!info) continue;
+      if (info.length !== 1)
+        throw new Rejection(
+          'android_key_malformed',
+          `certificateChain[${i}] carries the provisioning information extension more than once`,
+        );
+      provisioningInfo = readProvisioningInfo(info[0]!, `certificateChain[${i}]`);
+    }
     const lowest = lowerLevel(
       description.attestationSecurityLevel,
       description.keyMintSecurityLevel,
@@ -343,11 +373,11 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     if (EMULATOR.test(ids)) trace.facts.emulator = true;
     trace.pass(
       'android.certificates',
-      `${certs.length} DER certificate(s); KeyDescription v${description.attestationVersion}, ${description.attestationSecurityLevel}`,
+      `${certs.length} DER certificate(s); KeyDescription v${description.attestationVersion}${KNOWN_ATTESTATION_VERSIONS.has(description.attestationVersion) ? '' : ' (a version this service does not know: read by the latest schema it knows)'}, ${description.attestationSecurityLevel}${description.extras.unknownTags ? `; tags carried as data: ${description.extras.unknownTags.join(', ')}` : ''}`,
     );
 
     trace.current('android.chain');
-    const { root, provisioning } = chainVerifier.verify(certs, ctx.now, (kind) => {
+    const { root, provisioning, rootIncluded } = chainVerifier.verify(certs, ctx.now, (kind) => {
       trace.facts.chainRoot = kind;
     });
     trace.facts.chainRoot = root.kind;
@@ -356,19 +386,40 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       `${provisioning === 'remote' ? 'remotely provisioned' : 'factory'} chain to ${root.name}`,
     );
 
+    // Google's SecurityLevelConstraint.MATCHES_CERTIFICATE and NOT_SOFTWARE's level agreement
+    trace.current('android.levelClaim');
+    const claim = chainLevelClaim(certs, rootIncluded);
+    const levelProblem = levelClaimProblem(
+      description.attestationSecurityLevel,
+      description.keyMintSecurityLevel,
+      claim,
+    );
+    if (levelProblem) throw new Rejection('android_security_level_mismatch', levelProblem);
+    trace.pass(
+      'android.levelClaim',
+      `KeyMint ${description.keyMintSecurityLevel}; the ${claim.provisioning} chain's subjects claim ${claim.level ?? 'no level'}`,
+    );
+
     trace.current('android.revocation');
     const list = await deps.revocations();
-    for (const cert of certs) {
-      const entry = list.lookup(cert.serial);
-      if (entry && REJECTING_STATUSES.has(entry.status)) {
-        trace.facts.revokedSerial = serialHex(cert.serial);
-        throw new Rejection(
-          'android_chain_revoked',
-          `certificate serial ${serialHex(cert.serial)} is ${entry.status}${entry.reason ? ` (${entry.reason})` : ''} on the attestation status list`,
-        );
+    certs.forEach((cert, i) => {
+      // factory intermediates carry a serial number of their own in their subject, and the
+      // status list may name a batch by it
+      for (const [serial, where] of serialsOf(cert)) {
+        const entry = list.lookup(serial);
+        if (entry && REJECTING_STATUSES.has(entry.status)) {
+          trace.facts.revokedSerial = serialHex(serial);
+          throw new Rejection(
+            'android_chain_revoked',
+            `certificateChain[${i}]'s ${where} ${serialHex(serial)} is ${entry.status}${entry.reason ? ` (${entry.reason})` : ''} on the attestation status list`,
+          );
+        }
       }
-    }
-    trace.pass('android.revocation', `no certificate is on the status list (${list.size} entries)`);
+    });
+    trace.pass(
+      'android.revocation',
+      `no certificate serial or subject serial is on the status list (${list.size} entries)`,
+    );
 
     trace.current('android.challenge');
     const expected = ctx.challenge ?? createHash('sha256').update(ctx.nonce).digest();
@@ -398,6 +449,26 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       );
     trace.pass('android.keyId', `keyId matches the leaf's ${supported.key.asymmetricKeyType} key`);
 
+    // Google's default ConstraintConfig: the key was made in the secure hardware
+    trace.current('android.origin');
+    if (description.origin !== KEY_ORIGIN_GENERATED)
+      throw new Rejection(
+        'android_key_not_generated',
+        description.origin === null
+          ? 'the key description has no hardware-enforced origin: it does not say the key was made in the secure hardware'
+          : `the key's origin is ${ORIGINS[description.origin] ?? description.origin}, not GENERATED: its private key existed outside the secure hardware`,
+      );
+    trace.pass('android.origin', 'origin GENERATED (hardware-enforced)');
+
+    trace.current('android.patchFuture');
+    const future = futurePatchLevels(description, ctx.now);
+    if (future.length > 0)
+      throw new Rejection(
+        'android_patch_level_future',
+        `${future.join(', ')}: more than a month after ${ctx.now.toISOString()} (a forged or broken key description, or a clock far behind)`,
+      );
+    trace.pass('android.patchFuture', 'no patch level is more than a month ahead');
+
     const facts = attestedFacts(description);
     const policy = await checkKeyPolicy(evidence.packageName, facts, {
       allowlist,
@@ -420,6 +491,10 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       attestationVersion: description.attestationVersion,
       signatureDigests: facts.signatureDigests.map(ownBytes),
       mode,
+      extras: {
+        ...description.extras,
+        ...(provisioningInfo ? { provisioningInfo } : {}),
+      },
     };
     trace.current('android.register');
     if (!(await keys.register(record)))
@@ -511,6 +586,43 @@ function details(record: AndroidKeyRecord): PlatformDetails {
       deviceLocked: record.deviceLocked,
       osPatchLevel: record.osPatchLevel,
       attestationVersion: record.attestationVersion,
+      ...shownExtras(record.extras),
     },
   };
+}
+
+/** The extras as the answer shows them: copies, so no caller can change a cached record. */
+function shownExtras(extras: AndroidKeyExtras | undefined): AndroidKeyExtras {
+  if (!extras) return {};
+  const out: AndroidKeyExtras = { ...extras };
+  if (extras.unknownTags) out.unknownTags = [...extras.unknownTags];
+  if (extras.provisioningInfo)
+    out.provisioningInfo = {
+      ...extras.provisioningInfo,
+      entries: { ...extras.provisioningInfo.entries },
+    };
+  return out;
+}
+
+/** KeyMint's KeyOrigin values (hardware/interfaces/security/keymint KeyOrigin.aidl). */
+const KEY_ORIGIN_GENERATED = 0;
+const ORIGINS: Readonly<Record<number, string>> = {
+  0: 'GENERATED',
+  1: 'DERIVED',
+  2: 'IMPORTED',
+  3: 'RESERVED',
+  4: 'SECURELY_IMPORTED',
+};
+
+const HEX_SERIAL = /^[0-9a-f]{1,64}$/i;
+
+/** The serial numbers a certificate is known by: its own, and its subject's serialNumber if hex. */
+function serialsOf(cert: AttestationCertificate): [bigint, string][] {
+  const out: [bigint, string][] = [[cert.serial, 'serial']];
+  for (const a of cert.subjectAttributes) {
+    if (a.oid !== NAME_OIDS.serialNumber || !HEX_SERIAL.test(a.value)) continue;
+    const serial = BigInt(`0x${a.value}`);
+    if (serial !== cert.serial) out.push([serial, 'subject serialNumber']);
+  }
+  return out;
 }

@@ -23,7 +23,30 @@ export interface AttestationCertificate {
   extensions: Map<string, Uint8Array[]>;
   notBefore: Date;
   notAfter: Date;
+  /**
+   * the subject's attributes as text (type OID and string value), in order; values that are
+   * not strings are left out. Google's verifier reads the security level and the provisioning
+   * from them, and factory intermediates carry their own serial number there (2.5.4.5).
+   */
+  subjectAttributes: readonly SubjectAttribute[];
 }
+
+export interface SubjectAttribute {
+  oid: string;
+  value: string;
+}
+
+/** X.520 attribute types Google's verifier reads in subjects. */
+export const NAME_OIDS = {
+  commonName: '2.5.4.3',
+  serialNumber: '2.5.4.5',
+  organization: '2.5.4.10',
+  title: '2.5.4.12',
+} as const;
+
+/** The most attributes read from a subject (real ones hold 1 to 5). */
+const MAX_SUBJECT_ATTRIBUTES = 16;
+const MAX_ATTRIBUTE_CHARS = 256;
 
 const raw = (v: asn1js.AsnType) => Buffer.from(v.valueBeforeDecodeView);
 
@@ -95,6 +118,8 @@ export function readAttestationCertificate(der: Uint8Array, what: string): Attes
     }
   }
 
+  const subjectAttributes = readSubjectAttributes(subject, fail);
+
   const notBefore = new Date(cert.validFrom);
   const notAfter = new Date(cert.validTo);
   if (Number.isNaN(notBefore.getTime()) || Number.isNaN(notAfter.getTime()))
@@ -110,7 +135,34 @@ export function readAttestationCertificate(der: Uint8Array, what: string): Attes
     extensions,
     notBefore,
     notAfter,
+    subjectAttributes,
   };
+}
+
+/** The elements of a constructed value; none for a primitive one. */
+function items(v: asn1js.AsnType | undefined): asn1js.AsnType[] {
+  const value = (v?.valueBlock as { value?: unknown } | undefined)?.value;
+  return Array.isArray(value) ? (value as asn1js.AsnType[]) : [];
+}
+
+/**
+ * A Name's attributes: RDNSequence, each RDN a SET of SEQUENCE { type OID, value }. The name was
+ * decoded within the certificate's node limit; at most MAX_SUBJECT_ATTRIBUTES are read.
+ */
+function readSubjectAttributes(name: asn1js.AsnType, fail: (detail: string) => never) {
+  const out: SubjectAttribute[] = [];
+  for (const rdn of items(name)) {
+    for (const pair of items(rdn)) {
+      if (out.length >= MAX_SUBJECT_ATTRIBUTES)
+        fail(`has more than ${MAX_SUBJECT_ATTRIBUTES} subject attributes`);
+      const [type, value] = items(pair);
+      const oid = (type as asn1js.ObjectIdentifier | undefined)?.valueBlock?.toString?.();
+      const text = (value?.valueBlock as { value?: unknown } | undefined)?.value;
+      if (!oid || typeof text !== 'string') continue;
+      out.push({ oid, value: text.slice(0, MAX_ATTRIBUTE_CHARS) });
+    }
+  }
+  return out;
 }
 
 /** A serial number as Google's status list writes it: lowercase hex without leading zeros. */

@@ -34,6 +34,8 @@ export type Provisioning = 'factory' | 'remote';
 export interface ChainResult {
   root: AndroidRootKey;
   provisioning: Provisioning;
+  /** the chain's top certificate carries the root key itself (else the root was left out) */
+  rootIncluded: boolean;
 }
 
 /** The most certificates a chain may hold (the token format's bound; real chains have 3 to 5). */
@@ -278,17 +280,24 @@ export function createAttestationChainVerifier(
       }
 
       const remote = certs.slice(1).some((c) => c.extensions.has(PROVISIONING_INFO_OID));
-      if (remote) {
-        for (let i = 1; i < certs.length; i++) {
-          const c = certs[i]!;
-          if (now < c.notBefore || now > c.notAfter) {
-            fail(
-              `certificateChain[${i}] is valid from ${iso(c.notBefore)} to ${iso(c.notAfter)}, not at ${iso(now)} (a remotely provisioned chain: its issuing certificates must be current)`,
-            );
-          }
+      for (let i = 1; i < certs.length; i++) {
+        const c = certs[i]!;
+        // factory keys cannot be rotated, so an expired factory issuer is tolerated (as Google's
+        // verifier does); one not yet valid is not, on either kind of chain
+        if (now < c.notBefore || (remote && now > c.notAfter)) {
+          fail(
+            remote
+              ? `certificateChain[${i}] is valid from ${iso(c.notBefore)} to ${iso(c.notAfter)}, not at ${iso(now)} (a remotely provisioned chain: its issuing certificates must be current)`
+              : `certificateChain[${i}] is valid only from ${iso(c.notBefore)}, after ${iso(now)} (an issuing certificate not yet valid)`,
+          );
         }
       }
-      return { root, provisioning: remote ? 'remote' : 'factory' };
+      const top = certs[certs.length - 1]!;
+      return {
+        root,
+        provisioning: remote ? 'remote' : 'factory',
+        rootIncluded: root.spki.equals(top.spki),
+      };
     },
   };
 }

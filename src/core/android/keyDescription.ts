@@ -7,7 +7,7 @@
  */
 import * as asn1js from 'asn1js';
 import { Rejection } from '../reasons.js';
-import type { AndroidBootState, AndroidSecurityLevel } from '../types.js';
+import type { AndroidBootState, AndroidKeyExtras, AndroidSecurityLevel } from '../types.js';
 
 /** The attestation extension's OID. */
 export const KEY_DESCRIPTION_OID = '1.3.6.1.4.1.11129.2.1.17';
@@ -47,7 +47,20 @@ export interface KeyDescription {
   applicationId: AttestationApplicationId | null;
   /** attested device IDs (hardware-enforced), as text: only for hints */
   deviceIds: { brand?: string; device?: string; product?: string; model?: string };
+  /** KeyMint's origin of the key (hardware-enforced [702]): 0 generated in the secure hardware */
+  origin: number | null;
+  /** vendor and boot patch levels (hardware-enforced [718], [719]) as written: YYYYMMDD or YYYYMM */
+  vendorPatchLevel: number | null;
+  bootPatchLevel: number | null;
+  /** the attestation version 500 tags and others shown as data, from either list */
+  extras: KeyDescriptionExtras;
 }
+
+/** The authorization-list part of the extras (the chain adds the provisioning information). */
+export type KeyDescriptionExtras = Omit<AndroidKeyExtras, 'provisioningInfo'>;
+
+/** Unknown tags carried as data: more than this many is a hostile description, not a newer one. */
+export const MAX_UNKNOWN_TAGS = 32;
 
 const SECURITY_LEVELS: readonly AndroidSecurityLevel[] = [
   'Software',
@@ -69,7 +82,7 @@ const AUTHORIZATION_TAGS: ReadonlyMap<number, Kind> = new Map<number, Kind>([
   [7, 'null'], // callerNonce
   [8, 'int'], // minMacLength
   [10, 'int'], // ecCurve
-  [11, 'int'], // mlDsaVariant (v500)
+  [11, 'int'], // mlDsaVariant (ML_DSA_VARIANT, v500)
   [200, 'int'], // rsaPublicExponent
   [203, 'intSet'], // mgfDigest
   [303, 'null'], // rollbackResistance
@@ -107,6 +120,11 @@ const AUTHORIZATION_TAGS: ReadonlyMap<number, Kind> = new Map<number, Kind>([
   [720, 'null'], // deviceUniqueAttestation
   [723, 'octets'], // attestationIdSecondImei
   [724, 'octets'], // moduleHash
+]);
+
+/** Attestation versions of the AOSP schema: Keymaster 1 to 4.1, KeyMint 1 to 5 (Android 17). */
+export const KNOWN_ATTESTATION_VERSIONS: ReadonlySet<number> = new Set([
+  1, 2, 3, 4, 100, 200, 300, 400, 500,
 ]);
 
 function malformed(detail: string): never {
@@ -189,7 +207,7 @@ function text(bytes: Uint8Array): string {
 }
 
 /** One AuthorizationList: its tagged fields, type-checked, by tag number. */
-function authorizationList(v: asn1js.AsnType | undefined, what: string) {
+function authorizationList(v: asn1js.AsnType | undefined, what: string, unknown: number[]) {
   const fields = new Map<number, asn1js.AsnType>();
   for (const field of sequence(v, what)) {
     const { tagClass, tagNumber, isConstructed } = field.idBlock;
@@ -219,7 +237,11 @@ function authorizationList(v: asn1js.AsnType | undefined, what: string) {
         sequence(value, name);
         break;
       case undefined:
-        break; // a tag of a later schema: skipped
+        // a tag of a later schema: carried as data (its number), its value not read
+        if (unknown.length >= MAX_UNKNOWN_TAGS)
+          malformed(`more than ${MAX_UNKNOWN_TAGS} tags this service does not know`);
+        unknown.push(tagNumber);
+        break;
     }
     fields.set(tagNumber, value);
   }
@@ -258,6 +280,9 @@ function applicationId(bytes: Uint8Array): AttestationApplicationId {
   return { packages, signatureDigests };
 }
 
+/** [724] is a SHA-256 digest; room for a longer hash, no room for a payload. */
+const MAX_MODULE_HASH_BYTES = 64;
+
 /** A patch level as YYYYMM: KeyMint writes osPatchLevel so; a YYYYMMDD value is cut to its month. */
 function patchMonth(n: number): number {
   return n > 999_999 ? Math.floor(n / 100) : n;
@@ -272,8 +297,31 @@ export function parseKeyDescription(bytes: Uint8Array): KeyDescription {
   const fields = sequence(decodeOne(bytes, 'KeyDescription'), 'KeyDescription');
   if (fields.length < 8) malformed(`${fields.length} fields, 8 expected`);
   octets(fields[5], 'uniqueId');
-  const software = authorizationList(fields[6], 'softwareEnforced');
-  const hardware = authorizationList(fields[7], 'hardwareEnforced');
+  const unknownTags: number[] = [];
+  const software = authorizationList(fields[6], 'softwareEnforced', unknownTags);
+  const hardware = authorizationList(fields[7], 'hardwareEnforced', unknownTags);
+  // the hardware-enforced value where both lists carry a tag (KeyMint moves tags between them)
+  const either = (tag: number) => hardware.get(tag) ?? software.get(tag);
+  const extras: KeyDescriptionExtras = {};
+  const mlDsa = either(11);
+  if (mlDsa) extras.mlDsaVariant = integer(mlDsa, '[11] mlDsaVariant');
+  const usage = either(405);
+  if (usage) extras.usageCountLimit = integer(usage, '[405] usageCountLimit');
+  if (either(508)) extras.trustedConfirmationRequired = true;
+  const moduleHash = either(724);
+  if (moduleHash) {
+    const bytes = octets(moduleHash, '[724] moduleHash');
+    if (bytes.length > MAX_MODULE_HASH_BYTES)
+      malformed(
+        `[724] moduleHash is ${bytes.length} bytes: a digest is at most ${MAX_MODULE_HASH_BYTES}`,
+      );
+    extras.moduleHash = Buffer.from(bytes).toString('base64');
+  }
+  if (unknownTags.length > 0) extras.unknownTags = unknownTags;
+  const optionalInt = (tag: number, name: string) => {
+    const value = hardware.get(tag);
+    return value ? integer(value, name) : null;
+  };
   const root = hardware.get(704);
   const patch = hardware.get(706);
   const appId = hardware.get(709) ?? software.get(709);
@@ -301,5 +349,9 @@ export function parseKeyDescription(bytes: Uint8Array): KeyDescription {
     osPatchLevel: patch ? patchMonth(integer(patch, 'osPatchLevel')) : null,
     applicationId: appId ? applicationId(octets(appId, 'attestationApplicationId')) : null,
     deviceIds,
+    origin: optionalInt(702, '[702] origin'),
+    vendorPatchLevel: optionalInt(718, '[718] vendorPatchLevel'),
+    bootPatchLevel: optionalInt(719, '[719] bootPatchLevel'),
+    extras,
   };
 }

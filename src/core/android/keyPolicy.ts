@@ -138,6 +138,14 @@ export async function checkKeyPolicy(
 
   trace.current('android.bootState');
   const root = facts.rootOfTrust;
+  if (!root) {
+    // never observed nor allowed (Google's default constraints require one): without it the key
+    // description says nothing of the boot chain, only a software Keystore omits it
+    throw new Rejection(
+      'android_boot_state_insufficient',
+      'the key description has no hardware-enforced rootOfTrust: nothing says how the device booted',
+    );
+  }
   const described = root
     ? `deviceLocked ${root.deviceLocked}, verifiedBootState ${root.verifiedBootState}`
     : 'no hardware-enforced rootOfTrust';

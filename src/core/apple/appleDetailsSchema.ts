@@ -7,12 +7,17 @@ export const appleDetailsSchema: DetailsSchema = {
   components: {
     AppleTokenDetails: {
       type: 'object',
-      required: ['keyIdentifier', 'appId', 'environment', 'assertionCounter'],
+      required: ['keyIdentifier', 'appId', 'environment', 'assertionCounter', 'platform'],
       properties: {
         keyIdentifier: BASE64_STRING,
         appId: { type: 'string', description: '<TEAMID>.<bundle id>' },
         environment: { enum: ['Development', 'Production'] },
         assertionCounter: { type: 'integer', minimum: 0 },
+        platform: {
+          enum: ['iOS', 'macOS'],
+          description:
+            "extension: where the key was made: macOS (27+) keys carry a key access-control extension in their leaf certificate; an assertion reports the platform stored at the key's registration",
+        },
         riskMetric: {
           type: 'integer',
           minimum: 0,

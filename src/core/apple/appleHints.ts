@@ -35,9 +35,30 @@ export async function appleHints(run: HintRun): Promise<void> {
       break;
     }
 
+    case 'apple_platform_not_allowed': {
+      const { appId, platform } = outcome.facts;
+      if (!appId || !platform) break;
+      const apps = await ctx.allowlist.appleApps();
+      const widened = apps.map((a): AppleAppPolicy =>
+        a.appId === appId ? { ...a, platforms: [] } : a,
+      );
+      if (await tryWith({}, { allowlist: withApple(ctx.allowlist, widened) }))
+        hints.push({
+          code: 'platform_not_allowed',
+          message: `the key was made on ${platform}${platform === 'macOS' ? ' (its leaf carries the key access-control extension 1.2.840.113635.100.8.6)' : ' (its leaf has no key access-control extension)'} and ${appId} accepts ${apps.find((a) => a.appId === appId)?.platforms?.join(', ') ?? 'other platforms'} only; the rest passes with "attest allowlist add apple ${appId} --platforms ios,macos"`,
+        });
+      break;
+    }
+
     case 'apple_environment_not_allowed': {
       const { appId, environment } = outcome.facts;
       if (!appId || !environment) break;
+      if (outcome.facts.platform === 'macOS' && environment === 'Production')
+        hints.push({
+          code: 'mac_development_aaguid',
+          message:
+            'a macOS key with the production AAGUID: Mac development builds may show the production AAGUID ("appattest" and seven zero bytes) although they are signed for development, so on the Mac the environment does not tell a development build; allow the app both environments while developing (--env any) and tell builds apart another way',
+        });
       const apps = await ctx.allowlist.appleApps();
       const widened = apps.map((a): AppleAppPolicy =>
         a.appId === appId ? { appId, env: 'any' } : a,

@@ -8,6 +8,7 @@ import {
 } from '../policyFields.js';
 import type { AppleAppPolicy } from '../types.js';
 import { isBundleVersion, VALIDATION_CATEGORY_NAMES } from './appleDistribution.js';
+import { PLATFORM_NAMES } from './keyPlatform.js';
 
 const categoriesOrMinVersion = (a: AppleAppPolicy) =>
   Boolean(a.validationCategories?.length || a.minBundleVersion);
@@ -94,6 +95,27 @@ export const APPLE_POLICY_FIELDS: readonly PolicyField<AppleAppPolicy>[] = [
         ? 'missing category ok'
         : undefined,
   ),
+  {
+    key: 'platforms',
+    flag: '--platforms <list>',
+    help: `accepted platforms, comma-separated: ${Object.values(PLATFORM_NAMES).join(', ')} (default both; macOS keys carry a key access-control extension) (apple_platform_not_allowed)`,
+    text: textSchema((text) => {
+      const names = text
+        .split(',')
+        .map((n) => n.trim().toLowerCase())
+        .filter(Boolean);
+      const known = Object.values(PLATFORM_NAMES);
+      return names.length > 0 && names.every((n) => known.includes(n))
+        ? { ok: true, value: known.filter((n) => names.includes(n)) }
+        : {
+            ok: false,
+            problem: `--platforms takes ${known.join(', ')} (comma-separated); got "${text}"`,
+          };
+    }),
+    no: { help: 'accept keys of every platform again', value: [] },
+    stored: z.array(z.enum(['ios', 'macos'])).max(2),
+    summary: (a) => (a.platforms?.length ? `platform ${a.platforms.join('|')}` : undefined),
+  },
   OBSERVED_RULES_FIELD,
   deviceLimitField<AppleAppPolicy>(
     'an App Attest key (its key id): its registration and every assertion count',

@@ -16,6 +16,7 @@ import type {
   AllowlistReader,
   AppleKeyRecord,
   AppleKeyStore,
+  ApplePlatform,
   AppleTokenDetails,
   DeviceVelocityStore,
   KeyMode,
@@ -205,6 +206,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
           counter: record.counter,
           riskMetric: record.riskMetric ?? null,
           distribution: distributionOf(record),
+          platform: record.platform ?? 'iOS',
         },
       },
       { allowlist, trace: ctx.trace, raiseCounter, ...scopeOf(ctx) },
@@ -219,6 +221,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
         counter,
         riskMetric: record.riskMetric ?? null,
         distribution: asserted.distribution,
+        platform: record.platform ?? 'iOS',
       }),
     };
   }
@@ -333,6 +336,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
             environment: attested.environment,
             counter: 0,
             distribution: attested.distribution,
+            platform: attested.platform,
           },
         },
         { allowlist, trace, ...scopeOf(ctx) },
@@ -357,6 +361,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       mode,
       validationCategory: attested.distribution.validationCategory,
       bundleVersion: attested.distribution.bundleVersion,
+      platform: attested.platform,
       receipt: attested.receipt,
     });
     if (!registered)
@@ -372,6 +377,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       riskMetric: null,
       validationCategory: attested.distribution.validationCategory,
       bundleVersion: attested.distribution.bundleVersion,
+      platform: attested.platform,
       cachedAt: ctx.now.getTime(),
     });
     trace.pass(
@@ -385,6 +391,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
       counter,
       riskMetric: null,
       distribution,
+      platform: attested.platform,
     });
   }
 
@@ -427,12 +434,14 @@ function details(fields: {
   counter: number;
   riskMetric: number | null;
   distribution: Distribution;
+  platform: ApplePlatform;
 }): PlatformDetails {
   const out: AppleTokenDetails = {
     keyIdentifier: encodeBase64(fields.keyId),
     appId: fields.appId,
     environment: fields.environment,
     assertionCounter: fields.counter,
+    platform: fields.platform,
   };
   if (fields.riskMetric !== null) out.riskMetric = fields.riskMetric;
   if (fields.distribution.validationCategory !== null)

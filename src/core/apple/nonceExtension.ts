@@ -15,6 +15,14 @@ import { createHash } from 'node:crypto';
 import { fromBER, ObjectIdentifier, OctetString, Sequence, type AsnType } from 'asn1js';
 
 export const APPLE_NONCE_EXTENSION_OID = '1.2.840.113635.100.8.2';
+/** macOS 27 App Attest leaves carry the key's access-control blob under this OID. */
+export const APPLE_KEY_ACCESS_CONTROL_OID = '1.2.840.113635.100.8.6';
+/** Apple's OS information extension: the OS name (`iphoneos`...), version and build that made the key. */
+export const APPLE_OS_INFO_OID = '1.2.840.113635.100.8.7';
+/** The OS name's field in the OS information: context tag 1026, an OCTET STRING of ASCII. */
+const OS_NAME_TAG = 1026;
+/** The most of the OS information read: Apple's is about 210 bytes. */
+const MAX_OS_INFO_BYTES = 2048;
 
 const NONCE_LENGTH = 32;
 // SEQUENCE (0x30, 36 bytes) { [1] EXPLICIT (0xa1, 34 bytes) { OCTET STRING (0x04, 32 bytes) } }
@@ -56,6 +64,16 @@ export interface LeafNonceAndKey {
   nonceExtension: Buffer | null;
   /** the DER SubjectPublicKeyInfo; `null` when the leaf is unreadable */
   spki: Buffer | null;
+  /**
+   * the key access-control extension's values (macOS keys have one), in order; not read further.
+   * Null when the leaf is unreadable, or a value is not an OCTET STRING.
+   */
+  accessControl: Buffer[] | null;
+  /**
+   * the OS name in Apple's OS information extension (`iphoneos` on an iPhone or iPad), lower
+   * case, at most 32 printable characters; null when absent or unreadable
+   */
+  osName: string | null;
 }
 
 /**
@@ -64,14 +82,16 @@ export interface LeafNonceAndKey {
  * @param leafDer the leaf certificate (`x5c[0]`) as DER
  */
 export function readLeafNonceAndKey(leafDer: Uint8Array): LeafNonceAndKey {
-  const none = { nonceExtension: null, spki: null };
+  const none = { nonceExtension: null, spki: null, accessControl: null, osName: null };
   try {
     // no re-parsing of OCTET and BIT STRING contents as ASN.1 (asn1js's default): their bytes are
     // random (keys, the nonce), and the walk below reads the extension's value whole
     const parsed = fromBER(leafDer, {
       maxDepth: 16,
       maxNodes: 512,
-      maxContentLength: 8192,
+      // room for a key access-control blob beyond its own bound (keyAccessControl.ts), which
+      // then refuses it by name instead of leaving the whole leaf unreadable
+      maxContentLength: 16384,
       parseEmbedded: false,
     });
     // exactly one element: bytes after the certificate are not part of what was verified
@@ -85,26 +105,55 @@ export function readLeafNonceAndKey(leafDer: Uint8Array): LeafNonceAndKey {
     // extensions are tbsCertificate's [3] EXPLICIT field, a SEQUENCE of Extension
     const tagged = tbs.find((f) => isContext(f, 3));
     const list = children(children(tagged)?.[0]);
+    let nonceExtension: Buffer | null = null;
+    let nonceSeen = false;
+    let accessControl: Buffer[] | null = [];
+    let osName: string | null = null;
     for (const extension of list ?? []) {
       // Extension ::= SEQUENCE { extnID OID, critical BOOLEAN DEFAULT FALSE, extnValue OCTET STRING }
       const fields = children(extension);
       const id = fields?.[0];
       const value = fields?.[fields.length - 1];
-      if (
-        !(id instanceof ObjectIdentifier) ||
-        id.valueBlock.toString() !== APPLE_NONCE_EXTENSION_OID
-      )
-        continue;
-      return {
-        nonceExtension:
-          value instanceof OctetString ? Buffer.from(value.valueBlock.valueHexView) : null,
-        spki,
-      };
+      if (!(id instanceof ObjectIdentifier)) continue;
+      const oid = id.valueBlock.toString();
+      const bytes =
+        value instanceof OctetString ? Buffer.from(value.valueBlock.valueHexView) : null;
+      // the first nonce extension, as before: a second one cannot equal the expected value twice
+      if (oid === APPLE_NONCE_EXTENSION_OID && !nonceSeen) {
+        nonceSeen = true;
+        nonceExtension = bytes;
+      } else if (oid === APPLE_KEY_ACCESS_CONTROL_OID) {
+        if (bytes && accessControl) accessControl.push(bytes);
+        else accessControl = null;
+      } else if (oid === APPLE_OS_INFO_OID && bytes) {
+        osName = readOsName(bytes);
+      }
     }
-    return { nonceExtension: null, spki };
+    return { nonceExtension, spki, accessControl, osName };
   } catch {
     // asn1js throws on some malformed contents (e.g. an unreadable time): unreadable is "none"
     return none;
+  }
+}
+
+/**
+ * The OS name field of Apple's OS information extension (a SEQUENCE of context-tagged fields),
+ * bounded before it is read; null when it is not there or not printable.
+ */
+function readOsName(info: Buffer): string | null {
+  if (info.length > MAX_OS_INFO_BYTES) return null;
+  try {
+    const parsed = fromBER(info, { maxDepth: 4, maxNodes: 128, parseEmbedded: false });
+    for (const field of children(parsed.result) ?? []) {
+      if (field.idBlock.tagClass !== 3 || field.idBlock.tagNumber !== OS_NAME_TAG) continue;
+      const inner = children(field)?.[0];
+      if (!(inner instanceof OctetString)) return null;
+      const text = Buffer.from(inner.valueBlock.valueHexView).toString('latin1');
+      return /^[\x20-\x7e]{1,32}$/.test(text) ? text.toLowerCase() : null;
+    }
+    return null;
+  } catch {
+    return null;
   }
 }
 

@@ -7,7 +7,8 @@ import { type KeyObject, verify } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
 import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
-import type { AllowlistReader, AppleEnvironment, Trace } from '../types.js';
+import type { AllowlistReader, AppleEnvironment, ApplePlatform, Trace } from '../types.js';
+import { platformProblem } from './keyPlatform.js';
 import { environmentAllowed } from './appleEnvironment.js';
 import { appIdHash } from './appIdHash.js';
 import { type AssertionAuthenticatorData, parseAuthenticatorData } from './authenticatorData.js';
@@ -66,6 +67,8 @@ export interface AssertionKey {
   riskMetric?: number | null;
   /** what the key's attestation said about distribution (iOS 27+) */
   distribution?: Distribution;
+  /** where the key was made, stored at registration; absent = iOS */
+  platform?: ApplePlatform;
 }
 
 export interface AssertionInput {
@@ -181,10 +184,16 @@ export async function verifyAssertion(
   const notAllowed = distributionProblem(app, distribution);
   if (notAllowed)
     trace.policyFailed('apple.assertion.policy', 'apple_distribution_not_allowed', notAllowed);
-  if (!riskExceeded && !notAllowed)
+  // the platform stored at registration, held against today's entry
+  const platform = key.platform ?? 'iOS';
+  trace.facts.platform = platform;
+  const wrongPlatform = platformProblem(app, platform);
+  if (wrongPlatform)
+    trace.policyFailed('apple.assertion.policy', 'apple_platform_not_allowed', wrongPlatform);
+  if (!riskExceeded && !notAllowed && !wrongPlatform)
     trace.pass(
       'apple.assertion.policy',
-      `risk metric ${risk ?? 'unknown'}${limit != null ? ` (limit ${limit})` : ''}, distribution ${distribution.validationCategory ?? 'not reported'}`,
+      `risk metric ${risk ?? 'unknown'}${limit != null ? ` (limit ${limit})` : ''}, distribution ${distribution.validationCategory ?? 'not reported'}, ${platform} key`,
     );
 
   // Assertion step 5: the counter is strictly above every counter accepted before

@@ -7,7 +7,14 @@ import type { KeyObject, X509Certificate } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
 import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
-import type { AllowlistReader, AppleAppPolicy, AppleEnvironment, Trace } from '../types.js';
+import type {
+  AllowlistReader,
+  AppleAppPolicy,
+  AppleEnvironment,
+  ApplePlatform,
+  Trace,
+} from '../types.js';
+import { keyPlatform, platformProblem } from './keyPlatform.js';
 import { appAttestKeyIdOfPoint, p256Point, p256PointOfSpki, p256Spki } from './appAttestKeyId.js';
 import { environmentAllowed, environmentFromAaguid } from './appleEnvironment.js';
 import { appIdHash } from './appIdHash.js';
@@ -34,6 +41,7 @@ export const ATTESTATION_CHECKS = [
   'apple.attestation.keyId',
   'apple.attestation.appId',
   'apple.attestation.counter',
+  'apple.attestation.platform',
   'apple.attestation.environment',
   'apple.attestation.distribution',
   'apple.attestation.receipt',
@@ -136,6 +144,8 @@ export interface VerifiedAttestation {
   leaf: X509Certificate;
   /** iOS 27+: how the app was distributed, from authData's extensions */
   distribution: Distribution;
+  /** where the key was made: macOS by the leaf's key access-control extension */
+  platform: ApplePlatform;
   /** the attestation's receipt with what its check found, or null when it carries none */
   receipt: AppleKeyReceipt | null;
   /** the receipt's bytes, unchecked (for `checkAttestationReceipt`) */
@@ -238,6 +248,23 @@ export async function verifyAttestation(
     throw new Rejection('apple_counter_invalid', `signCount is ${authData.counter}, not 0`);
   trace.pass('apple.attestation.counter', 'signCount is 0');
 
+  // macOS 27: a Mac key's leaf carries its access-control blob; its presence names the platform
+  trace.current('apple.attestation.platform');
+  const platformRead = keyPlatform(leafFields ?? readLeafNonceAndKey(leaf.raw));
+  if (!platformRead.ok) throw malformed(platformRead.problem);
+  const { platform } = platformRead;
+  trace.facts.platform = platform;
+  const platformRefusal = platformProblem(app, platform);
+  if (platformRefusal)
+    trace.policyFailed('apple.attestation.platform', 'apple_platform_not_allowed', platformRefusal);
+  else
+    trace.pass(
+      'apple.attestation.platform',
+      platform === 'macOS'
+        ? `macOS key (key access-control extension, ${platformRead.bytes} bytes)${app.platforms?.length ? `; "${app.appId}" allows ${app.platforms.join(', ')}` : ''}`
+        : `iOS key (no key access-control extension)${app.platforms?.length ? `; "${app.appId}" allows ${app.platforms.join(', ')}` : ''}`,
+    );
+
   // Attestation step 8: aaguid names the environment, which the App ID must allow
   trace.current('apple.attestation.environment');
   const environment = environmentFromAaguid(authData.aaguid);
@@ -286,6 +313,7 @@ export async function verifyAttestation(
       validationCategory: distribution.validationCategory,
       bundleVersion: distribution.bundleVersion,
     },
+    platform,
     receipt: null,
     receiptBytes: attestation.receipt,
     requireReceipt: app.requireReceipt === true,

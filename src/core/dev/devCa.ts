@@ -1,3 +1,4 @@
+import * as asn1js from 'asn1js';
 /**
  * The development App Attest CA: a P-384 root and intermediate shaped like Apple's, made once per
  * deployment (`attest dev init`), and the attestations and assertions a simulated device makes
@@ -13,8 +14,10 @@ import {
   webcrypto,
   type KeyObject,
 } from 'node:crypto';
-import type { AppleEnvironment } from '../types.js';
+import type { AppleEnvironment, ApplePlatform } from '../types.js';
 import {
+  APPLE_KEY_ACCESS_CONTROL_OID,
+  APPLE_OS_INFO_OID,
   APPLE_NONCE_EXTENSION_OID,
   appAttestNonce,
   nonceExtensionValue,
@@ -33,6 +36,9 @@ const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
 const P384 = { name: 'ECDSA', namedCurve: 'P-384' } as const;
 const P256 = { name: 'ECDSA', namedCurve: 'P-256' } as const;
+
+/** The serialNumber attribute of the development intermediate's subject. */
+export const DEV_INTERMEDIATE_SERIAL_NAME = 'de7ca001';
 
 /** The CA as it is stored: DER certificates and the intermediate's PKCS#8 key (the root's is dropped). */
 export interface DevCa {
@@ -79,7 +85,9 @@ export async function createDevCa(now: Date): Promise<DevCa> {
   ])) as webcrypto.CryptoKeyPair;
   const intermediate = await x509.X509CertificateGenerator.create({
     serialNumber: serial(),
-    subject: 'CN=attest Development App Attestation CA 1, O=attest (test keys only)',
+    // the serialNumber attribute makes android-key chains under it factory-provisioned by Google's
+    // rules, so the StrongBox subject cross-check can be tried (dev CAs made before lack it)
+    subject: `CN=attest Development App Attestation CA 1, O=attest (test keys only), 2.5.4.5=${DEV_INTERMEDIATE_SERIAL_NAME}`,
     issuer: root.subject,
     notBefore,
     notAfter: new Date(now.getTime() + 10 * 365 * DAY),
@@ -173,6 +181,31 @@ export interface AttestationRequest {
   receipt?: boolean;
   /** the iOS 27 authData extensions (apple_validation_category_01, apple_bundle_version_01) */
   distribution?: DistributionExtensions;
+  /** a Mac key (macOS 27): the leaf carries a key access-control extension */
+  platform?: ApplePlatform;
+  /** the key access-control extension's values, replacing the Mac one (malformed for deny paths) */
+  accessControl?: readonly Uint8Array[];
+}
+
+/**
+ * A key access-control blob as a Mac key's leaf carries it (1.2.840.113635.100.8.6), shaped like
+ * the one in Apple's 2026 validation guide sample: the service reads only its presence and size.
+ */
+export const DEV_KEY_ACCESS_CONTROL = Buffer.from(
+  '3049a347044530430c023131303d300a0c036f6b64a1030101ff30090c026f61a1030101ff300b0c046f73676ea1030101ff300b0c046f64656ca1030101ff300a0c036f636ba1030101ff',
+  'hex',
+);
+
+/**
+ * Apple's OS information extension (1.2.840.113635.100.8.7) holding only the OS name field
+ * (context tag 1026, an OCTET STRING): `macosx` names a Mac key, `iphoneos` an iPhone or iPad one.
+ */
+export function devOsInformation(osName: string): Buffer {
+  const field = new asn1js.Constructed({
+    idBlock: { tagClass: 3, tagNumber: 1026 },
+    value: [new asn1js.OctetString({ valueHex: new Uint8Array(Buffer.from(osName, 'latin1')) })],
+  });
+  return Buffer.from(new asn1js.Sequence({ value: [field] }).toBER());
 }
 
 /** What a simulated iOS 27 device says about its app's distribution. */
@@ -264,6 +297,13 @@ export async function mintAttestation(
         false,
         nonceExtensionValue(appAttestNonce(authData, clientDataHash)),
       ),
+      ...(
+        request.accessControl ?? (request.platform === 'macOS' ? [DEV_KEY_ACCESS_CONTROL] : [])
+      ).map((value) => new x509.Extension(APPLE_KEY_ACCESS_CONTROL_OID, false, value)),
+      // the platform is the OS name Apple signs into the leaf (keyPlatform.ts)
+      ...(request.platform === 'macOS'
+        ? [new x509.Extension(APPLE_OS_INFO_OID, false, devOsInformation('macosx'))]
+        : []),
     ],
   });
   const receipt = request.receipt

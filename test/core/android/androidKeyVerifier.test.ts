@@ -31,6 +31,7 @@ import {
   androidKeyPolicy,
   androidRegistration,
   createAndroidTestCa,
+  FACTORY_STRONGBOX_SUBJECT,
   intermediateWithKeyDescription,
   type AndroidTestCa,
   type RegistrationOptions,
@@ -305,7 +306,10 @@ describe('android-key registration', () => {
         attestationSecurityLevel: 'StrongBox' as const,
         keyMintSecurityLevel: 'StrongBox' as const,
       };
-      const { outcome } = await register({ description: both }, service({ policy: strongbox }));
+      const { outcome } = await register(
+        { description: both, attestation: { subject: FACTORY_STRONGBOX_SUBJECT } },
+        service({ policy: strongbox }),
+      );
       expect(reason(outcome)).toBe('accepted');
       expect(
         outcome.ok &&

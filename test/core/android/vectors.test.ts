@@ -50,10 +50,24 @@ const EXPECTED: Record<string, string> = {
   'multipaz-pixel7a-tee-rkp': 'accept',
 };
 
+/**
+ * Two factory chains' verifyAt is their leaf's creation time by the device's clock, a year before
+ * the patch level the same key description states (2019-07 and 2019-08): the clock was wrong, and
+ * no server could have seen the key before its patch existed. They are verified in their patch
+ * month, where the chain verifies as well (a factory chain's issuers may have expired); at their
+ * verifyAt they are refused as from the future (a test below).
+ */
+const DEVICE_CLOCK_BEHIND: Record<string, string> = {
+  'google-aka-tee-ec': '2019-07-15T00:00:00Z',
+  'google-keyattestation-pixel3-tee-ec': '2019-08-15T00:00:00Z',
+};
+
+const instantOf = (v: AndroidVector) => new Date(DEVICE_CLOCK_BEHIND[v.id] ?? v.verifyAt);
+
 async function run(
   v: AndroidVector,
   policy: AndroidPackagePolicy = vectorPolicy(v),
-  at: Date = new Date(v.verifyAt),
+  at: Date = instantOf(v),
 ) {
   const nonce = randomBytes(32);
   const verifiers = buildVerifiers({
@@ -106,6 +120,18 @@ describe('real Android key attestation chains', () => {
       expect(d.deviceLocked).toBe(kd.hardwareEnforced.rootOfTrust!.deviceLocked);
       expect(d.verifiedBootState).toBe(kd.hardwareEnforced.rootOfTrust!.verifiedBootState);
       expect(d.osPatchLevel).toBe(kd.hardwareEnforced.osPatchLevel ?? null);
+      // the version 500 tags and the provisioning information, as the independent decoding says
+      const either = { ...kd.softwareEnforced, ...kd.hardwareEnforced };
+      expect(d.usageCountLimit).toBe(either.usageCountLimit);
+      expect(d.trustedConfirmationRequired).toBe(either.trustedConfirmationRequired);
+      expect(d.mlDsaVariant).toBe(either.mlDsaVariant);
+      expect(d.moduleHash && Buffer.from(d.moduleHash, 'base64').toString('hex')).toBe(
+        either.moduleHash,
+      );
+      expect(d.unknownTags).toBeUndefined();
+      const info = v.provisioningInfo?.[0]?.decoded;
+      expect(d.provisioningInfo?.entries).toEqual(info);
+      expect(d.provisioningInfo?.certificatesIssued).toBe(info?.['1']);
     } else {
       expect(outcome.ok ? 'accept' : outcome.reason).toBe(expected);
     }
@@ -134,6 +160,39 @@ describe('real Android key attestation chains', () => {
       );
     },
   );
+
+  it.each(Object.keys(DEVICE_CLOCK_BEHIND))(
+    '%s: at its leaf creation time, a year before its patch level, it is from the future',
+    async (id) => {
+      const v = vectors.find((x) => x.id === id)!;
+      const outcome = await run(v, vectorPolicy(v), new Date(v.verifyAt));
+      expect(outcome.ok ? 'accept' : outcome.reason).toBe('android_patch_level_future');
+    },
+  );
+
+  it('a patch level two months ahead passes (a Pixel 9 Pro on a preview build), three do not', async () => {
+    const v = vectors.find((x) => x.id === 'google-keyattestation-pixel9pro-tee-ec-rkp')!;
+    // 2025-09-26 with osPatchLevel 2025-11: two calendar months ahead
+    expect((await run(v)).ok).toBe(true);
+    // the same chain a month earlier is refused by its validity first: the check alone
+    const { futurePatchLevels } = await import('../../../src/core/android/patchLevels.js');
+    const levels = { osPatchLevel: 202511, vendorPatchLevel: 20251105, bootPatchLevel: null };
+    expect(futurePatchLevels(levels, new Date('2025-09-30T23:59:59Z'))).toEqual([]);
+    expect(futurePatchLevels(levels, new Date('2025-08-31T23:59:59Z'))).toEqual([
+      'osPatchLevel 202511',
+      'vendorPatchLevel 20251105',
+    ]);
+  });
+
+  it('every accepted chain passes the StrongBox subject cross-check with the level it claims', async () => {
+    for (const v of vectors.filter((x) => EXPECTED[x.id] === 'accept')) {
+      const outcome = await run(v);
+      const claimed = outcome.checks.find((c) => c.id === 'android.levelClaim');
+      expect(claimed?.status, v.id).toBe('pass');
+      if (v.keyDescription.attestationSecurityLevel === 'StrongBox')
+        expect(claimed?.detail, v.id).toMatch(/claim StrongBox/);
+    }
+  });
 
   it('a factory chain keeps verifying after its issuing certificates expired (the 2016 root)', async () => {
     const sony = vectors.find((v) => v.id === 'google-keyattestation-sony-xperia10iii-tee-ec')!;

@@ -114,6 +114,7 @@ describe('Apple verifier through verifyToken', () => {
         ['apple.attestation.keyId', 'pass'],
         ['apple.attestation.appId', 'pass'],
         ['apple.attestation.counter', 'pass'],
+        ['apple.attestation.platform', 'pass'],
         ['apple.attestation.environment', 'pass'],
         ['apple.attestation.distribution', 'pass'],
         // the factory's receipt is not Apple's: reported, not required

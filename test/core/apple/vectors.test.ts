@@ -106,6 +106,9 @@ describe('real attestations', () => {
           ...(vector.authDataExtensions
             ? { validationCategory: 'platform', bundleVersion: '1' }
             : {}),
+          // Apple's 2026 sample carries a key access-control blob (1.2.840.113635.100.8.6) and
+          // the OS name iphoneos (1.2.840.113635.100.8.7): an iOS 27 key, as the OS name says
+          platform: 'iOS',
         },
       });
       const stored = await keys.find(b64(vector.keyId));

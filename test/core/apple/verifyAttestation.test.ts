@@ -89,6 +89,7 @@ describe('verifyAttestation', () => {
       ['apple.attestation.keyId', 'pass'],
       ['apple.attestation.appId', 'pass'],
       ['apple.attestation.counter', 'pass'],
+      ['apple.attestation.platform', 'pass'],
       ['apple.attestation.environment', 'pass'],
       ['apple.attestation.distribution', 'pass'],
       ['apple.attestation.receipt', 'skip'],

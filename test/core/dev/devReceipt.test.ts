@@ -101,7 +101,7 @@ describe('dev mint apple --receipt --validation-category --bundle-version', () =
         appleTokenDetails: { validationCategory: 'appstore', bundleVersion: '4.2' },
       },
     });
-    const stored = keys.records.get(Buffer.from(key.keyId).toString('hex'))!;
+    const stored = keys.records.get(`test:${Buffer.from(key.keyId).toString('hex')}`)!;
     expect(stored.receipt?.problem).toBeNull();
     expect(stored.receipt?.type).toBe('ATTEST');
     // an assertion of the key carries the stored distribution
@@ -157,7 +157,7 @@ describe('dev mint apple --receipt --validation-category --bundle-version', () =
     const a1 = assertion(key, 1);
     expect(await verify(a1.token, a1.nonce, 'test')).toMatchObject({ ok: true });
 
-    const record = keys.records.get(Buffer.from(key.keyId).toString('hex'))!;
+    const record = keys.records.get(`test:${Buffer.from(key.keyId).toString('hex')}`)!;
     const previous = readReceiptFacts(record.receipt!.bytes)!;
     const refreshed = await mintReceipt(ca, {
       type: 'RECEIPT',

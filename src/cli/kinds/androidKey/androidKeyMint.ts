@@ -1,6 +1,7 @@
 import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
+import { encodeCbor } from '../../../core/dev/encodeToken.js';
 import { encodeBase64 } from '../../../core/base64.js';
 import { encodeAndroidKeyToken } from '../../../core/dev/encodeToken.js';
 import {
@@ -8,6 +9,7 @@ import {
   androidDeviceKeyOf,
   createAndroidDeviceKey,
   encodeKeyDescription,
+  mintAttestationCertificate,
   mintAttestationLeaf,
   signAndroidAssertion,
   type AndroidDeviceKey,
@@ -55,6 +57,42 @@ export function androidKeyMintCommand(): Command {
       'deny path: a patch level five years old (android_patch_level_stale when the package sets --max-patch-age)',
     )
     .option('--revoked', 'deny path: a leaf serial on the status list (android_chain_revoked)')
+    .addOption(
+      new Option(
+        '--security-level <level>',
+        'the level the key description and the attestation certificate subject state (default tee: no attestation certificate)',
+      ).choices(['tee', 'strongbox']),
+    )
+    .option(
+      '--claim-strongbox',
+      'deny path: the key description says StrongBox under a TEE attestation certificate (android_security_level_mismatch)',
+    )
+    .option(
+      '--attestation-version <n>',
+      'KeyDescription attestation and KeyMint version (default 300; 400, 500, or a later one)',
+    )
+    .option('--ml-dsa-variant <n>', 'tag 11 ML_DSA_VARIANT (shown in androidKeyDetails)')
+    .option('--usage-count-limit <n>', 'tag 405 USAGE_COUNT_LIMIT (shown in androidKeyDetails)')
+    .option('--trusted-confirmation', 'tag 508 TRUSTED_CONFIRMATION_REQUIRED (shown)')
+    .option('--module-hash <hex>', 'tag 724 MODULE_HASH, 1 to 64 bytes of hex (shown)')
+    .option(
+      '--unknown-tag <n>',
+      'a tag of a later schema, carried as data (unknownTags); repeatable',
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option(
+      '--provisioning-info <n>',
+      'an attestation certificate with the provisioning information extension, certificatesIssued n',
+    )
+    .option(
+      '--future-patch',
+      'deny path: patch levels three months ahead of today (android_patch_level_future)',
+    )
+    .option('--imported', 'deny path: origin IMPORTED (android_key_not_generated)')
+    .option(
+      '--subject-revoked',
+      'deny path: an attestation certificate whose subject serialNumber is on the status list (android_chain_revoked)',
+    )
     .option('--json', 'print {"token","keyId"}')
     .addHelpText(
       'after',
@@ -92,9 +130,43 @@ Examples:
       if (encodeBase64(key.keyId) !== device.keyId)
         throw usageError(`${opts.device}: the key id does not match the device key`);
       const registration = !device.registered || opts.attest === true;
-      const registrationOnly = (['unlocked', 'software', 'stalePatch', 'revoked'] as const).find(
-        (k) => opts[k],
-      );
+      const registrationOnly = (
+        [
+          'unlocked',
+          'software',
+          'stalePatch',
+          'revoked',
+          'securityLevel',
+          'claimStrongbox',
+          'attestationVersion',
+          'mlDsaVariant',
+          'usageCountLimit',
+          'trustedConfirmation',
+          'moduleHash',
+          'unknownTag',
+          'provisioningInfo',
+          'futurePatch',
+          'imported',
+          'subjectRevoked',
+        ] as const
+      ).find((k) => opts[k] !== undefined && opts[k] !== false);
+      const number = (flag: string, text: string | undefined, max: number) => {
+        if (text === undefined) return undefined;
+        if (!/^\d{1,10}$/.test(text) || Number(text) > max)
+          throw usageError(`${flag} takes a whole number from 0 to ${max}, got "${text}"`);
+        return Number(text);
+      };
+      const version = number('--attestation-version', opts.attestationVersion, 100_000);
+      const mlDsaVariant = number('--ml-dsa-variant', opts.mlDsaVariant, 2 ** 31 - 1);
+      const usageCountLimit = number('--usage-count-limit', opts.usageCountLimit, 2 ** 31 - 1);
+      const certificatesIssued = number('--provisioning-info', opts.provisioningInfo, 2 ** 31 - 1);
+      const unknownTags = (opts.unknownTag ?? []).map((t) => {
+        const n = number('--unknown-tag', t, 2 ** 28)!;
+        if (KNOWN_TAGS.has(n)) throw usageError(`--unknown-tag ${n} is a tag this service knows`);
+        return n;
+      });
+      if (opts.moduleHash !== undefined && !/^([0-9a-fA-F]{2}){1,64}$/.test(opts.moduleHash))
+        throw usageError(`--module-hash takes 1 to 64 bytes of hex, got "${opts.moduleHash}"`);
       if (registrationOnly && !registration)
         throw usageError(
           `--${registrationOnly.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} applies to registrations: add --attest, or use a new --device file`,
@@ -132,22 +204,67 @@ Examples:
           ...(opts.unlocked
             ? { rootOfTrust: { deviceLocked: false, verifiedBootState: 'Unverified' as const } }
             : {}),
-          osPatchLevel: opts.stalePatch ? month - 500 : month,
+          ...(opts.securityLevel === 'strongbox' || opts.claimStrongbox
+            ? {
+                attestationSecurityLevel: 'StrongBox' as const,
+                keyMintSecurityLevel: 'StrongBox' as const,
+              }
+            : {}),
+          ...(version !== undefined
+            ? { attestationVersion: version, keyMintVersion: version }
+            : {}),
+          ...(mlDsaVariant !== undefined ? { mlDsaVariant } : {}),
+          ...(usageCountLimit !== undefined ? { usageCountLimit } : {}),
+          ...(opts.trustedConfirmation ? { trustedConfirmationRequired: true } : {}),
+          ...(opts.moduleHash ? { moduleHash: Buffer.from(opts.moduleHash, 'hex') } : {}),
+          ...(unknownTags.length ? { unknownTags } : {}),
+          ...(opts.imported ? { origin: 2 } : {}),
+          // three calendar months ahead: one more than a preview build may be
+          osPatchLevel: opts.stalePatch
+            ? month - 500
+            : opts.futurePatch
+              ? monthsAhead(now, 3)
+              : month,
+          ...(opts.futurePatch ? { vendorPatchLevel: monthsAhead(now, 3) * 100 + 5 } : {}),
         });
-        const leaf = await mintAttestationLeaf(
-          { cert: ca.intermediateCert, key: ca.intermediateKey },
-          key,
-          {
-            now,
-            keyDescriptions: [description],
-            serialHex: opts.revoked ? revokedSerial() : randomSerial(),
-          },
-        );
+        // an attestation certificate between the leaf and the development intermediate, whose
+        // subject says the level (as factory ones do) and which may carry the provisioning info
+        const level =
+          opts.securityLevel === 'strongbox' ? 'StrongBox' : opts.claimStrongbox ? 'TEE' : null;
+        const withAttestationCertificate =
+          level !== null || certificatesIssued !== undefined || opts.subjectRevoked === true;
+        const issuer = withAttestationCertificate
+          ? await mintAttestationCertificate(
+              { cert: ca.intermediateCert, key: ca.intermediateKey },
+              {
+                subject: `2.5.4.5=${opts.subjectRevoked ? revokedSerial() : randomSerial()}, 2.5.4.12=${level ?? 'TEE'}`,
+                serialHex: randomSerial(),
+                now,
+                ...(certificatesIssued !== undefined
+                  ? {
+                      provisioningInfo: encodeCbor(
+                        new Map<number, unknown>([
+                          [1, certificatesIssued],
+                          [3, 'attest dev'],
+                        ]),
+                      ),
+                    }
+                  : {}),
+              },
+            )
+          : { cert: ca.intermediateCert, key: ca.intermediateKey };
+        const leaf = await mintAttestationLeaf(issuer, key, {
+          now,
+          keyDescriptions: [description],
+          serialHex: opts.revoked ? revokedSerial() : randomSerial(),
+        });
         token = encodeAndroidKeyToken({
           nonce,
           packageName: device.packageName,
           keyId: key.keyId,
-          certificateChain: [leaf, ca.intermediateCert],
+          certificateChain: withAttestationCertificate
+            ? [leaf, issuer.cert, ca.intermediateCert]
+            : [leaf, ca.intermediateCert],
         });
       } else {
         const signed = opts.wrongChallenge ? Buffer.concat([nonce, Buffer.from('x')]) : nonce;
@@ -177,7 +294,32 @@ interface AndroidMintOptions extends NonceFlags {
   wrongChallenge?: boolean;
   stalePatch?: boolean;
   revoked?: boolean;
+  securityLevel?: 'tee' | 'strongbox';
+  claimStrongbox?: boolean;
+  attestationVersion?: string;
+  mlDsaVariant?: string;
+  usageCountLimit?: string;
+  trustedConfirmation?: boolean;
+  moduleHash?: string;
+  unknownTag?: string[];
+  provisioningInfo?: string;
+  futurePatch?: boolean;
+  imported?: boolean;
+  subjectRevoked?: boolean;
   json?: boolean;
+}
+
+/** Tags the KeyDescription schema this service reads knows (not "unknown"). */
+const KNOWN_TAGS = new Set([
+  1, 2, 3, 4, 5, 6, 7, 8, 10, 11, 200, 203, 303, 305, 400, 401, 402, 405, 503, 504, 505, 506, 507,
+  508, 509, 600, 601, 701, 702, 703, 704, 705, 706, 709, 710, 711, 712, 713, 714, 715, 716, 717,
+  718, 719, 720, 723, 724,
+]);
+
+/** YYYYMM `months` calendar months after `now` (UTC). */
+function monthsAhead(now: Date, months: number): number {
+  const index = now.getUTCFullYear() * 12 + now.getUTCMonth() + months;
+  return Math.floor(index / 12) * 100 + (index % 12) + 1;
 }
 
 interface AndroidDeviceFile {

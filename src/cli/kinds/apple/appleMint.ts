@@ -64,6 +64,12 @@ export function appleMintCommand(): Command {
       '--bundle-version <v>',
       'iOS 27 authData extension apple_bundle_version_01 (attestation and assertion)',
     )
+    .addOption(
+      new Option(
+        '--platform <platform>',
+        'the platform of attestations: macos adds the key access-control extension a Mac key carries (default ios)',
+      ).choices(['ios', 'macos']),
+    )
     .option('--json', 'print {"token","keyId","counter"}')
     .addHelpText(
       'after',
@@ -106,6 +112,10 @@ Examples:
         throw usageError('--expired applies to attestations: add --attest or --both');
       if (opts.receipt && !attestation)
         throw usageError('--receipt applies to attestations: add --attest or --both');
+      if (opts.platform && !attestation)
+        throw usageError(
+          '--platform applies to attestations (an assertion reports the registered platform): add --attest or --both',
+        );
       if (opts.bundleVersion !== undefined && !/^[\x21-\x7e]{1,64}$/.test(opts.bundleVersion))
         throw usageError('--bundle-version is 1 to 64 printable ASCII characters, no spaces');
       const distribution = {
@@ -140,6 +150,7 @@ Examples:
           ...(opts.wrongNonce && !assertion ? { wrongNonce: true } : {}),
           ...(opts.expired ? { expired: true } : {}),
           ...(opts.receipt ? { receipt: true } : {}),
+          ...(opts.platform === 'macos' ? { platform: 'macOS' as const } : {}),
           distribution,
         });
       }
@@ -183,6 +194,7 @@ interface AppleMintOptions extends NonceFlags {
   expired?: boolean;
   receipt?: boolean;
   validationCategory?: string;
+  platform?: 'ios' | 'macos';
   bundleVersion?: string;
   json?: boolean;
 }
