@@ -68,7 +68,8 @@ export interface DatabaseHandle {
    */
   announce?(admin: AdminDoor): void;
   /**
-   * PostgreSQL only: LISTENs on `channel` on a connection of its own (postgres.js reconnects it),
+   * LISTENs on `channel`: on PostgreSQL on a connection of its own (postgres.js reconnects it),
+   * on the embedded database in its one session,
    * calling `onNotify` with each payload and `onListen` each time the LISTEN is in place (first
    * and after every reconnect, when notifications may have been missed). Ended by `close`.
    */
@@ -194,6 +195,13 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     where: dataDir,
     connectTimeoutSeconds,
     dump: () => dumpPglite(opened),
+    // the change triggers' NOTIFY reaches the server however a row was written (an admin
+    // operation, a test or any in-process path), as on PostgreSQL; PGlite has one session, which
+    // is never lost, so onListen is called once
+    async listen(channel, onNotify, onListen) {
+      await opened.listen(channel, onNotify);
+      onListen();
+    },
     ...(options.role === 'server'
       ? {
           announce(admin: AdminDoor) {

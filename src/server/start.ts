@@ -288,7 +288,8 @@ async function serveOn(
       google: googleDecoder,
     }),
     ...(stats.recorder ? { stats: stats.recorder } : {}),
-    allowlisted: (app) => stats.allowlisted.has(app),
+    allowlisted: async (app) =>
+      (await allowlist.appleApp(app)) !== null || (await allowlist.androidPackage(app)) !== null,
   });
 
   const reloadNow = () => {
@@ -296,7 +297,6 @@ async function serveOn(
     verifiersFor.invalidate();
     revocations.invalidate();
     auth.revalidateAll();
-    stats.allowlisted.invalidate();
   };
   /**
    * After an administrative change through the admin socket: the caches are dropped and the

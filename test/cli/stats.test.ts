@@ -181,7 +181,7 @@ describe('attest stats on the embedded database, through the running server', ()
       [['--key', 'NOT-A-KEY'], /--key takes an API key id/],
       [['--app', 'two words'], /--app takes an App Attest app ID or an Android package/],
       [['--watch', '--json'], /--watch is a live view/],
-      [['--watch', '--by', 'reason'], /--watch shows rates per app/],
+      [['--watch', '--by', 'reason'], /--watch shows counts per app/],
     ] as const) {
       const run = await runCli('stats', ...args);
       expect(run.code, `${args.join(' ')}: ${run.stderr}`).toBe(2);
