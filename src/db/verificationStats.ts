@@ -120,7 +120,6 @@ export function createVerificationStatsRepository(db: Database) {
       }));
     },
 
-
     /**
      * Each observed rule of each allowlisted app (or of `query.app`): the verifies counted from
      * the minute the rule was last put under observation (the audit trail's time, so counts made

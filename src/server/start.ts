@@ -38,6 +38,7 @@ import { createApp, describeFault } from './app.js';
 import { createMetrics, createMetricsApp } from './metrics.js';
 import { startSessionPruner } from './sessionPruner.js';
 import { createModeVerifiers } from './modeVerifiers.js';
+import { allowlistedApp } from './allowlistedApp.js';
 import { createDeviceRecallWrite } from './deviceRecall.js';
 import { drainable, type Drainable } from './drainable.js';
 import { assertPortFree, closeServer, listen, portOf, urlOf } from './httpListen.js';
@@ -288,8 +289,7 @@ async function serveOn(
       google: googleDecoder,
     }),
     ...(stats.recorder ? { stats: stats.recorder } : {}),
-    allowlisted: async (app) =>
-      (await allowlist.appleApp(app)) !== null || (await allowlist.androidPackage(app)) !== null,
+    allowlisted: allowlistedApp(allowlist),
   });
 
   const reloadNow = () => {
