@@ -42,7 +42,12 @@ export function statsRequest(flags: StatsFlags, now: Date = new Date()): StatsRe
   if (seconds !== null) since = new Date(now.getTime() - seconds * 1000);
   else if (/^\d{4}-/.test(flags.since))
     since = isoInstant(flags.since, '--since', '2026-11-27T09:00:00Z');
-  else throw usageError(`${durationProblem('--since', flags.since)} or an ISO 8601 time`);
+  else if (/^\s*\d+\s*$/.test(flags.since))
+    throw usageError(durationProblem('--since', flags.since));
+  else
+    throw usageError(
+      `--since takes a duration back from now (30m, 24h, 7d) or an ISO 8601 time, got "${flags.since}"`,
+    );
   if (since.getTime() > now.getTime()) throw usageError('--since is in the future');
   if (!(STATS_DIMENSIONS as readonly string[]).includes(flags.by))
     throw usageError(`--by takes one of ${STATS_DIMENSIONS.join(', ')}, got "${flags.by}"`);
