@@ -68,7 +68,7 @@ describe('--max-verifies-per-device and devices show: bad input exits 2 with one
 
   it.each([['not-base64!'], [b64(randomBytes(16))], ['']])('devices show %j', async (id) => {
     const run = await runCli('devices', 'show', id);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(oneLine(run)).toMatch(/^attest: .* is not a key id: base64 of 32 bytes/);
   });
@@ -313,10 +313,10 @@ function devicesSuite(handle: () => DatabaseHandle) {
     expect(await velocity.peek(counted)).toBe(2);
   });
 
-  it('devices show of a key id no key has: one line, exit 2', async () => {
+  it('devices show of a key id no key has: one line, exit 1 (a negative answer, as keys update gives)', async () => {
     const id = b64(randomBytes(32));
     const run = await runCli('devices', 'show', id);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(oneLine(run)).toBe(`attest: no App Attest or android-key key ${id} is registered`);
   });
