@@ -68,7 +68,7 @@ describe('--max-verifies-per-device and devices show: bad input exits 2 with one
 
   it.each([['not-base64!'], [b64(randomBytes(16))], ['']])('devices show %j', async (id) => {
     const run = await runCli('devices', 'show', id);
-    expect(run.code).toBe(1);
+    expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     expect(oneLine(run)).toMatch(/^attest: .* is not a key id: base64 of 32 bytes/);
   });
