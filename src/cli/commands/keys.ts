@@ -233,7 +233,6 @@ Examples:
         const auditor = auditorFor(command);
         await withAdmin(
           async (admin) => {
-            if (apps) await warnNotAllowlisted(admin, apps);
             const notFound = () =>
               negativeError(`no API key with id "${id}"; see "attest keys list"`);
             const out: Record<string, unknown> = { id };
@@ -256,6 +255,8 @@ Examples:
             if (apps !== undefined) {
               const scoped = await admin.run('keys.setApps', { id, apps });
               if (!scoped.found) throw notFound();
+              // once the key is known: an unknown key is one line, the negative answer
+              if (apps) await warnNotAllowlisted(admin, apps);
               out.apps = scoped.apps;
               out.changed = out.changed === true || scoped.changed;
               const shown = scoped.apps ? scoped.apps.join(', ') : 'every allowlisted app';
