@@ -21,4 +21,19 @@ export const STATS_OPERATIONS = {
     run: (ctx, query) =>
       createVerificationStatsRepository(ctx.handle.db).totals(stripUndefined(query)),
   }),
+  /** each observed rule: verifies since it was observed, how many it would have rejected, the share */
+  'stats.rollout': operation({
+    input: z.strictObject({
+      until: z.date(),
+      app: z.string().min(1).max(255).optional(),
+      apiKeyId: z
+        .string()
+        .regex(/^[0-9a-z]{16}$/)
+        .optional(),
+      service: z.enum(SERVICES).optional(),
+    }),
+    changes: false,
+    run: (ctx, query) =>
+      createVerificationStatsRepository(ctx.handle.db).rollout(stripUndefined(query)),
+  }),
 };

@@ -125,11 +125,6 @@ export async function verifyResultToken(
   } catch {
     // malformed: jwtVerify below says so
   }
-  if (test && options.acceptTestTokens !== true)
-    throw new AttestResultTokenError(
-      'test_token',
-      'a test-mode token (test: true) proves nothing about a device; only a test environment accepts it, with acceptTestTokens: true',
-    );
   const url = options.jwks
     ? undefined
     : new URL(
@@ -137,6 +132,13 @@ export async function verifyResultToken(
           ? (options.testJwksUrl ?? `${options.issuer}/.well-known/jwks-test.json`)
           : (options.jwksUrl ?? `${options.issuer}/.well-known/jwks.json`),
       );
+  // the URL too, as every other problem ends: it says which deployment's test keys it named
+  if (test && options.acceptTestTokens !== true)
+    throw new AttestResultTokenError(
+      'test_token',
+      'a test-mode token (test: true) proves nothing about a device; only a test environment accepts it, with acceptTestTokens: true',
+      { jwksUrl: url?.href },
+    );
   const keys = url
     ? remoteSet(jose, url, options.fetch)
     : jose.createLocalJWKSet({ keys: [...options.jwks!.keys] as never });

@@ -53,3 +53,30 @@ export interface StatsTotal {
   reason: string | null;
   count: number;
 }
+
+/**
+ * One observed rule of an allowlisted app, counted from the minute it was last put under
+ * observation (`allowlist add --observe`, read from the audit trail) to `until`.
+ */
+export interface RolloutRule {
+  app: string;
+  /** the observed reason code */
+  reason: string;
+  /** when the rule was put under observation (null: the trail has no such event) */
+  observedSince: Date | null;
+  /** verifies of the app answered since then: valid, rejected and errors */
+  verifies: number;
+  /** of them, valid (observed rules do not reject) */
+  valid: number;
+  /** valid verifies this rule failed: what enforcing it would have turned away */
+  wouldReject: number;
+  /** wouldReject / valid (null when nothing was valid) */
+  share: number | null;
+}
+
+export interface RolloutQuery {
+  until: Date;
+  app?: string;
+  apiKeyId?: string;
+  service?: string;
+}

@@ -3,6 +3,8 @@ import { rowsOf, type Database } from './client.js';
 import { underPruneLock, type PruneTarget } from './pruneLock.js';
 import { fixedStatement } from './fixedStatement.js';
 import type {
+  RolloutQuery,
+  RolloutRule,
   StatsBatch,
   StatsDimension,
   StatsOutcome,
@@ -11,6 +13,8 @@ import type {
 } from './statsDimensions.js';
 
 export {
+  type RolloutQuery,
+  type RolloutRule,
   STATS_DIMENSIONS,
   STATS_OUTCOMES,
   type StatsBatch,
@@ -131,6 +135,68 @@ export function createVerificationStatsRepository(db: Database) {
         reason: r.reason === '' ? null : r.reason,
         count: Number(r.n),
       }));
+    },
+
+    /**
+     * Each observed rule of each allowlisted app (or of `query.app`): the verifies counted from
+     * the minute the rule was last put under observation (the audit trail's time, so counts made
+     * before the rule never dilute its share), and how many of the valid ones it failed. The
+     * minute of the change itself is counted whole: a verify in its seconds before the change is
+     * in `verifies`, not in `wouldReject`.
+     */
+    async rollout(query: RolloutQuery): Promise<RolloutRule[]> {
+      const filters: SQL[] = [sql`v.minute <= ${query.until.toISOString()}::timestamptz`];
+      if (query.apiKeyId !== undefined) filters.push(sql`v.api_key_id = ${query.apiKeyId}`);
+      if (query.service !== undefined) filters.push(sql`v.service = ${query.service}`);
+      const appFilter = query.app === undefined ? sql`true` : sql`app = ${query.app}`;
+      const rows = rowsOf<{
+        app: string;
+        reason: string;
+        since: string | Date | null;
+        verifies: string;
+        valid: string;
+        would_reject: string;
+      }>(
+        await db.execute(sql`
+          with rules as (
+            select 'apple:' || app_id as target, app_id as app, unnest(observe) as reason
+            from apple_apps
+            union all
+            select 'android:' || package_name, package_name, unnest(observe) from android_packages
+          ), started as (
+            select r.app, r.reason,
+              (select max(e.at) from audit_events e
+                where e.target = r.target
+                  and coalesce(e.after -> 'observe' @> jsonb_build_array(r.reason), false)
+                  and not coalesce(e.before -> 'observe' @> jsonb_build_array(r.reason), false)
+              ) as since
+            from rules r where ${appFilter}
+          )
+          select s.app, s.reason, s.since,
+            coalesce(sum(v.count) filter (where v.outcome <> 'observed'), 0)::text as verifies,
+            coalesce(sum(v.count) filter (where v.outcome = 'valid'), 0)::text as valid,
+            coalesce(sum(v.count) filter (where v.outcome = 'observed' and v.reason = s.reason), 0)::text
+              as would_reject
+          from started s
+          left join verification_stats v
+            on v.app = s.app and v.minute >= date_trunc('minute', s.since)
+               and ${sql.join(filters, sql` and `)}
+          group by s.app, s.reason, s.since
+          order by s.app collate "C", s.reason collate "C"`),
+      );
+      return rows.map((r) => {
+        const valid = Number(r.valid);
+        const wouldReject = Number(r.would_reject);
+        return {
+          app: r.app,
+          reason: r.reason,
+          observedSince: r.since === null ? null : new Date(r.since),
+          verifies: Number(r.verifies),
+          valid,
+          wouldReject,
+          share: valid === 0 ? null : wouldReject / valid,
+        };
+      });
     },
   };
 }

@@ -105,10 +105,11 @@ export interface AppDeps {
   /** counts each verify for `attest stats` (in memory; written to the database in the background) */
   stats?: Pick<StatsRecorder, 'record'>;
   /**
-   * Whether an app ID or package is allowlisted (a snapshot, no query): the app of a failed verify
-   * is counted under its own name only then, else as `other`, in statistics and metrics alike.
+   * Whether an app ID or package is allowlisted, read from the allowlist the verifiers use (its
+   * cached snapshot: no query, except the reload after a change): the app of a failed verify is
+   * counted under its own name only then, else as `other`, in statistics and metrics alike.
    */
-  allowlisted?: (app: string) => boolean;
+  allowlisted?: (app: string) => boolean | Promise<boolean>;
 }
 
 /**

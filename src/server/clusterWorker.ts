@@ -12,7 +12,6 @@ import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { describeFault } from './app.js';
-import { allowlistedIds } from './allowlistedIds.js';
 import { isAttestMessage, type FromWorker, type ToWorker } from './clusterMessages.js';
 import { drainable, type Drainable } from './drainable.js';
 import { listen, portOf, urlOf } from './httpListen.js';
@@ -163,14 +162,8 @@ export function clusterWorker(): void {
         propagationMs,
         runsJobs: false,
         scrape,
-        stats: async (allowlist) => {
-          const allowlisted = allowlistedIds(allowlist, {
-            ttlMs: propagationMs,
-            onError: (err) =>
-              log.warn({ err: describeFault(err) }, 'could not read the allowlist for statistics'),
-          });
-          await allowlisted.refresh();
-          if (config.stats === false) return { recorder: null, allowlisted };
+        stats: async () => {
+          if (config.stats === false) return { recorder: null };
           // counted here, written by the primary: the one flush path (startStats.ts)
           const recorder = createStatsRecorder({
             // handed to the primary, whose recorder gives them a batch identity of its own
@@ -182,7 +175,7 @@ export function clusterWorker(): void {
             retentionSeconds: Number.MAX_SAFE_INTEGER,
             flushIntervalMs: STATS_HANDOVER_MS,
           });
-          return { recorder, allowlisted };
+          return { recorder };
         },
       });
       server = await listen(wired.app.fetch, config.port, config.host, SERVER_OPTIONS);

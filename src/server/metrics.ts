@@ -67,7 +67,7 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const outcomes = new Counter({
     name: 'attest_verifications_total',
-    help: 'verify outcomes by platform, app (allowlisted ids only, else other), outcome (valid, rejected, observed, error) and reason',
+    help: 'verify outcomes by platform, app, outcome (valid, rejected, observed, error) and reason. app: the App Attest app ID or Android package the evidence names when it is allowlisted; other when the evidence names one that is not; unknown when the verify failed before its evidence named one (an unreadable token, a session that was unknown, used or expired, an App Attest nonce or chain failure before its app ID hash is matched)',
     labelNames: ['service', 'app', 'outcome', 'reason'] as const,
     registers: [registry],
   });

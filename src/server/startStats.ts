@@ -5,7 +5,6 @@ import type { DatabaseHandle } from '../db/client.js';
 import { createVerificationStatsRepository } from '../db/verificationStats.js';
 import { boundDatabaseWait } from '../db/databaseDeadline.js';
 import { describeFault } from './app.js';
-import { allowlistedIds } from './allowlistedIds.js';
 import { createStatsRecorder, type StatsRecorder } from './statsRecorder.js';
 
 export interface StatsOptions {
@@ -30,7 +29,7 @@ export const STATS_WRITE_TIMEOUT_MS = 2000;
 /**
  * The verification statistics of one instance (`attest stats`): the recorder the verify route
  * counts into (null with ATTEST_STATS=off; its schedule begins with `start()` once the server
- * listens), and the allowlisted ids that bound the app names counted.
+ * listens).
  */
 export async function startStats(
   database: DatabaseHandle,
@@ -38,14 +37,8 @@ export async function startStats(
   logger: Logger,
   allowlist: Pick<AllowlistReader, 'appleApps' | 'androidPackages'>,
   options: StatsOptions & { propagationMs: number; onWriteError?: (err: unknown) => void },
-): Promise<{ recorder: StatsRecorder | null; allowlisted: ReturnType<typeof allowlistedIds> }> {
-  const allowlisted = allowlistedIds(allowlist, {
-    ttlMs: options.propagationMs,
-    onError: (err) =>
-      logger.warn({ err: describeFault(err) }, 'could not read the allowlist for statistics'),
-  });
-  await allowlisted.refresh();
-  if (config.stats === false) return { recorder: null, allowlisted };
+): Promise<{ recorder: StatsRecorder | null }> {
+  if (config.stats === false) return { recorder: null };
   const repo = createVerificationStatsRepository(database.db);
   let failing = false;
   const recorder = createStatsRecorder({
@@ -92,5 +85,5 @@ export async function startStats(
       if (deleted > 0) logger.info({ deleted }, 'old verification statistics deleted');
     },
   });
-  return { recorder, allowlisted };
+  return { recorder };
 }

@@ -32,14 +32,13 @@ import { createModeVerifiers } from './modeVerifiers.js';
 import { createDeviceRecallWrite } from './deviceRecall.js';
 import { reportingKeyFailures } from './reportingKeyFailures.js';
 import { resultTokenSigners } from './resultTokenSigners.js';
-import type { allowlistedIds } from './allowlistedIds.js';
+import { allowlistedApp } from './allowlistedApp.js';
 import type { StatsRecorder } from './statsRecorder.js';
 import type { StartOptions } from './start.js';
 
-/** Where a process's verify counts go, and the allowlisted ids that bound the app names counted. */
+/** Where a process's verify counts go. */
 export interface StatsSink {
   recorder: Pick<StatsRecorder, 'record' | 'start' | 'stop'> | null;
-  allowlisted: ReturnType<typeof allowlistedIds>;
 }
 
 export interface WireOptions extends StartOptions {
@@ -213,7 +212,8 @@ export async function wireApp(
       google: googleDecoder,
     }),
     ...(stats.recorder ? { stats: stats.recorder } : {}),
-    allowlisted: (app) => stats.allowlisted.has(app),
+    // the allowlist the verifiers read: a rule change applies to the counts at once
+    allowlisted: allowlistedApp(allowlist),
   });
 
   const reloadNow = () => {
@@ -221,7 +221,6 @@ export async function wireApp(
     verifiersFor.invalidate();
     revocations.invalidate();
     auth.revalidateAll();
-    stats.allowlisted.invalidate();
   };
   /**
    * After an administrative change through the admin socket: the caches are dropped and the

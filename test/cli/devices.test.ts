@@ -313,10 +313,10 @@ function devicesSuite(handle: () => DatabaseHandle) {
     expect(await velocity.peek(counted)).toBe(2);
   });
 
-  it('devices show of a key id no key has: one line, exit 2', async () => {
+  it('devices show of a key id no key has: one line, exit 1 (a negative answer, as keys update gives)', async () => {
     const id = b64(randomBytes(32));
     const run = await runCli('devices', 'show', id);
-    expect(run.code).toBe(2);
+    expect(run.code).toBe(1);
     expect(run.stdout).toBe('');
     expect(oneLine(run)).toBe(`attest: no App Attest or android-key key ${id} is registered`);
   });

@@ -50,6 +50,11 @@ function scopeSuite() {
     expect(scoped.key).toMatch(/^attest_/);
     const text = await ok('keys', 'create', '--name', 'text', '--apps', APP_B);
     expect(text.stdout).toContain(`It verifies tokens of ${APP_B} only.`);
+    // allowed before the app is allowlisted, with a warning that catches a misspelt ID
+    // (the audit event's log line follows it on stderr)
+    expect(text.stderr.split('\n')[0]).toBe(
+      `attest: warning: ${APP_B} is not allowlisted (yet?): the key verifies no token of it until it is; check the spelling with "attest allowlist list"`,
+    );
     const plain = await json<KeyView>('keys', 'create', '--name', 'plain', '--json');
     expect(plain.apps).toBeNull();
 

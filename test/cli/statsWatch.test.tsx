@@ -39,7 +39,7 @@ async function frameWith(frames: () => string | undefined, text: string): Promis
 }
 
 describe('attest stats --watch', () => {
-  it('shows per-app rates over 5 minutes with rejected and observed reasons side by side, refreshed', async () => {
+  it('shows per-app counts over 5 minutes, in one unit with the rejected and observed reasons side by side, refreshed', async () => {
     const source = fakeSource();
     const view = render(
       <StatsWatch load={source.load} refreshMs={1} now={() => new Date('2026-11-27T12:00:00Z')} />,
@@ -55,19 +55,20 @@ describe('attest stats --watch', () => {
     const frame = await frameWith(view.lastFrame, APP);
     const lines = frame.split('\n');
     const row = lines.findIndex((l) => l.includes(APP));
-    // per minute over 5 minutes: 50 -> 10.0, 10 -> 2.0, 5 -> 1.0
-    expect(lines[row]).toMatch(/10\.0\s+2\.0\s+1\.0\s+0\.0\s*$/);
+    // counts over the 5 minutes, as the reasons under them are
+    expect(lines[row]).toMatch(/\s50\s+10\s+5\s+0\s*$/);
     // the observed reasons beside the rejected ones
     expect(lines[row + 1]).toMatch(
       /^\s+rejected apple_counter_replay 10 │ observed apple_risk_exceeded 5\s*$/,
     );
-    expect(frame).toMatch(/com\.example\.game\s+0\.0\s+0\.0\s+0\.0\s+0\.2/);
+    expect(frame).toMatch(/com\.example\.game\s+0\s+0\s+0\s+1/);
+    expect(frame).toContain('counts over the last 5 min');
     expect(frame).toContain('12:00:00Z');
 
     // the next refresh replaces the figures
     await source.asked();
     source.answer([{ value: APP, outcome: 'valid', reason: null, count: 25 }]);
-    const next = await frameWith(view.lastFrame, ' 5.0 ');
+    const next = await frameWith(view.lastFrame, ' 25 ');
     expect(next).not.toContain('apple_counter_replay');
     expect(next).not.toContain('com.example.game');
   });

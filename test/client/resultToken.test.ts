@@ -191,6 +191,9 @@ describe('verifyResultToken', () => {
     expect(await problem(verifyResultToken(jwt, { ...base, jwksUrl: JWKS_URL }))).toBe(
       'test_token',
     );
+    // the message ends with the URL, as every other problem's does
+    const refused = (await verifyResultToken(jwt, base).catch((e: unknown) => e)) as Error;
+    expect(refused.message).toMatch(/ \(keys: \S+\/\.well-known\/jwks-test\.json\)$/);
     // refused before any key is fetched
     expect(seen.filter((u) => u.includes('/.well-known/'))).toEqual([]);
     const claims = await verifyResultToken(jwt, {

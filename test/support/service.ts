@@ -3,6 +3,7 @@
  * authenticator), minus the socket: tests drive it with `app.request(...)`. The log goes to an
  * array (one parsed object per line, plus the raw text) and the clock is injectable.
  */
+import { allowlistedApp } from '../../src/server/allowlistedApp.js';
 import { randomBytes, type X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
 import pino from 'pino';
@@ -232,6 +233,8 @@ export function createPlatformService(
     /** android-key root keys; without them android-key tokens are service_unsupported */
     androidRoots?: readonly AndroidRootKey[];
     auth?: Partial<AuthenticatorOptions>;
+    /** counts each verify (the app of a failure named as the server does: allowlistedApp) */
+    stats?: AppDeps['stats'];
   },
 ) {
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), {
@@ -260,6 +263,8 @@ export function createPlatformService(
   const verifiers = { live: verifiersOf('live'), test: verifiersOf('test') };
   return createTestService(db, {
     ...(options.auth ? { auth: options.auth } : {}),
+    ...(options.stats ? { stats: options.stats } : {}),
+    allowlisted: allowlistedApp(allowlist),
     verify: (input, mode) =>
       verifyToken(input, {
         now: typeof options.now === 'function' ? options.now : () => options.now as Date,

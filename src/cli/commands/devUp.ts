@@ -69,6 +69,9 @@ export function devUpCommand(): Command {
     .addHelpText(
       'after',
       `
+Its data dir is --data-dir (default ./.attest-dev), never ATTEST_DATA_DIR: that names the
+operator's database, which dev up must not touch. The ATTEST_DATA_DIR= it prints is for the
+other commands (keys, allowlist, stats...) to reach this one.
 Prints URL=, KEY= and ATTEST_DATA_DIR= (one per line, so a shell can source them) and the next
 commands; the service log goes to <data-dir>/attest.log (or ATTEST_LOG_FILE). A data dir that
 holds live API keys is refused: dev up is for development data only. Its key has result tokens

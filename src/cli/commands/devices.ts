@@ -39,11 +39,10 @@ export function devicesCommand(): Command {
       await withAdmin(async (admin) => {
         const views = await admin.run('devices.show', { keyId, at });
         if (views.length === 0)
-          // bad input (exit 2), but --help is not where the fix is
+          // a negative answer (exit 1), as keys update gives for an unknown key
           throw new CliError(
             `no App Attest or android-key key ${encodeBase64(keyId)} is registered`,
-            EXIT.usage,
-            false,
+            EXIT.negative,
           );
         const docs = views.map((v) => ({
           keyId: encodeBase64(keyId),

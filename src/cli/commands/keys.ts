@@ -7,6 +7,7 @@ import { printJson, printTable, when } from '../output.js';
 import { PRINTABLE_NAME_RULE } from '../../config.js';
 import { safeText } from '../terminalText.js';
 import { parseAppList } from '../appList.js';
+import type { Admin } from '../admin.js';
 
 /** An API key id: what follows the prefix in a key (core/apiKeys.ts). */
 const ID = /^[0-9a-z]{16}$/;
@@ -82,6 +83,7 @@ Examples:
         const hash = await hashApiKey(key);
         await withAdmin(
           async (admin) => {
+            if (apps) await warnNotAllowlisted(admin, apps);
             const row = await admin.run('keys.create', {
               id,
               name,
@@ -253,6 +255,8 @@ Examples:
             if (apps !== undefined) {
               const scoped = await admin.run('keys.setApps', { id, apps });
               if (!scoped.found) throw notFound();
+              // once the key is known: an unknown key is one line, the negative answer
+              if (apps) await warnNotAllowlisted(admin, apps);
               out.apps = scoped.apps;
               out.changed = out.changed === true || scoped.changed;
               const shown = scoped.apps ? scoped.apps.join(', ') : 'every allowlisted app';
@@ -326,4 +330,18 @@ async function checkId(id: string, verb: string): Promise<void> {
     );
   if (!ID.test(id))
     throw usageError('an API key id is 16 characters of 0-9 and a-z, as "attest keys list" shows');
+}
+
+/**
+ * A scope may name apps not allowlisted yet (docs/cli.md), so this is a warning, not a refusal:
+ * it catches a misspelt ID, which would leave the key verifying nothing of that app.
+ */
+async function warnNotAllowlisted(admin: Admin, apps: readonly string[]): Promise<void> {
+  const ids = await admin.run('allowlist.ids', {});
+  const known = new Set([...ids.apple, ...ids.android]);
+  const missing = apps.filter((a) => !known.has(a));
+  if (missing.length > 0)
+    process.stderr.write(
+      `attest: warning: ${missing.map(safeText).join(', ')} ${missing.length === 1 ? 'is' : 'are'} not allowlisted (yet?): the key verifies no token of ${missing.length === 1 ? 'it' : 'them'} until ${missing.length === 1 ? 'it is' : 'they are'}; check the spelling with "attest allowlist list"\n`,
+    );
 }

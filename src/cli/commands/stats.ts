@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { acceptedServiceNames, serviceNamed } from '../../core/services.js';
 import {
   STATS_DIMENSIONS,
+  type RolloutRule,
   type StatsDimension,
   type StatsTotal,
 } from '../../db/statsDimensions.js';
@@ -10,7 +11,7 @@ import { withAdmin } from '../context.js';
 import { usageError } from '../errors.js';
 import { isoInstant } from '../isoInstant.js';
 import { printJson } from '../output.js';
-import { statsText } from '../stats/statsSummary.js';
+import { rolloutText, statsText } from '../stats/statsSummary.js';
 
 const KEY_ID = /^[0-9a-z]{16}$/;
 
@@ -41,13 +42,18 @@ export function statsRequest(flags: StatsFlags, now: Date = new Date()): StatsRe
   if (seconds !== null) since = new Date(now.getTime() - seconds * 1000);
   else if (/^\d{4}-/.test(flags.since))
     since = isoInstant(flags.since, '--since', '2026-11-27T09:00:00Z');
-  else throw usageError(`${durationProblem('--since', flags.since)} or an ISO 8601 time`);
+  else if (/^\s*\d+\s*$/.test(flags.since))
+    throw usageError(durationProblem('--since', flags.since));
+  else
+    throw usageError(
+      `--since takes a duration back from now (30m, 24h, 7d) or an ISO 8601 time, got "${flags.since}"`,
+    );
   if (since.getTime() > now.getTime()) throw usageError('--since is in the future');
   if (!(STATS_DIMENSIONS as readonly string[]).includes(flags.by))
     throw usageError(`--by takes one of ${STATS_DIMENSIONS.join(', ')}, got "${flags.by}"`);
   if (flags.watch && flags.json) throw usageError('--watch is a live view: it has no --json');
   if (flags.watch && flags.by !== 'app')
-    throw usageError('--watch shows rates per app: it takes no --by');
+    throw usageError('--watch shows counts per app: it takes no --by');
   const request: StatsRequest = { since, until: now, by: flags.by as StatsDimension };
   if (flags.app !== undefined) {
     if (!/^[\x21-\x7e]{1,255}$/.test(flags.app))
@@ -72,8 +78,15 @@ export function statsRequest(flags: StatsFlags, now: Date = new Date()): StatsRe
   return request;
 }
 
-/** `--json`: one row per value of the `by` dimension, outcome and reason, named by the dimension. */
-export function statsJson(request: StatsRequest, totals: readonly StatsTotal[]) {
+/**
+ * `--json`: one row per value of the `by` dimension, outcome and reason, named by the dimension;
+ * and `rules`, the observed rules' rollout counts (each from the time it was observed).
+ */
+export function statsJson(
+  request: StatsRequest,
+  totals: readonly StatsTotal[],
+  rules: readonly RolloutRule[] = [],
+) {
   return {
     since: request.since.toISOString(),
     until: request.until.toISOString(),
@@ -82,6 +95,15 @@ export function statsJson(request: StatsRequest, totals: readonly StatsTotal[]) 
       outcome: t.outcome,
       reason: t.reason,
       count: t.count,
+    })),
+    rules: rules.map((r) => ({
+      app: r.app,
+      reason: r.reason,
+      observedSince: r.observedSince?.toISOString() ?? null,
+      verifies: r.verifies,
+      valid: r.valid,
+      wouldReject: r.wouldReject,
+      share: r.share,
     })),
   };
 }
@@ -103,18 +125,21 @@ export function statsCommand(): Command {
     .option('--json', 'print {"since", "until", "rows": [...]} as JSON')
     .option(
       '--watch',
-      `live view of the last 5 minutes' rates per app, refreshed every 2 s (q quits)`,
+      `live view of the last 5 minutes' counts per app, refreshed every 2 s (q quits)`,
     )
     .addHelpText(
       'after',
       `
 Counts reach the database every 10 s from each instance: the last seconds may be missing.
+Under the table, each observed rule (allowlist add --observe) with the verifies since it was
+observed (the time from the audit trail, whatever --since says), how many it would have
+rejected, and that share of the valid ones: what --enforce would turn away.
 
 Examples:
   $ attest stats                              per app over the last 24 hours
   $ attest stats --since 1h --by reason       what was rejected (or observed) in the last hour
   $ attest stats --app ABCDE12345.com.example.bank --by minute --json
-  $ attest stats --watch                      live rates; q quits`,
+  $ attest stats --watch                      live counts; q quits`,
     )
     .action(async (flags: StatsFlags) => {
       const request = statsRequest(flags);
@@ -141,8 +166,16 @@ Examples:
         );
         return;
       }
-      const totals = await withAdmin((admin) => admin.run('stats.totals', request));
-      if (flags.json) printJson(statsJson(request, totals));
-      else process.stdout.write(statsText(totals, request.by, request));
+      const { totals, rules } = await withAdmin(async (admin) => ({
+        totals: await admin.run('stats.totals', request),
+        rules: await admin.run('stats.rollout', {
+          until: request.until,
+          ...(request.app !== undefined ? { app: request.app } : {}),
+          ...(request.apiKeyId !== undefined ? { apiKeyId: request.apiKeyId } : {}),
+          ...(request.service !== undefined ? { service: request.service } : {}),
+        }),
+      }));
+      if (flags.json) printJson(statsJson(request, totals, rules));
+      else process.stdout.write(statsText(totals, request.by, request) + rolloutText(rules));
     });
 }

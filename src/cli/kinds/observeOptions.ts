@@ -1,7 +1,10 @@
 import type { Command } from 'commander';
 import { observableCodes, parseObserveCodes, type ObserveEntry } from '../../core/observedRules.js';
 import type { ObserveChange } from '../../db/observeColumn.js';
+import type { RolloutRule } from '../../db/statsDimensions.js';
+import type { Admin } from '../admin.js';
 import { usageError } from '../errors.js';
+import { shareText } from '../stats/statsSummary.js';
 
 /** The observed-rule flags of `allowlist add apple|android`. */
 export interface ObserveFlags {
@@ -53,4 +56,45 @@ function codesOf(entry: ObserveEntry, flag: string, text: string): string[] {
   const parsed = parseObserveCodes(entry, text);
   if (!parsed.ok) throw usageError(`${flag}: ${parsed.problem}`);
   return parsed.codes;
+}
+
+/**
+ * The rules' counts before an observed-rule change, when it enforces some (to say what their
+ * share was); nothing to read otherwise.
+ */
+export async function rolloutBefore(
+  admin: Admin,
+  app: string,
+  change: ObserveChange | undefined,
+): Promise<readonly RolloutRule[]> {
+  if (change?.enforce === undefined) return [];
+  return admin.run('stats.rollout', { until: new Date(), app });
+}
+
+/**
+ * What to read after an observed-rule change: for each rule now observed, the command that shows
+ * its share; for each rule enforced, what its share was while it was observed.
+ */
+export function rolloutNote(
+  app: string,
+  change: ObserveChange | undefined,
+  before: readonly RolloutRule[],
+): string {
+  if (!change) return '';
+  const lines: string[] = [];
+  if (change.observe?.length)
+    lines.push(
+      `observing ${change.observe.join(', ')}: the share it would turn away, counted from now: attest stats --app ${app}`,
+    );
+  const enforced =
+    change.enforce === 'all'
+      ? before
+      : before.filter((r) => (change.enforce as string[] | undefined)?.includes(r.reason));
+  for (const r of enforced)
+    lines.push(
+      r.observedSince
+        ? `${r.reason} enforced: while observed (since ${r.observedSince.toISOString().slice(0, 19)}Z) it would have rejected ${r.wouldReject} of ${r.valid} valid verifies (${shareText(r.share)})`
+        : `${r.reason} enforced: the audit trail does not say since when it was observed, so there is no share to show`,
+    );
+  return lines.map((l) => `${l}\n`).join('');
 }

@@ -81,6 +81,21 @@ function totalsPieces(s: LogSummary, filter: LogFilter): Piece[] {
       { text: `/${formatCount(svc.total)}`, dim: true },
     );
   }
+  // result-token consumes apart: they are not verifications
+  if (s.consumes > 0)
+    pieces.push(
+      { text: ' │ consume ', dim: true },
+      { text: formatCount(s.consumes) },
+      { text: ` ✗${formatCount(s.consumesRefused)}`, color: 'red' },
+    );
+  if (s.observed.length > 0)
+    pieces.push(
+      { text: ' │ observed ', dim: true },
+      {
+        text: s.observed.map((o) => `${o.name} ${formatCount(o.count)}`).join(', '),
+        color: 'yellow',
+      },
+    );
   if (s.clientErrors > 0)
     pieces.push(
       { text: ' │ ', dim: true },

@@ -24,6 +24,8 @@ export interface LogRecord {
   readonly approach?: string;
   readonly service?: string;
   readonly isValid?: boolean;
+  /** the observed rules that failed (a valid verify's `observed: [codes]`) */
+  readonly observed?: readonly string[];
   readonly reason?: string;
   readonly detail?: string;
   readonly keyId?: string;
@@ -108,6 +110,9 @@ export function parseLogLine(line: string): LogRecord | undefined {
     approach: str(f.approach),
     service: str(f.service),
     isValid: typeof f.isValid === 'boolean' ? f.isValid : undefined,
+    observed: Array.isArray(f.observed)
+      ? f.observed.filter((c): c is string => typeof c === 'string')
+      : undefined,
     reason: str(f.reason),
     detail: str(f.detail),
     keyId: str(f.keyId),
@@ -119,6 +124,9 @@ export function parseLogLine(line: string): LogRecord | undefined {
 
 /** True for the one-per-request lines (they carry a route or a status); false for "listening" and the like. */
 export const isRequest = (r: LogRecord): boolean => r.route !== undefined || r.status !== undefined;
+
+/** The result-token consume route: its lines carry `isValid` too, but they are not verifications. */
+export const CONSUME_ROUTE = '/api/v1/results/consume';
 
 /** True for a verification the service rejected (`isValid: false`). */
 export const isRejection = (r: LogRecord | undefined): boolean => r?.isValid === false;

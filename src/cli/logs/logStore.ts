@@ -1,4 +1,10 @@
-import { isRequest, parseLogLine, type LogEntry, type LogRecord } from './logRecord.js';
+import {
+  CONSUME_ROUTE,
+  isRequest,
+  parseLogLine,
+  type LogEntry,
+  type LogRecord,
+} from './logRecord.js';
 
 /** How many lines the viewer keeps by default. */
 export const DEFAULT_LIMIT = 10_000;
@@ -18,9 +24,14 @@ export interface LogSummary {
   readonly unparsed: number;
   /** Request lines (they carry a route or a status). */
   readonly requests: number;
-  /** Requests whose line carries `isValid`. */
+  /** Verify requests whose line carries `isValid` (result-token consumes are apart). */
   readonly verifications: number;
   readonly rejected: number;
+  /** Result-token consumes (`/api/v1/results/consume`) and how many were refused. */
+  readonly consumes: number;
+  readonly consumesRefused: number;
+  /** Observed rules that failed in valid verifies, per reason code, most frequent first. */
+  readonly observed: readonly { readonly name: string; readonly count: number }[];
   /** Responses with a 4xx / 5xx status. */
   readonly clientErrors: number;
   readonly serverErrors: number;
@@ -77,6 +88,9 @@ export class LogStore {
   private requests = 0;
   private verifications = 0;
   private rejected = 0;
+  private consumes = 0;
+  private consumesRefused = 0;
+  private readonly observed = new Map<string, number>();
   private clientErrors = 0;
   private serverErrors = 0;
   private readonly reasons = new Map<string, number>();
@@ -182,7 +196,17 @@ export class LogStore {
     else if (r.status !== undefined && r.status >= 400) this.clientErrors += sign;
     if (r.apiKeyId !== undefined) bump(this.apiKeys, r.apiKeyId, r, sign);
     if (r.isValid === undefined) return;
+    if (r.route === CONSUME_ROUTE) {
+      this.consumes += sign;
+      if (!r.isValid) this.consumesRefused += sign;
+      return;
+    }
     this.verifications += sign;
+    for (const code of new Set(r.isValid ? (r.observed ?? []) : [])) {
+      const n = (this.observed.get(code) ?? 0) + sign;
+      if (n === 0) this.observed.delete(code);
+      else this.observed.set(code, n);
+    }
     bump(this.services, r.service ?? 'unknown', r, sign);
     if (r.isValid) return;
     this.rejected += sign;
@@ -215,6 +239,11 @@ export class LogStore {
       requests: this.requests,
       verifications: this.verifications,
       rejected: this.rejected,
+      consumes: this.consumes,
+      consumesRefused: this.consumesRefused,
+      observed: [...this.observed]
+        .map(([name, count]) => ({ name, count }))
+        .sort((a, b) => b.count - a.count || a.name.localeCompare(b.name)),
       clientErrors: this.clientErrors,
       serverErrors: this.serverErrors,
       reasons: [...this.reasons]

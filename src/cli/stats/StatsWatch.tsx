@@ -5,7 +5,7 @@ import { clean, fit } from '../logs/formatLog.js';
 import { useTerminalSize } from '../logs/useLogStore.js';
 import { groupTotals, topReasons, valueLabel, type StatsGroup } from './statsSummary.js';
 
-/** The minutes the live view's rates are over. */
+/** The minutes the live view counts over (every number on it is a count over this window). */
 export const WATCH_WINDOW_MINUTES = 5;
 
 export interface StatsWatchProps {
@@ -21,7 +21,10 @@ export interface StatsWatchProps {
 
 type Loaded = { at: Date; groups: StatsGroup[] } | null;
 
-/** `attest stats --watch`: per-app rates over the last minutes, refreshed, until `q`. */
+/**
+ * `attest stats --watch`: per-app counts over the last minutes, refreshed, until `q`. One unit
+ * throughout: the columns and the reasons under them are counts over the same window.
+ */
 export function StatsWatch({ load, refreshMs = 2000, filters, now, onQuit }: StatsWatchProps) {
   const { exit } = useApp();
   const { columns } = useTerminalSize();
@@ -62,12 +65,12 @@ export function StatsWatch({ load, refreshMs = 2000, filters, now, onQuit }: Sta
   const width = Math.max(60, columns);
   const names = (loaded?.groups ?? []).map((g) => clean(valueLabel(g.value, 'app')));
   const appWidth = Math.min(48, Math.max(12, ...names.map((n) => n.length)));
-  const rate = (n: number) => fit((n / WATCH_WINDOW_MINUTES).toFixed(1), 10, 'right');
+  const rate = (n: number) => fit(String(n), 10, 'right');
   return (
     <Box flexDirection="column">
       <Text bold wrap="truncate">
         {fit(
-          `attest stats · per minute over the last ${WATCH_WINDOW_MINUTES} min, all instances${filters ? ` · ${filters}` : ''}${loaded ? ` · ${loaded.at.toISOString().slice(11, 19)}Z` : ''}`,
+          `attest stats · counts over the last ${WATCH_WINDOW_MINUTES} min, all instances${filters ? ` · ${filters}` : ''}${loaded ? ` · ${loaded.at.toISOString().slice(11, 19)}Z` : ''}`,
           width,
         )}
       </Text>

@@ -1,4 +1,4 @@
-import type { StatsDimension, StatsTotal } from '../../db/statsDimensions.js';
+import type { RolloutRule, StatsDimension, StatsTotal } from '../../db/statsDimensions.js';
 import { safeText } from '../terminalText.js';
 
 /** The counts of one value of the `--by` dimension (an app, by default). */
@@ -14,8 +14,11 @@ export interface StatsGroup {
   observedReasons: { reason: string; count: number }[];
 }
 
-/** Sums the totals per value, the busiest value first. */
-export function groupTotals(totals: readonly StatsTotal[]): StatsGroup[] {
+/** Sums the totals per value: the busiest value first, or in time order by minute. */
+export function groupTotals(
+  totals: readonly StatsTotal[],
+  by: StatsDimension = 'app',
+): StatsGroup[] {
   const groups = new Map<string | null, StatsGroup>();
   for (const t of totals) {
     let g = groups.get(t.value);
@@ -45,6 +48,9 @@ export function groupTotals(totals: readonly StatsTotal[]): StatsGroup[] {
     g.observedReasons.sort(byCount);
   }
   const total = (g: StatsGroup) => g.valid + g.rejected + g.error;
+  // minutes are ISO times: their text order is time order
+  if (by === 'minute')
+    return list.sort((a, b) => String(a.value ?? '').localeCompare(String(b.value ?? '')));
   return list.sort(
     (a, b) => total(b) - total(a) || String(a.value ?? '').localeCompare(String(b.value ?? '')),
   );
@@ -82,7 +88,7 @@ export function statsText(
   window: { since: Date; until: Date },
 ): string {
   const head = `verifications from ${iso(window.since)} to ${iso(window.until)} (all instances)\n`;
-  const groups = groupTotals(totals);
+  const groups = groupTotals(totals, by);
   if (groups.length === 0) return `${head}no verifications counted in this window\n`;
   const names = groups.map((g) => safeText(valueLabel(g.value, by)));
   const width = Math.max(HEADER[by].length, ...names.map((n) => n.length));
@@ -101,7 +107,45 @@ export function statsText(
     if (g.observedReasons.length)
       lines.push(`  observed: ${safeText(topReasons(g.observedReasons))}`);
   });
+  // OBSERVED counts each observed rule's failures: with two rules it may exceed VALID
+  lines.push(
+    'OBSERVED: failures of observed rules (each rule once per verify); those verifies are in VALID',
+  );
   return `${head}${lines.join('\n')}\n`;
+}
+
+/** `12.5%`, or `-` when there was nothing to share. */
+export function shareText(share: number | null): string {
+  return share === null ? '-' : `${(share * 100).toFixed(1)}%`;
+}
+
+/**
+ * The rollout view: per observed rule, what enforcing it would have done to the verifies since
+ * it was observed (each rule from its own time in the audit trail, not from --since).
+ */
+export function rolloutText(rules: readonly RolloutRule[]): string {
+  if (rules.length === 0) return '';
+  const rows = rules.map((r) => [
+    safeText(r.app),
+    r.reason,
+    r.observedSince ? iso(r.observedSince) : '(not in the audit trail)',
+    String(r.verifies),
+    String(r.valid),
+    String(r.wouldReject),
+    shareText(r.share),
+  ]);
+  const head = ['APP', 'OBSERVED RULE', 'SINCE', 'VERIFIES', 'VALID', 'WOULD REJECT', 'SHARE'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  return [
+    '',
+    'observed rules, each counted from the minute it was observed (all instances, every key unless --key):',
+    line(head),
+    ...rows.map(line),
+    'SHARE: of the valid verifies since then, those the rule failed: what --enforce would have turned away',
+    '',
+  ].join('\n');
 }
 
 function iso(d: Date): string {

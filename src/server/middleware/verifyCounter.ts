@@ -15,8 +15,12 @@ export const OTHER_APP = 'other';
 export const verifyCounter = (opts: {
   stats?: Pick<StatsRecorder, 'record'> | undefined;
   metrics: Pick<Metrics, 'observeVerification'>;
-  /** whether an app ID or package is allowlisted; without it every app of a failure is `other` */
-  allowlisted?: ((app: string) => boolean) | undefined;
+  /**
+   * whether an app ID or package is allowlisted now (the allowlist the verifiers read, so a rule
+   * change or a new app counts right from the first verify after it); without it every app of a
+   * failure is `other`
+   */
+  allowlisted?: ((app: string) => boolean | Promise<boolean>) | undefined;
 }) =>
   createMiddleware<AppEnv>(async (c, next) => {
     try {
@@ -36,7 +40,7 @@ export const verifyCounter = (opts: {
         const app =
           named === undefined
             ? undefined
-            : result.outcome === 'valid' || opts.allowlisted?.(named) === true
+            : result.outcome === 'valid' || (await isAllowlisted(opts.allowlisted, named))
               ? named
               : OTHER_APP;
         // only an authenticated key id: a refused request's claimed id is the client's text
@@ -57,3 +61,15 @@ export const verifyCounter = (opts: {
       }
     }
   });
+
+async function isAllowlisted(
+  allowlisted: ((app: string) => boolean | Promise<boolean>) | undefined,
+  app: string,
+): Promise<boolean> {
+  try {
+    return (await allowlisted?.(app)) === true;
+  } catch {
+    // the allowlist could not be read (the database is down): the bounded label
+    return false;
+  }
+}

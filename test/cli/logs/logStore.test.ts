@@ -56,6 +56,29 @@ describe('LogStore', () => {
     expect(s).toMatchObject({ requests: 2, verifications: 2, rejected: 1, unparsed: 1 });
   });
 
+  it('keeps result-token consumes apart from verifications and sums the observed codes', () => {
+    const store = new LogStore(10);
+    store.append([
+      requestLine({ service: 'gms', isValid: true, observed: ['gms_play_protect'] }),
+      requestLine({
+        service: 'gms',
+        isValid: true,
+        observed: ['gms_play_protect', 'gms_device_activity'],
+      }),
+      requestLine({ service: 'gms', isValid: true }),
+      requestLine({ route: '/api/v1/results/consume', isValid: true }),
+      requestLine({ route: '/api/v1/results/consume', isValid: false, reason: 'already_used' }),
+    ]);
+    const s = store.getSnapshot().summary;
+    expect(s).toMatchObject({ verifications: 3, rejected: 0, consumes: 2, consumesRefused: 1 });
+    expect(s.services).toEqual([{ name: 'gms', total: 3, rejected: 0 }]);
+    expect(s.reasons).toEqual([]);
+    expect(s.observed).toEqual([
+      { name: 'gms_play_protect', count: 2 },
+      { name: 'gms_device_activity', count: 1 },
+    ]);
+  });
+
   it('counts 4xx and 5xx responses, and verifications without a service as unknown', () => {
     const store = new LogStore(10);
     store.append([

@@ -12,6 +12,8 @@ import type { AllowlistKind } from '../allowlistKind.js';
 import {
   addObserveOptions,
   observeChangeFromOptions,
+  rolloutBefore,
+  rolloutNote,
   type ObserveFlags,
 } from '../observeOptions.js';
 import { addPolicyOptions, policyOptions } from '../policyOptions.js';
@@ -68,6 +70,7 @@ function appleAllowCommand(): Command {
       const auditor = auditorFor(command);
       await withAdmin(
         async (admin) => {
+          const before = await rolloutBefore(admin, appId, policy.observeChange);
           const {
             result,
             env,
@@ -80,7 +83,8 @@ function appleAllowCommand(): Command {
           if (opts.json) printJson({ kind: 'apple', appId, env, result, policy: stored });
           else
             process.stdout.write(
-              `${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ', kept' : ''}${describeApplePolicy(stored)})\n`,
+              `${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ' as before: no --env given' : ''}${describeApplePolicy(stored)})\n` +
+                rolloutNote(appId, policy.observeChange, before),
             );
           await warnRiskMetricWithoutKey(admin, appId, stored.maxRiskMetric);
         },

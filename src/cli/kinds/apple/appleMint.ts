@@ -75,7 +75,8 @@ export function appleMintCommand(): Command {
       'after',
       `
 The first run creates the device file and mints a registration; later runs mint assertions
-with the next counter. The device file holds a private key: keep it out of source control.
+with the next counter. The device file holds a private key: it is written 0600, and this
+repository's .gitignore keeps dev-*.json (the name the docs use) out of source control.
 
 Examples:
   $ attest dev mint apple --app-id ABCDE12345.com.example.app --device dev.json --nonce "$NONCE"

@@ -34,6 +34,8 @@ import { ANDROID_PACKAGE } from '../androidPackage.js';
 import {
   addObserveOptions,
   observeChangeFromOptions,
+  rolloutBefore,
+  rolloutNote,
   type ObserveFlags,
 } from '../observeOptions.js';
 import { addPolicyOptions, policyOptions } from '../policyOptions.js';
@@ -129,6 +131,7 @@ function androidAllowCommand(): Command {
       ).choices(MIN_VERDICT_LEVEL_NAMES),
     )
     .option('--allow-unrecognized', 'also accept UNRECOGNIZED_VERSION app verdicts')
+    .option('--no-allow-unrecognized', 'accept PLAY_RECOGNIZED app verdicts only again')
     .option(
       '--max-age <seconds>',
       `oldest accepted token age in seconds (default ${DEFAULT_ANDROID_POLICY.maxAgeSeconds})`,
@@ -204,7 +207,7 @@ Examples:
           Object.keys(verdicts).length > 0 ||
           opts.certDigest.length > 0 ||
           opts.minVerdict !== undefined ||
-          opts.allowUnrecognized === true ||
+          opts.allowUnrecognized !== undefined ||
           opts.maxAge !== undefined);
       let pair: { id: string; decryptionKey: Uint8Array; verificationKey: Uint8Array } | null =
         null;
@@ -239,6 +242,7 @@ Examples:
       const auditor = auditorFor(command);
       await withAdmin(
         async (admin) => {
+          const before = await rolloutBefore(admin, pkg, observeChange);
           const result = await admin.run('allowlist.addAndroid', {
             packageName: pkg,
             pair: pair && {
@@ -249,7 +253,9 @@ Examples:
             policy: {
               ...(digests.length ? { certificateDigests: digests } : {}),
               ...(opts.minVerdict ? { minVerdict: MIN_VERDICT_LEVELS[opts.minVerdict] } : {}),
-              ...(opts.allowUnrecognized ? { allowUnrecognized: true } : {}),
+              ...(opts.allowUnrecognized !== undefined
+                ? { allowUnrecognized: opts.allowUnrecognized }
+                : {}),
               ...(maxAgeSeconds !== undefined ? { maxAgeSeconds } : {}),
               ...verdicts,
               ...(serviceAccount !== undefined ? { serviceAccount } : {}),
@@ -282,7 +288,7 @@ Examples:
             if (observeChange) parts.push(`observe ${result.observe.join(', ') || 'nothing'}`);
             if (limit) parts.push(`at most ${formatDeviceLimit(limit)} verifies per device`);
             if (limit === null) parts.push('verifies per device not counted');
-            process.stdout.write(`${parts.join('; ')}\n`);
+            process.stdout.write(`${parts.join('; ')}\n${rolloutNote(pkg, observeChange, before)}`);
           }
         },
         { auditor },
