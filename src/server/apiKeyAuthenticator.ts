@@ -386,8 +386,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
           touch(hit.id, prefix);
           return granted(hit);
         }
-        // revalidate the row (cheap, no argon2): revoked, expired, or replaced keys drop out
-        // lazily: while the database is known to be down, nothing is queued for it
+        // revalidate the row (cheap, no argon2); nothing is queued while the database is down
         const row = await backend(() => options.lookup.find(hit.id));
         const dead = row
           ? liveness(row)

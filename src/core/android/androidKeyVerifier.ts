@@ -12,7 +12,6 @@ import {
 } from 'node:crypto';
 import { encodeBase64 } from '../base64.js';
 import { checkDeviceVelocity } from '../deviceVelocity.js';
-import { isBytes, isMap } from '../cbor.js';
 import type { CheckId } from '../checkTitles.js';
 import { LruCache } from '../lruCache.js';
 import { ownBytes } from '../ownBytes.js';
@@ -53,96 +52,23 @@ import {
 import { futurePatchLevels } from './patchLevels.js';
 import { readProvisioningInfo } from './provisioningInfo.js';
 import { checkKeyPolicy, lowerLevel, POLICY_CHECKS, type AttestedFacts } from './keyPolicy.js';
+import { details } from './androidKeyDetails.js';
+import { KEY_ORIGIN_GENERATED, ORIGINS, serialsOf } from './keyOrigins.js';
 import { REJECTING_STATUSES } from './revocationList.js';
 import type { AndroidRootKey } from './trustRoots.js';
 
-export type AndroidKeyShape = 'registration' | 'assertion';
+export { ANDROID_KEY_CHECKS, type AndroidKeyShape } from './androidKeyChecks.js';
+import { ANDROID_KEY_CHECKS, type AndroidKeyShape } from './androidKeyChecks.js';
+
+export { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
+import { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 
 /** A key whose checks all passed, with the package entry they were checked against. */
 type Verified = { record: AndroidKeyRecord; policy: AndroidPackagePolicy };
 
-/** The ordered check ids of each shape (stable: `verify-file` prints them). */
-export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly CheckId[]>> = {
-  registration: [
-    'android.shape',
-    'android.certificates',
-    'android.chain',
-    'android.levelClaim',
-    'android.revocation',
-    'android.challenge',
-    'android.keyId',
-    'android.origin',
-    'android.patchFuture',
-    ...POLICY_CHECKS,
-    'android.register',
-    'android.deviceVelocity',
-  ],
-  assertion: [
-    'android.shape',
-    'android.signature',
-    ...POLICY_CHECKS,
-    'android.replay',
-    'android.deviceVelocity',
-  ],
-};
-
-const KEY_ID_LENGTH = 32;
-const MAX_CHAIN = MAX_CHAIN_LENGTH;
 /** All certificates of a chain together: real chains hold 2 to 5.4 KB. */
 export const MAX_CHAIN_BYTES = 24 * 1024;
-const MAX_PACKAGE_NAME = 256;
 const EMULATOR = /\b(sdk|emulator|generic|ranchu|goldfish|gphone)/i;
-
-/** The `android-key` evidence map of a token, checked for shape only. */
-export interface AndroidKeyEvidence {
-  packageName: string;
-  keyId: Uint8Array;
-  certificateChain: Uint8Array[] | null;
-  signature: Uint8Array | null;
-}
-
-/**
- * Reads the `android-key` map of a token. Throws `Rejection('token_malformed')` on a wrong type
- * or size, and when the map carries both or neither of `certificateChain` and `signature`.
- * @param evidence the decoded value under the token's `android-key` key
- */
-export function readAndroidKeyEvidence(evidence: unknown): AndroidKeyEvidence {
-  const bad = (detail: string): never => {
-    throw new Rejection('token_malformed', detail);
-  };
-  if (!isMap(evidence)) bad('the "android-key" evidence is not a map');
-  const map = evidence as Map<unknown, unknown>;
-  const packageName = map.get('packageName');
-  if (
-    typeof packageName !== 'string' ||
-    packageName.length === 0 ||
-    packageName.length > MAX_PACKAGE_NAME
-  )
-    bad(`"android-key.packageName" must be text of 1 to ${MAX_PACKAGE_NAME} characters`);
-  const keyId = map.get('keyId');
-  if (!isBytes(keyId) || keyId.length !== KEY_ID_LENGTH)
-    bad(`"android-key.keyId" must be a byte string of ${KEY_ID_LENGTH} bytes`);
-  const chain = map.get('certificateChain');
-  if (
-    chain !== undefined &&
-    (!Array.isArray(chain) ||
-      chain.length < 1 ||
-      chain.length > MAX_CHAIN ||
-      !chain.every((c) => isBytes(c)))
-  )
-    bad(`"android-key.certificateChain" must be an array of 1 to ${MAX_CHAIN} byte strings`);
-  const signature = map.get('signature');
-  if (signature !== undefined && !isBytes(signature))
-    bad('"android-key.signature" must be a byte string');
-  if ((chain === undefined) === (signature === undefined))
-    bad('"android-key" must carry exactly one of certificateChain and signature');
-  return {
-    packageName: packageName as string,
-    keyId: keyId as Uint8Array,
-    certificateChain: (chain as Uint8Array[] | undefined) ?? null,
-    signature: (signature as Uint8Array | undefined) ?? null,
-  };
-}
 
 export interface AndroidKeyVerifierDeps {
   /** trusted root keys: `defaultAndroidRoots()` unless a deployment replaces them */
@@ -571,58 +497,4 @@ function describe(ctx: PlatformContext, record: AndroidKeyRecord): void {
   facts.verifiedBootState = record.verifiedBootState;
   facts.deviceLocked = record.deviceLocked;
   facts.osPatchLevel = record.osPatchLevel;
-}
-
-function details(record: AndroidKeyRecord): PlatformDetails {
-  const level = lowerLevel(record.attestationSecurityLevel, record.keyMintSecurityLevel);
-  return {
-    service: 'android-key',
-    androidKeyDetails: {
-      keyIdentifier: encodeBase64(record.keyId),
-      packageName: record.packageName,
-      // the policy refuses Software, so a key that got here is at least TrustedEnvironment
-      securityLevel: level === 'StrongBox' ? 'StrongBox' : 'TrustedEnvironment',
-      verifiedBootState: record.verifiedBootState,
-      deviceLocked: record.deviceLocked,
-      osPatchLevel: record.osPatchLevel,
-      attestationVersion: record.attestationVersion,
-      ...shownExtras(record.extras),
-    },
-  };
-}
-
-/** The extras as the answer shows them: copies, so no caller can change a cached record. */
-function shownExtras(extras: AndroidKeyExtras | undefined): AndroidKeyExtras {
-  if (!extras) return {};
-  const out: AndroidKeyExtras = { ...extras };
-  if (extras.unknownTags) out.unknownTags = [...extras.unknownTags];
-  if (extras.provisioningInfo)
-    out.provisioningInfo = {
-      ...extras.provisioningInfo,
-      entries: { ...extras.provisioningInfo.entries },
-    };
-  return out;
-}
-
-/** KeyMint's KeyOrigin values (hardware/interfaces/security/keymint KeyOrigin.aidl). */
-const KEY_ORIGIN_GENERATED = 0;
-const ORIGINS: Readonly<Record<number, string>> = {
-  0: 'GENERATED',
-  1: 'DERIVED',
-  2: 'IMPORTED',
-  3: 'RESERVED',
-  4: 'SECURELY_IMPORTED',
-};
-
-const HEX_SERIAL = /^[0-9a-f]{1,64}$/i;
-
-/** The serial numbers a certificate is known by: its own, and its subject's serialNumber if hex. */
-function serialsOf(cert: AttestationCertificate): [bigint, string][] {
-  const out: [bigint, string][] = [[cert.serial, 'serial']];
-  for (const a of cert.subjectAttributes) {
-    if (a.oid !== NAME_OIDS.serialNumber || !HEX_SERIAL.test(a.value)) continue;
-    const serial = BigInt(`0x${a.value}`);
-    if (serial !== cert.serial) out.push([serial, 'subject serialNumber']);
-  }
-  return out;
 }
