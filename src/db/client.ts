@@ -26,7 +26,11 @@ import {
 import { postgresTarget } from './postgresUrl.js';
 import { guardDriverRejections } from './driverRejections.js';
 import { lagAwareDeadline } from './lagAwareDeadline.js';
-import { boundDatabaseWait, currentDatabaseDeadline } from './databaseDeadline.js';
+import {
+  boundDatabaseWait,
+  currentDatabaseDeadline,
+  type DatabaseProgress,
+} from './databaseDeadline.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
 export type Database = PgDatabase<any, typeof schema>;
@@ -257,6 +261,9 @@ async function openPostgres(
   onDriverFault?: (fault: Error) => void,
 ): Promise<DatabaseHandle> {
   const { postgres, drizzlePostgres } = await postgresDriver();
+  // when the pool last got an answer: a wait past its deadline while others are answered is a
+  // busy database, not a silent one (databaseDeadline.ts)
+  const progress: DatabaseProgress = { lastAnswerAt: performance.now() };
   const target = postgresTarget(url);
   const socket = target.host ? { host: target.host } : {};
   const connect = () =>
@@ -276,11 +283,11 @@ async function openPostgres(
       connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
     });
   let client = connect();
-  let current = drizzlePostgres(preparedStatements(client), { schema });
+  let current = drizzlePostgres(preparedStatements(client, progress), { schema });
   const recycle = async () => {
     const stale = client;
     client = connect();
-    current = drizzlePostgres(preparedStatements(client), { schema });
+    current = drizzlePostgres(preparedStatements(client, progress), { schema });
     // timeout 0: sockets whose peer vanished would never answer a graceful end
     await stale.end({ timeout: 0 }).catch(() => {});
   };
@@ -352,11 +359,11 @@ function reconnectDelaySeconds(retries: number): number {
  * The repositories' statements are few and fixed, so each connection prepares each one once and
  * later calls only bind and execute.
  */
-function preparedStatements(client: Sql): Sql {
+function preparedStatements(client: Sql, progress: DatabaseProgress): Sql {
   const unsafe = ((query: string, parameters?: never[], options?: object) => {
     const pending = client.unsafe(query, parameters, { ...options, prepare: true });
     const ms = currentDatabaseDeadline();
-    return ms === undefined ? pending : deadlined(pending, ms);
+    return ms === undefined ? pending : deadlined(pending, ms, progress);
   }) as Sql['unsafe'];
   return new Proxy(client, {
     get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)),
@@ -369,9 +376,18 @@ function preparedStatements(client: Sql): Sql {
  * query is lazy (it runs when awaited), so `values()` still reaches it before it runs; the query
  * itself stays on its connection (the pool watchdog replaces a pool whose queries time out).
  */
-function deadlined<T>(pending: T & PromiseLike<unknown> & { values(): unknown }, ms: number): T {
+function deadlined<T>(
+  pending: T & PromiseLike<unknown> & { values(): unknown },
+  ms: number,
+  progress: DatabaseProgress,
+): T {
   let bounded: Promise<unknown> | undefined;
-  const run = () => (bounded ??= boundDatabaseWait(Promise.resolve(pending), ms));
+  const run = () =>
+    (bounded ??= boundDatabaseWait(
+      Promise.resolve(pending).finally(() => (progress.lastAnswerAt = performance.now())),
+      ms,
+      progress,
+    ));
   const wrapper = {
     values() {
       pending.values();
