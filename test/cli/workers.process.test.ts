@@ -155,7 +155,8 @@ describe('serve --workers: bad values', () => {
   }, 60_000);
 
   it('on the embedded database: two workers serve it, each on its own connections to the owned server', async () => {
-    const env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'embedded') });
+    // request lines are info: they name the worker (pid) that answered
+    const env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'embedded'), LOG_LEVEL: 'info' });
     const server = watchBin(serveArgs('--workers', '2'), env);
     server.child.setMaxListeners(0);
     try {
