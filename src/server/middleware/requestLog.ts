@@ -3,6 +3,7 @@ import { createMiddleware } from 'hono/factory';
 import type { Logger } from 'pino';
 import type { AppEnv, RequestLog } from '../appEnv.js';
 import type { Metrics } from '../metrics.js';
+import { boundLogFields } from '../boundLogFields.js';
 import { requestHeader } from '../requestHeader.js';
 
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -39,6 +40,7 @@ export const requestLog = (opts: {
       const durationMs = Math.round((performance.now() - started) * 100) / 100;
       opts.metrics.observeRequest(log.route, c.req.method, c.res.status, durationMs / 1000);
       const level = c.res.status >= 500 ? 'error' : 'info';
-      opts.logger[level]({ ...log, status: c.res.status, durationMs }, 'request');
+      // every field bounded here, whoever set it: a request's log line stays short whatever it claimed
+      opts.logger[level]({ ...boundLogFields(log), status: c.res.status, durationMs }, 'request');
     }
   });
