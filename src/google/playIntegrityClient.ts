@@ -408,19 +408,20 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
-/** ` INVALID_ARGUMENT: message` from a Google API error body, cut short and on one line. */
+/**
+ * ` INVALID_ARGUMENT` from a Google API error body: its status code only. Google's message may
+ * quote the request (the integrity token among it), so it is never copied into a fault or a log.
+ */
 function googleStatus(body: unknown): string {
-  const e = (body as { error?: { status?: unknown; message?: unknown } } | null)?.error;
+  const e = (body as { error?: { status?: unknown } } | null)?.error;
   if (!e || typeof e !== 'object') return '';
-  const status = typeof e.status === 'string' ? ` ${e.status}` : '';
-  const message = typeof e.message === 'string' ? `: ${oneLine(e.message)}` : '';
-  return `${status}${message}`;
+  return typeof e.status === 'string' && /^[A-Z_]{1,64}$/.test(e.status) ? ` ${e.status}` : '';
 }
 
 /** ` (invalid_grant)` from an OAuth error body. */
 function oauthError(body: unknown): string {
   const error = (body as { error?: unknown } | null)?.error;
-  return typeof error === 'string' ? ` (${oneLine(error)})` : '';
+  return typeof error === 'string' && /^[a-z_]{1,64}$/.test(error) ? ` (${error})` : '';
 }
 
 function networkCause(err: unknown): string {

@@ -40,6 +40,7 @@ import type { Telemetry } from './telemetry.js';
 import { parseVerifyRequest } from './verifyRequest.js';
 import { parseConsumeRequest } from './consumeRequest.js';
 import type { ResultConsumer } from './resultConsumer.js';
+import { truncate } from './boundLogFields.js';
 
 export { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
 export const BODY_LIMIT_BYTES = 64 * 1024;
@@ -460,17 +461,17 @@ export function describeFault(err: unknown): { type: string; code?: string; mess
   const cause = e?.cause;
   if (cause && typeof cause === 'object') {
     return {
-      type: e.name ?? 'Error',
-      ...(cause.code ? { code: String(cause.code) } : {}),
-      message: String(cause.message ?? '').slice(0, 300),
+      type: truncate(String(e.name ?? 'Error'), 64),
+      ...(cause.code ? { code: truncate(String(cause.code), 64) } : {}),
+      message: truncate(String(cause.message ?? ''), 300),
     };
   }
   const message = String(e?.message ?? err);
   return {
-    type: e?.name ?? 'Error',
-    ...(typeof e?.code === 'string' ? { code: e.code } : {}),
+    type: truncate(String(e?.name ?? 'Error'), 64),
+    ...(typeof e?.code === 'string' ? { code: truncate(e.code, 64) } : {}),
     message: /failed query|params:/i.test(message)
       ? 'database query failed'
-      : message.slice(0, 300),
+      : truncate(message, 300),
   };
 }

@@ -3,6 +3,7 @@ import { createMiddleware } from 'hono/factory';
 import type { Logger } from 'pino';
 import type { AppEnv, RequestLog } from '../appEnv.js';
 import type { Metrics } from '../metrics.js';
+import { boundLogFields } from '../boundLogFields.js';
 import { requestHeader } from '../requestHeader.js';
 import type { Telemetry } from '../telemetry.js';
 
@@ -53,6 +54,7 @@ export const requestLog = (opts: {
         });
       }
       const level = c.res.status >= 500 ? 'error' : 'info';
-      opts.logger[level]({ ...log, status: c.res.status, durationMs }, 'request');
+      // every field bounded here, whoever set it: a request's log line stays short whatever it claimed
+      opts.logger[level]({ ...boundLogFields(log), status: c.res.status, durationMs }, 'request');
     }
   });
