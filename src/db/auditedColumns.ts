@@ -117,6 +117,10 @@ export const NOT_AUDITED_TABLES: Record<string, string> = {
   result_signing_keys: 'audited as result_keys.create and result_keys.rotate (key ids and dates)',
   android_keys: 'device registrations made by verify (android-key), not configuration',
   device_velocity: 'per-device verify counts made by verify, not configuration',
+  android_key_assertions:
+    'android-key assertions accepted once (their digests), made by verify, not configuration',
+  verification_stats_batches:
+    'ids of statistics batches already added (exactly-once flushes), not configuration',
   verification_stats: 'verification counts flushed by serve (attest stats), not configuration',
   android_revocations:
     'the attestation status list: manual updates are audited as android.revocations.update (source, takenAt, entry count)',

@@ -214,12 +214,14 @@ describe('a cluster primary gathering its workers’ counts (merge)', () => {
     // a worker's recorder hands its rows over (serialised, as over IPC) instead of writing them
     const worker = () =>
       createStatsRecorder({
-        write: async (rows) =>
+        write: async (batch) =>
           primary.recorder.merge(
-            (JSON.parse(JSON.stringify(rows)) as (StatsRow & { minute: string })[]).map((r) => ({
-              ...r,
-              minute: new Date(r.minute),
-            })),
+            (JSON.parse(JSON.stringify(batch.rows)) as (StatsRow & { minute: string })[]).map(
+              (r) => ({
+                ...r,
+                minute: new Date(r.minute),
+              }),
+            ),
           ),
         retentionSeconds: 3600,
         now: () => T0,
