@@ -74,6 +74,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
     validationCategories: [],
     minBundleVersion: null,
     allowMissingValidationCategory: false,
+    platforms: [],
     observe: [],
     maxVerifiesPerDevice: null,
   };
@@ -125,6 +126,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
           validationCategories: ['appstore'],
           minBundleVersion: '2.0',
           allowMissingValidationCategory: true,
+          platforms: [],
           observe: [],
           maxVerifiesPerDevice: { max: 100, periodSeconds: 3600 },
         },

@@ -20,6 +20,7 @@ it('every table rule is a column of its entry table', () => {
     'validation_categories',
     'min_bundle_version',
     'allow_missing_validation_category',
+    'platforms',
   ]);
   expect(columnsOf(appleApps)).toEqual(expect.arrayContaining(apple));
   const android = tableRuleColumns({}).map((r) => r.column);
