@@ -57,7 +57,8 @@ export const DEV_OPERATIONS = {
       const db = ctx.handle.db;
       const name = encodeBase64(keyId);
       const keys = createAppleKeyRepository(db);
-      const key = await keys.find(keyId);
+      // registrations are kept per API key mode: development receipts are for the test one
+      const key = (await keys.find(keyId, 'test')) ?? (await keys.find(keyId, 'live'));
       if (!key) throw new AdminError('negative', `no App Attest key ${name} is registered`);
       const liveKey = () =>
         new AdminError(

@@ -28,6 +28,7 @@ import {
 } from '../support/googleFactory.js';
 import { postgresBackend } from '../support/databases.js';
 import { keyFileText, testMasterKey } from '../support/secrets.js';
+import { PG_DIR } from '../../src/db/embeddedServer.js';
 import {
   baseEnv,
   buildOnce,
@@ -158,7 +159,7 @@ describe('the embedded database’s own master key', () => {
         (JSON.parse(list.stdout) as { android: { keyPairs: string[] }[] }).android[0]!.keyPairs,
       ).toEqual([JSON.parse(add.stdout).keyId]);
       const decryption = Buffer.from(google.decryptionKey);
-      const files = filesUnder(join(data, 'pgdata'));
+      const files = filesUnder(join(data, PG_DIR));
       expect(files.length).toBeGreaterThan(10);
       for (const file of files) expect(readFileSync(file).indexOf(decryption), file).toBe(-1);
     },

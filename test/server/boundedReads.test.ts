@@ -95,9 +95,17 @@ describe('outbound reads are cut at their limit', () => {
   it('a JWKS answer: cut after 256 KiB, keys_unavailable', async () => {
     const jwks = await endlessAnswer('{"keys":[', ' ');
     const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    const token = await new SignJWT({})
-      .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
-      .sign(privateKey);
+    // a low-S signature (the client refuses the high-S twin before it fetches any key)
+    const HALF_ORDER = 0x7fffffff800000007fffffffffffffffde737d56d38bcf4279dce5617e3192a8n;
+    let token: string;
+    do {
+      token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'ES256', kid: 'k1' })
+        .sign(privateKey);
+    } while (
+      BigInt(`0x${Buffer.from(token.split('.')[2]!, 'base64url').subarray(32).toString('hex')}`) >
+      HALF_ORDER
+    );
     const failure = await verifyResultToken(token, {
       issuer: 'https://attest.example',
       audience: 'ak_1',
