@@ -11,6 +11,9 @@ fail() { echo "globalInstall: FAIL: $*" >&2; exit 1; }
 [ -f dist/cli/main.js ] || fail "dist/ is missing: run npm run build first"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/attest-install-XXXXXX")
+# a global prefix is world-readable (/usr/local): as root, the embedded PostgreSQL runs as an
+# unprivileged user that must reach its binaries in the installed package
+chmod 755 "$work"
 server=''
 cleanup() {
   if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then kill -KILL "$server" 2>/dev/null || true; fi
