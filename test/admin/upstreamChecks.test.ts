@@ -133,7 +133,7 @@ describe.each(backends())('status.checkUpstreams on $name', (backend) => {
       [
         'play-integrity',
         'failing',
-        'decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED: injected fault',
+        'decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED',
       ],
       ['apple-receipts', 'failing', 'Apple refused the key: HTTP 401'],
       ['apple-receipts', 'failing', 'Apple refused the key: HTTP 401'],
@@ -154,12 +154,12 @@ describe.each(backends())('status.checkUpstreams on $name', (backend) => {
     google.faultNext('decode', { status: 404 });
     expect((await check(endpoints))[0]).toMatchObject({
       state: 'failing',
-      detail: 'decodeIntegrityToken answered HTTP 404 NOT_FOUND: injected fault',
+      detail: 'decodeIntegrityToken answered HTTP 404 NOT_FOUND',
     });
     google.faultNext('decode', { status: 503 });
     expect((await check(endpoints))[0]).toMatchObject({
       state: 'failing',
-      detail: 'decodeIntegrityToken answered HTTP 503 UNAVAILABLE: injected fault',
+      detail: 'decodeIntegrityToken answered HTTP 503 UNAVAILABLE',
     });
   });
 

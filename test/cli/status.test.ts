@@ -268,10 +268,10 @@ describe('attest status', { timeout: 120_000 }, () => {
       expect(denied.code).toBe(1);
       expect(denied.report.checks![0]).toMatchObject({
         state: 'failing',
-        detail: 'decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED: injected fault',
+        detail: 'decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED',
       });
       expect(oneLine(denied)).toBe(
-        `attest: play-integrity ${google.playIntegrityUrl}/v1/com.example.checked:decodeIntegrityToken as ${sa.account.clientEmail}: decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED: injected fault`,
+        `attest: play-integrity ${google.playIntegrityUrl}/v1/com.example.checked:decodeIntegrityToken as ${sa.account.clientEmail}: decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED`,
       );
 
       // through the running server, which opens the keys and reaches its own configured upstreams
