@@ -130,11 +130,7 @@ describe.each(backends())('status.checkUpstreams on $name', (backend) => {
     google.faultNext('decode', { status: 403 });
     const checks = await check(endpoints);
     expect(checks.map((c) => [c.upstream, c.state, c.detail])).toEqual([
-      [
-        'play-integrity',
-        'failing',
-        'decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED',
-      ],
+      ['play-integrity', 'failing', 'decodeIntegrityToken answered HTTP 403 PERMISSION_DENIED'],
       ['apple-receipts', 'failing', 'Apple refused the key: HTTP 401'],
       ['apple-receipts', 'failing', 'Apple refused the key: HTTP 401'],
     ]);
