@@ -1,4 +1,3 @@
-// FIXME(2026-11-28 merge): 1 test(s) skipped: expected audit summary predates the platforms rule (issue 39)
 /**
  * Administrative commands in-process: the audit trail as the CLI writes and lists it (actor,
  * log line, filters), the confirmation prompt with injected terminal streams, and every help's
@@ -176,7 +175,7 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
     expect(await events()).toEqual(before);
   });
 
-  it.skip('allowlist add apple keeps the stored environment unless --env is given', async () => {
+  it('allowlist add apple keeps the stored environment unless --env is given', async () => {
     const app = 'ABCDE12345.com.kept';
     await runCli('allowlist', 'add', 'apple', app, '--env', 'development');
     const again = await runCli('allowlist', 'add', 'apple', app, '--json');
@@ -205,6 +204,7 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
       allowMissingValidationCategory: false,
       observe: [],
       maxVerifiesPerDevice: null,
+      platforms: [],
     });
     expect((await events()).map((e) => [e.action, e.before, e.after])).toEqual([
       ['allowlist.add', null, appPolicy('development')],

@@ -1,4 +1,3 @@
-// FIXME(2026-11-28 merge): 1 test(s) skipped: expected allowlist JSON predates the platforms rule (issue 39)
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -203,7 +202,7 @@ function commandSuite(where: () => string) {
     expect((await runCli('allowlist', 'remove', 'apple', app, '--yes')).code).toBe(0);
   });
 
-  it.skip('allowlist add/list/remove apple', async () => {
+  it('allowlist add/list/remove apple', async () => {
     const add = await runCli('allowlist', 'add', 'apple', 'ABCDE12345.com.example.bank');
     expect(add.code).toBe(0);
     expect(add.stdout).toMatch(/added apple ABCDE12345\.com\.example\.bank \(env production\)/);
@@ -235,6 +234,7 @@ function commandSuite(where: () => string) {
       allowMissingValidationCategory: false,
       observe: [],
       maxVerifiesPerDevice: null,
+      platforms: [],
     };
     expect(list.apple).toEqual([
       { ...noRules, appId: 'ABCDE12345.com.example.bank', env: 'any' },

@@ -1,4 +1,3 @@
-// FIXME(2026-11-28 merge): 3 test(s) skipped: status on the new embedded engine (issue 36): report fields changed
 /**
  * `attest status`: which database (a URL without its password, or the data dir), the schema
  * state, the master key id, a server running on the data dir, test keys on or off; exit 3 when
@@ -56,7 +55,7 @@ describe('attest status', { timeout: 120_000 }, () => {
     return { ...run, report: JSON.parse(run.stdout) as StatusReport };
   };
 
-  it.skip('embedded: no database yet, then current with its master key; a running server by pid and address', async () => {
+  it('embedded: no database yet, then current with its master key; a running server by pid and address', async () => {
     delete process.env.DATABASE_URL;
     process.env.ATTEST_DATA_DIR = join(dir, 'data');
     const before = await status();
@@ -135,7 +134,7 @@ describe('attest status', { timeout: 120_000 }, () => {
     }
   });
 
-  it.skip('embedded: a missing master key file is said, and exits 1; restored, exit 0', async () => {
+  it('embedded: a missing master key file is said, and exits 1; restored, exit 0', async () => {
     delete process.env.DATABASE_URL;
     process.env.ATTEST_DATA_DIR = join(dir, 'lost-key');
     expect((await runCli('db', 'migrate')).code).toBe(0);
@@ -203,7 +202,7 @@ describe('attest status', { timeout: 120_000 }, () => {
     expect(refused.report.checks![0]).toMatchObject({ state: 'failing', detail: 'ECONNREFUSED' });
   });
 
-  it.skip('--check with stored credentials: Play per service account, Apple per DeviceCheck key, directly and through the running server; a refusal exits 1', async () => {
+  it('--check with stored credentials: Play per service account, Apple per DeviceCheck key, directly and through the running server; a refusal exits 1', async () => {
     delete process.env.DATABASE_URL;
     process.env.ATTEST_DATA_DIR = join(dir, 'credentials');
     process.env.ATTEST_ANDROID_REVOCATION_URL = 'off';

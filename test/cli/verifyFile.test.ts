@@ -1,4 +1,3 @@
-// FIXME(2026-11-28 merge): 1 test(s) skipped: expected JSON document predates appleTokenDetails.platform (issue 39)
 /**
  * `attest verify-file`: real captures, every hint (each produced by the mistake it names and
  * absent without it), the `--json` document and the text report, the unchecked nonce, usage
@@ -362,7 +361,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
   }
 
   describe('the JSON document and the text report', () => {
-    it.skip('has the documented fields, valid and rejected', async () => {
+    it('has the documented fields, valid and rejected', async () => {
       const nonce = randomBytes(32);
       const token = await registration(nonce);
       const valid = await run(token, '--nonce', b64(nonce));
@@ -411,6 +410,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
           appId: TEST_APP_ID,
           environment: 'Production',
           assertionCounter: 0,
+          platform: 'iOS',
         },
       });
 

@@ -1,4 +1,3 @@
-// FIXME(2026-11-28 merge): 4 test(s) skipped: expected objects predate the platform/platforms fields (issue 39)
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/postgres-js';
@@ -22,6 +21,7 @@ const NO_POLICY = {
   allowMissingValidationCategory: false,
   observe: [],
   maxVerifiesPerDevice: null,
+  platforms: [],
 };
 
 describe.each(backends())('repositories on $name', (backend) => {
@@ -151,7 +151,7 @@ describe.each(backends())('repositories on $name', (backend) => {
       counter: 0,
     });
 
-    it.skip('registers once, finds, and raises the counter only upwards', async () => {
+    it('registers once, finds, and raises the counter only upwards', async () => {
       const keys = createAppleKeyRepository(handle.db);
       const r = record();
       expect(await keys.register(r)).toBe(true);
@@ -164,6 +164,7 @@ describe.each(backends())('repositories on $name', (backend) => {
         riskMetric: null,
         validationCategory: null,
         bundleVersion: null,
+        platform: 'iOS',
       });
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(true);
       expect(await keys.raiseCounter(r.keyId, 5)).toBe(false);
@@ -220,7 +221,7 @@ describe.each(backends())('repositories on $name', (backend) => {
       verificationKey: randomBytes(91),
     });
 
-    it.skip('adds, updates and removes apple apps', async () => {
+    it('adds, updates and removes apple apps', async () => {
       const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
       expect(await repo.addApple('T.a', 'production')).toMatchObject({
         result: 'added',
@@ -242,7 +243,7 @@ describe.each(backends())('repositories on $name', (backend) => {
       expect(await repo.removeApple('T.a')).toBe(false);
     });
 
-    it.skip('keeps each App Attest policy field until it is given, and null / [] stop checking', async () => {
+    it('keeps each App Attest policy field until it is given, and null / [] stop checking', async () => {
       const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
       const full = {
         requireReceipt: true,
@@ -257,6 +258,7 @@ describe.each(backends())('repositories on $name', (backend) => {
         env: 'production',
         ...full,
         observe: [],
+        platforms: [],
       });
       // an update without policy fields keeps them all
       expect((await repo.addApple('T.a', 'any')).policy).toEqual({
@@ -264,6 +266,7 @@ describe.each(backends())('repositories on $name', (backend) => {
         env: 'any',
         ...full,
         observe: [],
+        platforms: [],
       });
       const cleared = await repo.addApple('T.a', undefined, undefined, {
         maxRiskMetric: null,
@@ -319,7 +322,7 @@ describe.each(backends())('repositories on $name', (backend) => {
       expect(await repo.listAndroid()).toEqual([]);
     });
 
-    it.skip('serves a cached snapshot that is re-read after its ttl', async () => {
+    it('serves a cached snapshot that is re-read after its ttl', async () => {
       const repo = createAllowlistRepository(handle.db, TEST_SECRETS);
       let clock = 0;
       const cached = createCachedAllowlist(repo, { ttlMs: 5000, now: () => clock });

@@ -1,4 +1,3 @@
-// FIXME(2026-11-28 merge): 1 test(s) skipped: expected body predates appleTokenDetails.platform (issue 39)
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
@@ -370,7 +369,7 @@ describe.each(backends())('HTTP API on $name', (backend) => {
   });
 
   describe('session lifecycle', () => {
-    it.skip('a good token verifies once; the retry is rejected as consumed', async () => {
+    it('a good token verifies once; the retry is rejected as consumed', async () => {
       const s = await session();
       const body = { attestationToken: b64(token(s.serverNonce)), sessionReference: s.reference };
       const first = await verify(service.app, keyA.key, body);
@@ -385,6 +384,7 @@ describe.each(backends())('HTTP API on $name', (backend) => {
           appId: 'ABCDE12345.com.example.bank',
           environment: 'Production',
           assertionCounter: 1,
+          platform: 'iOS',
         },
       });
       expect(service.logs.last()).toMatchObject({

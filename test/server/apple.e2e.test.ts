@@ -1,4 +1,3 @@
-// FIXME(2026-11-28 merge): 2 test(s) skipped: expected body predates appleTokenDetails.platform (issue 39)
 // App Attest end to end: HTTP app + real verifiers + real key store, on PGlite and PostgreSQL.
 import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
@@ -67,65 +66,63 @@ describe.each(backends())('App Attest over HTTP on $name', (backend) => {
     ['sessionless', sessionlessVerify],
   ] as const;
 
-  it.skip.each(approaches)(
-    'registration, then assertions, then replay (%s)',
-    async (_name, run) => {
-      const device = await createDeviceKey();
-      const registered = await run(async (nonce) =>
-        encodeAppleToken({
-          nonce,
-          keyId: device.keyId,
-          attestation: (await createAttestation(ca, device, { nonce })).attestation,
-        }),
-      );
-      expect(registered.body).toEqual({
-        isValid: true,
-        statusCode: 0,
-        appleTokenDetails: {
-          keyIdentifier: b64(device.keyId),
-          appId: TEST_APP_ID,
-          environment: 'Production',
-          assertionCounter: 0,
-        },
-      });
+  it.each(approaches)('registration, then assertions, then replay (%s)', async (_name, run) => {
+    const device = await createDeviceKey();
+    const registered = await run(async (nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        attestation: (await createAttestation(ca, device, { nonce })).attestation,
+      }),
+    );
+    expect(registered.body).toEqual({
+      isValid: true,
+      statusCode: 0,
+      appleTokenDetails: {
+        keyIdentifier: b64(device.keyId),
+        appId: TEST_APP_ID,
+        environment: 'Production',
+        assertionCounter: 0,
+        platform: 'iOS',
+      },
+    });
 
-      const first = await run((nonce) =>
-        encodeAppleToken({
-          nonce,
-          keyId: device.keyId,
-          assertion: createAssertion(device, { nonce, counter: 1 }).assertion,
-        }),
-      );
-      expect(first.body).toMatchObject({
-        isValid: true,
-        appleTokenDetails: { assertionCounter: 1 },
-      });
+    const first = await run((nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        assertion: createAssertion(device, { nonce, counter: 1 }).assertion,
+      }),
+    );
+    expect(first.body).toMatchObject({
+      isValid: true,
+      appleTokenDetails: { assertionCounter: 1 },
+    });
 
-      const replay = await run((nonce) =>
-        encodeAppleToken({
-          nonce,
-          keyId: device.keyId,
-          assertion: createAssertion(device, { nonce, counter: 1 }).assertion,
-        }),
-      );
-      expect(replay.body).toEqual({ isValid: false, statusCode: 0 });
-      expect(replay.log).toMatchObject({
-        reason: 'apple_counter_replay',
-        service: 'apple',
-        keyId: b64(device.keyId),
-      });
+    const replay = await run((nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        assertion: createAssertion(device, { nonce, counter: 1 }).assertion,
+      }),
+    );
+    expect(replay.body).toEqual({ isValid: false, statusCode: 0 });
+    expect(replay.log).toMatchObject({
+      reason: 'apple_counter_replay',
+      service: 'apple',
+      keyId: b64(device.keyId),
+    });
 
-      const again = await run(async (nonce) =>
-        encodeAppleToken({
-          nonce,
-          keyId: device.keyId,
-          attestation: (await createAttestation(ca, device, { nonce })).attestation,
-        }),
-      );
-      expect(again.log).toMatchObject({ isValid: false, reason: 'apple_key_registered' });
-      expect((await createAppleKeyRepository(db.db).find(device.keyId))?.counter).toBe(1);
-    },
-  );
+    const again = await run(async (nonce) =>
+      encodeAppleToken({
+        nonce,
+        keyId: device.keyId,
+        attestation: (await createAttestation(ca, device, { nonce })).attestation,
+      }),
+    );
+    expect(again.log).toMatchObject({ isValid: false, reason: 'apple_key_registered' });
+    expect((await createAppleKeyRepository(db.db).find(device.keyId))?.counter).toBe(1);
+  });
 
   it.each(approaches)(
     'attestation plus assertion registers the key with the assertion counter (%s)',

@@ -1,10 +1,15 @@
-// FIXME(2026-11-28 merge): 1 test(s) skipped: apple_platform_not_allowed has no enforce/observe case yet (issue 39)
 // Observed rules for App Attest end to end: the observe set stored on the app row (PGlite and
 // PostgreSQL), minted attestations and assertions failing each observable rule, at registration
 // and at assertion, the HTTP answer and the log line.
 import { sql } from 'drizzle-orm';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { OBSERVABLE_REASONS } from '../../src/core/observedRules.js';
+import * as x509 from '@peculiar/x509';
+import {
+  APPLE_KEY_ACCESS_CONTROL_OID,
+  APPLE_OS_INFO_OID,
+} from '../../src/core/apple/nonceExtension.js';
+import { DEV_KEY_ACCESS_CONTROL, devOsInformation } from '../../src/core/dev/devCa.js';
 import { createAllowlistRepository, type ApplePolicyInput } from '../../src/db/allowlist.js';
 import {
   createAssertion,
@@ -70,13 +75,14 @@ describe.each(backends())('observed App Attest rules on $name', (backend) => {
     expect(JSON.stringify(body)).not.toContain(code);
   }
 
-  it.skip('the tests below cover every observable apple code', () => {
+  it('the tests below cover every observable apple code', () => {
     expect([...OBSERVABLE_REASONS.apple].sort()).toEqual(
       [
         'apple_environment_not_allowed',
         'apple_receipt_invalid',
         'apple_risk_exceeded',
         'apple_distribution_not_allowed',
+        'apple_platform_not_allowed',
         // observed past the per-device limit: test/server/deviceVelocity.e2e.test.ts
         'device_rate_exceeded',
       ].sort(),
@@ -158,6 +164,38 @@ describe.each(backends())('observed App Attest rules on $name', (backend) => {
 
     await change({ observeChange: { enforce: 'all' } });
     expect((await assert(device, 2)).log).toMatchObject({ isValid: false, reason: code });
+  });
+
+  it('apple_platform_not_allowed (--platforms ios): enforced, a Mac key is refused; observed, it registers and asserts as macOS; enforced again, refused', async () => {
+    const code = 'apple_platform_not_allowed';
+    const mac = {
+      leafExtensions: [
+        new x509.Extension(APPLE_KEY_ACCESS_CONTROL_OID, false, DEV_KEY_ACCESS_CONTROL),
+        new x509.Extension(APPLE_OS_INFO_OID, false, devOsInformation('macosx')),
+      ],
+    };
+    await change({ platforms: ['ios'] });
+    const enforced = await register(await createDeviceKey(), mac);
+    expect(enforced.body).toEqual({ isValid: false, statusCode: 0 });
+    expect(enforced.log).toMatchObject({ reason: code });
+    // an iPhone key is not touched by the rule
+    expect((await register(await createDeviceKey())).log).toMatchObject({ isValid: true });
+
+    await change({ observeChange: { observe: [code] } });
+    const device = await createDeviceKey();
+    const registered = await register(device, mac);
+    expectValidAnswer(registered.body, code);
+    expect(registered.body).toMatchObject({ appleTokenDetails: { platform: 'macOS' } });
+    expect(registered.log).toMatchObject({ isValid: true, observed: [code] });
+    const asserted = await assert(device, 1);
+    expectValidAnswer(asserted.body, code);
+    expect(asserted.log).toMatchObject({ isValid: true, observed: [code] });
+
+    await change({ observeChange: { enforce: [code] } });
+    const refused = await assert(device, 2);
+    expect(refused.body).toEqual({ isValid: false, statusCode: 0 });
+    expect(refused.log).toMatchObject({ reason: code });
+    expect(refused.log.observed).toBeUndefined();
   });
 
   it('two observed rules failing in one registration are both recorded, in check order', async () => {

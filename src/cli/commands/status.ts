@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
+import { clusterExists } from '../../db/embeddedServer.js';
 import { redactUrl } from '../../db/redactUrl.js';
 import { lockHolder } from '../../db/runningServer.js';
 import { processName } from '../../db/processName.js';
@@ -117,7 +118,7 @@ Examples:
       }
       let failure: CliError | undefined;
       let credentialChecks: UpstreamCheck[] | undefined;
-      if (embedded && !existsSync(join(dataDir, 'pgdata', 'PG_VERSION'))) {
+      if (embedded && !clusterExists(dataDir)) {
         report.database.error = 'no database yet ("attest db migrate" or "attest serve" makes it)';
       } else {
         try {
