@@ -63,7 +63,7 @@ export interface BenchOptions {
   /** extra node flags for the server (e.g. --cpu-prof) */
   serverNodeArgs?: string[];
   /**
-   * also start `serve --workers N` (PostgreSQL only) and run the assertion scenario on it, beside
+   * also start `serve --workers N` (embedded: a data dir of its own) and run the assertion scenario on it, beside
    * the one-process server in the same run (WORKERS_SCENARIO)
    */
   workers?: number;
@@ -265,33 +265,34 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     ATTEST_STATS: stats,
     ...(options.databaseUrl ? {} : { ATTEST_DATA_DIR: join(dir, `data-stats-${stats}`) }),
   });
-  const twinKey = (stats: 'on' | 'off'): string => {
+  /** embedded: a server of its own data dir gets its own key and allowlist (PostgreSQL: shared) */
+  const ownKey = (ownEnv: NodeJS.ProcessEnv, name: string): string => {
     if (options.databaseUrl) return apiKey;
-    const twinCli = (...args: string[]) => {
-      const run = spawnSync(process.execPath, [BIN, ...args], {
-        env: twinEnv(stats),
-        encoding: 'utf8',
-      });
+    const ownCli = (...args: string[]) => {
+      const run = spawnSync(process.execPath, [BIN, ...args], { env: ownEnv, encoding: 'utf8' });
       if (run.status !== 0) throw new Error(`attest ${args.join(' ')} failed: ${run.stderr}`);
       return run.stdout;
     };
-    twinCli('db', 'migrate');
+    ownCli('db', 'migrate');
     const key = (
-      JSON.parse(twinCli('keys', 'create', '--name', `bench-${stats}-${Date.now()}`, '--json')) as {
+      JSON.parse(ownCli('keys', 'create', '--name', `bench-${name}-${Date.now()}`, '--json')) as {
         key: string;
       }
     ).key;
-    twinCli('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
+    ownCli('allowlist', 'add', 'apple', TEST_APP_ID, '--env', 'production');
     return key;
   };
+  const twinKey = (stats: 'on' | 'off'): string => ownKey(twinEnv(stats), stats);
   const twinKeys = twinsWanted ? { on: twinKey('on'), off: twinKey('off') } : undefined;
 
   let server: Proc | undefined;
   const twins: Partial<Record<'on' | 'off', Proc>> = {};
   let hello: Proc | undefined;
   let cluster: Proc | undefined;
-  if (options.workers && !options.databaseUrl)
-    throw new Error('--workers needs DATABASE_URL: the embedded database serves one process');
+  // embedded: the --workers server owns a data dir of its own (one owner process per data dir)
+  const clusterEnv: NodeJS.ProcessEnv = options.databaseUrl
+    ? env
+    : { ...env, ATTEST_DATA_DIR: join(dir, 'data-workers') };
   const loadBefore = loadavg();
   try {
     server = await startProcess(
@@ -308,6 +309,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     const workersWanted =
       options.workers !== undefined &&
       (!options.only || options.only.some((o) => workersScenario(options.workers!).includes(o)));
+    const clusterKey = workersWanted ? ownKey(clusterEnv, 'workers') : apiKey;
     if (workersWanted)
       cluster = await startProcess(
         [
@@ -321,12 +323,13 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
           '--workers',
           String(options.workers),
         ],
-        env,
+        clusterEnv,
         /attest listening on (http:\/\/\S+)/,
       );
     hello = await startProcess([HELLO], env, /hello listening on (http:\/\/\S+)/);
     const serverPid = server.child.pid!;
     const headers = { 'X-Api-Key': apiKey, 'Content-Type': 'application/json' };
+    const clusterHeaders = { ...headers, 'X-Api-Key': clusterKey };
     const VERIFY = '/api/v1/attestation/verify';
     const INIT = '/api/v1/attestation/init';
     const CONSUME = '/api/v1/results/consume';
@@ -555,14 +558,18 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
               target: 'attest',
               process: () => cluster!,
               prepare: (connections) =>
-                registerDirectly(connections, { proc: cluster!, pool: clusterDevices, headers }),
+                registerDirectly(connections, {
+                  proc: cluster!,
+                  pool: clusterDevices,
+                  headers: clusterHeaders,
+                }),
               client: (count) => {
                 const mine = clusterDevices[clusterNext++ % clusterDevices.length]!;
                 return [
                   {
                     method: 'POST',
                     path: VERIFY,
-                    headers,
+                    headers: clusterHeaders,
                     setupRequest: (req) => ({
                       ...req,
                       body: assertionBody(mine.device, ++mine.counter),

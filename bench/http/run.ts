@@ -20,7 +20,7 @@ const { values } = parseArgs({
     // the statistics twins' order: alternate it between rounds to see any order effect
     'stats-off-first': { type: 'boolean', default: false },
     'server-node-args': { type: 'string' },
-    // also `serve --workers N` (PostgreSQL), its assertion scenario beside the one process's
+    // also `serve --workers N`, its assertion scenario beside the one process's
     workers: { type: 'string' },
   },
 });
