@@ -346,7 +346,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     // each twin's own devices (embedded: its own database)
     const twinDevices = { on: [] as typeof assertionDevices, off: [] as typeof assertionDevices };
     const twinNext = { on: 0, off: 0 };
-    // the cluster's own devices (the same database: registered through it all the same)
+    // the cluster's own devices (PostgreSQL: the same database; embedded: its own data dir)
     const clusterDevices: typeof assertionDevices = [];
     let clusterNext = 0;
     const registerDirectly = async (

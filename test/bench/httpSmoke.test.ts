@@ -19,6 +19,8 @@ it('runs every scenario with correct answers and refuses the replays', async () 
     requestsPerScenario: 20,
     registrations: 6,
     warmupSeconds: 0,
+    // the --workers server, on a data dir of its own
+    workers: 2,
   });
   expect(result.results.map((r) => r.scenario)).toEqual([
     'hello-world',
@@ -29,6 +31,7 @@ it('runs every scenario with correct answers and refuses the replays', async () 
     'app attest assertion, sessionless',
     'app attest assertion, sessionless, twin, statistics on',
     'app attest assertion, sessionless, twin, statistics off',
+    'app attest assertion, sessionless, 2 workers',
     'app attest registration',
     'android-key assertion, sessionless',
     'android-key registration',
@@ -51,13 +54,20 @@ it('runs every scenario with correct answers and refuses the replays', async () 
       expect(r.server!.gcMs, r.scenario).toBeGreaterThanOrEqual(0);
     } else expect(r.server).toBeUndefined();
   }
-  // every target can be judged on a run of every scenario (--workers needs PostgreSQL: not here)
+  // every target of the embedded default can be judged on a run of every scenario
+  expect(result.database).toBe('embedded');
   const judged = verdicts(result, 2);
-  expect(judged).toHaveLength(14);
-  for (const v of judged)
-    expect(typeof v.met, v.target).toBe(v.target.includes('--workers') ? 'object' : 'boolean');
+  expect(judged.map((v) => v.target)).toEqual([
+    'init',
+    'App Attest assertion, sessionless',
+    'App Attest assertion, p99',
+    'garbage token',
+    'App Attest assertion, --workers 2 vs one process',
+  ]);
+  for (const v of judged) expect(typeof v.met, v.target).toBe('boolean');
   expect(verdictTable(judged, 2)).toMatch(/^\| target \(2 connections\) \|/);
   const section = readmeSection(result, 2);
+  expect(section).toMatch(/^Embedded \(the owned PostgreSQL 18 server\), 2 connections/);
   expect(section).toContain('| App Attest registration (each key once) |');
   expect(section).toContain('| target (2 connections) |');
   expect(result.results.find((r) => r.scenario === 'app attest registration')!.correct).toBe(6);
@@ -91,13 +101,14 @@ it('judges each target: met at the bound, missed below it, not run when its scen
       ...extra,
     }) as ScenarioResult;
   const result = {
+    database: 'postgres',
     serverRssAfterMb: 161,
     results: [
       row('hello-world', 1, { p99: 99 }),
       row('init', 0.8),
       row('play integrity, sessionless', 0.499),
       row('play integrity, sessionless, result token', 0.45),
-      row('app attest assertion, sessionless', 0.5, { cpuMsPerRequest: 0.31 }),
+      row('app attest assertion, sessionless', 0.5, { cpuMsPerRequest: 0.26 }),
       // 760 of 500 req/s: 1.52x
       row('app attest assertion, sessionless, 2 workers', 0.76),
       // 500 of 520 req/s: 96.2%
@@ -129,4 +140,50 @@ it('judges each target: met at the bound, missed below it, not run when its scen
   expect(verdicts(result).find((v) => v.target.startsWith('p99'))!.measured).toBe(
     '31 ms (worst: garbage token)',
   );
+});
+
+it('judges the embedded default by its own targets (issue 36): init, assertion and its p99, garbage, --workers', () => {
+  const row = (scenario: string, ratio: number, p99 = 20) =>
+    ({
+      scenario,
+      connections: 64,
+      ratio,
+      rps: ratio * 1000,
+      p99,
+      cpuMsPerRequest: 0.3,
+    }) as ScenarioResult;
+  const judge = (...results: ScenarioResult[]) =>
+    Object.fromEntries(
+      verdicts({ database: 'embedded', serverRssAfterMb: 300, results } as BenchResult).map((v) => [
+        v.target,
+        v.met,
+      ]),
+    );
+  expect(
+    judge(
+      row('init', 0.8),
+      row('app attest assertion, sessionless', 0.35, 50),
+      row('garbage token', 0.9),
+    ),
+  ).toEqual({
+    init: true,
+    'App Attest assertion, sessionless': true,
+    'App Attest assertion, p99': true,
+    'garbage token': true,
+    'App Attest assertion, --workers 2 vs one process': null,
+  });
+  expect(
+    judge(
+      row('init', 0.79),
+      row('app attest assertion, sessionless', 0.349, 51),
+      row('garbage token', 0.89),
+      row('app attest assertion, sessionless, 2 workers', 0.52),
+    ),
+  ).toEqual({
+    init: false,
+    'App Attest assertion, sessionless': false,
+    'App Attest assertion, p99': false,
+    'garbage token': false,
+    'App Attest assertion, --workers 2 vs one process': false,
+  });
 });
