@@ -322,10 +322,47 @@ describe('allowlist, dev mint and the status list (database)', () => {
       ['--wrong-challenge', 'android_challenge_mismatch'],
       ['--stale-patch', 'android_patch_level_stale'],
       ['--revoked', 'android_chain_revoked'],
+      ['--claim-strongbox', 'android_security_level_mismatch'],
+      ['--future-patch', 'android_patch_level_future'],
+      ['--imported', 'android_key_not_generated'],
+      ['--subject-revoked', 'android_chain_revoked'],
     ] as const) {
       const run = await mintAndCheck(`deny${flag}.json`, [flag]);
-      expect(run.json!.reason).toBe(reason);
+      expect(run.json!.reason, flag).toBe(reason);
     }
+    // the 2026 fields a device can carry: minted, verified, shown
+    const extras = await mintAndCheck('extras.json', [
+      '--security-level',
+      'strongbox',
+      '--attestation-version',
+      '500',
+      '--ml-dsa-variant',
+      '2',
+      '--usage-count-limit',
+      '7',
+      '--trusted-confirmation',
+      '--module-hash',
+      'a1b2c3',
+      '--unknown-tag',
+      '725',
+      '--unknown-tag',
+      '726',
+      '--provisioning-info',
+      '3',
+    ]);
+    expect(extras.json!.valid).toBe(true);
+    expect(extras.json!.details).toMatchObject({
+      androidKeyDetails: {
+        securityLevel: 'StrongBox',
+        attestationVersion: 500,
+        mlDsaVariant: 2,
+        usageCountLimit: 7,
+        trustedConfirmationRequired: true,
+        moduleHash: Buffer.from('a1b2c3', 'hex').toString('base64'),
+        unknownTags: [725, 726],
+      },
+    });
+    expect(JSON.stringify(extras.json)).toContain('"certificatesIssued":3');
   });
 
   it('android revocations update FILE replaces the stored list; show says where it came from', async () => {
