@@ -7,12 +7,14 @@
  * The type codes are Google's IntegrityDialogTypeCode constants
  * (com.google.android.play.core.integrity.model.IntegrityDialogTypeCode in the Play Integrity
  * library: GET_LICENSED = 1, CLOSE_UNKNOWN_ACCESS_RISK = 2, CLOSE_ALL_ACCESS_RISK = 3,
- * GET_INTEGRITY = 4, GET_STRONG_INTEGRITY = 5), as Google's "Remediation dialogs" page
- * (developer.android.com/google/play/integrity/remediation) lists them with the verdict each one
- * fixes: GET_LICENSED for appLicensingVerdict UNLICENSED; CLOSE_UNKNOWN_ACCESS_RISK for
- * appsDetected holding UNKNOWN_CAPTURING or UNKNOWN_CONTROLLING; CLOSE_ALL_ACCESS_RISK for any of
- * KNOWN_ or UNKNOWN_ CAPTURING or CONTROLLING; GET_INTEGRITY for device and app integrity;
- * GET_STRONG_INTEGRITY for the same where strong integrity is required.
+ * GET_INTEGRITY = 4, GET_STRONG_INTEGRITY = 5). Google's "Remediation" page
+ * (developer.android.com/google/play/integrity/remediation, "GET_LICENSED (Type Code 1)" and so
+ * on) gives the verdict each of the first three fixes: GET_LICENSED appLicensingVerdict
+ * UNLICENSED; CLOSE_UNKNOWN_ACCESS_RISK appsDetected holding UNKNOWN_CAPTURING or
+ * UNKNOWN_CONTROLLING; CLOSE_ALL_ACCESS_RISK any of KNOWN_ or UNKNOWN_ CAPTURING or CONTROLLING.
+ * GET_INTEGRITY and GET_STRONG_INTEGRITY are Play's guided fix of the device and app integrity
+ * verdicts (and of network and Play Store errors on the device); the strong one where the package
+ * requires MEETS_STRONG_INTEGRITY.
  */
 import type { CheckId } from '../checkTitles.js';
 import type { ObservableReason } from '../observedRules.js';
