@@ -246,6 +246,22 @@ describe('dev mint gms: every verdict field a rule reads', () => {
     expect(hintCodes(run)).toEqual([hint]);
   });
 
+  it('verify-file names the Play dialog of a rejection the user can fix (facts.remediation)', async () => {
+    const pkg = `com.example.dialog${randomBytes(3).toString('hex')}`;
+    await runCli('allowlist', 'add', 'android', pkg, '--without-keys', '--require-licensed');
+    const unlicensed = await minted(pkg, '--licensing', 'UNLICENSED');
+    const run = await check(unlicensed.file, unlicensed.nonce);
+    expect(run.json).toMatchObject({
+      reason: 'gms_not_licensed',
+      facts: { remediation: { dialog: 'GET_LICENSED', typeCode: 1 } },
+    });
+    // not evaluated: no dialog licenses it
+    const unevaluated = await minted(pkg, '--licensing', 'UNEVALUATED');
+    const none = await check(unevaluated.file, unevaluated.nonce);
+    expect(none.json).toMatchObject({ reason: 'gms_not_licensed' });
+    expect(none.json!.facts).not.toHaveProperty('remediation');
+  });
+
   it.each([
     ['--licensing', 'not a value'],
     ['--account-activity', '1st'],
