@@ -344,3 +344,64 @@ describe('operator text', () => {
     expect(parseVerdictValues(text, 'location spoofing risk').ok).toBe(false);
   });
 });
+
+describe('hostile values in the new structures', () => {
+  /** A small deterministic generator of JSON values of every type, nested a little. */
+  function* values(seed: number): Generator<unknown> {
+    let x = seed;
+    const next = () => (x = (x * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const value = (depth: number): unknown => {
+      // deep down only leaves: the values stay small
+      const pick = Math.floor(next() * (depth > 2 ? 5 : 9));
+      if (pick === 0) return null;
+      if (pick === 1) return next() < 0.5;
+      if (pick === 2) return Math.floor(next() * 1e6) - 5e5;
+      if (pick === 3) return 'A'.repeat(Math.floor(next() * 80));
+      if (pick === 4)
+        return ['TYPICAL_BASIC', 'UNEVALUATED', '', 'ü\u0000x', 'HIGH_RISK_DEVICE'][
+          Math.floor(next() * 5)
+        ];
+      if (pick === 5)
+        return Array.from({ length: Math.floor(next() * 20) }, () => value(depth + 1));
+      if (pick === 6) return { activityLevel: value(depth + 1) };
+      return { [['activityLevel', 'x', '__proto__'][Math.floor(next() * 3)]!]: value(depth + 1) };
+    };
+    for (;;) yield value(0);
+  }
+
+  it('300 random values: every outcome is accepted or a reason code, never a fault', async () => {
+    const policy = {
+      minAccountActivity: 'UNKNOWN',
+      denyLocationSpoofing: ['HIGH_RISK_DEVICE'],
+    } as const;
+    const seen = new Set<string>();
+    const gen = values(39);
+    for (let i = 0; i < 300; i++) {
+      // one field hostile at a time, the others valid: every path is reachable
+      const hostile = gen.next().value;
+      const field = i % 3;
+      const run = await outcome('standard', policy, (p) => {
+        p.accountDetails = {
+          appLicensingVerdict: 'LICENSED',
+          accountActivity: field === 0 ? hostile : { activityLevel: 'TYPICAL_BASIC' },
+        };
+        p.environmentDetails = { locationSpoofingRiskVerdict: field === 1 ? hostile : [] };
+        p.deviceIntegrity.legacyDeviceRecognitionVerdict = field === 2 ? hostile : [];
+      });
+      seen.add(run.ok ? 'accepted' : run.reason);
+    }
+    expect(
+      [...seen].every((r) =>
+        [
+          'accepted',
+          'gms_payload_malformed',
+          'gms_account_activity',
+          'gms_location_spoofing',
+        ].includes(r),
+      ),
+    ).toBe(true);
+    // the generator reaches the malformed and the rule paths alike
+    expect(seen.has('gms_payload_malformed')).toBe(true);
+    expect(seen.has('gms_account_activity')).toBe(true);
+  });
+});
