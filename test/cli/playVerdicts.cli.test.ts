@@ -255,6 +255,11 @@ describe('dev mint gms: every verdict field a rule reads', () => {
       reason: 'gms_not_licensed',
       facts: { remediation: { dialog: 'GET_LICENSED', typeCode: 1 } },
     });
+    const text = await verifyFile(
+      [unlicensed.file, '--nonce', unlicensed.nonce, '--dev-roots'],
+      dbEnv,
+    );
+    expect(text.stdout).toContain('Play dialog GET_LICENSED (showDialog type code 1)');
     // not evaluated: no dialog licenses it
     const unevaluated = await minted(pkg, '--licensing', 'UNEVALUATED');
     const none = await check(unevaluated.file, unevaluated.nonce);
