@@ -144,6 +144,8 @@ export const ALLOWLIST_OPERATIONS = {
           denyAppAccessRisk: [...(p.denyAppAccessRisk ?? [])],
           maxDeviceActivity: p.maxDeviceActivity ?? null,
           denyRecallBits: [...(p.denyRecallBits ?? [])],
+          minAccountActivity: p.minAccountActivity ?? null,
+          denyLocationSpoofing: [...(p.denyLocationSpoofing ?? [])],
           serviceAccount: p.serviceAccount?.clientEmail ?? null,
           keyAttestation: p.keyAttestation ?? false,
           minSecurityLevel: p.minSecurityLevel ?? 'TrustedEnvironment',

@@ -5,6 +5,7 @@ import { encodeBase64 } from '../core/base64.js';
 import { createDevCa } from '../core/dev/devCa.js';
 import { mintReceipt } from '../core/dev/devReceipt.js';
 import { encodeGmsToken } from '../core/dev/encodeToken.js';
+import { MAX_VERDICT_VALUES, VERDICT_VALUE } from '../core/google/accountLocationPolicy.js';
 import {
   createTestPlayKeys,
   DEVICE_VERDICTS,
@@ -19,6 +20,19 @@ import { createDevReceiptStore } from '../db/devReceipts.js';
 import { AdminError } from './adminError.js';
 import { ANDROID_PACKAGE } from './allowlistOperations.js';
 import { auditorOf, bytes, MIN_VERDICT, none, operation } from './operation.js';
+
+/** A verdict value as `dev mint gms` sets it (any name Google could send), and a list of them. */
+const VALUE = z.string().regex(VERDICT_VALUE);
+const VALUES = z.array(VALUE).max(MAX_VERDICT_VALUES);
+const MINTED_VERDICTS = z.strictObject({
+  appLicensingVerdict: VALUE.optional(),
+  playProtectVerdict: VALUE.optional(),
+  appsDetected: VALUES.optional(),
+  deviceActivityLevel: VALUE.optional(),
+  accountActivityLevel: VALUE.optional(),
+  locationSpoofingRiskVerdict: VALUES.optional(),
+  legacyDeviceRecognitionVerdict: VALUES.optional(),
+});
 
 /**
  * The development CA and test tokens and receipts (`attest dev`), and verify-file's read-only
@@ -127,6 +141,7 @@ export const DEV_OPERATIONS = {
         .array(z.enum(['first', 'second', 'third']))
         .max(3)
         .optional(),
+      verdicts: MINTED_VERDICTS.optional(),
     }),
     // a package's first mint adds its test-only pair, which test keys must find at once
     changes: true,
@@ -164,6 +179,7 @@ export const DEV_OPERATIONS = {
         ...(input.wrongNonce ? { wrongNonce: true } : {}),
         ...(input.wrongPackage ? { wrongPackage: true } : {}),
         ...(input.recallBits ? { recallBits: input.recallBits } : {}),
+        ...(input.verdicts ? { verdicts: input.verdicts } : {}),
       });
       const integrityToken = await sealIntegrityToken(ensured.pair, payload);
       return {

@@ -83,6 +83,7 @@ export const OPERATIONS = {
       expiresInSeconds: z.number().int().positive().nullable(),
       mode: z.enum(['live', 'test']),
       resultTokens: z.boolean(),
+      rejectionDetails: z.boolean().optional(),
       apps: KEY_APPS.optional(),
     }),
     changes: true,
@@ -123,6 +124,13 @@ export const OPERATIONS = {
     changes: true,
     async run(ctx, { id, on }) {
       return createApiKeyRepository(ctx.handle.db).setResultTokens(id, on, auditorOf(ctx));
+    },
+  }),
+  'keys.setRejectionDetails': operation({
+    input: z.strictObject({ id: KEY_ID, on: z.boolean() }),
+    changes: true,
+    async run(ctx, { id, on }) {
+      return createApiKeyRepository(ctx.handle.db).setRejectionDetails(id, on, auditorOf(ctx));
     },
   }),
   'keys.setApps': operation({

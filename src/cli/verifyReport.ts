@@ -96,6 +96,11 @@ export function verifyReport(
       );
   } else {
     out.push(`${p.red(p.bold('REJECTED'))}${safeText(`: ${outcome.reason}: ${outcome.detail}`)}`);
+    const remedy = outcome.facts.remediation;
+    if (remedy)
+      line(
+        `  the user can fix it on the device: Play dialog ${remedy.dialog} (showDialog type code ${remedy.typeCode})`,
+      );
     for (const h of hints) line(`  hint (${h.code}): ${h.message}`);
     if (hints.length === 0) out.push('  no common integration mistake explains it');
   }

@@ -15,6 +15,7 @@ import type {
   DeviceRecallDetails,
   GoogleTokenDetails,
 } from '../core/types.js';
+import { rejected, type Rejection } from './rejection.js';
 import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 import { consumeResultOf, type ConsumeResult } from './consumeResult.js';
 import { readBoundedText } from './readBoundedBody.js';
@@ -44,6 +45,7 @@ export {
 } from './errors.js';
 
 export type { ConsumeResult } from './consumeResult.js';
+export type { Rejection } from './rejection.js';
 
 export {
   verifyResultToken,
@@ -112,7 +114,7 @@ export type VerifyResult =
       androidKeyDetails: AndroidKeyDetails;
       resultToken?: string;
     }
-  | { isValid: false; statusCode: 0 };
+  | { isValid: false; statusCode: 0; rejection?: Rejection };
 
 /** Base64 strings as the wire carries them, or bytes (sent as standard base64). */
 export type Base64Input = string | Uint8Array;
@@ -305,8 +307,9 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         googleTokenDetails?: GoogleTokenDetails;
         resultToken?: string;
         androidKeyDetails?: AndroidKeyDetails;
+        rejection?: Rejection;
       };
-      if (result.isValid !== true) return { isValid: false, statusCode: 0 };
+      if (result.isValid !== true) return rejected(result.rejection);
       const token = result.resultToken === undefined ? {} : { resultToken: result.resultToken };
       // a valid token names exactly one platform; without its details the RP could not check the app binding
       const named = [

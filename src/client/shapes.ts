@@ -71,6 +71,9 @@ export const GOOGLE_TOKEN_DETAILS = {
     playProtectVerdict: { type: 'string' },
     appsDetected: { type: 'string[]' },
     deviceActivityLevel: { type: 'string' },
+    accountActivityLevel: { type: 'string' },
+    locationSpoofingRiskVerdict: { type: 'string[]' },
+    legacyDeviceIntegrityVerdicts: { type: 'string[]' },
     deviceRecall: { object: DEVICE_RECALL },
     sdkVersion: { type: 'integer' },
     versionCode: { type: 'string' },
@@ -128,6 +131,18 @@ export const INIT_RESPONSE = {
   },
 } as const satisfies Shape;
 
+export const REMEDIATION = {
+  name: 'Remediation',
+  required: ['dialog', 'typeCode'],
+  properties: { dialog: { type: 'string' }, typeCode: { type: 'integer' } },
+} as const satisfies Shape;
+
+export const REJECTION = {
+  name: 'Rejection',
+  required: ['reason'],
+  properties: { reason: { type: 'string' }, remediation: { object: REMEDIATION } },
+} as const satisfies Shape;
+
 export const VERIFY_RESPONSE = {
   name: 'verify 200',
   required: ['isValid', 'statusCode'],
@@ -138,6 +153,8 @@ export const VERIFY_RESPONSE = {
     appleTokenDetails: { object: APPLE_TOKEN_DETAILS },
     // only for API keys with result tokens on
     resultToken: { type: 'string' },
+    // only for API keys made with --rejection-details, on isValid false
+    rejection: { object: REJECTION },
     androidKeyDetails: { object: ANDROID_KEY_DETAILS },
   },
 } as const satisfies Shape;

@@ -26,6 +26,9 @@ export const CHECK_TITLES = {
   'gms.appAccessRisk': 'no denied app-access risk is detected (when the package sets any)',
   'gms.deviceActivity': 'recent device activity is at most the package maximum (when set)',
   'gms.deviceRecall': 'no device recall bit the package denies is set (when set)',
+  'gms.accountActivity': 'account activity is at least the package minimum (when set)',
+  'gms.locationSpoofing':
+    'no denied location spoofing risk is reported (when the package sets any)',
   'gms.freshness': 'token is fresh (not too old, not in the future)',
   'apple.shape': 'token shape fits the key (registration, assertion, or both)',
   'apple.attestation.format': 'attestation object is apple-appattest with x5c and authData',

@@ -38,6 +38,8 @@ export interface Hint {
     | 'app_access_risk'
     | 'device_activity_high'
     | 'device_recalled'
+    | 'account_activity_low'
+    | 'location_spoofing_risk'
     | 'challenge_derivation'
     | 'software_key'
     | 'emulator'

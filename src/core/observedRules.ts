@@ -20,6 +20,8 @@ export const OBSERVABLE_REASONS = {
     'gms_app_access_risk',
     'gms_device_activity',
     'gms_device_recalled',
+    'gms_account_activity',
+    'gms_location_spoofing',
   ],
   apple: [
     'apple_environment_not_allowed',

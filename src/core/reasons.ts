@@ -24,6 +24,8 @@ export const REJECT_REASONS = [
   'gms_app_access_risk',
   'gms_device_activity',
   'gms_device_recalled',
+  'gms_account_activity',
+  'gms_location_spoofing',
   'apple_attestation_malformed',
   'apple_chain_invalid',
   'apple_nonce_mismatch',

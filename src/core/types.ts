@@ -21,6 +21,12 @@ export interface GoogleTokenDetails {
   playProtectVerdict?: string;
   appsDetected?: string[];
   deviceActivityLevel?: string;
+  /** `accountDetails.accountActivity.activityLevel` */
+  accountActivityLevel?: string;
+  /** `environmentDetails.locationSpoofingRiskVerdict` */
+  locationSpoofingRiskVerdict?: string[];
+  /** `deviceIntegrity.legacyDeviceRecognitionVerdict`: the old rules' verdict, during Google's transition */
+  legacyDeviceIntegrityVerdicts?: string[];
   /** Play device recall: the three bits the app's developer wrote for this device, and when */
   deviceRecall?: DeviceRecallDetails;
   sdkVersion?: number;
@@ -148,6 +154,8 @@ export interface VerifyFacts {
   request?: 'standard';
   /** gms: the payload field of a verdict the package requires but Google did not give */
   missingVerdict?: string;
+  /** gms: the Play dialog the app can show so the user fixes the rejected verdict on the device */
+  remediation?: RemediationDialog;
   /** android-key: what the key description says (registration) or the stored key (assertion) */
   securityLevel?: AndroidSecurityLevel;
   verifiedBootState?: AndroidBootState;
@@ -159,6 +167,12 @@ export interface VerifyFacts {
   revokedSerial?: string;
   /** android-key: the attested device looks like an emulator (its attested product or model) */
   emulator?: boolean;
+}
+
+/** A Play Integrity remediation dialog: its name and the type code the app passes to showDialog. */
+export interface RemediationDialog {
+  dialog: string;
+  typeCode: number;
 }
 
 export type VerifyOutcome =
@@ -267,6 +281,10 @@ export interface AndroidPackagePolicy {
   maxDeviceActivity?: DeviceActivityLevel | null;
   /** device recall bits that reject the token when set (`gms_device_recalled`); empty or absent = not checked */
   denyRecallBits?: readonly RecallBit[];
+  /** lowest accepted `accountDetails.accountActivity.activityLevel`; absent or null = not checked */
+  minAccountActivity?: AccountActivityLevel | null;
+  /** `environmentDetails.locationSpoofingRiskVerdict` values that reject the token; empty or absent = not checked */
+  denyLocationSpoofing?: readonly string[];
   /** decodes standard-request tokens through Google; absent = standard requests are refused */
   serviceAccount?: GoogleServiceAccount | null;
   /** hardware key attestation (`android-key`) is allowed for the package; absent = no */
@@ -286,6 +304,9 @@ export interface AndroidPackagePolicy {
 }
 
 export type DeviceActivityLevel = 'LEVEL_1' | 'LEVEL_2' | 'LEVEL_3' | 'LEVEL_4';
+
+/** Play's account activity levels that rank, least trusted first (`--min-account-activity`). */
+export type AccountActivityLevel = 'UNUSUAL' | 'UNKNOWN' | 'TYPICAL_BASIC' | 'TYPICAL_STRONG';
 
 /** The parts of a Google service-account key file that the OAuth JWT-bearer grant needs. A secret. */
 export interface GoogleServiceAccount {

@@ -64,6 +64,8 @@ type AndroidRules = Pick<
   | 'denyAppAccessRisk'
   | 'maxDeviceActivity'
   | 'denyRecallBits'
+  | 'minAccountActivity'
+  | 'denyLocationSpoofing'
   | 'keyAttestation'
   | 'minSecurityLevel'
   | 'allowUnlocked'

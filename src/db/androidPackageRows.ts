@@ -1,6 +1,7 @@
 import { createHash, createPublicKey } from 'node:crypto';
 import { sql, type SQL } from 'drizzle-orm';
 import type {
+  AccountActivityLevel,
   DeviceActivityLevel,
   GoogleServiceAccount,
   MinVerdict,
@@ -27,6 +28,10 @@ export interface AndroidPolicyInput {
   maxDeviceActivity?: DeviceActivityLevel | null;
   /** Play device recall bits that reject a token when set; `[]` stops checking */
   denyRecallBits?: RecallBit[];
+  /** `null` stops checking */
+  minAccountActivity?: AccountActivityLevel | null;
+  /** denied locationSpoofingRiskVerdict values; `[]` stops checking */
+  denyLocationSpoofing?: string[];
   /** `null` removes the stored service account */
   serviceAccount?: GoogleServiceAccount | null;
   /** hardware key attestation (`android-key`) */
@@ -62,6 +67,8 @@ export interface PackageRow {
   deny_app_access_risk: string[] | string | null;
   max_device_activity: string | null;
   deny_recall_bits: string[] | string | null;
+  min_account_activity: string | null;
+  deny_location_spoofing: string[] | string | null;
   service_account: Uint8Array | null;
   service_account_key_id: string | null;
   key_attestation: boolean;

@@ -16,6 +16,8 @@ export interface ApiKeyRow {
   mode: KeyMode;
   /** valid verifies carry a signed result token */
   resultTokens: boolean;
+  /** rejections carry their reason (`rejection: {reason, remediation?}`) */
+  rejectionDetails: boolean;
   /** the app IDs and packages the key may verify; null: every allowlisted app */
   apps: string[] | null;
 }
@@ -30,6 +32,7 @@ interface RawRow {
   revoked_at: Date | string | null;
   mode: string;
   result_tokens?: boolean | null;
+  rejection_details?: boolean | null;
   precheck?: string | null;
   apps?: string[] | string | null;
 }
@@ -45,6 +48,7 @@ const toRow = (r: RawRow): ApiKeyRow => ({
   revokedAt: date(r.revoked_at),
   mode: r.mode === 'test' ? 'test' : 'live',
   resultTokens: r.result_tokens === true,
+  rejectionDetails: r.rejection_details === true,
   apps: r.apps === null || r.apps === undefined ? null : parseTextArray(r.apps),
 });
 
@@ -63,6 +67,34 @@ export const MAX_ORIGINS = 64;
 
 /** API keys: only the argon2id hash of a key is ever stored. */
 export function createApiKeyRepository(db: Database) {
+  /** Sets an on/off column of a key, audited as `keys.update` with its key before and after when it changes. */
+  async function setFlag(
+    column: 'result_tokens' | 'rejection_details',
+    key: 'resultTokens' | 'rejectionDetails',
+    id: string,
+    on: boolean,
+    auditor?: Auditor,
+  ): Promise<{ found: boolean; changed: boolean }> {
+    const col = sql.identifier(column);
+    const rows = rowsOf<{ id: string; changed: boolean; audit: unknown }>(
+      await db.execute(sql`
+        with b as (select id from api_keys where id = ${id}),
+        u as (
+          update api_keys set ${col} = ${on}
+          where id = ${id} and ${col} is distinct from ${on} returning id, name
+        )${auditCte(
+          auditor,
+          (actor) => sql`
+          select ${actor}, 'keys.update', u.id, jsonb_build_object('name', u.name, ${key}::text, not ${on}::boolean),
+                 jsonb_build_object('name', u.name, ${key}::text, ${on}::boolean) from u`,
+        )}
+        select b.id, exists (select 1 from u) as changed, ${auditColumn(auditor)} as audit from b`),
+    );
+    if (!rows[0]) return { found: false, changed: false };
+    if (rows[0].changed) logAudit(auditor, rows[0].audit);
+    return { found: true, changed: rows[0].changed };
+  }
+
   return {
     /** With an auditor, the same statement records `keys.create`. */
     async insert(
@@ -75,6 +107,7 @@ export function createApiKeyRepository(db: Database) {
         expiresInSeconds: number | null;
         mode?: KeyMode;
         resultTokens?: boolean;
+        rejectionDetails?: boolean;
         /** app IDs and packages (checked by the caller); absent or null: every allowlisted app */
         apps?: readonly string[] | null;
       },
@@ -83,8 +116,8 @@ export function createApiKeyRepository(db: Database) {
       const rows = rowsOf<RawRow & { audit: unknown }>(
         await db.execute(sql`
           with k as (
-            insert into api_keys (id, name, hash, precheck, mode, result_tokens, apps, expires_at)
-            values (${input.id}, ${input.name}, ${input.hash}, ${input.precheck ?? null}, ${input.mode ?? 'live'}, ${input.resultTokens ?? false}, ${appsParam(normalApps(input.apps))},
+            insert into api_keys (id, name, hash, precheck, mode, result_tokens, rejection_details, apps, expires_at)
+            values (${input.id}, ${input.name}, ${input.hash}, ${input.precheck ?? null}, ${input.mode ?? 'live'}, ${input.resultTokens ?? false}, ${input.rejectionDetails ?? false}, ${appsParam(normalApps(input.apps))},
                     ${input.expiresInSeconds === null ? null : sql`now() + make_interval(secs => ${input.expiresInSeconds})`})
             returning *
           )${auditCte(
@@ -168,29 +201,12 @@ export function createApiKeyRepository(db: Database) {
      * Turns result tokens on or off for a key: false when there is no such key. With an auditor,
      * the same statement records `keys.update` (before and after), only when the flag changes.
      */
-    async setResultTokens(
-      id: string,
-      on: boolean,
-      auditor?: Auditor,
-    ): Promise<{ found: boolean; changed: boolean }> {
-      const rows = rowsOf<{ id: string; changed: boolean; audit: unknown }>(
-        await db.execute(sql`
-          with b as (select id, result_tokens from api_keys where id = ${id}),
-          u as (
-            update api_keys set result_tokens = ${on}
-            where id = ${id} and result_tokens is distinct from ${on} returning id, name
-          )${auditCte(
-            auditor,
-            (actor) => sql`
-            select ${actor}, 'keys.update', u.id, jsonb_build_object('name', u.name, 'resultTokens', not ${on}::boolean),
-                   jsonb_build_object('name', u.name, 'resultTokens', ${on}::boolean) from u`,
-          )}
-          select b.id, exists (select 1 from u) as changed, ${auditColumn(auditor)} as audit from b`),
-      );
-      if (!rows[0]) return { found: false, changed: false };
-      if (rows[0].changed) logAudit(auditor, rows[0].audit);
-      return { found: true, changed: rows[0].changed };
-    },
+    setResultTokens: (id: string, on: boolean, auditor?: Auditor) =>
+      setFlag('result_tokens', 'resultTokens', id, on, auditor),
+
+    /** Turns rejection details on or off for a key, as `setResultTokens` does result tokens. */
+    setRejectionDetails: (id: string, on: boolean, auditor?: Auditor) =>
+      setFlag('rejection_details', 'rejectionDetails', id, on, auditor),
 
     /**
      * Sets the apps a key may verify (null: every allowlisted app): false when there is no such

@@ -21,6 +21,7 @@ export const AUDITED_COLUMNS = {
     expires_at: { key: 'expiresAt' },
     revoked_at: { key: 'revokedAt' },
     result_tokens: { key: 'resultTokens' },
+    rejection_details: { key: 'rejectionDetails' },
     apps: { key: 'apps', value: (r) => sql`to_jsonb(${r}.apps)` },
   },
   apple_apps: {

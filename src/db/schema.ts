@@ -43,6 +43,8 @@ export const apiKeys = pgTable('api_keys', {
   mode: text('mode').notNull().default('live'),
   /** valid verifies of this key carry a signed result token (`keys create --result-tokens`) */
   resultTokens: boolean('result_tokens').notNull().default(false),
+  /** rejections answered with their reason (and Play remediation) (`keys create --rejection-details`) */
+  rejectionDetails: boolean('rejection_details').notNull().default(false),
   /**
    * the App Attest app IDs and Android packages the key may verify (`keys create --apps`); null:
    * every allowlisted app (keys made before scopes, and keys without `--apps`)
@@ -170,6 +172,13 @@ export const androidPackages = pgTable('android_packages', {
   maxDeviceActivity: text('max_device_activity'),
   /** Play device recall bits ('first', 'second', 'third') that reject a token when set; empty = not checked */
   denyRecallBits: text('deny_recall_bits')
+    .array()
+    .notNull()
+    .default(sql`'{}'::text[]`),
+  /** lowest accepted Play account activity level; null = not checked */
+  minAccountActivity: text('min_account_activity'),
+  /** location spoofing risk values that reject a token; empty = not checked */
+  denyLocationSpoofing: text('deny_location_spoofing')
     .array()
     .notNull()
     .default(sql`'{}'::text[]`),

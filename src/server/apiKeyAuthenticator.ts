@@ -9,67 +9,12 @@ import {
 import { LruCache } from '../core/lruCache.js';
 import type { KeyMode } from '../core/types.js';
 import { addressPrefix } from './addressPrefix.js';
+import type { ApiKeyLookup, AuthContext, AuthResult } from './apiKeyAuthTypes.js';
 import { createFairLimiter } from './fairLimiter.js';
 
 export { addressPrefix } from './addressPrefix.js';
 
-export interface ApiKeyLookup {
-  /**
-   * The key's row. `mode` absent: live. `origins`: the address prefixes (see `addressPrefix`)
-   * that authenticated the key recently, on any instance.
-   */
-  find(id: string): Promise<{
-    id: string;
-    hash: string;
-    expiresAt: Date | null;
-    revokedAt: Date | null;
-    mode?: KeyMode;
-    origins?: readonly string[];
-    /** absent: off */
-    resultTokens?: boolean;
-    /** the apps the key may verify; absent or null: every allowlisted app */
-    apps?: readonly string[] | null;
-    /** the key's pre-check (`apiKeyCheck`); absent or null: none yet */
-    precheck?: string | null;
-  } | null>;
-  touch(id: string): Promise<void>;
-  /** Stores the pre-check of a key argon2 just verified against `hash`; optional. */
-  setPrecheck?(id: string, hash: string, precheck: string): Promise<void>;
-  /** Records that `prefix` authenticated the key (shared by every instance); optional. */
-  rememberOrigin?(id: string, prefix: string): Promise<void>;
-}
-
-export type AuthFailure =
-  | 'missing'
-  | 'malformed'
-  | 'unknown'
-  | 'revoked'
-  | 'expired'
-  | 'mismatch'
-  | 'bad_hash'
-  | 'busy'
-  | 'locked_id'
-  | 'locked_address'
-  | 'locked_origin';
-
-export type AuthResult =
-  | {
-      ok: true;
-      keyId: string;
-      mode: KeyMode;
-      resultTokens?: boolean;
-      /** present only for a scoped key: the apps it may verify */
-      apps?: readonly string[];
-    }
-  | { ok: false; status: 401 | 403 | 503; why: AuthFailure; keyId?: string };
-
-/** What the request adds to the presented value. */
-export interface AuthContext {
-  /** the client's address (TCP peer), for the failure limits and the hash queue's fairness */
-  address?: string | undefined;
-  /** bounds the database reads (not argon2, nor its queue) by the request's backend deadline */
-  backend?: Budget;
-}
+export type { ApiKeyLookup, AuthContext, AuthFailure, AuthResult } from './apiKeyAuthTypes.js';
 
 export interface AuthenticatorOptions {
   lookup: ApiKeyLookup;
@@ -115,6 +60,7 @@ interface Verified {
   id: string;
   mode: KeyMode;
   resultTokens: boolean;
+  rejectionDetails: boolean;
   apps: readonly string[] | null;
   hash: string;
   expiresAt: number | null;
@@ -333,11 +279,13 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     }
     const mode = row.mode ?? 'live';
     const resultTokens = row.resultTokens === true;
+    const rejectionDetails = row.rejectionDetails === true;
     const apps = row.apps ?? null;
     verified.set(fp, {
       id,
       mode,
       resultTokens,
+      rejectionDetails,
       apps,
       hash: row.hash,
       expiresAt: row.expiresAt?.getTime() ?? null,
@@ -345,7 +293,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
     });
     if (!row.precheck || matchesApiKeyCheck(row.precheck, presented) !== true)
       rememberPrecheck(row, presented);
-    return granted({ id, mode, resultTokens, apps });
+    return granted({ id, mode, resultTokens, rejectionDetails, apps });
   }
 
   /**
@@ -402,6 +350,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
         hit.expiresAt = row.expiresAt?.getTime() ?? null;
         hit.mode = row.mode ?? 'live';
         hit.resultTokens = row.resultTokens === true;
+        hit.rejectionDetails = row.rejectionDetails === true;
         // a scope change applies like every other change of the row: at this re-read
         hit.apps = row.apps ?? null;
         touch(hit.id, prefix);
@@ -490,11 +439,14 @@ export type ApiKeyAuthenticator = ReturnType<typeof createApiKeyAuthenticator>;
 
 type Budget = <T>(work: Promise<T> | (() => Promise<T>)) => Promise<T>;
 
-/** A verified key's result: `resultTokens` only when on, `apps` only for a scoped key (a plain key's result is what it always was). */
-const granted = (v: Pick<Verified, 'id' | 'mode' | 'resultTokens' | 'apps'>): AuthResult => ({
+/** A verified key's result: each option only when on, `apps` only for a scoped key (a plain key's result is what it always was). */
+const granted = (
+  v: Pick<Verified, 'id' | 'mode' | 'resultTokens' | 'rejectionDetails' | 'apps'>,
+): AuthResult => ({
   ok: true,
   keyId: v.id,
   mode: v.mode,
   ...(v.resultTokens ? { resultTokens: true } : {}),
+  ...(v.rejectionDetails ? { rejectionDetails: true } : {}),
   ...(v.apps ? { apps: v.apps } : {}),
 });

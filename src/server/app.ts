@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { encodeBase64 } from '../core/base64.js';
 import type { RejectReason } from '../core/reasons.js';
 import { isService } from '../core/services.js';
-import type { KeyMode, VerifyOutcome } from '../core/types.js';
+import type { KeyMode, RemediationDialog, VerifyOutcome } from '../core/types.js';
 import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
 import { LIVE_JWKS_PATH, TEST_JWKS_PATH } from '../core/resultToken.js';
 import type { DatabaseBreaker } from '../db/databaseBreaker.js';
@@ -214,7 +214,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       );
       if (!consumed.ok) {
         log.service = peekService(request.token);
-        return rejected(c, consumed.reason, sessionDetail[consumed.reason]);
+        return rejected(c, consumed.reason, sessionDetail[consumed.reason], undefined);
       }
       nonce = finalNonce(consumed.serverNonce, request.deviceNonce);
     } else {
@@ -232,7 +232,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     Object.assign(log, pickFacts(outcome.facts));
     // a missing or invalid receipt is logged (receiptProblem) and counted, whatever the verdict
     if (outcome.facts.receipt) deps.metrics.observeReceipt(outcome.facts.receipt);
-    if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail);
+    if (!outcome.ok) return rejected(c, outcome.reason, outcome.detail, outcome.facts.remediation);
     log.isValid = true;
     // observed rules that failed: in the log line (and so the statistics), never in the response
     if (outcome.observed) log.observed = outcome.observed;
@@ -387,13 +387,21 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     return errorBody(c, 404, STATUS_INVALID_REQUEST, 'Not found');
   });
 
-  function rejected(c: Context<AppEnv>, reason: RejectReason, detail: string) {
+  function rejected(
+    c: Context<AppEnv>,
+    reason: RejectReason,
+    detail: string,
+    remediation: RemediationDialog | undefined,
+  ) {
     const log = c.get('log');
     log.isValid = false;
     log.reason = reason;
     log.detail = detail;
     deps.metrics.observeVerify(log.service ?? 'unknown', false, reason, c.get('mode'));
-    return c.json({ isValid: false, statusCode: STATUS_OK });
+    // the contract's body for every key; the reason only for keys that asked for it
+    if (!c.get('rejectionDetails')) return c.json({ isValid: false, statusCode: STATUS_OK });
+    const rejection = { reason, ...(remediation ? { remediation } : {}) };
+    return c.json({ isValid: false, statusCode: STATUS_OK, rejection });
   }
 
   return app;

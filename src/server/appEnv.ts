@@ -48,6 +48,8 @@ export type AppEnv = {
     backend: Budget;
     /** the key's valid verifies carry a result token */
     resultTokens: boolean;
+    /** the key's rejections say why (`keys create --rejection-details`) */
+    rejectionDetails: boolean;
     /** the apps the key may verify (`keys create --apps`); null: every allowlisted app */
     apps: AppScope;
   };

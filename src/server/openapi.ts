@@ -22,6 +22,27 @@ const detailsFields = (): Record<string, object> =>
   Object.fromEntries(
     DETAILS_SCHEMAS.map((d) => [d.responseField, { $ref: `#/components/schemas/${d.main}` }]),
   );
+/** Why a verify was rejected: only for API keys made with --rejection-details. */
+const REJECTION_COMPONENTS = {
+  Rejection: {
+    type: 'object',
+    description:
+      'Only for API keys made with --rejection-details, only with isValid false: the reason code (docs/checks.md), and for a Play Integrity cause the user can fix on the device the Play dialog the app can show',
+    required: ['reason'],
+    properties: {
+      reason: { type: 'string' },
+      remediation: { $ref: '#/components/schemas/Remediation' },
+    },
+  },
+  Remediation: {
+    type: 'object',
+    description:
+      "A Play Integrity remediation dialog: its name (GET_LICENSED, CLOSE_UNKNOWN_ACCESS_RISK, CLOSE_ALL_ACCESS_RISK, GET_INTEGRITY, GET_STRONG_INTEGRITY) and the type code to pass to showDialog on the token's response",
+    required: ['dialog', 'typeCode'],
+    properties: { dialog: { type: 'string' }, typeCode: { type: 'integer' } },
+  },
+};
+
 const err = (description: string) => ({
   description,
   content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
@@ -42,6 +63,7 @@ export const OPENAPI_DOCUMENT = {
     schemas: {
       Error: errorBody,
       ...detailsComponents(),
+      ...REJECTION_COMPONENTS,
       ResultTokenDetails: {
         type: 'object',
         required: [],
@@ -150,6 +172,7 @@ export const OPENAPI_DOCUMENT = {
                     isValid: { type: 'boolean' },
                     statusCode: { const: 0 },
                     ...detailsFields(),
+                    rejection: { $ref: '#/components/schemas/Rejection' },
                     resultToken: {
                       type: 'string',
                       description:

@@ -365,6 +365,80 @@ describe('allowlist, dev mint and the status list (database)', () => {
     expect(JSON.stringify(extras.json)).toContain('"certificatesIssued":3');
   });
 
+  it('dev mint android-key --self-signed-boot and --patch-level rehearse --boot-key and --max-patch-age', async () => {
+    expect((await runCli('dev', 'init')).code).toBe(0);
+    const pkg = 'com.example.rehearse';
+    const bootKey = 'cd'.repeat(32);
+    expect(
+      (
+        await runCli(
+          'allowlist',
+          'add',
+          'android',
+          pkg,
+          '--key-attestation',
+          '--max-patch-age',
+          '12m',
+        )
+      ).code,
+    ).toBe(0);
+    const month = (ago: number) => {
+      const d = new Date();
+      d.setUTCMonth(d.getUTCMonth() - ago, 1);
+      return String(d.getUTCFullYear() * 100 + d.getUTCMonth() + 1);
+    };
+    const mint = async (device: string, ...extra: string[]) => {
+      const nonce = randomBytes(32);
+      const minted = await runCli(
+        'dev',
+        'mint',
+        'android-key',
+        '--package',
+        pkg,
+        '--device',
+        join(dir, device),
+        '--nonce',
+        b64(nonce),
+        ...extra,
+      );
+      expect(minted.code, minted.stderr).toBe(0);
+      const file = write(`${device}.b64`, minted.stdout);
+      return verifyFile([file, '--nonce', b64(nonce), '--dev-roots', '--json'], dbEnv);
+    };
+    // a self-signed OS the package does not trust, then trusts
+    const selfSigned = await mint('self1.json', '--self-signed-boot', bootKey);
+    expect(selfSigned.json!.reason).toBe('android_boot_state_insufficient');
+    await runCli('allowlist', 'add', 'android', pkg, '--boot-key', bootKey);
+    const trusted = await mint('self2.json', '--self-signed-boot', bootKey);
+    expect(trusted.json!.valid, JSON.stringify(trusted.json)).toBe(true);
+    // the patch level a month inside the limit passes, one beyond it does not
+    expect((await mint('patch1.json', '--patch-level', month(11))).json!.valid).toBe(true);
+    expect((await mint('patch2.json', '--patch-level', month(14))).json!.reason).toBe(
+      'android_patch_level_stale',
+    );
+    for (const extra of [
+      ['--self-signed-boot', 'zz'],
+      ['--patch-level', '202613'],
+      ['--patch-level', '1'],
+      ['--unlocked', '--self-signed-boot', bootKey],
+      ['--stale-patch', '--patch-level', month(1)],
+    ]) {
+      const run = await runCli(
+        'dev',
+        'mint',
+        'android-key',
+        '--package',
+        pkg,
+        '--device',
+        join(dir, `bad-${randomBytes(3).toString('hex')}.json`),
+        '--nonce',
+        b64(randomBytes(32)),
+        ...extra,
+      );
+      expect({ extra, code: run.code }).toEqual({ extra, code: 2 });
+    }
+  });
+
   it('android revocations update FILE replaces the stored list; show says where it came from', async () => {
     const list = write(
       'update.json',

@@ -58,6 +58,7 @@ function commandSuite(where: () => string) {
       'key',
       'mode',
       'name',
+      'rejectionDetails',
       'resultTokens',
     ]);
     expect(created.key).toMatch(KEY);
@@ -96,6 +97,7 @@ function commandSuite(where: () => string) {
       'lastUsedAt',
       'mode',
       'name',
+      'rejectionDetails',
       'resultTokens',
       'revokedAt',
       'state',
@@ -132,7 +134,7 @@ function commandSuite(where: () => string) {
 
     const table = await runCli('keys', 'list');
     expect(table.stdout.split('\n')[0]).toMatch(
-      /^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED\s+RESULT TOKENS\s+APPS$/,
+      /^ID\s+NAME\s+MODE\s+STATE\s+CREATED\s+LAST USED\s+EXPIRES\s+REVOKED\s+RESULT TOKENS\s+REJECTION DETAILS\s+APPS$/,
     );
     expect(table.stdout).toMatch(new RegExp(`${created.id}\\s+to revoke\\s+live\\s+revoked`));
 

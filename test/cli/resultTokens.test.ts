@@ -67,9 +67,9 @@ describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, (
       ['plain', false],
     ]);
     const table = (await ok('keys', 'list')).stdout.split('\n');
-    expect(table[0]).toMatch(/RESULT TOKENS\s+APPS$/);
-    expect(table.find((l) => l.startsWith(created.id))).toMatch(/\son\s+all$/);
-    expect(table.find((l) => l.startsWith(plain.id))).toMatch(/\soff\s+all$/);
+    expect(table[0]).toMatch(/RESULT TOKENS\s+REJECTION DETAILS\s+APPS$/);
+    expect(table.find((l) => l.startsWith(created.id))).toMatch(/\son\s+off\s+all$/);
+    expect(table.find((l) => l.startsWith(plain.id))).toMatch(/\soff\s+off\s+all$/);
     const events = await json<{ action: string; target: string; after: unknown }[]>(
       'audit',
       'list',

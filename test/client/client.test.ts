@@ -401,6 +401,21 @@ describe('client against a fault server', () => {
     // a rejection's stray details are dropped, not passed on
     fault.script(json(200, { isValid: false, statusCode: 0, appleTokenDetails: apple }));
     expect(await client().attest.verify(body)).toEqual({ isValid: false, statusCode: 0 });
+    // a key with rejection details: the reason and the Play dialog are passed on as they came
+    const rejection = {
+      reason: 'gms_not_licensed',
+      remediation: { dialog: 'GET_LICENSED', typeCode: 1 },
+    };
+    fault.script(json(200, { isValid: false, statusCode: 0, rejection }));
+    expect(await client().attest.verify(body)).toEqual({
+      isValid: false,
+      statusCode: 0,
+      rejection,
+    });
+    for (const bad of [{ reason: 3 }, { reason: 'x', remediation: { dialog: 'GET_LICENSED' } }]) {
+      fault.script(json(200, { isValid: false, statusCode: 0, rejection: bad }));
+      expect(await caught(client().attest.verify(body))).toBeInstanceOf(AttestResponseError);
+    }
   });
 
   it('a closed port is an AttestNetworkError (init retries it, verify does not)', async () => {

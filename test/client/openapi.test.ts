@@ -24,7 +24,7 @@ import {
   type GoogleTokenDetails,
   type Shape,
 } from '../../src/client/index.js';
-import type { FieldType } from '../../src/client/shapes.js';
+import { REJECTION, REMEDIATION, type FieldType } from '../../src/client/shapes.js';
 import { backends } from '../support/databases.js';
 import { BASE, createTestService } from '../support/service.js';
 
@@ -96,6 +96,7 @@ describe('client shapes against /openapi.json', () => {
     AppleTokenDetails: APPLE_TOKEN_DETAILS,
     GoogleTokenDetails: GOOGLE_TOKEN_DETAILS,
     AndroidKeyDetails: ANDROID_KEY_DETAILS,
+    Rejection: REJECTION,
   };
 
   it('init 200', () =>
@@ -114,6 +115,8 @@ describe('client shapes against /openapi.json', () => {
       AndroidProvisioningInfo: ANDROID_PROVISIONING_INFO,
     });
     expectSameShape(ANDROID_PROVISIONING_INFO, doc.components.schemas.AndroidProvisioningInfo!);
+    expectSameShape(REJECTION, doc.components.schemas.Rejection!, { Remediation: REMEDIATION });
+    expectSameShape(REMEDIATION, doc.components.schemas.Remediation!);
   });
   it('consume 200, with the claims of a result token', () => {
     const claims = {

@@ -56,6 +56,7 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       expiresAt: expect.any(String),
       revokedAt: null,
       resultTokens: false,
+      rejectionDetails: false,
       apps: null,
     });
     expect(Date.parse(events[0]!.after!.expiresAt as string)).toBe(row.expiresAt!.getTime());
@@ -160,6 +161,8 @@ describe.each(backends())('the audit trail on $name', (backend) => {
       denyAppAccessRisk: [],
       maxDeviceActivity: null,
       denyRecallBits: [],
+      minAccountActivity: null,
+      denyLocationSpoofing: [],
       serviceAccount: null,
       testKeyPairs: [],
       maxVerifiesPerDevice: null,

@@ -122,6 +122,8 @@ describe.each(backends())(
           playProtectVerdicts: ['NO_ISSUES'],
           denyAppAccessRisk: ['UNKNOWN_CAPTURING'],
           maxDeviceActivity: 'LEVEL_2',
+          minAccountActivity: 'TYPICAL_STRONG',
+          denyLocationSpoofing: ['HIGH_RISK_DEVICE'],
         },
         auditor,
       );
@@ -130,6 +132,8 @@ describe.each(backends())(
         playProtectVerdicts: [],
         denyAppAccessRisk: [],
         maxDeviceActivity: null,
+        minAccountActivity: null,
+        denyLocationSpoofing: [],
       };
       expect(await allowlist.addAndroid('com.x', null, off, auditor)).toEqual({
         package: 'updated',
@@ -144,6 +148,8 @@ describe.each(backends())(
           playProtectVerdicts: ['NO_ISSUES'],
           denyAppAccessRisk: ['UNKNOWN_CAPTURING'],
           maxDeviceActivity: 'LEVEL_2',
+          minAccountActivity: 'TYPICAL_STRONG',
+          denyLocationSpoofing: ['HIGH_RISK_DEVICE'],
         },
         after: off,
       });

@@ -50,6 +50,9 @@ it('a row reads back through the table: text arrays in either driver form, hex b
     deny_app_access_risk: ['KNOWN_CAPTURING'],
     max_device_activity: null,
     deny_recall_bits: ['third', 'fourth', 'first'],
+    min_account_activity: 'TYPICAL_BASIC',
+    // a value this version has not seen is kept: Google adds location spoofing values
+    deny_location_spoofing: '{HIGH_RISK_DEVICE,A_FUTURE_RISK}',
     key_attestation: true,
     min_security_level: 'SomethingNewer',
     allow_unlocked: false,
@@ -62,6 +65,8 @@ it('a row reads back through the table: text arrays in either driver form, hex b
     denyAppAccessRisk: ['KNOWN_CAPTURING'],
     maxDeviceActivity: null,
     denyRecallBits: ['first', 'third'],
+    minAccountActivity: 'TYPICAL_BASIC',
+    denyLocationSpoofing: ['HIGH_RISK_DEVICE', 'A_FUTURE_RISK'],
     keyAttestation: true,
     minSecurityLevel: 'TrustedEnvironment',
     allowUnlocked: false,

@@ -82,6 +82,29 @@ const CASES: { code: string; policy: AndroidPolicyInput; mint: Mint }[] = [
       }),
     },
   },
+  {
+    code: 'gms_account_activity',
+    policy: { minAccountActivity: 'TYPICAL_BASIC' },
+    mint: {
+      editPayload: (p) => ({
+        ...p,
+        accountDetails: {
+          appLicensingVerdict: 'LICENSED',
+          accountActivity: { activityLevel: 'UNUSUAL' },
+        },
+      }),
+    },
+  },
+  {
+    code: 'gms_location_spoofing',
+    policy: { denyLocationSpoofing: ['HIGH_RISK_DEVICE'] },
+    mint: {
+      editPayload: (p) => ({
+        ...p,
+        environmentDetails: { locationSpoofingRiskVerdict: ['HIGH_RISK_DEVICE'] },
+      }),
+    },
+  },
 ];
 
 let pair: GoogleTestKeys;

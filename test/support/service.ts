@@ -82,6 +82,8 @@ export async function issueKey(
     secretWith?: RegExp;
     mode?: KeyMode;
     resultTokens?: boolean;
+    /** rejections say why (`keys create --rejection-details`) */
+    rejectionDetails?: boolean;
     /** the key's scope (`keys create --apps`); absent: every allowlisted app */
     apps?: readonly string[];
     /** store the key's pre-check, as `attest keys create` does (default: none, as a key made before pre-checks) */
@@ -103,6 +105,7 @@ export async function issueKey(
     expiresInSeconds: options.expiresInSeconds ?? null,
     mode: options.mode ?? 'live',
     resultTokens: options.resultTokens ?? false,
+    ...(options.rejectionDetails ? { rejectionDetails: true } : {}),
     ...(options.apps ? { apps: options.apps } : {}),
   });
   return { id: row.id, key: generated.key };

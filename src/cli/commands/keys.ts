@@ -19,6 +19,7 @@ export function keysCommand(): Command {
 Examples:
   $ attest keys create --name "mobile banking" --expires-in 90d
   $ attest keys create --name payments --result-tokens
+  $ attest keys create --name "android app backend" --rejection-details
   $ attest keys create --name "ios backend" --apps ABCDE12345.com.example.app
   $ attest keys list
   $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens on
@@ -44,12 +45,16 @@ Examples:
       'valid verifies with this key also carry a signed result token (needs ATTEST_ISSUER on the server)',
     )
     .option(
+      '--rejection-details',
+      'rejections with this key say why: rejection {reason, remediation?} with the reason code and, for a Play cause the user can fix, the Play dialog to show (docs/device-integration.md)',
+    )
+    .option(
       '--apps <ids>',
       'comma-separated App Attest app IDs (TEAMID.bundle.id) and Android packages: the key verifies tokens of these apps only (default: every allowlisted app)',
     )
     .option(
       '--json',
-      'print {"id","name","mode","resultTokens","apps","key","createdAt","expiresAt"}',
+      'print {"id","name","mode","resultTokens","rejectionDetails","apps","key","createdAt","expiresAt"}',
     )
     .addHelpText(
       'after',
@@ -62,6 +67,7 @@ Examples:
           expiresIn?: string;
           test?: boolean;
           resultTokens?: boolean;
+          rejectionDetails?: boolean;
           apps?: string;
           json?: boolean;
         },
@@ -92,6 +98,7 @@ Examples:
               expiresInSeconds: expiresIn,
               mode: opts.test ? 'test' : 'live',
               resultTokens: opts.resultTokens === true,
+              ...(opts.rejectionDetails ? { rejectionDetails: true } : {}),
               ...(apps ? { apps } : {}),
             });
             if (opts.json) {
@@ -100,6 +107,7 @@ Examples:
                 name: row.name,
                 mode: row.mode,
                 resultTokens: row.resultTokens,
+                rejectionDetails: row.rejectionDetails,
                 apps: row.apps,
                 key,
                 createdAt: row.createdAt.toISOString(),
@@ -113,11 +121,14 @@ Examples:
               const tokenNote = row.resultTokens
                 ? 'Its valid verifies carry a result token (the server needs ATTEST_ISSUER).\n'
                 : '';
+              const reasonNote = row.rejectionDetails
+                ? 'Its rejections say why (rejection: {reason, remediation?}).\n'
+                : '';
               const scopeNote = row.apps
                 ? `It verifies tokens of ${row.apps.join(', ')} only.\n`
                 : '';
               process.stdout.write(
-                `created ${row.mode} API key ${row.id} (${safeText(row.name)}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n${testNote}${tokenNote}${scopeNote}`,
+                `created ${row.mode} API key ${row.id} (${safeText(row.name)}), expires ${row.expiresAt ? when(row.expiresAt) : 'never'}\n\n  ${key}\n\nStore it now: it is not shown again.\n${testNote}${tokenNote}${reasonNote}${scopeNote}`,
               );
             }
           },
@@ -148,6 +159,7 @@ Examples:
               name: r.name,
               mode: r.mode,
               resultTokens: r.resultTokens,
+              rejectionDetails: r.rejectionDetails,
               apps: r.apps,
               state: state(r),
               createdAt: r.createdAt,
@@ -168,6 +180,7 @@ Examples:
               'EXPIRES',
               'REVOKED',
               'RESULT TOKENS',
+              'REJECTION DETAILS',
               'APPS',
             ],
             rows.map((r) => [
@@ -180,6 +193,7 @@ Examples:
               when(r.expiresAt),
               when(r.revokedAt),
               r.resultTokens ? 'on' : 'off',
+              r.rejectionDetails ? 'on' : 'off',
               r.apps ? r.apps.join(',') : 'all',
             ]),
           );
@@ -196,6 +210,10 @@ Examples:
       'whether valid verifies with this key carry a signed result token',
     )
     .option(
+      '--rejection-details <on|off>',
+      'whether rejections with this key say why (rejection: {reason, remediation?})',
+    )
+    .option(
       '--apps <ids>',
       'comma-separated App Attest app IDs and Android packages: the key verifies tokens of these apps only (replaces its list)',
     )
@@ -203,27 +221,38 @@ Examples:
     .option('--json', 'print the result as JSON')
     .addHelpText(
       'after',
-      '\nExamples:\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens on\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens off --json\n  $ attest keys update 0h3k5x9q2m7c1b4n --apps ABCDE12345.com.example.app,com.example.app\n  $ attest keys update 0h3k5x9q2m7c1b4n --all-apps',
+      '\nExamples:\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens on\n  $ attest keys update 0h3k5x9q2m7c1b4n --rejection-details on\n  $ attest keys update 0h3k5x9q2m7c1b4n --result-tokens off --json\n  $ attest keys update 0h3k5x9q2m7c1b4n --apps ABCDE12345.com.example.app,com.example.app\n  $ attest keys update 0h3k5x9q2m7c1b4n --all-apps',
     )
     .action(
       async (
         id: string,
-        opts: { resultTokens?: string; apps?: string; allApps?: boolean; json?: boolean },
+        opts: {
+          resultTokens?: string;
+          rejectionDetails?: string;
+          apps?: string;
+          allApps?: boolean;
+          json?: boolean;
+        },
         command: Command,
       ) => {
         await checkId(id, 'update');
         if (opts.apps !== undefined && opts.allApps)
           throw usageError('give --apps or --all-apps, not both');
-        if (opts.resultTokens === undefined && opts.apps === undefined && !opts.allApps)
-          throw usageError(
-            'nothing to change: give --result-tokens on|off, --apps ID[,ID...] or --all-apps',
-          );
         if (
-          opts.resultTokens !== undefined &&
-          opts.resultTokens !== 'on' &&
-          opts.resultTokens !== 'off'
+          opts.resultTokens === undefined &&
+          opts.rejectionDetails === undefined &&
+          opts.apps === undefined &&
+          !opts.allApps
         )
-          throw usageError(`--result-tokens takes on or off, got "${safeText(opts.resultTokens)}"`);
+          throw usageError(
+            'nothing to change: give --result-tokens on|off, --rejection-details on|off, --apps ID[,ID...] or --all-apps',
+          );
+        for (const [flag, value] of [
+          ['--result-tokens', opts.resultTokens],
+          ['--rejection-details', opts.rejectionDetails],
+        ] as const)
+          if (value !== undefined && value !== 'on' && value !== 'off')
+            throw usageError(`${flag} takes on or off, got "${safeText(value)}"`);
         const apps =
           opts.apps !== undefined
             ? parseAppList(opts.apps, '--apps')
@@ -251,6 +280,18 @@ Examples:
                 process.stderr.write(
                   'attest: ATTEST_ISSUER is not set here: the server needs it to sign result tokens (it refuses to start without it while a key uses them)\n',
                 );
+            }
+            if (opts.rejectionDetails !== undefined) {
+              const on = opts.rejectionDetails === 'on';
+              const { found, changed } = await admin.run('keys.setRejectionDetails', { id, on });
+              if (!found) throw notFound();
+              out.rejectionDetails = on;
+              out.changed = out.changed === true || changed;
+              lines.push(
+                changed
+                  ? `rejection details ${opts.rejectionDetails} for ${id}; every instance applies it within 5 seconds`
+                  : `rejection details were already ${opts.rejectionDetails} for ${id}`,
+              );
             }
             if (apps !== undefined) {
               const scoped = await admin.run('keys.setApps', { id, apps });

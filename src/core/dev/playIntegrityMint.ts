@@ -69,6 +69,23 @@ export interface VerdictRequest {
   wrongPackage?: boolean;
   /** Play device recall bits set on the device (written in the month of issuedAt); absent = none */
   recallBits?: readonly RecallBit[];
+  /** the newer verdicts, each carried only when given (the licensing verdict: LICENSED when not) */
+  verdicts?: MintedVerdicts;
+}
+
+/**
+ * The verdict fields the package rules read, as `dev mint gms` sets them: any value, a value
+ * Google may add later included, so every rule (and an unknown value) can be tried without a
+ * device.
+ */
+export interface MintedVerdicts {
+  appLicensingVerdict?: string;
+  playProtectVerdict?: string;
+  appsDetected?: string[];
+  deviceActivityLevel?: string;
+  accountActivityLevel?: string;
+  locationSpoofingRiskVerdict?: string[];
+  legacyDeviceRecognitionVerdict?: string[];
 }
 
 /** A classic-request verdict payload. */
@@ -88,6 +105,14 @@ export function verdictPayload(r: VerdictRequest): Record<string, unknown> {
           certificateSha256Digest: digests.map((d) => Buffer.from(d).toString('base64url')),
           versionCode: '1',
         };
+  const v: MintedVerdicts = r.verdicts ?? {};
+  const environmentDetails = {
+    ...(v.playProtectVerdict !== undefined ? { playProtectVerdict: v.playProtectVerdict } : {}),
+    ...(v.appsDetected ? { appAccessRiskVerdict: { appsDetected: [...v.appsDetected] } } : {}),
+    ...(v.locationSpoofingRiskVerdict
+      ? { locationSpoofingRiskVerdict: [...v.locationSpoofingRiskVerdict] }
+      : {}),
+  };
   return {
     requestDetails: {
       requestPackageName: r.wrongPackage ? `${r.packageName}.other` : r.packageName,
@@ -98,8 +123,20 @@ export function verdictPayload(r: VerdictRequest): Record<string, unknown> {
     deviceIntegrity: {
       ...(r.deviceVerdicts.length > 0 ? { deviceRecognitionVerdict: [...r.deviceVerdicts] } : {}),
       ...(r.recallBits ? { deviceRecall: deviceRecall(r.recallBits, r.issuedAt) } : {}),
+      ...(v.deviceActivityLevel !== undefined
+        ? { recentDeviceActivity: { deviceActivityLevel: v.deviceActivityLevel } }
+        : {}),
+      ...(v.legacyDeviceRecognitionVerdict
+        ? { legacyDeviceRecognitionVerdict: [...v.legacyDeviceRecognitionVerdict] }
+        : {}),
     },
-    accountDetails: { appLicensingVerdict: 'LICENSED' },
+    accountDetails: {
+      appLicensingVerdict: v.appLicensingVerdict ?? 'LICENSED',
+      ...(v.accountActivityLevel !== undefined
+        ? { accountActivity: { activityLevel: v.accountActivityLevel } }
+        : {}),
+    },
+    ...(Object.keys(environmentDetails).length > 0 ? { environmentDetails } : {}),
   };
 }
 

@@ -19,6 +19,8 @@ export const DEFAULT_ANDROID_POLICY = {
   denyAppAccessRisk: [],
   maxDeviceActivity: null,
   denyRecallBits: [],
+  minAccountActivity: null,
+  denyLocationSpoofing: [],
   keyAttestation: false,
   minSecurityLevel: 'TrustedEnvironment',
   allowUnlocked: false,

@@ -35,6 +35,23 @@ export const gmsDetailsSchema: DetailsSchema = {
           description:
             'extension: deviceIntegrity.recentDeviceActivity.deviceActivityLevel (LEVEL_1 to LEVEL_4, UNEVALUATED)',
         },
+        accountActivityLevel: {
+          type: 'string',
+          description:
+            'extension: accountDetails.accountActivity.activityLevel (UNEVALUATED, UNUSUAL, UNKNOWN, TYPICAL_BASIC, TYPICAL_STRONG; a value Google adds later is passed on as is)',
+        },
+        locationSpoofingRiskVerdict: {
+          type: 'array',
+          items: { type: 'string' },
+          description:
+            'extension: environmentDetails.locationSpoofingRiskVerdict, the values as Google sends them',
+        },
+        legacyDeviceIntegrityVerdicts: {
+          type: 'array',
+          items: { type: 'string' },
+          description:
+            "extension: deviceIntegrity.legacyDeviceRecognitionVerdict, the device verdict under Google's previous rules, sent only during Google's transition to the new ones",
+        },
         deviceRecall: { $ref: '#/components/schemas/DeviceRecall' },
         sdkVersion: {
           type: 'integer',

@@ -45,7 +45,9 @@ export async function gmsHints(run: HintRun): Promise<void> {
     case 'gms_play_protect':
     case 'gms_app_access_risk':
     case 'gms_device_activity':
-    case 'gms_device_recalled': {
+    case 'gms_device_recalled':
+    case 'gms_account_activity':
+    case 'gms_location_spoofing': {
       const name = outcome.facts.packageName;
       const policy = name ? await ctx.allowlist.androidPackage(name) : null;
       if (!policy) break;
@@ -78,7 +80,9 @@ const VERDICT_HINTS: Record<
   | 'gms_play_protect'
   | 'gms_app_access_risk'
   | 'gms_device_activity'
-  | 'gms_device_recalled',
+  | 'gms_device_recalled'
+  | 'gms_account_activity'
+  | 'gms_location_spoofing',
   {
     code: Hint['code'];
     flag: string;
@@ -119,5 +123,19 @@ const VERDICT_HINTS: Record<
     message:
       "the app's backend marked this device with a Play device recall bit the package denies (POST /api/v1/android/device-recall, or dev mint gms --recall); the mark survives a reset and reinstall",
     relaxed: (p) => ({ ...p, denyRecallBits: [] }),
+  },
+  gms_account_activity: {
+    code: 'account_activity_low',
+    flag: '--min-account-activity',
+    message:
+      "the Play account activity on the device is below the package's minimum (a new account, unusual store activity, or accounts of a device farm)",
+    relaxed: (p) => ({ ...p, minAccountActivity: null }),
+  },
+  gms_location_spoofing: {
+    code: 'location_spoofing_risk',
+    flag: '--deny-location-spoofing',
+    message:
+      'Google reports a location spoofing risk on the device (a mock-location app, or a location that does not fit the network) of a kind the package denies',
+    relaxed: (p) => ({ ...p, denyLocationSpoofing: [] }),
   },
 };

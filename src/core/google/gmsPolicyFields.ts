@@ -1,6 +1,14 @@
 import { z } from 'zod';
 import { switchField, textSchema, type PolicyField } from '../policyFields.js';
-import type { DeviceActivityLevel } from '../types.js';
+import type { AccountActivityLevel, DeviceActivityLevel } from '../types.js';
+import {
+  ACCOUNT_ACTIVITY_LEVELS,
+  isAccountActivityLevel,
+  MAX_VERDICT_VALUES,
+  parseAccountActivityLevel,
+  parseVerdictValues,
+  VERDICT_VALUE,
+} from './accountLocationPolicy.js';
 import {
   isDeviceActivityLevel,
   parseAppAccessRiskList,
@@ -16,6 +24,8 @@ export interface GmsVerdictRules {
   denyAppAccessRisk: readonly string[];
   maxDeviceActivity: string | null;
   denyRecallBits: readonly string[];
+  minAccountActivity: string | null;
+  denyLocationSpoofing: readonly string[];
 }
 
 /**
@@ -23,7 +33,7 @@ export interface GmsVerdictRules {
  * `label a|b`.
  */
 function verdictListField(
-  key: 'playProtectVerdicts' | 'denyAppAccessRisk' | 'denyRecallBits',
+  key: 'playProtectVerdicts' | 'denyAppAccessRisk' | 'denyRecallBits' | 'denyLocationSpoofing',
   flag: string,
   [help, noHelp]: readonly [string, string],
   parse: (text: string) => { ok: true; values: unknown } | { ok: false; problem: string },
@@ -114,5 +124,32 @@ export const GMS_VERDICT_FIELDS: readonly PolicyField<GmsVerdictRules>[] = [
     'deny recall',
     z.array(z.enum(RECALL_BITS as ['first', 'second', 'third'])).max(3),
     RECALL_BITS,
+  ),
+  {
+    key: 'minAccountActivity',
+    flag: '--min-account-activity <level>',
+    help: `lowest accepted accountDetails.accountActivity.activityLevel: ${ACCOUNT_ACTIVITY_LEVELS.join(', ')} (least trusted first)`,
+    text: textSchema<AccountActivityLevel>((text) => {
+      const parsed = parseAccountActivityLevel(text);
+      return parsed.ok
+        ? parsed
+        : { ok: false, problem: `--min-account-activity: ${parsed.problem}` };
+    }),
+    no: { help: 'stop checking account activity', value: null },
+    stored: z
+      .custom<AccountActivityLevel>(isAccountActivityLevel, 'expected an account activity level')
+      .nullable(),
+    summary: (p) => (p.minAccountActivity ? `account >= ${p.minAccountActivity}` : undefined),
+  },
+  verdictListField(
+    'denyLocationSpoofing',
+    '--deny-location-spoofing <values>',
+    [
+      'reject tokens whose environmentDetails.locationSpoofingRiskVerdict holds any of these values (comma-separated, as Google names them)',
+      'stop checking the location spoofing risk',
+    ],
+    (text) => parseVerdictValues(text, 'location spoofing risk'),
+    'deny location',
+    z.array(z.string().regex(VERDICT_VALUE)).max(MAX_VERDICT_VALUES),
   ),
 ];

@@ -22,7 +22,9 @@ import {
   parsePlayIntegrityPayload,
   type PlayIntegrityPayload,
 } from './playIntegrityPayload.js';
+import { extensions } from './gmsExtensions.js';
 import { quote } from './quote.js';
+import { playRuleFailed, remediationFor } from './remediation.js';
 import { checkNewerVerdicts, VERDICT_CHECKS } from './verdictPolicy.js';
 
 /** Largest `integrityToken` accepted, in UTF-8 bytes (docs/token-format.md section 4). */
@@ -173,10 +175,12 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         recognition === 'UNRECOGNIZED_VERSION'
           ? ' (the entry does not allow unrecognized versions)'
           : '';
-      trace.policyFailed(
+      playRuleFailed(
+        trace,
         'gms.recognition',
         'gms_app_not_recognized',
         `app recognition verdict is ${quote(recognition)}${hint}`,
+        remediationFor('gms_app_not_recognized', payload, policy),
       );
     } else trace.pass('gms.recognition', `app recognition verdict is ${recognition}`);
 
@@ -211,10 +215,12 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     const verdicts = deviceIntegrity.deviceRecognitionVerdict ?? [];
     const strongest = strongestVerdict(verdicts);
     if (!meetsMinimumVerdict(verdicts, minVerdict)) {
-      trace.policyFailed(
+      playRuleFailed(
+        trace,
         'gms.integrity',
         'gms_integrity_insufficient',
         `device verdict ${strongest ?? 'none'} is below the minimum ${minVerdict}`,
+        remediationFor('gms_integrity_insufficient', payload, policy),
       );
     } else
       trace.pass('gms.integrity', `device verdict ${strongest} meets the minimum ${minVerdict}`);
@@ -224,7 +230,8 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
       trace.current(result.check);
       if (!result.ok) {
         if (result.missing) trace.facts.missingVerdict = result.missing;
-        trace.policyFailed(result.check, result.reason, result.detail);
+        const remedy = remediationFor(result.reason, payload, policy);
+        playRuleFailed(trace, result.check, result.reason, result.detail, remedy);
       } else if (result.required) trace.pass(result.check, result.detail);
       else trace.skip(result.check, result.detail);
     }
@@ -403,37 +410,6 @@ export function readEvidence(evidence: unknown): Evidence {
     );
   }
   return { packageName, integrityToken, standard: request === 'standard' };
-}
-
-/** The newer verdict fields for RP telemetry, each only when the payload carries it. */
-function extensions(payload: PlayIntegrityPayload): Partial<GoogleTokenDetails> {
-  const out: Partial<GoogleTokenDetails> = {};
-  const licensing = payload.accountDetails?.appLicensingVerdict;
-  if (licensing !== undefined) out.appLicensingVerdict = licensing;
-  const protect = payload.environmentDetails?.playProtectVerdict;
-  if (protect !== undefined) out.playProtectVerdict = protect;
-  const apps = payload.environmentDetails?.appAccessRiskVerdict?.appsDetected;
-  if (apps !== undefined) out.appsDetected = [...apps];
-  const activity = payload.deviceIntegrity.recentDeviceActivity?.deviceActivityLevel;
-  if (activity !== undefined) out.deviceActivityLevel = activity;
-  const recall = payload.deviceIntegrity.deviceRecall;
-  if (recall !== undefined) {
-    const dates = recall.writeDates;
-    const writeDates = {
-      ...(dates?.yyyymmFirst !== undefined ? { yyyymmFirst: dates.yyyymmFirst } : {}),
-      ...(dates?.yyyymmSecond !== undefined ? { yyyymmSecond: dates.yyyymmSecond } : {}),
-      ...(dates?.yyyymmThird !== undefined ? { yyyymmThird: dates.yyyymmThird } : {}),
-    };
-    out.deviceRecall = {
-      ...recall.values,
-      ...(Object.keys(writeDates).length > 0 ? { writeDates } : {}),
-    };
-  }
-  const sdk = payload.deviceIntegrity.deviceAttributes?.sdkVersion;
-  if (sdk !== undefined) out.sdkVersion = sdk;
-  const version = payload.appIntegrity.versionCode;
-  if (version !== undefined) out.versionCode = version;
-  return out;
 }
 
 /**

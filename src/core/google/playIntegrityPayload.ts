@@ -51,9 +51,18 @@ const deviceRecall = z.object({
 });
 
 /**
+ * A value of one of Google's verdict enums in the newer structures: text, bounded before it is
+ * read. A value this version does not know is kept and shown (Google adds values); only a value
+ * that is not text, empty or longer than 64 is a malformed verdict.
+ */
+const enumText = z.string().min(1).max(64);
+/** A list of such values: at most 16 (Google's longest list, appsDetected, has 8 values). */
+const enumList = z.array(enumText).max(16);
+
+/**
  * The Play Integrity verdict layout (Google, "Integrity verdicts"), as far as the checks read it,
  * for classic requests (`requestDetails.nonce`) and standard ones (`requestDetails.requestHash`).
- * Unknown members (legacy verdicts...) are dropped, not refused: Google adds fields
+ * Unknown members are dropped, not refused: Google adds fields
  * over time. The newer verdicts are optional: they appear only when opted in and evaluated.
  */
 export const playIntegrityPayloadSchema = z.object({
@@ -90,12 +99,21 @@ export const playIntegrityPayloadSchema = z.object({
     deviceAttributes: z.object({ sdkVersion: intText.transform(Number).optional() }).optional(),
     recentDeviceActivity: z.object({ deviceActivityLevel: z.string().optional() }).optional(),
     deviceRecall: deviceRecall.optional(),
+    // the device verdict under the old rules, sent during Google's transition to the new ones
+    legacyDeviceRecognitionVerdict: enumList.optional(),
   }),
-  accountDetails: z.object({ appLicensingVerdict: z.string().optional() }).optional(),
+  accountDetails: z
+    .object({
+      appLicensingVerdict: z.string().optional(),
+      accountActivity: z.object({ activityLevel: enumText.optional() }).optional(),
+    })
+    .optional(),
   environmentDetails: z
     .object({
       playProtectVerdict: z.string().optional(),
       appAccessRiskVerdict: z.object({ appsDetected: z.array(z.string()).optional() }).optional(),
+      // a list in Google's client libraries; a lone value is read as a list of one
+      locationSpoofingRiskVerdict: z.union([enumList, enumText.transform((v) => [v])]).optional(),
     })
     .optional(),
 });

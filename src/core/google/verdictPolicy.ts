@@ -1,8 +1,10 @@
-import type { ObservableReason } from '../observedRules.js';
-import type { RejectReason } from '../reasons.js';
 import type { AndroidPackagePolicy, DeviceActivityLevel, RecallBit } from '../types.js';
+import { checkAccountActivity, checkLocationSpoofing } from './accountLocationPolicy.js';
 import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
 import { quote } from './quote.js';
+import { absent, notRequired, splitList, type VerdictResult } from './verdictResult.js';
+
+export { VERDICT_CHECKS, type VerdictCheck, type VerdictResult } from './verdictResult.js';
 
 /** `environmentDetails.playProtectVerdict` values Google documents, safest first. */
 export const PLAY_PROTECT_VERDICTS = [
@@ -29,26 +31,6 @@ export const DEVICE_ACTIVITY_LEVELS: readonly DeviceActivityLevel[] = [
   'LEVEL_3',
   'LEVEL_4',
 ];
-
-/** The check ids of the newer verdicts, in the order they run. */
-export const VERDICT_CHECKS = [
-  'gms.licensing',
-  'gms.playProtect',
-  'gms.appAccessRisk',
-  'gms.deviceActivity',
-  'gms.deviceRecall',
-] as const;
-export type VerdictCheck = (typeof VERDICT_CHECKS)[number];
-
-export type VerdictResult =
-  | { ok: true; check: VerdictCheck; required: boolean; detail: string }
-  | {
-      ok: false;
-      check: VerdictCheck;
-      reason: ObservableReason;
-      detail: string;
-      missing?: string;
-    };
 
 /** The three Play device recall bits, in Google's order, with the verdict field of each. */
 export const RECALL_BITS: readonly RecallBit[] = ['first', 'second', 'third'];
@@ -151,6 +133,8 @@ export function checkNewerVerdicts(
     appAccessRisk(payload, policy),
     deviceActivity(payload, policy),
     checkDeviceRecall(payload, policy),
+    checkAccountActivity(payload, policy),
+    checkLocationSpoofing(payload, policy),
   ];
 }
 
@@ -310,22 +294,4 @@ export function checkDeviceRecall(
       ? `device recall bit(s) ${set.join(', ')} set, none of them denied (${denied.join(', ')})`
       : 'no device recall bit set',
   };
-}
-
-function notRequired(check: VerdictCheck): VerdictResult {
-  return { ok: true, check, required: false, detail: 'not required by the package policy' };
-}
-
-/** The detail for a required verdict that Google did not give. */
-function absent(field: string, value: string | undefined, what: string): string {
-  return value === undefined
-    ? `${field} is absent: the package requires it (turn on ${what} for the app in the Play Console)`
-    : `${field} is ${quote(value)}: Google did not evaluate it, and the package requires it`;
-}
-
-function splitList(text: string): string[] {
-  return text
-    .split(',')
-    .map((s) => s.trim())
-    .filter(Boolean);
 }

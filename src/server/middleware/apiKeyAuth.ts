@@ -5,8 +5,8 @@ import { errorBody, STATUS_INTERNAL_ERROR } from '../errorBody.js';
 import { requestHeader } from '../requestHeader.js';
 
 /**
- * Checks `X-API-Key` before anything else it guards and sets `keyId`, `mode`, `resultTokens` and
- * `apps` (the key's scope, null for every app) for the handlers.
+ * Checks `X-API-Key` before anything else it guards and sets `keyId`, `mode`, `resultTokens`,
+ * `rejectionDetails` and `apps` (the key's scope, null for every app) for the handlers.
  * A refused key answers the authenticator's status with no body (401/403), a busy hash queue 503
  * with Retry-After, a test-mode key 403 when `testKeys` is false. Only the key's database reads
  * count against the backend budget (needs backendBudget first): time queued for argon2 is bounded
@@ -41,6 +41,7 @@ export const apiKeyAuth = (opts: {
     c.set('keyId', result.keyId);
     c.set('mode', result.mode);
     c.set('resultTokens', result.resultTokens === true);
+    c.set('rejectionDetails', result.rejectionDetails === true);
     c.set('apps', result.apps ?? null);
     await next();
   });

@@ -439,7 +439,7 @@ describe('check order', () => {
       'pass',
       'pass',
       'fail',
-      ...Array(10).fill('skip'),
+      ...Array(12).fill('skip'),
     ]);
   });
 });

@@ -57,6 +57,14 @@ export function androidKeyMintCommand(): Command {
       'deny path: a patch level five years old (android_patch_level_stale when the package sets --max-patch-age)',
     )
     .option('--revoked', 'deny path: a leaf serial on the status list (android_chain_revoked)')
+    .option(
+      '--self-signed-boot <hex>',
+      'a locked device booting an OS signed with its own key: verifiedBootState SelfSigned with this 32-byte verifiedBootKey (what allowlist --boot-key trusts)',
+    )
+    .option(
+      '--patch-level <yyyymm>',
+      'the osPatchLevel the key description states, e.g. 202503 (what --max-patch-age reads; default this month)',
+    )
     .addOption(
       new Option(
         '--security-level <level>',
@@ -146,6 +154,8 @@ Examples:
           'unknownTag',
           'provisioningInfo',
           'futurePatch',
+          'selfSignedBoot',
+          'patchLevel',
           'imported',
           'subjectRevoked',
         ] as const
@@ -167,6 +177,21 @@ Examples:
       });
       if (opts.moduleHash !== undefined && !/^([0-9a-fA-F]{2}){1,64}$/.test(opts.moduleHash))
         throw usageError(`--module-hash takes 1 to 64 bytes of hex, got "${opts.moduleHash}"`);
+      if (opts.selfSignedBoot !== undefined && !/^[0-9a-fA-F]{64}$/.test(opts.selfSignedBoot))
+        throw usageError(
+          `--self-signed-boot takes a 32-byte verifiedBootKey in hex, got "${opts.selfSignedBoot}"`,
+        );
+      if (opts.patchLevel !== undefined && !/^(19|20)\d\d(0[1-9]|1[0-2])$/.test(opts.patchLevel))
+        throw usageError(`--patch-level takes a month as YYYYMM, got "${opts.patchLevel}"`);
+      const given = ['unlocked', 'selfSignedBoot'].filter(
+        (k) => opts[k as keyof AndroidMintOptions],
+      );
+      if (given.length > 1) throw usageError('give --unlocked or --self-signed-boot, not both');
+      if (
+        [opts.stalePatch, opts.futurePatch, opts.patchLevel !== undefined].filter(Boolean).length >
+        1
+      )
+        throw usageError('give one of --stale-patch, --future-patch and --patch-level');
       if (registrationOnly && !registration)
         throw usageError(
           `--${registrationOnly.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)} applies to registrations: add --attest, or use a new --device file`,
@@ -204,6 +229,15 @@ Examples:
           ...(opts.unlocked
             ? { rootOfTrust: { deviceLocked: false, verifiedBootState: 'Unverified' as const } }
             : {}),
+          ...(opts.selfSignedBoot
+            ? {
+                rootOfTrust: {
+                  verifiedBootKey: new Uint8Array(Buffer.from(opts.selfSignedBoot, 'hex')),
+                  deviceLocked: true,
+                  verifiedBootState: 'SelfSigned' as const,
+                },
+              }
+            : {}),
           ...(opts.securityLevel === 'strongbox' || opts.claimStrongbox
             ? {
                 attestationSecurityLevel: 'StrongBox' as const,
@@ -224,7 +258,9 @@ Examples:
             ? month - 500
             : opts.futurePatch
               ? monthsAhead(now, 3)
-              : month,
+              : opts.patchLevel !== undefined
+                ? Number(opts.patchLevel)
+                : month,
           ...(opts.futurePatch ? { vendorPatchLevel: monthsAhead(now, 3) * 100 + 5 } : {}),
         });
         // an attestation certificate between the leaf and the development intermediate, whose
@@ -304,6 +340,8 @@ interface AndroidMintOptions extends NonceFlags {
   unknownTag?: string[];
   provisioningInfo?: string;
   futurePatch?: boolean;
+  selfSignedBoot?: string;
+  patchLevel?: string;
   imported?: boolean;
   subjectRevoked?: boolean;
   json?: boolean;

@@ -169,6 +169,9 @@ Examples:
       --deny-app-access-risk capturing,controlling --max-device-activity LEVEL_2
   # reject devices your backend marked with device recall bit first or second
   $ attest allowlist add android com.example.bank --deny-recall-bits first,second
+  # Play account activity at least TYPICAL_BASIC, observed first
+  $ attest allowlist add android com.example.bank --min-account-activity typical_basic \\
+      --observe gms_account_activity
   # hardware key attestation (android-key), alone or beside Play Integrity
   $ attest allowlist add android com.example.bank --without-keys --key-attestation \\
       --min-security-level strongbox --max-patch-age 12m --cert-digest 6A:6A:14:74:...

@@ -1,9 +1,11 @@
 import { Command, Option } from 'commander';
-import type { Recognition } from '../../../core/dev/playIntegrityMint.js';
+import type { MintedVerdicts, Recognition } from '../../../core/dev/playIntegrityMint.js';
+import { parseVerdictValues, VERDICT_VALUE } from '../../../core/google/accountLocationPolicy.js';
 import { parseCertificateDigest } from '../../../core/google/certificateDigest.js';
 import {
   MIN_VERDICT_LEVEL_NAMES,
   MIN_VERDICT_LEVELS,
+  MIN_VERDICTS,
   type MinVerdictLevel,
 } from '../../../core/google/deviceVerdict.js';
 import { parseRecallBitList } from '../../../core/google/verdictPolicy.js';
@@ -51,14 +53,46 @@ export function gmsMintCommand(): Command {
       '--recall <bits>',
       'Play device recall bits set on the device: first,second,third (as if your backend had written them)',
     )
+    .option(
+      '--licensing <verdict>',
+      'accountDetails.appLicensingVerdict: LICENSED (default), UNLICENSED, UNEVALUATED',
+    )
+    .option(
+      '--play-protect <verdict>',
+      'environmentDetails.playProtectVerdict: NO_ISSUES, NO_DATA, POSSIBLE_RISK, MEDIUM_RISK, HIGH_RISK, UNEVALUATED',
+    )
+    .option(
+      '--apps-detected <values>',
+      'environmentDetails.appAccessRiskVerdict.appsDetected, comma-separated (KNOWN_CAPTURING, UNKNOWN_CONTROLLING...), or none',
+    )
+    .option(
+      '--device-activity <level>',
+      'deviceIntegrity.recentDeviceActivity.deviceActivityLevel: LEVEL_1 to LEVEL_4 (or 1 to 4), UNEVALUATED',
+    )
+    .option(
+      '--account-activity <level>',
+      'accountDetails.accountActivity.activityLevel: UNEVALUATED, UNUSUAL, UNKNOWN, TYPICAL_BASIC, TYPICAL_STRONG',
+    )
+    .option(
+      '--location-spoofing <values>',
+      'environmentDetails.locationSpoofingRiskVerdict, comma-separated value names, or none',
+    )
+    .option(
+      '--legacy-verdict <level>',
+      "deviceIntegrity.legacyDeviceRecognitionVerdict: basic, device, strong, none, or Google's labels comma-separated",
+    )
     .option('--json', 'print {"token"}')
     .addHelpText(
       'after',
       `
+Each verdict flag takes Google's values, or any other name in capitals (a value Google may add
+later), so every package rule can be tried without a device.
+
 Examples:
   $ attest allowlist add android com.example.app --without-keys
   $ attest dev mint gms --package com.example.app --nonce "$NONCE"
-  $ attest dev mint gms --package com.example.app --server-nonce "$SERVER_NONCE" --verdict basic --age 2m`,
+  $ attest dev mint gms --package com.example.app --server-nonce "$SERVER_NONCE" --verdict basic --age 2m
+  $ attest dev mint gms --package com.example.app --nonce "$NONCE" --account-activity UNUSUAL --apps-detected UNKNOWN_CAPTURING`,
     )
     .action(async (opts: GmsMintOptions, command: Command) => {
       const auditor = auditorFor(command);
@@ -87,6 +121,7 @@ Examples:
         if (!parsed.ok) throw usageError(`--recall: ${parsed.problem}`);
         recallBits = parsed.values;
       }
+      const verdicts = mintedVerdicts(opts);
       const now = new Date();
       let issuedAt = now;
       if (opts.issuedAt !== undefined)
@@ -111,6 +146,7 @@ Examples:
             wrongNonce: opts.wrongNonce === true,
             wrongPackage: opts.wrongPackage === true,
             ...(recallBits ? { recallBits } : {}),
+            ...(Object.keys(verdicts).length > 0 ? { verdicts } : {}),
           }),
         { auditor },
       );
@@ -133,5 +169,52 @@ interface GmsMintOptions extends NonceFlags {
   wrongPackage?: boolean;
   stale?: boolean;
   recall?: string;
+  licensing?: string;
+  playProtect?: string;
+  appsDetected?: string;
+  deviceActivity?: string;
+  accountActivity?: string;
+  locationSpoofing?: string;
+  legacyVerdict?: string;
   json?: boolean;
+}
+
+/** The newer verdicts the flags give, each checked as a value name Google could send. */
+function mintedVerdicts(opts: GmsMintOptions): MintedVerdicts {
+  const one = (flag: string, text: string | undefined, shorthand?: (t: string) => string) => {
+    if (text === undefined) return undefined;
+    const value = (shorthand?.(text.trim()) ?? text.trim()).toUpperCase().replace(/-/g, '_');
+    if (!VERDICT_VALUE.test(value))
+      throw usageError(`${flag}: "${text}" is not a verdict value such as TYPICAL_BASIC`);
+    return value;
+  };
+  const list = (flag: string, text: string | undefined) => {
+    if (text === undefined) return undefined;
+    if (text.trim().toLowerCase() === 'none') return [];
+    const parsed = parseVerdictValues(text, flag.slice(2));
+    if (!parsed.ok) throw usageError(`${flag}: ${parsed.problem}`);
+    return parsed.values;
+  };
+  const level = opts.legacyVerdict?.trim().toLowerCase();
+  const out: MintedVerdicts = {
+    appLicensingVerdict: one('--licensing', opts.licensing),
+    playProtectVerdict: one('--play-protect', opts.playProtect),
+    appsDetected: list('--apps-detected', opts.appsDetected),
+    deviceActivityLevel: one('--device-activity', opts.deviceActivity, (t) =>
+      /^\d$/.test(t) ? `LEVEL_${t}` : t,
+    ),
+    accountActivityLevel: one('--account-activity', opts.accountActivity),
+    locationSpoofingRiskVerdict: list('--location-spoofing', opts.locationSpoofing),
+    legacyDeviceRecognitionVerdict:
+      level !== undefined && Object.hasOwn(MIN_VERDICT_LEVELS, level)
+        ? // as Play lists them: a stronger level carries the weaker ones
+          MIN_VERDICTS.slice(
+            0,
+            MIN_VERDICTS.indexOf(MIN_VERDICT_LEVELS[level as MinVerdictLevel]) + 1,
+          )
+        : list('--legacy-verdict', opts.legacyVerdict),
+  };
+  return Object.fromEntries(
+    Object.entries(out).filter(([, v]) => v !== undefined),
+  ) as MintedVerdicts;
 }
