@@ -12,6 +12,7 @@ import { once } from 'node:events';
 import { request } from 'node:http';
 import { baseEnv, buildOnce, runBin, serveBin, stopBin, type Served } from '../support/binary.js';
 import { keepAliveLoad } from '../support/keepAliveLoad.js';
+import { pipelinedLoad } from '../support/pipelinedLoad.js';
 
 describe('attest serve on SIGTERM under keep-alive load', () => {
   let dir: string;
@@ -80,4 +81,47 @@ describe('attest serve on SIGTERM under keep-alive load', () => {
       if (first >= 0) expect(answers.length).toBe(first + 1);
     }
   }, 60_000);
+
+  it.each([
+    ['one process', []],
+    ['--workers 2', ['--workers', '2']],
+  ])(
+    '%s answers every request that reached it, pipelined ones included, the last with Connection: close; no connection is reset',
+    async (name, extra) => {
+      const own = await serveBin(
+        baseEnv({ ATTEST_DATA_DIR: join(dir, `pipelined ${name}`), LOG_LEVEL: 'info' }),
+        extra,
+      );
+      // 16 connections, 3 requests on the wire at a time, each batch written the moment the one
+      // before is answered: at the signal, most connections have requests the server has not read
+      const load = pipelinedLoad(own.url, '/readyz', 16, 3);
+      await load.answered(30);
+      load.stopWriting();
+      own.child.kill('SIGTERM');
+      await Promise.all(load.connections.map((c) => c.closed));
+      const { code } = await own.exited;
+      expect(code).toBe(0);
+      // a connection with nothing unanswered may be closed without a word (it was idle); one with
+      // requests on the wire gets them all answered, the last with Connection: close
+      expect(load.connections.some((c) => c.answers.at(-1)?.connection === 'close')).toBe(true);
+      const outcome = load.connections.map((c) => ({
+        error: c.error,
+        unanswered: c.written - c.answers.length,
+        // a Connection: close is the last answer on its connection
+        answeredAfterClose: c.answers.some(
+          (a, i) => a.connection === 'close' && i < c.answers.length - 1,
+        ),
+        failed: c.answers.filter((a) => a.status !== 200).length,
+      }));
+      expect(outcome).toEqual(
+        load.connections.map(() => ({
+          error: undefined,
+          unanswered: 0,
+          answeredAfterClose: false,
+          failed: 0,
+        })),
+      );
+    },
+    60_000,
+  );
 });

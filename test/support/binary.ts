@@ -201,8 +201,8 @@ export interface Served extends Watched {
 }
 
 /** Starts `attest serve` on a free port and resolves once it listens; rejects with its stderr if it exits first. */
-export async function serveBin(env: NodeJS.ProcessEnv): Promise<Served> {
-  const w = watchBin(['serve', '--port', '0', '--host', '127.0.0.1'], env);
+export async function serveBin(env: NodeJS.ProcessEnv, extra: string[] = []): Promise<Served> {
+  const w = watchBin(['serve', '--port', '0', '--host', '127.0.0.1', ...extra], env);
   const { match } = await w.line(/attest listening on (http:\/\/\S+)/);
   return { ...w, url: match[1]! };
 }
