@@ -386,6 +386,17 @@ describe.each(backends())('POST /api/v1/android/device-recall on $name', (backen
       expectNoToken(integrityToken, attestationToken);
     });
 
+    it('Google quoting the token in its error message: the log keeps its status and code only', async () => {
+      const { integrityToken, attestationToken } = await classic();
+      fake.faultNext('recall', { status: 400, echo: true });
+      const res = await write({ attestationToken, bits: { bitFirst: true } });
+      expect(await res.json()).toEqual({ written: false });
+      expect(fake.recallRequests).toBe(1);
+      expect(service.logs.last()).toMatchObject({ reason: 'google_refused', googleStatus: 400 });
+      expect(String(service.logs.last().detail)).toContain('HTTP 400 INVALID_ARGUMENT');
+      expectNoToken(integrityToken, attestationToken);
+    });
+
     it('Google silent past the deadline: the answer comes when the client gives up', async () => {
       service = serviceWith({ timeoutMs: 300 });
       const { integrityToken, attestationToken } = await classic();

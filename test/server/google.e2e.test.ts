@@ -178,6 +178,19 @@ describe.each(backends())('Play Integrity over HTTP on $name', (backend) => {
     },
   );
 
+  it('a 44 KB claimed packageName (a 60 KB request) is refused, and its request log line stays under 4 KiB', async () => {
+    service.logs.clear();
+    const claimed = `com.${'a'.repeat(44_000)}`;
+    const { body, log } = await sessionlessVerify({}, { packageName: claimed });
+    expect(body).toEqual({ isValid: false, statusCode: 0 });
+    expect(log).toMatchObject({ isValid: false, service: 'gms' });
+    // the raw NDJSON line as it was written, not the parsed object
+    const line = service.logs.raw.findLast((l) => l.includes('"msg":"request"'))!;
+    expect(line.length).toBeLessThan(4096);
+    expect(line).not.toContain('a'.repeat(300));
+    expect(line).toContain('(44004 chars)');
+  });
+
   it('binds the device nonce: the integrity token must carry serverNonce || deviceNonce', async () => {
     const deviceNonce = randomBytes(24);
     const ok = await sessionVerify({}, { deviceNonce });

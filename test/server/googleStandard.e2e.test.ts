@@ -336,6 +336,18 @@ describe.each(backends())('Play Integrity standard requests over HTTP on $name',
       );
     });
 
+    it('Google quoting the token in its error message: no line of the log quotes it', async () => {
+      const s = serviceWith({ timeoutMs: 300 });
+      fake.faultNext('decode', { status: 400, echo: true });
+      const res = await sessionlessVerify({}, s);
+      expect(res.status).toBeGreaterThanOrEqual(200);
+      const lines = s.logs.raw.join('\n');
+      expect(lines).toContain('"status":');
+      // every token the fake issues starts so; the fake's message held the whole request body
+      expect(lines).not.toContain('fake-standard-');
+      expect(lines).not.toContain('injected fault for');
+    });
+
     it('a slow Google holds at most the limit: beyond it 503 with Retry-After', async () => {
       const s = serviceWith({ maxInFlight: 1 });
       const gate = fake.gate();

@@ -52,8 +52,8 @@ export function createTestServiceAccount(
 }
 
 export type Fault =
-  /** answer with this status and Google's error body for it */
-  | { status: number }
+  /** answer with this status and Google's error body for it; `echo`: its message quotes the request body (the integrity token), as a careless proxy might */
+  | { status: number; echo?: boolean }
   /** answer normally, this much later */
   | { delayMs: number }
   /** never answer (until the server closes) */
@@ -174,14 +174,14 @@ export async function startFakeGoogle(options: {
     if (req.method === 'POST' && match) {
       fake.counts.decode += 1;
       await held();
-      if (await applyFault('decode', res)) return;
+      if (await applyFault('decode', res, body)) return;
       return decodeEndpoint(decodeURIComponent(match[1]!), req, body, res);
     }
     const recall = /^\/v1\/([^/:]+)\/deviceRecall:write$/.exec(url.pathname);
     if (req.method === 'POST' && recall) {
       fake.recallRequests += 1;
       await held();
-      if (await applyFault('recall', res)) return;
+      if (await applyFault('recall', res, body)) return;
       return recallEndpoint(decodeURIComponent(recall[1]!), req, body, res);
     }
     send(res, 404, { error: { code: 404, status: 'NOT_FOUND', message: 'no such endpoint' } });
@@ -201,6 +201,7 @@ export async function startFakeGoogle(options: {
   async function applyFault(
     endpoint: 'token' | 'decode' | 'recall',
     res: ServerResponse,
+    body = '',
   ): Promise<boolean> {
     const fault = faults[endpoint].shift();
     if (!fault) return false;
@@ -216,7 +217,13 @@ export async function startFakeGoogle(options: {
         error_description: 'injected fault',
       });
     else
-      send(res, fault.status, { error: { code: fault.status, message: 'injected fault', status } });
+      send(res, fault.status, {
+        error: {
+          code: fault.status,
+          message: fault.echo ? `injected fault for ${body}` : 'injected fault',
+          status,
+        },
+      });
     return true;
   }
 
