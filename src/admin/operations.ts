@@ -287,6 +287,16 @@ export const OPERATIONS = {
     changes: false,
     run: (ctx, { keyId }) => createAndroidKeyRepository(ctx.handle.db).find(keyId),
   }),
+  // verify-file's read-only replay check (what the server would record)
+  'androidKeys.assertionAcceptedAt': operation({
+    input: z.strictObject({
+      digest: bytes.refine((b) => b.length === 32),
+      mode: z.enum(['live', 'test']),
+    }),
+    changes: false,
+    run: (ctx, { digest, mode }) =>
+      createAndroidKeyRepository(ctx.handle.db).assertionAcceptedAt(digest, mode),
+  }),
   'android.revocations.update': operation({
     input: z.strictObject({
       // Google's document, checked again here (the server gets it from a socket)

@@ -50,7 +50,8 @@ export interface Hint {
     | 'patch_stale'
     | 'level_claim_mismatch'
     | 'patch_future'
-    | 'key_not_generated';
+    | 'key_not_generated'
+    | 'assertion_replayed';
   message: string;
 }
 

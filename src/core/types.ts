@@ -418,6 +418,11 @@ export interface AndroidKeyStore {
    * whichever API key of the mode sends it). Absent (verify-file): not guarded.
    */
   recordAssertion?(assertion: { digest: Uint8Array; mode: KeyMode; at: Date }): Promise<boolean>;
+  /**
+   * When an assertion with this digest was accepted (null: never), read-only: what verify-file
+   * asks the database instead of recording, so that it names a replay as the server would.
+   */
+  assertionAcceptedAt?(digest: Uint8Array, mode: KeyMode): Promise<Date | null>;
 }
 
 /** One valid verify of a registered key, to be counted in its fixed window. */

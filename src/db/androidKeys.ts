@@ -44,6 +44,9 @@ const RECORD_ASSERTION = fixedStatement<{ digest: Uint8Array }>(`
   on conflict (digest, mode) do nothing
   returning digest`);
 
+const ASSERTION_ACCEPTED_AT = fixedStatement<{ accepted_at: Date | string }>(`
+  select accepted_at from android_key_assertions where digest = $1 and mode = $2`);
+
 /** How long an accepted assertion is remembered: longer than the longest per-device window (30 d). */
 export const ASSERTION_MEMORY_SECONDS = 31 * 86_400;
 
@@ -51,18 +54,19 @@ export const ASSERTION_MEMORY_SECONDS = 31 * 86_400;
  * Registered Android hardware-attested keys. Registration is one INSERT ... ON CONFLICT DO
  * NOTHING: of any number of racing requests on any number of instances, exactly one registers.
  */
-export function createAndroidKeyRepository(db: Database): AndroidKeyStore & {
-  list(): Promise<AndroidKeyRecord[]>;
-  /**
-   * deletes at most `limit` assertions accepted before `cutoff`; returns how many went, or null
-   * when `advisoryLock` is set and another instance is pruning
-   */
-  pruneAssertionBatch(
-    cutoff: Date,
-    limit: number,
-    options?: { advisoryLock?: boolean },
-  ): Promise<number | null>;
-} {
+export function createAndroidKeyRepository(db: Database): AndroidKeyStore &
+  Required<Pick<AndroidKeyStore, 'recordAssertion' | 'assertionAcceptedAt'>> & {
+    list(): Promise<AndroidKeyRecord[]>;
+    /**
+     * deletes at most `limit` assertions accepted before `cutoff`; returns how many went, or null
+     * when `advisoryLock` is set and another instance is pruning
+     */
+    pruneAssertionBatch(
+      cutoff: Date,
+      limit: number,
+      options?: { advisoryLock?: boolean },
+    ): Promise<number | null>;
+  } {
   return {
     async find(keyId, mode = 'live') {
       const rows = await FIND(db, [Buffer.from(keyId), mode]);
@@ -73,6 +77,11 @@ export function createAndroidKeyRepository(db: Database): AndroidKeyStore & {
       return (
         (await RECORD_ASSERTION(db, [Buffer.from(digest), mode, at.toISOString()])).length === 1
       );
+    },
+
+    async assertionAcceptedAt(digest, mode) {
+      const rows = await ASSERTION_ACCEPTED_AT(db, [Buffer.from(digest), mode]);
+      return rows[0] ? new Date(rows[0].accepted_at) : null;
     },
 
     async pruneAssertionBatch(cutoff, limit, options = {}) {

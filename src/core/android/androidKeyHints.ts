@@ -126,6 +126,14 @@ export async function androidKeyHints(run: HintRun): Promise<void> {
       });
       break;
 
+    case 'android_assertion_replayed':
+      hints.push({
+        code: 'assertion_replayed',
+        message:
+          'this very assertion (the same key signing the same final nonce) was accepted before, at the time the detail gives: a captured request sent again, or a client that retried a verify that had already succeeded; an app makes a new assertion over a new nonce (init) for every verify',
+      });
+      break;
+
     case 'android_key_not_generated':
       hints.push({
         code: 'key_not_generated',

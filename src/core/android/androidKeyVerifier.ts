@@ -62,6 +62,7 @@ import { ANDROID_KEY_CHECKS, type AndroidKeyShape } from './androidKeyChecks.js'
 
 export { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 import { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
+import { guardAssertionReplay } from './assertionReplay.js';
 
 /** A key whose checks all passed, with the package entry they were checked against. */
 type Verified = { record: AndroidKeyRecord; policy: AndroidPackagePolicy };
@@ -227,21 +228,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       now: ctx.now,
       appScope: ctx.appScope,
     });
-    // an assertion carries no counter and no time: without this, one captured assertion verified
-    // again and again for whoever sent it (and spent the device's --max-verifies-per-device).
-    // Recorded last, once every other check passed, so a refused assertion records nothing.
-    if (keys.recordAssertion) {
-      trace.current('android.replay');
-      const digest = createHash('sha256').update(record.keyId).update(ctx.nonce).digest();
-      if (!(await keys.recordAssertion({ digest, mode, at: ctx.now })))
-        throw new Rejection(
-          'android_assertion_replayed',
-          'this key already made an accepted assertion over this final nonce: a replay',
-        );
-      trace.pass('android.replay', 'the first assertion of this key over this final nonce');
-    } else {
-      trace.skip('android.replay', 'nothing is recorded here (no database)');
-    }
+    await guardAssertionReplay(keys, record.keyId, { nonce: ctx.nonce, mode, now: ctx.now }, trace);
     return { record, policy };
   }
 

@@ -80,6 +80,8 @@ export const androidKeyVerifyFile: VerifyFileKind = {
           readOnlyAndroidKeys({
             find: (keyId) => admin.run('androidKeys.find', { keyId }),
             register: async () => false,
+            assertionAcceptedAt: (digest, mode) =>
+              admin.run('androidKeys.assertionAcceptedAt', { digest, mode }),
           }),
           revocationFile ??
             (stored === null
@@ -104,7 +106,16 @@ function readRevocationFile(path: string): RevocationList {
   }
 }
 
-/** The database's Android keys, read-only: a registration is answered, never stored. */
+/**
+ * The database's Android keys, read-only: a registration is answered, never stored; an assertion
+ * is checked against the ones the server accepted, never recorded.
+ */
 function readOnlyAndroidKeys(store: AndroidKeyStore): AndroidKeyStore {
-  return { find: (keyId) => store.find(keyId), register: async () => true };
+  return {
+    find: (keyId) => store.find(keyId),
+    register: async () => true,
+    ...(store.assertionAcceptedAt
+      ? { assertionAcceptedAt: store.assertionAcceptedAt.bind(store) }
+      : {}),
+  };
 }
