@@ -47,6 +47,9 @@ export function receiptLine(r: ReceiptSummary): string {
     r.expirationTime ? `expires ${r.expirationTime}` : null,
     `risk metric ${r.riskMetric ?? '-'}`,
   ].filter((f): f is string => f !== null);
+  // no receipt is not a bad one: only an app with --require-receipt refuses it (apple_receipt_invalid)
+  if (!r.present)
+    return 'receipt: none (the attestation carries no receipt; an app that sets --require-receipt refuses it)';
   return safeText(
     `receipt: ${r.valid ? 'valid' : 'INVALID'}${r.type || r.creationTime ? ` (${facts.join(', ')})` : ''}${r.problem ? `: ${r.problem}` : ''}`,
   );

@@ -45,6 +45,7 @@ export function verifyReport(
         ? {
             receipt: {
               valid: ctx.receipt.valid,
+              present: ctx.receipt.present,
               type: ctx.receipt.type,
               creationTime: ctx.receipt.creationTime,
               expirationTime: ctx.receipt.expirationTime,

@@ -11,6 +11,8 @@ import type { ReceiptVerdict, ReceiptVerifier } from './verifyReceipt.js';
 /** A receipt verdict in the form verify-file and `attest apple receipts show` print. */
 export interface ReceiptSummary {
   valid: boolean;
+  /** false when the attestation carries no receipt at all (nothing was checked, nothing failed) */
+  present: boolean;
   type: string | null;
   appId: string | null;
   environment: string | null;
@@ -30,6 +32,7 @@ export function summarizeReceipt(verdict: ReceiptVerdict): ReceiptSummary {
   const f = verdict.facts;
   return {
     valid: verdict.valid,
+    present: true,
     type: f?.type ?? null,
     appId: f?.appId ?? null,
     environment: f?.environment ?? null,
@@ -74,7 +77,7 @@ export async function checkTokenReceipt(
     throw err;
   }
   if (!parsed.receipt || parsed.receipt.length === 0)
-    return { ...EMPTY, problem: 'the attestation carries no receipt' };
+    return { ...EMPTY, present: false, problem: 'the attestation carries no receipt' };
   const verdict = await receipts.verify(
     parsed.receipt,
     { type: 'ATTEST', attestedCertificate: parsed.x5c[0]!, ...(appId ? { appId } : {}) },
@@ -85,6 +88,7 @@ export async function checkTokenReceipt(
 
 const EMPTY: ReceiptSummary = {
   valid: false,
+  present: true,
   type: null,
   appId: null,
   environment: null,

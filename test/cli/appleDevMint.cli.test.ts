@@ -1,7 +1,8 @@
 /**
- * App Attest on macOS from the command line: `dev mint apple --platform macos` makes a Mac key's
- * registration, `verify-file --dev-roots` reports its platform, and `allowlist add apple
- * --platforms` sets, shows and clears the rule (a wrong name is one line, exit 2).
+ * App Attest development tokens from the command line: `dev mint apple --platform macos` makes a
+ * Mac key's registration and `verify-file --dev-roots` reports its platform; `allowlist add apple
+ * --platforms` sets, shows and clears the rule (a wrong name is one line, exit 2); a registration
+ * without a receipt reads "receipt: none", not INVALID.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -28,7 +29,7 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function mintAndVerify(device: string, extra: string[]) {
+async function mintAndVerify(device: string, extra: string[], json = true) {
   const nonce = randomBytes(32).toString('base64');
   const minted = await runCli(
     'dev',
@@ -45,7 +46,7 @@ async function mintAndVerify(device: string, extra: string[]) {
   expect(minted.code, minted.stderr).toBe(0);
   const file = join(dir, `${device}.b64`);
   writeFileSync(file, minted.stdout);
-  return verifyFile([file, '--nonce', nonce, '--dev-roots', '--json'], {
+  return verifyFile([file, '--nonce', nonce, '--dev-roots', ...(json ? ['--json'] : [])], {
     ATTEST_DATA_DIR: join(dir, 'data'),
   });
 }
@@ -87,4 +88,17 @@ it('allowlist add apple --platforms: set, shown, kept, cleared; a wrong name is 
   expect(bad.code).toBe(2);
   expect(bad.stderr.trim().split('\n')).toHaveLength(1);
   expect(bad.stderr).toMatch(/--platforms takes ios, macos/);
+});
+
+it('a registration without a receipt: valid, "receipt: none" and present false, never INVALID; with --receipt: valid', async () => {
+  const bare = await mintAndVerify('bare.json', [], false);
+  expect(bare.code).toBe(0);
+  expect(bare.stdout).toMatch(/^receipt: none \(the attestation carries no receipt; /m);
+  expect(bare.stdout).not.toContain('INVALID');
+  const bareJson = await mintAndVerify('bare2.json', []);
+  expect(bareJson.json).toMatchObject({ valid: true, receipt: { valid: false, present: false } });
+  const withReceipt = await mintAndVerify('receipt.json', ['--receipt'], false);
+  expect(withReceipt.stdout).toMatch(/^receipt: valid \(ATTEST/m);
+  const withReceiptJson = await mintAndVerify('receipt2.json', ['--receipt']);
+  expect(withReceiptJson.json).toMatchObject({ receipt: { valid: true, present: true } });
 });
