@@ -21,6 +21,7 @@ const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
 
 // the audit trail's tables: in auditSchema.ts
 export * from './auditSchema.js';
+export * from './deviceStatsSchema.js';
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
 

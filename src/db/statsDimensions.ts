@@ -28,6 +28,24 @@ export interface StatsRow {
 }
 
 /**
+ * A device seen in a day (valid verifies and the observed rules they failed), for the rollout's
+ * distinct-device counts (db/deviceStatsSchema.ts).
+ */
+export interface DeviceRow {
+  /** the start of the UTC day */
+  day: Date;
+  app: string;
+  mode: 'live' | 'test' | '';
+  service: string;
+  /** 32 hex digits: SHA-256 of the service and the evidence's key id, cut */
+  device: string;
+  /** '' for a valid verify; the observed rule's reason code it failed */
+  reason: string;
+  /** the last time it was seen that day */
+  lastAt: Date;
+}
+
+/**
  * What one flush adds, with its identity: the database applies a batch id at most once, so a
  * batch retried after a lost answer counts once (db/verificationStats.ts add).
  */
@@ -35,6 +53,8 @@ export interface StatsBatch {
   /** unique per batch across instances and restarts: `<instance id>:<sequence number>` */
   id: string;
   rows: readonly StatsRow[];
+  /** devices seen (an idempotent upsert: sent again, they change nothing) */
+  devices?: readonly DeviceRow[];
 }
 
 export interface StatsQuery {
@@ -72,6 +92,14 @@ export interface RolloutRule {
   wouldReject: number;
   /** wouldReject / valid (null when nothing was valid) */
   share: number | null;
+  /**
+   * distinct devices with a valid verify since the rule was observed (by day: the rule's first
+   * day counts the devices seen after it was observed), and of them, those that failed the rule;
+   * only evidence that names a device counts (App Attest and android-key keys, not Play
+   * Integrity); null when the query is for one API key (devices are not counted per key)
+   */
+  devices: number | null;
+  wouldRejectDevices: number | null;
 }
 
 export interface RolloutQuery {

@@ -3,6 +3,7 @@ import { rowsOf, type Database } from './client.js';
 import { underPruneLock, type PruneTarget } from './pruneLock.js';
 import { fixedStatement } from './fixedStatement.js';
 import type {
+  DeviceRow,
   RolloutQuery,
   RolloutRule,
   StatsBatch,
@@ -21,6 +22,7 @@ export {
   type StatsDimension,
   type StatsOutcome,
   type StatsQuery,
+  type DeviceRow,
   type StatsRow,
   type StatsTotal,
 } from './statsDimensions.js';
@@ -49,6 +51,19 @@ const ADD = fixedStatement(`
   on conflict (minute, api_key_id, mode, service, app, outcome, reason)
   do update set count = s.count + excluded.count`);
 
+// The devices of a batch: an upsert that keeps the latest time per day, so sending a batch again
+// (or two instances sending the same device) changes nothing; grouped and ordered as ADD is.
+const ADD_DEVICES = fixedStatement(`
+  insert into verification_devices as d (day, app, mode, service, device, reason, last_at)
+  select day, app, mode, service, device, reason, max(last_at)
+  from jsonb_to_recordset($1::jsonb) as r(
+    day timestamptz, app text, mode text, service text, device text, reason text,
+    last_at timestamptz)
+  group by day, app, reason, mode, service, device
+  order by day, app, reason, mode, service, device
+  on conflict (day, app, reason, mode, service, device)
+  do update set last_at = greatest(d.last_at, excluded.last_at)`);
+
 // any constant works; it only has to be the same for every instance (sessions use 'prue')
 const PRUNE_LOCK_ID = 0x76737470; // 'vstp'
 
@@ -62,6 +77,20 @@ const COLUMN: Record<StatsDimension, SQL> = {
 
 /** The fleet's verification counts: added by every instance, summed by `attest stats`. */
 export function createVerificationStatsRepository(db: Database) {
+  const addDevices = (devices: readonly DeviceRow[]) =>
+    ADD_DEVICES(db, [
+      JSON.stringify(
+        devices.map((d) => ({
+          day: d.day.toISOString(),
+          app: d.app,
+          mode: d.mode,
+          service: d.service,
+          device: d.device,
+          reason: d.reason,
+          last_at: d.lastAt.toISOString(),
+        })),
+      ),
+    ]);
   return {
     /**
      * Adds a batch's rows to the stored counts, in one statement (atomic: all or none), at most
@@ -69,7 +98,10 @@ export function createVerificationStatsRepository(db: Database) {
      */
     async add(batch: StatsBatch): Promise<void> {
       const rows = batch.rows;
-      if (rows.length === 0) return;
+      if (rows.length === 0) {
+        if (batch.devices?.length) await addDevices(batch.devices);
+        return;
+      }
       const json = JSON.stringify(
         rows.map((r) => ({
           minute: r.minute.toISOString(),
@@ -83,6 +115,7 @@ export function createVerificationStatsRepository(db: Database) {
         })),
       );
       await ADD(db, [batch.id, json]);
+      if (batch.devices?.length) await addDevices(batch.devices);
     },
 
     /**
@@ -100,6 +133,8 @@ export function createVerificationStatsRepository(db: Database) {
             ), batches as (
               -- a batch is retried within seconds of its first try: its id outlives that by far
               delete from verification_stats_batches where applied_at < ${cutoff.toISOString()}::timestamptz
+            ), devices as (
+              delete from verification_devices where last_at < ${cutoff.toISOString()}::timestamptz
             ) select count(*)::int as n from gone`),
         );
         return rows[0]?.n ?? 0;
@@ -156,6 +191,8 @@ export function createVerificationStatsRepository(db: Database) {
         verifies: string;
         valid: string;
         would_reject: string;
+        devices: string | null;
+        would_reject_devices: string | null;
       }>(
         await db.execute(sql`
           with rules as (
@@ -173,6 +210,22 @@ export function createVerificationStatsRepository(db: Database) {
             from rules r where ${appFilter}
           )
           select s.app, s.reason, s.since,
+            ${
+              query.apiKeyId === undefined
+                ? sql`(select count(distinct (d.mode, d.service, d.device)) from verification_devices d
+                    where d.app = s.app and d.reason = '' and d.day >= date_trunc('day', s.since)
+                      and d.last_at >= s.since and d.last_at <= ${query.until.toISOString()}::timestamptz
+                      ${query.service === undefined ? sql`` : sql`and d.service = ${query.service}`})::text`
+                : sql`null`
+            } as devices,
+            ${
+              query.apiKeyId === undefined
+                ? sql`(select count(distinct (d.mode, d.service, d.device)) from verification_devices d
+                    where d.app = s.app and d.reason = s.reason and d.day >= date_trunc('day', s.since)
+                      and d.last_at >= s.since and d.last_at <= ${query.until.toISOString()}::timestamptz
+                      ${query.service === undefined ? sql`` : sql`and d.service = ${query.service}`})::text`
+                : sql`null`
+            } as would_reject_devices,
             coalesce(sum(v.count) filter (where v.outcome <> 'observed'), 0)::text as verifies,
             coalesce(sum(v.count) filter (where v.outcome = 'valid'), 0)::text as valid,
             coalesce(sum(v.count) filter (where v.outcome = 'observed' and v.reason = s.reason), 0)::text
@@ -181,7 +234,7 @@ export function createVerificationStatsRepository(db: Database) {
           left join verification_stats v
             on v.app = s.app and v.minute >= date_trunc('minute', s.since)
                and ${sql.join(filters, sql` and `)}
-          group by s.app, s.reason, s.since
+          group by s.app, s.reason, s.since, devices, would_reject_devices
           order by s.app collate "C", s.reason collate "C"`),
       );
       return rows.map((r) => {
@@ -195,6 +248,9 @@ export function createVerificationStatsRepository(db: Database) {
           valid,
           wouldReject,
           share: valid === 0 ? null : wouldReject / valid,
+          devices: r.devices === null ? null : Number(r.devices),
+          wouldRejectDevices:
+            r.would_reject_devices === null ? null : Number(r.would_reject_devices),
         };
       });
     },

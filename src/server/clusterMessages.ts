@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import type { StatsRow } from '../db/statsDimensions.js';
+import type { DeviceRow, StatsRow } from '../db/statsDimensions.js';
 
 /**
  * The messages between a cluster's primary and its workers (`serve --workers`), over node:cluster's
@@ -25,7 +25,7 @@ export type FromWorker =
   /** whole NDJSON log lines, to be written to the primary's streams as they are */
   | { attest: 'log'; lines: string }
   /** verify counts for `attest stats` (minute as an ISO string: IPC speaks JSON) */
-  | { attest: 'stats'; rows: WireStatsRow[] }
+  | { attest: 'stats'; rows: WireStatsRow[]; devices?: WireDeviceRow[] }
   | { attest: 'reloaded'; id: number }
   | { attest: 'metrics'; id: number; metrics: unknown[] }
   /** GET /metrics reached this worker: it asks the primary for every process's sum */
@@ -36,6 +36,7 @@ export type FromWorker =
   | { attest: 'stopped' };
 
 export type WireStatsRow = Omit<StatsRow, 'minute'> & { minute: string };
+export type WireDeviceRow = Omit<DeviceRow, 'day' | 'lastAt'> & { day: string; lastAt: string };
 
 /** Whether an IPC message is one of attest's own. */
 export function isAttestMessage(message: unknown): message is { attest: string } {

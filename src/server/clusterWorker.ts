@@ -171,6 +171,15 @@ export function clusterWorker(): void {
               send({
                 attest: 'stats',
                 rows: batch.rows.map((r) => ({ ...r, minute: r.minute.toISOString() })),
+                ...(batch.devices
+                  ? {
+                      devices: batch.devices.map((d) => ({
+                        ...d,
+                        day: d.day.toISOString(),
+                        lastAt: d.lastAt.toISOString(),
+                      })),
+                    }
+                  : {}),
               }),
             retentionSeconds: Number.MAX_SAFE_INTEGER,
             flushIntervalMs: STATS_HANDOVER_MS,

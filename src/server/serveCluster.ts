@@ -94,7 +94,11 @@ export async function serveCluster(
     },
     logger,
     writeLines: options.writeLines ?? ((lines) => process.stdout.write(lines)),
-    onStats: (rows) => recorder?.merge(rows.map((r) => ({ ...r, minute: new Date(r.minute) }))),
+    onStats: (rows, devices = []) =>
+      recorder?.merge(
+        rows.map((r) => ({ ...r, minute: new Date(r.minute) })),
+        devices.map((d) => ({ ...d, day: new Date(d.day), lastAt: new Date(d.lastAt) })),
+      ),
     scrape: sum,
   });
 
@@ -185,7 +189,10 @@ function superviseWorkers(options: {
   start: StartMessage;
   logger: Logger;
   writeLines(lines: string): void;
-  onStats(rows: Extract<FromWorker, { attest: 'stats' }>['rows']): void;
+  onStats(
+    rows: Extract<FromWorker, { attest: 'stats' }>['rows'],
+    devices?: Extract<FromWorker, { attest: 'stats' }>['devices'],
+  ): void;
   scrape(): Promise<string>;
 }) {
   const { logger } = options;
@@ -256,7 +263,7 @@ function superviseWorkers(options: {
           options.writeLines(m.lines);
           return;
         case 'stats':
-          options.onStats(m.rows);
+          options.onStats(m.rows, m.devices);
           return;
         case 'scrape': {
           const id = m.id;

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { KeyMode } from '../core/types.js';
-import type { StatsBatch, StatsRow } from '../db/statsDimensions.js';
+import type { DeviceRow, StatsBatch, StatsRow } from '../db/statsDimensions.js';
 
 /** What one answered verify adds to the statistics. */
 export interface CountedVerify {
@@ -15,6 +15,8 @@ export interface CountedVerify {
    * valid (with the reasons of the observed rules that failed: each also counts once as
    * `observed`), rejected (with its reason), or error (answered 5xx)
    */
+  /** the device the evidence names (deviceOf), for the rollout's distinct devices; valid verifies only */
+  device?: string | undefined;
   result:
     | { outcome: 'valid'; observed: readonly string[] }
     | { outcome: 'rejected'; reason: string }
@@ -54,6 +56,7 @@ export interface StatsRecorderOptions {
 }
 
 const MINUTE_MS = 60_000;
+const DAY_MS = 86_400_000;
 const SEPARATOR = '\u0000';
 
 /**
@@ -69,6 +72,8 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
   /** minute (ms) -> row key -> row; a Map keeps insertion order, but minutes are sorted when dropping */
   let pending = new Map<number, Map<string, StatsRow>>();
   let pendingRows = 0;
+  /** devices seen since the last batch: one row per day x app x mode x service x device x reason */
+  let devices = new Map<string, DeviceRow>();
   const instanceId = options.instanceId ?? randomUUID();
   let sequence = 0;
   /**
@@ -134,6 +139,24 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
 
   const totalRows = () => pendingRows + (unsent?.rows.length ?? 0);
 
+  /**
+   * Notes a device seen (the latest time per day). Bounded like the counts: beyond maxRows new
+   * devices are not noted (their verifies are still counted) and reported as dropped.
+   */
+  function seen(row: DeviceRow): void {
+    const key = `${row.day.getTime()}${SEPARATOR}${row.app}${SEPARATOR}${row.reason}${SEPARATOR}${row.mode}${SEPARATOR}${row.service}${SEPARATOR}${row.device}`;
+    const existing = devices.get(key);
+    if (existing) {
+      if (row.lastAt > existing.lastAt) existing.lastAt = row.lastAt;
+      return;
+    }
+    if (devices.size >= maxRows) {
+      options.onDropped?.({ counts: 0, rows: 1, minutes: 0 });
+      return;
+    }
+    devices.set(key, row);
+  }
+
   // on every verify: a key string and a map lookup; a row object only for a new group
   function record(verify: CountedVerify): void {
     const minute = Math.floor(now() / MINUTE_MS) * MINUTE_MS;
@@ -149,6 +172,18 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
     // each observed reason once, even if a rule reported it twice
     if (r.outcome === 'valid' && r.observed.length > 0)
       for (const reason of new Set(r.observed)) one('observed', reason);
+    if (r.outcome === 'valid' && verify.device && verify.mode) {
+      const at = now();
+      const base = {
+        day: new Date(Math.floor(at / DAY_MS) * DAY_MS),
+        app,
+        mode: verify.mode,
+        service,
+        device: verify.device,
+      };
+      seen({ ...base, reason: '', lastAt: new Date(at) });
+      for (const reason of new Set(r.observed)) seen({ ...base, reason, lastAt: new Date(at) });
+    }
   }
 
   /**
@@ -158,13 +193,16 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
    */
   async function writePending(): Promise<void> {
     if (!unsent) {
-      if (pendingRows === 0) return;
+      if (pendingRows === 0 && devices.size === 0) return;
       const taken = pending;
+      const takenDevices = devices;
       pending = new Map();
       pendingRows = 0;
+      devices = new Map();
       unsent = {
         id: `${instanceId}:${++sequence}`,
         rows: [...taken.values()].flatMap((group) => [...group.values()]),
+        ...(takenDevices.size > 0 ? { devices: [...takenDevices.values()] } : {}),
       };
     }
     const batch = unsent;
@@ -178,7 +216,7 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
     if (unsent?.id === batch.id) unsent = undefined;
     options.onFlush?.(batch.rows.length);
     // the counts that came in meanwhile (or while the failed batch waited)
-    if (pendingRows > 0) await writePending();
+    if (pendingRows > 0 || devices.size > 0) await writePending();
   }
 
   /** One flush at a time: a second caller waits for the one under way, then flushes again. */
@@ -218,8 +256,9 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
   }
 
   /** Adds rows counted elsewhere: a cluster's primary gathers its workers' counts here. */
-  function merge(rows: readonly StatsRow[]): void {
+  function merge(rows: readonly StatsRow[], seenDevices: readonly DeviceRow[] = []): void {
     for (const row of rows) add(row.minute.getTime(), keyOf(row), () => ({ ...row }), row.count);
+    for (const device of seenDevices) seen({ ...device });
   }
 
   return {
@@ -250,7 +289,7 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
         new Promise<void>((resolve) => (limit = setTimeout(resolve, waitMs))),
       ]);
       clearTimeout(limit);
-      if (pendingRows > 0 || unsent) {
+      if (pendingRows > 0 || unsent || devices.size > 0) {
         let counts = 0;
         const minutes = new Set(pending.keys());
         for (const group of pending.values()) for (const row of group.values()) counts += row.count;

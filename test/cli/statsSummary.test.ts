@@ -39,6 +39,8 @@ describe('attest stats text', () => {
         valid: 16,
         wouldReject: 2,
         share: 0.125,
+        devices: 9,
+        wouldRejectDevices: 1,
       },
       {
         app: 'com.example.bank',
@@ -48,12 +50,14 @@ describe('attest stats text', () => {
         valid: 0,
         wouldReject: 0,
         share: null,
+        devices: null,
+        wouldRejectDevices: null,
       },
     ]);
     expect(text).toMatch(
-      /com\.example\.bank\s+gms_play_protect\s+2026-11-28T10:15:30Z\s+20\s+16\s+2\s+12\.5%/,
+      /com\.example\.bank\s+gms_play_protect\s+2026-11-28T10:15:30Z\s+20\s+16\s+2\s+12\.5%\s+1\/9/,
     );
-    expect(text).toMatch(/gms_device_activity\s+\(not in the audit trail\)\s+0\s+0\s+0\s+-/);
+    expect(text).toMatch(/gms_device_activity\s+\(not in the audit trail\)\s+0\s+0\s+0\s+-\s+-$/m);
     expect(rolloutText([])).toBe('');
   });
 
@@ -70,10 +74,12 @@ describe('attest stats text', () => {
         valid: 16,
         wouldReject: 2,
         share: 0.125,
+        devices: 9,
+        wouldRejectDevices: 1,
       },
     ];
     expect(rolloutNote('com.example.bank', { enforce: ['gms_play_protect'] }, before)).toBe(
-      'gms_play_protect enforced: while observed (since 2026-11-28T10:15:30Z) it would have rejected 2 of 16 valid verifies (12.5%)\n',
+      'gms_play_protect enforced: while observed (since 2026-11-28T10:15:30Z) it would have rejected 2 of 16 valid verifies (12.5%), 1 of 9 devices\n',
     );
     expect(rolloutNote('com.example.bank', { enforce: ['gms_device_activity'] }, before)).toBe('');
     expect(rolloutNote('com.example.bank', undefined, before)).toBe('');

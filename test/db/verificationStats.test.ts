@@ -239,4 +239,78 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     );
     expect(left).toEqual([{ n: 0 }]);
   });
+
+  it('devices: recorded per day from valid verifies with a key, idempotent when a batch comes again, counted distinct per rule, pruned', async () => {
+    const device = (n: number) => n.toString(16).padStart(32, '0');
+    let clock = MINUTE + 5 * 60_000;
+    const batches: import('../../src/db/statsDimensions.js').StatsBatch[] = [];
+    const recorder = createStatsRecorder({
+      write: async (batch) => {
+        batches.push(batch);
+        await repo().add(batch);
+      },
+      retentionSeconds: 86_400,
+      now: () => clock,
+    });
+    const verify = (
+      n: number | undefined,
+      result: CountedVerify['result'],
+      service = 'apple',
+    ): CountedVerify => ({
+      apiKeyId: 'key0000000000001',
+      mode: 'live',
+      service,
+      app: APP,
+      ...(n === undefined ? {} : { device: device(n) }),
+      result,
+    });
+    // the rule is observed at MINUTE (an audit event of the app's row)
+    await db.db.execute(sql`insert into apple_apps (app_id, env, observe)
+      values (${APP}, 'production', array['apple_risk_exceeded'])`);
+    await db.db.execute(sql`insert into audit_events (actor, action, target, before, after, at)
+      values ('t', 'allowlist.update', ${`apple:${APP}`}, '{"observe":[]}'::jsonb,
+              '{"observe":["apple_risk_exceeded"]}'::jsonb, ${new Date(MINUTE).toISOString()}::timestamptz)`);
+    const risky = { outcome: 'valid' as const, observed: ['apple_risk_exceeded'] };
+    const fine = { outcome: 'valid' as const, observed: [] };
+    // device 1 three times (twice risky), device 2 once, device 3 rejected, a Play verify with no device
+    recorder.record(verify(1, risky));
+    recorder.record(verify(1, risky));
+    clock += 60_000;
+    recorder.record(verify(1, fine));
+    recorder.record(verify(2, fine));
+    recorder.record(verify(3, { outcome: 'rejected', reason: 'apple_counter_replay' }));
+    recorder.record(verify(undefined, fine, 'gms'));
+    await recorder.flush();
+    expect(batches).toHaveLength(1);
+    // one row a day per device and outcome: device 1 valid (its latest time) and risky, device 2 valid
+    expect(
+      batches[0]!.devices!.map((d) => [d.device.slice(-1), d.reason, d.lastAt.getTime()]),
+    ).toEqual([
+      ['1', '', MINUTE + 6 * 60_000],
+      ['1', 'apple_risk_exceeded', MINUTE + 5 * 60_000],
+      ['2', '', MINUTE + 6 * 60_000],
+    ]);
+    const until = new Date(MINUTE + 3600_000);
+    const expected = {
+      app: APP,
+      reason: 'apple_risk_exceeded',
+      verifies: 6,
+      valid: 5,
+      wouldReject: 2,
+      devices: 2,
+      wouldRejectDevices: 1,
+    };
+    expect(await repo().rollout({ until })).toMatchObject([expected]);
+    // the same batch again (its answer lost) and another instance noting device 2 again: no change
+    await repo().add(batches[0]!);
+    await repo().add({ id: 'other:1', rows: [], devices: [batches[0]!.devices![2]!] });
+    expect(await repo().rollout({ until })).toMatchObject([expected]);
+    // a window ending before the devices were seen counts none of them
+    expect(await repo().rollout({ until: new Date(MINUTE + 60_000) })).toMatchObject([
+      { devices: 0, wouldRejectDevices: 0 },
+    ]);
+    // retention: a device row last seen before the cutoff goes (device 1's risky row), later ones stay
+    await repo().prune(new Date(MINUTE + 6 * 60_000));
+    expect(await repo().rollout({ until })).toMatchObject([{ devices: 2, wouldRejectDevices: 0 }]);
+  });
 });

@@ -8,6 +8,7 @@ import type { Auditor } from '../../src/db/audit.js';
 import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
 import { createStatsRecorder } from '../../src/server/statsRecorder.js';
 import {
+  createAssertion,
   createAttestation,
   createDeviceKey,
   createTestCa,
@@ -32,7 +33,7 @@ describe.each(backends())('the share an observed rule would turn away, on $name'
   const db = useDatabase(backend);
 
   it('exact counts from a known mix, from the time the rule was observed; attribution right after --enforce', async () => {
-    const key = (await issueKey(db)).key;
+    const { key, id: keyId } = await issueKey(db);
     // the counts' clock: the verifies before the rule go to a minute well before it
     let statsNow = Date.now() - 10 * 60_000;
     const recorder = createStatsRecorder({
@@ -49,8 +50,10 @@ describe.each(backends())('the share an observed rule would turn away, on $name'
       createAllowlistRepository(db.db, null).addApple(TEST_APP_ID, undefined, auditor, policy);
     await createAllowlistRepository(db.db, null).addApple(TEST_APP_ID, 'production', auditor);
 
+    const devices: Awaited<ReturnType<typeof createDeviceKey>>[] = [];
     const register = async (options: AttestationOptions = {}, wrongNonce = false) => {
       const device = await createDeviceKey();
+      devices.push(device);
       const res = await verifySessionless(service.app, key, async (nonce) =>
         encodeAppleToken({
           nonce,
@@ -72,13 +75,26 @@ describe.each(backends())('the share an observed rule would turn away, on $name'
     expect(await register()).toBe(true);
     expect(await register(dev)).toBe(false);
 
-    statsNow = Date.now();
     await change({ observeChange: { observe: [CODE] } });
+    // the counts' clock after the change, as a live clock is (devices are kept by their time)
+    statsNow = Date.now() + 1000;
     // after: 3 development keys (observed: valid), 2 production, 1 wrong nonce (rejected before
     // the attestation names its app: App Attest names it by a hash, matched after the nonce)
     for (let i = 0; i < 3; i++) expect(await register(dev)).toBe(true);
     for (let i = 0; i < 2; i++) expect(await register()).toBe(true);
     expect(await register({}, true)).toBe(false);
+    // one development key asserts twice: two more verifies the rule would turn away, the same device
+    const again = devices[3]!;
+    for (const counter of [1, 2]) {
+      const res = await verifySessionless(service.app, key, (nonce) =>
+        encodeAppleToken({
+          nonce,
+          keyId: again.keyId,
+          assertion: createAssertion(again, { nonce, counter }).assertion,
+        }),
+      );
+      expect(((await res.json()) as { isValid: boolean }).isValid).toBe(true);
+    }
     await recorder.flush();
 
     const stats = createVerificationStatsRepository(db.db);
@@ -87,11 +103,20 @@ describe.each(backends())('the share an observed rule would turn away, on $name'
     expect(rule).toMatchObject({
       app: TEST_APP_ID,
       reason: CODE,
-      verifies: 5,
-      valid: 5,
-      wouldReject: 3,
-      share: 0.6,
+      verifies: 7,
+      valid: 7,
+      wouldReject: 5,
+      share: 5 / 7,
+      // 5 keys verified since the rule (the 2 before it are not counted), 3 of them development
+      devices: 5,
+      wouldRejectDevices: 3,
     });
+    // per API key, devices are not counted
+    const [byKey] = await stats.rollout({
+      until: new Date(Date.now() + 60_000),
+      apiKeyId: keyId,
+    });
+    expect(byKey).toMatchObject({ devices: null, wouldRejectDevices: null });
     // the time from the audit trail (the database's clock), within this test
     expect(Math.abs(rule!.observedSince!.getTime() - Date.now())).toBeLessThan(120_000);
     // filtered to another app: nothing

@@ -104,6 +104,8 @@ export function statsJson(
       valid: r.valid,
       wouldReject: r.wouldReject,
       share: r.share,
+      devices: r.devices,
+      wouldRejectDevices: r.wouldRejectDevices,
     })),
   };
 }

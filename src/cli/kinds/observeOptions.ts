@@ -93,7 +93,7 @@ export function rolloutNote(
   for (const r of enforced)
     lines.push(
       r.observedSince
-        ? `${r.reason} enforced: while observed (since ${r.observedSince.toISOString().slice(0, 19)}Z) it would have rejected ${r.wouldReject} of ${r.valid} valid verifies (${shareText(r.share)})`
+        ? `${r.reason} enforced: while observed (since ${r.observedSince.toISOString().slice(0, 19)}Z) it would have rejected ${r.wouldReject} of ${r.valid} valid verifies (${shareText(r.share)})${r.devices ? `, ${r.wouldRejectDevices} of ${r.devices} devices` : ''}`
         : `${r.reason} enforced: the audit trail does not say since when it was observed, so there is no share to show`,
     );
   return lines.map((l) => `${l}\n`).join('');

@@ -133,8 +133,18 @@ export function rolloutText(rules: readonly RolloutRule[]): string {
     String(r.valid),
     String(r.wouldReject),
     shareText(r.share),
+    devicesText(r),
   ]);
-  const head = ['APP', 'OBSERVED RULE', 'SINCE', 'VERIFIES', 'VALID', 'WOULD REJECT', 'SHARE'];
+  const head = [
+    'APP',
+    'OBSERVED RULE',
+    'SINCE',
+    'VERIFIES',
+    'VALID',
+    'WOULD REJECT',
+    'SHARE',
+    'DEVICES',
+  ];
   const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: string[]) =>
     cells.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
@@ -144,8 +154,16 @@ export function rolloutText(rules: readonly RolloutRule[]): string {
     line(head),
     ...rows.map(line),
     'SHARE: of the valid verifies since then, those the rule failed: what --enforce would have turned away',
+    'DEVICES: distinct devices the rule failed / with a valid verify since then (App Attest and android-key keys; Play Integrity names no device; - with --key)',
     '',
   ].join('\n');
+}
+
+/** `3/40`: distinct devices the rule failed, of those with a valid verify; `-` when not counted. */
+export function devicesText(r: Pick<RolloutRule, 'devices' | 'wouldRejectDevices'>): string {
+  return r.devices === null || r.wouldRejectDevices === null
+    ? '-'
+    : `${r.wouldRejectDevices}/${r.devices}`;
 }
 
 function iso(d: Date): string {

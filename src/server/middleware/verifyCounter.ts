@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { createMiddleware } from 'hono/factory';
 import type { AppEnv } from '../appEnv.js';
 import type { Metrics } from '../metrics.js';
@@ -50,6 +51,9 @@ export const verifyCounter = (opts: {
           mode: apiKeyId ? c.get('mode') : '',
           service: log.service,
           app,
+          ...(result.outcome === 'valid' && log.keyId && log.service
+            ? { device: deviceOf(log.service, log.keyId) }
+            : {}),
           result,
         };
         opts.stats?.record(counted);
@@ -72,4 +76,13 @@ async function isAllowlisted(
     // the allowlist could not be read (the database is down): the bounded label
     return false;
   }
+}
+
+/**
+ * The device a verify names, for the rollout's distinct devices: the evidence's key (App Attest
+ * key id, android-key key id) hashed with its service and cut to 128 bits, so the statistics
+ * hold no key id. Play Integrity names no device.
+ */
+export function deviceOf(service: string, keyId: string): string {
+  return createHash('sha256').update(`${service}\u0000${keyId}`).digest('hex').slice(0, 32);
 }
