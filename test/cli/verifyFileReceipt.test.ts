@@ -48,6 +48,7 @@ describe('verify-file shows the receipt of a token', () => {
     expect(run.code).toBe(0);
     expect((run.json as unknown as { receipt: unknown }).receipt).toEqual({
       valid: true,
+      present: true,
       type: 'ATTEST',
       creationTime: new Date(created).toISOString(),
       expirationTime: new Date(v.check.fields.expirationTime!.parsed).toISOString(),
