@@ -123,6 +123,8 @@ export const NOT_AUDITED_TABLES: Record<string, string> = {
   verification_stats_batches:
     'ids of statistics batches already added (exactly-once flushes), not configuration',
   verification_stats: 'verification counts flushed by serve (attest stats), not configuration',
+  verification_devices:
+    'the devices behind the counts (hashed), upserted by serve for attest stats, not configuration',
   android_revocations:
     'the attestation status list: manual updates are audited as android.revocations.update (source, takenAt, entry count)',
 };
