@@ -4,74 +4,24 @@
  * `googleTokenDetails.deviceRecall`, and `denyRecallBits` rejects a token with a denied bit set
  * (`gms_device_recalled`, check `gms.deviceRecall`), for classic and standard tokens alike.
  */
-import { randomBytes } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+
+import { describe, expect, it } from 'vitest';
 import { verdictPayload } from '../../../src/core/dev/playIntegrityMint.js';
-import { createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
+
 import { parsePlayIntegrityJson } from '../../../src/core/google/playIntegrityPayload.js';
 import { parseRecallBitList } from '../../../src/core/google/verdictPolicy.js';
-import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
+
 import type { AndroidPackagePolicy } from '../../../src/core/types.js';
-import { createTestServiceAccount, type TestServiceAccount } from '../../support/fakeGoogle.js';
-import {
-  TEST_PACKAGE,
-  createGoogleTestKeys,
-  googleEvidence,
-  googlePolicy,
-  mintIntegrityToken,
-  randomNonce,
-  runVerifier,
-  type GoogleTestKeys,
-} from '../../support/googleFactory.js';
-import { standardPayload, type StandardPayload } from '../../support/standardPayload.js';
+import { TEST_PACKAGE, randomNonce } from '../../support/googleFactory.js';
+import { verdictOutcome, withReason, type VerdictEdit } from '../../support/verdictOutcome.js';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const nonce = randomNonce();
 
-let keys: GoogleTestKeys;
-let sa: TestServiceAccount;
-beforeAll(async () => {
-  keys = await createGoogleTestKeys('classic');
-  sa = createTestServiceAccount();
-});
+type Edit = VerdictEdit;
+const verify = verdictOutcome(NOW, nonce);
 
-type Edit = (p: StandardPayload) => void;
-
-/** Google's standard example verdict with `edit` applied, verified as a classic or a standard token. */
-async function outcome(
-  kind: 'classic' | 'standard',
-  policy: Partial<AndroidPackagePolicy>,
-  edit?: Edit,
-) {
-  const payload = standardPayload({ nonce, now: NOW, ...(edit ? { edit } : {}) });
-  const issued = new Map<string, unknown>();
-  const verifier = createGoogleVerifier({
-    allowlist: createMemoryAllowlist({
-      android: [googlePolicy(keys, { serviceAccount: sa.account, ...policy })],
-    }),
-    decoder: {
-      decode: async ({ integrityToken }) => ({ ok: true, payload: issued.get(integrityToken) }),
-    },
-  });
-  let evidence: Map<string, unknown>;
-  if (kind === 'classic') {
-    delete payload.requestDetails.requestHash;
-    payload.requestDetails.nonce = Buffer.from(nonce).toString('base64url');
-    evidence = googleEvidence(
-      await mintIntegrityToken({ keys, nonce, now: NOW, editPayload: () => payload }),
-    );
-  } else {
-    const token = `standard-${randomBytes(8).toString('hex')}`;
-    issued.set(token, payload);
-    evidence = new Map<string, unknown>([
-      ['packageName', TEST_PACKAGE],
-      ['integrityToken', token],
-      ['request', 'standard'],
-    ]);
-  }
-  const run = await runVerifier(verifier, evidence, { nonce, now: NOW });
-  return { reason: run.ok ? 'accepted' : run.reason, run };
-}
+const outcome = async (...args: Parameters<typeof verify>) => withReason(await verify(...args));
 
 /** Sets the verdict's deviceRecall (undefined removes it). */
 const recall =

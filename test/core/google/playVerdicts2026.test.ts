@@ -5,75 +5,25 @@
  * spoofing rules pass and fail (absent or UNEVALUATED is a rejection); and the Play remediation
  * dialog each failed rule names, for classic and standard tokens alike.
  */
-import { randomBytes } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
+
+import { describe, expect, it } from 'vitest';
 import {
   parseAccountActivityLevel,
   parseVerdictValues,
 } from '../../../src/core/google/accountLocationPolicy.js';
-import { createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
+
 import { REMEDIATION_DIALOGS } from '../../../src/core/google/remediation.js';
-import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
+
 import type { AndroidPackagePolicy } from '../../../src/core/types.js';
-import { createTestServiceAccount, type TestServiceAccount } from '../../support/fakeGoogle.js';
-import {
-  TEST_PACKAGE,
-  createGoogleTestKeys,
-  googleEvidence,
-  googlePolicy,
-  mintIntegrityToken,
-  randomNonce,
-  runVerifier,
-  type GoogleTestKeys,
-} from '../../support/googleFactory.js';
-import { standardPayload, type StandardPayload } from '../../support/standardPayload.js';
+import { randomNonce } from '../../support/googleFactory.js';
+import { type StandardPayload } from '../../support/standardPayload.js';
+import { verdictOutcome, type VerdictEdit } from '../../support/verdictOutcome.js';
 
 const NOW = new Date('2026-11-01T12:00:00.000Z');
 const nonce = randomNonce();
 
-let keys: GoogleTestKeys;
-let sa: TestServiceAccount;
-beforeAll(async () => {
-  keys = await createGoogleTestKeys('classic');
-  sa = createTestServiceAccount();
-});
-
-type Edit = (p: StandardPayload) => void;
-
-/** Verifies Google's example verdict with `edit` applied, as a classic or a standard token. */
-async function outcome(
-  kind: 'classic' | 'standard',
-  policy: Partial<AndroidPackagePolicy>,
-  edit?: Edit,
-) {
-  const payload = standardPayload({ nonce, now: NOW, ...(edit ? { edit } : {}) });
-  const issued = new Map<string, unknown>();
-  const verifier = createGoogleVerifier({
-    allowlist: createMemoryAllowlist({
-      android: [googlePolicy(keys, { serviceAccount: sa.account, ...policy })],
-    }),
-    decoder: {
-      decode: async ({ integrityToken }) => ({ ok: true, payload: issued.get(integrityToken) }),
-    },
-  });
-  let evidence: Map<string, unknown>;
-  if (kind === 'classic') {
-    delete payload.requestDetails.requestHash;
-    payload.requestDetails.nonce = Buffer.from(nonce).toString('base64url');
-    evidence = googleEvidence(
-      await mintIntegrityToken({ keys, nonce, now: NOW, editPayload: () => payload }),
-    );
-  } else {
-    const token = `standard-${randomBytes(8).toString('hex')}`;
-    issued.set(token, payload);
-    evidence = new Map<string, unknown>([
-      ['packageName', TEST_PACKAGE],
-      ['integrityToken', token],
-      ['request', 'standard'],
-    ]);
-  }
-  return runVerifier(verifier, evidence, { nonce, now: NOW });
-}
+type Edit = VerdictEdit;
+const outcome = verdictOutcome(NOW, nonce);
 
 const account =
   (level: unknown): Edit =>

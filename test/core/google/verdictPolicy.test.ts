@@ -3,78 +3,24 @@
  * each flag passes and fails, a required verdict that is absent or UNEVALUATED is a rejection,
  * for classic tokens (verified locally) and standard ones (decoded by Google) alike.
  */
-import { randomBytes } from 'node:crypto';
-import { beforeAll, describe, expect, it } from 'vitest';
-import { createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
+
+import { describe, expect, it } from 'vitest';
+
 import {
   parseAppAccessRiskList,
   parsePlayProtectList,
 } from '../../../src/core/google/verdictPolicy.js';
-import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
+
 import type { AndroidPackagePolicy } from '../../../src/core/types.js';
-import { createTestServiceAccount, type TestServiceAccount } from '../../support/fakeGoogle.js';
-import {
-  TEST_PACKAGE,
-  createGoogleTestKeys,
-  googleEvidence,
-  googlePolicy,
-  mintIntegrityToken,
-  randomNonce,
-  runVerifier,
-  type GoogleTestKeys,
-} from '../../support/googleFactory.js';
-import { standardPayload, type StandardPayload } from '../../support/standardPayload.js';
+import { randomNonce } from '../../support/googleFactory.js';
+import { verdictOutcome, withReason, type VerdictEdit } from '../../support/verdictOutcome.js';
 
 const NOW = new Date('2026-03-01T12:00:00.000Z');
 const nonce = randomNonce();
 
-let keys: GoogleTestKeys;
-let sa: TestServiceAccount;
-beforeAll(async () => {
-  keys = await createGoogleTestKeys('classic');
-  sa = createTestServiceAccount();
-});
-
-type Edit = (p: StandardPayload) => void;
-
-/**
- * Verifies a token whose verdict is Google's standard example with `edit` applied, as a classic
- * token (the same verdict with a nonce, sealed with the package keys) or a standard one.
- */
-async function outcome(
-  kind: 'classic' | 'standard',
-  policy: Partial<AndroidPackagePolicy>,
-  edit?: Edit,
-) {
-  const payload = standardPayload({ nonce, now: NOW, ...(edit ? { edit } : {}) });
-  const issued = new Map<string, unknown>();
-  const verifier = createGoogleVerifier({
-    allowlist: createMemoryAllowlist({
-      android: [googlePolicy(keys, { serviceAccount: sa.account, ...policy })],
-    }),
-    decoder: {
-      decode: async ({ integrityToken }) => ({ ok: true, payload: issued.get(integrityToken) }),
-    },
-  });
-  let evidence: Map<string, unknown>;
-  if (kind === 'classic') {
-    delete payload.requestDetails.requestHash;
-    payload.requestDetails.nonce = Buffer.from(nonce).toString('base64url');
-    evidence = googleEvidence(
-      await mintIntegrityToken({ keys, nonce, now: NOW, editPayload: () => payload }),
-    );
-  } else {
-    const token = `standard-${randomBytes(8).toString('hex')}`;
-    issued.set(token, payload);
-    evidence = new Map<string, unknown>([
-      ['packageName', TEST_PACKAGE],
-      ['integrityToken', token],
-      ['request', 'standard'],
-    ]);
-  }
-  const run = await runVerifier(verifier, evidence, { nonce, now: NOW });
-  return { reason: run.ok ? 'accepted' : run.reason, run };
-}
+type Edit = VerdictEdit;
+const verify = verdictOutcome(NOW, nonce);
+const outcome = async (...args: Parameters<typeof verify>) => withReason(await verify(...args));
 
 const licensing =
   (v: string | undefined): Edit =>
