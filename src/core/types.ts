@@ -5,6 +5,7 @@ import type { RejectReason } from './reasons.js';
 
 export type { Service } from './services.js';
 import type { Service } from './services.js';
+import type { GooglePcTokenDetails } from './googlePc/pcVerifier.js';
 
 /**
  * The mode of an API key. Test keys also trust the deployment's development roots (its dev App
@@ -109,7 +110,8 @@ export interface AndroidProvisioningInfo {
 export type PlatformDetails =
   | { service: 'gms'; googleTokenDetails: GoogleTokenDetails }
   | { service: 'apple'; appleTokenDetails: AppleTokenDetails }
-  | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails };
+  | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails }
+  | { service: 'gms-pc'; googlePcTokenDetails: GooglePcTokenDetails };
 
 /** `observed`: the check failed, and its entry observes the rule, so the verification went on */
 export type CheckStatus = 'pass' | 'fail' | 'skip' | 'observed';
@@ -305,6 +307,8 @@ export interface IntegrityTokenDecoder {
     packageName: string;
     integrityToken: string;
     serviceAccount: GoogleServiceAccount;
+    /** Google's method: decodeIntegrityToken (the default) or decodePcIntegrityToken (gms-pc) */
+    method?: 'decodeIntegrityToken' | 'decodePcIntegrityToken';
   }): Promise<{ ok: true; payload: unknown } | { ok: false; problem: string }>;
 }
 
