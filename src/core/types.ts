@@ -5,13 +5,22 @@ import type { RejectReason } from './reasons.js';
 
 export type { Service } from './services.js';
 import type { Service } from './services.js';
-import type { GooglePcTokenDetails } from './googlePc/pcVerifier.js';
 
 /**
  * The mode of an API key. Test keys also trust the deployment's development roots (its dev App
  * Attest CA and the test-only Play Integrity pairs); live keys never do.
  */
 export type KeyMode = 'live' | 'test';
+
+/** What the RP learns from an accepted `gms-pc` token (the result token's `googlePcTokenDetails`). */
+export interface GooglePcTokenDetails {
+  packageName: string;
+  /** every label Google sent, unknown future ones included */
+  deviceRecognitionVerdict: string[];
+  requestTimeMillis: number;
+  appLicensingVerdict?: string;
+  isTestingResponse?: boolean;
+}
 
 export interface GoogleTokenDetails {
   packageName: string;

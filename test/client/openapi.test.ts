@@ -14,6 +14,7 @@ import {
   DEVICE_RECALL_RESPONSE,
   DEVICE_RECALL_WRITE_DATES,
   ERROR_BODY,
+  GOOGLE_PC_TOKEN_DETAILS,
   GOOGLE_TOKEN_DETAILS,
   HTTP_ERROR_KINDS,
   INIT_RESPONSE,
@@ -96,6 +97,7 @@ describe('client shapes against /openapi.json', () => {
     AppleTokenDetails: APPLE_TOKEN_DETAILS,
     GoogleTokenDetails: GOOGLE_TOKEN_DETAILS,
     AndroidKeyDetails: ANDROID_KEY_DETAILS,
+    GooglePcTokenDetails: GOOGLE_PC_TOKEN_DETAILS,
   };
 
   it('init 200', () =>
@@ -114,6 +116,7 @@ describe('client shapes against /openapi.json', () => {
       AndroidProvisioningInfo: ANDROID_PROVISIONING_INFO,
     });
     expectSameShape(ANDROID_PROVISIONING_INFO, doc.components.schemas.AndroidProvisioningInfo!);
+    expectSameShape(GOOGLE_PC_TOKEN_DETAILS, doc.components.schemas.GooglePcTokenDetails!);
   });
   it('consume 200, with the claims of a result token', () => {
     const claims = {

@@ -14,6 +14,7 @@ import { quote } from '../google/quote.js';
 import { Rejection } from '../reasons.js';
 import type {
   AllowlistReader,
+  GooglePcTokenDetails,
   IntegrityTokenDecoder,
   PlatformContext,
   PlatformDetails,
@@ -43,16 +44,6 @@ export interface GooglePcVerifierDeps {
   allowlist: AllowlistReader;
   /** Google's decodePcIntegrityToken; without it a `gms-pc` token is a fault */
   decoder?: IntegrityTokenDecoder;
-}
-
-/** What the RP learns from an accepted `gms-pc` token (the result token's `googlePcTokenDetails`). */
-export interface GooglePcTokenDetails {
-  packageName: string;
-  /** every label Google sent, unknown future ones included */
-  deviceRecognitionVerdict: string[];
-  requestTimeMillis: number;
-  appLicensingVerdict?: string;
-  isTestingResponse?: boolean;
 }
 
 export function createGooglePcVerifier(deps: GooglePcVerifierDeps): PlatformVerifier {
