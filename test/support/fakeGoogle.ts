@@ -80,7 +80,7 @@ export interface FakeGoogle {
   /** registers what decodeIntegrityToken answers for a new opaque token, which it returns */
   issue(packageName: string, payload: unknown): string;
   /** registers what decodePcIntegrityToken answers for a new opaque PC token, which it returns */
-  issuePc(packageName: string, payload: unknown): string;
+  issuePc(packageName: string, payload: unknown, token?: string): string;
   /** the next request to `endpoint` gets `fault` (queued in order) */
   faultNext(endpoint: 'token' | 'decode' | 'recall', fault: Fault): void;
   /** every access token issued so far stops working (as on revocation) */
@@ -143,8 +143,7 @@ export async function startFakeGoogle(options: {
       integrityTokens.set(token, { packageName, payload });
       return token;
     },
-    issuePc(packageName, payload) {
-      const token = `fake-pc-${randomBytes(24).toString('base64url')}`;
+    issuePc(packageName, payload, token = `fake-pc-${randomBytes(24).toString('base64url')}`) {
       pcTokens.set(token, { packageName, payload });
       return token;
     },
