@@ -25,6 +25,8 @@ describe('the service registry', () => {
   });
 
   it('lists what it accepts for messages', () => {
-    expect(acceptedServiceNames()).toBe('apple, or gms (android, google), or android-key, or gms-pc');
+    expect(acceptedServiceNames()).toBe(
+      'apple, or gms (android, google), or android-key, or gms-pc',
+    );
   });
 });

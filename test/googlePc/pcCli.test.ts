@@ -80,7 +80,7 @@ async function mint(nonce: Uint8Array, ...flags: string[]): Promise<string> {
     '--json',
     ...flags,
   );
-  expect(run.code, oneLine(run)).toBe(0);
+  expect(run.code, run.stderr).toBe(0);
   const out = JSON.parse(run.stdout) as {
     token: string;
     integrityToken: string;
@@ -99,7 +99,7 @@ it('dev mint + verify-file --online: valid through Google, with the gms-pc check
     [await mint(nonce), '--nonce', b64(nonce), '--online', '--json'],
     env,
   );
-  expect(run.code, oneLine(run)).toBe(0);
+  expect(run.code, run.stderr).toBe(0);
   expect(run.json).toMatchObject({ valid: true, source: 'database' });
   expect(run.json!.checks.map((c) => c.id)).toContain('gmsPc.requestHash');
   expect(fake.counts.decode).toBe(1);
@@ -142,7 +142,7 @@ it('token wrap gms-pc wraps a PC token that verify-file then verifies', async ()
     '--nonce',
     b64(nonce),
   );
-  expect(wrap.code, oneLine(wrap)).toBe(0);
+  expect(wrap.code, wrap.stderr).toBe(0);
   const path = join(dir, 'wrapped');
   writeFileSync(path, wrap.stdout.trim());
   const run = await verifyFile([path, '--nonce', b64(nonce), '--online', '--json'], env);
