@@ -13,6 +13,7 @@ import type {
   AndroidKeyDetails,
   AppleTokenDetails,
   DeviceRecallDetails,
+  GooglePcTokenDetails,
   GoogleTokenDetails,
 } from '../core/types.js';
 import { rejected, type Rejection } from './rejection.js';
@@ -63,6 +64,7 @@ export {
   APPLE_TOKEN_DETAILS,
   ANDROID_KEY_DETAILS,
   ANDROID_PROVISIONING_INFO,
+  GOOGLE_PC_TOKEN_DETAILS,
   GOOGLE_TOKEN_DETAILS,
   DEVICE_RECALL,
   DEVICE_RECALL_RESPONSE,
@@ -85,7 +87,21 @@ export interface AttestSession {
   statusCode: 0;
 }
 
-export type { AndroidKeyDetails, AppleTokenDetails, DeviceRecallDetails, GoogleTokenDetails };
+export type {
+  AndroidKeyDetails,
+  AppleTokenDetails,
+  DeviceRecallDetails,
+  GooglePcTokenDetails,
+  GoogleTokenDetails,
+};
+
+/** Each service's details field in a valid verify answer. */
+const DETAILS_FIELDS = [
+  ['apple', 'appleTokenDetails'],
+  ['gms', 'googleTokenDetails'],
+  ['android-key', 'androidKeyDetails'],
+  ['gms-pc', 'googlePcTokenDetails'],
+] as const;
 
 /**
  * A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason.
@@ -112,6 +128,13 @@ export type VerifyResult =
       statusCode: 0;
       service: 'android-key';
       androidKeyDetails: AndroidKeyDetails;
+      resultToken?: string;
+    }
+  | {
+      isValid: true;
+      statusCode: 0;
+      service: 'gms-pc';
+      googlePcTokenDetails: GooglePcTokenDetails;
       resultToken?: string;
     }
   | { isValid: false; statusCode: 0; rejection?: Rejection };
@@ -308,43 +331,26 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         resultToken?: string;
         androidKeyDetails?: AndroidKeyDetails;
         rejection?: Rejection;
+        googlePcTokenDetails?: GooglePcTokenDetails;
       };
       if (result.isValid !== true) return rejected(result.rejection);
       const token = result.resultToken === undefined ? {} : { resultToken: result.resultToken };
       // a valid token names exactly one platform; without its details the RP could not check the app binding
-      const named = [
-        result.appleTokenDetails,
-        result.googleTokenDetails,
-        result.androidKeyDetails,
-      ].filter(Boolean).length;
-      if (named === 1 && result.androidKeyDetails)
+      const named = DETAILS_FIELDS.filter(([, field]) => result[field]);
+      if (named.length === 1) {
+        const [service, field] = named[0]!;
         return {
           isValid: true,
           statusCode: 0,
-          service: 'android-key',
-          androidKeyDetails: result.androidKeyDetails,
+          service,
+          [field]: result[field],
           ...token,
-        };
-      if (named === 1 && result.appleTokenDetails)
-        return {
-          isValid: true,
-          statusCode: 0,
-          service: 'apple',
-          appleTokenDetails: result.appleTokenDetails,
-          ...token,
-        };
-      if (named === 1 && result.googleTokenDetails)
-        return {
-          isValid: true,
-          statusCode: 0,
-          service: 'gms',
-          googleTokenDetails: result.googleTokenDetails,
-          ...token,
-        };
+        } as VerifyResult;
+      }
       throw at(
         new AttestResponseError(
           'verify',
-          'isValid true needs exactly one of appleTokenDetails, googleTokenDetails and androidKeyDetails',
+          'isValid true needs exactly one of appleTokenDetails, googleTokenDetails, androidKeyDetails and googlePcTokenDetails',
           answer.requestId,
         ),
         answer.url,

@@ -120,6 +120,19 @@ export const ANDROID_KEY_DETAILS = {
   },
 } as const satisfies Shape;
 
+export const GOOGLE_PC_TOKEN_DETAILS = {
+  name: 'GooglePcTokenDetails',
+  required: ['packageName', 'deviceRecognitionVerdict', 'requestTimeMillis'],
+  properties: {
+    packageName: { type: 'string' },
+    // unknown future labels pass through as data
+    deviceRecognitionVerdict: { type: 'string[]' },
+    requestTimeMillis: { type: 'integer' },
+    appLicensingVerdict: { type: 'string' },
+    isTestingResponse: { type: 'boolean' },
+  },
+} as const satisfies Shape;
+
 export const INIT_RESPONSE = {
   name: 'init 200',
   required: ['sessionReference', 'serverNonce', 'expiresAtUtc', 'statusCode'],
@@ -156,6 +169,7 @@ export const VERIFY_RESPONSE = {
     // only for API keys made with --rejection-details, on isValid false
     rejection: { object: REJECTION },
     androidKeyDetails: { object: ANDROID_KEY_DETAILS },
+    googlePcTokenDetails: { object: GOOGLE_PC_TOKEN_DETAILS },
   },
 } as const satisfies Shape;
 

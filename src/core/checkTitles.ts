@@ -1,3 +1,5 @@
+import { PC_CHECK_TITLES } from './googlePc/pcCheckTitles.js';
+
 /**
  * The registry of checks: each id with what passing it means, in plain words (verify-file prints
  * these; docs/checks.md lists them). Verifiers name checks by `CheckId`, so a check without a
@@ -82,6 +84,7 @@ export const CHECK_TITLES = {
     'the first accepted assertion of this key over this final nonce (replays refused, whichever API key)',
   'android.deviceVelocity':
     "the key's verifies in the current window are within the package's per-device limit (when it sets one)",
+  ...PC_CHECK_TITLES,
 } as const satisfies Record<string, string>;
 
 export type CheckId = keyof typeof CHECK_TITLES;

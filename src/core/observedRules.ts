@@ -37,6 +37,8 @@ export const OBSERVABLE_REASONS = {
     'android_patch_level_stale',
     'device_rate_exceeded',
   ],
+  // Play Integrity for PC: every failed check refuses (nothing is observable yet)
+  'gms-pc': [],
 } as const satisfies Record<Service, readonly RejectReason[]>;
 
 export type ObservableReason = (typeof OBSERVABLE_REASONS)[Service][number];

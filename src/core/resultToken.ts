@@ -98,7 +98,7 @@ export function resultClaims(input: {
  */
 function subjectOf(service: string, details: Record<string, unknown>): string {
   const value =
-    service === 'gms'
+    service === 'gms' || service === 'gms-pc'
       ? details.packageName
       : service === 'apple' || service === 'android-key'
         ? details.keyIdentifier

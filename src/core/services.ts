@@ -3,7 +3,7 @@
  * `service`, the log field `service` and the metrics label `service` all use (docs/token-format.md
  * section 3).
  */
-export const SERVICES = ['apple', 'gms', 'android-key'] as const;
+export const SERVICES = ['apple', 'gms', 'android-key', 'gms-pc'] as const;
 export type Service = (typeof SERVICES)[number];
 
 /** The other names an operator may type for a service (`attest logs --service android`). */

@@ -5,6 +5,9 @@ import type { RejectReason } from './reasons.js';
 
 export type { Service } from './services.js';
 import type { Service } from './services.js';
+// the fourth kind's details live in its folder
+export type { GooglePcTokenDetails } from './googlePc/googlePcTokenDetails.js';
+import type { GooglePcTokenDetails } from './googlePc/googlePcTokenDetails.js';
 
 /**
  * The mode of an API key. Test keys also trust the deployment's development roots (its dev App
@@ -115,7 +118,8 @@ export interface AndroidProvisioningInfo {
 export type PlatformDetails =
   | { service: 'gms'; googleTokenDetails: GoogleTokenDetails }
   | { service: 'apple'; appleTokenDetails: AppleTokenDetails }
-  | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails };
+  | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails }
+  | { service: 'gms-pc'; googlePcTokenDetails: GooglePcTokenDetails };
 
 /** `observed`: the check failed, and its entry observes the rule, so the verification went on */
 export type CheckStatus = 'pass' | 'fail' | 'skip' | 'observed';
@@ -326,6 +330,8 @@ export interface IntegrityTokenDecoder {
     packageName: string;
     integrityToken: string;
     serviceAccount: GoogleServiceAccount;
+    /** Google's method: decodeIntegrityToken (the default) or decodePcIntegrityToken (gms-pc) */
+    method?: 'decodeIntegrityToken' | 'decodePcIntegrityToken';
   }): Promise<{ ok: true; payload: unknown } | { ok: false; problem: string }>;
 }
 

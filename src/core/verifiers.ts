@@ -5,6 +5,7 @@ import type { ReceiptVerifier } from './apple/verifyReceipt.js';
 import { createAndroidKeyVerifier } from './android/androidKeyVerifier.js';
 import type { AndroidRootKey } from './android/trustRoots.js';
 import { createGoogleVerifier } from './google/googleVerifier.js';
+import { createGooglePcVerifier } from './googlePc/pcVerifier.js';
 import type {
   AllowlistReader,
   AndroidKeyStore,
@@ -52,6 +53,10 @@ export function buildVerifiers(deps: {
       ...velocity,
     }),
     gms: createGoogleVerifier({
+      allowlist,
+      ...(deps.googleDecoder ? { decoder: deps.googleDecoder } : {}),
+    }),
+    'gms-pc': createGooglePcVerifier({
       allowlist,
       ...(deps.googleDecoder ? { decoder: deps.googleDecoder } : {}),
     }),

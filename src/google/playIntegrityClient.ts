@@ -22,6 +22,8 @@ export const GOOGLE_PLAY_INTEGRITY_URL = 'https://playintegrity.googleapis.com';
 export const PLAY_INTEGRITY_SCOPE = 'https://www.googleapis.com/auth/playintegrity';
 export const JWT_BEARER_GRANT = 'urn:ietf:params:oauth:grant-type:jwt-bearer';
 
+type DecodeMethod = 'decodeIntegrityToken' | 'decodePcIntegrityToken';
+
 /** A cached access token is replaced this long before Google says it expires. */
 export const TOKEN_REFRESH_MARGIN_MS = 60_000;
 /** Lifetime of the signed assertion; Google accepts at most one hour. */
@@ -188,14 +190,20 @@ export function createPlayIntegrityClient(
     integrityToken: string,
     token: string,
     signal: AbortSignal,
+    method: DecodeMethod,
   ) {
     return exchange(
       'decode',
-      `${baseUrl}/v1/${encodeURIComponent(packageName)}:decodeIntegrityToken`,
+      `${baseUrl}/v1/${encodeURIComponent(packageName)}:${method}`,
       {
         method: 'POST',
         headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ integrity_token: integrityToken }),
+        // decodePcIntegrityToken's body is DecodePcIntegrityTokenRequest { integrityToken }
+        body: JSON.stringify(
+          method === 'decodePcIntegrityToken'
+            ? { integrityToken }
+            : { integrity_token: integrityToken },
+        ),
       },
       signal,
     );
@@ -238,6 +246,7 @@ export function createPlayIntegrityClient(
     packageName: string;
     integrityToken: string;
     serviceAccount: GoogleServiceAccount;
+    method?: DecodeMethod;
   }) {
     if (inFlight >= maxInFlight) {
       emit({ endpoint: 'decode', outcome: 'busy' });
@@ -247,24 +256,22 @@ export function createPlayIntegrityClient(
     try {
       const signal = AbortSignal.timeout(timeoutMs);
       const { packageName, integrityToken, serviceAccount } = request;
+      const method = request.method ?? 'decodeIntegrityToken';
       let token = await accessToken(serviceAccount, signal);
-      let answer = await callDecode(packageName, integrityToken, token, signal);
+      let answer = await callDecode(packageName, integrityToken, token, signal, method);
       if (answer.status === 401) {
         // revoked or expired early: one fresh token, then give up
         emit({ endpoint: 'decode', outcome: 'unauthorized' });
         forget(serviceAccount, token);
         token = await accessToken(serviceAccount, signal);
-        answer = await callDecode(packageName, integrityToken, token, signal);
+        answer = await callDecode(packageName, integrityToken, token, signal, method);
       }
       const { status, body } = answer;
       if (status === 200) {
         const payload = (body as { tokenPayloadExternal?: unknown } | null)?.tokenPayloadExternal;
         if (typeof payload !== 'object' || payload === null) {
           emit({ endpoint: 'decode', outcome: 'bad_response' });
-          throw new GoogleFault(
-            'bad_response',
-            'decodeIntegrityToken answered without tokenPayloadExternal',
-          );
+          throw new GoogleFault('bad_response', `${method} answered without tokenPayloadExternal`);
         }
         emit({ endpoint: 'decode', outcome: 'ok' });
         return { ok: true as const, payload };
@@ -278,7 +285,7 @@ export function createPlayIntegrityClient(
       }
       const fault = httpFault(
         status,
-        `decodeIntegrityToken answered HTTP ${status}${googleStatus(body)} for ${packageName}`,
+        `${method} answered HTTP ${status}${googleStatus(body)} for ${packageName}`,
         'bad_response',
       );
       emit({ endpoint: 'decode', outcome: fault.code });
@@ -352,6 +359,7 @@ export function createPlayIntegrityClient(
       request.integrityToken,
       token,
       signal,
+      'decodeIntegrityToken',
     );
     return { status, detail: `HTTP ${status}${googleStatus(body)}` };
   }

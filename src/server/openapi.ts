@@ -70,7 +70,7 @@ export const OPENAPI_DOCUMENT = {
         properties: {},
         additionalProperties: true,
         description:
-          'the details object of the verify response that made the token (AppleTokenDetails, GoogleTokenDetails or AndroidKeyDetails)',
+          'the details object of the verify response that made the token (AppleTokenDetails, GoogleTokenDetails, AndroidKeyDetails or GooglePcTokenDetails)',
       },
       ResultTokenClaims: {
         type: 'object',

@@ -4,6 +4,7 @@
  * errors, and database mode (read-only, same verdicts as the server).
  */
 import { ANDROID_KEY_CHECKS } from '../../src/core/android/androidKeyVerifier.js';
+import { GOOGLE_PC_CHECKS } from '../../src/core/googlePc/pcVerifier.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -495,6 +496,7 @@ describe('with factory-made tokens (ATTEST_APPLE_ROOT_CA = the test CA)', () => 
         ...GOOGLE_STANDARD_CHECKS,
         ...Object.values(APPLE_CHECKS).flat(),
         ...Object.values(ANDROID_KEY_CHECKS).flat(),
+        ...GOOGLE_PC_CHECKS,
       ];
       for (const id of ids) expect(CHECK_TITLES[id as CheckId], id).toEqual(expect.any(String));
       expect(Object.keys(CHECK_TITLES).sort()).toEqual([...new Set(ids)].sort());

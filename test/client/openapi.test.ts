@@ -14,6 +14,7 @@ import {
   DEVICE_RECALL_RESPONSE,
   DEVICE_RECALL_WRITE_DATES,
   ERROR_BODY,
+  GOOGLE_PC_TOKEN_DETAILS,
   GOOGLE_TOKEN_DETAILS,
   HTTP_ERROR_KINDS,
   INIT_RESPONSE,
@@ -97,6 +98,7 @@ describe('client shapes against /openapi.json', () => {
     GoogleTokenDetails: GOOGLE_TOKEN_DETAILS,
     AndroidKeyDetails: ANDROID_KEY_DETAILS,
     Rejection: REJECTION,
+    GooglePcTokenDetails: GOOGLE_PC_TOKEN_DETAILS,
   };
 
   it('init 200', () =>
@@ -117,6 +119,7 @@ describe('client shapes against /openapi.json', () => {
     expectSameShape(ANDROID_PROVISIONING_INFO, doc.components.schemas.AndroidProvisioningInfo!);
     expectSameShape(REJECTION, doc.components.schemas.Rejection!, { Remediation: REMEDIATION });
     expectSameShape(REMEDIATION, doc.components.schemas.Remediation!);
+    expectSameShape(GOOGLE_PC_TOKEN_DETAILS, doc.components.schemas.GooglePcTokenDetails!);
   });
   it('consume 200, with the claims of a result token', () => {
     const claims = {

@@ -7,8 +7,8 @@ import {
 } from '../../src/core/services.js';
 
 describe('the service registry', () => {
-  it('names the three services and maps each alias to its canonical name', () => {
-    expect(SERVICES).toEqual(['apple', 'gms', 'android-key']);
+  it('names the four services and maps each alias to its canonical name', () => {
+    expect(SERVICES).toEqual(['apple', 'gms', 'android-key', 'gms-pc']);
     expect(['apple', 'gms', 'android', 'google'].map(serviceNamed)).toEqual([
       'apple',
       'gms',
@@ -25,6 +25,8 @@ describe('the service registry', () => {
   });
 
   it('lists what it accepts for messages', () => {
-    expect(acceptedServiceNames()).toBe('apple, or gms (android, google), or android-key');
+    expect(acceptedServiceNames()).toBe(
+      'apple, or gms (android, google), or android-key, or gms-pc',
+    );
   });
 });

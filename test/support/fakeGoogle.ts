@@ -9,6 +9,10 @@
  * - `POST /v1/{packageName}:decodeIntegrityToken` with `Authorization: Bearer` and
  *   `{ "integrity_token": ... }`: answers `{ tokenPayloadExternal }` for a token the test issued,
  *   `400 INVALID_ARGUMENT` for any other, `401 UNAUTHENTICATED` for an unknown access token.
+ * - `POST /v1/{packageName}:decodePcIntegrityToken` (Play Integrity for PC) with
+ *   `{ "integrityToken": ... }` (DecodePcIntegrityTokenRequest in Google's discovery document):
+ *   answers `{ tokenPayloadExternal }` (a PcTokenPayloadExternal) for a token `issuePc` issued,
+ *   400 and 401 as above.
  * - `POST /v1/{packageName}/deviceRecall:write` with `Authorization: Bearer` and
  *   `{ "integrityToken": ..., "newValues": { "bitFirst": true, ... } }` (Google's
  *   WriteDeviceRecallRequest): records the write and answers `{}`; `400 INVALID_ARGUMENT` for a
@@ -75,6 +79,8 @@ export interface FakeGoogle {
   expiresIn: number;
   /** registers what decodeIntegrityToken answers for a new opaque token, which it returns */
   issue(packageName: string, payload: unknown): string;
+  /** registers what decodePcIntegrityToken answers for a new opaque PC token, which it returns */
+  issuePc(packageName: string, payload: unknown, token?: string): string;
   /** the next request to `endpoint` gets `fault` (queued in order) */
   faultNext(endpoint: 'token' | 'decode' | 'recall', fault: Fault): void;
   /** every access token issued so far stops working (as on revocation) */
@@ -107,6 +113,7 @@ export async function startFakeGoogle(options: {
   const now = options.now ?? Date.now;
   const accounts = new Map(options.accounts.map((a) => [a.account.clientEmail, a.publicKey]));
   const integrityTokens = new Map<string, { packageName: string; payload: unknown }>();
+  const pcTokens = new Map<string, { packageName: string; payload: unknown }>();
   const accessTokens = new Map<string, number>(); // token -> expiry (ms)
   const faults: Record<'token' | 'decode' | 'recall', Fault[]> = {
     token: [],
@@ -134,6 +141,10 @@ export async function startFakeGoogle(options: {
     issue(packageName, payload) {
       const token = `fake-standard-${randomBytes(24).toString('base64url')}`;
       integrityTokens.set(token, { packageName, payload });
+      return token;
+    },
+    issuePc(packageName, payload, token = `fake-pc-${randomBytes(24).toString('base64url')}`) {
+      pcTokens.set(token, { packageName, payload });
       return token;
     },
     faultNext(endpoint, fault) {
@@ -170,12 +181,15 @@ export async function startFakeGoogle(options: {
       if (await applyFault('token', res)) return;
       return tokenEndpoint(body, res);
     }
-    const match = /^\/v1\/([^/:]+):decodeIntegrityToken$/.exec(url.pathname);
+    const match = /^\/v1\/([^/:]+):(decodeIntegrityToken|decodePcIntegrityToken)$/.exec(
+      url.pathname,
+    );
     if (req.method === 'POST' && match) {
       fake.counts.decode += 1;
       await held();
       if (await applyFault('decode', res, body)) return;
-      return decodeEndpoint(decodeURIComponent(match[1]!), req, body, res);
+      const pc = match[2] === 'decodePcIntegrityToken';
+      return decodeEndpoint(decodeURIComponent(match[1]!), req, body, res, pc);
     }
     const recall = /^\/v1\/([^/:]+)\/deviceRecall:write$/.exec(url.pathname);
     if (req.method === 'POST' && recall) {
@@ -324,6 +338,7 @@ export async function startFakeGoogle(options: {
     req: IncomingMessage,
     body: string,
     res: ServerResponse,
+    pc = false,
   ) {
     const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     const expiry = bearer ? accessTokens.get(bearer) : undefined;
@@ -338,11 +353,14 @@ export async function startFakeGoogle(options: {
     }
     let token: unknown;
     try {
-      token = (JSON.parse(body) as { integrity_token?: unknown }).integrity_token;
+      // DecodePcIntegrityTokenRequest is { integrityToken } (Google's discovery document)
+      const request = JSON.parse(body) as { integrity_token?: unknown; integrityToken?: unknown };
+      token = pc ? request.integrityToken : request.integrity_token;
     } catch {
       token = undefined;
     }
-    const issued = typeof token === 'string' ? integrityTokens.get(token) : undefined;
+    const issued =
+      typeof token === 'string' ? (pc ? pcTokens : integrityTokens).get(token) : undefined;
     if (!issued || issued.packageName !== packageName) {
       return send(res, 400, {
         error: {

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { acceptedServiceNames, serviceNamed } from '../../core/services.js';
+import { acceptedServiceNames, serviceNamed, type Service } from '../../core/services.js';
 import {
   STATS_DIMENSIONS,
   type RolloutRule,
@@ -32,7 +32,7 @@ export interface StatsRequest {
   by: StatsDimension;
   app?: string;
   apiKeyId?: string;
-  service?: 'apple' | 'gms' | 'android-key';
+  service?: Service;
 }
 
 /** Checks the flags (usage errors, exit 2) and fixes the window, ending now. */

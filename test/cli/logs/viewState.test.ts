@@ -101,7 +101,8 @@ describe('filters', () => {
     expect(press(initialViewState(), c, 's').filter.service).toBe('apple');
     expect(press(initialViewState(), c, 's', 's').filter.service).toBe('gms');
     expect(press(initialViewState(), c, 's', 's', 's').filter.service).toBe('android-key');
-    expect(press(initialViewState(), c, 's', 's', 's', 's').filter.service).toBeUndefined();
+    expect(press(initialViewState(), c, 's', 's', 's', 's').filter.service).toBe('gms-pc');
+    expect(press(initialViewState(), c, 's', 's', 's', 's', 's').filter.service).toBeUndefined();
     const all = press(initialViewState(), c, 'r', 'e', 's');
     expect(all.filter).toMatchObject({ rejectionsOnly: true, reason: 'common', service: 'apple' });
     expect(press(all, c, 'c').filter).toEqual(NO_FILTER);
