@@ -44,6 +44,17 @@ export function gmsPcMintCommand(): Command {
     .option('--server-nonce <b64>', 'the serverNonce from init (session approach)')
     .option('--device-nonce <b64>', 'with --server-nonce: the deviceNonce you will send to verify')
     .option('--json', 'print {"token","integrityToken","tokenPayloadExternal"}')
+    .addHelpText(
+      'after',
+      `
+A Play Integrity for PC token cannot be made without Google: this prints the token and, on
+stderr (or in --json), the tokenPayloadExternal a stand-in Google's decodePcIntegrityToken must
+answer for it (test keys, staging).
+
+Examples:
+  $ attest dev mint gms-pc --package com.example.game --nonce "$(head -c 32 /dev/urandom | base64)"
+  $ attest dev mint gms-pc --package com.example.game --server-nonce SERVER_NONCE --json`,
+    )
     .action((opts: GmsPcMintOptions) => {
       if (!ANDROID_PACKAGE.test(opts.package))
         throw usageError(`"${opts.package}" is not a package name such as com.example.game`);
