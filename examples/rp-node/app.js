@@ -31,6 +31,8 @@ function expectedApp(result, options) {
     return options.appleAppIds.includes(result.appleTokenDetails.appId);
   if (result.service === 'android-key')
     return options.androidPackages.includes(result.androidKeyDetails.packageName);
+  if (result.service === 'gms-pc')
+    return options.androidPackages.includes(result.googlePcTokenDetails.packageName);
   return options.androidPackages.includes(result.googleTokenDetails.packageName);
 }
 
@@ -129,11 +131,17 @@ export function createRpApp(options) {
               packageName: result.androidKeyDetails.packageName,
               securityLevel: result.androidKeyDetails.securityLevel,
             }
-          : {
-              platform: 'android',
-              packageName: result.googleTokenDetails.packageName,
-              verdicts: result.googleTokenDetails.deviceIntegrityVerdicts,
-            };
+          : result.service === 'gms-pc'
+            ? {
+                platform: 'pc',
+                packageName: result.googlePcTokenDetails.packageName,
+                verdicts: result.googlePcTokenDetails.deviceRecognitionVerdict,
+              }
+            : {
+                platform: 'android',
+                packageName: result.googleTokenDetails.packageName,
+                verdicts: result.googleTokenDetails.deviceIntegrityVerdicts,
+              };
     if (!options.ledgerUrl) return c.json({ loggedIn: true, device });
     // the ledger trusts the signed result, not this RP's word: forward the token as it came
     if (!result.resultToken) {

@@ -26,12 +26,13 @@ import { extensions } from './gmsExtensions.js';
 import { quote } from './quote.js';
 import { playRuleFailed, remediationFor } from './remediation.js';
 import { checkNewerVerdicts, VERDICT_CHECKS } from './verdictPolicy.js';
+import { checkFreshness } from './freshness.js';
 
 /** Largest `integrityToken` accepted, in UTF-8 bytes (docs/token-format.md section 4). */
 export const INTEGRITY_TOKEN_MAX_BYTES = 16 * 1024;
 
 /** How far in the future `timestampMillis` may be (device and Google clocks drift). */
-export const MAX_FUTURE_SKEW_MS = 60_000;
+export { MAX_FUTURE_SKEW_MS } from './freshness.js';
 
 /** The checks both kinds of request run on the decoded verdict, in order; freshness stays last. */
 const DECODED_VERDICT_CHECKS = [
@@ -240,24 +241,12 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     trace.current('gms.freshness');
     const issued = requestDetails.timestampMillis;
     trace.facts.issuedAt = new Date(issued).toISOString();
-    const ageMs = ctx.now.getTime() - issued;
-    if (ageMs > maxAgeSeconds * 1000) {
-      throw new Rejection(
-        'gms_token_stale',
-        `issued ${seconds(ageMs)} s ago, more than the ${maxAgeSeconds} s allowed`,
-      );
-    }
-    if (-ageMs > MAX_FUTURE_SKEW_MS) {
-      throw new Rejection(
-        'gms_token_stale',
-        `issued ${seconds(-ageMs)} s in the future, more than the ${MAX_FUTURE_SKEW_MS / 1000} s allowed`,
-      );
-    }
-    trace.pass(
-      'gms.freshness',
-      ageMs >= 0
-        ? `issued ${seconds(ageMs)} s ago (at most ${maxAgeSeconds} s)`
-        : `issued ${seconds(-ageMs)} s ahead of the clock (at most ${MAX_FUTURE_SKEW_MS / 1000} s)`,
+    checkFreshness(
+      issued,
+      ctx.now,
+      maxAgeSeconds,
+      { check: 'gms.freshness', reason: 'gms_token_stale', verb: 'issued' },
+      trace,
     );
 
     const googleTokenDetails: GoogleTokenDetails = {
@@ -429,8 +418,4 @@ function policySettings(policy: AndroidPackagePolicy): {
     throw new Error(`allowlist entry ${quote(policy.packageName)} has an invalid maximum age`);
   }
   return { minVerdict, maxAgeSeconds };
-}
-
-function seconds(ms: number): string {
-  return (ms / 1000).toFixed(3).replace(/\.?0+$/, '');
 }

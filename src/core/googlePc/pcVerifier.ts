@@ -9,7 +9,8 @@ import { checkAppScope } from '../appScope.js';
 import { decodeBase64 } from '../base64.js';
 import { isMap } from '../cbor.js';
 import { DEFAULT_ANDROID_POLICY } from '../google/defaultAndroidPolicy.js';
-import { INTEGRITY_TOKEN_MAX_BYTES, MAX_FUTURE_SKEW_MS } from '../google/googleVerifier.js';
+import { checkFreshness } from '../google/freshness.js';
+import { INTEGRITY_TOKEN_MAX_BYTES } from '../google/googleVerifier.js';
 import { quote } from '../google/quote.js';
 import { Rejection } from '../reasons.js';
 import type {
@@ -139,22 +140,12 @@ export function createGooglePcVerifier(deps: GooglePcVerifierDeps): PlatformVeri
 
     trace.current('gmsPc.freshness');
     trace.facts.issuedAt = new Date(requestTimeMillis).toISOString();
-    const ageMs = ctx.now.getTime() - requestTimeMillis;
-    if (ageMs > maxAgeSeconds * 1000)
-      throw new Rejection(
-        'gms_pc_token_stale',
-        `requested ${seconds(ageMs)} s ago, more than the ${maxAgeSeconds} s allowed`,
-      );
-    if (-ageMs > MAX_FUTURE_SKEW_MS)
-      throw new Rejection(
-        'gms_pc_token_stale',
-        `requested ${seconds(-ageMs)} s in the future, more than the ${MAX_FUTURE_SKEW_MS / 1000} s allowed`,
-      );
-    trace.pass(
-      'gmsPc.freshness',
-      ageMs >= 0
-        ? `requested ${seconds(ageMs)} s ago (at most ${maxAgeSeconds} s)`
-        : `requested ${seconds(-ageMs)} s ahead of the clock (at most ${MAX_FUTURE_SKEW_MS / 1000} s)`,
+    checkFreshness(
+      requestTimeMillis,
+      ctx.now,
+      maxAgeSeconds,
+      { check: 'gmsPc.freshness', reason: 'gms_pc_token_stale', verb: 'requested' },
+      trace,
     );
 
     const googlePcTokenDetails: GooglePcTokenDetails = {
@@ -199,8 +190,4 @@ export function readPcEvidence(evidence: unknown): { packageName: string; integr
       `"gms-pc.integrityToken" is longer than ${INTEGRITY_TOKEN_MAX_BYTES} bytes`,
     );
   return { packageName, integrityToken };
-}
-
-function seconds(ms: number): string {
-  return (ms / 1000).toFixed(3).replace(/\.?0+$/, '');
 }
