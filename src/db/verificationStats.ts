@@ -184,6 +184,15 @@ export function createVerificationStatsRepository(db: Database) {
       if (query.apiKeyId !== undefined) filters.push(sql`v.api_key_id = ${query.apiKeyId}`);
       if (query.service !== undefined) filters.push(sql`v.service = ${query.service}`);
       const appFilter = query.app === undefined ? sql`true` : sql`app = ${query.app}`;
+      // devices of a rule's app seen since it was observed: valid ones (reason '') or the rule's
+      // failures; not counted per API key (null)
+      const distinctDevices = (reason: SQL) =>
+        query.apiKeyId !== undefined
+          ? sql`null`
+          : sql`(select count(distinct (d.mode, d.service, d.device)) from verification_devices d
+              where d.app = s.app and d.reason = ${reason} and d.day >= date_trunc('day', s.since)
+                and d.last_at >= s.since and d.last_at <= ${query.until.toISOString()}::timestamptz
+                ${query.service === undefined ? sql`` : sql`and d.service = ${query.service}`})::text`;
       const rows = rowsOf<{
         app: string;
         reason: string;
@@ -210,22 +219,8 @@ export function createVerificationStatsRepository(db: Database) {
             from rules r where ${appFilter}
           )
           select s.app, s.reason, s.since,
-            ${
-              query.apiKeyId === undefined
-                ? sql`(select count(distinct (d.mode, d.service, d.device)) from verification_devices d
-                    where d.app = s.app and d.reason = '' and d.day >= date_trunc('day', s.since)
-                      and d.last_at >= s.since and d.last_at <= ${query.until.toISOString()}::timestamptz
-                      ${query.service === undefined ? sql`` : sql`and d.service = ${query.service}`})::text`
-                : sql`null`
-            } as devices,
-            ${
-              query.apiKeyId === undefined
-                ? sql`(select count(distinct (d.mode, d.service, d.device)) from verification_devices d
-                    where d.app = s.app and d.reason = s.reason and d.day >= date_trunc('day', s.since)
-                      and d.last_at >= s.since and d.last_at <= ${query.until.toISOString()}::timestamptz
-                      ${query.service === undefined ? sql`` : sql`and d.service = ${query.service}`})::text`
-                : sql`null`
-            } as would_reject_devices,
+            ${distinctDevices(sql`''`)} as devices,
+            ${distinctDevices(sql`s.reason`)} as would_reject_devices,
             coalesce(sum(v.count) filter (where v.outcome <> 'observed'), 0)::text as verifies,
             coalesce(sum(v.count) filter (where v.outcome = 'valid'), 0)::text as valid,
             coalesce(sum(v.count) filter (where v.outcome = 'observed' and v.reason = s.reason), 0)::text

@@ -11,12 +11,12 @@ export interface CountedVerify {
   service: string | undefined;
   /** the App Attest app ID or Android package (`other` when not allowlisted); undefined when unknown */
   app: string | undefined;
+  /** the device the evidence names (deviceOf), for the rollout's distinct devices; valid verifies only */
+  device?: string | undefined;
   /**
    * valid (with the reasons of the observed rules that failed: each also counts once as
    * `observed`), rejected (with its reason), or error (answered 5xx)
    */
-  /** the device the evidence names (deviceOf), for the rollout's distinct devices; valid verifies only */
-  device?: string | undefined;
   result:
     | { outcome: 'valid'; observed: readonly string[] }
     | { outcome: 'rejected'; reason: string }
@@ -74,6 +74,8 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
   let pendingRows = 0;
   /** devices seen since the last batch: one row per day x app x mode x service x device x reason */
   let devices = new Map<string, DeviceRow>();
+  /** devices not noted since the last batch because `devices` was full (reported once per batch) */
+  let droppedDevices = 0;
   const instanceId = options.instanceId ?? randomUUID();
   let sequence = 0;
   /**
@@ -141,7 +143,8 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
 
   /**
    * Notes a device seen (the latest time per day). Bounded like the counts: beyond maxRows new
-   * devices are not noted (their verifies are still counted) and reported as dropped.
+   * devices are not noted (their verifies are still counted) and reported as dropped with the
+   * next batch.
    */
   function seen(row: DeviceRow): void {
     const key = `${row.day.getTime()}${SEPARATOR}${row.app}${SEPARATOR}${row.reason}${SEPARATOR}${row.mode}${SEPARATOR}${row.service}${SEPARATOR}${row.device}`;
@@ -151,7 +154,7 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
       return;
     }
     if (devices.size >= maxRows) {
-      options.onDropped?.({ counts: 0, rows: 1, minutes: 0 });
+      droppedDevices++;
       return;
     }
     devices.set(key, row);
@@ -199,6 +202,11 @@ export function createStatsRecorder(options: StatsRecorderOptions) {
       pending = new Map();
       pendingRows = 0;
       devices = new Map();
+      // once per batch, not once per verify: a full map under load would log on every request
+      if (droppedDevices > 0) {
+        options.onDropped?.({ counts: 0, rows: droppedDevices, minutes: 0 });
+        droppedDevices = 0;
+      }
       unsent = {
         id: `${instanceId}:${++sequence}`,
         rows: [...taken.values()].flatMap((group) => [...group.values()]),
