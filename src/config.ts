@@ -25,6 +25,11 @@ export interface Config {
   logFile: string | undefined;
   /** seconds a database connection may take to be ready (default 10) */
   dbConnectTimeoutSeconds?: number;
+  /**
+   * ATTEST_CHANGE_FEED: how changes made by other processes arrive (`notify`: LISTEN; `poll`: the
+   * attest_changes table every second; `auto`: NOTIFY unless a probe shows a pooler swallowing it)
+   */
+  changeFeed?: 'notify' | 'poll' | 'auto';
   /** where the embedded database's private socket folder goes (XDG_RUNTIME_DIR; else the OS temporary folder) */
   socketDir?: string | undefined;
   /** who makes administrative changes (the audit trail); unset: the OS user@host */
@@ -165,6 +170,7 @@ const env = z.object({
     .min(1)
     .max(600)
     .default(10),
+  ATTEST_CHANGE_FEED: z.enum(['notify', 'poll', 'auto']).default('auto'),
   XDG_RUNTIME_DIR: z.string().min(1).optional(),
   ATTEST_ACTOR: z.string().regex(ACTOR, 'bad actor').optional(),
   ATTEST_MASTER_KEY: z
@@ -278,6 +284,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_LOG_FILE: 'must be the path of a file',
   ATTEST_ACTOR: PRINTABLE_NAME_RULE,
   ATTEST_DB_CONNECT_TIMEOUT: 'must be a whole number of seconds from 1 to 600',
+  ATTEST_CHANGE_FEED: 'must be notify, poll or auto',
   XDG_RUNTIME_DIR: 'must be the path of a folder',
   ATTEST_SESSION_RETENTION: 'must be a duration such as 30m, 1h or 7d',
   ATTEST_METRICS_PORT: 'must be a port number from 0 to 65535',
@@ -398,6 +405,7 @@ export function loadConfig(
     logLevel: e.LOG_LEVEL,
     logFile: e.ATTEST_LOG_FILE,
     dbConnectTimeoutSeconds: e.ATTEST_DB_CONNECT_TIMEOUT,
+    changeFeed: e.ATTEST_CHANGE_FEED,
     socketDir: e.XDG_RUNTIME_DIR,
     actor: e.ATTEST_ACTOR,
     masterKey: e.ATTEST_MASTER_KEY,

@@ -125,6 +125,8 @@ export const NOT_AUDITED_TABLES: Record<string, string> = {
   verification_stats: 'verification counts flushed by serve (attest stats), not configuration',
   verification_devices:
     'the devices behind the counts (hashed), upserted by serve for attest stats, not configuration',
+  attest_changes: 'the change feed (which table changed, in commit order), written by triggers',
+  attest_change_version: "the change feed's last version, raised by its triggers",
   android_revocations:
     'the attestation status list: manual updates are audited as android.revocations.update (source, takenAt, entry count)',
 };

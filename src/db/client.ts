@@ -25,6 +25,8 @@ import {
 } from './embeddedServer.js';
 import { postgresTarget } from './postgresUrl.js';
 import { guardDriverRejections } from './driverRejections.js';
+import { planConnections, type ChangeFeedSetting, type ConnectionPlan } from './poolerProbe.js';
+import { reservedBegin, TRANSACTION_POOLED_OPTIONS } from './transactionPooling.js';
 import { lagAwareDeadline } from './lagAwareDeadline.js';
 import {
   boundDatabaseWait,
@@ -79,6 +81,11 @@ export interface DatabaseHandle {
     onNotify: (payload: string) => void,
     onListen: () => void,
   ): Promise<void>;
+  /**
+   * How this process uses its connections (the change feed, statement_timeout, prepared
+   * statements), decided when it opened; absent on handles that are not a PostgreSQL pool
+   */
+  connections?: ConnectionPlan;
   close(): Promise<void>;
 }
 
@@ -103,6 +110,11 @@ export interface OpenOptions {
   role: 'server' | 'cli';
   /** pool size for PostgreSQL */
   poolSize?: number;
+  /**
+   * ATTEST_CHANGE_FEED for a server on a PostgreSQL URL (default `notify`): `auto` probes whether
+   * connections keep their session (poolerProbe.ts). The CLI never prepares statements.
+   */
+  changeFeed?: ChangeFeedSetting;
   /** seconds a connection may take to be ready (default 10) */
   connectTimeoutSeconds?: number;
   /** false: refuse, rather than create, an embedded database that does not exist yet (default true) */
@@ -150,14 +162,14 @@ const POOL_SIZE = 4;
 /** Opens the configured database (the embedded one only when no other process holds it). */
 export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle> {
   const connectTimeoutSeconds = options.connectTimeoutSeconds ?? DEFAULT_CONNECT_TIMEOUT_SECONDS;
+  const pool = {
+    max: options.poolSize ?? POOL_SIZE,
+    role: options.role,
+    connectTimeoutSeconds,
+    ...(options.onDriverFault ? { onDriverFault: options.onDriverFault } : {}),
+  };
   if (options.url)
-    return await openPostgres(
-      options.url,
-      options.poolSize ?? POOL_SIZE,
-      options.role === 'server',
-      connectTimeoutSeconds,
-      options.onDriverFault,
-    );
+    return await openPostgres(options.url, { ...pool, changeFeed: options.changeFeed ?? 'notify' });
   const dataDir = resolve(options.dataDir);
   if (existsSync(dataDir)) assertPrivate(dataDir);
   refuseOldEngine(dataDir);
@@ -193,13 +205,8 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
       createCluster(dataDir);
     }
     server = await startServer(dataDir, options.onOrphan ? { onOrphan: options.onOrphan } : {});
-    handle = await openPostgres(
-      server.url,
-      options.poolSize ?? POOL_SIZE,
-      options.role === 'server',
-      connectTimeoutSeconds,
-      options.onDriverFault,
-    );
+    // no pooler stands between this process and the server it owns: nothing to probe
+    handle = await openPostgres(server.url, { ...pool, changeFeed: null });
   } catch (err) {
     await server?.stop().catch(() => {});
     rmSync(lockPath, { force: true });
@@ -255,17 +262,26 @@ async function postgresDriver() {
 
 async function openPostgres(
   url: string,
-  max: number,
-  server: boolean,
-  connectTimeoutSeconds: number,
-  onDriverFault?: (fault: Error) => void,
+  options: {
+    max: number;
+    role: 'server' | 'cli';
+    connectTimeoutSeconds: number;
+    onDriverFault?: (fault: Error) => void;
+    /** null: the embedded server, LISTEN and sessions work */
+    changeFeed: ChangeFeedSetting | null;
+  },
 ): Promise<DatabaseHandle> {
+  const { max, connectTimeoutSeconds, onDriverFault } = options;
+  const server = options.role === 'server';
   const { postgres, drizzlePostgres } = await postgresDriver();
   // when the pool last got an answer: a wait past its deadline while others are answered is a
   // busy database, not a silent one (databaseDeadline.ts)
   const progress: DatabaseProgress = { lastAnswerAt: performance.now() };
   const target = postgresTarget(url);
   const socket = target.host ? { host: target.host } : {};
+  const plan = await connectionPlan(options.role, options.changeFeed, (extra) =>
+    postgres(target.url, { ...socket, connect_timeout: connectTimeoutSeconds, ...extra }),
+  );
   const connect = () =>
     postgres(target.url, {
       ...socket,
@@ -280,14 +296,22 @@ async function openPostgres(
       backoff: reconnectDelaySeconds,
       onnotice: () => {},
       // a statement that hangs must not hold a connection beyond the request deadline
-      connection: { application_name: 'attest', ...(server ? { statement_timeout: 5000 } : {}) },
+      ...(plan.transactionPooled ? TRANSACTION_POOLED_OPTIONS : {}),
+      connection: {
+        application_name: 'attest',
+        ...(server && plan.startupTimeout ? { statement_timeout: 5000 } : {}),
+      },
     });
   let client = connect();
-  let current = drizzlePostgres(preparedStatements(client, progress), { schema });
+  let current = drizzlePostgres(preparedStatements(client, progress, !plan.transactionPooled), {
+    schema,
+  });
   const recycle = async () => {
     const stale = client;
     client = connect();
-    current = drizzlePostgres(preparedStatements(client, progress), { schema });
+    current = drizzlePostgres(preparedStatements(client, progress, !plan.transactionPooled), {
+      schema,
+    });
     // timeout 0: sockets whose peer vanished would never answer a graceful end
     await stale.end({ timeout: 0 }).catch(() => {});
   };
@@ -307,6 +331,7 @@ async function openPostgres(
     where: redactUrl(url),
     url,
     connectTimeoutSeconds,
+    connections: plan,
     recycle,
     async probe(timeoutMs) {
       const probe = postgres(target.url, {
@@ -348,6 +373,28 @@ async function openPostgres(
   };
 }
 
+/**
+ * The server role probes the connections (poolerProbe.ts); the CLI runs a few statements per
+ * command, unnamed and one at a time, so it works through any pooler without asking.
+ */
+async function connectionPlan(
+  role: 'server' | 'cli',
+  setting: ChangeFeedSetting | null,
+  connect: Parameters<typeof planConnections>[0],
+): Promise<ConnectionPlan> {
+  if (role === 'cli')
+    return { feed: 'notify', why: 'the CLI', startupTimeout: false, transactionPooled: true };
+  if (setting === null) {
+    return {
+      feed: 'notify',
+      why: 'the embedded database: no pooler between',
+      startupTimeout: true,
+      transactionPooled: false,
+    };
+  }
+  return await planConnections(connect, setting);
+}
+
 /** postgres.js's wait before reconnecting after `retries` failed attempts: at most 0.5 s. */
 function reconnectDelaySeconds(retries: number): number {
   return (0.5 + Math.random() / 2) * Math.min(0.05 * 2 ** retries, 0.5);
@@ -357,16 +404,19 @@ function reconnectDelaySeconds(retries: number): number {
  * drizzle runs `db.execute(sql...)` unprepared, and postgres.js then sends a Parse/Describe and
  * waits for its answer before every statement: two round trips (and two socket writes) per query.
  * The repositories' statements are few and fixed, so each connection prepares each one once and
- * later calls only bind and execute.
+ * later calls only bind and execute. Not behind a pooler in transaction mode (`prepare` false):
+ * a statement prepared on one server connection is unknown to the next.
  */
-function preparedStatements(client: Sql, progress: DatabaseProgress): Sql {
+function preparedStatements(client: Sql, progress: DatabaseProgress, prepare: boolean): Sql {
   const unsafe = ((query: string, parameters?: never[], options?: object) => {
-    const pending = client.unsafe(query, parameters, { ...options, prepare: true });
+    const pending = client.unsafe(query, parameters, { ...options, prepare });
     const ms = currentDatabaseDeadline();
     return ms === undefined ? pending : deadlined(pending, ms, progress);
   }) as Sql['unsafe'];
+  const begin = prepare ? undefined : reservedBegin(client);
   return new Proxy(client, {
-    get: (target, key) => (key === 'unsafe' ? unsafe : Reflect.get(target, key)),
+    get: (target, key) =>
+      key === 'unsafe' ? unsafe : key === 'begin' && begin ? begin : Reflect.get(target, key),
   });
 }
 

@@ -28,8 +28,10 @@ export interface SecretsStep {
 /**
  * Applies pending migrations, then (given the master key) seals secrets still in clear in one
  * transaction: the data step of the migration to sealed secrets, in TypeScript since SQL cannot
- * encrypt. On PostgreSQL it holds an advisory lock on its own connection for the whole run, so
- * instances that start together migrate one after the other.
+ * encrypt. On PostgreSQL a second connection holds a transaction-level advisory lock for the whole
+ * run, so instances that start together migrate one after the other. A session-level lock would
+ * stay behind a pooler in transaction mode on whichever server connection took it; the open
+ * transaction keeps its server connection, and ends (releasing the lock) when this process does.
  */
 export async function runMigrations(
   handle: DatabaseHandle,
@@ -43,21 +45,35 @@ export async function runMigrations(
   const sealStep = async (db: Database) =>
     secrets ? (await sealClearSecrets(db, secrets.box, secrets.source)).sealed : 0;
   if (pending === 0) return { applied: 0, sealed: await sealStep(handle.db) };
-  // the advisory lock belongs to a session: take it and migrate on one dedicated connection
   const [{ default: postgres }, { drizzle }, { migrate: migratePostgres }] = await Promise.all([
     import('postgres'),
     import('drizzle-orm/postgres-js'),
     import('drizzle-orm/postgres-js/migrator'),
   ]);
   const target = postgresTarget(handle.url!);
-  const client = postgres(target.url, {
-    ...(target.host ? { host: target.host } : {}),
-    max: 1,
-    onnotice: () => {},
-    connect_timeout: handle.connectTimeoutSeconds,
+  // unnamed statements: through a pooler each statement may meet another server connection
+  const single = () =>
+    postgres(target.url, {
+      ...(target.host ? { host: target.host } : {}),
+      max: 1,
+      prepare: false,
+      onnotice: () => {},
+      connect_timeout: handle.connectTimeoutSeconds,
+    });
+  const holder = single();
+  const client = single();
+  let release = () => {};
+  const done = new Promise<void>((resolve) => (release = resolve));
+  let taken = () => {};
+  const lockTaken = new Promise<void>((resolve) => (taken = resolve));
+  const holding = holder.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK_ID})`;
+    taken();
+    await done;
   });
   try {
-    await client`select pg_advisory_lock(${MIGRATION_LOCK_ID})`;
+    // the lock, or the error that kept it from being taken
+    await Promise.race([lockTaken, holding]);
     const locked = drizzle(client);
     const stillPending = (await migrationStatus(locked as unknown as Database)).filter(
       (m) => !m.applied,
@@ -66,7 +82,9 @@ export async function runMigrations(
     if (stillPending > 0) await migratePostgres(locked, { migrationsFolder: MIGRATIONS_FOLDER });
     return { applied: stillPending, sealed: await sealStep(locked as unknown as Database) };
   } finally {
-    await client.end({ timeout: 5 }); // ending the session releases the lock
+    release(); // the lock's transaction commits
+    await holding.catch(() => {});
+    await Promise.all([client.end({ timeout: 5 }), holder.end({ timeout: 5 })]);
   }
 }
 

@@ -22,6 +22,7 @@ const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
 // the audit trail's tables: in auditSchema.ts
 export * from './auditSchema.js';
 export * from './deviceStatsSchema.js';
+export * from './changeFeedSchema.js';
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
 

@@ -146,6 +146,7 @@ export function clusterWorker(): void {
       url: databaseUrl,
       dataDir: config.dataDir,
       role: 'server',
+      changeFeed: config.changeFeed,
       connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
       onDriverFault: (fault) =>
         log.error(

@@ -15,11 +15,11 @@ import type { DatabaseHandle } from '../db/client.js';
 import { isAttestMessage, type FromWorker, type ToWorker } from './clusterMessages.js';
 import { PROPAGATION_MS } from './propagation.js';
 import {
-  CHANGES_CHANNEL,
   DRAIN_MS,
   embeddedRefusesWorkers,
   listenMetrics,
   prepareDatabase,
+  startFeed,
   type RunningServer,
   type StartOptions,
 } from './start.js';
@@ -88,7 +88,12 @@ export async function serveCluster(
       attest: 'start',
       // a key the primary read from (or made in) the data dir is read there by each worker too:
       // a worker's handle is a plain PostgreSQL one, which never looks in the data dir itself
-      config: masterKey.defaultFile ? { ...config, masterKeyFile: masterKey.defaultFile } : config,
+      // and the primary's connection plan, so that workers need not probe a pooler again
+      config: {
+        ...config,
+        ...(masterKey.defaultFile ? { masterKeyFile: masterKey.defaultFile } : {}),
+        changeFeed: database.connections?.feed ?? config.changeFeed,
+      },
       databaseUrl,
       propagationMs,
     },
@@ -102,20 +107,17 @@ export async function serveCluster(
     scrape: sum,
   });
 
-  if (database.listen) {
-    await database.listen(
-      CHANGES_CHANNEL,
-      (table) => {
-        wired.reloadNow();
-        pool.reload(table);
-        options.onChange?.(table);
-      },
-      () => {
-        wired.reloadNow();
-        pool.reload();
-      },
-    );
-  }
+  // the primary alone hears of changes (LISTEN or polling) and tells its workers
+  const feed = await startFeed(
+    database,
+    logger,
+    wired.reloadNow,
+    (table) => {
+      pool.reload(table);
+      options.onChange?.(table);
+    },
+    () => pool.reload(),
+  );
   // a change made through the admin socket applies on every worker before the command returns
   const admin = database.announce
     ? await startAdmin(database, config, logger, box, async () => {
@@ -136,11 +138,18 @@ export async function serveCluster(
   } catch (err) {
     await pool.stop();
     await admin?.stop();
+    await feed?.stop();
     wired.breaker?.stop();
     throw err;
   }
   logger.info(
-    { url: listening.url, database: database.kind, where: database.where, workers: count },
+    {
+      url: listening.url,
+      database: database.kind,
+      where: database.where,
+      workers: count,
+      changeFeed: feed?.mode ?? 'none',
+    },
     'listening',
   );
   recorder?.start();
@@ -166,7 +175,7 @@ export async function serveCluster(
       // every worker drains as one process does; the metrics listener with them
       const drained = Promise.all([pool.stop(), metrics?.server.drain(DRAIN_MS)]);
       await jobs.stop();
-      await Promise.all([drained, admin?.stop()]);
+      await Promise.all([drained, admin?.stop(), feed?.stop()]);
       // after the workers: their last counts were handed over before they exited
       await recorder?.stop();
       await wired.telemetry?.shutdown();

@@ -6,6 +6,7 @@ import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import { createRevocationRepository } from '../db/androidRevocations.js';
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
+import { startChangeFeed, type ChangeFeed } from '../db/changeFeed.js';
 import { openDatabase, type DatabaseHandle } from '../db/client.js';
 import { embeddedUnavailable, isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
@@ -45,9 +46,9 @@ export interface RunningServer {
 }
 
 /** The channel on which PostgreSQL announces key, allowlist, credential and development CA changes (migration 0006). */
-export const CHANGES_CHANNEL = 'attest_changes';
 
 export { PROPAGATION_MS } from './propagation.js';
+export { CHANGES_CHANNEL } from '../db/changeFeed.js';
 
 /**
  * On close, requests in flight have this long to be answered (their own deadline is 5 s) before
@@ -104,6 +105,7 @@ export async function startServer(
     url: config.databaseUrl,
     dataDir: config.dataDir,
     role: 'server',
+    changeFeed: config.changeFeed,
     connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     onStaleLock: ({ path, pid, why }) =>
@@ -154,8 +156,8 @@ async function serveOn(
   });
   const { app, stats, breaker, reloadNow, reload } = wired;
   // every instance hears of changes made anywhere (the change_notify migration's triggers); a
-  // (re)connected LISTEN reloads too, since what was announced while it was down is lost
-  await listenForChanges(database, reloadNow, options.onChange);
+  // (re)connected LISTEN, or a poll after failed ones, reloads too: what came meanwhile is lost
+  const feed = await startFeed(database, logger, reloadNow, options.onChange);
   // the embedded database has no other door: the CLI's commands run here, through the admin API
   const admin = database.announce ? await startAdmin(database, config, logger, box, reload) : null;
 
@@ -165,12 +167,16 @@ async function serveOn(
     server = await listen(app.fetch, config.port, config.host, SERVER_OPTIONS);
   } catch (err) {
     await admin?.stop();
+    await feed?.stop();
     throw err;
   }
   server.maxHeadersCount = 100;
   const api = drainable(server);
   const url = urlOf(server, config.host, config.port);
-  logger.info({ url, database: database.kind, where: database.where }, 'listening');
+  logger.info(
+    { url, database: database.kind, where: database.where, changeFeed: feed?.mode ?? 'none' },
+    'listening',
+  );
 
   let metrics: { server: Drainable; url: string } | undefined;
   try {
@@ -178,6 +184,7 @@ async function serveOn(
   } catch (err) {
     await closeServer(server);
     await admin?.stop();
+    await feed?.stop();
     throw err;
   }
 
@@ -205,7 +212,7 @@ async function serveOn(
       // the drain starts at once: no new connection, and every answer from now says Connection: close
       const drained = Promise.all([api.drain(DRAIN_MS), metrics?.server.drain(DRAIN_MS)]);
       await jobs.stop();
-      await Promise.all([drained, admin?.stop()]);
+      await Promise.all([drained, admin?.stop(), feed?.stop()]);
       // after the drain: the last answers are counted; a crash would lose at most the last interval
       await stats.recorder?.stop();
       await wired.telemetry?.shutdown();
@@ -245,21 +252,40 @@ export async function prepareDatabase(
   return { masterKey, box };
 }
 
-/** LISTENs for the changes announced on PostgreSQL (nothing to do on the embedded database). */
-export async function listenForChanges(
+/**
+ * Hears of the changes made on the database by any process (the change feed: LISTEN, or polling
+ * behind a pooler in transaction mode) and says which feed it chose and why.
+ */
+export async function startFeed(
   database: DatabaseHandle,
+  logger: Logger,
   reloadNow: () => void,
   onChange?: (table: string) => void,
-): Promise<void> {
-  if (!database.listen) return;
-  await database.listen(
-    CHANGES_CHANNEL,
-    (table) => {
-      reloadNow();
-      onChange?.(table);
+  onResync?: () => void,
+): Promise<ChangeFeed | null> {
+  const feed = await startChangeFeed(
+    database,
+    {
+      onChange: (table) => {
+        reloadNow();
+        onChange?.(table);
+      },
+      onResync: () => {
+        reloadNow();
+        onResync?.();
+      },
     },
-    reloadNow,
+    {
+      onPollError: (err) =>
+        logger.warn(
+          { err: describeFault(err) },
+          'the change feed could not read attest_changes: changes made elsewhere apply once it can (every cached item is re-read then)',
+        ),
+    },
   );
+  if (feed && database.connections)
+    logger.info({ changeFeed: feed.mode, why: database.connections.why }, 'change feed');
+  return feed;
 }
 
 /**

@@ -39,6 +39,10 @@ describe.skipIf(!pg)('change notifications between two instances on PostgreSQL',
     await db?.close();
   });
 
+  it('without a pooler ATTEST_CHANGE_FEED=auto (the default) keeps LISTEN/NOTIFY', () => {
+    for (const i of [a, b]) expect(i.server.database.connections?.feed).toBe('notify');
+  });
+
   it('an app allowlisted through one instance is valid on the other once announced', async () => {
     const body = await minter.registration('ABCDE12345.com.example.notify');
     // b reads (and caches) an allowlist without the app

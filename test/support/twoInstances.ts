@@ -19,8 +19,15 @@ export interface Instance {
   changes: EventEmitter;
 }
 
-/** Starts an instance on `url`; `propagationMs` is the fallback re-read interval. */
-export async function startInstance(url: string, propagationMs?: number): Promise<Instance> {
+/**
+ * Starts an instance on `url`; `propagationMs` is the fallback re-read interval, `overrides` what
+ * differs from the defaults (ATTEST_CHANGE_FEED is `auto` unless given).
+ */
+export async function startInstance(
+  url: string,
+  propagationMs?: number,
+  overrides: Partial<Config> = {},
+): Promise<Instance> {
   const config: Config = {
     ...loadConfig({}, {}),
     databaseUrl: url,
@@ -28,6 +35,7 @@ export async function startInstance(url: string, propagationMs?: number): Promis
     host: '127.0.0.1',
     masterKey: TEST_MASTER_KEY_ENV,
     logLevel: 'warn',
+    ...overrides,
   };
   const changes = new EventEmitter();
   const server = await startServer(config, captureLogger('warn').logger, {
