@@ -72,7 +72,8 @@ export async function startChangeFeed(
       failing = true;
     }
   };
-  // the next poll is scheduled when one ends: never two at once, never more than one per interval
+  // the next poll is scheduled `intervalMs` after one ends: never two at once, never more than
+  // one per interval however late the event loop runs a timer or the database answers
   const schedule = () => {
     if (stopped) return;
     timer = setTimeout(() => {
