@@ -111,8 +111,10 @@ export interface OpenOptions {
   /** pool size for PostgreSQL */
   poolSize?: number;
   /**
-   * ATTEST_CHANGE_FEED for a server on a PostgreSQL URL (default `notify`): `auto` probes whether
-   * connections keep their session (poolerProbe.ts). The CLI never prepares statements.
+   * ATTEST_CHANGE_FEED for a server on a PostgreSQL URL: `auto` probes whether connections keep
+   * their session (poolerProbe.ts), and an unreachable server fails the open; unset, nothing is
+   * probed and the pool connects lazily, as a direct connection. The embedded server is never
+   * probed (no pooler stands between). The CLI never prepares statements.
    */
   changeFeed?: ChangeFeedSetting;
   /** seconds a connection may take to be ready (default 10) */
@@ -169,7 +171,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     ...(options.onDriverFault ? { onDriverFault: options.onDriverFault } : {}),
   };
   if (options.url)
-    return await openPostgres(options.url, { ...pool, changeFeed: options.changeFeed ?? 'notify' });
+    return await openPostgres(options.url, { ...pool, changeFeed: options.changeFeed ?? null });
   const dataDir = resolve(options.dataDir);
   if (existsSync(dataDir)) assertPrivate(dataDir);
   refuseOldEngine(dataDir);
@@ -206,7 +208,10 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     }
     server = await startServer(dataDir, options.onOrphan ? { onOrphan: options.onOrphan } : {});
     // no pooler stands between this process and the server it owns: nothing to probe
-    handle = await openPostgres(server.url, { ...pool, changeFeed: null });
+    handle = await openPostgres(server.url, {
+      ...pool,
+      changeFeed: options.changeFeed === 'poll' ? 'poll' : null,
+    });
   } catch (err) {
     await server?.stop().catch(() => {});
     rmSync(lockPath, { force: true });
@@ -267,7 +272,7 @@ async function openPostgres(
     role: 'server' | 'cli';
     connectTimeoutSeconds: number;
     onDriverFault?: (fault: Error) => void;
-    /** null: the embedded server, LISTEN and sessions work */
+    /** null: not probed, connections taken to keep their session (the embedded server, tests) */
     changeFeed: ChangeFeedSetting | null;
   },
 ): Promise<DatabaseHandle> {
@@ -384,14 +389,8 @@ async function connectionPlan(
 ): Promise<ConnectionPlan> {
   if (role === 'cli')
     return { feed: 'notify', why: 'the CLI', startupTimeout: false, transactionPooled: true };
-  if (setting === null) {
-    return {
-      feed: 'notify',
-      why: 'the embedded database: no pooler between',
-      startupTimeout: true,
-      transactionPooled: false,
-    };
-  }
+  if (setting === null)
+    return { feed: 'notify', why: 'not probed', startupTimeout: true, transactionPooled: false };
   return await planConnections(connect, setting);
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type postgres from 'postgres';
 import type { Sql } from 'postgres';
+import { isConnectionError } from './errors.js';
 
 /** What a server process found out about its connections before it opened its pool. */
 export interface PoolerTraits {
@@ -27,8 +28,8 @@ type Connect = (options: postgres.Options<Record<string, never>>) => Sql;
 
 /**
  * Finds the traits above with two connections of its own, outside the pool (both ended before it
- * answers). A probe that cannot connect at all answers null: the caller proceeds as without a
- * pooler, and its own first query meets (and reports) what stopped this one.
+ * answers). A server that cannot be reached throws the driver's error (isConnectionError); any
+ * other failure answers null, and the caller proceeds as without a pooler.
  * @param connect postgres.js with the URL, host and timeouts already given
  * @param notify whether to send the NOTIFY round trip (ATTEST_CHANGE_FEED=auto only)
  */
@@ -57,20 +58,23 @@ export async function probePooler(
     let startupParameters = true;
     let listener = single(true, 'attest-probe');
     opened.push(listener);
-    const subscribe = () =>
-      notify
-        ? listener.listen(PROBE_CHANNEL, (payload) => payload === nonce && heard())
-        : listener`select 1`;
     try {
-      await subscribe();
+      await listener`select 1`;
     } catch (err) {
-      if (!refusedStartupParameter(err)) return null;
+      if (!refusedStartupParameter(err)) throw err;
       startupParameters = false;
       listener = single(false, 'attest-probe');
       opened.push(listener);
-      await subscribe();
+      await listener`select 1`;
     }
     if (!notify) return { startupParameters };
+    try {
+      await listener.listen(PROBE_CHANNEL, (payload) => payload === nonce && heard());
+    } catch (err) {
+      // a server that refuses LISTEN itself (CockroachDB) cannot announce anything
+      if (isConnectionError(err)) throw err;
+      return { startupParameters, notify: false };
+    }
     const sender = single(startupParameters, 'attest-probe');
     opened.push(sender);
     await sender`select pg_notify(${PROBE_CHANNEL}, ${nonce})`;
@@ -81,7 +85,9 @@ export async function probePooler(
     ]);
     clearTimeout(timer);
     return { startupParameters, notify: came };
-  } catch {
+  } catch (err) {
+    // an unreachable server is the caller's error at once, not again after its own timeout
+    if (isConnectionError(err)) throw err;
     return null;
   } finally {
     for (const sql of opened) sql.end({ timeout: 0 }).catch(() => {});
@@ -130,12 +136,10 @@ export async function planConnections(
     why = `ATTEST_CHANGE_FEED=${setting}`;
   } else if (traits?.notify === false) {
     feed = 'poll';
-    why = `a NOTIFY sent on one connection did not reach a LISTEN on another within ${waitMs / 1000} s: connections do not keep their session (a pooler in transaction mode)`;
+    why = `a NOTIFY sent on one connection did not reach a LISTEN on another within ${waitMs / 1000} s: connections do not keep their session (a pooler in transaction mode), or the server has no LISTEN`;
   } else {
     feed = 'notify';
-    why = traits
-      ? 'a NOTIFY reached a LISTEN on another connection'
-      : 'the probe could not connect';
+    why = traits ? 'a NOTIFY reached a LISTEN on another connection' : 'the probe failed';
   }
   return { feed, why, startupTimeout, transactionPooled: feed === 'poll' };
 }

@@ -7,7 +7,12 @@ import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import { createRevocationRepository } from '../db/androidRevocations.js';
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
 import { startChangeFeed, type ChangeFeed } from '../db/changeFeed.js';
-import { openDatabase, type DatabaseHandle } from '../db/client.js';
+import {
+  DEFAULT_CONNECT_TIMEOUT_SECONDS,
+  openDatabase,
+  redactUrl,
+  type DatabaseHandle,
+} from '../db/client.js';
 import { embeddedUnavailable, isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { assertMigrated, runMigrations } from '../db/migrate.js';
@@ -115,6 +120,13 @@ export async function startServer(
         { err: describeFault(fault) },
         'the database driver failed on a closed connection (postgres.js nextWrite): the pool is replaced',
       ),
+  }).catch((err: unknown) => {
+    // a PostgreSQL URL's connections are probed as it opens: an unreachable server fails there
+    if (config.databaseUrl && isConnectionError(err))
+      throw unavailable(redactUrl(config.databaseUrl), err, {
+        connectTimeoutSeconds: config.dbConnectTimeoutSeconds ?? DEFAULT_CONNECT_TIMEOUT_SECONDS,
+      });
+    throw err;
   });
   // whatever fails from here on, the database (its lock and socket) is released before the error
   try {

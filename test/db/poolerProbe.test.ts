@@ -2,8 +2,9 @@
  * How a server process plans its connections (ATTEST_CHANGE_FEED): without a pooler `auto` keeps
  * NOTIFY, prepared statements and statement_timeout; `poll` runs the pool as behind a pooler in
  * transaction mode (unnamed statements, one in flight per connection, transactions on a reserved
- * connection), which must still commit, roll back and run many statements at once; a database
- * the probe cannot reach leaves today's plan. Behind a real PgBouncer: test/server/pooler.test.ts.
+ * connection), which must still commit, roll back and run many statements at once; a server the
+ * probe cannot reach fails the open at once, and one that refuses LISTEN is polled. Behind a real
+ * PgBouncer: test/server/pooler.test.ts.
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -90,15 +91,38 @@ describe.each(backends())('connection plans on $name', (backend) => {
     );
   });
 
-  it('a database the probe cannot reach leaves the plan of a direct connection (its own queries report the fault)', async () => {
+  it('a server that cannot be reached is the error at once; a LISTEN the server refuses means polling', async () => {
     const nowhere = (options: object) =>
       clientOf('postgres://postgres@127.0.0.1:1/none', { ...options, connect_timeout: 1 });
-    expect(await planConnections(nowhere, 'auto')).toEqual({
-      feed: 'notify',
-      why: 'the probe could not connect',
-      startupTimeout: true,
-      transactionPooled: false,
+    await expect(planConnections(nowhere, 'auto')).rejects.toMatchObject({
+      code: 'ECONNREFUSED',
     });
+    // so a server that opens with a feed setting fails its open there, within one connect
+    // timeout; without one (tests, tools) the pool still opens lazily
+    const where = {
+      url: 'postgres://postgres@127.0.0.1:1/none',
+      dataDir: '',
+      role: 'server' as const,
+    };
+    await expect(openDatabase({ ...where, changeFeed: 'auto' })).rejects.toMatchObject({
+      code: 'ECONNREFUSED',
+    });
+    const lazy = await openDatabase(where);
+    expect(lazy.connections?.why).toBe('not probed');
+    await lazy.close();
+    // as CockroachDB answers LISTEN: an error of the server, on a connection that works
+    const noListen = (options: object) => {
+      const client = clientOf(db.url, options);
+      return new Proxy(client, {
+        get: (target, key) =>
+          key === 'listen'
+            ? () => Promise.reject(new Error('unimplemented: LISTEN'))
+            : Reflect.get(target, key),
+      });
+    };
+    const plan = await planConnections(noListen, 'auto');
+    expect(plan).toMatchObject({ feed: 'poll', transactionPooled: true, startupTimeout: true });
+    expect(plan.why).toMatch(/or the server has no LISTEN/);
   });
 });
 
