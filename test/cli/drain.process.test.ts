@@ -111,7 +111,9 @@ describe('attest serve on SIGTERM under keep-alive load', () => {
         answeredAfterClose: c.answers.some(
           (a, i) => a.connection === 'close' && i < c.answers.length - 1,
         ),
-        failed: c.answers.filter((a) => a.status !== 200).length,
+        // /readyz answers 503 when the database gave no answer within 250 ms (a machine busy
+        // enough, as with two suites at once): a deliberate answer, unlike a 500 or a reset
+        failed: c.answers.filter((a) => a.status !== 200 && a.status !== 503).length,
       }));
       expect(outcome).toEqual(
         load.connections.map(() => ({
