@@ -277,7 +277,6 @@ async function openPostgres(
   },
 ): Promise<DatabaseHandle> {
   const { max, connectTimeoutSeconds, onDriverFault } = options;
-  const server = options.role === 'server';
   const { postgres, drizzlePostgres } = await postgresDriver();
   // when the pool last got an answer: a wait past its deadline while others are answered is a
   // busy database, not a silent one (databaseDeadline.ts)
@@ -300,23 +299,22 @@ async function openPostgres(
       // after an outage the pool would stay down that long after the database is back
       backoff: reconnectDelaySeconds,
       onnotice: () => {},
-      // a statement that hangs must not hold a connection beyond the request deadline
       ...(plan.transactionPooled ? TRANSACTION_POOLED_OPTIONS : {}),
       connection: {
         application_name: 'attest',
-        ...(server && plan.startupTimeout ? { statement_timeout: 5000 } : {}),
+        // a statement that hangs must not hold a connection beyond the request deadline (the
+        // server role's plan, where the server takes it at connection start)
+        ...(plan.startupTimeout ? { statement_timeout: 5000 } : {}),
       },
     });
+  const orm = (sql: Sql) =>
+    drizzlePostgres(preparedStatements(sql, progress, !plan.transactionPooled), { schema });
   let client = connect();
-  let current = drizzlePostgres(preparedStatements(client, progress, !plan.transactionPooled), {
-    schema,
-  });
+  let current = orm(client);
   const recycle = async () => {
     const stale = client;
     client = connect();
-    current = drizzlePostgres(preparedStatements(client, progress, !plan.transactionPooled), {
-      schema,
-    });
+    current = orm(client);
     // timeout 0: sockets whose peer vanished would never answer a graceful end
     await stale.end({ timeout: 0 }).catch(() => {});
   };

@@ -21,8 +21,9 @@ const PGLITE_OPTIONS = {
 };
 
 /**
- * A statement whose text never changes, run on the driver under drizzle (postgres.js prepared,
- * or PGlite) with numbered parameters. For the statements every request runs (init's insert, a
+ * A statement whose text never changes, run on the driver under drizzle (postgres.js, prepared
+ * unless the pool runs behind a pooler in transaction mode: client.ts decides; or PGlite) with
+ * numbered parameters. For the statements every request runs (init's insert, a
  * session's consumption, an assertion's counter): building the text from a drizzle `sql` template
  * cost ~7 µs per call, 3-5% of those requests' CPU (docs/benchmark-http.md); here it is written
  * once. The rows are what `db.execute` returns (the same client, with drizzle's type parsers).

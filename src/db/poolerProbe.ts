@@ -27,7 +27,7 @@ const PROBE_CHANNEL = 'attest_pooler_probe';
 type Connect = (options: postgres.Options<Record<string, never>>) => Sql;
 
 /**
- * Finds the traits above with two connections of its own, outside the pool (both ended before it
+ * Finds the traits above with connections of its own, outside the pool (all ended before it
  * answers). A server that cannot be reached throws the driver's error (isConnectionError); any
  * other failure answers null, and the caller proceeds as without a pooler.
  * @param connect postgres.js with the URL, host and timeouts already given

@@ -50,10 +50,7 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** The channel on which PostgreSQL announces key, allowlist, credential and development CA changes (migration 0006). */
-
 export { PROPAGATION_MS } from './propagation.js';
-export { CHANGES_CHANNEL } from '../db/changeFeed.js';
 
 /**
  * On close, requests in flight have this long to be answered (their own deadline is 5 s) before
