@@ -47,11 +47,27 @@ export function untrustedFolder(dir: string): string | null {
  * Returns the socket's path inside it.
  */
 export function createPrivateSocketPath(preferred: string | undefined): string {
+  return join(
+    createPrivateSocketFolder(preferred, ADMIN_SOCKET_FILE, 'the admin socket'),
+    ADMIN_SOCKET_FILE,
+  );
+}
+
+/**
+ * A new 0700 folder, this user's, for a socket named `file` (`what`, for the message), under the
+ * first of XDG_RUNTIME_DIR (`preferred`), the OS temporary folder and /tmp that is short enough for
+ * a socket path and that no other user can change.
+ */
+export function createPrivateSocketFolder(
+  preferred: string | undefined,
+  file: string,
+  what: string,
+): string {
   const bases = [preferred, tmpdir(), '/tmp'].filter((b): b is string => !!b);
   const refused: string[] = [];
   for (const base of bases) {
     // mkdtemp appends 6 characters to the prefix
-    if (Buffer.byteLength(join(base, 'attest-XXXXXX', ADMIN_SOCKET_FILE)) >= MAX_SOCKET_PATH) {
+    if (Buffer.byteLength(join(base, 'attest-XXXXXX', file)) >= MAX_SOCKET_PATH) {
       refused.push(`${base}: too long for a socket path`);
       continue;
     }
@@ -62,10 +78,10 @@ export function createPrivateSocketPath(preferred: string | undefined): string {
       continue;
     }
     // mkdtemp creates the folder 0700 and fails rather than reuse one that exists
-    return join(mkdtempSync(join(realpathSync(base), 'attest-')), ADMIN_SOCKET_FILE);
+    return mkdtempSync(join(realpathSync(base), 'attest-'));
   }
   throw new SocketPathError(
-    `no folder for the admin socket is both short and private (${refused.join('; ') || bases.join(', ')}): set XDG_RUNTIME_DIR or TMPDIR to a short folder of your own`,
+    `no folder for ${what} is both short and private (${refused.join('; ') || bases.join(', ')}): set XDG_RUNTIME_DIR or TMPDIR to a short folder of your own`,
   );
 }
 

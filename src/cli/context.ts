@@ -103,6 +103,7 @@ export async function withDatabase<T>(
       role: 'cli',
       poolSize: 2,
       connectTimeoutSeconds: cfg.dbConnectTimeoutSeconds,
+      runtimeDir: cfg.socketDir,
       create: options.create ?? false,
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });

@@ -15,14 +15,12 @@ import { assertPrivate } from './runningServer.js';
 import { redactUrl } from './redactUrl.js';
 import * as schema from './schema.js';
 import { processName } from './processName.js';
+import { clusterExists, createCluster, PG_DIR, PGLITE_DIR } from './embeddedServer.js';
 import {
-  clusterExists,
-  createCluster,
-  PG_DIR,
-  PGLITE_DIR,
-  startServer,
-  type EmbeddedServer,
-} from './embeddedServer.js';
+  superviseServer,
+  type EmbeddedEvent,
+  type SupervisedServer,
+} from './embeddedSupervisor.js';
 import { postgresTarget } from './postgresUrl.js';
 import { guardDriverRejections } from './driverRejections.js';
 import { planConnections, type ChangeFeedSetting, type ConnectionPlan } from './poolerProbe.js';
@@ -86,6 +84,11 @@ export interface DatabaseHandle {
    * statements), decided when it opened; absent on handles that are not a PostgreSQL pool
    */
   connections?: ConnectionPlan;
+  /**
+   * Embedded only: resolves when its server died and could not be started again within the
+   * bound (embeddedSupervisor.ts); the caller closes the handle and exits non-zero
+   */
+  failed?: Promise<Error>;
   close(): Promise<void>;
 }
 
@@ -127,6 +130,10 @@ export interface OpenOptions {
   onStaleLock?: (stale: StaleLock) => void;
   /** told of an embedded PostgreSQL server left running by an attest that is gone, stopped before a new one started */
   onOrphan?: (pid: number) => void;
+  /** told when the embedded server exits unasked, is started again, or is given up */
+  onEmbeddedEvent?: (event: EmbeddedEvent) => void;
+  /** XDG_RUNTIME_DIR: where the embedded server's private socket folder goes (else the OS temporary folder) */
+  runtimeDir?: string | undefined;
   /**
    * told when the driver threw on a closed connection (isNullSocketWrite) and the pool was
    * replaced rather than the process ended
@@ -199,14 +206,18 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
   } catch (err) {
     throw embeddedUnavailable(dataDir, err);
   }
-  let server: EmbeddedServer | undefined;
+  let server: SupervisedServer | undefined;
   let handle: DatabaseHandle;
   try {
     if (!exists) {
       options.onProgress?.(`creating the embedded database in ${options.dataDir}…`);
       createCluster(dataDir);
     }
-    server = await startServer(dataDir, options.onOrphan ? { onOrphan: options.onOrphan } : {});
+    server = await superviseServer(dataDir, {
+      runtimeDir: options.runtimeDir,
+      ...(options.onOrphan ? { onOrphan: options.onOrphan } : {}),
+      ...(options.onEmbeddedEvent ? { onEvent: options.onEmbeddedEvent } : {}),
+    });
     // no pooler stands between this process and the server it owns: nothing to probe
     handle = await openPostgres(server.url, {
       ...pool,
@@ -223,6 +234,7 @@ export async function openDatabase(options: OpenOptions): Promise<DatabaseHandle
     kind: 'embedded',
     where: dataDir,
     dataDir,
+    failed: running.failed,
     ...(options.role === 'server'
       ? {
           announce(admin: AdminDoor) {

