@@ -62,6 +62,10 @@ export function createPrivateSocketFolder(
   preferred: string | undefined,
   file: string,
   what: string,
+  options: {
+    /** skip a base that another user cannot reach (for a folder given to another user) */
+    reachableByOthers?: boolean;
+  } = {},
 ): string {
   const bases = [preferred, tmpdir(), '/tmp'].filter((b): b is string => !!b);
   const refused: string[] = [];
@@ -72,7 +76,7 @@ export function createPrivateSocketFolder(
       continue;
     }
     if (!existsSync(base)) continue;
-    const unsafe = untrustedFolder(base);
+    const unsafe = untrustedFolder(base) ?? (options.reachableByOthers ? closedFolder(base) : null);
     if (unsafe) {
       refused.push(unsafe);
       continue;
@@ -83,6 +87,18 @@ export function createPrivateSocketFolder(
   throw new SocketPathError(
     `no folder for ${what} is both short and private (${refused.join('; ') || bases.join(', ')}): set XDG_RUNTIME_DIR or TMPDIR to a short folder of your own`,
   );
+}
+
+/** Why another user cannot reach `dir` (a folder on the way they may not enter), or null. */
+function closedFolder(dir: string): string | null {
+  const real = realpathSync(dir);
+  const { root } = parse(real);
+  const parts = real.slice(root.length).split(sep).filter(Boolean);
+  for (let i = 0; i <= parts.length; i++) {
+    const folder = root + parts.slice(0, i).join(sep);
+    if ((lstatSync(folder).mode & 0o001) === 0) return `${folder} is closed to other users`;
+  }
+  return null;
 }
 
 /**

@@ -215,8 +215,16 @@ export const SOCKET_FILE = `.s.PGSQL.${PORT}`;
  * where the pool's URL already points.
  */
 export function createSocketFolder(dataDir: string, runtimeDir: string | undefined): string {
-  const folder = createPrivateSocketFolder(runtimeDir, SOCKET_FILE, 'the embedded database socket');
   const user = runAsUser(dataDir);
+  // the server's user must be able to reach the folder: as root, only through folders others may enter
+  const folder = createPrivateSocketFolder(
+    runtimeDir,
+    SOCKET_FILE,
+    'the embedded database socket',
+    {
+      reachableByOthers: user !== undefined,
+    },
+  );
   if (user) chownSync(folder, user.uid, user.gid);
   return folder;
 }
@@ -485,10 +493,12 @@ function ownSocket(folder: string, uid: number | undefined): boolean {
   }
 }
 
+/** The line of the server's log that says why it stopped: its last FATAL or PANIC, else its last. */
 function logTail(path: string): string {
   try {
     const lines = readFileSync(path, 'utf8').trim().split('\n').filter(Boolean);
-    return (lines.pop() ?? 'it exited without a word')
+    const cause = lines.findLast((line) => /\b(FATAL|PANIC):/.test(line));
+    return (cause ?? lines.pop() ?? 'it exited without a word')
       .replace(/^\S+ \S+ \S+ \[\d+\] /, '')
       .slice(0, 300);
   } catch {

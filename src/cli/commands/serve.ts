@@ -27,7 +27,7 @@ export function serveCommand(): Command {
     .addOption(
       new Option(
         '--workers <n>',
-        'processes serving HTTP on the one port, or auto: one per core (env ATTEST_WORKERS, default 1; above 1 needs DATABASE_URL)',
+        'processes serving HTTP on the one port, or auto: one per core (env ATTEST_WORKERS, default 1), on the embedded database or DATABASE_URL',
       ).argParser(workers),
     )
     .addHelpText(
