@@ -11,9 +11,8 @@ fail() { echo "globalInstall: FAIL: $*" >&2; exit 1; }
 [ -f dist/cli/main.js ] || fail "dist/ is missing: run npm run build first"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/attest-install-XXXXXX")
-# a global prefix is world-readable (/usr/local): as root, the embedded PostgreSQL runs as an
-# unprivileged user that must reach its binaries in the installed package
-chmod 755 "$work"
+# left private (0700, as mktemp makes it): a prefix no other user can enter must work too, also
+# as root, whose embedded PostgreSQL runs as attest-db from binaries root copies where it can reach them
 server=''
 cleanup() {
   if [ -n "$server" ] && kill -0 "$server" 2>/dev/null; then kill -KILL "$server" 2>/dev/null || true; fi
