@@ -75,43 +75,48 @@ export async function superviseServer(
 
   const restart = async () => {
     const downSince = Date.now();
-    for (let attempt = 1; ; attempt++) {
+    let lastError: Error | undefined;
+    let attempt = 0;
+    for (;;) {
+      attempt++;
       const delay = Math.min(FIRST_BACKOFF_MS * 2 ** (attempt - 1), MAX_BACKOFF_MS);
       await new Promise((r) => setTimeout(r, delay));
       if (stopping) return;
       const left = bound - (Date.now() - downSince);
-      try {
-        if (left <= 0) throw new Error('no time left');
-        current = await startServer(dataDir, { socketFolder, readyTimeoutMs: left });
-      } catch (err) {
-        const error = err instanceof Error ? err : new Error(String(err));
-        const downMs = Date.now() - downSince;
-        if (downMs >= bound) {
-          options.onEvent?.({ event: 'gave-up', error, downMs });
-          fail(
-            new Error(
-              `the embedded database stopped and did not start again within ${Math.round(bound / 1000)} s: ${error.message}`,
-            ),
-          );
-          return;
+      if (left > 0) {
+        try {
+          current = await startServer(dataDir, { socketFolder, readyTimeoutMs: left });
+          break;
+        } catch (err) {
+          lastError = err instanceof Error ? err : new Error(String(err));
         }
-        const retryInMs = Math.min(FIRST_BACKOFF_MS * 2 ** attempt, MAX_BACKOFF_MS);
-        options.onEvent?.({ event: 'restart-failed', error, attempt, retryInMs });
-        continue;
       }
-      if (stopping) {
-        await current.stop();
+      const downMs = Date.now() - downSince;
+      if (downMs >= bound) {
+        const why = lastError?.message ?? 'no start was attempted in time';
+        options.onEvent?.({ event: 'gave-up', error: lastError ?? new Error(why), downMs });
+        fail(
+          new Error(
+            `the embedded database stopped and did not start again within ${Math.round(bound / 1000)} s: ${why}`,
+          ),
+        );
         return;
       }
-      options.onEvent?.({
-        event: 'restarted',
-        pid: current.pid,
-        downMs: Date.now() - downSince,
-        attempts: attempt,
-      });
-      watch(current);
+      const retryInMs = Math.min(FIRST_BACKOFF_MS * 2 ** attempt, MAX_BACKOFF_MS);
+      if (lastError)
+        options.onEvent?.({ event: 'restart-failed', error: lastError, attempt, retryInMs });
+    }
+    if (stopping) {
+      await current.stop();
       return;
     }
+    options.onEvent?.({
+      event: 'restarted',
+      pid: current.pid,
+      downMs: Date.now() - downSince,
+      attempts: attempt,
+    });
+    watch(current);
   };
 
   watch(current);
