@@ -115,7 +115,7 @@ describe('the embedded PostgreSQL server as a process', () => {
     }
   }, 180_000);
 
-  it('a backup while requests run stalls none of them past 200 ms (or past the stalls before it)', async () => {
+  it('a backup while requests run stalls none of them past 200 ms (or past the stalls of as long without one)', async () => {
     server ??= await serveBin(env);
     const created = await runBin(['keys', 'create', '--name', 'load', '--json'], env);
     const key = (JSON.parse(created.stdout) as { key: string }).key;
@@ -135,22 +135,29 @@ describe('the embedded PostgreSQL server as a process', () => {
     };
     const loops = [loop(), loop(), loop(), loop()];
     await until('requests ran', () => latencies.length >= 200, 60_000);
-    const before = Math.max(...latencies.map((l) => l.ms));
     const started = performance.now();
     const backup = await runBin(['db', 'backup', join(dir, 'during.tgz'), '--json'], env);
     const ended = performance.now();
+    // as long again without a backup: on a loaded machine a longer window sees longer stalls of
+    // its own, so the yardstick is the worst of windows as long as the backup's, before and after
+    await until('as long again ran', () => performance.now() - ended >= ended - started, 60_000);
     running = false;
     await Promise.all(loops);
     expect(backup.code, backup.stderr).toBe(0);
     const during = latencies.filter((l) => l.at >= started && l.at <= ended);
     expect(during.length).toBeGreaterThan(10);
+    const after = latencies.filter((l) => l.at > ended);
+    const before = Math.max(
+      ...latencies.filter((l) => l.at < started).map((l) => l.ms),
+      ...after.map((l) => l.ms),
+    );
     const worst = Math.max(...during.map((l) => l.ms));
     // eslint-disable-next-line no-console
     console.log(
-      `init latency: max ${before.toFixed(0)} ms before the backup, max ${worst.toFixed(0)} ms during it (${during.length} requests in ${(ended - started).toFixed(0)} ms)`,
+      `init latency: max ${before.toFixed(0)} ms without a backup (before and after it), max ${worst.toFixed(0)} ms during it (${during.length} requests in ${(ended - started).toFixed(0)} ms)`,
     );
     // the bound is 200 ms; on a machine so loaded that requests already stall longer without a
-    // backup, the backup must add nothing beyond what the machine shows before it
+    // backup, the backup must add nothing beyond what the machine shows in as long without one
     expect(worst).toBeLessThan(Math.max(200, before));
   }, 180_000);
 });
