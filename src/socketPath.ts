@@ -1,4 +1,12 @@
-import { existsSync, lstatSync, mkdtempSync, realpathSync, rmdirSync, rmSync } from 'node:fs';
+import {
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  realpathSync,
+  rmdirSync,
+  rmSync,
+  type Stats,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join, parse, sep } from 'node:path';
 
@@ -14,14 +22,13 @@ export class SocketPathError extends Error {
 }
 
 /**
- * Why `dir` is not a folder only root and this user can change (so no one else can swap what
- * lies below it), or null when it is: each folder from `/` down to `dir` is owned by root or by
- * this user, and writable by others only when sticky (as /tmp, where no one may rename another
- * user's entries). `dir` is resolved first, so a symbolic link on the way cannot lead elsewhere.
+ * The first problem `check` finds with a folder from `/` down to `dir`, or null. `dir` is resolved
+ * first, so a symbolic link on the way cannot lead elsewhere.
  */
-export function untrustedFolder(dir: string): string | null {
-  const uid = process.getuid?.();
-  if (uid === undefined) return null; // Windows: no POSIX owners or modes
+export function folderProblem(
+  dir: string,
+  check: (folder: string, stat: Stats) => string | null,
+): string | null {
   let real: string;
   try {
     real = realpathSync(dir);
@@ -32,13 +39,28 @@ export function untrustedFolder(dir: string): string | null {
   const parts = real.slice(root.length).split(sep).filter(Boolean);
   for (let i = 0; i <= parts.length; i++) {
     const folder = root + parts.slice(0, i).join(sep);
-    const st = lstatSync(folder);
+    const problem = check(folder, lstatSync(folder));
+    if (problem) return problem;
+  }
+  return null;
+}
+
+/**
+ * Why `dir` is not a folder only root and this user can change (so no one else can swap what
+ * lies below it), or null when it is: each folder from `/` down to `dir` is owned by root or by
+ * this user, and writable by others only when sticky (as /tmp, where no one may rename another
+ * user's entries).
+ */
+export function untrustedFolder(dir: string): string | null {
+  const uid = process.getuid?.();
+  if (uid === undefined) return null; // Windows: no POSIX owners or modes
+  return folderProblem(dir, (folder, st) => {
     if (st.uid !== 0 && st.uid !== uid)
       return `${folder} belongs to user ${st.uid}, who could replace what is below it`;
     if ((st.mode & 0o022) !== 0 && (st.mode & STICKY) === 0)
       return `${folder} is writable by other users (mode ${mode(st.mode)}) and not sticky`;
-  }
-  return null;
+    return null;
+  });
 }
 
 /**
@@ -91,14 +113,9 @@ export function createPrivateSocketFolder(
 
 /** Why another user cannot reach `dir` (a folder on the way they may not enter), or null. */
 function closedFolder(dir: string): string | null {
-  const real = realpathSync(dir);
-  const { root } = parse(real);
-  const parts = real.slice(root.length).split(sep).filter(Boolean);
-  for (let i = 0; i <= parts.length; i++) {
-    const folder = root + parts.slice(0, i).join(sep);
-    if ((lstatSync(folder).mode & 0o001) === 0) return `${folder} is closed to other users`;
-  }
-  return null;
+  return folderProblem(dir, (folder, st) =>
+    (st.mode & 0o001) === 0 ? `${folder} is closed to other users` : null,
+  );
 }
 
 /**

@@ -8,18 +8,10 @@
  * /var/cache/attest (root's, 0755), as a package manager would install them.
  */
 import { spawnSync } from 'node:child_process';
-import {
-  cpSync,
-  existsSync,
-  lstatSync,
-  mkdirSync,
-  readFileSync,
-  realpathSync,
-  renameSync,
-  rmSync,
-} from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join, parse, sep } from 'node:path';
+import { dirname, join } from 'node:path';
+import { folderProblem } from '../socketPath.js';
 import { EmbeddedEngineError } from './embeddedEngineError.js';
 
 const PLATFORM_PACKAGES: Record<string, string> = {
@@ -117,22 +109,12 @@ export function postgresBinariesForRoot(): string {
  * have no business under /tmp.
  */
 export function rootOnlyPath(dir: string): string | null {
-  let real: string;
-  try {
-    real = realpathSync(dir);
-  } catch (err) {
-    return `${dir} cannot be read (${(err as NodeJS.ErrnoException).code ?? 'error'})`;
-  }
-  const { root } = parse(real);
-  const parts = real.slice(root.length).split(sep).filter(Boolean);
-  for (let i = 0; i <= parts.length; i++) {
-    const folder = root + parts.slice(0, i).join(sep);
-    const st = lstatSync(folder);
+  return folderProblem(dir, (folder, st) => {
     if (st.uid !== 0) return `${folder} belongs to user ${st.uid}, not root`;
     if ((st.mode & 0o022) !== 0) return `${folder} is writable by other users`;
     if ((st.mode & 0o001) === 0) return `${folder} is closed to other users`;
-  }
-  return null;
+    return null;
+  });
 }
 
 /**
