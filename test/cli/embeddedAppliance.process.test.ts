@@ -62,6 +62,18 @@ async function init(url: string, key: string): Promise<number | 'timeout' | 'res
   }
 }
 
+/** `attest serve` answers an init with a new key, then stops on SIGTERM with exit 0. */
+async function serveAndAnswer(env: NodeJS.ProcessEnv): Promise<void> {
+  const server = await serveBin(env);
+  try {
+    const key = await newKey(env);
+    expect(await init(server.url, key)).toBe(200);
+  } finally {
+    await stopBin(server);
+  }
+  expect((await server.exited).code).toBe(0);
+}
+
 describe.skipIf(!onLinux)('the embedded database as an appliance', () => {
   let root: string;
   beforeAll(() => {
@@ -169,13 +181,7 @@ describe.skipIf(!onLinux)('the embedded database as an appliance', () => {
       spawnSync('sh', ['-c', `cat > "$0"`, join(pgDir, 'postmaster.pid')], {
         input: lines.join('\n'),
       });
-      const server = await serveBin(env);
-      try {
-        const key = await newKey(env);
-        expect(await init(server.url, key)).toBe(200);
-      } finally {
-        await stopBin(server);
-      }
+      await serveAndAnswer(env);
       let got = '';
       try {
         got = readFileSync(captured, 'latin1');
@@ -268,13 +274,6 @@ describe.skipIf(!onLinux)('the embedded database as an appliance', () => {
     const dataDir = join(base, 'd'.repeat(Math.max(1, 150 - base.length - 1)));
     expect(dataDir.length).toBeGreaterThanOrEqual(150);
     const env = baseEnv({ ATTEST_DATA_DIR: dataDir });
-    const server = await serveBin(env);
-    try {
-      const key = await newKey(env);
-      expect(await init(server.url, key)).toBe(200);
-    } finally {
-      await stopBin(server);
-    }
-    expect((await server.exited).code).toBe(0);
+    await serveAndAnswer(env);
   }, 120_000);
 });
