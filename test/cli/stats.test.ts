@@ -238,6 +238,19 @@ describe('attest stats on the embedded database, through the running server', ()
       expect(run.stdout).toBe('');
       expect(oneLine(run)).toMatch(message);
     }
+    // allowlist add --enforce reports the share of one mode: a bad one is refused before anything changes
+    const enforce = await runCli(
+      'allowlist',
+      'add',
+      'apple',
+      APP,
+      '--enforce',
+      'all',
+      '--mode',
+      'prod',
+    );
+    expect(enforce.code).toBe(2);
+    expect(oneLine(enforce)).toMatch(/--mode takes one of live, test, all, got "prod"/);
   });
 });
 

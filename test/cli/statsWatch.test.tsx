@@ -100,3 +100,20 @@ describe('attest stats --watch', () => {
     expect(quit).toBe(true);
   });
 });
+
+describe('attest stats --watch --mode', () => {
+  it('the header names whose verifies it counts: live keys unless --mode says otherwise', async () => {
+    const { statsRequest, watchFilters } = await import('../../src/cli/commands/stats.js');
+    const flags = { since: '24h', by: 'app', watch: true };
+    expect(watchFilters(statsRequest({ ...flags, mode: 'live' }))).toBe('live keys');
+    expect(watchFilters(statsRequest({ ...flags, mode: 'test', app: APP }))).toBe(
+      `test keys, app ${APP}`,
+    );
+    expect(watchFilters(statsRequest({ ...flags, mode: 'all' }))).toBe('live and test keys');
+    const source = fakeSource();
+    const view = render(<StatsWatch load={source.load} refreshMs={1} filters="test keys" />);
+    await source.asked();
+    source.answer([{ value: APP, mode: 'test', outcome: 'valid', reason: null, count: 3 }]);
+    expect(await frameWith(view.lastFrame, APP)).toContain('· test keys');
+  });
+});

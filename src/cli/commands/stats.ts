@@ -13,7 +13,7 @@ import { withAdmin } from '../context.js';
 import { usageError } from '../errors.js';
 import { isoInstant } from '../isoInstant.js';
 import { printJson } from '../output.js';
-import { rolloutText, statsText } from '../stats/statsSummary.js';
+import { modeText, rolloutText, statsText } from '../stats/statsSummary.js';
 
 const KEY_ID = /^[0-9a-z]{16}$/;
 
@@ -131,6 +131,18 @@ export function statsJson(
   };
 }
 
+/** What the live view's header says it counts: the mode, then the filters given. */
+export function watchFilters(request: StatsRequest): string {
+  return [
+    modeText(request.mode),
+    request.app && `app ${request.app}`,
+    request.apiKeyId && `key ${request.apiKeyId}`,
+    request.service && `service ${request.service}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
+}
+
 export function statsCommand(): Command {
   return new Command('stats')
     .description(
@@ -177,14 +189,7 @@ Examples:
       if (flags.watch) {
         const { runStatsWatch } = await import('../stats/runStatsWatch.js');
         const { WATCH_WINDOW_MINUTES } = await import('../stats/StatsWatch.js');
-        const filters = [
-          `${request.mode === 'all' ? 'live and test' : request.mode} keys`,
-          request.app && `app ${request.app}`,
-          request.apiKeyId && `key ${request.apiKeyId}`,
-          request.service && `service ${request.service}`,
-        ]
-          .filter(Boolean)
-          .join(', ');
+        const filters = watchFilters(request);
         await withAdmin((admin) =>
           runStatsWatch(() => {
             const until = new Date();
