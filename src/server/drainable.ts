@@ -65,8 +65,10 @@ export function drainable(
         continue;
       }
       idleSince.delete(socket);
-      // a FIN: the client sees the connection end; nothing it had sent is thrown away unread
+      // a FIN, not a reset: the client sees the connection end; one that does not close its
+      // side in another linger is cut, so it cannot hold the drain until the grace ends
       socket.end();
+      setTimeout(() => socket.destroy(), lingerMs).unref();
     }
     if (next !== Infinity) arm(next);
   };
