@@ -68,6 +68,12 @@ export interface Config {
   androidRevocationIntervalSeconds?: number;
   /** ATTEST_STATS_RETENTION: verification counts (`attest stats`) older than this are deleted (default 35 days) */
   statsRetentionSeconds?: number;
+  /**
+   * ATTEST_TEST_RETENTION: what test-mode API keys leave (registrations, counters, android-key
+   * assertions, device counts, statistics) is deleted this long after it was last written
+   * (default 30 days); live rows are never touched by it
+   */
+  testRetentionSeconds?: number;
   /** ATTEST_STATS: false (`off`) counts nothing for `attest stats` (the /metrics counters still count) */
   stats?: boolean;
   /** OpenTelemetry export (the standard OTEL_* variables); absent: nothing is exported */
@@ -113,6 +119,9 @@ export interface OtelConfig {
 /** ATTEST_STATS_RETENTION when unset: 35 days. */
 export const DEFAULT_STATS_RETENTION_SECONDS = 35 * 86_400;
 
+/** ATTEST_TEST_RETENTION when unset: 30 days. */
+export const DEFAULT_TEST_RETENTION_SECONDS = 30 * 86_400;
+
 /** Google's Android attestation status list. */
 export const ANDROID_REVOCATION_URL = 'https://android.googleapis.com/attestation/status';
 
@@ -130,6 +139,18 @@ export class ConfigError extends Error {
 
 /** An actor name (see PRINTABLE_NAME). */
 export const ACTOR = PRINTABLE_NAME;
+
+/** A duration variable (`7d`, `1h`) in seconds, with its default. */
+function durationVariable(fallback: string) {
+  return z
+    .string()
+    .default(fallback)
+    .transform(
+      (text, ctx) =>
+        parseDuration(text) ??
+        (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
+    );
+}
 
 const env = z.object({
   DATABASE_URL: z
@@ -221,22 +242,9 @@ const env = z.object({
     .string()
     .regex(/^(off|https?:\/\/\S+)$/, 'must be an http(s) URL or off')
     .default(ANDROID_REVOCATION_URL),
-  ATTEST_ANDROID_REVOCATION_INTERVAL: z
-    .string()
-    .default('1h')
-    .transform(
-      (text, ctx) =>
-        parseDuration(text) ??
-        (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
-    ),
-  ATTEST_STATS_RETENTION: z
-    .string()
-    .default('35d')
-    .transform(
-      (text, ctx) =>
-        parseDuration(text) ??
-        (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
-    ),
+  ATTEST_ANDROID_REVOCATION_INTERVAL: durationVariable('1h'),
+  ATTEST_STATS_RETENTION: durationVariable('35d'),
+  ATTEST_TEST_RETENTION: durationVariable('30d'),
   ATTEST_STATS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
   ATTEST_WORKERS: z
     .string()
@@ -309,6 +317,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_ANDROID_REVOCATION_URL: 'must be an http(s) URL, or off',
   ATTEST_ANDROID_REVOCATION_INTERVAL: 'must be a duration such as 30m, 1h or 1d',
   ATTEST_STATS_RETENTION: 'must be a duration such as 7d, 35d or 12w',
+  ATTEST_TEST_RETENTION: 'must be a duration such as 1h, 7d or 30d',
   ATTEST_STATS: 'must be "on" or "off"',
   ATTEST_WORKERS: `must be ${WORKERS_RULE}`,
   OTEL_SDK_DISABLED: 'must be "true" or "false"',
@@ -427,6 +436,7 @@ export function loadConfig(
       e.ATTEST_ANDROID_REVOCATION_URL === 'off' ? null : e.ATTEST_ANDROID_REVOCATION_URL,
     androidRevocationIntervalSeconds: e.ATTEST_ANDROID_REVOCATION_INTERVAL,
     statsRetentionSeconds: e.ATTEST_STATS_RETENTION,
+    testRetentionSeconds: e.ATTEST_TEST_RETENTION,
     stats: e.ATTEST_STATS === 'on',
     workers: e.ATTEST_WORKERS,
     otel: otelConfig(e),

@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { SERVICES } from '../core/services.js';
-import { createVerificationStatsRepository, STATS_DIMENSIONS } from '../db/verificationStats.js';
+import {
+  createVerificationStatsRepository,
+  STATS_DIMENSIONS,
+  STATS_MODES,
+} from '../db/verificationStats.js';
 import { operation, stripUndefined } from './operation.js';
 
 /** `attest stats`: the verification counts every instance added to the database. */
@@ -16,6 +20,8 @@ export const STATS_OPERATIONS = {
         .regex(/^[0-9a-z]{16}$/)
         .optional(),
       service: z.enum(SERVICES).optional(),
+      /** whose verifies: live keys unless asked */
+      mode: z.enum(STATS_MODES).optional(),
     }),
     changes: false,
     run: (ctx, query) =>
@@ -31,6 +37,8 @@ export const STATS_OPERATIONS = {
         .regex(/^[0-9a-z]{16}$/)
         .optional(),
       service: z.enum(SERVICES).optional(),
+      /** whose verifies: live keys unless asked */
+      mode: z.enum(STATS_MODES).optional(),
     }),
     changes: false,
     run: (ctx, query) =>

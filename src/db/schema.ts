@@ -3,7 +3,6 @@ import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
 import {
   bigint,
   boolean,
-  customType,
   index,
   integer,
   jsonb,
@@ -14,14 +13,12 @@ import {
   uniqueIndex,
 } from 'drizzle-orm/pg-core';
 
-/** bytea as Uint8Array on both drivers (postgres-js gives Buffer, a Uint8Array subclass). */
-const bytea = customType<{ data: Uint8Array; driverData: Uint8Array }>({
-  dataType: () => 'bytea',
-});
+import { bytea } from './bytea.js';
 
 // the audit trail's tables: in auditSchema.ts
 export * from './auditSchema.js';
 export * from './deviceStatsSchema.js';
+export * from './deviceVelocitySchema.js';
 export * from './changeFeedSchema.js';
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
@@ -288,6 +285,10 @@ export const appleKeys = pgTable(
   (t) => [
     primaryKey({ name: 'apple_keys_pkey', columns: [t.keyId, t.mode] }),
     index('apple_keys_receipt_next_attempt_at_idx').on(t.receiptNextAttemptAt),
+    // the test-state pruner (ATTEST_TEST_RETENTION) reads the test rows alone
+    index('apple_keys_test_created_at_idx')
+      .on(t.createdAt)
+      .where(sql`mode = 'test'`),
   ],
 );
 
@@ -330,7 +331,13 @@ export const androidKeys = pgTable(
     /** what the attestation says that no rule reads (version 500 tags, provisioning information), shown with each verify */
     extras: jsonb('extras'),
   },
-  (t) => [primaryKey({ name: 'android_keys_pkey', columns: [t.keyId, t.mode] })],
+  (t) => [
+    primaryKey({ name: 'android_keys_pkey', columns: [t.keyId, t.mode] }),
+    // the test-state pruner (ATTEST_TEST_RETENTION) reads the test rows alone
+    index('android_keys_test_created_at_idx')
+      .on(t.createdAt)
+      .where(sql`mode = 'test'`),
+  ],
 );
 
 /**
@@ -351,31 +358,6 @@ export const androidKeyAssertions = pgTable(
     primaryKey({ name: 'android_key_assertions_pkey', columns: [t.digest, t.mode] }),
     index('android_key_assertions_accepted_at_idx').on(t.acceptedAt),
   ],
-);
-
-/**
- * Per-device verify counts (`--max-verifies-per-device`): one row per registered key (App Attest
- * or android-key) holding its current fixed window, rolled forward in place by the one upsert
- * that counts a verify. A key has one row whatever the number of windows it lived through, so
- * nothing is left to prune.
- */
-export const deviceVelocity = pgTable(
-  'device_velocity',
-  {
-    /** 'apple' | 'android-key' */
-    service: text('service').notNull(),
-    keyId: bytea('key_id').notNull(),
-    /** the mode of the API keys counted: live and test keys count apart */
-    mode: text('mode').notNull().default('live'),
-    /** the window's length when it was counted: another period starts the count again */
-    periodSeconds: integer('period_seconds').notNull(),
-    windowStart: timestamp('window_start', { withTimezone: true }).notNull(),
-    /** accepted verifies in the window: never more than the limit (refused ones never count) */
-    count: bigint('count', { mode: 'number' }).notNull(),
-    /** the latest counted verify (the verifier's clock) */
-    lastAt: timestamp('last_at', { withTimezone: true }).notNull(),
-  },
-  (t) => [primaryKey({ name: 'device_velocity_pkey', columns: [t.service, t.keyId, t.mode] })],
 );
 
 /**

@@ -9,6 +9,14 @@ export type StatsOutcome = (typeof STATS_OUTCOMES)[number];
 export const STATS_DIMENSIONS = ['app', 'reason', 'key', 'service', 'minute'] as const;
 export type StatsDimension = (typeof STATS_DIMENSIONS)[number];
 
+/**
+ * Whose traffic a figure counts (`--mode`): live keys (the default: a test key's verifies never
+ * change a live figure), test keys (a rehearsal), or both. Counts whose key was never known (a
+ * 500 before the key was read) are live's: they are no test key's rehearsal.
+ */
+export const STATS_MODES = ['live', 'test', 'all'] as const;
+export type StatsMode = (typeof STATS_MODES)[number];
+
 /** One counted group: the counts of one minute of one key, mode, service, app, outcome and reason. */
 export interface StatsRow {
   /** the start of the minute */
@@ -64,11 +72,17 @@ export interface StatsQuery {
   app?: string;
   apiKeyId?: string;
   service?: string;
+  /** default live */
+  mode?: StatsMode;
 }
 
-/** A sum over the window: the value of the `by` dimension (null: unknown or none), outcome, reason. */
+/**
+ * A sum over the window: the value of the `by` dimension (null: unknown or none), the key mode
+ * (null: the key was not known), outcome, reason.
+ */
 export interface StatsTotal {
   value: string | null;
+  mode: 'live' | 'test' | null;
   outcome: StatsOutcome;
   reason: string | null;
   count: number;
@@ -80,6 +94,8 @@ export interface StatsTotal {
  */
 export interface RolloutRule {
   app: string;
+  /** the key mode whose verifies were counted (the query's) */
+  mode: StatsMode;
   /** the observed reason code */
   reason: string;
   /** when the rule was put under observation (null: the trail has no such event) */
@@ -107,4 +123,6 @@ export interface RolloutQuery {
   app?: string;
   apiKeyId?: string;
   service?: string;
+  /** default live */
+  mode?: StatsMode;
 }

@@ -8,6 +8,7 @@ import type {
   RolloutRule,
   StatsBatch,
   StatsDimension,
+  StatsMode,
   StatsOutcome,
   StatsQuery,
   StatsTotal,
@@ -20,8 +21,10 @@ export {
   STATS_OUTCOMES,
   type StatsBatch,
   type StatsDimension,
+  type StatsMode,
   type StatsOutcome,
   type StatsQuery,
+  STATS_MODES,
   type DeviceRow,
   type StatsRow,
   type StatsTotal,
@@ -74,6 +77,15 @@ const COLUMN: Record<StatsDimension, SQL> = {
   service: sql`service`,
   minute: sql`to_char(minute at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"')`,
 };
+
+/**
+ * The rows of `mode` (a stats or devices table, by its alias): live keeps the rows whose key was
+ * unknown ('': an outage's 500s), which no test key can have made; all keeps every row.
+ */
+function modeFilter(column: SQL, mode: StatsMode = 'live'): SQL {
+  if (mode === 'all') return sql`true`;
+  return mode === 'test' ? sql`${column} = 'test'` : sql`${column} <> 'test'`;
+}
 
 /** The fleet's verification counts: added by every instance, summed by `attest stats`. */
 export function createVerificationStatsRepository(db: Database) {
@@ -154,18 +166,26 @@ export function createVerificationStatsRepository(db: Database) {
       if (query.app !== undefined) filters.push(sql`app = ${query.app}`);
       if (query.apiKeyId !== undefined) filters.push(sql`api_key_id = ${query.apiKeyId}`);
       if (query.service !== undefined) filters.push(sql`service = ${query.service}`);
+      filters.push(modeFilter(sql`mode`, query.mode));
       const column = COLUMN[query.by];
-      const rows = rowsOf<{ value: string; outcome: StatsOutcome; reason: string; n: string }>(
+      const rows = rowsOf<{
+        value: string;
+        mode: string;
+        outcome: StatsOutcome;
+        reason: string;
+        n: string;
+      }>(
         await db.execute(sql`
-          select ${column} as value, outcome, reason, sum(count)::text as n
+          select ${column} as value, mode, outcome, reason, sum(count)::text as n
           from verification_stats
           where ${sql.join(filters, sql` and `)}
-          group by 1, 2, 3
-          order by ${column} = '', ${column} collate "C", outcome, sum(count) desc,
-                   reason collate "C"`),
+          group by 1, 2, 3, 4
+          order by ${column} = '', ${column} collate "C", mode collate "C", outcome,
+                   sum(count) desc, reason collate "C"`),
       );
       return rows.map((r) => ({
         value: r.value === '' ? null : r.value,
+        mode: r.mode === 'live' || r.mode === 'test' ? r.mode : null,
         outcome: r.outcome,
         reason: r.reason === '' ? null : r.reason,
         count: Number(r.n),
@@ -183,6 +203,8 @@ export function createVerificationStatsRepository(db: Database) {
       const filters: SQL[] = [sql`v.minute <= ${query.until.toISOString()}::timestamptz`];
       if (query.apiKeyId !== undefined) filters.push(sql`v.api_key_id = ${query.apiKeyId}`);
       if (query.service !== undefined) filters.push(sql`v.service = ${query.service}`);
+      const mode = query.mode ?? 'live';
+      filters.push(modeFilter(sql`v.mode`, mode));
       const appFilter = query.app === undefined ? sql`true` : sql`app = ${query.app}`;
       // devices of a rule's app seen since it was observed: valid ones (reason '') or the rule's
       // failures; not counted per API key (null)
@@ -192,6 +214,7 @@ export function createVerificationStatsRepository(db: Database) {
           : sql`(select count(distinct (d.mode, d.service, d.device)) from verification_devices d
               where d.app = s.app and d.reason = ${reason} and d.day >= date_trunc('day', s.since)
                 and d.last_at >= s.since and d.last_at <= ${query.until.toISOString()}::timestamptz
+                and ${modeFilter(sql`d.mode`, mode)}
                 ${query.service === undefined ? sql`` : sql`and d.service = ${query.service}`})::text`;
       const rows = rowsOf<{
         app: string;
@@ -237,6 +260,7 @@ export function createVerificationStatsRepository(db: Database) {
         const wouldReject = Number(r.would_reject);
         return {
           app: r.app,
+          mode,
           reason: r.reason,
           observedSince: r.since === null ? null : new Date(r.since),
           verifies: Number(r.verifies),

@@ -12,10 +12,16 @@ import type { GoogleServiceAccount, IntegrityTokenDecoder } from '../core/types.
 import { BodyTooLargeError, readBoundedText } from '../client/readBoundedBody.js';
 
 /**
- * The most of one Google answer read (a decoded verdict or an OAuth token is a few KB): longer
- * answers are cut off as they stream, never read whole.
+ * The most of one Google answer read, before any JSON parse: longer answers are cut off as they
+ * stream, never read whole, and are a fault. Measured: the largest verdict of the fixtures
+ * (test/fixtures/google, Google's documented payloads) is 929 bytes; every field Google's schema
+ * (TokenPayloadExternal, PcTokenPayloadExternal) defines, each at its longest (a 500-character
+ * requestHash and nonce, a 255-character package, every label of every verdict list, five
+ * certificate digests) is 3.0 KB, 3.5 KB indented as Google sends it; an OAuth answer is an access token of at most 2 KB; Google's error answers are a few
+ * hundred bytes. 16 KiB is five times that: an answer that nests 16 KiB of JSON costs about what a
+ * garbage token does (test/google/upstreamAnswerCost.test.ts), where 1 MiB had cost 35 times.
  */
-const MAX_ANSWER_BYTES = 1024 * 1024;
+export const GOOGLE_MAX_ANSWER_BYTES = 16 * 1024;
 
 export const GOOGLE_OAUTH_URL = 'https://oauth2.googleapis.com/token';
 export const GOOGLE_PLAY_INTEGRITY_URL = 'https://playintegrity.googleapis.com';
@@ -216,22 +222,26 @@ export function createPlayIntegrityClient(
     init: RequestInit,
     signal: AbortSignal,
   ): Promise<{ status: number; body: unknown }> {
+    let status = 0;
     try {
       const res = await fetch(url, { ...init, signal, redirect: 'error' });
-      const text = await readBoundedText(res, MAX_ANSWER_BYTES);
+      status = res.status;
+      const text = await readBoundedText(res, GOOGLE_MAX_ANSWER_BYTES);
       let body: unknown = null;
       try {
         body = JSON.parse(text);
       } catch {
         // an HTML error page from a proxy: the status says enough
       }
-      return { status: res.status, body };
+      return { status, body };
     } catch (err) {
+      // a long error page (a proxy's 502): its status says enough, its body is not read
+      if (err instanceof BodyTooLargeError && status !== 200) return { status, body: null };
       if (err instanceof BodyTooLargeError) {
         emit({ endpoint, outcome: 'bad_response' });
         throw new GoogleFault(
           'bad_response',
-          `${hostOf(url)} sent an answer longer than ${MAX_ANSWER_BYTES} bytes`,
+          `${hostOf(url)} sent an answer longer than ${GOOGLE_MAX_ANSWER_BYTES} bytes`,
         );
       }
       const fault = signal.aborted

@@ -60,6 +60,12 @@ export interface AuthContext {
   address?: string | undefined;
   /** bounds the database reads (not argon2, nor its queue) by the request's backend deadline */
   backend?: Budget;
+  /**
+   * told the key a value was verified as in this process, before its row is read again: a read
+   * that throws (the database away) leaves a fault whose request is still that key's (counts,
+   * the log line), never a grant
+   */
+  known?(keyId: string, mode: KeyMode): void;
 }
 
 type Budget = <T>(work: Promise<T> | (() => Promise<T>)) => Promise<T>;

@@ -335,6 +335,7 @@ export function createApiKeyAuthenticator(options: AuthenticatorOptions) {
           return granted(hit);
         }
         // revalidate the row (cheap, no argon2); nothing is queued while the database is down
+        context.known?.(hit.id, hit.mode);
         const row = await backend(() => options.lookup.find(hit.id));
         const dead = row
           ? liveness(row)

@@ -67,8 +67,8 @@ export function createMetrics(options: MetricsOptions = {}) {
   });
   const outcomes = new Counter({
     name: 'attest_verifications_total',
-    help: 'verify outcomes by platform, app, outcome (valid, rejected, observed, error) and reason. app: the App Attest app ID or Android package the evidence names when it is allowlisted; other when the evidence names one that is not; unknown when the verify failed before its evidence named one (an unreadable token, a session that was unknown, used or expired, an App Attest nonce or chain failure before its app ID hash is matched)',
-    labelNames: ['service', 'app', 'outcome', 'reason'] as const,
+    help: 'verify outcomes by platform, app, outcome (valid, rejected, observed, error), reason and API key mode (live, test; unknown when the key was not known). app: the App Attest app ID or Android package the evidence names when it is allowlisted; other when the evidence names one that is not; unknown when the verify failed before its evidence named one (an unreadable token, a session that was unknown, used or expired, an App Attest nonce or chain failure before its app ID hash is matched)',
+    labelNames: ['service', 'app', 'outcome', 'reason', 'mode'] as const,
     registers: [registry],
   });
   const google = new Counter({
@@ -199,14 +199,21 @@ export function createMetrics(options: MetricsOptions = {}) {
      * One outcome of a verify. `app` must already be bounded (an allowlisted id, `other`, or ''
      * when unknown): a label per client-chosen value would grow the series without limit.
      */
-    observeVerification(service: string, app: string, outcome: string, reason: string) {
+    observeVerification(
+      service: string,
+      app: string,
+      outcome: string,
+      reason: string,
+      mode: '' | 'live' | 'test' = 'live',
+    ) {
       outcomes.inc({
         service: service || 'unknown',
         app: app || 'unknown',
         outcome,
         reason: reason || 'none',
+        mode: mode || 'unknown',
       });
-      telemetry?.recordVerification(service, app, outcome, reason);
+      telemetry?.recordVerification(service, app, outcome, reason, mode);
     },
     observeGoogle(endpoint: string, outcome: string) {
       google.inc({ endpoint, outcome });

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { androidRevocationUrl, type Config } from '../config.js';
+import { androidRevocationUrl, DEFAULT_TEST_RETENTION_SECONDS, type Config } from '../config.js';
 import type { ReceiptVerifier } from '../core/apple/verifyReceipt.js';
 import { createReceiptClient } from '../apple/receiptClient.js';
 import { createAppleCredentialRepository } from '../db/appleCredentials.js';
@@ -16,6 +16,8 @@ import type { Metrics } from './metrics.js';
 import { createReceiptRefresher, startReceiptRefresher } from './receiptRefresher.js';
 import { checkRevocationAge, startAgeCheck, startRevocationRefresh } from './revocationRefresh.js';
 import { startSessionPruner } from './sessionPruner.js';
+import { createTestStateRepository } from '../db/testState.js';
+import { startTestStatePruner } from './testStatePruner.js';
 
 export interface JobOptions {
   pruneIntervalMs?: number;
@@ -24,7 +26,7 @@ export interface JobOptions {
 
 /**
  * The background jobs of a server, run once per server (in a cluster, by its primary): the
- * session and consumed-result pruners, the App Attest receipt refresher and the Android status
+ * session, consumed-result, android-key assertion and test-mode state pruners, the App Attest receipt refresher and the Android status
  * list refresh (or its age check). Resolves nothing; `stop` ends them all.
  */
 export function startJobs(
@@ -64,6 +66,16 @@ export function startJobs(
     advisoryLock: true,
     logger,
     ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
+  });
+
+  const testRetentionSeconds = config.testRetentionSeconds ?? DEFAULT_TEST_RETENTION_SECONDS;
+  const testStatePruner = startTestStatePruner(createTestStateRepository(database.db), {
+    retentionSeconds: testRetentionSeconds,
+    advisoryLock: true,
+    logger,
+    // a retention shorter than a minute (a rehearsal's) is kept to within about twice itself
+    intervalMs:
+      options.pruneIntervalMs ?? Math.min(60_000, Math.max(1000, testRetentionSeconds * 1000)),
   });
 
   // Apple's risk metric: receipts of recently used keys are refreshed about daily. Claims are
@@ -134,6 +146,7 @@ export function startJobs(
       await pruner.stop();
       await consumedPruner.stop();
       await assertionPruner.stop();
+      await testStatePruner.stop();
       await refresher.stop();
       await revocationRefresher.stop();
     },

@@ -34,7 +34,13 @@ export interface TracedRequest {
 /** OTLP export of the stable HTTP server metrics, attest's verification counts, and a span per API request. */
 export interface Telemetry {
   recordRequest(method: string, route: string, status: number, seconds: number): void;
-  recordVerification(service: string, app: string, outcome: string, reason: string): void;
+  recordVerification(
+    service: string,
+    app: string,
+    outcome: string,
+    reason: string,
+    mode?: string,
+  ): void;
   /** a SERVER span for an /api/ request, with its outcome and reason */
   traceRequest(request: TracedRequest): void;
   /** exports what is pending, then stops (at shutdown) */
@@ -105,12 +111,13 @@ export function createTelemetry(config: OtelConfig, version: string): Telemetry 
         ...(type ? { 'error.type': type } : {}),
       });
     },
-    recordVerification(service, app, outcome, reason) {
+    recordVerification(service, app, outcome, reason, mode = 'live') {
       verifications?.add(1, {
         'attest.service': service || 'unknown',
         'attest.app': app || 'unknown',
         'attest.outcome': outcome,
         'attest.reason': reason || 'none',
+        'attest.mode': mode || 'unknown',
       });
     },
     traceRequest({ log, status, startedAt, endedAt, traceparent, tracestate }) {

@@ -7,7 +7,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { once } from 'node:events';
 import { request } from 'node:http';
 import { baseEnv, buildOnce, runBin, serveBin, stopBin, type Served } from '../support/binary.js';
@@ -81,6 +81,68 @@ describe('attest serve on SIGTERM under keep-alive load', () => {
       if (first >= 0) expect(answers.length).toBe(first + 1);
     }
   }, 60_000);
+
+  it.each([
+    ['one process', []],
+    ['--workers 2', ['--workers', '2']],
+  ])(
+    '%s, the keep-alive race: requests sent on idle keep-alive connections 0-23 ms after the signal, 16 pipelined after a keep-alive answer, are all answered, never reset',
+    async (name, extra) => {
+      const own = await serveBin(
+        baseEnv({ ATTEST_DATA_DIR: join(dir, `race ${name}`), LOG_LEVEL: 'info' }),
+        extra,
+      );
+      // 24 connections, each answered once with keep-alive and idle since: their clients may
+      // send again whenever they like
+      const load = pipelinedLoad(own.url, '/healthz', 24, 1);
+      await load.answered(1);
+      load.stopWriting();
+      // idle: every request written so far is answered (with keep-alive)
+      await vi.waitFor(
+        () => expect(load.connections.every((c) => c.answers.length === c.written)).toBe(true),
+        { timeout: 10_000, interval: 5 },
+      );
+      for (const c of load.connections)
+        expect(c.answers.every((a) => a.connection === 'keep-alive')).toBe(true);
+      const before = load.connections.map((c) => c.written);
+      own.child.kill('SIGTERM');
+      // each sends 16 pipelined requests at its moment after the signal, 0 to 23 ms, without
+      // waiting for the server to say anything: the race a pooled client runs
+      const sent = load.connections.map(
+        (_c, i) =>
+          new Promise<void>((resolve) =>
+            setTimeout(() => {
+              load.send(i, 16);
+              resolve();
+            }, i),
+          ),
+      );
+      await Promise.all(sent);
+      await Promise.all(load.connections.map((c) => c.closed));
+      const { code } = await own.exited;
+      expect(code).toBe(0);
+      // most requests reached the drain: their last answer said Connection: close
+      expect(load.connections.some((c) => c.answers.at(-1)?.connection === 'close')).toBe(true);
+      const outcome = load.connections.map((c, i) => ({
+        error: c.error,
+        // the 16 sent after the signal, answered
+        answeredAfter: c.answers.length - before[i]!,
+        // a Connection: close is the last answer (requests that reached the server before the
+        // drain began were answered keep-alive, and their connection closed by a FIN later)
+        closeBeforeLast: c.answers.slice(0, -1).some((a) => a.connection === 'close'),
+        failed: c.answers.filter((a) => a.status !== 200).length,
+      }));
+      expect(outcome).toEqual(
+        load.connections.map(() => ({
+          error: undefined,
+          answeredAfter: 16,
+          closeBeforeLast: false,
+          failed: 0,
+        })),
+      );
+    },
+    60_000,
+  );
 
   it.each([
     ['one process', []],

@@ -20,6 +20,7 @@ const APP = 'ABCDE12345.com.example.bank';
 const PKG = 'com.example.game';
 const KEY1 = 'key0000000000001';
 const KEY2 = 'key0000000000002';
+const TEST_KEY = 'key0000000000003';
 
 /** Rows of the last minutes, one of them three hours old. */
 function seed(now: number): StatsRow[] {
@@ -60,12 +61,32 @@ function seed(now: number): StatsRow[] {
       count: 5,
     },
     { ...base, minute: minute(3 * 3600_000), outcome: 'valid', reason: '', count: 1000 },
+    // a test key's rehearsal: in no live figure
+    {
+      ...base,
+      apiKeyId: TEST_KEY,
+      mode: 'test' as const,
+      minute: minute(60_000),
+      outcome: 'valid',
+      reason: '',
+      count: 30,
+    },
+    {
+      ...base,
+      apiKeyId: TEST_KEY,
+      mode: 'test' as const,
+      minute: minute(60_000),
+      outcome: 'rejected',
+      reason: 'apple_counter_replay',
+      count: 3,
+    },
   ];
 }
 
 interface StatsJson {
   since: string;
   until: string;
+  mode: string;
   rows: Record<string, unknown>[];
 }
 
@@ -86,18 +107,40 @@ function statsSuite(handle: () => DatabaseHandle) {
   it('--json: since and until, one row per app, outcome and reason summed over the window', async () => {
     const before = Date.now();
     const out = await json();
-    expect(Object.keys(out)).toEqual(['since', 'until', 'rows', 'rules']);
+    expect(Object.keys(out)).toEqual(['since', 'until', 'mode', 'rows', 'rules']);
+    // live keys only unless asked: the test key's 33 verifies are in no row
+    expect(out.mode).toBe('live');
     // no app has an observed rule here
     expect((out as unknown as { rules: unknown[] }).rules).toEqual([]);
     expect(Math.abs(Date.parse(out.until) - before)).toBeLessThan(60_000);
     expect(Date.parse(out.until) - Date.parse(out.since)).toBe(24 * 3600_000);
     expect(out.rows).toEqual([
-      { app: APP, outcome: 'observed', reason: 'apple_risk_exceeded', count: 4 },
-      { app: APP, outcome: 'rejected', reason: 'apple_counter_replay', count: 7 },
-      { app: APP, outcome: 'rejected', reason: 'apple_nonce_mismatch', count: 2 },
-      { app: APP, outcome: 'valid', reason: null, count: 1100 },
-      { app: PKG, outcome: 'rejected', reason: 'gms_play_protect', count: 5 },
+      { app: APP, mode: 'live', outcome: 'observed', reason: 'apple_risk_exceeded', count: 4 },
+      { app: APP, mode: 'live', outcome: 'rejected', reason: 'apple_counter_replay', count: 7 },
+      { app: APP, mode: 'live', outcome: 'rejected', reason: 'apple_nonce_mismatch', count: 2 },
+      { app: APP, mode: 'live', outcome: 'valid', reason: null, count: 1100 },
+      { app: PKG, mode: 'live', outcome: 'rejected', reason: 'gms_play_protect', count: 5 },
     ]);
+  });
+
+  it('--mode test counts the test keys alone, --mode all both, each row with its mode', async () => {
+    const test = await json('--mode', 'test');
+    expect(test.mode).toBe('test');
+    expect(test.rows).toEqual([
+      { app: APP, mode: 'test', outcome: 'rejected', reason: 'apple_counter_replay', count: 3 },
+      { app: APP, mode: 'test', outcome: 'valid', reason: null, count: 30 },
+    ]);
+    const all = await json('--mode', 'all', '--since', '1h');
+    expect(all.rows.filter((r) => r.outcome === 'valid')).toEqual([
+      { app: APP, mode: 'live', outcome: 'valid', reason: null, count: 100 },
+      { app: APP, mode: 'test', outcome: 'valid', reason: null, count: 30 },
+    ]);
+    const text = await runCli('stats', '--since', '1h', '--mode', 'test');
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout.split('\n')[0]).toMatch(/^verifications of test keys from /);
+    expect(text.stdout).toMatch(
+      new RegExp(`^${APP.replace(/\./g, '\\.')}\\s+30\\s+3\\s+0\\s+0$`, 'm'),
+    );
   });
 
   it('--since (duration or ISO time) bounds the window', async () => {
@@ -112,14 +155,15 @@ function statsSuite(handle: () => DatabaseHandle) {
   it('--by names the rows by key, service, reason or minute', async () => {
     const byKey = await json('--by', 'key', '--since', '1h');
     expect(byKey.rows.map((r) => r.key)).toEqual([KEY1, KEY1, KEY1, KEY1, KEY2]);
-    expect(Object.keys(byKey.rows[0]!)).toEqual(['key', 'outcome', 'reason', 'count']);
+    expect(Object.keys(byKey.rows[0]!)).toEqual(['key', 'mode', 'outcome', 'reason', 'count']);
     const byService = await json('--by', 'service', '--since', '1h');
     expect(byService.rows.filter((r) => r.service === 'gms')).toEqual([
-      { service: 'gms', outcome: 'rejected', reason: 'gms_play_protect', count: 5 },
+      { service: 'gms', mode: 'live', outcome: 'rejected', reason: 'gms_play_protect', count: 5 },
     ]);
     const byReason = await json('--by', 'reason', '--since', '1h');
     expect(byReason.rows).toContainEqual({
       reason: 'apple_counter_replay',
+      mode: 'live',
       outcome: 'rejected',
       count: 7,
     });
@@ -132,7 +176,7 @@ function statsSuite(handle: () => DatabaseHandle) {
 
   it('--app, --key and --service filter (android names gms)', async () => {
     expect((await json('--app', PKG)).rows).toEqual([
-      { app: PKG, outcome: 'rejected', reason: 'gms_play_protect', count: 5 },
+      { app: PKG, mode: 'live', outcome: 'rejected', reason: 'gms_play_protect', count: 5 },
     ]);
     expect((await json('--key', KEY2)).rows).toHaveLength(1);
     expect((await json('--service', 'android')).rows).toHaveLength(1);
@@ -144,7 +188,7 @@ function statsSuite(handle: () => DatabaseHandle) {
     const run = await runCli('stats', '--since', '1h');
     expect(run.code, run.stderr).toBe(0);
     const lines = run.stdout.split('\n');
-    expect(lines[0]).toMatch(/^verifications from \S+Z to \S+Z \(all instances\)$/);
+    expect(lines[0]).toMatch(/^verifications of live keys from \S+Z to \S+Z \(all instances\)$/);
     expect(lines[1]).toMatch(/^APP\s+VALID\s+REJECTED\s+OBSERVED\s+ERROR$/);
     expect(lines[2]).toMatch(new RegExp(`^${APP.replace(/\./g, '\\.')}\\s+100\\s+9\\s+4\\s+0$`));
     expect(lines[3]).toBe('  rejected: apple_counter_replay 7, apple_nonce_mismatch 2');
@@ -182,6 +226,7 @@ describe('attest stats on the embedded database, through the running server', ()
       [['--since', '2026-13-45T00:00:00Z'], /--since takes an ISO 8601 time/],
       [['--since', '2999-01-01T00:00:00Z'], /--since is in the future/],
       [['--by', 'device'], /--by takes one of app, reason, key, service, minute, got "device"/],
+      [['--mode', 'prod'], /--mode takes one of live, test, all, got "prod"/],
       [['--service', 'windows'], /--service takes apple, or gms \(android, google\)/],
       [['--key', 'NOT-A-KEY'], /--key takes an API key id/],
       [['--app', 'two words'], /--app takes an App Attest app ID or an Android package/],
@@ -193,6 +238,19 @@ describe('attest stats on the embedded database, through the running server', ()
       expect(run.stdout).toBe('');
       expect(oneLine(run)).toMatch(message);
     }
+    // allowlist add --enforce reports the share of one mode: a bad one is refused before anything changes
+    const enforce = await runCli(
+      'allowlist',
+      'add',
+      'apple',
+      APP,
+      '--enforce',
+      'all',
+      '--mode',
+      'prod',
+    );
+    expect(enforce.code).toBe(2);
+    expect(oneLine(enforce)).toMatch(/--mode takes one of live, test, all, got "prod"/);
   });
 });
 

@@ -10,6 +10,7 @@ describe('attest stats text', () => {
   it('--by minute: rows in time order, whatever their counts', () => {
     const minute = (m: string, count: number): StatsTotal => ({
       value: `2026-11-28T10:${m}:00Z`,
+      mode: 'live',
       outcome: 'valid',
       reason: null,
       count,
@@ -20,8 +21,8 @@ describe('attest stats text', () => {
     // by app the busiest comes first, as before
     const apps = statsText(
       [
-        { value: 'a', outcome: 'valid', reason: null, count: 1 },
-        { value: 'b', outcome: 'valid', reason: null, count: 9 },
+        { value: 'a', mode: 'live', outcome: 'valid', reason: null, count: 1 },
+        { value: 'b', mode: 'live', outcome: 'valid', reason: null, count: 9 },
       ],
       'app',
       window,
@@ -33,6 +34,7 @@ describe('attest stats text', () => {
     const text = rolloutText([
       {
         app: 'com.example.bank',
+        mode: 'live' as const,
         reason: 'gms_play_protect',
         observedSince: new Date('2026-11-28T10:15:30Z'),
         verifies: 20,
@@ -44,6 +46,7 @@ describe('attest stats text', () => {
       },
       {
         app: 'com.example.bank',
+        mode: 'live' as const,
         reason: 'gms_device_activity',
         observedSince: null,
         verifies: 0,
@@ -63,11 +66,12 @@ describe('attest stats text', () => {
 
   it('allowlist add: --observe names the command that shows the share, --enforce says what it was', () => {
     expect(rolloutNote('com.example.bank', { observe: ['gms_play_protect'] }, [])).toBe(
-      'observing gms_play_protect: the share it would turn away, counted from now: attest stats --app com.example.bank\n',
+      'observing gms_play_protect: the share it would turn away, counted from now: attest stats --app com.example.bank (live keys; a rehearsal with test keys: --mode test)\n',
     );
     const before = [
       {
         app: 'com.example.bank',
+        mode: 'live' as const,
         reason: 'gms_play_protect',
         observedSince: new Date('2026-11-28T10:15:30Z'),
         verifies: 20,
@@ -79,7 +83,7 @@ describe('attest stats text', () => {
       },
     ];
     expect(rolloutNote('com.example.bank', { enforce: ['gms_play_protect'] }, before)).toBe(
-      'gms_play_protect enforced: while observed (since 2026-11-28T10:15:30Z) it would have rejected 2 of 16 valid verifies (12.5%), 1 of 9 devices\n',
+      'gms_play_protect enforced: while observed (since 2026-11-28T10:15:30Z) it would have rejected 2 of 16 valid verifies of live keys (12.5%), 1 of 9 devices\n',
     );
     expect(rolloutNote('com.example.bank', { enforce: ['gms_device_activity'] }, before)).toBe('');
     expect(rolloutNote('com.example.bank', undefined, before)).toBe('');

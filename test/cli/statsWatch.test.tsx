@@ -47,10 +47,10 @@ describe('attest stats --watch', () => {
     expect(view.lastFrame()).toContain('reading…');
     await source.asked();
     source.answer([
-      { value: APP, outcome: 'valid', reason: null, count: 50 },
-      { value: APP, outcome: 'rejected', reason: 'apple_counter_replay', count: 10 },
-      { value: APP, outcome: 'observed', reason: 'apple_risk_exceeded', count: 5 },
-      { value: 'com.example.game', outcome: 'error', reason: null, count: 1 },
+      { value: APP, mode: 'live', outcome: 'valid', reason: null, count: 50 },
+      { value: APP, mode: 'live', outcome: 'rejected', reason: 'apple_counter_replay', count: 10 },
+      { value: APP, mode: 'live', outcome: 'observed', reason: 'apple_risk_exceeded', count: 5 },
+      { value: 'com.example.game', mode: 'live', outcome: 'error', reason: null, count: 1 },
     ]);
     const frame = await frameWith(view.lastFrame, APP);
     const lines = frame.split('\n');
@@ -67,7 +67,7 @@ describe('attest stats --watch', () => {
 
     // the next refresh replaces the figures
     await source.asked();
-    source.answer([{ value: APP, outcome: 'valid', reason: null, count: 25 }]);
+    source.answer([{ value: APP, mode: 'live', outcome: 'valid', reason: null, count: 25 }]);
     const next = await frameWith(view.lastFrame, ' 25 ');
     expect(next).not.toContain('apple_counter_replay');
     expect(next).not.toContain('com.example.game');
@@ -98,5 +98,22 @@ describe('attest stats --watch', () => {
     view.stdin.write('q');
     await new Promise((resolve) => setImmediate(resolve));
     expect(quit).toBe(true);
+  });
+});
+
+describe('attest stats --watch --mode', () => {
+  it('the header names whose verifies it counts: live keys unless --mode says otherwise', async () => {
+    const { statsRequest, watchFilters } = await import('../../src/cli/commands/stats.js');
+    const flags = { since: '24h', by: 'app', watch: true };
+    expect(watchFilters(statsRequest({ ...flags, mode: 'live' }))).toBe('live keys');
+    expect(watchFilters(statsRequest({ ...flags, mode: 'test', app: APP }))).toBe(
+      `test keys, app ${APP}`,
+    );
+    expect(watchFilters(statsRequest({ ...flags, mode: 'all' }))).toBe('live and test keys');
+    const source = fakeSource();
+    const view = render(<StatsWatch load={source.load} refreshMs={1} filters="test keys" />);
+    await source.asked();
+    source.answer([{ value: APP, mode: 'test', outcome: 'valid', reason: null, count: 3 }]);
+    expect(await frameWith(view.lastFrame, APP)).toContain('· test keys');
   });
 });

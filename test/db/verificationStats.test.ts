@@ -45,11 +45,11 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     ]);
     const totals = await repo().totals({ ...window, by: 'app' });
     expect(totals).toEqual([
-      { value: APP, outcome: 'observed', reason: 'apple_risk_exceeded', count: 1 },
-      { value: APP, outcome: 'rejected', reason: 'apple_counter_replay', count: 2 },
-      { value: APP, outcome: 'valid', reason: null, count: 8 },
-      { value: PKG, outcome: 'rejected', reason: 'gms_play_protect', count: 5 },
-      { value: null, outcome: 'error', reason: null, count: 1 },
+      { value: APP, mode: 'live', outcome: 'observed', reason: 'apple_risk_exceeded', count: 1 },
+      { value: APP, mode: 'live', outcome: 'rejected', reason: 'apple_counter_replay', count: 2 },
+      { value: APP, mode: 'live', outcome: 'valid', reason: null, count: 8 },
+      { value: PKG, mode: 'live', outcome: 'rejected', reason: 'gms_play_protect', count: 5 },
+      { value: null, mode: 'live', outcome: 'error', reason: null, count: 1 },
     ]);
   });
 
@@ -63,19 +63,19 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     ]);
     const sum = (t: { count: number }[]) => t.reduce((n, x) => n + x.count, 0);
     expect(await repo().totals({ ...window, by: 'key' })).toEqual([
-      { value: 'key0000000000001', outcome: 'valid', reason: null, count: 9 },
-      { value: 'key0000000000002', outcome: 'valid', reason: null, count: 3 },
+      { value: 'key0000000000001', mode: 'live', outcome: 'valid', reason: null, count: 9 },
+      { value: 'key0000000000002', mode: 'live', outcome: 'valid', reason: null, count: 3 },
     ]);
     expect(await repo().totals({ ...window, by: 'service' })).toEqual([
-      { value: 'apple', outcome: 'valid', reason: null, count: 5 },
-      { value: 'gms', outcome: 'valid', reason: null, count: 7 },
+      { value: 'apple', mode: 'live', outcome: 'valid', reason: null, count: 5 },
+      { value: 'gms', mode: 'live', outcome: 'valid', reason: null, count: 7 },
     ]);
     expect(await repo().totals({ ...window, by: 'minute' })).toEqual([
-      { value: '2026-11-27T12:00:00Z', outcome: 'valid', reason: null, count: 5 },
-      { value: '2026-11-27T12:02:00Z', outcome: 'valid', reason: null, count: 7 },
+      { value: '2026-11-27T12:00:00Z', mode: 'live', outcome: 'valid', reason: null, count: 5 },
+      { value: '2026-11-27T12:02:00Z', mode: 'live', outcome: 'valid', reason: null, count: 7 },
     ]);
     expect(await repo().totals({ ...window, by: 'reason' })).toEqual([
-      { value: null, outcome: 'valid', reason: null, count: 12 },
+      { value: null, mode: 'live', outcome: 'valid', reason: null, count: 12 },
     ]);
     expect(sum(await repo().totals({ ...window, by: 'app', app: PKG }))).toBe(7);
     expect(sum(await repo().totals({ ...window, by: 'app', apiKeyId: 'key0000000000002' }))).toBe(
@@ -155,9 +155,9 @@ describe.each(backends())('verification statistics on $name', (backend) => {
       Array(50).fill(2),
     );
     expect(totals.filter((t) => t.value === APP)).toEqual([
-      { value: APP, outcome: 'observed', reason: 'apple_risk_exceeded', count: 1 },
-      { value: APP, outcome: 'rejected', reason: 'apple_counter_replay', count: 1 },
-      { value: APP, outcome: 'valid', reason: null, count: 1 },
+      { value: APP, mode: 'live', outcome: 'observed', reason: 'apple_risk_exceeded', count: 1 },
+      { value: APP, mode: 'live', outcome: 'rejected', reason: 'apple_counter_replay', count: 1 },
+      { value: APP, mode: 'live', outcome: 'valid', reason: null, count: 1 },
     ]);
   });
 
@@ -184,9 +184,11 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     down = false;
     await recorder.flush();
     await recorder.flush();
-    expect(await repo().totals({ ...window, by: 'app' })).toEqual([
-      { value: PKG, outcome: 'error', reason: null, count: 1 },
+    expect(await repo().totals({ ...window, by: 'app', mode: 'test' })).toEqual([
+      { value: PKG, mode: 'test', outcome: 'error', reason: null, count: 1 },
     ]);
+    // a test key's count is in no live figure
+    expect(await repo().totals({ ...window, by: 'app' })).toEqual([]);
   });
 
   it('a flush whose statement committed but whose answer was lost is retried and counted once (batch ids)', async () => {
@@ -220,7 +222,7 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     expect(recorder.pendingRows()).toBe(0);
     expect(tries).toEqual(['instance-a:1', 'instance-a:1', 'instance-a:1', 'instance-a:2']);
     expect(await repo().totals({ ...window, by: 'app' })).toEqual([
-      { value: APP, outcome: 'valid', reason: null, count: 10 },
+      { value: APP, mode: 'live', outcome: 'valid', reason: null, count: 10 },
     ]);
   });
 
@@ -230,7 +232,7 @@ describe.each(backends())('verification statistics on $name', (backend) => {
     await repo().add(batch);
     await repo().add({ id: 'instance-b:2', rows: [row({ count: 1 })] });
     expect(await repo().totals({ ...window, by: 'app' })).toEqual([
-      { value: APP, outcome: 'valid', reason: null, count: 6 },
+      { value: APP, mode: 'live', outcome: 'valid', reason: null, count: 6 },
     ]);
     // pruned with the counts' retention
     await repo().prune(new Date(Date.now() + 60_000));

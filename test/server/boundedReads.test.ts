@@ -15,7 +15,7 @@ import { createPlayIntegrityClient, GoogleFault } from '../../src/google/playInt
 import { createTestServiceAccount } from '../support/fakeGoogle.js';
 
 const CAP = 48 * 1024 * 1024;
-// the limits are at most 1 MiB; socket buffers on both sides hold a few MB more at most
+// the limits are at most 256 KiB; socket buffers on both sides hold a few MB more at most
 const CUT = 16 * 1024 * 1024;
 
 let server: Server | undefined;
@@ -26,14 +26,14 @@ afterEach(async () => {
 });
 
 /** An answer that never ends: `prefix`, then `filler` until the client hangs up (or CAP). */
-async function endlessAnswer(prefix: string, filler: string) {
+async function endlessAnswer(prefix: string, filler: string, status = 200) {
   let sent = 0;
   let ended!: () => void;
   const done = new Promise<void>((resolve) => (ended = resolve));
   server = createServer((req, res) => {
     req.resume();
     res.on('close', ended);
-    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    res.writeHead(status, { 'Content-Type': 'text/plain' });
     const chunk = Buffer.from(filler.repeat(Math.ceil(65536 / filler.length)));
     res.write(prefix);
     const pump = () => {
@@ -51,7 +51,7 @@ async function endlessAnswer(prefix: string, filler: string) {
 }
 
 describe('outbound reads are cut at their limit', () => {
-  it("Apple's receipt answer: cut after 64 KiB, a network error, not a 48 MB receipt", async () => {
+  it("Apple's receipt answer: cut after 16 KiB, a network error, not a 48 MB receipt", async () => {
     const apple = await endlessAnswer('', 'AAAA'); // valid base64 all along
     const client = createReceiptClient({
       developmentUrl: apple.url,
@@ -73,7 +73,7 @@ describe('outbound reads are cut at their limit', () => {
     expect(apple.sent()).toBeLessThan(CUT);
   });
 
-  it("Google's OAuth answer: cut after 1 MiB, a bad_response fault", async () => {
+  it("Google's OAuth answer: cut after 16 KiB, a bad_response fault", async () => {
     const google = await endlessAnswer('{"access_token":"', 'x');
     const sa = createTestServiceAccount();
     const client = createPlayIntegrityClient({
@@ -87,7 +87,26 @@ describe('outbound reads are cut at their limit', () => {
       .catch((err: unknown) => err);
     expect(failure).toBeInstanceOf(GoogleFault);
     expect(failure).toMatchObject({ code: 'bad_response' });
-    expect((failure as Error).message).toMatch(/longer than 1048576 bytes/);
+    expect((failure as Error).message).toMatch(/longer than 16384 bytes/);
+    await google.done;
+    expect(google.sent()).toBeLessThan(CUT);
+  });
+
+  it("Google's long error page (a proxy's 502): cut after 16 KiB, its status still says what it was", async () => {
+    const google = await endlessAnswer('<html><body>', 'Bad Gateway ', 502);
+    const sa = createTestServiceAccount();
+    const client = createPlayIntegrityClient({
+      oauthUrl: google.url,
+      playIntegrityUrl: google.url,
+      timeoutMs: 20_000,
+      maxInFlight: 1,
+    });
+    const failure = await client
+      .decode({ packageName: 'com.example', integrityToken: 'abc', serviceAccount: sa.account })
+      .catch((err: unknown) => err);
+    expect(failure).toBeInstanceOf(GoogleFault);
+    // the OAuth endpoint answered 502: a server error of Google's, not an unreadable answer
+    expect(failure).toMatchObject({ code: 'server_error' });
     await google.done;
     expect(google.sent()).toBeLessThan(CUT);
   });

@@ -87,11 +87,17 @@ describe.each(backends())('the rollout recipe with minted tokens on $name', (bac
     expect(service.logs.requests().filter((l) => Array.isArray(l.observed))).toHaveLength(3);
     await recorder.flush();
 
-    const stats = await cli('stats', '--app', PKG, '--json');
+    // the rehearsal's traffic is a test key's: the live figures (the default) have none of it
+    const live = await cli('stats', '--app', PKG, '--json');
+    expect(JSON.parse(live.stdout).rules).toEqual([
+      expect.objectContaining({ mode: 'live', verifies: 0, valid: 0, wouldReject: 0, share: null }),
+    ]);
+    const stats = await cli('stats', '--app', PKG, '--json', '--mode', 'test');
     const { rules } = JSON.parse(stats.stdout) as { rules: Record<string, unknown>[] };
     expect(rules).toEqual([
       expect.objectContaining({
         app: PKG,
+        mode: 'test',
         reason: CODE,
         verifies: 5,
         valid: 5,
@@ -99,13 +105,24 @@ describe.each(backends())('the rollout recipe with minted tokens on $name', (bac
         share: 0.6,
       }),
     ]);
-    expect((await cli('stats', '--app', PKG)).stdout).toMatch(
+    expect((await cli('stats', '--app', PKG, '--mode', 'test')).stdout).toMatch(
       new RegExp(`${PKG}\\s+${CODE}\\s+\\S+\\s+5\\s+5\\s+3\\s+60(\\.0)?%`),
     );
 
     // 3. enforce: the command says what the share was; the next unusual account is refused
-    const enforce = await cli('allowlist', 'add', 'android', PKG, '--enforce', CODE);
-    expect(enforce.stdout + enforce.stderr).toMatch(/would have rejected 3 of 5 valid verifies/);
+    const enforce = await cli(
+      'allowlist',
+      'add',
+      'android',
+      PKG,
+      '--enforce',
+      CODE,
+      '--mode',
+      'test',
+    );
+    expect(enforce.stdout + enforce.stderr).toMatch(
+      /would have rejected 3 of 5 valid verifies of test keys \(60\.0%\)/,
+    );
     expect(await verifyMinted('UNUSUAL')).toBe(false);
     expect(service.logs.last()).toMatchObject({ isValid: false, reason: CODE });
     expect(await verifyMinted('TYPICAL_STRONG')).toBe(true);

@@ -134,8 +134,8 @@ describe.each(backends())('the share an observed rule would turn away, on $name'
       by: 'app',
     });
     expect(totals.filter((t) => t.outcome === 'rejected')).toEqual([
-      { value: TEST_APP_ID, outcome: 'rejected', reason: CODE, count: 2 },
-      { value: null, outcome: 'rejected', reason: 'apple_nonce_mismatch', count: 1 },
+      { value: TEST_APP_ID, mode: 'live', outcome: 'rejected', reason: CODE, count: 2 },
+      { value: null, mode: 'live', outcome: 'rejected', reason: 'apple_nonce_mismatch', count: 1 },
     ]);
     // no longer observed: it is not in the rollout view
     expect(await stats.rollout({ until: new Date(Date.now() + 60_000) })).toEqual([]);

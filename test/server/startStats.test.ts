@@ -70,7 +70,9 @@ describe.each(backends())('statistics wired as serve wires them, on $name', (bac
       until: new Date(Date.now() + 60_000),
       by: 'app',
     });
-    expect(totals).toEqual([{ value: 'D', outcome: 'valid', reason: null, count: 1 }]);
+    expect(totals).toEqual([
+      { value: 'D', mode: 'live', outcome: 'valid', reason: null, count: 1 },
+    ]);
     await recorder.stop();
   });
 });

@@ -164,6 +164,7 @@ describe('OpenTelemetry export', { timeout: 120_000 }, () => {
           'attest.app': 'unknown',
           'attest.outcome': 'rejected',
           'attest.reason': expect.stringMatching(/^[a-z_]+$/),
+          'attest.mode': 'live',
         },
         1,
       ],

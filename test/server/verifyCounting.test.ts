@@ -154,10 +154,10 @@ describe.each(backends())('counting verifications on $name', (backend) => {
       .sort();
     expect(series).toEqual(
       [
-        `attest_verifications_total{service="apple",app="${ALLOWED}",outcome="valid",reason="none"} 1`,
-        `attest_verifications_total{service="apple",app="${ALLOWED}",outcome="rejected",reason="apple_counter_replay"} 1`,
-        'attest_verifications_total{service="apple",app="other",outcome="rejected",reason="apple_app_not_allowed"} 20',
-        'attest_verifications_total{service="unknown",app="unknown",outcome="error",reason="none"} 1',
+        `attest_verifications_total{service="apple",app="${ALLOWED}",outcome="valid",reason="none",mode="test"} 1`,
+        `attest_verifications_total{service="apple",app="${ALLOWED}",outcome="rejected",reason="apple_counter_replay",mode="test"} 1`,
+        'attest_verifications_total{service="apple",app="other",outcome="rejected",reason="apple_app_not_allowed",mode="test"} 20',
+        'attest_verifications_total{service="unknown",app="unknown",outcome="error",reason="none",mode="test"} 1',
       ].sort(),
     );
     expect(text).not.toContain('attacker');

@@ -29,6 +29,12 @@ export interface PipelinedLoad {
   answered(n: number): Promise<void>;
   /** no connection writes again from now on (what is written stays written) */
   stopWriting(): void;
+  /**
+   * Writes `count` requests on connection `i` at once, now, as a client that has not yet seen
+   * any close of the server's would (the socket is half-open: a FIN from the server does not
+   * stop it); a connection the server has already destroyed records the loss as its error.
+   */
+  send(i: number, count: number): void;
 }
 
 export function pipelinedLoad(
@@ -41,6 +47,7 @@ export function pipelinedLoad(
   let writing = true;
   const waiters: { n: number; resolve: () => void }[] = [];
   const connections: PipelinedConnection[] = [];
+  const sockets: Socket[] = [];
   const check = () => {
     for (const w of [...waiters])
       if (connections.every((c) => c.answers.length >= w.n)) {
@@ -50,7 +57,17 @@ export function pipelinedLoad(
   };
   const request = `GET ${path} HTTP/1.1\r\nHost: ${hostname}\r\n\r\n`;
   for (let i = 0; i < clients; i++) {
-    const socket: Socket = connect(Number(port), hostname);
+    // half-open: a request written after the server's FIN still goes out, as it does from a
+    // client that has not read that FIN yet
+    const socket: Socket = connect({ port: Number(port), host: hostname, allowHalfOpen: true });
+    sockets.push(socket);
+    socket.on('end', () => {
+      // the server has closed its side: nothing more can be answered
+      if (conn.answers.length < conn.written) conn.error ??= 'closed with requests unanswered';
+      // our side a moment later, as a client busy elsewhere reads the FIN late: a request sent
+      // meanwhile meets what the server did to the connection (a reset, if it destroyed it)
+      setTimeout(() => socket.end(), 50);
+    });
     const conn: PipelinedConnection = {
       written: 0,
       answers: [],
@@ -105,6 +122,16 @@ export function pipelinedLoad(
       }),
     stopWriting: () => {
       writing = false;
+    },
+    send: (i, count) => {
+      const socket = sockets[i]!;
+      const conn = connections[i]!;
+      conn.written += count;
+      if (socket.destroyed || socket.writableEnded) {
+        conn.error ??= 'the server closed the connection before the request went out';
+        return;
+      }
+      socket.write(request.repeat(count));
     },
   };
 }

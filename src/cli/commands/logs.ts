@@ -16,6 +16,7 @@ interface RawOptions {
   follow?: boolean;
   json?: boolean;
   rejections?: boolean;
+  observed?: boolean;
   reason?: string;
   service?: string;
   key?: string;
@@ -38,7 +39,7 @@ Examples:
   $ attest logs a.log b.log --since 2026-11-22T21:00Z --until 2026-11-22T22:00Z
 
 Keys: ↑↓/j k move · PgUp/PgDn page · g/G first/last · Enter/Tab whole record · / search ·
-      r rejections · s service · e/E reason · a/A API key · c clear filters · q quit
+      r rejections · o observed · s service · e/E reason · a/A API key · c clear filters · q quit
 Plain lines: [instance] time status route service valid|invalid reason|auth:cause keyId|packageName requestId ["detail"]
 (instance only with several files). Reason codes and what they mean: docs/checks.md.
 
@@ -160,6 +161,7 @@ export async function parseLogsOptions(
     );
   const filter: LogFilter = {
     rejectionsOnly: raw.rejections === true,
+    ...(raw.observed === true ? { observedOnly: true } : {}),
     reason: raw.reason,
     service,
     apiKeyId: raw.key,
@@ -173,7 +175,7 @@ export async function parseLogsOptions(
 }
 
 /**
- * `attest logs [FILE|-] [--follow] [--json] [--rejections] [--reason R] [--service S] [--key ID] [--search TEXT] [--limit N]`.
+ * `attest logs [FILE|-] [--follow] [--json] [--rejections] [--observed] [--reason R] [--service S] [--key ID] [--search TEXT] [--limit N]`.
  * Its action is async and throws `CliError` (usage errors exit 2): run it with `parseAsync`.
  * @param io - the process streams (tests pass their own)
  */
@@ -190,6 +192,10 @@ export function logsCommand(io?: LogsIo): Command {
     )
     .option('--json', 'print the matching lines as NDJSON, exactly as written (never the viewer)')
     .option('--rejections', 'only rejected verifications (isValid false)')
+    .option(
+      '--observed',
+      'only valid verifications that failed an observed rule (what --enforce would turn away)',
+    )
     .option('--reason <code>', 'only this reason code, e.g. apple_counter_replay')
     .option('--service <service>', `only this evidence kind: ${acceptedServiceNames()}`)
     .option(

@@ -2,8 +2,10 @@ import { Command } from 'commander';
 import { acceptedServiceNames, serviceNamed, type Service } from '../../core/services.js';
 import {
   STATS_DIMENSIONS,
+  STATS_MODES,
   type RolloutRule,
   type StatsDimension,
+  type StatsMode,
   type StatsTotal,
 } from '../../db/statsDimensions.js';
 import { durationProblem, parseDuration } from '../../duration.js';
@@ -11,7 +13,7 @@ import { withAdmin } from '../context.js';
 import { usageError } from '../errors.js';
 import { isoInstant } from '../isoInstant.js';
 import { printJson } from '../output.js';
-import { rolloutText, statsText } from '../stats/statsSummary.js';
+import { modeText, rolloutText, statsText } from '../stats/statsSummary.js';
 
 const KEY_ID = /^[0-9a-z]{16}$/;
 
@@ -21,6 +23,7 @@ interface StatsFlags {
   key?: string;
   service?: string;
   by: string;
+  mode: string;
   json?: boolean;
   watch?: boolean;
 }
@@ -30,9 +33,18 @@ export interface StatsRequest {
   since: Date;
   until: Date;
   by: StatsDimension;
+  /** whose verifies are counted: live keys unless asked */
+  mode: StatsMode;
   app?: string;
   apiKeyId?: string;
   service?: Service;
+}
+
+/** Checks a `--mode` flag (a usage error names the accepted values). */
+export function statsMode(text: string): StatsMode {
+  if (!(STATS_MODES as readonly string[]).includes(text))
+    throw usageError(`--mode takes one of ${STATS_MODES.join(', ')}, got "${text}"`);
+  return text as StatsMode;
 }
 
 /** Checks the flags (usage errors, exit 2) and fixes the window, ending now. */
@@ -54,7 +66,12 @@ export function statsRequest(flags: StatsFlags, now: Date = new Date()): StatsRe
   if (flags.watch && flags.json) throw usageError('--watch is a live view: it has no --json');
   if (flags.watch && flags.by !== 'app')
     throw usageError('--watch shows counts per app: it takes no --by');
-  const request: StatsRequest = { since, until: now, by: flags.by as StatsDimension };
+  const request: StatsRequest = {
+    since,
+    until: now,
+    by: flags.by as StatsDimension,
+    mode: statsMode(flags.mode),
+  };
   if (flags.app !== undefined) {
     if (!/^[\x21-\x7e]{1,255}$/.test(flags.app))
       throw usageError(
@@ -79,8 +96,9 @@ export function statsRequest(flags: StatsFlags, now: Date = new Date()): StatsRe
 }
 
 /**
- * `--json`: one row per value of the `by` dimension, outcome and reason, named by the dimension;
- * and `rules`, the observed rules' rollout counts (each from the time it was observed).
+ * `--json`: one row per value of the `by` dimension, key mode, outcome and reason, named by the
+ * dimension; and `rules`, the observed rules' rollout counts (each from the time it was
+ * observed), each with the mode it counted.
  */
 export function statsJson(
   request: StatsRequest,
@@ -90,14 +108,17 @@ export function statsJson(
   return {
     since: request.since.toISOString(),
     until: request.until.toISOString(),
+    mode: request.mode,
     rows: totals.map((t) => ({
       [request.by]: t.value,
+      mode: t.mode,
       outcome: t.outcome,
       reason: t.reason,
       count: t.count,
     })),
     rules: rules.map((r) => ({
       app: r.app,
+      mode: r.mode,
       reason: r.reason,
       observedSince: r.observedSince?.toISOString() ?? null,
       verifies: r.verifies,
@@ -108,6 +129,18 @@ export function statsJson(
       wouldRejectDevices: r.wouldRejectDevices,
     })),
   };
+}
+
+/** What the live view's header says it counts: the mode, then the filters given. */
+export function watchFilters(request: StatsRequest): string {
+  return [
+    modeText(request.mode),
+    request.app && `app ${request.app}`,
+    request.apiKeyId && `key ${request.apiKeyId}`,
+    request.service && `service ${request.service}`,
+  ]
+    .filter(Boolean)
+    .join(', ');
 }
 
 export function statsCommand(): Command {
@@ -124,7 +157,12 @@ export function statsCommand(): Command {
     .option('--key <id>', 'only this API key id')
     .option('--service <service>', 'only apple, gms or android-key')
     .option('--by <dimension>', `sum by ${STATS_DIMENSIONS.join(', ')}`, 'app')
-    .option('--json', 'print {"since", "until", "rows": [...]} as JSON')
+    .option(
+      '--mode <mode>',
+      `whose verifies: live keys, test keys (a rehearsal) or all (${STATS_MODES.join(', ')})`,
+      'live',
+    )
+    .option('--json', 'print {"since", "until", "mode", "rows": [...], "rules": [...]} as JSON')
     .option(
       '--watch',
       `live view of the last 5 minutes' counts per app, refreshed every 2 s (q quits)`,
@@ -133,6 +171,8 @@ export function statsCommand(): Command {
       'after',
       `
 Counts reach the database every 10 s from each instance: the last seconds may be missing.
+Every figure counts live keys unless --mode says otherwise: a test key's verifies (a rehearsal
+with minted tokens) never move a live share; --mode test shows the rehearsal's own.
 Under the table, each observed rule (allowlist add --observe) with the verifies since it was
 observed (the time from the audit trail, whatever --since says), how many it would have
 rejected, and that share of the valid ones: what --enforce would turn away.
@@ -140,6 +180,7 @@ rejected, and that share of the valid ones: what --enforce would turn away.
 Examples:
   $ attest stats                              per app over the last 24 hours
   $ attest stats --since 1h --by reason       what was rejected (or observed) in the last hour
+  $ attest stats --mode test                  a rehearsal with test keys, apart from live traffic
   $ attest stats --app ABCDE12345.com.example.bank --by minute --json
   $ attest stats --watch                      live counts; q quits`,
     )
@@ -148,13 +189,7 @@ Examples:
       if (flags.watch) {
         const { runStatsWatch } = await import('../stats/runStatsWatch.js');
         const { WATCH_WINDOW_MINUTES } = await import('../stats/StatsWatch.js');
-        const filters = [
-          request.app && `app ${request.app}`,
-          request.apiKeyId && `key ${request.apiKeyId}`,
-          request.service && `service ${request.service}`,
-        ]
-          .filter(Boolean)
-          .join(', ');
+        const filters = watchFilters(request);
         await withAdmin((admin) =>
           runStatsWatch(() => {
             const until = new Date();
@@ -172,6 +207,7 @@ Examples:
         totals: await admin.run('stats.totals', request),
         rules: await admin.run('stats.rollout', {
           until: request.until,
+          mode: request.mode,
           ...(request.app !== undefined ? { app: request.app } : {}),
           ...(request.apiKeyId !== undefined ? { apiKeyId: request.apiKeyId } : {}),
           ...(request.service !== undefined ? { service: request.service } : {}),

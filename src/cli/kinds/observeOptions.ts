@@ -1,15 +1,17 @@
 import type { Command } from 'commander';
 import { observableCodes, parseObserveCodes, type ObserveEntry } from '../../core/observedRules.js';
 import type { ObserveChange } from '../../db/observeColumn.js';
-import type { RolloutRule } from '../../db/statsDimensions.js';
+import { STATS_MODES, type RolloutRule, type StatsMode } from '../../db/statsDimensions.js';
 import type { Admin } from '../admin.js';
 import { usageError } from '../errors.js';
-import { shareText } from '../stats/statsSummary.js';
+import { modeText, shareText } from '../stats/statsSummary.js';
 
 /** The observed-rule flags of `allowlist add apple|android`. */
 export interface ObserveFlags {
   observe?: string;
   enforce?: string;
+  /** whose verifies the --enforce report counts (live, test, all; default live) */
+  mode?: string;
 }
 
 /**
@@ -25,7 +27,19 @@ export function addObserveOptions(command: Command, entry: ObserveEntry): Comman
     .option(
       '--enforce <codes>',
       'enforce these observed rules again (comma-separated reason codes), or "all"',
+    )
+    .option(
+      '--mode <mode>',
+      `whose verifies the --enforce report counts: ${STATS_MODES.join(', ')} (default live)`,
     );
+}
+
+/** The mode the rollout report of an observed-rule change counts (checked: exit 2). */
+export function observeMode(opts: ObserveFlags): StatsMode {
+  const mode = opts.mode ?? 'live';
+  if (!(STATS_MODES as readonly string[]).includes(mode))
+    throw usageError(`--mode takes one of ${STATS_MODES.join(', ')}, got "${mode}"`);
+  return mode as StatsMode;
 }
 
 /**
@@ -66,9 +80,10 @@ export async function rolloutBefore(
   admin: Admin,
   app: string,
   change: ObserveChange | undefined,
+  mode: StatsMode = 'live',
 ): Promise<readonly RolloutRule[]> {
   if (change?.enforce === undefined) return [];
-  return admin.run('stats.rollout', { until: new Date(), app });
+  return admin.run('stats.rollout', { until: new Date(), app, mode });
 }
 
 /**
@@ -79,12 +94,13 @@ export function rolloutNote(
   app: string,
   change: ObserveChange | undefined,
   before: readonly RolloutRule[],
+  mode: StatsMode = 'live',
 ): string {
   if (!change) return '';
   const lines: string[] = [];
   if (change.observe?.length)
     lines.push(
-      `observing ${change.observe.join(', ')}: the share it would turn away, counted from now: attest stats --app ${app}`,
+      `observing ${change.observe.join(', ')}: the share it would turn away, counted from now: attest stats --app ${app} (live keys; a rehearsal with test keys: --mode test)`,
     );
   const enforced =
     change.enforce === 'all'
@@ -93,7 +109,7 @@ export function rolloutNote(
   for (const r of enforced)
     lines.push(
       r.observedSince
-        ? `${r.reason} enforced: while observed (since ${r.observedSince.toISOString().slice(0, 19)}Z) it would have rejected ${r.wouldReject} of ${r.valid} valid verifies (${shareText(r.share)})${r.devices ? `, ${r.wouldRejectDevices} of ${r.devices} devices` : ''}`
+        ? `${r.reason} enforced: while observed (since ${r.observedSince.toISOString().slice(0, 19)}Z) it would have rejected ${r.wouldReject} of ${r.valid} valid verifies of ${modeText(mode)} (${shareText(r.share)})${r.devices ? `, ${r.wouldRejectDevices} of ${r.devices} devices` : ''}`
         : `${r.reason} enforced: the audit trail does not say since when it was observed, so there is no share to show`,
     );
   return lines.map((l) => `${l}\n`).join('');

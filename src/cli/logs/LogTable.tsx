@@ -2,13 +2,14 @@ import { Box, Text } from 'ink';
 import { clean, fit, formatClock, shortenRoute } from './formatLog.js';
 import {
   deviceIdOf,
+  isObserved,
   isRequest,
   levelLabel,
   messageLine,
   type LogEntry,
   type LogRecord,
 } from './logRecord.js';
-import type { TableColumns } from './viewLayout.js';
+import { OBSERVED_PREFIX, type TableColumns } from './viewLayout.js';
 
 /** A piece of a row with its colour; the row is the pieces side by side. */
 interface Cell {
@@ -31,6 +32,12 @@ const SERVICE_COLOR: Readonly<Record<string, string>> = { apple: 'cyan', gms: 'm
  * why the API key was refused; for a failed request, its error.
  */
 function whyCell(r: LogRecord, width: number): Cell {
+  // valid, but an observed rule failed: what enforcing it would turn away
+  if (isObserved(r))
+    return {
+      text: fit(clean(`${OBSERVED_PREFIX}${(r.observed ?? []).join(', ')}`), width),
+      color: 'yellow',
+    };
   if (r.reason !== undefined) return { text: fit(clean(r.reason), width), color: 'red' };
   if (r.auth !== undefined)
     return { text: fit(clean(`API key ${r.auth}`), width), color: 'yellow' };
@@ -50,7 +57,8 @@ function rowCells(entry: LogEntry, c: TableColumns, withDate: boolean): Cell[] {
     c.valid +
     c.reason +
     c.apiKey +
-    4 +
+    c.mode +
+    5 +
     (c.device > 0 ? c.device + 1 : 0) +
     (c.detail > 0 ? c.detail + 1 : 0);
   if (r === undefined) {
@@ -74,6 +82,7 @@ function rowCells(entry: LogEntry, c: TableColumns, withDate: boolean): Cell[] {
     ];
   }
   const valid = r.isValid === undefined ? ' ' : r.isValid ? '✓' : '✗';
+  const observed = isObserved(r);
   const cells: Cell[] = [
     time,
     gap,
@@ -86,11 +95,21 @@ function rowCells(entry: LogEntry, c: TableColumns, withDate: boolean): Cell[] {
     gap,
     { text: fit(clean(r.service ?? ''), c.service), color: SERVICE_COLOR[r.service ?? ''] },
     gap,
-    { text: valid, color: r.isValid === false ? 'red' : 'green', bold: true },
+    {
+      text: valid,
+      color: r.isValid === false ? 'red' : observed ? 'yellow' : 'green',
+      bold: true,
+    },
     gap,
     whyCell(r, c.reason),
     gap,
     { text: fit(clean(r.apiKeyId ?? ''), c.apiKey), color: 'blue' },
+    gap,
+    {
+      text: fit(c.mode >= 4 ? clean(r.mode ?? '') : r.mode === 'test' ? 'T' : '', c.mode),
+      color: r.mode === 'test' ? 'yellow' : undefined,
+      dim: r.mode !== 'test',
+    },
   ];
   if (c.device > 0) cells.push(gap, { text: fit(clean(deviceIdOf(r) ?? ''), c.device), dim: true });
   if (c.detail > 0) cells.push(gap, { text: fit(clean(r.detail ?? ''), c.detail), dim: true });
@@ -106,6 +125,7 @@ function headerText(c: TableColumns, withDate: boolean): string {
     fit('✓', c.valid),
     fit('REASON', c.reason),
     fit('API KEY', c.apiKey),
+    fit(c.mode >= 4 ? 'MODE' : 'M', c.mode),
   ];
   if (c.device > 0) cols.push(fit('KEY ID / PACKAGE', c.device));
   if (c.detail > 0) cols.push(fit('DETAIL', c.detail));

@@ -111,6 +111,7 @@ function Header({
 function FilterLine({ filter, width }: { filter: LogFilter; width: number }) {
   const items = [
     { k: 'r', label: 'rejections', value: filter.rejectionsOnly ? 'rejected only' : undefined },
+    { k: 'o', label: 'observed', value: filter.observedOnly ? 'observed only' : undefined },
     { k: 's', label: 'service', value: filter.service },
     { k: 'e', label: 'reason', value: filter.reason },
     { k: 'a', label: 'API key', value: filter.apiKeyId },

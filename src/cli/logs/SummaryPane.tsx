@@ -88,13 +88,24 @@ function totalsPieces(s: LogSummary, filter: LogFilter): Piece[] {
       { text: formatCount(s.consumes) },
       { text: ` ✗${formatCount(s.consumesRefused)}`, color: 'red' },
     );
-  if (s.observed.length > 0)
+  if (s.observedVerifications > 0)
     pieces.push(
-      { text: ' │ observed ', dim: true },
+      { text: ' │ ', dim: true },
       {
-        text: s.observed.map((o) => `${o.name} ${formatCount(o.count)}`).join(', '),
+        text: `observed ${formatCount(s.observedVerifications)}`,
+        color: 'yellow',
+        bold: true,
+        inverse: filter.observedOnly === true,
+      },
+      {
+        text: `: ${s.observed.map((o) => `${o.name} ${formatCount(o.count)}`).join(', ')}`,
         color: 'yellow',
       },
+    );
+  if (s.testVerifications > 0)
+    pieces.push(
+      { text: ' │ ', dim: true },
+      { text: `test keys ${formatCount(s.testVerifications)}`, color: 'yellow' },
     );
   if (s.clientErrors > 0)
     pieces.push(
@@ -114,7 +125,7 @@ function totalsPieces(s: LogSummary, filter: LogFilter): Piece[] {
 export function SummaryLines({ summary, filter, width, height }: SummaryProps) {
   const reasons = summary.reasons.map((r) => ({ ...r, active: r.name === filter.reason }));
   const keys = summary.apiKeys.map((k) => ({
-    name: k.name,
+    name: k.mode === 'test' ? `${k.name} (test)` : k.name,
     count: k.total,
     active: k.name === filter.apiKeyId,
   }));
@@ -150,7 +161,10 @@ function countsRows(
   const shown = rows.length > max - 1 ? rows.slice(0, max - 2) : rows;
   for (const r of shown) {
     out.push([
-      { text: fit(r.name, nameWidth), inverse: r.name === active },
+      {
+        text: fit(r.mode === 'test' ? `${r.name} test` : r.name, nameWidth),
+        inverse: r.name === active,
+      },
       {
         text: fit(formatCount(r.rejected), 6, 'right'),
         color: r.rejected > 0 ? 'red' : undefined,
@@ -189,6 +203,21 @@ export function SummarySide({ summary: s, filter, width, height }: SummaryProps)
       { text: num(s.rejected), color: 'red', bold: true },
     ],
   ];
+  // valid, but failed an observed rule: what enforcing it would turn away
+  if (s.observedVerifications > 0)
+    lines.push([
+      {
+        text: label(`  observed ${percent(s.observedVerifications, s.verifications)}`),
+        color: 'yellow',
+        inverse: filter.observedOnly === true,
+      },
+      { text: num(s.observedVerifications), color: 'yellow' },
+    ]);
+  if (s.testVerifications > 0)
+    lines.push([
+      { text: label('  by test keys'), color: 'yellow' },
+      { text: num(s.testVerifications), color: 'yellow' },
+    ]);
   if (s.clientErrors > 0)
     lines.push([
       { text: label('HTTP 4xx'), color: 'yellow' },

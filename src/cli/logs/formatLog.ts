@@ -1,6 +1,7 @@
 import { paint, safeText, type Paint } from '../terminalText.js';
 import {
   deviceIdOf,
+  isObserved,
   isRequest,
   levelLabel,
   messageLine,
@@ -72,7 +73,8 @@ export const formatCount = (n: number): string => n.toLocaleString('en-US');
  * `time status route service valid|invalid reason keyId|packageName requestId ["detail"]`,
  * absent fields as `-` so every request line starts with the same eight whitespace-separated
  * fields (`awk`-friendly); a request refused before verification shows its API key cause
- * (`auth:revoked`) as the reason; the free-text `detail` comes last, as a JSON string. Another
+ * (`auth:revoked`) as the reason, a valid verify that failed observed rules their codes
+ * (`observed:apple_risk_exceeded`); the free-text `detail` comes last, as a JSON string. Another
  * JSON line is `time LEVEL message k=v…`; a line that is not JSON is printed as written, escaped.
  * With several files, `instance` (the line's hostname, else its file) comes first.
  * @param entry - the line
@@ -101,7 +103,9 @@ function recordLine(r: LogRecord, p: Paint): string {
   if (!isRequest(r))
     return safeText(`${time} ${levelLabel(r.level).toUpperCase().padEnd(5)} ${messageLine(r)}`);
   const valid = r.isValid === undefined ? '-' : r.isValid ? 'valid' : 'invalid';
-  const why = r.reason ?? (r.auth !== undefined ? `auth:${r.auth}` : '-');
+  const why = isObserved(r)
+    ? `observed:${(r.observed ?? []).join(',')}`
+    : (r.reason ?? (r.auth !== undefined ? `auth:${r.auth}` : '-'));
   const colour = r.isValid === true ? p.green : r.isValid === false ? p.red : (s: string) => s;
   return [
     time,

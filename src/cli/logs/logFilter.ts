@@ -1,4 +1,4 @@
-import { isRejection, type LogEntry } from './logRecord.js';
+import { isObserved, isRejection, type LogEntry } from './logRecord.js';
 
 /**
  * What the user narrowed the log to. The same filter drives the viewer (where keys change it)
@@ -7,6 +7,8 @@ import { isRejection, type LogEntry } from './logRecord.js';
 export interface LogFilter {
   /** Only verifications the service rejected (`isValid: false`). */
   readonly rejectionsOnly: boolean;
+  /** Only valid verifications that failed an observed rule (`observed: [codes]`). */
+  readonly observedOnly?: boolean;
   /** Only this reason code. */
   readonly reason?: string;
   /** Only this platform (`apple` | `gms`). */
@@ -29,6 +31,7 @@ export const NO_FILTER: LogFilter = { rejectionsOnly: false, search: '' };
 /** True when the filter narrows anything. */
 export const isFiltering = (f: LogFilter): boolean =>
   f.rejectionsOnly ||
+  f.observedOnly === true ||
   f.reason !== undefined ||
   f.service !== undefined ||
   f.apiKeyId !== undefined ||
@@ -49,6 +52,7 @@ export function compileFilter(filter: LogFilter): (entry: LogEntry) => boolean {
   const search = filter.search === '' ? undefined : new RegExp(escapeRegExp(filter.search), 'i');
   const needsRecord =
     filter.rejectionsOnly ||
+    filter.observedOnly === true ||
     filter.reason !== undefined ||
     filter.service !== undefined ||
     filter.apiKeyId !== undefined ||
@@ -60,6 +64,7 @@ export function compileFilter(filter: LogFilter): (entry: LogEntry) => boolean {
     if (needsRecord) {
       if (r === undefined) return false;
       if (filter.rejectionsOnly && !isRejection(r)) return false;
+      if (filter.observedOnly === true && !isObserved(r)) return false;
       if (filter.reason !== undefined && r.reason !== filter.reason) return false;
       if (filter.service !== undefined && r.service !== filter.service) return false;
       if (filter.apiKeyId !== undefined && r.apiKeyId !== filter.apiKeyId) return false;

@@ -21,6 +21,8 @@ export interface LogRecord {
   readonly status?: number;
   readonly durationMs?: number;
   readonly apiKeyId?: string;
+  /** the API key's mode: `live` or `test` */
+  readonly mode?: string;
   readonly approach?: string;
   readonly service?: string;
   readonly isValid?: boolean;
@@ -107,6 +109,7 @@ export function parseLogLine(line: string): LogRecord | undefined {
     status: num(f.status),
     durationMs: num(f.durationMs),
     apiKeyId: str(f.apiKeyId),
+    mode: str(f.mode),
     approach: str(f.approach),
     service: str(f.service),
     isValid: typeof f.isValid === 'boolean' ? f.isValid : undefined,
@@ -130,6 +133,13 @@ export const CONSUME_ROUTE = '/api/v1/results/consume';
 
 /** True for a verification the service rejected (`isValid: false`). */
 export const isRejection = (r: LogRecord | undefined): boolean => r?.isValid === false;
+
+/**
+ * True for a valid verification that failed an observed rule: what enforcing that rule would
+ * have turned away (the rollout's question).
+ */
+export const isObserved = (r: LogRecord | undefined): boolean =>
+  r?.isValid === true && r.route !== CONSUME_ROUTE && (r.observed?.length ?? 0) > 0;
 
 /** The device-side identifier of a verification: the App Attest key id, else the Android package. */
 export const deviceIdOf = (r: LogRecord): string | undefined => r.keyId ?? r.packageName;

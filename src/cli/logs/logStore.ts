@@ -14,6 +14,8 @@ export interface VerifyCounts {
   readonly name: string;
   readonly total: number;
   readonly rejected: number;
+  /** an API key's mode (`live`, `test`), as its last line said */
+  readonly mode?: string;
 }
 
 /** What is loaded, counted: what is being rejected and why, at a glance. */
@@ -30,6 +32,10 @@ export interface LogSummary {
   /** Result-token consumes (`/api/v1/results/consume`) and how many were refused. */
   readonly consumes: number;
   readonly consumesRefused: number;
+  /** Valid verifications that failed at least one observed rule (the `o` filter shows them). */
+  readonly observedVerifications: number;
+  /** Verifications made with test-mode API keys (a rehearsal: apart from the live figures). */
+  readonly testVerifications: number;
   /** Observed rules that failed in valid verifies, per reason code, most frequent first. */
   readonly observed: readonly { readonly name: string; readonly count: number }[];
   /** Responses with a 4xx / 5xx status. */
@@ -71,6 +77,7 @@ export interface LogStoreSnapshot {
 interface MutableCounts {
   total: number;
   rejected: number;
+  mode?: string;
 }
 
 /**
@@ -90,6 +97,8 @@ export class LogStore {
   private rejected = 0;
   private consumes = 0;
   private consumesRefused = 0;
+  private observedVerifications = 0;
+  private testVerifications = 0;
   private readonly observed = new Map<string, number>();
   private clientErrors = 0;
   private serverErrors = 0;
@@ -194,7 +203,7 @@ export class LogStore {
     this.requests += sign;
     if (r.status !== undefined && r.status >= 500) this.serverErrors += sign;
     else if (r.status !== undefined && r.status >= 400) this.clientErrors += sign;
-    if (r.apiKeyId !== undefined) bump(this.apiKeys, r.apiKeyId, r, sign);
+    if (r.apiKeyId !== undefined) bump(this.apiKeys, r.apiKeyId, r, sign, true);
     if (r.isValid === undefined) return;
     if (r.route === CONSUME_ROUTE) {
       this.consumes += sign;
@@ -202,6 +211,8 @@ export class LogStore {
       return;
     }
     this.verifications += sign;
+    if (r.mode === 'test') this.testVerifications += sign;
+    if (r.isValid && (r.observed?.length ?? 0) > 0) this.observedVerifications += sign;
     for (const code of new Set(r.isValid ? (r.observed ?? []) : [])) {
       const n = (this.observed.get(code) ?? 0) + sign;
       if (n === 0) this.observed.delete(code);
@@ -232,7 +243,14 @@ export class LogStore {
     const byCount = (a: VerifyCounts, b: VerifyCounts) =>
       b.total - a.total || a.name.localeCompare(b.name);
     const counts = (m: Map<string, MutableCounts>) =>
-      [...m].map(([name, c]) => ({ name, total: c.total, rejected: c.rejected })).sort(byCount);
+      [...m]
+        .map(([name, c]) => ({
+          name,
+          total: c.total,
+          rejected: c.rejected,
+          ...(c.mode !== undefined ? { mode: c.mode } : {}),
+        }))
+        .sort(byCount);
     return {
       lines: this.size,
       unparsed: this.unparsed,
@@ -241,6 +259,8 @@ export class LogStore {
       rejected: this.rejected,
       consumes: this.consumes,
       consumesRefused: this.consumesRefused,
+      observedVerifications: this.observedVerifications,
+      testVerifications: this.testVerifications,
       observed: [...this.observed]
         .map(([name, count]) => ({ name, count }))
         .sort((a, b) => b.count - a.count || a.name.localeCompare(b.name)),
@@ -255,9 +275,17 @@ export class LogStore {
   }
 }
 
-function bump(m: Map<string, MutableCounts>, key: string, r: LogRecord, sign: 1 | -1): void {
-  const c = m.get(key) ?? { total: 0, rejected: 0 };
+/** Adds or takes back one line's count; `withMode`: the key keeps the mode its line names. */
+function bump(
+  m: Map<string, MutableCounts>,
+  key: string,
+  r: LogRecord,
+  sign: 1 | -1,
+  withMode = false,
+): void {
+  const c: MutableCounts = m.get(key) ?? { total: 0, rejected: 0 };
   c.total += sign;
+  if (withMode && sign === 1 && r.mode !== undefined) c.mode = r.mode;
   if (r.isValid === false) c.rejected += sign;
   if (c.total === 0) m.delete(key);
   else m.set(key, c);

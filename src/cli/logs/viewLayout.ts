@@ -2,12 +2,19 @@
  * Sizes and text shaping for the viewer, as pure functions: the components only draw what these
  * decide, and the numbers can be checked without a terminal.
  */
+import { REJECT_REASONS } from '../../core/reasons.js';
 import { SERVICES } from '../../core/services.js';
 import { clean } from './formatLog.js';
 import { isRequest, levelLabel, type LogEntry } from './logRecord.js';
 
 /** The service column holds the longest service name whole (`android-key`). */
 const SERVICE_WIDTH = Math.max(...SERVICES.map((s) => s.length));
+/** The longest reason code (`android_security_level_insufficient`): what the reason column grows to. */
+const REASON_WIDTH = Math.max(...REJECT_REASONS.map((r) => r.length));
+/** How the reason column names a valid verify's failed observed rules: `observed <codes>`. */
+export const OBSERVED_PREFIX = 'observed ';
+/** The API key's mode: `live` or `test`; one column (`T` for test) on narrow terminals. */
+const MODE_WIDTH = 4;
 
 /** At this width and above the summary is a pane on the right; below, two lines under the list. */
 export const WIDE_COLUMNS = 120;
@@ -86,6 +93,8 @@ export interface TableColumns {
   readonly valid: number;
   readonly reason: number;
   readonly apiKey: number;
+  /** The API key's mode (live, test). */
+  readonly mode: number;
   /** keyId or packageName. */
   readonly device: number;
   /** The free-text `detail` of a rejection. */
@@ -95,9 +104,12 @@ export interface TableColumns {
 /**
  * Column widths for a list `width` columns wide (a 1-column selection mark comes first, and one
  * space between columns). Fixed columns first; the rest grows in steps, most useful first: most
- * reason codes, `…/verify`, enough of an API key id to tell keys apart, then the longest reason,
- * `…/attestation/verify`, the whole key id (16), the whole route, then the device id column and
- * the detail column on wide terminals.
+ * reason codes, `…/verify`, enough of an API key id to tell keys apart, then the longest reason
+ * code, `…/attestation/verify`, the whole key id (16), the longest code after `observed `, the
+ * whole route, then the device id
+ * column and the detail column on wide terminals. What is left goes to the last text column (the
+ * detail, or else the device, or else the reason: an observed verify lists its codes there), so
+ * the columns share the whole width.
  * @param width - the list's width
  * @param withDate - times include the date (the lines span several days)
  */
@@ -111,22 +123,30 @@ export function tableColumns(width: number, withDate: boolean): TableColumns {
     valid: 1,
     reason: 12,
     apiKey: 8,
+    mode: 1,
     device: 0,
     detail: 0,
   };
   let rest =
-    width - 1 - (time + 3 + SERVICE_WIDTH + 1) - 6 - (cols.route + cols.reason + cols.apiKey);
+    width - 1 - (time + 3 + SERVICE_WIDTH + 1 + 1) - 7 - (cols.route + cols.reason + cols.apiKey);
   const grow = (col: 'route' | 'reason' | 'apiKey' | 'device' | 'detail', upTo: number) => {
     const add = Math.max(0, Math.min(rest, upTo - cols[col]));
     cols[col] += add;
     rest -= add;
   };
   grow('reason', 26);
+  // the mode whole once the common reason codes are: `test` or `live`, else `T` alone
+  if (rest >= MODE_WIDTH - 1) {
+    cols.mode = MODE_WIDTH;
+    rest -= MODE_WIDTH - 1;
+  }
   grow('route', 12);
   grow('apiKey', 12);
-  grow('reason', 29);
+  grow('reason', REASON_WIDTH);
   grow('route', 20);
   grow('apiKey', 16);
+  // an observed verify's code whole after its word (`observed apple_distribution_not_allowed`)
+  grow('reason', OBSERVED_PREFIX.length + REASON_WIDTH);
   grow('route', 26);
   // Optional columns appear only when useful: a package name (com.example.app) must fit in the
   // device column, and the rejection's detail text gets whatever is left.
@@ -141,6 +161,11 @@ export function tableColumns(width: number, withDate: boolean): TableColumns {
   if (rest < 0) {
     // Narrower than the minimums (a tiny terminal): take it from the reason column.
     cols.reason = Math.max(4, cols.reason + rest);
+  } else if (rest > 0) {
+    // nothing left unused: the last text column takes it
+    if (cols.detail > 0) cols.detail += rest;
+    else if (cols.device > 0) cols.device += rest;
+    else cols.reason += rest;
   }
   return cols;
 }
@@ -194,8 +219,10 @@ const REQUEST_ORDER = [
   'reason',
   'detail',
   'keyId',
+  'observed',
   'packageName',
   'apiKeyId',
+  'mode',
   'requestId',
   'durationMs',
 ];

@@ -196,6 +196,8 @@ export function applyKey(
       return state.detail ? { ...state, detailScroll: Math.max(0, state.detailScroll - 1) } : state;
     case 'r':
       return withFilter(state, { rejectionsOnly: !state.filter.rejectionsOnly });
+    case 'o':
+      return withFilter(state, { observedOnly: state.filter.observedOnly !== true });
     case 's':
       return withFilter(state, {
         service: cycle(state.filter.service, serviceOptions(ctx.summary), 1),

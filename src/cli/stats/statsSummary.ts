@@ -1,4 +1,9 @@
-import type { RolloutRule, StatsDimension, StatsTotal } from '../../db/statsDimensions.js';
+import type {
+  RolloutRule,
+  StatsDimension,
+  StatsMode,
+  StatsTotal,
+} from '../../db/statsDimensions.js';
 import { safeText } from '../terminalText.js';
 
 /** The counts of one value of the `--by` dimension (an app, by default). */
@@ -85,9 +90,9 @@ const HEADER: Record<StatsDimension, string> = {
 export function statsText(
   totals: readonly StatsTotal[],
   by: StatsDimension,
-  window: { since: Date; until: Date },
+  window: { since: Date; until: Date; mode?: StatsMode },
 ): string {
-  const head = `verifications from ${iso(window.since)} to ${iso(window.until)} (all instances)\n`;
+  const head = `verifications of ${modeText(window.mode ?? 'live')} from ${iso(window.since)} to ${iso(window.until)} (all instances)\n`;
   const groups = groupTotals(totals, by);
   if (groups.length === 0) return `${head}no verifications counted in this window\n`;
   const names = groups.map((g) => safeText(valueLabel(g.value, by)));
@@ -112,6 +117,11 @@ export function statsText(
     'OBSERVED: failures of observed rules (each rule once per verify); those verifies are in VALID',
   );
   return `${head}${lines.join('\n')}\n`;
+}
+
+/** Whose verifies a figure counts, as the views say it. */
+export function modeText(mode: StatsMode): string {
+  return mode === 'all' ? 'live and test keys' : `${mode} keys`;
 }
 
 /** `12.5%`, or `-` when there was nothing to share. */
@@ -150,7 +160,7 @@ export function rolloutText(rules: readonly RolloutRule[]): string {
     cells.map((c, i) => (i < 3 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   return [
     '',
-    'observed rules, each counted from the minute it was observed (all instances, every key unless --key):',
+    `observed rules, each counted from the minute it was observed (${modeText(rules[0]!.mode)}, all instances, every key unless --key):`,
     line(head),
     ...rows.map(line),
     'SHARE: of the valid verifies since then, those the rule failed: what --enforce would have turned away',

@@ -1,5 +1,6 @@
 import { createMiddleware } from 'hono/factory';
-import type { ApiKeyAuthenticator } from '../apiKeyAuthenticator.js';
+import type { KeyMode } from '../../core/types.js';
+import type { ApiKeyAuthenticator, AuthResult } from '../apiKeyAuthenticator.js';
 import type { AppEnv } from '../appEnv.js';
 import { errorBody, STATUS_INTERNAL_ERROR } from '../errorBody.js';
 import { requestHeader } from '../requestHeader.js';
@@ -18,11 +19,26 @@ export const apiKeyAuth = (opts: {
 }) =>
   createMiddleware<AppEnv>(async (c, next) => {
     const address = c.env?.incoming?.socket?.remoteAddress;
-    const result = await opts.auth.authenticate(requestHeader(c, 'x-api-key'), {
-      address,
-      backend: c.get('backend'),
-    });
     const log = c.get('log');
+    let known: { keyId: string; mode: KeyMode } | undefined;
+    let result: AuthResult;
+    try {
+      result = await opts.auth.authenticate(requestHeader(c, 'x-api-key'), {
+        address,
+        backend: c.get('backend'),
+        known: (keyId, mode) => (known = { keyId, mode }),
+      });
+    } catch (err) {
+      // a fault (the database away) re-reading a key this process had verified: the 500 is
+      // that key's, in its statistics and its log line, as it would be a moment later
+      if (known) {
+        log.apiKeyId = known.keyId;
+        log.mode = known.mode;
+        c.set('keyId', known.keyId);
+        c.set('mode', known.mode);
+      }
+      throw err;
+    }
     if (!result.ok) {
       log.auth = result.why;
       if (result.keyId) log.apiKeyId = result.keyId;

@@ -58,10 +58,23 @@ export const verifyCounter = (opts: {
         };
         opts.stats?.record(counted);
         const reason = result.outcome === 'rejected' ? result.reason : '';
-        opts.metrics.observeVerification(log.service ?? '', app ?? '', result.outcome, reason);
+        const { mode } = counted;
+        opts.metrics.observeVerification(
+          log.service ?? '',
+          app ?? '',
+          result.outcome,
+          reason,
+          mode,
+        );
         if (result.outcome === 'valid')
           for (const observed of new Set(result.observed))
-            opts.metrics.observeVerification(log.service ?? '', app ?? '', 'observed', observed);
+            opts.metrics.observeVerification(
+              log.service ?? '',
+              app ?? '',
+              'observed',
+              observed,
+              mode,
+            );
       }
     }
   });

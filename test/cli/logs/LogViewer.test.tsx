@@ -125,7 +125,9 @@ describe('LogViewer', () => {
     expect(f).toMatch(/top reasons: apple_counter_replay 2 · gms_token_stale 1/);
     expect(f).toMatch(/4xx 1/);
     expect(f).toMatch(/1 not JSON/);
-    expect(f).toMatch(/r rejections +s service +e reason +a API key +\/ search +c clear/);
+    expect(f).toMatch(
+      /r rejections +o observed +s service +e reason +a API key +\/ search +c clear/,
+    );
     expect(f).toMatch(/↑↓\/jk move/);
   });
 
@@ -242,6 +244,74 @@ describe('LogViewer', () => {
     expect(f).toMatch(/key0000000000002 +2 +2/);
   });
 
+  it('the rollout: an observed verify is marked in the list with its codes, counted in the summary and filtered by o; the mode is shown', async () => {
+    const lines = [
+      requestLine({ time: at(1), requestId: 'v1', mode: 'live', keyId: 'KEY-LIVE' }),
+      requestLine({
+        time: at(2),
+        requestId: 'v2',
+        mode: 'live',
+        observed: ['apple_distribution_not_allowed'],
+        keyId: 'KEY-OBSERVED',
+      }),
+      requestLine({
+        time: at(3),
+        requestId: 'v3',
+        mode: 'test',
+        apiKeyId: 'testkey000000001',
+        observed: ['apple_distribution_not_allowed', 'apple_risk_exceeded'],
+        keyId: 'KEY-MINTED',
+      }),
+      requestLine({
+        time: at(4),
+        requestId: 'v4',
+        mode: 'live',
+        isValid: false,
+        reason: 'apple_counter_replay',
+      }),
+    ];
+    // a 160-column terminal: the summary is a pane beside the list
+    const { frame, shows, press } = setup({ lines, width: 160, height: 30 });
+    const f = frame();
+    expect(f).toMatch(/API KEY +MODE/);
+    // valid, but failed an observed rule: marked with its code, whole (30 characters)
+    expect(f).toMatch(
+      /21:00:02\.000 200 .*apple +✓ observed apple_distribution_not_allowed +k3x9a0b1c2d3e4f5 live/,
+    );
+    expect(f).toMatch(
+      /21:00:03\.000 .*✓ observed apple_distribution_not_allowed, a… testkey000000001 test/,
+    );
+    expect(f).toMatch(/21:00:01\.000 200 .*apple +✓ +k3x9a0b1c2d3e4f5 live/);
+    // counted: 2 of the 4 verifications failed an observed rule, 1 was a test key's
+    expect(f).toMatch(/observed 50\.0% +2/);
+    expect(f).toMatch(/by test keys +1/);
+    expect(f).toMatch(/testkey000000001 test/);
+    expect(f).toContain('4 lines · 4 shown');
+
+    press('o');
+    await shows('4 lines · 2 shown');
+    const filtered = frame();
+    expect(filtered).toContain('o observed only');
+    expect(filtered).toContain('21:00:02.000');
+    expect(filtered).toContain('21:00:03.000');
+    expect(filtered).not.toContain('21:00:01.000');
+    expect(filtered).not.toContain('21:00:04.000');
+    press('o');
+    await shows('4 lines · 4 shown');
+  });
+
+  it('the narrow summary counts the observed verifies and the test keys', () => {
+    const { frame } = setup({
+      width: 100,
+      lines: [
+        requestLine({ time: at(1), observed: ['gms_play_protect'], service: 'gms', mode: 'test' }),
+        requestLine({ time: at(2), service: 'gms', mode: 'live' }),
+      ],
+    });
+    expect(frame()).toMatch(/observed 1: gms_play_protect 1/);
+    expect(frame()).toMatch(/test keys 1/);
+  });
+
   it('fits 80x24: no line wider than the terminal, no more lines than it has', async () => {
     const { frame, shows, press } = setup({
       width: 80,
@@ -262,7 +332,7 @@ describe('LogViewer', () => {
     press('r');
     press('e');
     press('a');
-    await shows(/e apple_counte/); // values are shortened to keep the line within 80 columns
+    await shows(/e apple_c/); // values are shortened to keep the line within 80 columns
     check();
   });
 

@@ -76,6 +76,31 @@ describe('runPlain', () => {
     expect(out.lines().map((l) => l.split(/\s+/).at(-1))).toEqual(['r-stale']);
   });
 
+  it('--observed: only valid verifies that failed an observed rule, their codes as the reason', async () => {
+    const observed = requestLine({
+      requestId: 'r-observed',
+      isValid: true,
+      observed: ['apple_risk_exceeded', 'apple_receipt_invalid'],
+      keyId: 'KID3',
+    });
+    const out = captureOut();
+    await runPlain(
+      opts({ filter: { ...NO_FILTER, observedOnly: true } }),
+      fakeIo({ input: `${LOG}\n${observed}`, stdout: out.stream }),
+    );
+    const lines = out.lines();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]?.split(/\s+/).slice(1)).toEqual([
+      '200',
+      '/api/v1/attestation/verify',
+      'apple',
+      'valid',
+      'observed:apple_risk_exceeded,apple_receipt_invalid',
+      'KID3',
+      'r-observed',
+    ]);
+  });
+
   it('prints matching lines verbatim as NDJSON with --json, leaving out lines that are not JSON', async () => {
     const out = captureOut();
     await runPlain(

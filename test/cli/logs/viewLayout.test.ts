@@ -18,7 +18,8 @@ const used = (c: ReturnType<typeof tableColumns>) =>
   c.valid +
   c.reason +
   c.apiKey +
-  6 +
+  c.mode +
+  7 +
   (c.device > 0 ? c.device + 1 : 0) +
   (c.detail > 0 ? c.detail + 1 : 0);
 
@@ -55,21 +56,29 @@ describe('computeLayout', () => {
 });
 
 describe('tableColumns', () => {
-  it('never overflows, and uses the width it has', () => {
-    // Narrow: squeezed to fit exactly. Wide: the detail column takes what is left.
-    for (const width of [77, 78, 80, 90, 150, 200])
-      expect(used(tableColumns(width, false))).toBe(width);
-    // In between, every column has all it can use and the optional ones do not fit yet.
-    for (const width of [106, 116]) {
-      expect(used(tableColumns(width, false))).toBeLessThanOrEqual(width);
-      expect(tableColumns(width, false)).toMatchObject({
-        route: 26,
-        reason: 29,
-        apiKey: 16,
-        device: 0,
-      });
+  it('never overflows, and the columns share the whole width', () => {
+    // Narrow: squeezed to fit exactly. Wide: the last text column takes what is left.
+    for (let width = 77; width <= 240; width++) {
+      expect(used(tableColumns(width, false)), String(width)).toBe(width);
+      expect(used(tableColumns(width, true)), String(width)).toBe(width);
     }
-    expect(used(tableColumns(80, true))).toBe(80); // with dates, the time column is wider
+    // In between, every column has all it can use and the optional ones do not fit yet: the
+    // reason column takes the rest (an observed verify lists its codes there)
+    for (const width of [116, 123]) {
+      expect(tableColumns(width, false)).toMatchObject({ apiKey: 16, mode: 4, device: 0 });
+      expect(tableColumns(width, false).route).toBeGreaterThanOrEqual(20); // …/attestation/verify
+      expect(tableColumns(width, false).reason).toBeGreaterThanOrEqual(35);
+    }
+  });
+
+  it('the longest reason code is whole on a 160-column terminal (the list beside the summary pane)', () => {
+    const longest = 'android_security_level_insufficient';
+    const { mainWidth } = computeLayout(160, 40, false);
+    expect(tableColumns(mainWidth, false).reason).toBeGreaterThanOrEqual(longest.length);
+    // and an observed one after its word
+    expect(tableColumns(mainWidth, false).reason).toBeGreaterThanOrEqual(
+      'observed apple_distribution_not_allowed'.length,
+    );
   });
 
   it('keeps every service name whole', () => {
@@ -80,13 +89,15 @@ describe('tableColumns', () => {
     const narrow = tableColumns(78, false);
     expect(narrow.reason).toBeGreaterThanOrEqual('gms_integrity_insufficient'.length);
     expect(narrow.device).toBe(0);
-    expect(tableColumns(123, false)).toMatchObject({ device: 17, detail: 0 });
+    expect(narrow.mode).toBe(1); // `T` for a test key
+    expect(tableColumns(150, false)).toMatchObject({ device: 24, detail: 0 });
     expect(tableColumns(163, false)).toMatchObject({
       route: 26,
-      reason: 29,
+      reason: 44,
       apiKey: 16,
-      device: 24,
-      detail: 32,
+      mode: 4,
+      device: 37,
+      detail: 0,
     });
   });
 });

@@ -12,6 +12,7 @@ import type { AllowlistKind } from '../allowlistKind.js';
 import {
   addObserveOptions,
   observeChangeFromOptions,
+  observeMode,
   rolloutBefore,
   rolloutNote,
   type ObserveFlags,
@@ -67,10 +68,11 @@ function appleAllowCommand(): Command {
           `"${appId}" is not an app ID: expected TEAMID.bundle.id with a 10-character uppercase team ID`,
         );
       const policy = applePolicyFromOptions(opts);
+      const mode = observeMode(opts);
       const auditor = auditorFor(command);
       await withAdmin(
         async (admin) => {
-          const before = await rolloutBefore(admin, appId, policy.observeChange);
+          const before = await rolloutBefore(admin, appId, policy.observeChange, mode);
           const {
             result,
             env,
@@ -84,7 +86,7 @@ function appleAllowCommand(): Command {
           else
             process.stdout.write(
               `${result} apple ${appId} (env ${env}${result === 'updated' && !opts.env ? ' as before: no --env given' : ''}${describeApplePolicy(stored)})\n` +
-                rolloutNote(appId, policy.observeChange, before),
+                rolloutNote(appId, policy.observeChange, before, mode),
             );
           await warnRiskMetricWithoutKey(admin, appId, stored.maxRiskMetric);
         },

@@ -34,6 +34,7 @@ import { ANDROID_PACKAGE } from '../androidPackage.js';
 import {
   addObserveOptions,
   observeChangeFromOptions,
+  observeMode,
   rolloutBefore,
   rolloutNote,
   type ObserveFlags,
@@ -242,10 +243,11 @@ Examples:
         if (!Number.isInteger(maxAgeSeconds) || maxAgeSeconds < 1 || maxAgeSeconds > 86_400)
           throw usageError('--max-age must be 1 to 86400 seconds');
       }
+      const mode = observeMode(opts);
       const auditor = auditorFor(command);
       await withAdmin(
         async (admin) => {
-          const before = await rolloutBefore(admin, pkg, observeChange);
+          const before = await rolloutBefore(admin, pkg, observeChange, mode);
           const result = await admin.run('allowlist.addAndroid', {
             packageName: pkg,
             pair: pair && {
@@ -291,7 +293,9 @@ Examples:
             if (observeChange) parts.push(`observe ${result.observe.join(', ') || 'nothing'}`);
             if (limit) parts.push(`at most ${formatDeviceLimit(limit)} verifies per device`);
             if (limit === null) parts.push('verifies per device not counted');
-            process.stdout.write(`${parts.join('; ')}\n${rolloutNote(pkg, observeChange, before)}`);
+            process.stdout.write(
+              `${parts.join('; ')}\n${rolloutNote(pkg, observeChange, before, mode)}`,
+            );
           }
         },
         { auditor },
