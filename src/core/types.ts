@@ -137,6 +137,8 @@ export interface CheckRecord {
 export interface VerifyFacts {
   service?: Service;
   keyId?: string; // base64
+  /** apple, android-key: base64 of the device key's DER SubjectPublicKeyInfo (a result token's cnf.jwk) */
+  devicePublicKey?: string;
   packageName?: string;
   appId?: string;
   environment?: AppleEnvironment;

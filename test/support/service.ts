@@ -238,6 +238,8 @@ export function createPlatformService(
     auth?: Partial<AuthenticatorOptions>;
     /** counts each verify (the app of a failure named as the server does: allowlistedApp) */
     stats?: AppDeps['stats'];
+    /** signs the result tokens of API keys that have them on */
+    resultTokens?: AppDeps['resultTokens'];
   },
 ) {
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), {
@@ -267,6 +269,7 @@ export function createPlatformService(
   return createTestService(db, {
     ...(options.auth ? { auth: options.auth } : {}),
     ...(options.stats ? { stats: options.stats } : {}),
+    ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     allowlisted: allowlistedApp(allowlist),
     verify: (input, mode) =>
       verifyToken(input, {

@@ -425,6 +425,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
 
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
     const { record, policy } = await verifyKey(evidence, ctx);
+    ctx.trace.facts.devicePublicKey = encodeBase64(record.publicKey);
     // the policy step android.deviceVelocity, last: only verifies that passed every other check
     // (the key registered) count against --max-verifies-per-device
     const velocity = await checkDeviceVelocity({
