@@ -307,6 +307,8 @@ export interface AndroidPackagePolicy {
   observe?: readonly string[];
   /** android-key: valid verifies accepted per registered key and fixed window; absent or null = not counted */
   maxVerifiesPerDevice?: DeviceLimit | null;
+  /** android-key: new keys accepted per issuing certificate and fixed window; absent or null = not counted */
+  maxKeysPerIssuer?: DeviceLimit | null;
 }
 
 export type DeviceActivityLevel = 'LEVEL_1' | 'LEVEL_2' | 'LEVEL_3' | 'LEVEL_4';

@@ -3,6 +3,7 @@
  * authenticator), minus the socket: tests drive it with `app.request(...)`. The log goes to an
  * array (one parsed object per line, plus the raw text) and the clock is injectable.
  */
+import { createIssuerVelocityRepository } from '../../src/db/issuerVelocity.js';
 import { allowlistedApp } from '../../src/server/allowlistedApp.js';
 import { randomBytes, type X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -259,6 +260,7 @@ export function createPlatformService(
             android: {
               keys: createAndroidKeyRepository(db.db),
               roots: options.androidRoots,
+              issuers: createIssuerVelocityRepository(db.db),
               revocations: createRevocationSource(createRevocationRepository(db.db), { ttlMs: 0 })
                 .list,
             },

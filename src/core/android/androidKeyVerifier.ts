@@ -63,6 +63,7 @@ import { ANDROID_KEY_CHECKS, type AndroidKeyShape } from './androidKeyChecks.js'
 export { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 import { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 import { guardAssertionReplay } from './assertionReplay.js';
+import { checkIssuerVelocity, type IssuerVelocityStore } from './issuerVelocity.js';
 
 /** A key whose checks all passed, with the package entry they were checked against. */
 type Verified = { record: AndroidKeyRecord; policy: AndroidPackagePolicy };
@@ -84,6 +85,8 @@ export interface AndroidKeyVerifierDeps {
   keyCacheSize?: number;
   /** per-device verify counts, shared by every instance; needed once a package sets a limit */
   velocity?: DeviceVelocityStore;
+  /** new keys per issuing certificate, shared by every instance; absent (verify-file): not counted */
+  issuers?: IssuerVelocityStore;
 }
 
 /**
@@ -409,6 +412,17 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
         ...(provisioningInfo ? { provisioningInfo } : {}),
       },
     };
+    // last before the key is stored: only a registration that passed every other check counts
+    await checkIssuerVelocity({
+      packageName: evidence.packageName,
+      chain,
+      limit: policy.maxKeysPerIssuer,
+      observed: policy.observe?.includes('android_issuer_overused') === true,
+      store: deps.issuers,
+      mode,
+      now: ctx.now,
+      trace,
+    });
     trace.current('android.register');
     if (!(await keys.register(record)))
       throw new Rejection('android_key_registered', 'another request registered this key first');
