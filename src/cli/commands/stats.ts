@@ -12,6 +12,7 @@ import { usageError } from '../errors.js';
 import { isoInstant } from '../isoInstant.js';
 import { printJson } from '../output.js';
 import { rolloutText, statsText } from '../stats/statsSummary.js';
+import { issuerJson, issuerText } from '../stats/issuerText.js';
 
 const KEY_ID = /^[0-9a-z]{16}$/;
 
@@ -168,7 +169,7 @@ Examples:
         );
         return;
       }
-      const { totals, rules } = await withAdmin(async (admin) => ({
+      const { totals, rules, issuers } = await withAdmin(async (admin) => ({
         totals: await admin.run('stats.totals', request),
         rules: await admin.run('stats.rollout', {
           until: request.until,
@@ -176,8 +177,13 @@ Examples:
           ...(request.apiKeyId !== undefined ? { apiKeyId: request.apiKeyId } : {}),
           ...(request.service !== undefined ? { service: request.service } : {}),
         }),
+        issuers: await admin.run('stats.issuers', { at: request.until, limit: 5 }),
       }));
-      if (flags.json) printJson(statsJson(request, totals, rules));
-      else process.stdout.write(statsText(totals, request.by, request) + rolloutText(rules));
+      if (flags.json)
+        printJson({ ...statsJson(request, totals, rules), issuers: issuerJson(issuers) });
+      else
+        process.stdout.write(
+          statsText(totals, request.by, request) + rolloutText(rules) + issuerText(issuers),
+        );
     });
 }
