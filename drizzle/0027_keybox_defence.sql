@@ -1,3 +1,8 @@
+CREATE TABLE "android_issuer_blocks" (
+	"serial" text PRIMARY KEY NOT NULL,
+	"created_at" timestamp with time zone DEFAULT now() NOT NULL
+);
+--> statement-breakpoint
 CREATE TABLE "android_issuer_velocity" (
 	"package_name" text NOT NULL,
 	"issuer" "bytea" NOT NULL,

@@ -69,6 +69,7 @@ export function buildVerifiers(deps: {
             keys: deps.android.keys,
             revocations: deps.android.revocations,
             ...(deps.android.issuers ? { issuers: deps.android.issuers } : {}),
+            ...(deps.android.blockedIssuers ? { blockedIssuers: deps.android.blockedIssuers } : {}),
             mode,
             ...velocity,
           }),
@@ -85,6 +86,8 @@ export interface AndroidKeyDeps {
   revocations: () => RevocationList | Promise<RevocationList>;
   /** new keys per issuing certificate (`--max-keys-per-issuer`), shared by every instance */
   issuers?: IssuerVelocityStore;
+  /** the deployment's blocked issuing-certificate serials */
+  blockedIssuers?: () => ReadonlySet<string> | Promise<ReadonlySet<string>>;
 }
 
 /** The allowlist as a live API key sees it: every package without its test-only key pairs. */

@@ -42,3 +42,14 @@ export const androidIssuerVelocity = pgTable(
     }),
   ],
 );
+
+/**
+ * Issuing certificates this deployment refuses (`attest allowlist android-issuers block SERIAL`):
+ * a leaked keybox found before Google lists it. A registration whose issuing certificate has one
+ * of these serials is refused as android_chain_revoked. Each block and unblock is an audit event.
+ */
+export const androidIssuerBlocks = pgTable('android_issuer_blocks', {
+  /** lowercase hex without leading zeros, as normalizeSerial writes it */
+  serial: text('serial').primaryKey(),
+  createdAt: timestamp('created_at', { withTimezone: true }).notNull().defaultNow(),
+});

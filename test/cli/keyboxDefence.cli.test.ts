@@ -1,7 +1,8 @@
 /**
  * The leaked-keybox defence from the CLI: `allowlist add android --max-keys-per-issuer` is
  * stored, listed, audited and cleared with its `--no-` form, bad values are one usage line (exit
- * 2); `attest stats` shows the issuing certificates nearest their package's limit (live keys only).
+ * 2); `attest stats` shows the issuing certificates nearest their package's limit (live keys only);
+ * `attest allowlist android-issuers block|unblock|list` keeps the blocklist, audited.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -120,4 +121,25 @@ describe('allowlist add android --max-keys-per-issuer', () => {
       }
     },
   );
+
+  it('android-issuers block, list, unblock: normalized serials, audited, bad serials are usage errors', async () => {
+    const bad = await runCli('allowlist', 'android-issuers', 'block', 'not-hex');
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/is not a certificate serial/);
+    const block = await runCli('allowlist', 'android-issuers', 'block', '00:AB:CD');
+    expect(block.code, block.stderr).toBe(0);
+    expect(block.stdout).toBe('abcd: blocked\n');
+    expect((await runCli('allowlist', 'android-issuers', 'block', 'abcd')).stdout).toBe(
+      'abcd: already blocked\n',
+    );
+    const list = await runCli('allowlist', 'android-issuers', 'list', '--json');
+    expect((JSON.parse(list.stdout) as { serial: string }[]).map((b) => b.serial)).toEqual([
+      'abcd',
+    ]);
+    const unblock = await runCli('allowlist', 'android-issuers', 'unblock', 'ABCD', '--json');
+    expect(JSON.parse(unblock.stdout)).toEqual({ serial: 'abcd', changed: true });
+    const audit = await runCli('audit', 'list', '--json');
+    expect(audit.stdout).toContain('"android_issuers.block"');
+    expect(audit.stdout).toContain('"android_issuers.unblock"');
+  });
 });

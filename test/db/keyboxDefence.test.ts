@@ -2,9 +2,10 @@
  * The leaked-keybox defence on both databases: with `--max-keys-per-issuer 3/1h` the 4th new
  * android-key key under one issuing certificate is refused (android_issuer_overused) and not
  * registered; observed, it is counted and accepted; a test API key's registrations count apart
- * from live ones; two instances (two connection pools) counting at once agree on exactly N.
+ * from live ones; two instances (two connection pools) counting at once agree on exactly N. The
+ * blocklist of issuing-certificate serials refuses a registration as android_chain_revoked.
  */
-import { randomBytes } from 'node:crypto';
+import { randomBytes, X509Certificate } from 'node:crypto';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAndroidKeyVerifier } from '../../src/core/android/androidKeyVerifier.js';
 import { revocationListOf } from '../../src/core/android/revocationList.js';
@@ -15,6 +16,8 @@ import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';
 import { createCachedAllowlist } from '../../src/db/cachedAllowlist.js';
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
 import { createIssuerVelocityRepository } from '../../src/db/issuerVelocity.js';
+import { cachedIssuerBlocks, createIssuerBlockRepository } from '../../src/db/issuerBlocks.js';
+import { createAuditRepository } from '../../src/db/audit.js';
 import {
   ANDROID_NOW,
   ANDROID_PACKAGE,
@@ -51,6 +54,7 @@ describe.each(backends())('keys per issuing certificate on $name', (backend) => 
       }),
       keys: createAndroidKeyRepository(handle.db),
       issuers: createIssuerVelocityRepository(handle.db),
+      blockedIssuers: () => createIssuerBlockRepository(handle.db).serials(),
       revocations: () => revocationListOf(new Map()),
       mode,
     });
@@ -159,5 +163,55 @@ describe.each(backends())('keys per issuing certificate on $name', (backend) => 
     } finally {
       await second.close();
     }
+  });
+
+  it('a blocked issuing certificate: its registrations are refused as android_chain_revoked (audited); unblocked they pass', async () => {
+    const register = verifierOn(db);
+    const blocks = createIssuerBlockRepository(db.db);
+    const serial = new X509Certificate(Buffer.from(ca.intermediate.der)).serialNumber;
+    const normalized = BigInt(`0x${serial}`).toString(16);
+    const auditor = { actor: 'test', log: () => {} };
+    expect(await blocks.block(normalized, auditor)).toBe(true);
+    expect(await blocks.block(normalized, auditor)).toBe(false);
+    const refused = await register();
+    expect(verdict(refused)).toBe('android_chain_revoked');
+    expect(refused.checks.find((c) => c.id === 'android.revocation')?.status).toBe('fail');
+    if (!refused.ok) expect(refused.detail).toMatch(/blocklist/);
+    expect(await blocks.unblock(normalized, auditor)).toBe(true);
+    expect(verdict(await register())).toBe('valid');
+    const actions = (await createAuditRepository(db.db).list())
+      .map((e) => [e.action, e.target])
+      .filter(([a]) => a!.startsWith('android_issuers.'));
+    expect(actions.sort()).toEqual([
+      ['android_issuers.block', normalized],
+      ['android_issuers.unblock', normalized],
+    ]);
+  });
+});
+
+describe('cachedIssuerBlocks', () => {
+  it('reads once per ttl, and again after a failed read', async () => {
+    let at = 0;
+    let reads = 0;
+    let fail = false;
+    const cached = cachedIssuerBlocks(
+      {
+        serials: async () => {
+          reads++;
+          if (fail) throw new Error('down');
+          return new Set(['a']);
+        },
+      },
+      { ttlMs: 5000, now: () => at },
+    );
+    await cached();
+    await cached();
+    expect(reads).toBe(1);
+    at = 5000;
+    fail = true;
+    await expect(cached()).rejects.toThrow('down');
+    fail = false;
+    expect(await cached()).toEqual(new Set(['a']));
+    expect(reads).toBe(3);
   });
 });

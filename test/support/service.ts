@@ -4,6 +4,7 @@
  * array (one parsed object per line, plus the raw text) and the clock is injectable.
  */
 import { createIssuerVelocityRepository } from '../../src/db/issuerVelocity.js';
+import { createIssuerBlockRepository } from '../../src/db/issuerBlocks.js';
 import { allowlistedApp } from '../../src/server/allowlistedApp.js';
 import { randomBytes, type X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -261,6 +262,7 @@ export function createPlatformService(
               keys: createAndroidKeyRepository(db.db),
               roots: options.androidRoots,
               issuers: createIssuerVelocityRepository(db.db),
+              blockedIssuers: () => createIssuerBlockRepository(db.db).serials(),
               revocations: createRevocationSource(createRevocationRepository(db.db), { ttlMs: 0 })
                 .list,
             },

@@ -64,6 +64,7 @@ export { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvi
 import { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 import { guardAssertionReplay } from './assertionReplay.js';
 import { checkIssuerVelocity, type IssuerVelocityStore } from './issuerVelocity.js';
+import { blockedIssuerProblem } from './issuerBlocklist.js';
 
 /** A key whose checks all passed, with the package entry they were checked against. */
 type Verified = { record: AndroidKeyRecord; policy: AndroidPackagePolicy };
@@ -87,6 +88,8 @@ export interface AndroidKeyVerifierDeps {
   velocity?: DeviceVelocityStore;
   /** new keys per issuing certificate, shared by every instance; absent (verify-file): not counted */
   issuers?: IssuerVelocityStore;
+  /** the deployment's blocked issuing-certificate serials (normalizeSerial); absent: none */
+  blockedIssuers?: () => ReadonlySet<string> | Promise<ReadonlySet<string>>;
 }
 
 /**
@@ -332,6 +335,11 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
         }
       }
     });
+    // the operator's own blocklist: a leaked keybox refused before Google lists it
+    const blocked = deps.blockedIssuers
+      ? blockedIssuerProblem(chain, await deps.blockedIssuers())
+      : undefined;
+    if (blocked) throw new Rejection('android_chain_revoked', blocked);
     trace.pass(
       'android.revocation',
       `no certificate serial or subject serial is on the status list (${list.size} entries)`,
