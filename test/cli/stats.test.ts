@@ -86,7 +86,7 @@ function statsSuite(handle: () => DatabaseHandle) {
   it('--json: since and until, one row per app, outcome and reason summed over the window', async () => {
     const before = Date.now();
     const out = await json();
-    expect(Object.keys(out)).toEqual(['since', 'until', 'rows', 'rules']);
+    expect(Object.keys(out)).toEqual(['since', 'until', 'rows', 'rules', 'issuers']);
     // no app has an observed rule here
     expect((out as unknown as { rules: unknown[] }).rules).toEqual([]);
     expect(Math.abs(Date.parse(out.until) - before)).toBeLessThan(60_000);

@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { AttestResultTokenError, verifyResultToken } from '../../src/client/index.js';
 import { deviceKeyConfirmation } from '../../src/core/deviceKeyConfirmation.js';
 import { claimsProblem } from '../../src/core/resultToken.js';
+import { lowSJws } from '../../src/core/ecdsaLowS.js';
 
 const spkiOf = (key: ReturnType<typeof generateKeyPairSync>['publicKey']) =>
   key.export({ format: 'der', type: 'spki' }).toString('base64');
@@ -66,10 +67,13 @@ describe('the cnf claim in the claim checks', () => {
   it('the typed client: a token with a confirmation JWK verifies, one with a broken cnf is refused as claims', async () => {
     const { privateKey, publicKey } = await generateKeyPair('ES256');
     const pub = { ...(await exportJWK(publicKey)), kid: 'k1', alg: 'ES256' };
-    const sign = (payload: Record<string, unknown>) =>
-      new SignJWT(payload)
-        .setProtectedHeader({ alg: 'ES256', typ: 'attest-result+jwt', kid: 'k1' })
-        .sign(privateKey);
+    // in the low-S form the deployment issues (the client refuses the high-S twin)
+    const sign = async (payload: Record<string, unknown>) =>
+      lowSJws(
+        await new SignJWT(payload)
+          .setProtectedHeader({ alg: 'ES256', typ: 'attest-result+jwt', kid: 'k1' })
+          .sign(privateKey),
+      );
     const options = {
       issuer: claims.iss,
       audience: claims.aud,

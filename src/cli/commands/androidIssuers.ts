@@ -45,6 +45,10 @@ Examples:
       .description(`${name} an issuing certificate by its serial (hex)`)
       .argument('<serial>', 'the serial in hex')
       .option('--json', 'print the result as JSON')
+      .addHelpText(
+        'after',
+        `\nExample:\n  $ attest allowlist android-issuers ${name} 6f3a9c21e4b0d57a`,
+      )
       .action(async (text: string, opts: { json?: boolean }, command: Command) => {
         const serial = serialOf(text);
         await withAdmin(
@@ -60,6 +64,7 @@ Examples:
     .command('list')
     .description('list the blocked issuing certificates')
     .option('--json', 'print the list as JSON')
+    .addHelpText('after', '\nExample:\n  $ attest allowlist android-issuers list --json')
     .action(async (opts: { json?: boolean }) => {
       await withAdmin(async (admin) => {
         const list = await admin.run('androidIssuers.list', {});

@@ -64,7 +64,7 @@ export { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvi
 import { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 import { guardAssertionReplay } from './assertionReplay.js';
 import { checkIssuerVelocity, type IssuerVelocityStore } from './issuerVelocity.js';
-import { blockedIssuerProblem } from './issuerBlocklist.js';
+import { checkIssuerBlocklist } from './issuerBlocklist.js';
 
 /** A key whose checks all passed, with the package entry they were checked against. */
 type Verified = { record: AndroidKeyRecord; policy: AndroidPackagePolicy };
@@ -336,10 +336,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       }
     });
     // the operator's own blocklist: a leaked keybox refused before Google lists it
-    const blocked = deps.blockedIssuers
-      ? blockedIssuerProblem(chain, await deps.blockedIssuers())
-      : undefined;
-    if (blocked) throw new Rejection('android_chain_revoked', blocked);
+    await checkIssuerBlocklist(chain, deps.blockedIssuers);
     trace.pass(
       'android.revocation',
       `no certificate serial or subject serial is on the status list (${list.size} entries)`,
@@ -421,16 +418,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
       },
     };
     // last before the key is stored: only a registration that passed every other check counts
-    await checkIssuerVelocity({
-      packageName: evidence.packageName,
-      chain,
-      limit: policy.maxKeysPerIssuer,
-      observed: policy.observe?.includes('android_issuer_overused') === true,
-      store: deps.issuers,
-      mode,
-      now: ctx.now,
-      trace,
-    });
+    await checkIssuerVelocity(chain, policy, { store: deps.issuers, mode, now: ctx.now, trace });
     trace.current('android.register');
     if (!(await keys.register(record)))
       throw new Rejection('android_key_registered', 'another request registered this key first');

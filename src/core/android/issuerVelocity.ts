@@ -20,7 +20,7 @@ import {
   type Parsed,
   type PolicyField,
 } from '../policyFields.js';
-import type { DeviceLimit, KeyMode, Trace } from '../types.js';
+import type { AndroidPackagePolicy, DeviceLimit, KeyMode, Trace } from '../types.js';
 
 const FLAG = '--max-keys-per-issuer';
 
@@ -98,13 +98,7 @@ export function issuerOf(
   };
 }
 
-export interface IssuerVelocityInput {
-  packageName: string;
-  /** the token's certificate chain, leaf first (verified) */
-  chain: readonly Uint8Array[];
-  limit: DeviceLimit | null | undefined;
-  /** the package observes android_issuer_overused (its `--observe`) */
-  observed: boolean;
+export interface IssuerVelocityDeps {
   /** absent (verify-file): nothing is counted and the step says so */
   store: IssuerVelocityStore | undefined;
   mode: KeyMode;
@@ -119,7 +113,19 @@ export interface IssuerVelocityInput {
  * counts the key in any case (so the figures show what the rule would do) and records the
  * failure past N.
  */
-export async function checkIssuerVelocity(input: IssuerVelocityInput): Promise<void> {
+export async function checkIssuerVelocity(
+  chain: readonly Uint8Array[],
+  policy: Pick<AndroidPackagePolicy, 'packageName' | 'maxKeysPerIssuer' | 'observe'>,
+  deps: IssuerVelocityDeps,
+): Promise<void> {
+  const input = {
+    ...deps,
+    chain,
+    packageName: policy.packageName,
+    limit: policy.maxKeysPerIssuer,
+    // observed: every key counts (the figures show what enforcing would do)
+    observed: policy.observe?.includes('android_issuer_overused') === true,
+  };
   const { trace, limit } = input;
   const check = 'android.issuerVelocity';
   if (!limit) {
