@@ -154,6 +154,7 @@ export const ALLOWLIST_OPERATIONS = {
           maxPatchAgeMonths: p.maxPatchAgeMonths ?? null,
           observe: [...(p.observe ?? [])],
           maxVerifiesPerDevice: p.maxVerifiesPerDevice ?? null,
+          maxKeysPerIssuer: p.maxKeysPerIssuer ?? null,
         })),
       };
     },

@@ -25,6 +25,7 @@ import { ALLOWLIST_OPERATIONS, ANDROID_PACKAGE, APPLE_APP_ID } from './allowlist
 import { MAX_SCOPE_APPS } from '../core/appScope.js';
 import { DEV_OPERATIONS } from './devOperations.js';
 import { STATS_OPERATIONS } from './statsOperations.js';
+import { KEYBOX_OPERATIONS } from './keyboxOperations.js';
 import { DEVICE_OPERATIONS } from './deviceOperations.js';
 import {
   auditorOf,
@@ -338,6 +339,7 @@ export const OPERATIONS = {
   ...ALLOWLIST_OPERATIONS,
   ...DEV_OPERATIONS,
   ...STATS_OPERATIONS,
+  ...KEYBOX_OPERATIONS,
   ...DEVICE_OPERATIONS,
 } as const;
 

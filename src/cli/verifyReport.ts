@@ -19,6 +19,8 @@ export function verifyReport(
     roots: string;
     mode: KeyMode;
     receipt: ReceiptSummary | null;
+    /** android-key: --challenge replaced SHA-256(final nonce) as the attested challenge */
+    challengeGiven?: boolean;
   },
 ) {
   const checks = outcome.checks.map((c) => ({
@@ -35,6 +37,7 @@ export function verifyReport(
       ...(outcome.ok && outcome.observed ? { observed: outcome.observed } : {}),
       verifiedAt: ctx.at.toISOString(),
       nonceChecked: ctx.nonceChecked,
+      ...(ctx.challengeGiven ? { challenge: 'given' } : {}),
       source: ctx.offline ? 'flags' : 'database',
       trustRoots: ctx.roots,
       mode: ctx.mode,
@@ -72,6 +75,12 @@ export function verifyReport(
   );
   if (!ctx.nonceChecked)
     out.push(p.yellow('nonce: NOT CHECKED (no --nonce or --server-nonce given)'));
+  if (ctx.challengeGiven)
+    out.push(
+      p.yellow(
+        'challenge: GIVEN (--challenge), not derived from the nonce: the attested challenge was compared with it, so the token is not shown to be bound to a request of this deployment',
+      ),
+    );
   out.push('');
   const mark = {
     pass: p.green('pass'),

@@ -56,6 +56,8 @@ export {
   type VerifyResultTokenOptions,
 } from './resultToken.js';
 
+export { verifyPossession, type DeviceJwk, type PossessionProof } from './verifyPossession.js';
+
 export {
   INIT_RESPONSE,
   VERIFY_RESPONSE,

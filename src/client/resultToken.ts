@@ -5,6 +5,7 @@
  */
 import type { JWTVerifyGetKey } from 'jose';
 import { BodyTooLargeError, readBoundedBody } from './readBoundedBody.js';
+import type { DeviceJwk } from './verifyPossession.js';
 
 /** The most of a JWKS answer read (a few keys are a few KB). */
 const MAX_JWKS_BYTES = 256 * 1024;
@@ -26,6 +27,11 @@ export interface ResultTokenClaims {
   nonce: string;
   /** the details object of the verify response */
   details: Record<string, unknown>;
+  /**
+   * RFC 7800: the device's own public key, for App Attest and Android key attestation results
+   * (never Play Integrity); `verifyPossession` checks a signature by it
+   */
+  cnf?: { jwk: DeviceJwk };
   /**
    * only on the tokens of test-mode API keys (always `true`): the evidence may have been minted
    * with the development CA, so the token proves nothing about a device
@@ -170,7 +176,18 @@ export async function verifyResultToken(
   }
   if (test && payload.test !== true)
     throw new AttestResultTokenError('claims', 'test is present but not true', { jwksUrl });
-  const names = Object.keys(payload).filter((n) => !(test && n === 'test'));
+  // cnf is optional: only results about a device key carry one
+  const names = Object.keys(payload).filter((n) => !(test && n === 'test') && n !== 'cnf');
+  const cnf = payload.cnf as { jwk?: { kty?: unknown } } | undefined;
+  if (
+    cnf !== undefined &&
+    (typeof cnf !== 'object' ||
+      cnf === null ||
+      typeof cnf.jwk !== 'object' ||
+      cnf.jwk === null ||
+      (cnf.jwk.kty !== 'EC' && cnf.jwk.kty !== 'RSA'))
+  )
+    throw new AttestResultTokenError('claims', 'cnf is not a confirmation JWK', { jwksUrl });
   const odd = [
     ...names.filter((n) => !CLAIMS.includes(n)),
     ...CLAIMS.filter((n) => !names.includes(n)),

@@ -188,6 +188,14 @@ export const RESULT_TOKEN_CLAIMS = {
     approach: { enum: ['session', 'sessionless'] },
     nonce: { type: 'string' },
     details: { object: { name: 'ResultTokenDetails', required: [], properties: {} } },
+    // RFC 7800, only on results about a device key (App Attest, android-key)
+    cnf: {
+      object: {
+        name: 'ResultTokenConfirmation',
+        required: ['jwk'],
+        properties: { jwk: { type: 'record' } },
+      },
+    },
     // only on the tokens of test-mode API keys
     test: { type: 'boolean' },
   },

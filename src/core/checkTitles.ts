@@ -79,6 +79,8 @@ export const CHECK_TITLES = {
   'android.bootState': 'device is locked with a verified OS (or the package allows otherwise)',
   'android.patchLevel': 'OS patch level is recent enough (when the package sets a maximum age)',
   // verify-file passes this check without recording anything: the title must hold for both
+  'android.issuerVelocity':
+    "the issuing certificate's new keys for the package in the current window are within its --max-keys-per-issuer (when it sets one)",
   'android.register': 'key is new; the service registers it (verify-file does not)',
   'android.replay':
     'the first accepted assertion of this key over this final nonce (replays refused, whichever API key)',

@@ -36,6 +36,7 @@ export const OBSERVABLE_REASONS = {
     'android_boot_state_insufficient',
     'android_patch_level_stale',
     'device_rate_exceeded',
+    'android_issuer_overused',
   ],
   // Play Integrity for PC: every failed check refuses (nothing is observable yet)
   'gms-pc': [],

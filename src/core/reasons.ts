@@ -72,6 +72,8 @@ export const REJECT_REASONS = [
   // the token's app is allowlisted but outside the API key's scope (`keys create --apps`)
   'app_not_in_key_scope',
   'device_rate_exceeded',
+  // android-key: the issuing certificate attested too many new keys for the package (a leaked keybox)
+  'android_issuer_overused',
 ] as const;
 
 export type RejectReason = (typeof REJECT_REASONS)[number];

@@ -7,6 +7,7 @@ import {
   errors,
   type JWK,
 } from 'jose';
+import { confirmationProblem, type DeviceKeyConfirmation } from './deviceKeyConfirmation.js';
 import { jwsHasHighS } from './ecdsaLowS.js';
 import type { PlatformDetails } from './types.js';
 
@@ -42,6 +43,8 @@ export interface ResultTokenClaims {
   nonce: string;
   /** the details object of the verify response */
   details: Record<string, unknown>;
+  /** RFC 7800: the device's own public key (App Attest, android-key; never Play Integrity) */
+  cnf?: DeviceKeyConfirmation;
   /** only on the tokens of test-mode API keys, always `true`: the token proves nothing about a device */
   test?: true;
 }
@@ -73,6 +76,8 @@ export function resultClaims(input: {
   jti: string;
   /** a test-mode API key's verify: the token says so (`test: true`) */
   test?: boolean;
+  /** the device key the evidence attested (from deviceKeyConfirmation), for `cnf` */
+  confirmation?: DeviceKeyConfirmation;
 }): ResultTokenClaims {
   const { service, ...rest } = input.details;
   // the one details object of the response (appleTokenDetails, googleTokenDetails...)
@@ -88,6 +93,7 @@ export function resultClaims(input: {
     approach: input.approach,
     nonce: hash('sha256', input.nonce, 'base64url'),
     details,
+    ...(input.confirmation ? { cnf: input.confirmation } : {}),
     ...(input.test ? { test: true as const } : {}),
   };
 }
@@ -322,9 +328,14 @@ export const RESULT_TOKEN_CLAIMS: readonly string[] = [
   'details',
 ];
 
-/** What is wrong with a payload's claims, or undefined. `test`, when present, must be `true`. */
+/**
+ * What is wrong with a payload's claims, or undefined. `test`, when present, must be `true`;
+ * `cnf`, when present, a confirmation JWK.
+ */
 export function claimsProblem(payload: Record<string, unknown>): string | undefined {
-  const keys = Object.keys(payload).filter((k) => k !== 'test');
+  const keys = Object.keys(payload).filter((k) => k !== 'test' && k !== 'cnf');
+  const cnf = confirmationProblem(payload.cnf);
+  if (cnf) return cnf;
   if ('test' in payload && payload.test !== true) return 'test is present but not true';
   const extra = keys.filter((k) => !RESULT_TOKEN_CLAIMS.includes(k));
   if (extra.length) return `claims not in a result token: ${extra.join(', ')}`;

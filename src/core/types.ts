@@ -137,6 +137,8 @@ export interface CheckRecord {
 export interface VerifyFacts {
   service?: Service;
   keyId?: string; // base64
+  /** apple, android-key: base64 of the device key's DER SubjectPublicKeyInfo (a result token's cnf.jwk) */
+  devicePublicKey?: string;
   packageName?: string;
   appId?: string;
   environment?: AppleEnvironment;
@@ -305,6 +307,8 @@ export interface AndroidPackagePolicy {
   observe?: readonly string[];
   /** android-key: valid verifies accepted per registered key and fixed window; absent or null = not counted */
   maxVerifiesPerDevice?: DeviceLimit | null;
+  /** android-key: new keys accepted per issuing certificate and fixed window; absent or null = not counted */
+  maxKeysPerIssuer?: DeviceLimit | null;
 }
 
 export type DeviceActivityLevel = 'LEVEL_1' | 'LEVEL_2' | 'LEVEL_3' | 'LEVEL_4';

@@ -4,6 +4,7 @@ import { defaultAppleRoots, parseTrustRoots } from './apple/trustRoots.js';
 import type { ReceiptVerifier } from './apple/verifyReceipt.js';
 import { createAndroidKeyVerifier } from './android/androidKeyVerifier.js';
 import type { AndroidRootKey } from './android/trustRoots.js';
+import type { IssuerVelocityStore } from './android/issuerVelocity.js';
 import { createGoogleVerifier } from './google/googleVerifier.js';
 import { createGooglePcVerifier } from './googlePc/pcVerifier.js';
 import type {
@@ -67,6 +68,8 @@ export function buildVerifiers(deps: {
             allowlist,
             keys: deps.android.keys,
             revocations: deps.android.revocations,
+            ...(deps.android.issuers ? { issuers: deps.android.issuers } : {}),
+            ...(deps.android.blockedIssuers ? { blockedIssuers: deps.android.blockedIssuers } : {}),
             mode,
             ...velocity,
           }),
@@ -81,6 +84,10 @@ export interface AndroidKeyDeps {
   /** root keys: `defaultAndroidRoots()`, or ATTEST_ANDROID_ROOT_CA's; test keys add the development CA */
   roots: readonly AndroidRootKey[];
   revocations: () => RevocationList | Promise<RevocationList>;
+  /** new keys per issuing certificate (`--max-keys-per-issuer`), shared by every instance */
+  issuers?: IssuerVelocityStore;
+  /** the deployment's blocked issuing-certificate serials */
+  blockedIssuers?: () => ReadonlySet<string> | Promise<ReadonlySet<string>>;
 }
 
 /** The allowlist as a live API key sees it: every package without its test-only key pairs. */

@@ -46,6 +46,8 @@ export interface AndroidPolicyInput {
   observeChange?: ObserveChange;
   /** android-key; `null` stops counting */
   maxVerifiesPerDevice?: DeviceLimit | null;
+  /** android-key `--max-keys-per-issuer`, stored as `N/SECONDS`; `null` stops counting */
+  maxKeysPerIssuer?: string | null;
 }
 
 /** A Play Integrity key pair as the Play Console gives it, with its fingerprint. */

@@ -118,6 +118,10 @@ export const NOT_AUDITED_TABLES: Record<string, string> = {
   result_signing_keys: 'audited as result_keys.create and result_keys.rotate (key ids and dates)',
   android_keys: 'device registrations made by verify (android-key), not configuration',
   device_velocity: 'per-device verify counts made by verify, not configuration',
+  android_issuer_blocks:
+    'the blocklist of issuing certificates: each block and unblock is an audit event of its own (android_issuers.block, android_issuers.unblock)',
+  android_issuer_velocity:
+    'new keys per issuing certificate counted by verify (--max-keys-per-issuer), not configuration',
   android_key_assertions:
     'android-key assertions accepted once (their digests), made by verify, not configuration',
   verification_stats_batches:

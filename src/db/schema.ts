@@ -20,6 +20,8 @@ export * from './auditSchema.js';
 export * from './deviceStatsSchema.js';
 export * from './deviceVelocitySchema.js';
 export * from './changeFeedSchema.js';
+export * from './keyboxDefenceSchema.js';
+export * from './deviceVelocitySchema.js';
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
 
@@ -210,6 +212,8 @@ export const androidPackages = pgTable('android_packages', {
   /** android-key `--max-verifies-per-device N/PERIOD`: N, with the window in seconds; both null = not counted */
   maxVerifiesPerDevice: integer('max_verifies_per_device'),
   deviceWindowSeconds: integer('device_window_seconds'),
+  /** android-key `--max-keys-per-issuer N/WINDOW` as `N/SECONDS`; null = not counted */
+  maxKeysPerIssuer: text('max_keys_per_issuer'),
   createdAt: createdAt(),
 });
 

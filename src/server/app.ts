@@ -251,6 +251,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
         approach: request.approach,
         nonce,
         details: outcome.details,
+        devicePublicKey: outcome.facts.devicePublicKey,
       }),
     );
     return c.json({ isValid: true, statusCode: STATUS_OK, ...details, resultToken });

@@ -72,6 +72,20 @@ export const OPENAPI_DOCUMENT = {
         description:
           'the details object of the verify response that made the token (AppleTokenDetails, GoogleTokenDetails, AndroidKeyDetails or GooglePcTokenDetails)',
       },
+      ResultTokenConfirmation: {
+        type: 'object',
+        description:
+          "RFC 7800 confirmation: only on results about a device key (App Attest, android-key), the device's own public key",
+        required: ['jwk'],
+        properties: {
+          jwk: {
+            type: 'object',
+            additionalProperties: true,
+            description:
+              'the public JWK (kty, crv, x, y for EC; kty, n, e for RSA): the App Attest key whose point hashes to the key id, or the attested Android leaf key',
+          },
+        },
+      },
       ResultTokenClaims: {
         type: 'object',
         description: 'the claims of a result token, as the token states them',
@@ -91,6 +105,7 @@ export const OPENAPI_DOCUMENT = {
           approach: { enum: ['session', 'sessionless'] },
           nonce: { type: 'string', description: 'base64url of SHA-256 of the final nonce' },
           details: { $ref: '#/components/schemas/ResultTokenDetails' },
+          cnf: { $ref: '#/components/schemas/ResultTokenConfirmation' },
           test: {
             type: 'boolean',
             description: 'only on the tokens of test-mode API keys, always true',

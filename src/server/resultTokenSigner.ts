@@ -1,5 +1,6 @@
 import { randomUUID, webcrypto } from 'node:crypto';
 import { CompactSign, type CompactJWSHeaderParameters } from 'jose';
+import { deviceKeyConfirmation } from '../core/deviceKeyConfirmation.js';
 import {
   newResultSigningKey,
   publicJwk,
@@ -44,6 +45,8 @@ export interface ResultTokenInput {
   /** the final nonce */
   nonce: Uint8Array;
   details: PlatformDetails;
+  /** base64 DER SPKI of the attested device key (the verify's facts), bound as `cnf.jwk` */
+  devicePublicKey?: string | undefined;
 }
 
 interface Snapshot {
@@ -166,6 +169,9 @@ export function createResultTokenSigner(options: ResultTokenSignerOptions) {
         ttlSeconds: options.ttlSeconds,
         jti: randomUUID(),
         test: mode === 'test',
+        ...(input.devicePublicKey
+          ? { confirmation: await deviceKeyConfirmation(input.devicePublicKey) }
+          : {}),
       });
       if (!Number.isSafeInteger(claims.iat) || !Number.isSafeInteger(claims.exp))
         throw new TypeError('"iat" and "exp" must be whole numbers of seconds');

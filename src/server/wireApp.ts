@@ -2,6 +2,8 @@ import type { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { AllowlistReader } from '../core/types.js';
+import { createIssuerVelocityRepository } from '../db/issuerVelocity.js';
+import { cachedIssuerBlocks, createIssuerBlockRepository } from '../db/issuerBlocks.js';
 import { verifyToken } from '../core/verify.js';
 import { configuredReceiptRoots } from '../configuredAppleRoots.js';
 import { createReceiptVerifier } from '../core/apple/verifyReceipt.js';
@@ -125,6 +127,11 @@ export async function wireApp(
       keys: createAndroidKeyRepository(database.db),
       roots: configuredAndroidRoots(config.androidRootCaPath),
       revocations: () => revocations.list(),
+      // the leaked-keybox defence's counts: the database's, shared by every instance
+      issuers: createIssuerVelocityRepository(database.db),
+      blockedIssuers: cachedIssuerBlocks(createIssuerBlockRepository(database.db), {
+        ttlMs: propagationMs,
+      }),
     },
     // one count per key for every instance: the database's, never a per-process one
     velocity: createDeviceVelocityRepository(database.db),

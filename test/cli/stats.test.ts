@@ -107,7 +107,7 @@ function statsSuite(handle: () => DatabaseHandle) {
   it('--json: since and until, one row per app, outcome and reason summed over the window', async () => {
     const before = Date.now();
     const out = await json();
-    expect(Object.keys(out)).toEqual(['since', 'until', 'mode', 'rows', 'rules']);
+    expect(Object.keys(out)).toEqual(['since', 'until', 'mode', 'rows', 'rules', 'issuers']);
     // live keys only unless asked: the test key's 33 verifies are in no row
     expect(out.mode).toBe('live');
     // no app has an observed rule here

@@ -125,6 +125,7 @@ describe('client shapes against /openapi.json', () => {
     const claims = {
       ResultTokenClaims: RESULT_TOKEN_CLAIMS,
       ResultTokenDetails: RESULT_TOKEN_CLAIMS.properties.details.object,
+      ResultTokenConfirmation: RESULT_TOKEN_CLAIMS.properties.cnf.object,
     };
     expectSameShape(CONSUME_RESPONSE, responseSchema('/api/v1/results/consume', '200'), claims);
     expectSameShape(RESULT_TOKEN_CLAIMS, doc.components.schemas.ResultTokenClaims!, claims);

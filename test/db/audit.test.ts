@@ -345,5 +345,6 @@ const KEY_ATTESTATION_OFF = {
   allowUnlocked: false,
   bootKeys: [],
   maxPatchAgeMonths: null,
+  maxKeysPerIssuer: null,
   observe: [],
 };

@@ -72,5 +72,6 @@ it('a row reads back through the table: text arrays in either driver form, hex b
     allowUnlocked: false,
     bootKeys: [new Uint8Array(Buffer.from(key, 'hex'))],
     maxPatchAgeMonths: 12,
+    maxKeysPerIssuer: null,
   });
 });

@@ -3,6 +3,8 @@
  * authenticator), minus the socket: tests drive it with `app.request(...)`. The log goes to an
  * array (one parsed object per line, plus the raw text) and the clock is injectable.
  */
+import { createIssuerVelocityRepository } from '../../src/db/issuerVelocity.js';
+import { createIssuerBlockRepository } from '../../src/db/issuerBlocks.js';
 import { allowlistedApp } from '../../src/server/allowlistedApp.js';
 import { randomBytes, type X509Certificate } from 'node:crypto';
 import { Writable } from 'node:stream';
@@ -238,6 +240,8 @@ export function createPlatformService(
     auth?: Partial<AuthenticatorOptions>;
     /** counts each verify (the app of a failure named as the server does: allowlistedApp) */
     stats?: AppDeps['stats'];
+    /** signs the result tokens of API keys that have them on */
+    resultTokens?: AppDeps['resultTokens'];
   },
 ) {
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), {
@@ -257,6 +261,8 @@ export function createPlatformService(
             android: {
               keys: createAndroidKeyRepository(db.db),
               roots: options.androidRoots,
+              issuers: createIssuerVelocityRepository(db.db),
+              blockedIssuers: () => createIssuerBlockRepository(db.db).serials(),
               revocations: createRevocationSource(createRevocationRepository(db.db), { ttlMs: 0 })
                 .list,
             },
@@ -267,6 +273,7 @@ export function createPlatformService(
   return createTestService(db, {
     ...(options.auth ? { auth: options.auth } : {}),
     ...(options.stats ? { stats: options.stats } : {}),
+    ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     allowlisted: allowlistedApp(allowlist),
     verify: (input, mode) =>
       verifyToken(input, {

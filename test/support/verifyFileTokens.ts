@@ -106,6 +106,8 @@ export interface VerifyFileJson {
   detail?: string;
   verifiedAt: string;
   nonceChecked: boolean;
+  /** android-key with --challenge: the attested challenge was given, not derived */
+  challenge?: 'given';
   source: 'flags' | 'database';
   trustRoots: string;
   facts: Record<string, unknown>;

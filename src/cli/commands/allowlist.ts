@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { androidIssuersCommand } from './androidIssuers.js';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, withAdmin } from '../context.js';
 import { negativeError, usageError } from '../errors.js';
@@ -121,6 +122,9 @@ ${examples(kinds.flatMap((k) => k.examples.remove))}`,
         );
       },
     );
+
+  // the deployment's own blocklist of Android issuing certificates (leaked keyboxes)
+  allowlist.addCommand(androidIssuersCommand());
 
   return allowlist;
 }

@@ -14,6 +14,7 @@ import { usageError } from '../errors.js';
 import { isoInstant } from '../isoInstant.js';
 import { printJson } from '../output.js';
 import { modeText, rolloutText, statsText } from '../stats/statsSummary.js';
+import { issuerJson, issuerText } from '../stats/issuerText.js';
 
 const KEY_ID = /^[0-9a-z]{16}$/;
 
@@ -162,7 +163,7 @@ export function statsCommand(): Command {
       `whose verifies: live keys, test keys (a rehearsal) or all (${STATS_MODES.join(', ')})`,
       'live',
     )
-    .option('--json', 'print {"since", "until", "mode", "rows": [...], "rules": [...]} as JSON')
+    .option('--json', 'print {"since", "until", "mode", "rows": [...], "rules": [...], "issuers": [...]} as JSON')
     .option(
       '--watch',
       `live view of the last 5 minutes' counts per app, refreshed every 2 s (q quits)`,
@@ -203,7 +204,7 @@ Examples:
         );
         return;
       }
-      const { totals, rules } = await withAdmin(async (admin) => ({
+      const { totals, rules, issuers } = await withAdmin(async (admin) => ({
         totals: await admin.run('stats.totals', request),
         rules: await admin.run('stats.rollout', {
           until: request.until,
@@ -212,8 +213,13 @@ Examples:
           ...(request.apiKeyId !== undefined ? { apiKeyId: request.apiKeyId } : {}),
           ...(request.service !== undefined ? { service: request.service } : {}),
         }),
+        issuers: await admin.run('stats.issuers', { at: request.until, limit: 5 }),
       }));
-      if (flags.json) printJson(statsJson(request, totals, rules));
-      else process.stdout.write(statsText(totals, request.by, request) + rolloutText(rules));
+      if (flags.json)
+        printJson({ ...statsJson(request, totals, rules), issuers: issuerJson(issuers) });
+      else
+        process.stdout.write(
+          statsText(totals, request.by, request) + rolloutText(rules) + issuerText(issuers),
+        );
     });
 }

@@ -280,6 +280,9 @@ Examples:
         receipt,
         at,
         nonceChecked: expectedNonce !== null,
+        // only android-key reads --challenge
+        challengeGiven:
+          input.challenge !== undefined && result.outcome.facts.service === 'android-key',
         json: opts.json === true,
         offline,
         roots: mode === 'test' && result.devRoot ? `${roots}+development` : roots,

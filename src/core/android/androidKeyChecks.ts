@@ -16,6 +16,7 @@ export const ANDROID_KEY_CHECKS: Readonly<Record<AndroidKeyShape, readonly Check
     'android.origin',
     'android.patchFuture',
     ...POLICY_CHECKS,
+    'android.issuerVelocity',
     'android.register',
     'android.deviceVelocity',
   ],

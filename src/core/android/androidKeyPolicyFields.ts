@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { deviceLimitField, switchField, textSchema, type PolicyField } from '../policyFields.js';
 import type { DeviceLimit } from '../types.js';
+import { ISSUER_LIMIT_FIELD } from './issuerVelocity.js';
 
 /** A package's key attestation rules as `allowlist list` reads them. */
 export interface AndroidKeyRules {
@@ -9,6 +10,7 @@ export interface AndroidKeyRules {
   allowUnlocked: boolean;
   bootKeys: readonly string[];
   maxPatchAgeMonths: number | null;
+  maxKeysPerIssuer?: DeviceLimit | null;
 }
 
 /** A patch age as months: `12m`, `18mo`, `1y`; `null` when it is not one (1 to 240 months). */
@@ -93,6 +95,8 @@ export const ANDROID_KEY_POLICY_FIELDS: readonly PolicyField<AndroidKeyRules>[] 
     summary: (p) =>
       p.maxPatchAgeMonths !== null ? `patch <= ${p.maxPatchAgeMonths} months` : undefined,
   },
+  // leaked-keybox defence: one text column (N/SECONDS), read back as a limit
+  ISSUER_LIMIT_FIELD,
 ];
 
 /** `--max-verifies-per-device` of an Android package: only android-key devices are counted. */

@@ -63,6 +63,8 @@ import { ANDROID_KEY_CHECKS, type AndroidKeyShape } from './androidKeyChecks.js'
 export { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 import { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 import { guardAssertionReplay } from './assertionReplay.js';
+import { checkIssuerVelocity, type IssuerVelocityStore } from './issuerVelocity.js';
+import { checkIssuerBlocklist } from './issuerBlocklist.js';
 
 /** A key whose checks all passed, with the package entry they were checked against. */
 type Verified = { record: AndroidKeyRecord; policy: AndroidPackagePolicy };
@@ -84,6 +86,10 @@ export interface AndroidKeyVerifierDeps {
   keyCacheSize?: number;
   /** per-device verify counts, shared by every instance; needed once a package sets a limit */
   velocity?: DeviceVelocityStore;
+  /** new keys per issuing certificate, shared by every instance; absent (verify-file): not counted */
+  issuers?: IssuerVelocityStore;
+  /** the deployment's blocked issuing-certificate serials (normalizeSerial); absent: none */
+  blockedIssuers?: () => ReadonlySet<string> | Promise<ReadonlySet<string>>;
 }
 
 /**
@@ -329,6 +335,8 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
         }
       }
     });
+    // the operator's own blocklist: a leaked keybox refused before Google lists it
+    await checkIssuerBlocklist(chain, deps.blockedIssuers);
     trace.pass(
       'android.revocation',
       `no certificate serial or subject serial is on the status list (${list.size} entries)`,
@@ -409,6 +417,8 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
         ...(provisioningInfo ? { provisioningInfo } : {}),
       },
     };
+    // last before the key is stored: only a registration that passed every other check counts
+    await checkIssuerVelocity(chain, policy, { store: deps.issuers, mode, now: ctx.now, trace });
     trace.current('android.register');
     if (!(await keys.register(record)))
       throw new Rejection('android_key_registered', 'another request registered this key first');
@@ -425,6 +435,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
 
   async function verify(evidence: unknown, ctx: PlatformContext): Promise<PlatformDetails> {
     const { record, policy } = await verifyKey(evidence, ctx);
+    ctx.trace.facts.devicePublicKey = encodeBase64(record.publicKey);
     // the policy step android.deviceVelocity, last: only verifies that passed every other check
     // (the key registered) count against --max-verifies-per-device
     const velocity = await checkDeviceVelocity({

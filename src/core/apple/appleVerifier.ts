@@ -195,6 +195,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     begin(ctx, 'assertion');
     ctx.trace.facts.appId = record.appId;
     ctx.trace.facts.environment = record.environment;
+    ctx.trace.facts.devicePublicKey = encodeBase64(record.publicKey);
     const asserted = await verifyAssertion(
       {
         assertion,
@@ -367,6 +368,7 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     if (!registered)
       throw new Rejection('apple_key_registered', 'another request registered this key first');
     remember(keyId, attested.publicKey, attested.publicKeyObject);
+    trace.facts.devicePublicKey = encodeBase64(attested.publicKey);
     knownRows.set(rowKey, {
       keyId: ownBytes(keyId),
       publicKey: attested.publicKey,

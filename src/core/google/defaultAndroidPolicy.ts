@@ -28,4 +28,5 @@ export const DEFAULT_ANDROID_POLICY = {
   maxPatchAgeMonths: null,
   observe: [],
   maxVerifiesPerDevice: null,
+  maxKeysPerIssuer: null,
 } as const satisfies PolicyDefaults;

@@ -1,3 +1,4 @@
+import { readIssuerLimit } from '../../../core/android/issuerVelocity.js';
 import type { Command } from 'commander';
 import { isMap } from '../../../core/cbor.js';
 import { DEFAULT_ANDROID_POLICY } from '../../../core/google/defaultAndroidPolicy.js';
@@ -146,6 +147,8 @@ export const gmsVerifyFile: VerifyFileKind = {
               keyAttestation: true,
               ...keyFlags,
               ...(keyFlags.bootKeys ? { bootKeys: keyFlags.bootKeys } : {}),
+              // stored as text, read as a limit (verify-file counts nothing: the step is skipped)
+              maxKeysPerIssuer: readIssuerLimit(keyFlags.maxKeysPerIssuer),
             });
           } catch (err) {
             throw usageError((err as Error).message);

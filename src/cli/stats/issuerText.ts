@@ -1,0 +1,46 @@
+import { formatDeviceLimit } from '../../core/policyFields.js';
+import type { IssuerUsage } from '../../db/issuerVelocity.js';
+import { safeText } from '../terminalText.js';
+
+/**
+ * `attest stats`' view of the leaked-keybox defence: the issuing certificates nearest their
+ * package's `--max-keys-per-issuer` in its current window (live keys only), fullest first.
+ */
+export function issuerText(issuers: readonly IssuerUsage[]): string {
+  if (issuers.length === 0) return '';
+  const rows = issuers.map((u) => [
+    safeText(u.packageName),
+    u.serial,
+    `${u.count}/${formatDeviceLimit({ max: u.max, periodSeconds: u.periodSeconds })}`,
+    u.windowStart.toISOString(),
+    safeText(u.subject),
+  ]);
+  const head = ['PACKAGE', 'ISSUER SERIAL', 'NEW KEYS/LIMIT', 'WINDOW FROM', 'ISSUER'];
+  const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (cells: string[]) =>
+    cells
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd();
+  return [
+    '',
+    'issuing certificates nearest --max-keys-per-issuer (current windows, live keys; a count above the limit is an observed rule):',
+    line(head),
+    ...rows.map(line),
+    '',
+  ].join('\n');
+}
+
+/** The same as JSON (`attest stats --json`'s `issuers`). */
+export function issuerJson(issuers: readonly IssuerUsage[]) {
+  return issuers.map((u) => ({
+    packageName: u.packageName,
+    serial: u.serial,
+    subject: u.subject,
+    count: u.count,
+    max: u.max,
+    periodSeconds: u.periodSeconds,
+    windowStart: u.windowStart.toISOString(),
+    lastAt: u.lastAt.toISOString(),
+  }));
+}
