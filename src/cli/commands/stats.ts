@@ -163,7 +163,10 @@ export function statsCommand(): Command {
       `whose verifies: live keys, test keys (a rehearsal) or all (${STATS_MODES.join(', ')})`,
       'live',
     )
-    .option('--json', 'print {"since", "until", "mode", "rows": [...], "rules": [...], "issuers": [...]} as JSON')
+    .option(
+      '--json',
+      'print {"since", "until", "mode", "rows": [...], "rules": [...], "issuers": [...]} as JSON',
+    )
     .option(
       '--watch',
       `live view of the last 5 minutes' counts per app, refreshed every 2 s (q quits)`,
