@@ -23,7 +23,7 @@ import {
 import type { AndroidKeyStore, AndroidPackagePolicy } from '../src/core/types.js';
 import { buildVerifiers } from '../src/core/verifiers.js';
 import { verifyToken } from '../src/core/verify.js';
-import { encodeAndroidKeyToken } from '../src/core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../src/core/android/androidKeyToken.js';
 import { ANDROID_NOW, androidKeyPolicy } from '../test/support/androidFactory.js';
 import {
   loadAndroidVectors,

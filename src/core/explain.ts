@@ -5,7 +5,8 @@
  */
 import { encodeBase64, encodeBase64Url } from './base64.js';
 import type { AllowlistReader, VerifyOutcome } from './types.js';
-import { bytesEqual, parseEnvelope, type VerifyInput } from './verify.js';
+import { bytesEqual, type VerifyInput } from './verify.js';
+import { parseEnvelope } from './envelope.js';
 import { androidKeyHints } from './android/androidKeyHints.js';
 import { appleHints } from './apple/appleHints.js';
 import { gmsHints } from './google/gmsHints.js';

@@ -21,7 +21,7 @@ import {
   mintAttestation,
   type SimulatedKey,
 } from '../../src/core/dev/devCa.js';
-import { encodeAppleToken } from '../../src/core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../src/core/apple/appleToken.js';
 import { createMemoryAllowlist } from '../../src/core/memoryStores.js';
 import type { AppleAppPolicy, AppleKeyRecord } from '../../src/core/types.js';
 import { verifyToken } from '../../src/core/verify.js';

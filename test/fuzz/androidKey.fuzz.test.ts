@@ -29,8 +29,9 @@ import {
 } from '../../src/core/memoryStores.js';
 import { Rejection } from '../../src/core/reasons.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
-import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH, verifyToken } from '../../src/core/verify.js';
-import { encodeAndroidKeyToken } from '../../src/core/dev/encodeToken.js';
+import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH } from '../../src/core/envelope.js';
+import { verifyToken } from '../../src/core/verify.js';
+import { encodeAndroidKeyToken } from '../../src/core/android/androidKeyToken.js';
 import { ANDROID_NOW, ANDROID_PACKAGE, androidKeyPolicy } from '../support/androidFactory.js';
 import {
   loadAndroidVectors,

@@ -33,7 +33,8 @@ import { openIntegrityToken } from '../../src/core/google/openIntegrityToken.js'
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../src/core/memoryStores.js';
 import { Rejection } from '../../src/core/reasons.js';
 import type { PlatformVerifier } from '../../src/core/types.js';
-import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH, verifyToken } from '../../src/core/verify.js';
+import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH } from '../../src/core/envelope.js';
+import { verifyToken } from '../../src/core/verify.js';
 import { encodeCbor } from '../support/appleFactory.js';
 import {
   createGoogleTestKeys,

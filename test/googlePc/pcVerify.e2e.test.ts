@@ -8,7 +8,7 @@ import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { mintPcPayload, type PcMintOptions } from '../../src/core/googlePc/pcMint.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createPlayIntegrityClient } from '../../src/google/playIntegrityClient.js';
-import { encodeCbor } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, useDatabase } from '../support/databases.js';
 import {
   createTestServiceAccount,
@@ -32,20 +32,14 @@ const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 /** a format-1 `gms-pc` token */
 function pcToken(nonce: Uint8Array, integrityToken: string, packageName = TEST_PACKAGE): string {
   return b64(
-    encodeCbor(
-      new Map<string, unknown>([
-        ['v', 1],
-        ['nonce', Buffer.from(nonce)],
-        ['device', new Map<string, unknown>([['service', 'gms-pc']])],
-        [
-          'gms-pc',
-          new Map<string, unknown>([
-            ['packageName', packageName],
-            ['integrityToken', integrityToken],
-          ]),
-        ],
+    encodeEnvelope({
+      nonce,
+      service: 'gms-pc',
+      evidence: new Map<string, unknown>([
+        ['packageName', packageName],
+        ['integrityToken', integrityToken],
       ]),
-    ),
+    }),
   );
 }
 
@@ -302,16 +296,7 @@ describe.each(backends())('Play Integrity for PC (gms-pc) over HTTP on $name', (
     ],
   ])('malformed evidence (%s) is token_malformed, never a 500', async (_name, evidence) => {
     const res = await verifySessionless(service.app, key, (n) =>
-      b64(
-        encodeCbor(
-          new Map<string, unknown>([
-            ['v', 1],
-            ['nonce', Buffer.from(n)],
-            ['device', new Map<string, unknown>([['service', 'gms-pc']])],
-            ['gms-pc', evidence],
-          ]),
-        ),
-      ),
+      b64(encodeEnvelope({ nonce: n, service: 'gms-pc', evidence })),
     );
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ isValid: false, statusCode: 0 });

@@ -25,7 +25,7 @@ import {
 } from '../../src/google/playIntegrityClient.js';
 import { createDeviceRecallWrite } from '../../src/server/deviceRecall.js';
 import { startServer } from '../../src/server/start.js';
-import { encodeCbor } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, postgresBackend, useDatabase } from '../support/databases.js';
 import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
 import {
@@ -58,21 +58,15 @@ function gmsToken(
   packageName = TEST_PACKAGE,
 ): string {
   return b64(
-    encodeCbor(
-      new Map<string, unknown>([
-        ['v', 1],
-        ['nonce', Buffer.from(nonce)],
-        ['device', new Map<string, unknown>([['service', 'gms']])],
-        [
-          'gms',
-          new Map<string, unknown>([
-            ['packageName', packageName],
-            ['integrityToken', integrityToken],
-            ['request', request],
-          ]),
-        ],
+    encodeEnvelope({
+      nonce,
+      service: 'gms',
+      evidence: new Map<string, unknown>([
+        ['packageName', packageName],
+        ['integrityToken', integrityToken],
+        ['request', request],
       ]),
-    ),
+    }),
   );
 }
 

@@ -18,7 +18,7 @@ import {
   type AndroidDeviceKey,
   type KeyDescriptionFields,
 } from '../../src/core/dev/androidKeyMint.js';
-import { encodeAndroidKeyToken } from '../../src/core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../../src/core/android/androidKeyToken.js';
 import { DEFAULT_ANDROID_POLICY } from '../../src/core/google/defaultAndroidPolicy.js';
 import type { AndroidPackagePolicy } from '../../src/core/types.js';
 

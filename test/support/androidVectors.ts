@@ -2,7 +2,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeAndroidKeyToken } from '../../src/core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../../src/core/android/androidKeyToken.js';
 import { DEFAULT_ANDROID_POLICY } from '../../src/core/google/defaultAndroidPolicy.js';
 import type { AndroidPackagePolicy } from '../../src/core/types.js';
 

@@ -15,7 +15,7 @@ import {
   encodeKeyDescription,
 } from '../../src/core/dev/androidKeyMint.js';
 import { KEY_DESCRIPTION_OID } from '../../src/core/android/keyDescription.js';
-import { encodeAndroidKeyToken } from '../../src/core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../../src/core/android/androidKeyToken.js';
 import { ANDROID_PACKAGE, APP_DIGEST, type TestCertificate } from './androidFactory.js';
 
 const subtle = webcrypto.subtle;

@@ -12,11 +12,10 @@ import { buildVerifiers } from '../../core/verifiers.js';
 import {
   DEVICE_NONCE_BYTES,
   finalNonce,
-  TOKEN_NONCE_MAX,
-  TOKEN_NONCE_MIN,
   verifyToken,
   type VerifyInput,
 } from '../../core/verify.js';
+import { TOKEN_NONCE_MAX, TOKEN_NONCE_MIN } from '../../core/envelope.js';
 import { config, withAdmin } from '../context.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { parseAppList } from '../appList.js';

@@ -29,7 +29,7 @@ import {
 } from '../apple/appleDistribution.js';
 import { peculiarX509 } from '../apple/peculiarX509.js';
 import { mintReceipt } from './devReceipt.js';
-import { encodeCbor } from './encodeToken.js';
+import { encodeCbor } from '../envelope.js';
 
 const subtle = webcrypto.subtle;
 const HOUR = 3_600_000;

@@ -10,7 +10,7 @@
  */
 import { Rejection, type RejectReason } from '../reasons.js';
 import type { AllowlistReader, AndroidKeyPair, GoogleServiceAccount, RecallBit } from '../types.js';
-import { parseEnvelope } from '../verify.js';
+import { parseEnvelope } from '../envelope.js';
 import { readEvidence } from './googleVerifier.js';
 import type { ImportedKeyPair } from './keyCache.js';
 import { openIntegrityToken } from './openIntegrityToken.js';

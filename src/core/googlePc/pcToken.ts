@@ -1,4 +1,4 @@
-import { encodeCbor } from '../dev/encodeToken.js';
+import { encodeEnvelope } from '../envelope.js';
 
 /** A format-1 `gms-pc` token: `device.service` "gms-pc" and the `gms-pc` map the verifier reads. */
 export function encodeGmsPcToken(parts: {
@@ -6,18 +6,12 @@ export function encodeGmsPcToken(parts: {
   packageName: string;
   integrityToken: string;
 }): Uint8Array {
-  return encodeCbor(
-    new Map<string, unknown>([
-      ['v', 1],
-      ['nonce', Buffer.from(parts.nonce)],
-      ['device', new Map<string, string>([['service', 'gms-pc']])],
-      [
-        'gms-pc',
-        new Map<string, unknown>([
-          ['packageName', parts.packageName],
-          ['integrityToken', parts.integrityToken],
-        ]),
-      ],
+  return encodeEnvelope({
+    nonce: parts.nonce,
+    service: 'gms-pc',
+    evidence: new Map<string, unknown>([
+      ['packageName', parts.packageName],
+      ['integrityToken', parts.integrityToken],
     ]),
-  );
+  });
 }

@@ -3,7 +3,7 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { revocationListOf } from '../../../src/core/android/revocationList.js';
-import { encodeAndroidKeyToken } from '../../../src/core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../../../src/core/android/androidKeyToken.js';
 import {
   androidDeviceKeyOf,
   createAndroidDeviceKey,
@@ -36,6 +36,7 @@ import {
   type AndroidTestCa,
   type RegistrationOptions,
 } from '../../support/androidFactory.js';
+import { encodeEnvelope } from '../../../src/core/envelope.js';
 
 let ca: AndroidTestCa;
 let other: AndroidTestCa;
@@ -509,15 +510,7 @@ describe('android-key evidence shape (token_malformed)', () => {
             : v,
       ]),
     );
-    const { encodeCbor } = await import('../../../src/core/dev/encodeToken.js');
-    const token = encodeCbor(
-      new Map<string, unknown>([
-        ['v', 1],
-        ['nonce', Buffer.from(nonce)],
-        ['device', new Map([['service', 'android-key']])],
-        ['android-key', evidence],
-      ]),
-    );
+    const token = encodeEnvelope({ nonce, service: 'android-key', evidence });
     expect(reason(await service().run(token, nonce))).toBe('token_malformed');
   });
 });

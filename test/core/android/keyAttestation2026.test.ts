@@ -10,7 +10,7 @@ import { MAX_UNKNOWN_TAGS } from '../../../src/core/android/keyDescription.js';
 import { MAX_PROVISIONING_INFO_BYTES } from '../../../src/core/android/provisioningInfo.js';
 import { revocationListOf } from '../../../src/core/android/revocationList.js';
 import { defaultAppleRoots } from '../../../src/core/apple/trustRoots.js';
-import { encodeCbor } from '../../../src/core/dev/encodeToken.js';
+import { encodeCbor } from '../../../src/core/envelope.js';
 import {
   createMemoryAllowlist,
   createMemoryAndroidKeyStore,

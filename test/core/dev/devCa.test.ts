@@ -10,7 +10,7 @@ import {
   mintAttestation,
   type DevCa,
 } from '../../../src/core/dev/devCa.js';
-import { encodeAppleToken } from '../../../src/core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../../src/core/apple/appleToken.js';
 import { defaultAppleRoots } from '../../../src/core/apple/trustRoots.js';
 import {
   createMemoryAllowlist,

@@ -19,7 +19,7 @@ import {
   type SimulatedKey,
 } from '../../../src/core/dev/devCa.js';
 import { mintReceipt } from '../../../src/core/dev/devReceipt.js';
-import { encodeAppleToken } from '../../../src/core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../../src/core/apple/appleToken.js';
 import {
   createMemoryAllowlist,
   createMemoryAppleKeyStore,

@@ -1,9 +1,9 @@
 import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { encodeCbor } from '../../../core/dev/encodeToken.js';
+import { encodeCbor } from '../../../core/envelope.js';
 import { encodeBase64 } from '../../../core/base64.js';
-import { encodeAndroidKeyToken } from '../../../core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../../../core/android/androidKeyToken.js';
 import {
   androidChallenge,
   androidDeviceKeyOf,

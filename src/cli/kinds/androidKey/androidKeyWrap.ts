@@ -2,7 +2,7 @@ import { createHash, X509Certificate } from 'node:crypto';
 import { Command } from 'commander';
 import { readAttestationCertificate } from '../../../core/android/attestationCertificate.js';
 import { decodeBase64 } from '../../../core/base64.js';
-import { encodeAndroidKeyToken } from '../../../core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../../../core/android/androidKeyToken.js';
 import { usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';
 import { ANDROID_PACKAGE } from '../androidPackage.js';

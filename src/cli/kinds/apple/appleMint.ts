@@ -10,7 +10,7 @@ import {
   mintAttestation,
   type SimulatedKey,
 } from '../../../core/dev/devCa.js';
-import { encodeAppleToken } from '../../../core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../../core/apple/appleToken.js';
 import type { AppleEnvironment } from '../../../core/types.js';
 import { withAdmin } from '../../context.js';
 import { runtimeError, usageError } from '../../errors.js';

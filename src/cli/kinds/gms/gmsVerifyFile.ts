@@ -3,7 +3,7 @@ import { isMap } from '../../../core/cbor.js';
 import { DEFAULT_ANDROID_POLICY } from '../../../core/google/defaultAndroidPolicy.js';
 import { parseDecryptionKey, parseVerificationKey } from '../../../core/google/keyMaterial.js';
 import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../core/types.js';
-import { parseEnvelope } from '../../../core/verify.js';
+import { parseEnvelope } from '../../../core/envelope.js';
 import {
   createPlayIntegrityClient,
   GoogleBusyError,

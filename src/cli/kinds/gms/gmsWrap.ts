@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { encodeGmsToken } from '../../../core/dev/encodeToken.js';
+import { encodeGmsToken } from '../../../core/google/gmsToken.js';
 import { INTEGRITY_TOKEN_MAX_BYTES } from '../../../core/google/googleVerifier.js';
 import { usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';
