@@ -20,7 +20,7 @@ import {
   createMemoryAndroidKeyStore,
   createMemoryAppleKeyStore,
 } from '../src/core/memoryStores.js';
-import type { AndroidKeyStore, AndroidPackagePolicy } from '../src/core/types.js';
+import type { AndroidKeyStore, AndroidPackagePolicy } from '../src/core/ports.js';
 import { buildVerifiers } from '../src/core/verifiers.js';
 import { verifyToken } from '../src/core/verify.js';
 import { encodeAndroidKeyToken } from '../src/core/android/androidKeyToken.js';

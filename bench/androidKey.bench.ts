@@ -14,7 +14,7 @@ import { createAndroidDeviceKey, signAndroidAssertion } from '../src/core/dev/an
 import { DEFAULT_ANDROID_POLICY } from '../src/core/google/defaultAndroidPolicy.js';
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
 import { TraceRecorder } from '../src/core/trace.js';
-import type { AndroidKeyRecord, AndroidKeyStore } from '../src/core/types.js';
+import type { AndroidKeyRecord, AndroidKeyStore } from '../src/core/ports.js';
 
 interface Vector {
   chain: string[];

@@ -7,7 +7,7 @@ import {
 } from './resultToken.js';
 import { jwsHasHighS } from './ecdsaLowS.js';
 import { keyAllowsApp, type AppScope } from './appScope.js';
-import type { KeyMode } from './types.js';
+import type { KeyMode } from './ports.js';
 
 /**
  * Why a consume answered `valid: false`: logged on the request's line, never returned (an RP

@@ -5,7 +5,8 @@
  */
 import { encodeBase64 } from './base64.js';
 import type { RejectReason } from './reasons.js';
-import type { DeviceLimit, DeviceVelocityStore, KeyMode, Trace } from './types.js';
+import type { DeviceLimit, DeviceVelocityStore, KeyMode } from './ports.js';
+import type { Trace } from './outcome.js';
 
 /** The limits an operator may set: N from 1, PERIOD from one minute to 30 days. */
 export const DEVICE_LIMIT_BOUNDS = {

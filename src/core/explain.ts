@@ -4,7 +4,8 @@
  * further. Nothing here guesses; every hint is backed by a verification that progressed.
  */
 import { encodeBase64, encodeBase64Url } from './base64.js';
-import type { AllowlistReader, VerifyOutcome } from './types.js';
+import type { AllowlistReader } from './ports.js';
+import type { VerifyOutcome } from './outcome.js';
 import { bytesEqual, type VerifyInput } from './verify.js';
 import { parseEnvelope } from './envelope.js';
 import { androidKeyHints } from './android/androidKeyHints.js';

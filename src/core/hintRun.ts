@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { ExplainContext, Hint } from './explain.js';
-import type { AllowlistReader, AndroidPackagePolicy, VerifyOutcome } from './types.js';
+import type { AllowlistReader, AndroidPackagePolicy } from './ports.js';
+import type { VerifyOutcome } from './outcome.js';
 import type { parseEnvelope } from './envelope.js';
 import type { VerifyInput } from './verify.js';
 

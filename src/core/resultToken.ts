@@ -8,7 +8,7 @@ import {
   type JWK,
 } from 'jose';
 import { jwsHasHighS } from './ecdsaLowS.js';
-import type { PlatformDetails } from './types.js';
+import type { PlatformDetails } from './outcome.js';
 
 /** The JWS `typ` of a result token. */
 export const RESULT_TOKEN_TYPE = 'attest-result+jwt';

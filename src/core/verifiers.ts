@@ -15,7 +15,7 @@ import type {
   IntegrityTokenDecoder,
   KeyMode,
   RevocationList,
-} from './types.js';
+} from './ports.js';
 import type { PlatformVerifiers } from './verify.js';
 
 /**

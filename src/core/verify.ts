@@ -4,7 +4,9 @@ import { isMap } from './cbor.js';
 import { parseEnvelope } from './envelope.js';
 import { Rejection } from './reasons.js';
 import { TraceRecorder } from './trace.js';
-import type { PlatformVerifier, Service, VerifyOutcome } from './types.js';
+import type { PlatformVerifier } from './ports.js';
+import type { Service } from './services.js';
+import type { VerifyOutcome } from './outcome.js';
 
 /** A device nonce's size (docs/token-format.md section 2). */
 export const DEVICE_NONCE_BYTES = { min: 1, max: 128 } as const;

@@ -5,7 +5,7 @@ import type {
   AppleEnvPolicy,
   GoogleServiceAccount,
   MinVerdict,
-} from '../core/types.js';
+} from '../core/ports.js';
 import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
 import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import {

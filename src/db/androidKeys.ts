@@ -2,10 +2,9 @@ import { sql } from 'drizzle-orm';
 import type {
   AndroidBootState,
   AndroidKeyExtras,
-  AndroidKeyRecord,
-  AndroidKeyStore,
   AndroidSecurityLevel,
-} from '../core/types.js';
+} from '../core/android/androidKeyTokenDetails.js';
+import type { AndroidKeyRecord, AndroidKeyStore } from '../core/ports.js';
 import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';
 import { underPruneLock, type PruneTarget } from './pruneLock.js';

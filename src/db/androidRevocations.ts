@@ -4,7 +4,7 @@ import {
   revocationDocument,
   shippedRevocations,
 } from '../core/android/revocationList.js';
-import type { RevocationEntry, RevocationList } from '../core/types.js';
+import type { RevocationEntry, RevocationList } from '../core/ports.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
 

@@ -1,12 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { windowStartOf } from '../core/deviceVelocity.js';
-import type {
-  DeviceLimit,
-  DeviceVelocityStore,
-  DeviceVerify,
-  KeyMode,
-  Service,
-} from '../core/types.js';
+import type { DeviceLimit, DeviceVelocityStore, DeviceVerify, KeyMode } from '../core/ports.js';
+import type { Service } from '../core/services.js';
 import { dateOf } from './appleKeys.js';
 import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { AppleEnvironment } from '../core/types.js';
+import type { AppleEnvironment } from '../core/apple/appleTokenDetails.js';
 import type { ReceiptFacts } from '../core/apple/verifyReceipt.js';
 import { rowsOf, type Database } from './client.js';
 

@@ -16,7 +16,7 @@ import {
   findRecallTarget,
   type RecallValues,
 } from '../core/google/recallTarget.js';
-import type { AllowlistReader, KeyMode } from '../core/types.js';
+import type { AllowlistReader, KeyMode } from '../core/ports.js';
 import { liveAllowlist } from '../core/verifiers.js';
 import { GoogleFault, type DeviceRecallWriter } from '../google/playIntegrityClient.js';
 import type { AppEnv } from './appEnv.js';

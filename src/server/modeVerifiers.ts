@@ -8,7 +8,7 @@ import type {
   DeviceVelocityStore,
   IntegrityTokenDecoder,
   KeyMode,
-} from '../core/types.js';
+} from '../core/ports.js';
 import { buildVerifiers, type AndroidKeyDeps } from '../core/verifiers.js';
 import type { PlatformVerifiers } from '../core/verify.js';
 

@@ -1,7 +1,7 @@
 import type { X509Certificate } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
-import type { AllowlistReader } from '../core/types.js';
+import type { AllowlistReader } from '../core/ports.js';
 import { verifyToken } from '../core/verify.js';
 import { configuredReceiptRoots } from '../configuredAppleRoots.js';
 import { createReceiptVerifier } from '../core/apple/verifyReceipt.js';

@@ -9,7 +9,7 @@ import {
 } from '../../src/core/observedRules.js';
 import { Rejection, REJECT_REASONS } from '../../src/core/reasons.js';
 import { TraceRecorder } from '../../src/core/trace.js';
-import type { PlatformVerifier } from '../../src/core/types.js';
+import type { PlatformVerifier } from '../../src/core/ports.js';
 import { verifyToken } from '../../src/core/verify.js';
 import { appleEvidence, token } from '../support/tokens.js';
 

@@ -4,7 +4,7 @@
  * an instance cannot keep the state from before a change it was told of.
  */
 import { describe, expect, it } from 'vitest';
-import type { AppleAppPolicy } from '../../src/core/types.js';
+import type { AppleAppPolicy } from '../../src/core/ports.js';
 import { createCachedAllowlist, type AllowlistRepository } from '../../src/db/allowlist.js';
 
 function controlledRepo() {

@@ -23,7 +23,7 @@ import {
 } from '../../src/core/dev/devCa.js';
 import { encodeAppleToken } from '../../src/core/apple/appleToken.js';
 import { createMemoryAllowlist } from '../../src/core/memoryStores.js';
-import type { AppleAppPolicy, AppleKeyRecord } from '../../src/core/types.js';
+import type { AppleAppPolicy, AppleKeyRecord } from '../../src/core/ports.js';
 import { verifyToken } from '../../src/core/verify.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';

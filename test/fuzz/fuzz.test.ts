@@ -32,7 +32,7 @@ import { KeyCache } from '../../src/core/google/keyCache.js';
 import { openIntegrityToken } from '../../src/core/google/openIntegrityToken.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../src/core/memoryStores.js';
 import { Rejection } from '../../src/core/reasons.js';
-import type { PlatformVerifier } from '../../src/core/types.js';
+import type { PlatformVerifier } from '../../src/core/ports.js';
 import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH } from '../../src/core/envelope.js';
 import { verifyToken } from '../../src/core/verify.js';
 import { encodeCbor } from '../support/appleFactory.js';

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
-import type { DeviceLimit } from '../../src/core/types.js';
+import type { DeviceLimit } from '../../src/core/ports.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import type { AuditEvent, Auditor } from '../../src/db/audit.js';
 import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';

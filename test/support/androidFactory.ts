@@ -20,7 +20,7 @@ import {
 } from '../../src/core/dev/androidKeyMint.js';
 import { encodeAndroidKeyToken } from '../../src/core/android/androidKeyToken.js';
 import { DEFAULT_ANDROID_POLICY } from '../../src/core/google/defaultAndroidPolicy.js';
-import type { AndroidPackagePolicy } from '../../src/core/types.js';
+import type { AndroidPackagePolicy } from '../../src/core/ports.js';
 
 const subtle = webcrypto.subtle;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;

@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { encodeAndroidKeyToken } from '../../src/core/android/androidKeyToken.js';
 import { DEFAULT_ANDROID_POLICY } from '../../src/core/google/defaultAndroidPolicy.js';
-import type { AndroidPackagePolicy } from '../../src/core/types.js';
+import type { AndroidPackagePolicy } from '../../src/core/ports.js';
 
 const DIR = join(import.meta.dirname, '../fixtures/android-key');
 

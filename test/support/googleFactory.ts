@@ -11,11 +11,9 @@ import { TraceRecorder } from '../../src/core/trace.js';
 import type {
   AndroidKeyPair,
   AndroidPackagePolicy,
-  CheckRecord,
-  PlatformDetails,
   PlatformVerifier,
-  VerifyFacts,
-} from '../../src/core/types.js';
+} from '../../src/core/ports.js';
+import type { CheckRecord, PlatformDetails, VerifyFacts } from '../../src/core/outcome.js';
 
 type CryptoKey = webcrypto.CryptoKey;
 

@@ -19,7 +19,8 @@ import {
   createRevocationSource,
 } from '../../src/db/androidRevocations.js';
 import type { AndroidRootKey } from '../../src/core/android/trustRoots.js';
-import type { IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../src/core/types.js';
+import type { IntegrityTokenDecoder, KeyMode } from '../../src/core/ports.js';
+import type { VerifyOutcome } from '../../src/core/outcome.js';
 import type { DatabaseHandle } from '../../src/db/client.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { migrationStatus } from '../../src/db/migrate.js';

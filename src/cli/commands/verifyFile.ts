@@ -2,12 +2,8 @@ import { Command } from 'commander';
 import { findHints } from '../../core/explain.js';
 import { createMemoryAllowlist, createMemoryDeviceVelocity } from '../../core/memoryStores.js';
 import { looksLikeJws } from '../../core/resultToken.js';
-import type {
-  AllowlistReader,
-  DeviceVelocityStore,
-  KeyMode,
-  VerifyOutcome,
-} from '../../core/types.js';
+import type { AllowlistReader, DeviceVelocityStore, KeyMode } from '../../core/ports.js';
+import type { VerifyOutcome } from '../../core/outcome.js';
 import { buildVerifiers } from '../../core/verifiers.js';
 import {
   DEVICE_NONCE_BYTES,

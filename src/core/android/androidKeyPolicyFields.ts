@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { deviceLimitField, switchField, textSchema, type PolicyField } from '../policyFields.js';
-import type { DeviceLimit } from '../types.js';
+import type { DeviceLimit } from '../ports.js';
 
 /** A package's key attestation rules as `allowlist list` reads them. */
 export interface AndroidKeyRules {

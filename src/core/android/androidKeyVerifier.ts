@@ -24,12 +24,11 @@ import type {
   DeviceVelocityStore,
   KeyMode,
   PlatformContext,
-  PlatformDetails,
   PlatformVerifier,
-  AndroidKeyExtras,
-  AndroidProvisioningInfo,
   RevocationList,
-} from '../types.js';
+} from '../ports.js';
+import type { PlatformDetails } from '../outcome.js';
+import type { AndroidKeyExtras, AndroidProvisioningInfo } from './androidKeyTokenDetails.js';
 import { bytesEqual } from '../verify.js';
 import {
   NAME_OIDS,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Rejection } from '../reasons.js';
-import type { AndroidKeyStore, KeyMode, Trace } from '../types.js';
+import type { AndroidKeyStore, KeyMode } from '../ports.js';
+import type { Trace } from '../outcome.js';
 
 /**
  * Accepts one assertion of a key over one final nonce once. An android-key assertion carries no

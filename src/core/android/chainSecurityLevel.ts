@@ -15,7 +15,7 @@
  *   certificate or of that intermediate (the rule of Android's compatibility tests); otherwise
  *   no claim.
  */
-import type { AndroidSecurityLevel } from '../types.js';
+import type { AndroidSecurityLevel } from './androidKeyTokenDetails.js';
 import { NAME_OIDS, type AttestationCertificate } from './attestationCertificate.js';
 
 export type ChainProvisioning = 'factory' | 'remote' | 'unknown';

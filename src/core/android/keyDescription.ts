@@ -7,7 +7,11 @@
  */
 import * as asn1js from 'asn1js';
 import { Rejection } from '../reasons.js';
-import type { AndroidBootState, AndroidKeyExtras, AndroidSecurityLevel } from '../types.js';
+import type {
+  AndroidBootState,
+  AndroidKeyExtras,
+  AndroidSecurityLevel,
+} from './androidKeyTokenDetails.js';
 
 /** The attestation extension's OID. */
 export const KEY_DESCRIPTION_OID = '1.3.6.1.4.1.11129.2.1.17';

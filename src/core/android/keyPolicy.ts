@@ -6,13 +6,9 @@
  */
 import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
-import type {
-  AllowlistReader,
-  AndroidBootState,
-  AndroidPackagePolicy,
-  AndroidSecurityLevel,
-  Trace,
-} from '../types.js';
+import type { AllowlistReader, AndroidPackagePolicy } from '../ports.js';
+import type { AndroidBootState, AndroidSecurityLevel } from './androidKeyTokenDetails.js';
+import type { Trace } from '../outcome.js';
 import type { CheckId } from '../checkTitles.js';
 
 /** The ordered policy checks. */

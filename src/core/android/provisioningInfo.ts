@@ -8,7 +8,7 @@
  */
 import { CborError, decodeStrictCbor, isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
-import type { AndroidProvisioningInfo } from '../types.js';
+import type { AndroidProvisioningInfo } from './androidKeyTokenDetails.js';
 
 /** Real values are 3 to 14 bytes. */
 export const MAX_PROVISIONING_INFO_BYTES = 512;

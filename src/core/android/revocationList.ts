@@ -2,7 +2,7 @@
  * Google's attestation status list (`{"entries": {"<serial hex>": {"status", "reason"}}}`):
  * parsed once into a map by serial number as an integer, so `0a` and `a` name one certificate.
  */
-import type { RevocationEntry, RevocationList } from '../types.js';
+import type { RevocationEntry, RevocationList } from '../ports.js';
 import { REVOCATION_SNAPSHOT, REVOCATION_SNAPSHOT_DATE } from './revocationSnapshot.js';
 
 /** Statuses that reject a chain (check 3). */

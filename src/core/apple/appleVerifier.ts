@@ -16,15 +16,13 @@ import type {
   AllowlistReader,
   AppleKeyRecord,
   AppleKeyStore,
-  ApplePlatform,
-  AppleTokenDetails,
   DeviceVelocityStore,
   KeyMode,
   PlatformContext,
-  PlatformDetails,
   PlatformVerifier,
-  VerifyFacts,
-} from '../types.js';
+} from '../ports.js';
+import type { ApplePlatform, AppleTokenDetails } from './appleTokenDetails.js';
+import type { PlatformDetails, VerifyFacts } from '../outcome.js';
 import { createCertificateChainVerifier } from './certificateChain.js';
 import { LruCache } from '../lruCache.js';
 import { ASSERTION_CHECKS, verifyAssertion } from './verifyAssertion.js';

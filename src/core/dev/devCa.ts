@@ -14,7 +14,7 @@ import {
   webcrypto,
   type KeyObject,
 } from 'node:crypto';
-import type { AppleEnvironment, ApplePlatform } from '../types.js';
+import type { AppleEnvironment, ApplePlatform } from '../apple/appleTokenDetails.js';
 import {
   APPLE_KEY_ACCESS_CONTROL_OID,
   APPLE_OS_INFO_OID,

@@ -12,7 +12,7 @@
  * reference gave no list of the values when this was written, so the rule takes the value names
  * the operator denies as they are, and a value this version has never seen is data like any other.
  */
-import type { AccountActivityLevel, AndroidPackagePolicy } from '../types.js';
+import type { AccountActivityLevel, AndroidPackagePolicy } from '../ports.js';
 import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
 import { quote } from './quote.js';
 import { absent, notRequired, splitList, type VerdictResult } from './verdictResult.js';

@@ -1,4 +1,4 @@
-import type { AndroidPackagePolicy } from '../types.js';
+import type { AndroidPackagePolicy } from '../ports.js';
 
 type PolicyDefaults = Required<
   Omit<AndroidPackagePolicy, 'packageName' | 'keys' | 'serviceAccount'>

@@ -1,4 +1,4 @@
-import type { MinVerdict } from '../types.js';
+import type { MinVerdict } from '../ports.js';
 
 /** The device verdicts that can be a minimum, weakest first (docs/token-format.md section 4, check 9). */
 export const MIN_VERDICTS: readonly MinVerdict[] = [

@@ -1,4 +1,4 @@
-import type { AndroidPackagePolicy } from '../types.js';
+import type { AndroidPackagePolicy } from '../ports.js';
 import { importDecryptionKey } from './keyMaterial.js';
 import { decryptWith } from './openIntegrityToken.js';
 

@@ -1,6 +1,6 @@
 import type { CheckId } from '../checkTitles.js';
 import { Rejection, type RejectReason } from '../reasons.js';
-import type { Trace } from '../types.js';
+import type { Trace } from '../outcome.js';
 
 /** How far ahead of the verification clock a Google timestamp may be (clock skew). */
 export const MAX_FUTURE_SKEW_MS = 60_000;

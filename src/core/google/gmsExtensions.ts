@@ -1,4 +1,4 @@
-import type { GoogleTokenDetails } from '../types.js';
+import type { GoogleTokenDetails } from './gmsTokenDetails.js';
 import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
 
 /** The newer verdict fields for RP telemetry, each only when the payload carries it. */

@@ -2,7 +2,7 @@ import { isMap } from '../cbor.js';
 import type { Hint } from '../explain.js';
 import type { HintRun } from '../hintRun.js';
 import { iso, withAndroid } from '../hintRun.js';
-import type { AndroidPackagePolicy } from '../types.js';
+import type { AndroidPackagePolicy } from '../ports.js';
 import { findDecryptingPackage } from './findDecryptingPackage.js';
 
 /** Hints for Play Integrity rejections (see findHints). */

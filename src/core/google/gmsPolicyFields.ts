@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { switchField, textSchema, type PolicyField } from '../policyFields.js';
-import type { AccountActivityLevel, DeviceActivityLevel } from '../types.js';
+import type { AccountActivityLevel, DeviceActivityLevel } from '../ports.js';
 import {
   ACCOUNT_ACTIVITY_LEVELS,
   isAccountActivityLevel,

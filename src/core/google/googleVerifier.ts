@@ -6,12 +6,12 @@ import { Rejection } from '../reasons.js';
 import type {
   AllowlistReader,
   AndroidPackagePolicy,
-  GoogleTokenDetails,
   IntegrityTokenDecoder,
   PlatformContext,
-  PlatformDetails,
   PlatformVerifier,
-} from '../types.js';
+} from '../ports.js';
+import type { GoogleTokenDetails } from './gmsTokenDetails.js';
+import type { PlatformDetails } from '../outcome.js';
 import { bytesEqual } from '../verify.js';
 import { DEFAULT_ANDROID_POLICY } from './defaultAndroidPolicy.js';
 import { isMinVerdict, meetsMinimumVerdict, strongestVerdict } from './deviceVerdict.js';

@@ -1,7 +1,7 @@
 import { hash } from 'node:crypto';
 import type { webcrypto } from 'node:crypto';
 import { LruCache } from '../lruCache.js';
-import type { AndroidKeyPair } from '../types.js';
+import type { AndroidKeyPair } from '../ports.js';
 import { importDecryptionKey, importVerificationKey } from './keyMaterial.js';
 
 /** One allowlisted key pair, imported for jose. A key that would not import is `null`. */

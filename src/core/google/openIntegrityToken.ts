@@ -7,7 +7,7 @@ import {
   type VerifyOptions,
 } from 'jose';
 import type { webcrypto } from 'node:crypto';
-import type { AndroidKeyPair } from '../types.js';
+import type { AndroidKeyPair } from '../ports.js';
 import type { ImportedKeyPair } from './keyCache.js';
 import { quote } from './quote.js';
 

@@ -9,7 +9,8 @@
  * Google's write authenticates it against the package itself.
  */
 import { Rejection, type RejectReason } from '../reasons.js';
-import type { AllowlistReader, AndroidKeyPair, GoogleServiceAccount, RecallBit } from '../types.js';
+import type { AllowlistReader, AndroidKeyPair, GoogleServiceAccount } from '../ports.js';
+import type { RecallBit } from './gmsTokenDetails.js';
 import { parseEnvelope } from '../envelope.js';
 import { readEvidence } from './googleVerifier.js';
 import type { ImportedKeyPair } from './keyCache.js';

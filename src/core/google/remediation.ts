@@ -18,7 +18,9 @@
  */
 import type { CheckId } from '../checkTitles.js';
 import type { ObservableReason } from '../observedRules.js';
-import type { AndroidPackagePolicy, RemediationDialog, Trace } from '../types.js';
+import type { AndroidPackagePolicy } from '../ports.js';
+import type { RemediationDialog } from './gmsTokenDetails.js';
+import type { Trace } from '../outcome.js';
 import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
 
 /** The dialogs and their type codes (Google's IntegrityDialogTypeCode). */

@@ -1,4 +1,5 @@
-import type { AndroidPackagePolicy, DeviceActivityLevel, RecallBit } from '../types.js';
+import type { AndroidPackagePolicy, DeviceActivityLevel } from '../ports.js';
+import type { RecallBit } from './gmsTokenDetails.js';
 import { checkAccountActivity, checkLocationSpoofing } from './accountLocationPolicy.js';
 import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
 import { quote } from './quote.js';

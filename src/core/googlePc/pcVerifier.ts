@@ -15,12 +15,12 @@ import { quote } from '../google/quote.js';
 import { Rejection } from '../reasons.js';
 import type {
   AllowlistReader,
-  GooglePcTokenDetails,
   IntegrityTokenDecoder,
   PlatformContext,
-  PlatformDetails,
   PlatformVerifier,
-} from '../types.js';
+} from '../ports.js';
+import type { GooglePcTokenDetails } from './googlePcTokenDetails.js';
+import type { PlatformDetails } from '../outcome.js';
 import { bytesEqual } from '../verify.js';
 import { parsePcIntegrityPayload } from './pcPayload.js';
 

@@ -14,12 +14,8 @@ import {
   createMemoryAndroidKeyStore,
   createMemoryAppleKeyStore,
 } from '../../../src/core/memoryStores.js';
-import type {
-  AndroidPackagePolicy,
-  KeyMode,
-  RevocationEntry,
-  VerifyOutcome,
-} from '../../../src/core/types.js';
+import type { AndroidPackagePolicy, KeyMode, RevocationEntry } from '../../../src/core/ports.js';
+import type { VerifyOutcome } from '../../../src/core/outcome.js';
 import { buildVerifiers } from '../../../src/core/verifiers.js';
 import { verifyToken } from '../../../src/core/verify.js';
 import { defaultAppleRoots } from '../../../src/core/apple/trustRoots.js';

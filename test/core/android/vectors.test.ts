@@ -11,7 +11,7 @@ import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import { createMemoryAndroidKeyStore } from '../../../src/core/memoryStores.js';
 import { buildVerifiers } from '../../../src/core/verifiers.js';
 import { verifyToken } from '../../../src/core/verify.js';
-import type { AndroidPackagePolicy } from '../../../src/core/types.js';
+import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import {
   lockedAndVerified,
   loadAndroidVectors,

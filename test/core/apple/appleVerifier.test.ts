@@ -10,8 +10,8 @@ import type {
   AppleEnvPolicy,
   AppleKeyRecord,
   AppleKeyStore,
-  VerifyOutcome,
-} from '../../../src/core/types.js';
+} from '../../../src/core/ports.js';
+import type { VerifyOutcome } from '../../../src/core/outcome.js';
 import { verifyToken } from '../../../src/core/verify.js';
 import {
   createAssertion,

@@ -16,7 +16,7 @@ import {
   createMemoryAllowlist,
   createMemoryAppleKeyStore,
 } from '../../../src/core/memoryStores.js';
-import type { KeyMode } from '../../../src/core/types.js';
+import type { KeyMode } from '../../../src/core/ports.js';
 import { buildVerifiers } from '../../../src/core/verifiers.js';
 import { verifyToken } from '../../../src/core/verify.js';
 import { sha256 } from '../../support/appleFactory.js';

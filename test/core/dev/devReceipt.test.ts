@@ -24,7 +24,7 @@ import {
   createMemoryAllowlist,
   createMemoryAppleKeyStore,
 } from '../../../src/core/memoryStores.js';
-import type { AppleAppPolicy, KeyMode } from '../../../src/core/types.js';
+import type { AppleAppPolicy, KeyMode } from '../../../src/core/ports.js';
 import { verifyToken } from '../../../src/core/verify.js';
 import { createModeVerifiers } from '../../../src/server/modeVerifiers.js';
 import { sha256 } from '../../support/appleFactory.js';

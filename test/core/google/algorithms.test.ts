@@ -8,7 +8,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
 import { decryptWith, verifyWith } from '../../../src/core/google/openIntegrityToken.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
-import type { PlatformVerifier } from '../../../src/core/types.js';
+import type { PlatformVerifier } from '../../../src/core/ports.js';
 import {
   createGoogleTestKeys,
   googleEvidence,

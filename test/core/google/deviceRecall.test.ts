@@ -11,7 +11,7 @@ import { verdictPayload } from '../../../src/core/dev/playIntegrityMint.js';
 import { parsePlayIntegrityJson } from '../../../src/core/google/playIntegrityPayload.js';
 import { parseRecallBitList } from '../../../src/core/google/verdictPolicy.js';
 
-import type { AndroidPackagePolicy } from '../../../src/core/types.js';
+import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import { TEST_PACKAGE, randomNonce } from '../../support/googleFactory.js';
 import { verdictOutcome, withReason, type VerdictEdit } from '../../support/verdictOutcome.js';
 

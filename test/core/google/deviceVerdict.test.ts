@@ -7,7 +7,7 @@ import {
   minVerdictLevelOf,
   strongestVerdict,
 } from '../../../src/core/google/deviceVerdict.js';
-import type { MinVerdict } from '../../../src/core/types.js';
+import type { MinVerdict } from '../../../src/core/ports.js';
 
 const BASIC = 'MEETS_BASIC_INTEGRITY';
 const DEVICE = 'MEETS_DEVICE_INTEGRITY';

@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { findDecryptingPackage } from '../../../src/core/google/findDecryptingPackage.js';
-import type { AndroidPackagePolicy } from '../../../src/core/types.js';
+import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import {
   createGoogleTestKeys,
   googlePolicy,

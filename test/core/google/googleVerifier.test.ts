@@ -10,7 +10,7 @@ import type {
   AndroidPackagePolicy,
   MinVerdict,
   PlatformVerifier,
-} from '../../../src/core/types.js';
+} from '../../../src/core/ports.js';
 import {
   TEST_CERT_DIGEST,
   TEST_PACKAGE,

@@ -14,7 +14,7 @@ import {
 
 import { REMEDIATION_DIALOGS } from '../../../src/core/google/remediation.js';
 
-import type { AndroidPackagePolicy } from '../../../src/core/types.js';
+import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import { randomNonce } from '../../support/googleFactory.js';
 import { type StandardPayload } from '../../support/standardPayload.js';
 import { verdictOutcome, type VerdictEdit } from '../../support/verdictOutcome.js';

@@ -12,7 +12,7 @@ import {
 } from '../../../src/core/google/googleVerifier.js';
 import { VERDICT_CHECKS } from '../../../src/core/google/verdictPolicy.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
-import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../src/core/types.js';
+import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../src/core/ports.js';
 import { TraceRecorder } from '../../../src/core/trace.js';
 import { createTestServiceAccount, type TestServiceAccount } from '../../support/fakeGoogle.js';
 import {

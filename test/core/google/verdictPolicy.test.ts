@@ -11,7 +11,7 @@ import {
   parsePlayProtectList,
 } from '../../../src/core/google/verdictPolicy.js';
 
-import type { AndroidPackagePolicy } from '../../../src/core/types.js';
+import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import { randomNonce } from '../../support/googleFactory.js';
 import { verdictOutcome, withReason, type VerdictEdit } from '../../support/verdictOutcome.js';
 

@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { GOOGLE_CHECKS, createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
 import { VERDICT_CHECKS } from '../../../src/core/google/verdictPolicy.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
-import type { VerifyOutcome } from '../../../src/core/types.js';
+import type { VerifyOutcome } from '../../../src/core/outcome.js';
 import { ENVELOPE_CHECKS, verifyToken, type VerifyDeps } from '../../../src/core/verify.js';
 import {
   TEST_PACKAGE,

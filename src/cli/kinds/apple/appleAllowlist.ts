@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import type { ResultOf } from '../../../admin/operations.js';
 import { APPLE_POLICY_FIELDS } from '../../../core/apple/applePolicyFields.js';
 import { describePolicy } from '../../../core/policyFields.js';
-import type { AppleAppPolicy, AppleEnvPolicy } from '../../../core/types.js';
+import type { AppleAppPolicy, AppleEnvPolicy } from '../../../core/ports.js';
 import type { ApplePolicyInput } from '../../../db/allowlist.js';
 import { auditorFor, withAdmin } from '../../context.js';
 import { usageError } from '../../errors.js';

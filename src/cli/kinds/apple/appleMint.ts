@@ -11,7 +11,7 @@ import {
   type SimulatedKey,
 } from '../../../core/dev/devCa.js';
 import { encodeAppleToken } from '../../../core/apple/appleToken.js';
-import type { AppleEnvironment } from '../../../core/types.js';
+import type { AppleEnvironment } from '../../../core/apple/appleTokenDetails.js';
 import { withAdmin } from '../../context.js';
 import { runtimeError, usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';

@@ -17,7 +17,7 @@ import {
   minVerdictLevelOf,
   type MinVerdictLevel,
 } from '../../../core/google/deviceVerdict.js';
-import type { GoogleServiceAccount } from '../../../core/types.js';
+import type { GoogleServiceAccount } from '../../../core/ports.js';
 import type { AndroidPolicyInput } from '../../../db/allowlist.js';
 import { auditorFor, withAdmin } from '../../context.js';
 import { usageError } from '../../errors.js';

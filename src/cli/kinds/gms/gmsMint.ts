@@ -9,7 +9,7 @@ import {
   type MinVerdictLevel,
 } from '../../../core/google/deviceVerdict.js';
 import { parseRecallBitList } from '../../../core/google/verdictPolicy.js';
-import type { RecallBit } from '../../../core/types.js';
+import type { RecallBit } from '../../../core/google/gmsTokenDetails.js';
 import { auditorFor, withAdmin } from '../../context.js';
 import { parseDuration } from '../../../duration.js';
 import { usageError } from '../../errors.js';

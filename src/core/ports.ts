@@ -1,226 +1,24 @@
-import type { CheckId } from './checkTitles.js';
+/**
+ * The ports core verifies through: the allowlist, the key stores, Google's decoder, the
+ * revocation list (implemented by src/db, or by in-memory stores in verify-file and tests), and
+ * the interface each platform verifier implements.
+ */
+import type {
+  AndroidBootState,
+  AndroidKeyExtras,
+  AndroidSecurityLevel,
+} from './android/androidKeyTokenDetails.js';
+import type { AppleEnvironment, ApplePlatform } from './apple/appleTokenDetails.js';
 import type { AppScope } from './appScope.js';
-import type { ObservableReason } from './observedRules.js';
-import type { RejectReason } from './reasons.js';
-
-export type { Service } from './services.js';
+import type { RecallBit } from './google/gmsTokenDetails.js';
+import type { PlatformDetails, Trace } from './outcome.js';
 import type { Service } from './services.js';
-// the fourth kind's details live in its folder
-export type { GooglePcTokenDetails } from './googlePc/googlePcTokenDetails.js';
-import type { GooglePcTokenDetails } from './googlePc/googlePcTokenDetails.js';
 
 /**
  * The mode of an API key. Test keys also trust the deployment's development roots (its dev App
  * Attest CA and the test-only Play Integrity pairs); live keys never do.
  */
 export type KeyMode = 'live' | 'test';
-
-export interface GoogleTokenDetails {
-  packageName: string;
-  deviceIntegrityVerdicts: string[];
-  timestampMillis: number;
-  // extensions for RP telemetry, each only when the payload carries it
-  appLicensingVerdict?: string;
-  playProtectVerdict?: string;
-  appsDetected?: string[];
-  deviceActivityLevel?: string;
-  /** `accountDetails.accountActivity.activityLevel` */
-  accountActivityLevel?: string;
-  /** `environmentDetails.locationSpoofingRiskVerdict` */
-  locationSpoofingRiskVerdict?: string[];
-  /** `deviceIntegrity.legacyDeviceRecognitionVerdict`: the old rules' verdict, during Google's transition */
-  legacyDeviceIntegrityVerdicts?: string[];
-  /** Play device recall: the three bits the app's developer wrote for this device, and when */
-  deviceRecall?: DeviceRecallDetails;
-  sdkVersion?: number;
-  versionCode?: string;
-}
-
-/** `deviceIntegrity.deviceRecall` as Google names it: the bits, and the write month of each bit set. */
-export interface DeviceRecallDetails {
-  bitFirst: boolean;
-  bitSecond: boolean;
-  bitThird: boolean;
-  /** YYYYMM (UTC) of each set bit's last write, where Google gives it */
-  writeDates?: { yyyymmFirst?: number; yyyymmSecond?: number; yyyymmThird?: number };
-}
-
-/** One of the three Play device recall bits, as the CLI and the policy name it. */
-export type RecallBit = 'first' | 'second' | 'third';
-
-export interface AppleTokenDetails {
-  /** base64 (standard, padded) of the 32-byte key id */
-  keyIdentifier: string;
-  appId: string;
-  environment: AppleEnvironment;
-  assertionCounter: number;
-  /**
-   * Apple's risk metric from the key's latest refreshed receipt (attestations for this device and
-   * app over 30 days), when one is known
-   */
-  riskMetric?: number;
-  /** how the app was distributed (iOS 27+ `apple_validation_category_01`), when the device said */
-  validationCategory?: string;
-  /** the app's bundle version (iOS 27+ `apple_bundle_version_01`), when the device said */
-  bundleVersion?: string;
-  /** the platform that made the key: macOS keys carry a key access-control extension */
-  platform: ApplePlatform;
-}
-
-/** Where an App Attest key was made: iPhone and iPad, or a Mac (macOS 27). */
-export type ApplePlatform = 'iOS' | 'macOS';
-
-export type AppleEnvironment = 'Development' | 'Production';
-
-/** Android hardware key attestation's security levels, weakest first. */
-export type AndroidSecurityLevel = 'Software' | 'TrustedEnvironment' | 'StrongBox';
-export type AndroidBootState = 'Verified' | 'SelfSigned' | 'Unverified' | 'Failed';
-
-export interface AndroidKeyDetails extends AndroidKeyExtras {
-  /** base64 (standard, padded) of the 32-byte key id */
-  keyIdentifier: string;
-  packageName: string;
-  /** the lower of the attestation and KeyMint security levels */
-  securityLevel: Exclude<AndroidSecurityLevel, 'Software'>;
-  verifiedBootState: AndroidBootState;
-  deviceLocked: boolean;
-  /** YYYYMM, or null when the key description has none */
-  osPatchLevel: number | null;
-  attestationVersion: number;
-}
-
-/**
- * What a key's attestation says that no rule reads, shown in `androidKeyDetails` and kept with
- * the key; each only when the attestation carries it.
- */
-export interface AndroidKeyExtras {
-  /** [11] ML_DSA_VARIANT (attestation version 500): which ML-DSA parameter set */
-  mlDsaVariant?: number;
-  /** [405] USAGE_COUNT_LIMIT: how many times the key may be used */
-  usageCountLimit?: number;
-  /** [508] TRUSTED_CONFIRMATION_REQUIRED: the key signs only with Android Protected Confirmation */
-  trustedConfirmationRequired?: true;
-  /** [724] MODULE_HASH: the digest of the device's APEX modules, base64 */
-  moduleHash?: string;
-  /** AuthorizationList tags of a schema later than this service's, in the order met */
-  unknownTags?: number[];
-  /** the remote provisioning server's extension 1.3.6.1.4.1.11129.2.1.30, as data */
-  provisioningInfo?: AndroidProvisioningInfo;
-}
-
-/** The provisioning information extension: its entries by key, key 1 also by its name. */
-export interface AndroidProvisioningInfo {
-  /** key 1: certificates the provisioning server has issued to the device */
-  certificatesIssued?: number;
-  entries: Record<string, number | string | boolean>;
-}
-
-export type PlatformDetails =
-  | { service: 'gms'; googleTokenDetails: GoogleTokenDetails }
-  | { service: 'apple'; appleTokenDetails: AppleTokenDetails }
-  | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails }
-  | { service: 'gms-pc'; googlePcTokenDetails: GooglePcTokenDetails };
-
-/** `observed`: the check failed, and its entry observes the rule, so the verification went on */
-export type CheckStatus = 'pass' | 'fail' | 'skip' | 'observed';
-
-/** One step of a verification, as `verify-file` prints it. `id` is stable (docs/checks.md). */
-export interface CheckRecord {
-  /** a CheckId, or the reason when a verification fails outside any check */
-  id: string;
-  status: CheckStatus;
-  detail: string;
-  reason?: RejectReason;
-}
-
-/** Facts a verifier learned on its way, for logs and for `verify-file` hints. Never secrets. */
-export interface VerifyFacts {
-  service?: Service;
-  keyId?: string; // base64
-  packageName?: string;
-  appId?: string;
-  environment?: AppleEnvironment;
-  shape?: 'registration' | 'assertion' | 'attestation+assertion';
-  /** apple: the validation category the token or key carries (iOS 27+) */
-  validationCategory?: string;
-  /** apple: where the key was made (macOS keys carry a key access-control extension) */
-  platform?: ApplePlatform;
-  /** apple registration: what became of the attestation's receipt */
-  receipt?: 'valid' | 'missing' | 'invalid';
-  /** apple registration: what failed in the receipt */
-  receiptProblem?: string;
-  /** gms: when the integrity token says it was issued (ISO 8601) */
-  issuedAt?: string;
-  /** apple assertion: its counter, and the counter stored for the key */
-  counter?: number;
-  storedCounter?: number;
-  /** gms: set for a standard request (decoded by Google); absent for a classic one */
-  request?: 'standard';
-  /** gms: the payload field of a verdict the package requires but Google did not give */
-  missingVerdict?: string;
-  /** gms: the Play dialog the app can show so the user fixes the rejected verdict on the device */
-  remediation?: RemediationDialog;
-  /** android-key: what the key description says (registration) or the stored key (assertion) */
-  securityLevel?: AndroidSecurityLevel;
-  verifiedBootState?: AndroidBootState;
-  deviceLocked?: boolean;
-  osPatchLevel?: number | null;
-  /** android-key: the key the top of the chain is signed by, when it is a known one */
-  chainRoot?: 'google' | 'aosp-software' | 'configured';
-  /** android-key: the serial (hex) of a revoked certificate in the chain */
-  revokedSerial?: string;
-  /** android-key: the attested device looks like an emulator (its attested product or model) */
-  emulator?: boolean;
-}
-
-/** A Play Integrity remediation dialog: its name and the type code the app passes to showDialog. */
-export interface RemediationDialog {
-  dialog: string;
-  typeCode: number;
-}
-
-export type VerifyOutcome =
-  | {
-      ok: true;
-      details: PlatformDetails;
-      checks: CheckRecord[];
-      facts: VerifyFacts;
-      /** the observed rules that failed (each once, in the order they failed); absent when none */
-      observed?: ObservableReason[];
-    }
-  | { ok: false; reason: RejectReason; detail: string; checks: CheckRecord[]; facts: VerifyFacts };
-
-/**
- * Records the steps of a verification. Verifiers call `plan` once they know their path, `pass`
- * after each check; a failing check throws `Rejection(reason, detail)` with `check` set via `fail`.
- */
-export interface Trace {
-  /** the ordered check ids this path will run; unreached ones are reported as skipped */
-  plan(ids: readonly CheckId[]): void;
-  pass(id: CheckId, detail: string): void;
-  skip(id: CheckId, detail: string): void;
-  /** names the check that is about to fail; the Rejection thrown next is attributed to it */
-  current(id: CheckId): void;
-  /**
-   * The allowlist entry's observe set, once the verifier has read the entry (each call replaces
-   * the set). Until then every policy rule is enforced.
-   */
-  observe(codes: readonly string[]): void;
-  /**
-   * A policy rule failed. When the entry observes `reason`, the failure is recorded and this
-   * returns (the verification goes on); otherwise it throws `Rejection(enforcedAs ?? reason,
-   * detail)` attributed to `id`. The only place that chooses between the two.
-   */
-  policyFailed(
-    id: CheckId,
-    reason: ObservableReason,
-    detail: string,
-    enforcedAs?: RejectReason,
-  ): void;
-  facts: VerifyFacts;
-}
-
-// ---- ports (implemented by src/db, or by in-memory stores in verify-file and tests) ----
 
 export type AppleEnvPolicy = 'production' | 'development' | 'any';
 
