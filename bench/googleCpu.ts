@@ -30,7 +30,7 @@ import { parsePlayIntegrityPayload } from '../src/core/google/playIntegrityPaylo
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
 import { newResultSigningKey, resultClaims } from '../src/core/resultToken.js';
 import { TraceRecorder } from '../src/core/trace.js';
-import type { PlatformDetails } from '../src/core/outcome.js';
+import type { PlatformDetails } from '../src/core/kinds.js';
 import { createResultTokenSigner } from '../src/server/resultTokenSigner.js';
 import {
   createGoogleTestKeys,

@@ -1,26 +1,12 @@
 /** What one verification returns and how its steps are recorded: the outcome and the trace. */
-import type {
-  AndroidKeyDetails,
-  AndroidBootState,
-  AndroidSecurityLevel,
-} from './android/androidKeyTokenDetails.js';
-import type {
-  AppleEnvironment,
-  ApplePlatform,
-  AppleTokenDetails,
-} from './apple/appleTokenDetails.js';
+import type { AndroidBootState, AndroidSecurityLevel } from './android/androidKeyTokenDetails.js';
+import type { AppleEnvironment, ApplePlatform } from './apple/appleTokenDetails.js';
 import type { CheckId } from './checkTitles.js';
-import type { GoogleTokenDetails, RemediationDialog } from './google/gmsTokenDetails.js';
-import type { GooglePcTokenDetails } from './googlePc/googlePcTokenDetails.js';
+import type { RemediationDialog } from './google/gmsTokenDetails.js';
+import type { PlatformDetails } from './kinds.js';
 import type { ObservableReason } from './observedRules.js';
 import type { RejectReason } from './reasons.js';
 import type { Service } from './services.js';
-
-export type PlatformDetails =
-  | { service: 'gms'; googleTokenDetails: GoogleTokenDetails }
-  | { service: 'apple'; appleTokenDetails: AppleTokenDetails }
-  | { service: 'android-key'; androidKeyDetails: AndroidKeyDetails }
-  | { service: 'gms-pc'; googlePcTokenDetails: GooglePcTokenDetails };
 
 /** `observed`: the check failed, and its entry observes the rule, so the verification went on */
 export type CheckStatus = 'pass' | 'fail' | 'skip' | 'observed';

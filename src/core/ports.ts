@@ -3,6 +3,7 @@
  * revocation list (implemented by src/db, or by in-memory stores in verify-file and tests), and
  * the interface each platform verifier implements.
  */
+import type { DeviceKeyService } from './services.js';
 import type {
   AndroidBootState,
   AndroidKeyExtras,
@@ -11,7 +12,8 @@ import type {
 import type { AppleEnvironment, ApplePlatform } from './apple/appleTokenDetails.js';
 import type { AppScope } from './appScope.js';
 import type { RecallBit } from './google/gmsTokenDetails.js';
-import type { PlatformDetails, Trace } from './outcome.js';
+import type { PlatformDetails } from './kinds.js';
+import type { Trace } from './outcome.js';
 import type { Service } from './services.js';
 
 /**
@@ -236,7 +238,7 @@ export interface DeviceVerify {
   mode?: KeyMode;
   /** the limit N: a verify is counted only while the window holds fewer (absent: no bound) */
   max?: number;
-  service: 'apple' | 'android-key';
+  service: DeviceKeyService;
   /** floor(now / period) * period, on the verifier's clock */
   windowStart: Date;
   periodSeconds: number;

@@ -8,7 +8,7 @@ import {
   type JWK,
 } from 'jose';
 import { jwsHasHighS } from './ecdsaLowS.js';
-import type { PlatformDetails } from './outcome.js';
+import { kindOf, type PlatformDetails } from './kinds.js';
 
 /** The JWS `typ` of a result token. */
 export const RESULT_TOKEN_TYPE = 'attest-result+jwt';
@@ -93,16 +93,12 @@ export function resultClaims(input: {
 }
 
 /**
- * The platform key a token is about: packageName for Play Integrity, the attested key's id for
- * App Attest and Android key attestation (android-key).
+ * The platform key a token is about: its kind's `subject` field (packageName for Play Integrity,
+ * the attested key's id for App Attest and Android key attestation).
  */
 function subjectOf(service: string, details: Record<string, unknown>): string {
-  const value =
-    service === 'gms' || service === 'gms-pc'
-      ? details.packageName
-      : service === 'apple' || service === 'android-key'
-        ? details.keyIdentifier
-        : undefined;
+  const field = kindOf(service)?.subject;
+  const value = field === undefined ? undefined : details[field];
   if (typeof value !== 'string') throw new TypeError(`no subject in the ${service} details`);
   return value;
 }

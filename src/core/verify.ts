@@ -1,5 +1,5 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { AppScope } from './appScope.js';
+import { bytesEqual } from './bytesEqual.js';
 import { isMap } from './cbor.js';
 import { parseEnvelope } from './envelope.js';
 import { Rejection } from './reasons.js';
@@ -115,11 +115,6 @@ export async function verifyToken(input: VerifyInput, deps: VerifyDeps): Promise
       facts: trace.facts,
     };
   }
-}
-
-/** Constant-time byte comparison; lengths are not secret. */
-export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function truncate(s: string): string {

@@ -9,7 +9,8 @@ import type {
   IntegrityTokenDecoder,
   KeyMode,
 } from '../core/ports.js';
-import { buildVerifiers, type AndroidKeyDeps } from '../core/verifiers.js';
+import { buildVerifiers } from '../core/verifiers.js';
+import type { AndroidKeyDeps } from '../core/kind.js';
 import type { PlatformVerifiers } from '../core/verify.js';
 
 const FORCED_RELOAD_INTERVAL_MS = 1000;

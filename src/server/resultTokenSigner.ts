@@ -10,7 +10,7 @@ import {
   type ResultJwk,
 } from '../core/resultToken.js';
 import { lowSJws } from '../core/ecdsaLowS.js';
-import type { PlatformDetails } from '../core/outcome.js';
+import type { PlatformDetails } from '../core/kinds.js';
 import type { Auditor } from '../db/audit.js';
 import type { ResultKeyMode, ResultKeyRecord, ResultKeyRepository } from '../db/resultKeys.js';
 

@@ -13,7 +13,8 @@ import type {
   AndroidPackagePolicy,
   PlatformVerifier,
 } from '../../src/core/ports.js';
-import type { CheckRecord, PlatformDetails, VerifyFacts } from '../../src/core/outcome.js';
+import type { CheckRecord, VerifyFacts } from '../../src/core/outcome.js';
+import type { PlatformDetails } from '../../src/core/kinds.js';
 
 type CryptoKey = webcrypto.CryptoKey;
 

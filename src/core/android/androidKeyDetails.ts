@@ -1,7 +1,7 @@
 import { encodeBase64 } from '../base64.js';
 import type { AndroidKeyExtras } from './androidKeyTokenDetails.js';
 import type { AndroidKeyRecord } from '../ports.js';
-import type { PlatformDetails } from '../outcome.js';
+import type { PlatformDetails } from '../kinds.js';
 import { lowerLevel } from './keyPolicy.js';
 
 /** A registered key's answer: what `androidKeyDetails` shows of it. */

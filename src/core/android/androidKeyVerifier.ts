@@ -27,9 +27,9 @@ import type {
   PlatformVerifier,
   RevocationList,
 } from '../ports.js';
-import type { PlatformDetails } from '../outcome.js';
+import type { PlatformDetails } from '../kinds.js';
 import type { AndroidKeyExtras, AndroidProvisioningInfo } from './androidKeyTokenDetails.js';
-import { bytesEqual } from '../verify.js';
+import { bytesEqual } from '../bytesEqual.js';
 import {
   NAME_OIDS,
   readAttestationCertificate,

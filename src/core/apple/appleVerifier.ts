@@ -22,7 +22,8 @@ import type {
   PlatformVerifier,
 } from '../ports.js';
 import type { ApplePlatform, AppleTokenDetails } from './appleTokenDetails.js';
-import type { PlatformDetails, VerifyFacts } from '../outcome.js';
+import type { PlatformDetails } from '../kinds.js';
+import type { VerifyFacts } from '../outcome.js';
 import { createCertificateChainVerifier } from './certificateChain.js';
 import { LruCache } from '../lruCache.js';
 import { ASSERTION_CHECKS, verifyAssertion } from './verifyAssertion.js';

@@ -11,8 +11,8 @@ import type {
   PlatformVerifier,
 } from '../ports.js';
 import type { GoogleTokenDetails } from './gmsTokenDetails.js';
-import type { PlatformDetails } from '../outcome.js';
-import { bytesEqual } from '../verify.js';
+import type { PlatformDetails } from '../kinds.js';
+import { bytesEqual } from '../bytesEqual.js';
 import { DEFAULT_ANDROID_POLICY } from './defaultAndroidPolicy.js';
 import { isMinVerdict, meetsMinimumVerdict, strongestVerdict } from './deviceVerdict.js';
 import { KeyCache } from './keyCache.js';

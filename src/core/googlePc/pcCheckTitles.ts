@@ -1,4 +1,4 @@
-/** The checks of a `gms-pc` token (Play Integrity for PC), spread into CHECK_TITLES. */
+/** The checks of a `gms-pc` token (Play Integrity for PC), listed by its kind descriptor. */
 export const PC_CHECK_TITLES = {
   'gmsPc.evidence': 'gms-pc map has packageName and integrityToken',
   'gmsPc.package': 'package is on the Android allowlist with a service account',

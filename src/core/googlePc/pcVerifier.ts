@@ -20,8 +20,8 @@ import type {
   PlatformVerifier,
 } from '../ports.js';
 import type { GooglePcTokenDetails } from './googlePcTokenDetails.js';
-import type { PlatformDetails } from '../outcome.js';
-import { bytesEqual } from '../verify.js';
+import type { PlatformDetails } from '../kinds.js';
+import { bytesEqual } from '../bytesEqual.js';
 import { parsePcIntegrityPayload } from './pcPayload.js';
 
 /** The only PC device label that passes (Google's PcDeviceIntegrity). */
