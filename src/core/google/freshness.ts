@@ -7,17 +7,20 @@ export const MAX_FUTURE_SKEW_MS = 60_000;
 
 /**
  * Play's freshness check, the same for phone and PC tokens: the time Google states (`issued` or
- * `requested`, per `verb`) is at most `maxAgeSeconds` old and at most a minute ahead of `now`.
+ * `requested`, per `verb`) is at most `maxAgeSeconds` old and at most a minute ahead of `now`;
+ * the time is the verification's `issuedAt` fact.
  */
 export function checkFreshness(
   at: number,
-  now: Date,
   maxAgeSeconds: number,
+  ctx: { now: Date; trace: Trace },
   what: { check: CheckId; reason: RejectReason; verb: 'issued' | 'requested' },
-  trace: Trace,
 ): void {
+  const { trace } = ctx;
   const { verb } = what;
-  const ageMs = now.getTime() - at;
+  trace.current(what.check);
+  trace.facts.issuedAt = new Date(at).toISOString();
+  const ageMs = ctx.now.getTime() - at;
   if (ageMs > maxAgeSeconds * 1000)
     throw new Rejection(
       what.reason,

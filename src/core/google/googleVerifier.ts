@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import { decodeBase64, encodeBase64Url } from '../base64.js';
 import { isMap } from '../cbor.js';
 import { checkAppScope } from '../appScope.js';
@@ -27,6 +26,7 @@ import { quote } from './quote.js';
 import { playRuleFailed, remediationFor } from './remediation.js';
 import { checkNewerVerdicts, VERDICT_CHECKS } from './verdictPolicy.js';
 import { checkFreshness } from './freshness.js';
+import { allowlistedPackage, checkRequestHash, decodeByGoogle, maxAgeOf } from './playSteps.js';
 
 /** Largest `integrityToken` accepted, in UTF-8 bytes (docs/token-format.md section 4). */
 export const INTEGRITY_TOKEN_MAX_BYTES = 16 * 1024;
@@ -116,18 +116,12 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
 
     // Check 1: the claimed package selects the allowlist entry, and so the keys
     trace.current('gms.package');
-    const policy = await allowlist.androidPackage(packageName);
-    if (!policy)
-      throw new Rejection(
-        'gms_package_not_allowed',
-        `package ${quote(packageName)} is not on the Android allowlist`,
-      );
+    const policy = await allowlistedPackage(allowlist, packageName, trace);
     const { minVerdict, maxAgeSeconds } = policySettings(policy);
     // a standard token's package is only claimed until Google decodes it, but the decode spends
     // that package's quota under its service account: a key scoped to other apps stops here
     // (check 6 holds Google's answer to this same package, so nothing it would accept is refused)
     if (standard) checkAppScope(ctx.appScope, packageName, 'package');
-    trace.observe(policy.observe ?? []);
     trace.pass(
       'gms.package',
       standard
@@ -238,16 +232,12 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
     }
 
     // Check 10: issued recently, by the verification clock
-    trace.current('gms.freshness');
     const issued = requestDetails.timestampMillis;
-    trace.facts.issuedAt = new Date(issued).toISOString();
-    checkFreshness(
-      issued,
-      ctx.now,
-      maxAgeSeconds,
-      { check: 'gms.freshness', reason: 'gms_token_stale', verb: 'issued' },
-      trace,
-    );
+    checkFreshness(issued, maxAgeSeconds, ctx, {
+      check: 'gms.freshness',
+      reason: 'gms_token_stale',
+      verb: 'issued',
+    });
 
     const googleTokenDetails: GoogleTokenDetails = {
       packageName,
@@ -325,43 +315,30 @@ export function createGoogleVerifier(deps: GoogleVerifierDeps): PlatformVerifier
         `package ${quote(packageName)} has no service account, so its standard-request tokens cannot be decoded`,
       );
     }
-    if (!decoder)
-      throw new Error('standard-request tokens need the Google decoder, and none is configured');
-    const decoded = await decoder.decode({
-      packageName,
-      integrityToken,
-      serviceAccount: policy.serviceAccount,
-    });
-    if (!decoded.ok) throw new Rejection('gms_decode_rejected', decoded.problem);
-    trace.pass(
-      'gms.decode',
-      `decoded by Google with service account ${quote(policy.serviceAccount.clientEmail)}`,
+    const decoded = await decodeByGoogle(
+      decoder,
+      { packageName, integrityToken, serviceAccount: policy.serviceAccount },
+      { check: 'gms.decode', reason: 'gms_decode_rejected', tokens: 'standard-request' },
+      trace,
     );
 
     trace.current('gms.payload');
-    const parsed = parsePlayIntegrityJson(decoded.payload);
+    const parsed = parsePlayIntegrityJson(decoded);
     if (!parsed.ok) throw new Rejection('gms_payload_malformed', parsed.problem);
     trace.pass('gms.payload', 'Play Integrity verdict layout');
 
     // the device passed requestHash = base64url(SHA-256(final nonce)) to the token provider
     trace.current('gms.requestHash');
-    const { requestHash } = parsed.payload.requestDetails;
-    if (requestHash === undefined)
-      throw new Rejection(
-        'gms_nonce_mismatch',
-        'requestDetails.requestHash is absent (a classic-request verdict sent as standard?)',
-      );
-    const hash = decodeBase64(requestHash);
-    const expected = new Uint8Array(createHash('sha256').update(ctx.nonce).digest());
-    if (hash === null || !bytesEqual(hash, expected)) {
-      throw new Rejection(
-        'gms_nonce_mismatch',
-        `requestDetails.requestHash is not base64url(SHA-256(final nonce)) over the ${ctx.nonce.length}-byte final nonce`,
-      );
-    }
-    trace.pass(
-      'gms.requestHash',
-      'requestDetails.requestHash equals base64url(SHA-256(final nonce))',
+    checkRequestHash(
+      parsed.payload.requestDetails.requestHash,
+      ctx.nonce,
+      {
+        check: 'gms.requestHash',
+        reason: 'gms_nonce_mismatch',
+        absent:
+          'requestDetails.requestHash is absent (a classic-request verdict sent as standard?)',
+      },
+      trace,
     );
     return parsed.payload;
   }
@@ -411,11 +388,7 @@ function policySettings(policy: AndroidPackagePolicy): {
   maxAgeSeconds: number;
 } {
   const minVerdict = policy.minVerdict ?? DEFAULT_ANDROID_POLICY.minVerdict;
-  const maxAgeSeconds = policy.maxAgeSeconds ?? DEFAULT_ANDROID_POLICY.maxAgeSeconds;
   if (!isMinVerdict(minVerdict))
     throw new Error(`allowlist entry ${quote(policy.packageName)} has an unknown minimum verdict`);
-  if (!Number.isFinite(maxAgeSeconds) || maxAgeSeconds <= 0) {
-    throw new Error(`allowlist entry ${quote(policy.packageName)} has an invalid maximum age`);
-  }
-  return { minVerdict, maxAgeSeconds };
+  return { minVerdict, maxAgeSeconds: maxAgeOf(policy) };
 }

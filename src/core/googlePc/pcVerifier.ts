@@ -4,13 +4,16 @@
  * package's service account, and the verdict is checked like a standard Play Integrity request:
  * requestHash binds the final nonce, requestTime is within the package's maximum age.
  */
-import { createHash } from 'node:crypto';
 import { checkAppScope } from '../appScope.js';
-import { decodeBase64 } from '../base64.js';
 import { isMap } from '../cbor.js';
-import { DEFAULT_ANDROID_POLICY } from '../google/defaultAndroidPolicy.js';
 import { checkFreshness } from '../google/freshness.js';
 import { INTEGRITY_TOKEN_MAX_BYTES } from '../google/googleVerifier.js';
+import {
+  allowlistedPackage,
+  checkRequestHash,
+  decodeByGoogle,
+  maxAgeOf,
+} from '../google/playSteps.js';
 import { quote } from '../google/quote.js';
 import { Rejection } from '../reasons.js';
 import type {
@@ -21,8 +24,7 @@ import type {
 } from '../ports.js';
 import type { GooglePcTokenDetails } from './googlePcTokenDetails.js';
 import type { PlatformDetails } from '../kinds.js';
-import { bytesEqual } from '../bytesEqual.js';
-import { parsePcIntegrityPayload } from './pcPayload.js';
+import { parsePcIntegrityPayload, type PcIntegrityPayload } from './pcPayload.js';
 
 /** The only PC device label that passes (Google's PcDeviceIntegrity). */
 export const MEETS_PC_INTEGRITY = 'MEETS_PC_INTEGRITY';
@@ -64,17 +66,10 @@ export function createGooglePcVerifier(deps: GooglePcVerifierDeps): PlatformVeri
     );
 
     trace.current('gmsPc.package');
-    const policy = await allowlist.androidPackage(packageName);
-    if (!policy)
-      throw new Rejection(
-        'gms_package_not_allowed',
-        `package ${quote(packageName)} is not on the Android allowlist`,
-      );
+    const policy = await allowlistedPackage(allowlist, packageName, trace);
     // the decode spends this package's quota: a key scoped to other apps stops here
     checkAppScope(ctx.appScope, packageName, 'package');
-    const maxAgeSeconds = policy.maxAgeSeconds ?? DEFAULT_ANDROID_POLICY.maxAgeSeconds;
-    if (!Number.isFinite(maxAgeSeconds) || maxAgeSeconds <= 0)
-      throw new Error(`allowlist entry ${quote(packageName)} has an invalid maximum age`);
+    const maxAgeSeconds = maxAgeOf(policy);
     if (!policy.serviceAccount)
       throw new Rejection(
         'gms_pc_not_configured',
@@ -86,39 +81,35 @@ export function createGooglePcVerifier(deps: GooglePcVerifierDeps): PlatformVeri
     );
 
     trace.current('gmsPc.decode');
-    if (!decoder) throw new Error('gms-pc tokens need the Google decoder, and none is configured');
-    const decoded = await decoder.decode({
-      packageName,
-      integrityToken,
-      serviceAccount: policy.serviceAccount,
-      method: 'decodePcIntegrityToken',
-    });
-    if (!decoded.ok) throw new Rejection('gms_pc_decode_rejected', decoded.problem);
-    trace.pass(
-      'gmsPc.decode',
-      `decoded by Google with service account ${quote(policy.serviceAccount.clientEmail)}`,
+    const decoded = await decodeByGoogle(
+      decoder,
+      {
+        packageName,
+        integrityToken,
+        serviceAccount: policy.serviceAccount,
+        method: 'decodePcIntegrityToken',
+      },
+      { check: 'gmsPc.decode', reason: 'gms_pc_decode_rejected', tokens: 'gms-pc' },
+      trace,
     );
 
     trace.current('gmsPc.payload');
-    const parsed = parsePcIntegrityPayload(decoded.payload);
+    const parsed = parsePcIntegrityPayload(decoded);
     if (!parsed.ok) throw new Rejection('gms_pc_payload_malformed', parsed.problem);
     const payload = parsed.payload;
     trace.pass('gmsPc.payload', 'Play Integrity for PC verdict layout');
 
     trace.current('gmsPc.requestHash');
     const { requestHash, requestPackageName, requestTimeMillis } = payload.requestDetails;
-    if (requestHash === undefined)
-      throw new Rejection('gms_pc_nonce_mismatch', 'requestDetails.requestHash is absent');
-    const hash = decodeBase64(requestHash);
-    const expected = new Uint8Array(createHash('sha256').update(ctx.nonce).digest());
-    if (hash === null || !bytesEqual(hash, expected))
-      throw new Rejection(
-        'gms_pc_nonce_mismatch',
-        `requestDetails.requestHash is not base64url(SHA-256(final nonce)) over the ${ctx.nonce.length}-byte final nonce`,
-      );
-    trace.pass(
-      'gmsPc.requestHash',
-      'requestDetails.requestHash equals base64url(SHA-256(final nonce))',
+    checkRequestHash(
+      requestHash,
+      ctx.nonce,
+      {
+        check: 'gmsPc.requestHash',
+        reason: 'gms_pc_nonce_mismatch',
+        absent: 'requestDetails.requestHash is absent',
+      },
+      trace,
     );
 
     trace.current('gmsPc.packageMatch');
@@ -138,31 +129,28 @@ export function createGooglePcVerifier(deps: GooglePcVerifierDeps): PlatformVeri
       );
     trace.pass('gmsPc.integrity', `deviceRecognitionVerdict holds ${MEETS_PC_INTEGRITY}`);
 
-    trace.current('gmsPc.freshness');
-    trace.facts.issuedAt = new Date(requestTimeMillis).toISOString();
-    checkFreshness(
-      requestTimeMillis,
-      ctx.now,
-      maxAgeSeconds,
-      { check: 'gmsPc.freshness', reason: 'gms_pc_token_stale', verb: 'requested' },
-      trace,
-    );
+    checkFreshness(requestTimeMillis, maxAgeSeconds, ctx, {
+      check: 'gmsPc.freshness',
+      reason: 'gms_pc_token_stale',
+      verb: 'requested',
+    });
 
-    const googlePcTokenDetails: GooglePcTokenDetails = {
-      packageName,
-      deviceRecognitionVerdict: [...verdicts],
-      requestTimeMillis,
-      ...(payload.appLicensingVerdict !== undefined
-        ? { appLicensingVerdict: payload.appLicensingVerdict }
-        : {}),
-      ...(payload.isTestingResponse !== undefined
-        ? { isTestingResponse: payload.isTestingResponse }
-        : {}),
-    };
-    return { service: 'gms-pc', googlePcTokenDetails };
+    return { service: 'gms-pc', googlePcTokenDetails: detailsOf(packageName, payload) };
   }
 
   return { service: 'gms-pc', verify };
+}
+
+/** What the RP learns of an accepted PC token: the verdict, and the optional fields Google sent. */
+function detailsOf(packageName: string, payload: PcIntegrityPayload): GooglePcTokenDetails {
+  const { appLicensingVerdict, isTestingResponse } = payload;
+  return {
+    packageName,
+    deviceRecognitionVerdict: [...payload.deviceRecognitionVerdict],
+    requestTimeMillis: payload.requestDetails.requestTimeMillis,
+    ...(appLicensingVerdict !== undefined ? { appLicensingVerdict } : {}),
+    ...(isTestingResponse !== undefined ? { isTestingResponse } : {}),
+  };
 }
 
 /** The `gms-pc` evidence map: `{ packageName, integrityToken }`; anything else is `token_malformed`. */
