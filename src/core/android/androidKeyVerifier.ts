@@ -14,6 +14,7 @@ import { encodeBase64 } from '../base64.js';
 import { checkDeviceVelocity } from '../deviceVelocity.js';
 import type { CheckId } from '../checkTitles.js';
 import { LruCache } from '../lruCache.js';
+import { StoredKeyCache } from '../storedKeyCache.js';
 import { ownBytes } from '../ownBytes.js';
 import { Rejection } from '../reasons.js';
 import type {
@@ -159,9 +160,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
   const chainVerifier = createAttestationChainVerifier(deps.roots);
   const { allowlist, keys } = deps;
   const mode = deps.mode ?? 'live';
-  const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(
-    deps.keyCacheSize ?? ANDROID_KEY_CACHE_SIZE,
-  );
+  const storedKeys = new StoredKeyCache(deps.keyCacheSize ?? ANDROID_KEY_CACHE_SIZE, 'Android');
 
   // Issuing certificates are shared by many devices and cost milliseconds to read (two parsers):
   // each is read once, by the SHA-256 of its bytes. The leaf is read every time.
@@ -175,23 +174,8 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     return cert;
   }
 
-  function publicKeyOf(record: AndroidKeyRecord): KeyObject {
-    const cacheKey = Buffer.from(record.keyId).toString('hex');
-    const cached = publicKeys.get(cacheKey);
-    if (cached && cached.spki.equals(record.publicKey)) return cached.key;
-    const spki = ownBytes(record.publicKey);
-    let key: KeyObject;
-    try {
-      key = createPublicKey({ key: spki, format: 'der', type: 'spki' });
-    } catch (err) {
-      // stored by this service after verification: unreadable means damaged storage, a fault
-      throw new Error(
-        `stored Android public key of ${encodeBase64(record.keyId)} is unreadable: ${(err as Error).message}`,
-      );
-    }
-    publicKeys.set(cacheKey, { spki, key });
-    return key;
-  }
+  const publicKeyOf = (record: { keyId: Uint8Array; publicKey: Uint8Array }): KeyObject =>
+    storedKeys.publicKeyOf(record);
 
   async function assertion(
     record: AndroidKeyRecord,
@@ -411,10 +395,7 @@ export function createAndroidKeyVerifier(deps: AndroidKeyVerifierDeps): Platform
     trace.current('android.register');
     if (!(await keys.register(record)))
       throw new Rejection('android_key_registered', 'another request registered this key first');
-    publicKeys.set(Buffer.from(record.keyId).toString('hex'), {
-      spki: ownBytes(record.publicKey),
-      key: supported.key,
-    });
+    storedKeys.remember(record.keyId, record.publicKey, supported.key);
     trace.pass(
       'android.register',
       `key registered for "${record.packageName}"${mode === 'test' ? ', for test API keys only' : ''}`,
