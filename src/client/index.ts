@@ -44,11 +44,11 @@ export {
 
 export type { ConsumeResult } from './consumeResult.js';
 export type { Rejection } from './rejection.js';
+export type { ResultTokenClaims } from '../core/resultTokenClaims.js';
 
 export {
   verifyResultToken,
   AttestResultTokenError,
-  type ResultTokenClaims,
   type ResultTokenProblem,
   type VerifyResultTokenOptions,
 } from './resultToken.js';

@@ -1,10 +1,6 @@
 import { errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import {
-  claimsProblem,
-  RESULT_TOKEN_ALG,
-  RESULT_TOKEN_TYPE,
-  type ResultTokenClaims,
-} from './resultToken.js';
+import { claimsProblem, RESULT_TOKEN_ALG, RESULT_TOKEN_TYPE } from './resultToken.js';
+import type { ResultTokenClaims } from './resultTokenClaims.js';
 import { jwsHasHighS } from './ecdsaLowS.js';
 import { keyAllowsApp, type AppScope } from './appScope.js';
 import type { KeyMode } from './ports.js';

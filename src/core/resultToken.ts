@@ -8,6 +8,7 @@ import {
   type JWK,
 } from 'jose';
 import { jwsHasHighS } from './ecdsaLowS.js';
+import type { ResultTokenClaims } from './resultTokenClaims.js';
 import { kindOf, type PlatformDetails } from './kinds.js';
 
 /** The JWS `typ` of a result token. */
@@ -25,26 +26,6 @@ export const LIVE_JWKS_PATH = '/.well-known/jwks.json';
  * never accepts one.
  */
 export const TEST_JWKS_PATH = '/.well-known/jwks-test.json';
-
-/** The claims of a result token, exactly these and in this order (docs/result-tokens.md). */
-export interface ResultTokenClaims {
-  iss: string;
-  /** the API key's id */
-  aud: string;
-  /** keyIdentifier (App Attest, Android key attestation) or packageName (Play Integrity) */
-  sub: string;
-  iat: number;
-  exp: number;
-  jti: string;
-  service: string;
-  approach: 'session' | 'sessionless';
-  /** base64url of SHA-256 of the final nonce */
-  nonce: string;
-  /** the details object of the verify response */
-  details: Record<string, unknown>;
-  /** only on the tokens of test-mode API keys, always `true`: the token proves nothing about a device */
-  test?: true;
-}
 
 /** A public key as the JWKS publishes it. */
 export interface ResultJwk {
