@@ -8,11 +8,9 @@ import { APPLE_POLICY_FIELDS } from '../core/apple/applePolicyFields.js';
 import { GMS_VERDICT_FIELDS } from '../core/google/gmsPolicyFields.js';
 import { policyInputShape } from '../core/policyFields.js';
 import { observableCodes, type ObserveEntry } from '../core/observedRules.js';
-import {
-  createAllowlistRepository,
-  type AndroidPolicyInput,
-  type ApplePolicyInput,
-} from '../db/allowlist.js';
+import { createAllowlistRepository } from '../db/allowlist.js';
+import type { AndroidPolicyInput } from '../db/androidPackageRows.js';
+import type { ApplePolicyInput } from '../db/appleAppRows.js';
 import { AdminError } from './adminError.js';
 import { keyPairId } from './keyPairId.js';
 import { auditorOf, bytes, MIN_VERDICT, none, operation, stripUndefined } from './operation.js';

@@ -16,7 +16,6 @@ export const RESULT_TOKEN_TYPE = 'attest-result+jwt';
 /** Its only algorithm. */
 export const RESULT_TOKEN_ALG = 'ES256';
 // apart from this module (and jose) for `attest result-keys`, which shows them
-export { RETIRED_KEY_GRACE_SECONDS, ROTATION_DELAY_SECONDS } from './resultKeyTiming.js';
 
 /** The JWKS path of the live keys. */
 export const LIVE_JWKS_PATH = '/.well-known/jwks.json';

@@ -44,10 +44,6 @@ import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
 import { parseTextArray, textArray } from './textArray.js';
 
-export type { AndroidKeyPairInput, AndroidPolicyInput, TestKeyPair } from './androidPackageRows.js';
-export type { ApplePolicyInput } from './appleAppRows.js';
-export { createCachedAllowlist } from './cachedAllowlist.js';
-
 const PAIRS = 'android_key_pairs';
 const PACKAGES = 'android_packages';
 

@@ -12,10 +12,6 @@ import { addressPrefix } from './addressPrefix.js';
 import type { ApiKeyLookup, AuthContext, AuthResult } from './apiKeyAuthTypes.js';
 import { createFairLimiter } from './fairLimiter.js';
 
-export { addressPrefix } from './addressPrefix.js';
-
-export type { ApiKeyLookup, AuthContext, AuthFailure, AuthResult } from './apiKeyAuthTypes.js';
-
 export interface AuthenticatorOptions {
   lookup: ApiKeyLookup;
   now?: () => number;

@@ -45,7 +45,6 @@ import { parseConsumeRequest } from './consumeRequest.js';
 import type { ResultConsumer } from './resultConsumer.js';
 import { truncate } from './boundLogFields.js';
 
-export { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
 export const BODY_LIMIT_BYTES = 64 * 1024;
 /** A consume's body: a result token (at most RESULT_TOKEN_MAX_CHARS) and its JSON. */
 export const CONSUME_BODY_LIMIT_BYTES = 16 * 1024;

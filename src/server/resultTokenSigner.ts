@@ -6,9 +6,9 @@ import {
   resultClaims,
   RESULT_TOKEN_ALG,
   RESULT_TOKEN_TYPE,
-  RETIRED_KEY_GRACE_SECONDS,
   type ResultJwk,
 } from '../core/resultToken.js';
+import { RETIRED_KEY_GRACE_SECONDS } from '../core/resultKeyTiming.js';
 import { lowSJws } from '../core/ecdsaLowS.js';
 import type { PlatformDetails } from '../core/kinds.js';
 import type { Auditor } from '../db/audit.js';

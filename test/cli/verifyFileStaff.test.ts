@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INPUT_MAX_BYTES } from '../../src/cli/commands/verifyFile.js';
+import { INPUT_MAX_BYTES } from '../../src/cli/tokenInput.js';
 import { encodeCbor, TEST_APP_ID, TEST_NOW } from '../support/appleFactory.js';
 import { encodeEnvelope } from '../../src/core/envelope.js';
 import {

@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { AppleAppPolicy } from '../../src/core/ports.js';
-import { createCachedAllowlist, type AllowlistRepository } from '../../src/db/allowlist.js';
+import { createCachedAllowlist } from '../../src/db/cachedAllowlist.js';
+import type { AllowlistRepository } from '../../src/db/allowlist.js';
 
 function controlledRepo() {
   let apps: AppleAppPolicy[] = [];

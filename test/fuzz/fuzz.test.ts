@@ -21,11 +21,8 @@ import { parseAuthenticatorData } from '../../src/core/apple/authenticatorData.j
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { parseAssertionObject } from '../../src/core/apple/verifyAssertion.js';
 import { parseAttestationObject } from '../../src/core/apple/verifyAttestation.js';
-import {
-  createReceiptVerifier,
-  type ReceiptFacts,
-  type ReceiptVerdict,
-} from '../../src/core/apple/verifyReceipt.js';
+import { createReceiptVerifier, type ReceiptVerdict } from '../../src/core/apple/verifyReceipt.js';
+import type { ReceiptFacts } from '../../src/core/apple/receiptStructure.js';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../../src/core/cbor.js';
 import { createGoogleVerifier } from '../../src/core/google/googleVerifier.js';
 import { KeyCache } from '../../src/core/google/keyCache.js';

@@ -17,7 +17,8 @@ import {
 import { KeyCache } from '../../src/core/google/keyCache.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken } from '../../src/core/verify.js';
-import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import { createCachedAllowlist } from '../../src/db/cachedAllowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import {
   createPlayIntegrityClient,

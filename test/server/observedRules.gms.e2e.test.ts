@@ -3,7 +3,8 @@
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { OBSERVABLE_REASONS } from '../../src/core/observedRules.js';
-import { createAllowlistRepository, type AndroidPolicyInput } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import type { AndroidPolicyInput } from '../../src/db/androidPackageRows.js';
 import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, useDatabase } from '../support/databases.js';
 import {

@@ -5,7 +5,8 @@
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { REMEDIATION_DIALOGS } from '../../src/core/google/remediation.js';
-import { createAllowlistRepository, type AndroidPolicyInput } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import type { AndroidPolicyInput } from '../../src/db/androidPackageRows.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, useDatabase } from '../support/databases.js';

@@ -30,8 +30,6 @@ import { bytesFlag } from '../tokenOutput.js';
 import { parseTokenInput, readBounded } from '../tokenInput.js';
 import { verifyReport } from '../verifyReport.js';
 
-export { INPUT_MAX_BYTES, readTokenInput } from '../tokenInput.js';
-
 interface Options extends VerifyFileFlags {
   nonce?: string;
   serverNonce?: string;

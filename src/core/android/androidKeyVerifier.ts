@@ -57,10 +57,8 @@ import { KEY_ORIGIN_GENERATED, ORIGINS, serialsOf } from './keyOrigins.js';
 import { REJECTING_STATUSES } from './revocationList.js';
 import type { AndroidRootKey } from './trustRoots.js';
 
-export { ANDROID_KEY_CHECKS, type AndroidKeyShape } from './androidKeyChecks.js';
 import { ANDROID_KEY_CHECKS, type AndroidKeyShape } from './androidKeyChecks.js';
 
-export { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 import { readAndroidKeyEvidence, type AndroidKeyEvidence } from './androidKeyEvidence.js';
 import { guardAssertionReplay } from './assertionReplay.js';
 

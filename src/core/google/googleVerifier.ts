@@ -24,7 +24,8 @@ import {
 import { extensions } from './gmsExtensions.js';
 import { quote } from './quote.js';
 import { playRuleFailed, remediationFor } from './remediation.js';
-import { checkNewerVerdicts, VERDICT_CHECKS } from './verdictPolicy.js';
+import { checkNewerVerdicts } from './verdictPolicy.js';
+import { VERDICT_CHECKS } from './verdictResult.js';
 import { checkFreshness } from './freshness.js';
 import { allowlistedPackage, checkRequestHash, decodeByGoogle, maxAgeOf } from './playSteps.js';
 
@@ -32,7 +33,6 @@ import { allowlistedPackage, checkRequestHash, decodeByGoogle, maxAgeOf } from '
 export const INTEGRITY_TOKEN_MAX_BYTES = 16 * 1024;
 
 /** How far in the future `timestampMillis` may be (device and Google clocks drift). */
-export { MAX_FUTURE_SKEW_MS } from './freshness.js';
 
 /** The checks both kinds of request run on the decoded verdict, in order; freshness stays last. */
 const DECODED_VERDICT_CHECKS = [

@@ -5,8 +5,6 @@ import type { PlayIntegrityPayload } from './playIntegrityPayload.js';
 import { quote } from './quote.js';
 import { absent, notRequired, splitList, type VerdictResult } from './verdictResult.js';
 
-export { VERDICT_CHECKS, type VerdictCheck, type VerdictResult } from './verdictResult.js';
-
 /** `environmentDetails.playProtectVerdict` values Google documents, safest first. */
 export const PLAY_PROTECT_VERDICTS = [
   'NO_ISSUES',

@@ -4,7 +4,7 @@ import {
   INTEGRITY_TOKEN_MAX_BYTES,
   createGoogleVerifier,
 } from '../../../src/core/google/googleVerifier.js';
-import { VERDICT_CHECKS } from '../../../src/core/google/verdictPolicy.js';
+import { VERDICT_CHECKS } from '../../../src/core/google/verdictResult.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type {
   AndroidPackagePolicy,

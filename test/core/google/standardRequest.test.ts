@@ -10,7 +10,7 @@ import {
   GOOGLE_STANDARD_CHECKS,
   createGoogleVerifier,
 } from '../../../src/core/google/googleVerifier.js';
-import { VERDICT_CHECKS } from '../../../src/core/google/verdictPolicy.js';
+import { VERDICT_CHECKS } from '../../../src/core/google/verdictResult.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../src/core/ports.js';
 import { TraceRecorder } from '../../../src/core/trace.js';

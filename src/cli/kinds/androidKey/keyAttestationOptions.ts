@@ -4,7 +4,7 @@ import {
   type AndroidKeyRules,
 } from '../../../core/android/androidKeyPolicyFields.js';
 import { describePolicy } from '../../../core/policyFields.js';
-import type { AndroidPolicyInput } from '../../../db/allowlist.js';
+import type { AndroidPolicyInput } from '../../../db/androidPackageRows.js';
 import { addPolicyOptions, policyOptions } from '../policyOptions.js';
 
 /** The key attestation flags of `allowlist add android` and `verify-file`. */

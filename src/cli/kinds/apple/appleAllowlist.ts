@@ -3,7 +3,7 @@ import type { ResultOf } from '../../../admin/operations.js';
 import { APPLE_POLICY_FIELDS } from '../../../core/apple/applePolicyFields.js';
 import { describePolicy } from '../../../core/policyFields.js';
 import type { AppleAppPolicy, AppleEnvPolicy } from '../../../core/ports.js';
-import type { ApplePolicyInput } from '../../../db/allowlist.js';
+import type { ApplePolicyInput } from '../../../db/appleAppRows.js';
 import { auditorFor, withAdmin } from '../../context.js';
 import { usageError } from '../../errors.js';
 import { printJson } from '../../output.js';

@@ -18,7 +18,7 @@ import {
   type MinVerdictLevel,
 } from '../../../core/google/deviceVerdict.js';
 import type { GoogleServiceAccount } from '../../../core/ports.js';
-import type { AndroidPolicyInput } from '../../../db/allowlist.js';
+import type { AndroidPolicyInput } from '../../../db/androidPackageRows.js';
 import { auditorFor, withAdmin } from '../../context.js';
 import { usageError } from '../../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../../inputFiles.js';
