@@ -12,8 +12,8 @@
  * rounds after one warm-up round.
  */
 import { randomBytes } from 'node:crypto';
-import { shippedRevocations } from '../src/core/android/revocationList.js';
-import { defaultAndroidRoots } from '../src/core/android/trustRoots.js';
+import { shippedRevocations } from '../src/core/androidKey/revocationList.js';
+import { defaultAndroidRoots } from '../src/core/androidKey/trustRoots.js';
 import { defaultAppleRoots } from '../src/core/apple/trustRoots.js';
 import {
   createMemoryAllowlist,
@@ -23,7 +23,7 @@ import {
 import type { AndroidKeyStore, AndroidPackagePolicy } from '../src/core/ports.js';
 import { buildVerifiers } from '../src/core/verifiers.js';
 import { verifyToken } from '../src/core/verify.js';
-import { encodeAndroidKeyToken } from '../src/core/android/androidKeyToken.js';
+import { encodeAndroidKeyToken } from '../src/core/androidKey/androidKeyToken.js';
 import { ANDROID_NOW, androidKeyPolicy } from '../test/support/androidFactory.js';
 import {
   loadAndroidVectors,

@@ -11,7 +11,7 @@ import {
 } from '../db/appleCredentials.js';
 import { createAndroidKeyRepository } from '../db/androidKeys.js';
 import { createRevocationRepository } from '../db/androidRevocations.js';
-import { parseRevocationDocument } from '../core/android/revocationList.js';
+import { parseRevocationDocument } from '../core/androidKey/revocationList.js';
 import { AUDIT_PAGE, createAuditRepository } from '../db/audit.js';
 import { migrationStatus } from '../db/migrate.js';
 import { sealedUnderKeyId } from '../db/secrets.js';

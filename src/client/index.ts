@@ -9,10 +9,10 @@
  * backoff; `verify()` never is, since a verify that reached the server consumed its session.
  */
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
-import type { AndroidKeyDetails } from '../core/android/androidKeyTokenDetails.js';
+import type { AndroidKeyDetails } from '../core/androidKey/androidKeyTokenDetails.js';
 import type { AppleTokenDetails } from '../core/apple/appleTokenDetails.js';
-import type { DeviceRecallDetails, GoogleTokenDetails } from '../core/google/gmsTokenDetails.js';
-import type { GooglePcTokenDetails } from '../core/googlePc/googlePcTokenDetails.js';
+import type { DeviceRecallDetails, GoogleTokenDetails } from '../core/gms/gmsTokenDetails.js';
+import type { GooglePcTokenDetails } from '../core/gmsPc/googlePcTokenDetails.js';
 import { rejected, type Rejection } from './rejection.js';
 import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 import { consumeResultOf, type ConsumeResult } from './consumeResult.js';

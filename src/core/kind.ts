@@ -5,7 +5,7 @@
  * in src/core/kinds.ts, from which every list of kinds derives.
  */
 import type { X509Certificate } from 'node:crypto';
-import type { AndroidRootKey } from './android/trustRoots.js';
+import type { AndroidRootKey } from './androidKey/trustRoots.js';
 import type { ReceiptVerifier } from './apple/verifyReceipt.js';
 import type { DetailsSchema } from './detailsSchema.js';
 import type { HintRun } from './hintRun.js';

@@ -4,10 +4,10 @@
  * the platform table) derives from this one. A new kind is a folder with its descriptor
  * (src/core/kind.ts) and a line here.
  */
-import { androidKeyKind } from './android/androidKeyKind.js';
+import { androidKeyKind } from './androidKey/androidKeyKind.js';
 import { appleKind } from './apple/appleKind.js';
-import { gmsKind } from './google/gmsKind.js';
-import { gmsPcKind } from './googlePc/gmsPcKind.js';
+import { gmsKind } from './gms/gmsKind.js';
+import { gmsPcKind } from './gmsPc/gmsPcKind.js';
 import type { AnyKind, Kind } from './kind.js';
 
 /** In the order the services are listed (`SERVICES`, messages, the OpenAPI document). */

@@ -1,8 +1,11 @@
 /** What one verification returns and how its steps are recorded: the outcome and the trace. */
-import type { AndroidBootState, AndroidSecurityLevel } from './android/androidKeyTokenDetails.js';
+import type {
+  AndroidBootState,
+  AndroidSecurityLevel,
+} from './androidKey/androidKeyTokenDetails.js';
 import type { AppleEnvironment, ApplePlatform } from './apple/appleTokenDetails.js';
 import type { CheckId } from './checkTitles.js';
-import type { RemediationDialog } from './google/gmsTokenDetails.js';
+import type { RemediationDialog } from './gms/gmsTokenDetails.js';
 import type { PlatformDetails } from './kinds.js';
 import type { ObservableReason } from './observedRules.js';
 import type { RejectReason } from './reasons.js';

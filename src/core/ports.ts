@@ -8,10 +8,10 @@ import type {
   AndroidBootState,
   AndroidKeyExtras,
   AndroidSecurityLevel,
-} from './android/androidKeyTokenDetails.js';
+} from './androidKey/androidKeyTokenDetails.js';
 import type { AppleEnvironment, ApplePlatform } from './apple/appleTokenDetails.js';
 import type { AppScope } from './appScope.js';
-import type { RecallBit } from './google/gmsTokenDetails.js';
+import type { RecallBit } from './gms/gmsTokenDetails.js';
 import type { PlatformDetails } from './kinds.js';
 import type { Trace } from './outcome.js';
 import type { Service } from './services.js';

@@ -6,7 +6,7 @@ import type {
   GoogleServiceAccount,
   MinVerdict,
 } from '../core/ports.js';
-import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
+import { DEFAULT_ANDROID_POLICY } from '../core/gms/defaultAndroidPolicy.js';
 import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import {
   androidSummary,

@@ -3,7 +3,7 @@ import type {
   AndroidBootState,
   AndroidKeyExtras,
   AndroidSecurityLevel,
-} from '../core/android/androidKeyTokenDetails.js';
+} from '../core/androidKey/androidKeyTokenDetails.js';
 import type { AndroidKeyRecord, AndroidKeyStore } from '../core/ports.js';
 import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';

@@ -7,7 +7,7 @@ import type {
   MinVerdict,
   DeviceLimit,
 } from '../core/ports.js';
-import type { RecallBit } from '../core/google/gmsTokenDetails.js';
+import type { RecallBit } from '../core/gms/gmsTokenDetails.js';
 import { auditSummary } from './auditedColumns.js';
 import type { ObserveChange } from './observeColumn.js';
 import { ANDROID_RULES, ruleColumns, type RuleColumn } from './policyColumns.js';

@@ -3,7 +3,7 @@ import {
   parseRevocationDocument,
   revocationDocument,
   shippedRevocations,
-} from '../core/android/revocationList.js';
+} from '../core/androidKey/revocationList.js';
 import type { RevocationEntry, RevocationList } from '../core/ports.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';

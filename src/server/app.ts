@@ -5,7 +5,7 @@ import { encodeBase64 } from '../core/base64.js';
 import type { RejectReason } from '../core/reasons.js';
 import { isService } from '../core/services.js';
 import type { KeyMode } from '../core/ports.js';
-import type { RemediationDialog } from '../core/google/gmsTokenDetails.js';
+import type { RemediationDialog } from '../core/gms/gmsTokenDetails.js';
 import type { VerifyOutcome } from '../core/outcome.js';
 import { finalNonce, type VerifyInput } from '../core/verify.js';
 import { parseEnvelope } from '../core/envelope.js';

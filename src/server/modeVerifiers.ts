@@ -1,5 +1,5 @@
 import type { X509Certificate } from 'node:crypto';
-import { androidRootsFromCertificates } from '../core/android/trustRoots.js';
+import { androidRootsFromCertificates } from '../core/androidKey/trustRoots.js';
 import { withDevelopmentRoot } from '../core/apple/trustRoots.js';
 import { type ReceiptVerifier, withDevelopmentReceiptRoot } from '../core/apple/verifyReceipt.js';
 import type {

@@ -26,7 +26,7 @@ import { createConsumedResultRepository } from '../db/consumedResults.js';
 import { createResultConsumer } from './resultConsumer.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
-import { KeyCache } from '../core/google/keyCache.js';
+import { KeyCache } from '../core/gms/keyCache.js';
 import { createApp, describeFault } from './app.js';
 import { createMetrics } from './metrics.js';
 import { createModeVerifiers } from './modeVerifiers.js';

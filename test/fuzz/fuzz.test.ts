@@ -24,9 +24,9 @@ import { parseAttestationObject } from '../../src/core/apple/verifyAttestation.j
 import { createReceiptVerifier, type ReceiptVerdict } from '../../src/core/apple/verifyReceipt.js';
 import type { ReceiptFacts } from '../../src/core/apple/receiptStructure.js';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../../src/core/cbor.js';
-import { createGoogleVerifier } from '../../src/core/google/googleVerifier.js';
-import { KeyCache } from '../../src/core/google/keyCache.js';
-import { openIntegrityToken } from '../../src/core/google/openIntegrityToken.js';
+import { createGoogleVerifier } from '../../src/core/gms/googleVerifier.js';
+import { KeyCache } from '../../src/core/gms/keyCache.js';
+import { openIntegrityToken } from '../../src/core/gms/openIntegrityToken.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../src/core/memoryStores.js';
 import { Rejection } from '../../src/core/reasons.js';
 import type { PlatformVerifier } from '../../src/core/ports.js';

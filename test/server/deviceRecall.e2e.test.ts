@@ -14,7 +14,7 @@ import {
   sealIntegrityToken,
   verdictPayload,
 } from '../../src/core/dev/playIntegrityMint.js';
-import { KeyCache } from '../../src/core/google/keyCache.js';
+import { KeyCache } from '../../src/core/gms/keyCache.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken } from '../../src/core/verify.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';

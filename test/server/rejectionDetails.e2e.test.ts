@@ -4,7 +4,7 @@
 // a valid answer never carries one; and the flag, turned on or off, applies at the key's next read.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
-import { REMEDIATION_DIALOGS } from '../../src/core/google/remediation.js';
+import { REMEDIATION_DIALOGS } from '../../src/core/gms/remediation.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import type { AndroidPolicyInput } from '../../src/db/androidPackageRows.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';

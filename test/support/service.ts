@@ -19,7 +19,7 @@ import {
   createRevocationRepository,
   createRevocationSource,
 } from '../../src/db/androidRevocations.js';
-import type { AndroidRootKey } from '../../src/core/android/trustRoots.js';
+import type { AndroidRootKey } from '../../src/core/androidKey/trustRoots.js';
 import type { IntegrityTokenDecoder, KeyMode } from '../../src/core/ports.js';
 import type { VerifyOutcome } from '../../src/core/outcome.js';
 import type { DatabaseHandle } from '../../src/db/client.js';

@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { encodeGmsToken } from '../../src/core/google/gmsToken.js';
+import { encodeGmsToken } from '../../src/core/gms/gmsToken.js';
 import { encodeEnvelope } from '../../src/core/envelope.js';
 import { runCli, type CliRun } from './cli.js';
 

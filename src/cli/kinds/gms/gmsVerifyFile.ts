@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { isMap } from '../../../core/cbor.js';
-import { DEFAULT_ANDROID_POLICY } from '../../../core/google/defaultAndroidPolicy.js';
-import { parseDecryptionKey, parseVerificationKey } from '../../../core/google/keyMaterial.js';
+import { DEFAULT_ANDROID_POLICY } from '../../../core/gms/defaultAndroidPolicy.js';
+import { parseDecryptionKey, parseVerificationKey } from '../../../core/gms/keyMaterial.js';
 import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../core/ports.js';
 import { parseEnvelope } from '../../../core/envelope.js';
 import {

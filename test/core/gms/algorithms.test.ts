@@ -5,8 +5,8 @@
  */
 import { CompactSign, compactDecrypt, compactVerify, generateKeyPair } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
-import { decryptWith, verifyWith } from '../../../src/core/google/openIntegrityToken.js';
+import { createGoogleVerifier } from '../../../src/core/gms/googleVerifier.js';
+import { decryptWith, verifyWith } from '../../../src/core/gms/openIntegrityToken.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type { PlatformVerifier } from '../../../src/core/ports.js';
 import {

@@ -6,15 +6,15 @@
  */
 import { checkAppScope } from '../appScope.js';
 import { isMap } from '../cbor.js';
-import { checkFreshness } from '../google/freshness.js';
-import { INTEGRITY_TOKEN_MAX_BYTES } from '../google/googleVerifier.js';
+import { checkFreshness } from '../gms/freshness.js';
+import { INTEGRITY_TOKEN_MAX_BYTES } from '../gms/googleVerifier.js';
 import {
   allowlistedPackage,
   checkRequestHash,
   decodeByGoogle,
   maxAgeOf,
-} from '../google/playSteps.js';
-import { quote } from '../google/quote.js';
+} from '../gms/playSteps.js';
+import { quote } from '../gms/quote.js';
 import { Rejection } from '../reasons.js';
 import type {
   AllowlistReader,

@@ -4,7 +4,7 @@ import {
   parseDecryptionKey,
   parsePlayKeys,
   parseVerificationKey,
-} from '../../../src/core/google/keyMaterial.js';
+} from '../../../src/core/gms/keyMaterial.js';
 
 const spki = (key: KeyObject) => key.export({ format: 'der', type: 'spki' });
 const ecSpki = (namedCurve: string) => spki(generateKeyPairSync('ec', { namedCurve }).publicKey);

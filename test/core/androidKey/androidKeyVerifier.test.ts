@@ -2,8 +2,8 @@
 // from a private CA made here that breaks exactly that rule.
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { revocationListOf } from '../../../src/core/android/revocationList.js';
-import { encodeAndroidKeyToken } from '../../../src/core/android/androidKeyToken.js';
+import { revocationListOf } from '../../../src/core/androidKey/revocationList.js';
+import { encodeAndroidKeyToken } from '../../../src/core/androidKey/androidKeyToken.js';
 import {
   androidDeviceKeyOf,
   createAndroidDeviceKey,

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   formatCertificateDigest,
   parseCertificateDigest,
-} from '../../../src/core/google/certificateDigest.js';
+} from '../../../src/core/gms/certificateDigest.js';
 
 const digest = new Uint8Array(createHash('sha256').update('a signing certificate').digest());
 const hex = Buffer.from(digest).toString('hex');

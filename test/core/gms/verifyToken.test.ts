@@ -1,8 +1,8 @@
 /** End to end: a CBOR token through `verifyToken`, the path the server and `verify-file` share. */
 import { Encoder } from 'cbor-x';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { GOOGLE_CHECKS, createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
-import { VERDICT_CHECKS } from '../../../src/core/google/verdictResult.js';
+import { GOOGLE_CHECKS, createGoogleVerifier } from '../../../src/core/gms/googleVerifier.js';
+import { VERDICT_CHECKS } from '../../../src/core/gms/verdictResult.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type { VerifyOutcome } from '../../../src/core/outcome.js';
 import { ENVELOPE_CHECKS, verifyToken, type VerifyDeps } from '../../../src/core/verify.js';

@@ -124,7 +124,7 @@ it('without --online it says only Google can decode it, asking no one (exit 2)',
 
 it('token wrap gms-pc wraps a PC token that verify-file then verifies', async () => {
   const nonce = randomBytes(32);
-  const { mintPcPayload } = await import('../../src/core/googlePc/pcMint.js');
+  const { mintPcPayload } = await import('../../src/core/gmsPc/pcMint.js');
   const pcToken = fake.issuePc(
     PACKAGE,
     mintPcPayload({ packageName: PACKAGE, nonce, requestTime: new Date() }),

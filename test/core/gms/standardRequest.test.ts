@@ -9,8 +9,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import {
   GOOGLE_STANDARD_CHECKS,
   createGoogleVerifier,
-} from '../../../src/core/google/googleVerifier.js';
-import { VERDICT_CHECKS } from '../../../src/core/google/verdictResult.js';
+} from '../../../src/core/gms/googleVerifier.js';
+import { VERDICT_CHECKS } from '../../../src/core/gms/verdictResult.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../src/core/ports.js';
 import { TraceRecorder } from '../../../src/core/trace.js';

@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { createGoogleVerifier } from '../../../src/core/google/googleVerifier.js';
-import { KeyCache } from '../../../src/core/google/keyCache.js';
+import { createGoogleVerifier } from '../../../src/core/gms/googleVerifier.js';
+import { KeyCache } from '../../../src/core/gms/keyCache.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import {

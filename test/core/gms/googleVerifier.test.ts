@@ -3,8 +3,8 @@ import {
   GOOGLE_CHECKS,
   INTEGRITY_TOKEN_MAX_BYTES,
   createGoogleVerifier,
-} from '../../../src/core/google/googleVerifier.js';
-import { VERDICT_CHECKS } from '../../../src/core/google/verdictResult.js';
+} from '../../../src/core/gms/googleVerifier.js';
+import { VERDICT_CHECKS } from '../../../src/core/gms/verdictResult.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import type {
   AndroidPackagePolicy,

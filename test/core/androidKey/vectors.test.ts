@@ -3,10 +3,10 @@
 // keys and the shipped status list, at the chain's verifyAt.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { parseKeyDescription } from '../../../src/core/android/keyDescription.js';
-import { readAttestationCertificate } from '../../../src/core/android/attestationCertificate.js';
-import { shippedRevocations } from '../../../src/core/android/revocationList.js';
-import { defaultAndroidRoots } from '../../../src/core/android/trustRoots.js';
+import { parseKeyDescription } from '../../../src/core/androidKey/keyDescription.js';
+import { readAttestationCertificate } from '../../../src/core/androidKey/attestationCertificate.js';
+import { shippedRevocations } from '../../../src/core/androidKey/revocationList.js';
+import { defaultAndroidRoots } from '../../../src/core/androidKey/trustRoots.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import { createMemoryAndroidKeyStore } from '../../../src/core/memoryStores.js';
 import { buildVerifiers } from '../../../src/core/verifiers.js';
@@ -175,7 +175,7 @@ describe('real Android key attestation chains', () => {
     // 2025-09-26 with osPatchLevel 2025-11: two calendar months ahead
     expect((await run(v)).ok).toBe(true);
     // the same chain a month earlier is refused by its validity first: the check alone
-    const { futurePatchLevels } = await import('../../../src/core/android/patchLevels.js');
+    const { futurePatchLevels } = await import('../../../src/core/androidKey/patchLevels.js');
     const levels = { osPatchLevel: 202511, vendorPatchLevel: 20251105, bootPatchLevel: null };
     expect(futurePatchLevels(levels, new Date('2025-09-30T23:59:59Z'))).toEqual([]);
     expect(futurePatchLevels(levels, new Date('2025-08-31T23:59:59Z'))).toEqual([

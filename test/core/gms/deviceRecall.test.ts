@@ -8,8 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import { verdictPayload } from '../../../src/core/dev/playIntegrityMint.js';
 
-import { parsePlayIntegrityJson } from '../../../src/core/google/playIntegrityPayload.js';
-import { parseRecallBitList } from '../../../src/core/google/verdictPolicy.js';
+import { parsePlayIntegrityJson } from '../../../src/core/gms/playIntegrityPayload.js';
+import { parseRecallBitList } from '../../../src/core/gms/verdictPolicy.js';
 
 import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import { TEST_PACKAGE, randomNonce } from '../../support/googleFactory.js';

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { findDecryptingPackage } from '../../../src/core/google/findDecryptingPackage.js';
+import { findDecryptingPackage } from '../../../src/core/gms/findDecryptingPackage.js';
 import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import {
   createGoogleTestKeys,

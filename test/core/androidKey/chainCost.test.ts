@@ -3,8 +3,11 @@
 // a spy on it counts them. The bounds are counts, not times.
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
-import { revocationListOf } from '../../../src/core/android/revocationList.js';
-import { defaultAndroidRoots, type AndroidRootKey } from '../../../src/core/android/trustRoots.js';
+import { revocationListOf } from '../../../src/core/androidKey/revocationList.js';
+import {
+  defaultAndroidRoots,
+  type AndroidRootKey,
+} from '../../../src/core/androidKey/trustRoots.js';
 import { defaultAppleRoots } from '../../../src/core/apple/trustRoots.js';
 import {
   createMemoryAllowlist,

@@ -3,8 +3,8 @@
 // document's type, and every required field is there.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { mintPcPayload } from '../../src/core/googlePc/pcMint.js';
-import { parsePcIntegrityPayload } from '../../src/core/googlePc/pcPayload.js';
+import { mintPcPayload } from '../../src/core/gmsPc/pcMint.js';
+import { parsePcIntegrityPayload } from '../../src/core/gmsPc/pcPayload.js';
 
 interface Prop {
   $ref?: string;

@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { DEFAULT_ANDROID_POLICY } from '../../../src/core/google/defaultAndroidPolicy.js';
+import { DEFAULT_ANDROID_POLICY } from '../../../src/core/gms/defaultAndroidPolicy.js';
 import {
   meetsMinimumVerdict,
   MIN_VERDICT_LEVEL_NAMES,
   MIN_VERDICT_LEVELS,
   minVerdictLevelOf,
   strongestVerdict,
-} from '../../../src/core/google/deviceVerdict.js';
+} from '../../../src/core/gms/deviceVerdict.js';
 import type { MinVerdict } from '../../../src/core/ports.js';
 
 const BASIC = 'MEETS_BASIC_INTEGRITY';

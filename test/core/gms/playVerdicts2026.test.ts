@@ -10,9 +10,9 @@ import { describe, expect, it } from 'vitest';
 import {
   parseAccountActivityLevel,
   parseVerdictValues,
-} from '../../../src/core/google/accountLocationPolicy.js';
+} from '../../../src/core/gms/accountLocationPolicy.js';
 
-import { REMEDIATION_DIALOGS } from '../../../src/core/google/remediation.js';
+import { REMEDIATION_DIALOGS } from '../../../src/core/gms/remediation.js';
 
 import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import { randomNonce } from '../../support/googleFactory.js';

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import {
   parsePlayIntegrityJson,
   parsePlayIntegrityPayload,
-} from '../../../src/core/google/playIntegrityPayload.js';
+} from '../../../src/core/gms/playIntegrityPayload.js';
 import { verdictFixtures } from '../../support/standardPayload.js';
 
 const fixtures = verdictFixtures();

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import {
   parseAppAccessRiskList,
   parsePlayProtectList,
-} from '../../../src/core/google/verdictPolicy.js';
+} from '../../../src/core/gms/verdictPolicy.js';
 
 import type { AndroidPackagePolicy } from '../../../src/core/ports.js';
 import { randomNonce } from '../../support/googleFactory.js';

@@ -5,10 +5,10 @@
 import { randomBytes } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PROVISIONING_INFO_OID } from '../../../src/core/android/attestationChain.js';
-import { MAX_UNKNOWN_TAGS } from '../../../src/core/android/keyDescription.js';
-import { MAX_PROVISIONING_INFO_BYTES } from '../../../src/core/android/provisioningInfo.js';
-import { revocationListOf } from '../../../src/core/android/revocationList.js';
+import { PROVISIONING_INFO_OID } from '../../../src/core/androidKey/attestationChain.js';
+import { MAX_UNKNOWN_TAGS } from '../../../src/core/androidKey/keyDescription.js';
+import { MAX_PROVISIONING_INFO_BYTES } from '../../../src/core/androidKey/provisioningInfo.js';
+import { revocationListOf } from '../../../src/core/androidKey/revocationList.js';
 import { defaultAppleRoots } from '../../../src/core/apple/trustRoots.js';
 import { encodeCbor } from '../../../src/core/envelope.js';
 import {

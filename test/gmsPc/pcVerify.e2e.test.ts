@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
-import { mintPcPayload, type PcMintOptions } from '../../src/core/googlePc/pcMint.js';
+import { mintPcPayload, type PcMintOptions } from '../../src/core/gmsPc/pcMint.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createPlayIntegrityClient } from '../../src/google/playIntegrityClient.js';
 import { encodeEnvelope } from '../../src/core/envelope.js';
