@@ -12,18 +12,18 @@
  * rounds after one warm-up round.
  */
 import { randomBytes } from 'node:crypto';
-import { shippedRevocations } from '../src/core/android/revocationList.js';
-import { defaultAndroidRoots } from '../src/core/android/trustRoots.js';
+import { shippedRevocations } from '../src/core/androidKey/revocationList.js';
+import { defaultAndroidRoots } from '../src/core/androidKey/trustRoots.js';
 import { defaultAppleRoots } from '../src/core/apple/trustRoots.js';
 import {
   createMemoryAllowlist,
   createMemoryAndroidKeyStore,
   createMemoryAppleKeyStore,
 } from '../src/core/memoryStores.js';
-import type { AndroidKeyStore, AndroidPackagePolicy } from '../src/core/types.js';
+import type { AndroidKeyStore, AndroidPackagePolicy } from '../src/core/ports.js';
 import { buildVerifiers } from '../src/core/verifiers.js';
 import { verifyToken } from '../src/core/verify.js';
-import { encodeAndroidKeyToken } from '../src/core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../src/core/androidKey/androidKeyToken.js';
 import { ANDROID_NOW, androidKeyPolicy } from '../test/support/androidFactory.js';
 import {
   loadAndroidVectors,

@@ -7,14 +7,14 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { bench, describe } from 'vitest';
-import { createAndroidKeyVerifier } from '../src/core/android/androidKeyVerifier.js';
-import { shippedRevocations } from '../src/core/android/revocationList.js';
-import { defaultAndroidRoots } from '../src/core/android/trustRoots.js';
+import { createAndroidKeyVerifier } from '../src/core/androidKey/androidKeyVerifier.js';
+import { shippedRevocations } from '../src/core/androidKey/revocationList.js';
+import { defaultAndroidRoots } from '../src/core/androidKey/trustRoots.js';
 import { createAndroidDeviceKey, signAndroidAssertion } from '../src/core/dev/androidKeyMint.js';
-import { DEFAULT_ANDROID_POLICY } from '../src/core/google/defaultAndroidPolicy.js';
+import { DEFAULT_ANDROID_POLICY } from '../src/core/gms/defaultAndroidPolicy.js';
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
 import { TraceRecorder } from '../src/core/trace.js';
-import type { AndroidKeyRecord, AndroidKeyStore } from '../src/core/types.js';
+import type { AndroidKeyRecord, AndroidKeyStore } from '../src/core/ports.js';
 
 interface Vector {
   chain: string[];

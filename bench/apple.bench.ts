@@ -13,7 +13,7 @@ import { parseAttestationObject } from '../src/core/apple/verifyAttestation.js';
 import { createReceiptVerifier } from '../src/core/apple/verifyReceipt.js';
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
 import { TraceRecorder } from '../src/core/trace.js';
-import type { AppleKeyRecord, AppleKeyStore } from '../src/core/types.js';
+import type { AppleKeyRecord, AppleKeyStore } from '../src/core/ports.js';
 
 interface Capture {
   appId: string;

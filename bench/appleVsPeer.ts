@@ -17,7 +17,7 @@ import { createAppleVerifier } from '../src/core/apple/appleVerifier.js';
 import { defaultAppleRoots } from '../src/core/apple/trustRoots.js';
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
 import { TraceRecorder } from '../src/core/trace.js';
-import type { AppleKeyRecord, AppleKeyStore } from '../src/core/types.js';
+import type { AppleKeyRecord, AppleKeyStore } from '../src/core/ports.js';
 
 interface Capture {
   id: string;

@@ -5,7 +5,7 @@
  */
 import { bench, describe } from 'vitest';
 import { decodeStrictCbor } from '../src/core/cbor.js';
-import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH } from '../src/core/verify.js';
+import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH } from '../src/core/envelope.js';
 import {
   arr,
   bstr,

@@ -5,8 +5,8 @@
  */
 import { Encoder } from 'cbor-x';
 import { bench as vitestBench, describe } from 'vitest';
-import { createGoogleVerifier } from '../src/core/google/googleVerifier.js';
-import { KeyCache } from '../src/core/google/keyCache.js';
+import { createGoogleVerifier } from '../src/core/gms/googleVerifier.js';
+import { KeyCache } from '../src/core/gms/keyCache.js';
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
 import { TraceRecorder } from '../src/core/trace.js';
 import { verifyToken } from '../src/core/verify.js';

@@ -23,14 +23,14 @@ import {
 } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { compactDecrypt, CompactSign, compactVerify, SignJWT } from 'jose';
-import { createGoogleVerifier } from '../src/core/google/googleVerifier.js';
-import { KeyCache } from '../src/core/google/keyCache.js';
-import { openIntegrityToken } from '../src/core/google/openIntegrityToken.js';
-import { parsePlayIntegrityPayload } from '../src/core/google/playIntegrityPayload.js';
+import { createGoogleVerifier } from '../src/core/gms/googleVerifier.js';
+import { KeyCache } from '../src/core/gms/keyCache.js';
+import { openIntegrityToken } from '../src/core/gms/openIntegrityToken.js';
+import { parsePlayIntegrityPayload } from '../src/core/gms/playIntegrityPayload.js';
 import { createMemoryAllowlist } from '../src/core/memoryStores.js';
 import { newResultSigningKey, resultClaims } from '../src/core/resultToken.js';
 import { TraceRecorder } from '../src/core/trace.js';
-import type { PlatformDetails } from '../src/core/types.js';
+import type { PlatformDetails } from '../src/core/kinds.js';
 import { createResultTokenSigner } from '../src/server/resultTokenSigner.js';
 import {
   createGoogleTestKeys,

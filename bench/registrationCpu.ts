@@ -19,7 +19,7 @@ import { defaultAppleRoots } from '../src/core/apple/trustRoots.js';
 import { parseAttestationObject } from '../src/core/apple/verifyAttestation.js';
 import { createReceiptVerifier, defaultReceiptRoots } from '../src/core/apple/verifyReceipt.js';
 import { decodeStrictCbor } from '../src/core/cbor.js';
-import { shippedRevocations } from '../src/core/android/revocationList.js';
+import { shippedRevocations } from '../src/core/androidKey/revocationList.js';
 import {
   createMemoryAllowlist,
   createMemoryAndroidKeyStore,

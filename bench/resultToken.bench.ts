@@ -5,7 +5,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createLocalJWKSet, jwtVerify } from 'jose';
 import { bench, describe } from 'vitest';
 import { resultClaims } from '../src/core/resultToken.js';
-import type { PlatformDetails } from '../src/core/types.js';
+import type { PlatformDetails } from '../src/core/kinds.js';
 import { backends } from '../test/support/databases.js';
 import { runMigrations } from '../src/db/migrate.js';
 import { createResultKeyRepository } from '../src/db/resultKeys.js';

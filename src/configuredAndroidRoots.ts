@@ -4,7 +4,7 @@ import {
   defaultAndroidRoots,
   parseAndroidRoots,
   type AndroidRootKey,
-} from './core/android/trustRoots.js';
+} from './core/androidKey/trustRoots.js';
 
 /**
  * The Android attestation root keys this deployment trusts: the keys of the certificates in the

@@ -10,10 +10,10 @@ import {
   createDeviceKey,
   createTestCa,
   encodeAppleToken,
-  encodeCbor,
   type DeviceKey,
   type TestCa,
 } from '../../test/support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import {
   createGoogleTestKeys,
   mintIntegrityToken,
@@ -139,20 +139,14 @@ export function assertionBody(device: DeviceKey, counter: number): string {
 export async function playIntegrityBody(m: Material): Promise<string> {
   const nonce = randomBytes(32);
   const token = await mintIntegrityToken({ keys: m.google, nonce, now: new Date() });
-  const cbor = encodeCbor(
-    new Map<string, unknown>([
-      ['v', 1],
-      ['nonce', nonce],
-      ['device', new Map([['service', 'gms']])],
-      [
-        'gms',
-        new Map([
-          ['packageName', TEST_PACKAGE],
-          ['integrityToken', token],
-        ]),
-      ],
+  const cbor = encodeEnvelope({
+    nonce,
+    service: 'gms',
+    evidence: new Map([
+      ['packageName', TEST_PACKAGE],
+      ['integrityToken', token],
     ]),
-  );
+  });
   return JSON.stringify({ attestationToken: b64(cbor), expectedNonce: b64(nonce) });
 }
 

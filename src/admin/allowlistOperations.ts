@@ -1,18 +1,16 @@
 import { z } from 'zod';
-import { formatCertificateDigest } from '../core/google/certificateDigest.js';
+import { formatCertificateDigest } from '../core/gms/certificateDigest.js';
 import {
   ANDROID_DEVICE_LIMIT_FIELD,
   ANDROID_KEY_POLICY_FIELDS,
-} from '../core/android/androidKeyPolicyFields.js';
+} from '../core/androidKey/androidKeyPolicyFields.js';
 import { APPLE_POLICY_FIELDS } from '../core/apple/applePolicyFields.js';
-import { GMS_VERDICT_FIELDS } from '../core/google/gmsPolicyFields.js';
+import { GMS_VERDICT_FIELDS } from '../core/gms/gmsPolicyFields.js';
 import { policyInputShape } from '../core/policyFields.js';
 import { observableCodes, type ObserveEntry } from '../core/observedRules.js';
-import {
-  createAllowlistRepository,
-  type AndroidPolicyInput,
-  type ApplePolicyInput,
-} from '../db/allowlist.js';
+import { createAllowlistRepository } from '../db/allowlist.js';
+import type { AndroidPolicyInput } from '../db/androidPackageRows.js';
+import type { ApplePolicyInput } from '../db/appleAppRows.js';
 import { AdminError } from './adminError.js';
 import { keyPairId } from './keyPairId.js';
 import { auditorOf, bytes, MIN_VERDICT, none, operation, stripUndefined } from './operation.js';

@@ -4,8 +4,8 @@ import { createReceiptVerifier, readReceiptFacts } from '../core/apple/verifyRec
 import { encodeBase64 } from '../core/base64.js';
 import { createDevCa } from '../core/dev/devCa.js';
 import { mintReceipt } from '../core/dev/devReceipt.js';
-import { encodeGmsToken } from '../core/dev/encodeToken.js';
-import { MAX_VERDICT_VALUES, VERDICT_VALUE } from '../core/google/accountLocationPolicy.js';
+import { encodeGmsToken } from '../core/gms/gmsToken.js';
+import { MAX_VERDICT_VALUES, VERDICT_VALUE } from '../core/gms/accountLocationPolicy.js';
 import {
   createTestPlayKeys,
   DEVICE_VERDICTS,

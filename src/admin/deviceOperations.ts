@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEVICE_KEY_SERVICES } from '../core/services.js';
 import { createDeviceVelocityRepository } from '../db/deviceVelocity.js';
 import { bytes, operation } from './operation.js';
 
@@ -15,7 +16,7 @@ export const DEVICE_OPERATIONS = {
   'devices.peek': operation({
     input: z.strictObject({
       keyId: KEY_ID,
-      service: z.enum(['apple', 'android-key']),
+      service: z.enum(DEVICE_KEY_SERVICES),
       windowStart: z.date(),
       periodSeconds: z.number().int().positive(),
       at: z.date(),

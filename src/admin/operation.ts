@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { isMinVerdict } from '../core/google/deviceVerdict.js';
-import type { MinVerdict } from '../core/types.js';
+import { isMinVerdict } from '../core/gms/deviceVerdict.js';
+import type { MinVerdict } from '../core/ports.js';
 import type { Auditor } from '../db/audit.js';
 import type { DatabaseHandle } from '../db/client.js';
 import type { SecretBox } from '../db/secretBox.js';

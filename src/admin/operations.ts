@@ -11,14 +11,15 @@ import {
 } from '../db/appleCredentials.js';
 import { createAndroidKeyRepository } from '../db/androidKeys.js';
 import { createRevocationRepository } from '../db/androidRevocations.js';
-import { parseRevocationDocument } from '../core/android/revocationList.js';
+import { parseRevocationDocument } from '../core/androidKey/revocationList.js';
 import { AUDIT_PAGE, createAuditRepository } from '../db/audit.js';
 import { migrationStatus } from '../db/migrate.js';
 import { sealedUnderKeyId } from '../db/secrets.js';
 import { createReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';
 import { createSessionRepository } from '../db/sessions.js';
 import { createResultKeyRepository, type ResultKeyRecord } from '../db/resultKeys.js';
-import { newResultSigningKey, ROTATION_DELAY_SECONDS } from '../core/resultToken.js';
+import { newResultSigningKey } from '../core/resultToken.js';
+import { ROTATION_DELAY_SECONDS } from '../core/resultKeyTiming.js';
 import { AdminError } from './adminError.js';
 import { checkCredentialUpstreams } from './upstreamChecks.js';
 import { ALLOWLIST_OPERATIONS, ANDROID_PACKAGE, APPLE_APP_ID } from './allowlistOperations.js';
@@ -36,9 +37,6 @@ import {
   type Operation,
   type OperationContext,
 } from './operation.js';
-
-export type { Operation, OperationContext } from './operation.js';
-export { keyPairId } from './allowlistOperations.js';
 
 /** A result signing key without its sealed private half: what may leave the database's owner. */
 function publicRecord({

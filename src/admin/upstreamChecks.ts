@@ -18,7 +18,7 @@
  */
 import { createReceiptClient } from '../apple/receiptClient.js';
 import type { Config } from '../config.js';
-import type { GoogleServiceAccount } from '../core/types.js';
+import type { GoogleServiceAccount } from '../core/ports.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { createAppleCredentialRepository } from '../db/appleCredentials.js';
 import type { SecretBox } from '../db/secretBox.js';

@@ -5,7 +5,7 @@
  * refresher decides what each one means for the stored receipt.
  */
 import { SignJWT } from 'jose';
-import type { AppleEnvironment } from '../core/types.js';
+import type { AppleEnvironment } from '../core/apple/appleTokenDetails.js';
 import { decodeBase64 } from '../core/base64.js';
 import { readBoundedText } from '../client/readBoundedBody.js';
 

@@ -224,8 +224,6 @@ export function commandRun(args: readonly string[]): string | typeof ALL | undef
   return name === 'completion' ? ALL : name;
 }
 
-export { packageVersion } from '../packageVersion.js';
-
 function commandPath(command: Command): string {
   return command.parent ? `${commandPath(command.parent)} ${command.name()}` : command.name();
 }

@@ -1,12 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { JWK } from 'jose';
 import { colorWanted, DEFAULT_RESULT_TOKEN_TTL_SECONDS, type Config } from '../config.js';
-import {
-  checkResultToken,
-  publicJwk,
-  RETIRED_KEY_GRACE_SECONDS,
-  type ResultTokenVerdict,
-} from '../core/resultToken.js';
+import { checkResultToken, publicJwk, type ResultTokenVerdict } from '../core/resultToken.js';
+import { RETIRED_KEY_GRACE_SECONDS } from '../core/resultKeyTiming.js';
 import { withAdmin } from './context.js';
 import { readCliFileSync } from './inputFiles.js';
 import { usageError } from './errors.js';

@@ -1,10 +1,6 @@
 import { decodeBase64, encodeBase64 } from '../core/base64.js';
-import {
-  DEVICE_NONCE_BYTES,
-  finalNonce,
-  TOKEN_NONCE_MAX,
-  TOKEN_NONCE_MIN,
-} from '../core/verify.js';
+import { DEVICE_NONCE_BYTES, finalNonce } from '../core/verify.js';
+import { TOKEN_NONCE_MAX, TOKEN_NONCE_MIN } from '../core/envelope.js';
 import { usageError } from './errors.js';
 import { printJson } from './output.js';
 

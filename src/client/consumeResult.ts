@@ -1,5 +1,5 @@
 import { AttestResponseError, at } from './errors.js';
-import type { ResultTokenClaims } from './resultToken.js';
+import type { ResultTokenClaims } from '../core/resultTokenClaims.js';
 import { CONSUME_RESPONSE, validate } from './shapes.js';
 
 /**

@@ -9,13 +9,10 @@
  * backoff; `verify()` never is, since a verify that reached the server consumed its session.
  */
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
-import type {
-  AndroidKeyDetails,
-  AppleTokenDetails,
-  DeviceRecallDetails,
-  GooglePcTokenDetails,
-  GoogleTokenDetails,
-} from '../core/types.js';
+import type { AndroidKeyDetails } from '../core/androidKey/androidKeyTokenDetails.js';
+import type { AppleTokenDetails } from '../core/apple/appleTokenDetails.js';
+import type { DeviceRecallDetails, GoogleTokenDetails } from '../core/gms/gmsTokenDetails.js';
+import type { GooglePcTokenDetails } from '../core/gmsPc/googlePcTokenDetails.js';
 import { rejected, type Rejection } from './rejection.js';
 import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 import { consumeResultOf, type ConsumeResult } from './consumeResult.js';
@@ -47,16 +44,20 @@ export {
 
 export type { ConsumeResult } from './consumeResult.js';
 export type { Rejection } from './rejection.js';
+export type {
+  DeviceJwk,
+  DeviceKeyConfirmation,
+  ResultTokenClaims,
+} from '../core/resultTokenClaims.js';
 
 export {
   verifyResultToken,
   AttestResultTokenError,
-  type ResultTokenClaims,
   type ResultTokenProblem,
   type VerifyResultTokenOptions,
 } from './resultToken.js';
 
-export { verifyPossession, type DeviceJwk, type PossessionProof } from './verifyPossession.js';
+export { verifyPossession, type PossessionProof } from './verifyPossession.js';
 
 export {
   INIT_RESPONSE,

@@ -4,40 +4,11 @@
  * loads it and has no runtime dependency.
  */
 import type { JWTVerifyGetKey } from 'jose';
+import type { ResultTokenClaims } from '../core/resultTokenClaims.js';
 import { BodyTooLargeError, readBoundedBody } from './readBoundedBody.js';
-import type { DeviceJwk } from './verifyPossession.js';
 
 /** The most of a JWKS answer read (a few keys are a few KB). */
 const MAX_JWKS_BYTES = 256 * 1024;
-
-/** The claims of a verified result token (exactly these: docs/result-tokens.md). */
-export interface ResultTokenClaims {
-  /** the deployment (ATTEST_ISSUER) */
-  iss: string;
-  /** the id of the API key whose verify made the token */
-  aud: string;
-  /** keyIdentifier (App Attest, Android key attestation) or packageName (Play Integrity) */
-  sub: string;
-  iat: number;
-  exp: number;
-  jti: string;
-  service: string;
-  approach: 'session' | 'sessionless';
-  /** base64url of SHA-256 of the final nonce */
-  nonce: string;
-  /** the details object of the verify response */
-  details: Record<string, unknown>;
-  /**
-   * RFC 7800: the device's own public key, for App Attest and Android key attestation results
-   * (never Play Integrity); `verifyPossession` checks a signature by it
-   */
-  cnf?: { jwk: DeviceJwk };
-  /**
-   * only on the tokens of test-mode API keys (always `true`): the evidence may have been minted
-   * with the development CA, so the token proves nothing about a device
-   */
-  test?: true;
-}
 
 export interface VerifyResultTokenOptions {
   /** the deployment's issuer, exactly as configured (ATTEST_ISSUER) */

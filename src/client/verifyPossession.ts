@@ -5,10 +5,7 @@
  * device. Node built-ins only (the client has no runtime dependency).
  */
 import { createHash, createPublicKey, verify } from 'node:crypto';
-
-/** The device key of a result token's `cnf.jwk`: EC P-256 (App Attest, most Android keys) or RSA. */
-export type DeviceJwk =
-  { kty: 'EC'; crv: string; x: string; y: string } | { kty: 'RSA'; n: string; e: string };
+import type { DeviceJwk } from '../core/resultTokenClaims.js';
 
 /** What the device sent back for the service's challenge. */
 export interface PossessionProof {

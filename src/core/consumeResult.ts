@@ -1,13 +1,9 @@
 import { errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import {
-  claimsProblem,
-  RESULT_TOKEN_ALG,
-  RESULT_TOKEN_TYPE,
-  type ResultTokenClaims,
-} from './resultToken.js';
+import { claimsProblem, RESULT_TOKEN_ALG, RESULT_TOKEN_TYPE } from './resultToken.js';
+import type { ResultTokenClaims } from './resultTokenClaims.js';
 import { jwsHasHighS } from './ecdsaLowS.js';
 import { keyAllowsApp, type AppScope } from './appScope.js';
-import type { KeyMode } from './types.js';
+import type { KeyMode } from './ports.js';
 
 /**
  * Why a consume answered `valid: false`: logged on the request's line, never returned (an RP

@@ -7,15 +7,7 @@
 import { createPublicKey } from 'node:crypto';
 import { exportJWK, type JWK } from 'jose';
 import { decodeBase64 } from './base64.js';
-
-/** The `cnf` claim: the device's public key as a JWK (RFC 7800 section 3.2). */
-export interface DeviceKeyConfirmation {
-  jwk: DeviceJwk;
-}
-
-/** The public members of a device key's JWK: EC P-256 (App Attest, most Android keys) or RSA. */
-export type DeviceJwk =
-  { kty: 'EC'; crv: string; x: string; y: string } | { kty: 'RSA'; n: string; e: string };
+import type { DeviceKeyConfirmation } from './resultTokenClaims.js';
 
 /**
  * The `cnf` of a device key, from its DER SubjectPublicKeyInfo (base64, as the verifier's facts

@@ -4,8 +4,10 @@
  * window of PERIOD. Play Integrity tokens name no device and are never counted.
  */
 import { encodeBase64 } from './base64.js';
+import type { DeviceKeyService } from './services.js';
 import type { RejectReason } from './reasons.js';
-import type { DeviceLimit, DeviceVelocityStore, KeyMode, Trace } from './types.js';
+import type { DeviceLimit, DeviceVelocityStore, KeyMode } from './ports.js';
+import type { Trace } from './outcome.js';
 
 /** The limits an operator may set: N from 1, PERIOD from one minute to 30 days. */
 export const DEVICE_LIMIT_BOUNDS = {
@@ -43,7 +45,7 @@ export type PolicyOutcome =
 
 export interface DeviceVelocityInput {
   check: 'apple.deviceVelocity' | 'android.deviceVelocity';
-  service: 'apple' | 'android-key';
+  service: DeviceKeyService;
   keyId: Uint8Array;
   /** the app ID or package, for the detail */
   owner: string;

@@ -4,15 +4,16 @@
  * further. Nothing here guesses; every hint is backed by a verification that progressed.
  */
 import { encodeBase64, encodeBase64Url } from './base64.js';
-import type { AllowlistReader, VerifyOutcome } from './types.js';
-import { bytesEqual, parseEnvelope, type VerifyInput } from './verify.js';
-import { androidKeyHints } from './android/androidKeyHints.js';
-import { appleHints } from './apple/appleHints.js';
-import { gmsHints } from './google/gmsHints.js';
+import type { AllowlistReader } from './ports.js';
+import type { VerifyOutcome } from './outcome.js';
+import { bytesEqual } from './bytesEqual.js';
+import type { VerifyInput } from './verify.js';
+import { parseEnvelope } from './envelope.js';
 import { sha256, utf8, type HintRun } from './hintRun.js';
+import { KINDS } from './kinds.js';
 
 /** Each kind's hints, tried after the nonce's: a kind's own rejections are named by its prefix. */
-const KIND_HINTS = [appleHints, gmsHints, androidKeyHints];
+const KIND_HINTS = KINDS.flatMap((k) => (k.hints ? [k.hints] : []));
 
 export interface Hint {
   /** stable code (documented in the README) */

@@ -1,7 +1,9 @@
 import { createHash } from 'node:crypto';
 import type { ExplainContext, Hint } from './explain.js';
-import type { AllowlistReader, AndroidPackagePolicy, VerifyOutcome } from './types.js';
-import type { parseEnvelope, VerifyInput } from './verify.js';
+import type { AllowlistReader, AndroidPackagePolicy } from './ports.js';
+import type { VerifyOutcome } from './outcome.js';
+import type { parseEnvelope } from './envelope.js';
+import type { VerifyInput } from './verify.js';
 
 /** One rejection being explained, as each kind's hints see it (see findHints). */
 export interface HintRun {

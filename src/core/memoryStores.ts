@@ -8,7 +8,7 @@ import type {
   AppleKeyStore,
   DeviceVelocityStore,
   KeyMode,
-} from './types.js';
+} from './ports.js';
 
 /** An allowlist held in memory: `verify-file` without a database, and tests. */
 export function createMemoryAllowlist(entries: {

@@ -4,58 +4,38 @@
  * who sent the token (parsing, session, nonce, signatures, chains, revocation, key ids, counters,
  * package or app binding, signing certificate, token age) may ever be observed.
  *
- * A new observable rule is one more code in its service's list below, and a `trace.policyFailed`
+ * A new observable rule is one more code in its kind's `observable` (its descriptor), and a `trace.policyFailed`
  * call where the rule fails.
  */
+import type { KindEntry } from './kind.js';
+import { KINDS, type KindObservableReason } from './kinds.js';
 import type { RejectReason } from './reasons.js';
 import type { Service } from './services.js';
 
-/** The reason codes an entry may observe, per service. */
-export const OBSERVABLE_REASONS = {
-  gms: [
-    'gms_integrity_insufficient',
-    'gms_app_not_recognized',
-    'gms_not_licensed',
-    'gms_play_protect',
-    'gms_app_access_risk',
-    'gms_device_activity',
-    'gms_device_recalled',
-    'gms_account_activity',
-    'gms_location_spoofing',
-  ],
-  apple: [
-    'apple_environment_not_allowed',
-    'apple_receipt_invalid',
-    'apple_risk_exceeded',
-    'apple_distribution_not_allowed',
-    'apple_platform_not_allowed',
-    'device_rate_exceeded',
-  ],
-  'android-key': [
-    'android_security_level_insufficient',
-    'android_boot_state_insufficient',
-    'android_patch_level_stale',
-    'device_rate_exceeded',
-    'android_issuer_overused',
-  ],
-  // Play Integrity for PC: every failed check refuses (nothing is observable yet)
-  'gms-pc': [],
-} as const satisfies Record<Service, readonly RejectReason[]>;
+type OneKind = (typeof KINDS)[number];
 
-export type ObservableReason = (typeof OBSERVABLE_REASONS)[Service][number];
+/** The reason codes an entry may observe, per service (each kind's `observable`). */
+export const OBSERVABLE_REASONS = Object.fromEntries(
+  KINDS.map((k) => [k.service, k.observable]),
+) as { readonly [K in OneKind as K['service']]: K['observable'] };
+
+/** Every observable code is a rejection reason: a typo in a descriptor does not compile. */
+export type ObservableReason = KindObservableReason & RejectReason;
+const _observableAreReasons: readonly RejectReason[] = [] as readonly KindObservableReason[];
+void _observableAreReasons;
 
 /** The kinds of allowlist entry: an App Attest app, an Android package (gms and android-key). */
-export type ObserveEntry = 'apple' | 'android';
+export type ObserveEntry = KindEntry;
 
 /** The services whose rules an entry of each kind sets. */
 const ENTRY_SERVICES: Readonly<Record<ObserveEntry, readonly Service[]>> = {
-  apple: ['apple'],
-  android: ['gms', 'android-key'],
+  apple: KINDS.filter((k) => k.entry === 'apple').map((k) => k.service),
+  android: KINDS.filter((k) => k.entry === 'android').map((k) => k.service),
 };
 
 /** The codes an entry of `entry` may observe, in table order. */
 export function observableCodes(entry: ObserveEntry): readonly ObservableReason[] {
-  return ENTRY_SERVICES[entry].flatMap((s) => OBSERVABLE_REASONS[s]);
+  return ENTRY_SERVICES[entry].flatMap((s): readonly ObservableReason[] => OBSERVABLE_REASONS[s]);
 }
 
 const ALL_OBSERVABLE: ReadonlySet<string> = new Set(

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { parseDuration } from '../duration.js';
 import { DEVICE_LIMIT_BOUNDS } from './deviceVelocity.js';
-import type { DeviceLimit } from './types.js';
+import type { DeviceLimit } from './ports.js';
 
 /** A parse of operator text: the value, or the one-line problem shown to the operator. */
 export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };

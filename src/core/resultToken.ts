@@ -7,16 +7,16 @@ import {
   errors,
   type JWK,
 } from 'jose';
-import { confirmationProblem, type DeviceKeyConfirmation } from './deviceKeyConfirmation.js';
+import { confirmationProblem } from './deviceKeyConfirmation.js';
 import { jwsHasHighS } from './ecdsaLowS.js';
-import type { PlatformDetails } from './types.js';
+import type { DeviceKeyConfirmation, ResultTokenClaims } from './resultTokenClaims.js';
+import { kindOf, type PlatformDetails } from './kinds.js';
 
 /** The JWS `typ` of a result token. */
 export const RESULT_TOKEN_TYPE = 'attest-result+jwt';
 /** Its only algorithm. */
 export const RESULT_TOKEN_ALG = 'ES256';
 // apart from this module (and jose) for `attest result-keys`, which shows them
-export { RETIRED_KEY_GRACE_SECONDS, ROTATION_DELAY_SECONDS } from './resultKeyTiming.js';
 
 /** The JWKS path of the live keys. */
 export const LIVE_JWKS_PATH = '/.well-known/jwks.json';
@@ -26,28 +26,6 @@ export const LIVE_JWKS_PATH = '/.well-known/jwks.json';
  * never accepts one.
  */
 export const TEST_JWKS_PATH = '/.well-known/jwks-test.json';
-
-/** The claims of a result token, exactly these and in this order (docs/result-tokens.md). */
-export interface ResultTokenClaims {
-  iss: string;
-  /** the API key's id */
-  aud: string;
-  /** keyIdentifier (App Attest, Android key attestation) or packageName (Play Integrity) */
-  sub: string;
-  iat: number;
-  exp: number;
-  jti: string;
-  service: string;
-  approach: 'session' | 'sessionless';
-  /** base64url of SHA-256 of the final nonce */
-  nonce: string;
-  /** the details object of the verify response */
-  details: Record<string, unknown>;
-  /** RFC 7800: the device's own public key (App Attest, android-key; never Play Integrity) */
-  cnf?: DeviceKeyConfirmation;
-  /** only on the tokens of test-mode API keys, always `true`: the token proves nothing about a device */
-  test?: true;
-}
 
 /** A public key as the JWKS publishes it. */
 export interface ResultJwk {
@@ -99,16 +77,12 @@ export function resultClaims(input: {
 }
 
 /**
- * The platform key a token is about: packageName for Play Integrity, the attested key's id for
- * App Attest and Android key attestation (android-key).
+ * The platform key a token is about: its kind's `subject` field (packageName for Play Integrity,
+ * the attested key's id for App Attest and Android key attestation).
  */
 function subjectOf(service: string, details: Record<string, unknown>): string {
-  const value =
-    service === 'gms' || service === 'gms-pc'
-      ? details.packageName
-      : service === 'apple' || service === 'android-key'
-        ? details.keyIdentifier
-        : undefined;
+  const field = kindOf(service)?.subject;
+  const value = field === undefined ? undefined : details[field];
   if (typeof value !== 'string') throw new TypeError(`no subject in the ${service} details`);
   return value;
 }

@@ -1,6 +1,6 @@
 import { isObservableReason, type ObservableReason } from './observedRules.js';
 import { Rejection, type RejectReason } from './reasons.js';
-import type { CheckRecord, Trace, VerifyFacts } from './types.js';
+import type { CheckRecord, Trace, VerifyFacts } from './outcome.js';
 
 /**
  * Collects the steps of one verification; `finish` fills in the failing and unreached checks.

@@ -1,14 +1,13 @@
-import { timingSafeEqual } from 'node:crypto';
 import type { AppScope } from './appScope.js';
-import { CborError, decodeStrictCbor, isBytes, isMap } from './cbor.js';
+import { bytesEqual } from './bytesEqual.js';
+import { isMap } from './cbor.js';
+import { parseEnvelope } from './envelope.js';
 import { Rejection } from './reasons.js';
 import { TraceRecorder } from './trace.js';
-import type { PlatformVerifier, Service, VerifyOutcome } from './types.js';
+import type { PlatformVerifier } from './ports.js';
+import type { Service } from './services.js';
+import type { VerifyOutcome } from './outcome.js';
 
-export const TOKEN_MAX_BYTES = 64 * 1024;
-export const TOKEN_MAX_DEPTH = 8;
-export const TOKEN_NONCE_MIN = 16;
-export const TOKEN_NONCE_MAX = 512;
 /** A device nonce's size (docs/token-format.md section 2). */
 export const DEVICE_NONCE_BYTES = { min: 1, max: 128 } as const;
 
@@ -19,7 +18,6 @@ export function finalNonce(
 ): Uint8Array {
   return deviceNonce ? new Uint8Array(Buffer.concat([serverNonce, deviceNonce])) : serverNonce;
 }
-const TELEMETRY_MAX_BYTES = 64;
 
 export interface VerifyInput {
   /** the token's CBOR bytes */
@@ -39,15 +37,6 @@ export type PlatformVerifiers = Partial<Record<Service, PlatformVerifier>>;
 export interface VerifyDeps {
   now: () => Date;
   verifiers: PlatformVerifiers;
-}
-
-/** The envelope of a format-1 token (docs/token-format.md section 3), with the platform evidence left raw. */
-export interface TokenEnvelope {
-  version: 1;
-  nonce: Uint8Array;
-  service: string;
-  device: { model?: string; os?: string; sdk?: string };
-  evidence: unknown;
 }
 
 /** The ordered envelope checks, before the platform's own. */
@@ -126,69 +115,6 @@ export async function verifyToken(input: VerifyInput, deps: VerifyDeps): Promise
       facts: trace.facts,
     };
   }
-}
-
-/** Decodes and validates the token envelope; throws `Rejection` (token_malformed / token_version_unsupported). */
-export function parseEnvelope(token: Uint8Array, trace?: TraceRecorder): TokenEnvelope {
-  trace?.current('token.decode');
-  let root: unknown;
-  try {
-    root = decodeStrictCbor(token, { maxBytes: TOKEN_MAX_BYTES, maxDepth: TOKEN_MAX_DEPTH });
-  } catch (err) {
-    if (err instanceof CborError) throw new Rejection('token_malformed', `CBOR: ${err.message}`);
-    throw err;
-  }
-  if (!isMap(root)) throw new Rejection('token_malformed', 'the top level is not a CBOR map');
-  for (const key of root.keys()) {
-    if (typeof key !== 'string')
-      throw new Rejection('token_malformed', 'the top-level map has a key that is not text');
-  }
-  // the version first: another version may lay out everything else differently
-  const version = root.get('v');
-  const isUint =
-    (typeof version === 'number' && Number.isInteger(version) && version >= 0) ||
-    (typeof version === 'bigint' && version >= 0n);
-  if (!isUint) throw new Rejection('token_malformed', '"v" must be an unsigned integer');
-  if (version !== 1) {
-    trace?.pass('token.decode', `strict CBOR map, ${token.length} bytes`);
-    trace?.current('token.version');
-    throw new Rejection(
-      'token_version_unsupported',
-      `format version ${String(version)} is not supported (only 1)`,
-    );
-  }
-  const nonce = root.get('nonce');
-  if (!isBytes(nonce) || nonce.length < TOKEN_NONCE_MIN || nonce.length > TOKEN_NONCE_MAX) {
-    throw new Rejection(
-      'token_malformed',
-      `"nonce" must be a byte string of ${TOKEN_NONCE_MIN} to ${TOKEN_NONCE_MAX} bytes`,
-    );
-  }
-  const device = root.get('device');
-  if (!isMap(device)) throw new Rejection('token_malformed', '"device" must be a map');
-  const service = device.get('service');
-  if (typeof service !== 'string')
-    throw new Rejection('token_malformed', '"device.service" must be text');
-  const telemetry: TokenEnvelope['device'] = {};
-  for (const field of ['model', 'os', 'sdk'] as const) {
-    const value = device.get(field);
-    if (value === undefined) continue;
-    if (typeof value !== 'string' || Buffer.byteLength(value) > TELEMETRY_MAX_BYTES) {
-      throw new Rejection(
-        'token_malformed',
-        `"device.${field}" must be text of at most ${TELEMETRY_MAX_BYTES} bytes`,
-      );
-    }
-    telemetry[field] = value;
-  }
-  trace?.pass('token.decode', `strict CBOR map, ${token.length} bytes`);
-  trace?.pass('token.version', 'format version 1');
-  return { version: 1, nonce, service, device: telemetry, evidence: root.get(service) };
-}
-
-/** Constant-time byte comparison; lengths are not secret. */
-export function bytesEqual(a: Uint8Array, b: Uint8Array): boolean {
-  return a.length === b.length && timingSafeEqual(a, b);
 }
 
 function truncate(s: string): string {

@@ -5,8 +5,8 @@ import type {
   AppleEnvPolicy,
   GoogleServiceAccount,
   MinVerdict,
-} from '../core/types.js';
-import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
+} from '../core/ports.js';
+import { DEFAULT_ANDROID_POLICY } from '../core/gms/defaultAndroidPolicy.js';
 import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
 import {
   androidSummary,
@@ -43,10 +43,6 @@ import { rowsOf, type Database } from './client.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
 import { parseTextArray, textArray } from './textArray.js';
-
-export type { AndroidKeyPairInput, AndroidPolicyInput, TestKeyPair } from './androidPackageRows.js';
-export type { ApplePolicyInput } from './appleAppRows.js';
-export { createCachedAllowlist } from './cachedAllowlist.js';
 
 const PAIRS = 'android_key_pairs';
 const PACKAGES = 'android_packages';

@@ -2,13 +2,12 @@ import { sql } from 'drizzle-orm';
 import type {
   AndroidBootState,
   AndroidKeyExtras,
-  AndroidKeyRecord,
-  AndroidKeyStore,
   AndroidSecurityLevel,
-} from '../core/types.js';
+} from '../core/androidKey/androidKeyTokenDetails.js';
+import type { AndroidKeyRecord, AndroidKeyStore } from '../core/ports.js';
 import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';
-import { underPruneLock, type PruneTarget } from './pruneLock.js';
+import { pruneBatch } from './pruneLock.js';
 
 // the assertion pruner's advisory lock (each table prunes under its own id)
 const PRUNE_LOCK_ID = 0x616b6173; // 'akas'
@@ -85,21 +84,12 @@ export function createAndroidKeyRepository(db: Database): AndroidKeyStore &
     },
 
     async pruneAssertionBatch(cutoff, limit, options = {}) {
-      const batch = async (tx: PruneTarget) => {
-        const rows = rowsOf<{ n: number }>(
-          await tx.execute(sql`
-            with victims as (
-              select digest, mode from android_key_assertions
-              where accepted_at < ${cutoff.toISOString()}::timestamptz
-              limit ${limit}
-            ), gone as (
-              delete from android_key_assertions a using victims
-              where a.digest = victims.digest and a.mode = victims.mode returning 1
-            ) select count(*)::int as n from gone`),
-        );
-        return rows[0]?.n ?? 0;
-      };
-      return underPruneLock(db, PRUNE_LOCK_ID, options, batch);
+      return pruneBatch(db, PRUNE_LOCK_ID, options, {
+        table: 'android_key_assertions',
+        keys: ['digest', 'mode'],
+        where: sql`accepted_at < ${cutoff.toISOString()}::timestamptz`,
+        limit,
+      });
     },
 
     async register(record) {

@@ -5,9 +5,9 @@ import type {
   DeviceActivityLevel,
   GoogleServiceAccount,
   MinVerdict,
-  RecallBit,
   DeviceLimit,
-} from '../core/types.js';
+} from '../core/ports.js';
+import type { RecallBit } from '../core/gms/gmsTokenDetails.js';
 import { auditSummary } from './auditedColumns.js';
 import type { ObserveChange } from './observeColumn.js';
 import { ANDROID_RULES, ruleColumns, type RuleColumn } from './policyColumns.js';

@@ -3,8 +3,8 @@ import {
   parseRevocationDocument,
   revocationDocument,
   shippedRevocations,
-} from '../core/android/revocationList.js';
-import type { RevocationEntry, RevocationList } from '../core/types.js';
+} from '../core/androidKey/revocationList.js';
+import type { RevocationEntry, RevocationList } from '../core/ports.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { rowsOf, type Database } from './client.js';
 

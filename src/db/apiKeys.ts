@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { KeyMode } from '../core/types.js';
+import type { KeyMode } from '../core/ports.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
 import { rowsOf, type Database } from './client.js';

@@ -1,4 +1,4 @@
-import type { AppleAppPolicy, AppleEnvPolicy, DeviceLimit } from '../core/types.js';
+import type { AppleAppPolicy, AppleEnvPolicy, DeviceLimit } from '../core/ports.js';
 import type { ObserveChange } from './observeColumn.js';
 import { APPLE_RULES, ruleColumns, ruleValuesOf, type RuleColumn } from './policyColumns.js';
 import { parseTextArray } from './textArray.js';

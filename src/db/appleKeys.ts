@@ -1,5 +1,6 @@
 import { sql } from 'drizzle-orm';
-import type { AppleEnvironment, AppleKeyRecord, AppleKeyStore } from '../core/types.js';
+import type { AppleEnvironment } from '../core/apple/appleTokenDetails.js';
+import type { AppleKeyRecord, AppleKeyStore } from '../core/ports.js';
 import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';
 

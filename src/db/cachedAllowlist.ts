@@ -1,4 +1,4 @@
-import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy } from '../core/types.js';
+import type { AllowlistReader, AndroidPackagePolicy, AppleAppPolicy } from '../core/ports.js';
 import type { AllowlistRepository } from './allowlist.js';
 
 /**

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import { rowsOf, type Database } from './client.js';
-import { underPruneLock, type PruneTarget } from './pruneLock.js';
+import type { Database } from './client.js';
+import { pruneBatch } from './pruneLock.js';
 import { fixedStatement } from './fixedStatement.js';
 
 // any constant works; it only has to be the same for every instance of attest (sessions use 'prue')
@@ -38,20 +38,12 @@ export function createConsumedResultRepository(db: Database) {
       limit: number,
       options: { advisoryLock?: boolean } = {},
     ): Promise<number | null> {
-      const batch = async (tx: PruneTarget) => {
-        const rows = rowsOf<{ n: number }>(
-          await tx.execute(sql`
-            with victims as (
-              select jti from consumed_results
-              where expires_at < ${cutoff.toISOString()}::timestamptz
-              limit ${limit}
-            ), gone as (
-              delete from consumed_results c using victims where c.jti = victims.jti returning 1
-            ) select count(*)::int as n from gone`),
-        );
-        return rows[0]?.n ?? 0;
-      };
-      return underPruneLock(db, PRUNE_LOCK_ID, options, batch);
+      return pruneBatch(db, PRUNE_LOCK_ID, options, {
+        table: 'consumed_results',
+        keys: ['jti'],
+        where: sql`expires_at < ${cutoff.toISOString()}::timestamptz`,
+        limit,
+      });
     },
   };
 }

@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { ReceiptFacts } from '../core/apple/verifyReceipt.js';
+import type { ReceiptFacts } from '../core/apple/receiptStructure.js';
 import { rowsOf, type Database } from './client.js';
 
 /** What became of a development receipt's store: kept, or why not (the key's mode decides). */

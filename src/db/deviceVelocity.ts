@@ -1,12 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { windowStartOf } from '../core/deviceVelocity.js';
-import type {
-  DeviceLimit,
-  DeviceVelocityStore,
-  DeviceVerify,
-  KeyMode,
-  Service,
-} from '../core/types.js';
+import type { DeviceLimit, DeviceVelocityStore, DeviceVerify, KeyMode } from '../core/ports.js';
+import type { DeviceKeyService } from '../core/services.js';
 import { dateOf } from './appleKeys.js';
 import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';
@@ -35,7 +30,7 @@ const COUNT = fixedStatement<{ count: string | number }>(`
 
 /** What `attest devices show` tells of a registered key. */
 export interface DeviceView {
-  service: Extract<Service, 'apple' | 'android-key'>;
+  service: DeviceKeyService;
   /** the App Attest app ID or the Android package */
   app: string;
   /** App Attest only */

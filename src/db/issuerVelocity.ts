@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import type { IssuerVelocityStore } from '../core/android/issuerVelocity.js';
-import type { KeyMode } from '../core/types.js';
+import type { IssuerVelocityStore } from '../core/androidKey/issuerVelocity.js';
+import type { KeyMode } from '../core/ports.js';
 import { dateOf } from './appleKeys.js';
 import { rowsOf, type Database } from './client.js';
 import { fixedStatement } from './fixedStatement.js';

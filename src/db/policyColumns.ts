@@ -1,8 +1,8 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { ANDROID_KEY_POLICY_FIELDS } from '../core/android/androidKeyPolicyFields.js';
+import { ANDROID_KEY_POLICY_FIELDS } from '../core/androidKey/androidKeyPolicyFields.js';
 import { APPLE_POLICY_FIELDS } from '../core/apple/applePolicyFields.js';
-import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
-import { GMS_VERDICT_FIELDS } from '../core/google/gmsPolicyFields.js';
+import { DEFAULT_ANDROID_POLICY } from '../core/gms/defaultAndroidPolicy.js';
+import { GMS_VERDICT_FIELDS } from '../core/gms/gmsPolicyFields.js';
 import type { PolicyField } from '../core/policyFields.js';
 import type { AuditedColumn } from './auditedColumns.js';
 import { parseTextArray, textArray } from './textArray.js';

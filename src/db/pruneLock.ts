@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { sql, type SQL } from 'drizzle-orm';
 import { rowsOf, type Database } from './client.js';
 
 /** What a prune runs in: the database itself, or the transaction that holds the lock. */
@@ -22,5 +22,38 @@ export async function underPruneLock<T>(
       await tx.execute(sql`select pg_try_advisory_xact_lock(${lockId}) as locked`),
     );
     return locked[0]?.locked ? prune(tx) : null;
+  });
+}
+
+/**
+ * One prune batch: deletes at most `limit` rows of `table` that `where` selects, found by their
+ * key columns, under the table's prune lock (underPruneLock); returns how many, or null when
+ * another instance holds the lock. One statement: the victims are chosen and deleted together.
+ */
+export function pruneBatch(
+  db: Database,
+  lockId: number,
+  options: { advisoryLock?: boolean },
+  batch: { table: string; keys: readonly string[]; where: SQL; limit: number },
+): Promise<number | null> {
+  const table = sql.identifier(batch.table);
+  const keys = sql.join(
+    batch.keys.map((k) => sql.identifier(k)),
+    sql`, `,
+  );
+  const match = sql.join(
+    batch.keys.map((k) => sql`t.${sql.identifier(k)} = victims.${sql.identifier(k)}`),
+    sql` and `,
+  );
+  return underPruneLock(db, lockId, options, async (tx) => {
+    const rows = rowsOf<{ n: number }>(
+      await tx.execute(sql`
+        with victims as (
+          select ${keys} from ${table} where ${batch.where} limit ${batch.limit}
+        ), gone as (
+          delete from ${table} t using victims where ${match} returning 1
+        ) select count(*)::int as n from gone`),
+    );
+    return rows[0]?.n ?? 0;
   });
 }

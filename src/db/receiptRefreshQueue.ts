@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
-import type { AppleEnvironment } from '../core/types.js';
-import type { ReceiptFacts } from '../core/apple/verifyReceipt.js';
+import type { AppleEnvironment } from '../core/apple/appleTokenDetails.js';
+import type { ReceiptFacts } from '../core/apple/receiptStructure.js';
 import { rowsOf, type Database } from './client.js';
 
 /** The refresh schedule at a glance: teams with DeviceCheck keys and stored receipts by state. */

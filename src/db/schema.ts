@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { DEFAULT_ANDROID_POLICY } from '../core/google/defaultAndroidPolicy.js';
+import { DEFAULT_ANDROID_POLICY } from '../core/gms/defaultAndroidPolicy.js';
 import {
   bigint,
   boolean,

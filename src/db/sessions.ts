@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { rowsOf, type Database } from './client.js';
-import { underPruneLock, type PruneTarget } from './pruneLock.js';
+import { pruneBatch } from './pruneLock.js';
 import { fixedStatement } from './fixedStatement.js';
 
 // any constant works; it only has to be the same for every instance of attest
@@ -93,20 +93,12 @@ export function createSessionRepository(db: Database) {
       limit: number,
       options: { advisoryLock?: boolean } = {},
     ): Promise<number | null> {
-      const batch = async (tx: PruneTarget) => {
-        const rows = rowsOf<{ n: number }>(
-          await tx.execute(sql`
-            with victims as (
-              select reference from attestation_sessions
-              where expires_at < ${cutoff.toISOString()}::timestamptz or consumed_at < ${cutoff.toISOString()}::timestamptz
-              limit ${limit}
-            ), gone as (
-              delete from attestation_sessions s using victims where s.reference = victims.reference returning 1
-            ) select count(*)::int as n from gone`),
-        );
-        return rows[0]?.n ?? 0;
-      };
-      return underPruneLock(db, PRUNE_LOCK_ID, options, batch);
+      return pruneBatch(db, PRUNE_LOCK_ID, options, {
+        table: 'attestation_sessions',
+        keys: ['reference'],
+        where: sql`expires_at < ${cutoff.toISOString()}::timestamptz or consumed_at < ${cutoff.toISOString()}::timestamptz`,
+        limit,
+      });
     },
 
     /** Counts by state, for metrics. */

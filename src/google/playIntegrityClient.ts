@@ -7,8 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
-import type { RecallValues } from '../core/google/recallTarget.js';
-import type { GoogleServiceAccount, IntegrityTokenDecoder } from '../core/types.js';
+import type { RecallValues } from '../core/gms/recallTarget.js';
+import type { GoogleServiceAccount, IntegrityTokenDecoder } from '../core/ports.js';
 import { BodyTooLargeError, readBoundedText } from '../client/readBoundedBody.js';
 
 /**

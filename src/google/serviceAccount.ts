@@ -1,6 +1,6 @@
 import { importPKCS8 } from 'jose';
 import { z } from 'zod';
-import type { GoogleServiceAccount } from '../core/types.js';
+import type { GoogleServiceAccount } from '../core/ports.js';
 
 /** The fields of a Google Cloud service-account key file (JSON) that attest uses. */
 const keyFile = z.object({

@@ -1,4 +1,4 @@
-import type { AllowlistReader } from '../core/types.js';
+import type { AllowlistReader } from '../core/ports.js';
 
 /**
  * Whether an App Attest app ID or Android package is allowlisted, asked of the allowlist the

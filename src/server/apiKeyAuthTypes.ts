@@ -1,5 +1,5 @@
 /** What the API key authenticator reads (the key's row) and answers (see apiKeyAuthenticator.ts). */
-import type { KeyMode } from '../core/types.js';
+import type { KeyMode } from '../core/ports.js';
 
 export interface ApiKeyLookup {
   /**

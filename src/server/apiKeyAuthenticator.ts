@@ -7,14 +7,10 @@ import {
   verifyApiKeyHash,
 } from '../core/apiKeys.js';
 import { LruCache } from '../core/lruCache.js';
-import type { KeyMode } from '../core/types.js';
+import type { KeyMode } from '../core/ports.js';
 import { addressPrefix } from './addressPrefix.js';
 import type { ApiKeyLookup, AuthContext, AuthResult } from './apiKeyAuthTypes.js';
 import { createFairLimiter } from './fairLimiter.js';
-
-export { addressPrefix } from './addressPrefix.js';
-
-export type { ApiKeyLookup, AuthContext, AuthFailure, AuthResult } from './apiKeyAuthTypes.js';
 
 export interface AuthenticatorOptions {
   lookup: ApiKeyLookup;

@@ -4,8 +4,11 @@ import type { Logger } from 'pino';
 import { encodeBase64 } from '../core/base64.js';
 import type { RejectReason } from '../core/reasons.js';
 import { isService } from '../core/services.js';
-import type { KeyMode, RemediationDialog, VerifyOutcome } from '../core/types.js';
-import { finalNonce, parseEnvelope, type VerifyInput } from '../core/verify.js';
+import type { KeyMode } from '../core/ports.js';
+import type { RemediationDialog } from '../core/gms/gmsTokenDetails.js';
+import type { VerifyOutcome } from '../core/outcome.js';
+import { finalNonce, type VerifyInput } from '../core/verify.js';
+import { parseEnvelope } from '../core/envelope.js';
 import { LIVE_JWKS_PATH, TEST_JWKS_PATH } from '../core/resultToken.js';
 import type { DatabaseBreaker } from '../db/databaseBreaker.js';
 import { isDatabaseTimeout, withDatabaseDeadline } from '../db/databaseDeadline.js';
@@ -42,7 +45,6 @@ import { parseConsumeRequest } from './consumeRequest.js';
 import type { ResultConsumer } from './resultConsumer.js';
 import { truncate } from './boundLogFields.js';
 
-export { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST, STATUS_OK } from './errorBody.js';
 export const BODY_LIMIT_BYTES = 64 * 1024;
 /** A consume's body: a result token (at most RESULT_TOKEN_MAX_CHARS) and its JSON. */
 export const CONSUME_BODY_LIMIT_BYTES = 16 * 1024;

@@ -1,5 +1,5 @@
 import type { AppScope } from '../core/appScope.js';
-import type { KeyMode } from '../core/types.js';
+import type { KeyMode } from '../core/ports.js';
 
 /** Fields of the one log line a request writes; middlewares and handlers fill them in. */
 export interface RequestLog {

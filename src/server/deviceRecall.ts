@@ -10,13 +10,13 @@ import type { Context } from 'hono';
 import { type AppScope, keyAllowsApp } from '../core/appScope.js';
 import { z } from 'zod';
 import { decodeBase64 } from '../core/base64.js';
-import type { KeyCache } from '../core/google/keyCache.js';
+import type { KeyCache } from '../core/gms/keyCache.js';
 import {
   describeRecallValues,
   findRecallTarget,
   type RecallValues,
-} from '../core/google/recallTarget.js';
-import type { AllowlistReader, KeyMode } from '../core/types.js';
+} from '../core/gms/recallTarget.js';
+import type { AllowlistReader, KeyMode } from '../core/ports.js';
 import { liveAllowlist } from '../core/verifiers.js';
 import { GoogleFault, type DeviceRecallWriter } from '../google/playIntegrityClient.js';
 import type { AppEnv } from './appEnv.js';

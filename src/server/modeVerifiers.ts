@@ -1,5 +1,5 @@
 import type { X509Certificate } from 'node:crypto';
-import { androidRootsFromCertificates } from '../core/android/trustRoots.js';
+import { androidRootsFromCertificates } from '../core/androidKey/trustRoots.js';
 import { withDevelopmentRoot } from '../core/apple/trustRoots.js';
 import { type ReceiptVerifier, withDevelopmentReceiptRoot } from '../core/apple/verifyReceipt.js';
 import type {
@@ -8,8 +8,9 @@ import type {
   DeviceVelocityStore,
   IntegrityTokenDecoder,
   KeyMode,
-} from '../core/types.js';
-import { buildVerifiers, type AndroidKeyDeps } from '../core/verifiers.js';
+} from '../core/ports.js';
+import { buildVerifiers } from '../core/verifiers.js';
+import type { AndroidKeyDeps } from '../core/kind.js';
 import type { PlatformVerifiers } from '../core/verify.js';
 
 const FORCED_RELOAD_INTERVAL_MS = 1000;

@@ -5,8 +5,8 @@ import {
   type ConsumeRejectReason,
   type ConsumingKey,
 } from '../core/consumeResult.js';
-import type { ResultTokenClaims } from '../core/resultToken.js';
-import type { KeyMode } from '../core/types.js';
+import type { ResultTokenClaims } from '../core/resultTokenClaims.js';
+import type { KeyMode } from '../core/ports.js';
 import type { ConsumedResultRepository } from '../db/consumedResults.js';
 import type { ResultTokenSigner } from './resultTokenSigner.js';
 

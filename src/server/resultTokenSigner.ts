@@ -7,11 +7,11 @@ import {
   resultClaims,
   RESULT_TOKEN_ALG,
   RESULT_TOKEN_TYPE,
-  RETIRED_KEY_GRACE_SECONDS,
   type ResultJwk,
 } from '../core/resultToken.js';
+import { RETIRED_KEY_GRACE_SECONDS } from '../core/resultKeyTiming.js';
 import { lowSJws } from '../core/ecdsaLowS.js';
-import type { PlatformDetails } from '../core/types.js';
+import type { PlatformDetails } from '../core/kinds.js';
 import type { Auditor } from '../db/audit.js';
 import type { ResultKeyMode, ResultKeyRecord, ResultKeyRepository } from '../db/resultKeys.js';
 

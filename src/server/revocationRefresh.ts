@@ -11,7 +11,7 @@
  * lifted suspensions; an empty or halved one is a broken mirror or a tampered answer, and taking
  * it would silently un-revoke keys).
  */
-import { parseRevocationDocument } from '../core/android/revocationList.js';
+import { parseRevocationDocument } from '../core/androidKey/revocationList.js';
 import type { RevocationRepository } from '../db/androidRevocations.js';
 import { BodyTooLargeError, readBoundedText } from '../client/readBoundedBody.js';
 

@@ -51,8 +51,6 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-export { PROPAGATION_MS } from './propagation.js';
-
 /**
  * On close, requests in flight have this long to be answered (their own deadline is 5 s) before
  * the connections still open are cut; the database closes after.

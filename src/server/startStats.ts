@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { DEFAULT_STATS_RETENTION_SECONDS, type Config } from '../config.js';
-import type { AllowlistReader } from '../core/types.js';
+import type { AllowlistReader } from '../core/ports.js';
 import type { DatabaseHandle } from '../db/client.js';
 import { createVerificationStatsRepository } from '../db/verificationStats.js';
 import { boundDatabaseWait } from '../db/databaseDeadline.js';

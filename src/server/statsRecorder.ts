@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { KeyMode } from '../core/types.js';
+import type { KeyMode } from '../core/ports.js';
 import type { DeviceRow, StatsBatch, StatsRow } from '../db/statsDimensions.js';
 
 /** What one answered verify adds to the statistics. */

@@ -8,7 +8,8 @@ import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runOperation, type OperationContext } from '../../src/admin/operations.js';
+import { runOperation } from '../../src/admin/operations.js';
+import type { OperationContext } from '../../src/admin/operation.js';
 import {
   checkCredentialUpstreams,
   type UpstreamEndpoints,

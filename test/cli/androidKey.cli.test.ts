@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { shippedRevocations } from '../../src/core/android/revocationList.js';
+import { shippedRevocations } from '../../src/core/androidKey/revocationList.js';
 import {
   lockedAndVerified,
   loadAndroidVectors,
@@ -100,7 +100,7 @@ describe('verify-file explains each real chain (no database)', () => {
       return;
     }
     // two factory chains whose device clock lags their own patch level by a year: at their
-    // capture time that patch level is in the future (test/core/android/vectors.test.ts runs
+    // capture time that patch level is in the future (test/core/androidKey/vectors.test.ts runs
     // them in their patch month)
     if (id === 'google-aka-tee-ec' || id === 'google-keyattestation-pixel3-tee-ec') {
       expect(strict.reason).toBe('android_patch_level_future');

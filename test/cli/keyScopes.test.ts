@@ -12,7 +12,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDevCa, createSimulatedKey, mintAttestation } from '../../src/core/dev/devCa.js';
-import { encodeAppleToken } from '../../src/core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../src/core/apple/appleToken.js';
 import { createDevCaRepository } from '../../src/db/devCa.js';
 import { startServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';

@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { encodeCbor } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
@@ -259,21 +259,15 @@ describe('verify-file with standard tokens', () => {
       packageName,
       standardPayload({ nonce, now: NOW, packageName, ...(edit ? { edit } : {}) }),
     );
-    const token = encodeCbor(
-      new Map<string, unknown>([
-        ['v', 1],
-        ['nonce', Buffer.from(nonce)],
-        ['device', new Map([['service', 'gms']])],
-        [
-          'gms',
-          new Map<string, unknown>([
-            ['packageName', packageName],
-            ['integrityToken', integrityToken],
-            ['request', 'standard'],
-          ]),
-        ],
+    const token = encodeEnvelope({
+      nonce,
+      service: 'gms',
+      evidence: new Map<string, unknown>([
+        ['packageName', packageName],
+        ['integrityToken', integrityToken],
+        ['request', 'standard'],
       ]),
-    );
+    });
     const path = join(dir, `token-${randomBytes(4).toString('hex')}`);
     writeFileSync(path, token);
     return path;

@@ -19,7 +19,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { decodeBase64 } from '../../src/core/base64.js';
 import { masterKeyId } from '../../src/db/secretBox.js';
-import { encodeCbor } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import {
   createGoogleTestKeys,
   mintIntegrityToken,
@@ -58,24 +58,17 @@ async function serve(env: NodeJS.ProcessEnv) {
 }
 
 function gmsToken(nonce: Uint8Array, integrityToken: string): string {
-  const device = new Map<string, unknown>([
-    ['service', 'gms'],
-    ['model', 'Pixel 9'],
-    ['os', 'Android 16'],
-  ]);
   const gms = new Map<string, unknown>([
     ['packageName', TEST_PACKAGE],
     ['integrityToken', integrityToken],
   ]);
   return b64(
-    encodeCbor(
-      new Map<string, unknown>([
-        ['v', 1],
-        ['nonce', Buffer.from(nonce)],
-        ['device', device],
-        ['gms', gms],
-      ]),
-    ),
+    encodeEnvelope({
+      nonce,
+      service: 'gms',
+      evidence: gms,
+      device: { model: 'Pixel 9', os: 'Android 16' },
+    }),
   );
 }
 

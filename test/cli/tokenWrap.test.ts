@@ -5,7 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { encodeCbor } from '../../src/core/dev/encodeToken.js';
+import { encodeCbor } from '../../src/core/envelope.js';
 import {
   createTestPlayKeys,
   sealIntegrityToken,

@@ -3,8 +3,8 @@
  * absent without it), the `--json` document and the text report, the unchecked nonce, usage
  * errors, and database mode (read-only, same verdicts as the server).
  */
-import { ANDROID_KEY_CHECKS } from '../../src/core/android/androidKeyVerifier.js';
-import { GOOGLE_PC_CHECKS } from '../../src/core/googlePc/pcVerifier.js';
+import { ANDROID_KEY_CHECKS } from '../../src/core/androidKey/androidKeyChecks.js';
+import { GOOGLE_PC_CHECKS } from '../../src/core/gmsPc/pcVerifier.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,10 +12,11 @@ import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPLE_CHECKS } from '../../src/core/apple/appleVerifier.js';
 import { CHECK_TITLES, type CheckId } from '../../src/core/checkTitles.js';
-import { GOOGLE_CHECKS, GOOGLE_STANDARD_CHECKS } from '../../src/core/google/googleVerifier.js';
+import { GOOGLE_CHECKS, GOOGLE_STANDARD_CHECKS } from '../../src/core/gms/googleVerifier.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { ENVELOPE_CHECKS, verifyToken } from '../../src/core/verify.js';
-import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import { createCachedAllowlist } from '../../src/db/cachedAllowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
 import { runMigrations } from '../../src/db/migrate.js';

@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { after, loadReceiptVectors } from '../support/receiptVectors.js';
 import { scratch, verifyFile } from '../support/verifyFileTokens.js';
-import { encodeCbor } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 
 const vectors = loadReceiptVectors();
 const v = vectors.find((x) => x.name === 'veehaitch-ios-14.2')!;
@@ -20,20 +20,14 @@ beforeAll(() => {
 afterAll(() => files.remove());
 
 const tokenOf = (attestation: Buffer) =>
-  encodeCbor(
-    new Map<string, unknown>([
-      ['v', 1],
-      ['nonce', Buffer.alloc(32, 0x5a)],
-      ['device', new Map([['service', 'apple']])],
-      [
-        'apple',
-        new Map<string, unknown>([
-          ['keyId', v.keyId],
-          ['attestation', attestation],
-        ]),
-      ],
+  encodeEnvelope({
+    nonce: Buffer.alloc(32, 0x5a),
+    service: 'apple',
+    evidence: new Map<string, unknown>([
+      ['keyId', v.keyId],
+      ['attestation', attestation],
     ]),
-  );
+  });
 const flags = ['--app-id', v.appId, '--client-data-hash', v.clientDataHash.toString('base64')];
 
 describe('verify-file shows the receipt of a token', () => {

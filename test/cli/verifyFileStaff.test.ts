@@ -7,8 +7,9 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { INPUT_MAX_BYTES } from '../../src/cli/commands/verifyFile.js';
+import { INPUT_MAX_BYTES } from '../../src/cli/tokenInput.js';
 import { encodeCbor, TEST_APP_ID, TEST_NOW } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import {
   createGoogleTestKeys,
   mintIntegrityToken,
@@ -47,29 +48,23 @@ const hostileTokens = (payload: string) => ({
     ]),
   ),
   'gms.packageName': gmsToken({ nonce: NONCE, packageName: payload, integrityToken: 'a.b.c.d.e' }),
-  'attestation fmt': encodeCbor(
-    new Map<string, unknown>([
-      ['v', 1],
-      ['nonce', NONCE],
-      ['device', new Map([['service', 'apple']])],
+  'attestation fmt': encodeEnvelope({
+    nonce: NONCE,
+    service: 'apple',
+    evidence: new Map<string, unknown>([
+      ['keyId', Buffer.alloc(32, 1)],
       [
-        'apple',
-        new Map<string, unknown>([
-          ['keyId', Buffer.alloc(32, 1)],
-          [
-            'attestation',
-            encodeCbor(
-              new Map<string, unknown>([
-                ['fmt', payload],
-                ['attStmt', new Map()],
-                ['authData', Buffer.alloc(37)],
-              ]),
-            ),
-          ],
-        ]),
+        'attestation',
+        encodeCbor(
+          new Map<string, unknown>([
+            ['fmt', payload],
+            ['attStmt', new Map()],
+            ['authData', Buffer.alloc(37)],
+          ]),
+        ),
       ],
     ]),
-  ),
+  }),
 });
 
 describe('hostile text from the token', () => {

@@ -8,7 +8,7 @@ import { CompactSign, createLocalJWKSet, exportJWK, type JWK } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { checkOwnResultToken, mayConsume } from '../../src/core/consumeResult.js';
 import { lowSJws } from '../../src/core/ecdsaLowS.js';
-import type { ResultTokenClaims } from '../../src/core/resultToken.js';
+import type { ResultTokenClaims } from '../../src/core/resultTokenClaims.js';
 
 const ISSUER = 'https://attest.example.com';
 const NOW = new Date('2026-11-27T12:00:00Z');

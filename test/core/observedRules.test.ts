@@ -7,9 +7,10 @@ import {
   observableCodes,
   parseObserveCodes,
 } from '../../src/core/observedRules.js';
-import { Rejection, REJECT_REASONS } from '../../src/core/reasons.js';
+import { Rejection } from '../../src/core/reasons.js';
+import { REJECT_REASONS } from '../../src/core/rejectReasons.js';
 import { TraceRecorder } from '../../src/core/trace.js';
-import type { PlatformVerifier } from '../../src/core/types.js';
+import type { PlatformVerifier } from '../../src/core/ports.js';
 import { verifyToken } from '../../src/core/verify.js';
 import { appleEvidence, token } from '../support/tokens.js';
 

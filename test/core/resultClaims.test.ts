@@ -1,7 +1,7 @@
 /** The `sub` of a result token for each service: the key or package the verify result is about. */
 import { describe, expect, it } from 'vitest';
 import { resultClaims } from '../../src/core/resultToken.js';
-import type { PlatformDetails } from '../../src/core/types.js';
+import type { PlatformDetails } from '../../src/core/kinds.js';
 
 const base = {
   issuer: 'https://attest.example.com',

@@ -8,7 +8,9 @@ vi.mock('node:crypto', async (importOriginal) => {
 });
 import { Rejection } from '../../src/core/reasons.js';
 import { TraceRecorder } from '../../src/core/trace.js';
-import { bytesEqual, ENVELOPE_CHECKS, parseEnvelope, verifyToken } from '../../src/core/verify.js';
+import { bytesEqual } from '../../src/core/bytesEqual.js';
+import { ENVELOPE_CHECKS, verifyToken } from '../../src/core/verify.js';
+import { parseEnvelope } from '../../src/core/envelope.js';
 import {
   arr,
   bstr,

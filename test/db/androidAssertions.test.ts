@@ -5,10 +5,10 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createAndroidKeyVerifier } from '../../src/core/android/androidKeyVerifier.js';
-import { revocationListOf } from '../../src/core/android/revocationList.js';
+import { createAndroidKeyVerifier } from '../../src/core/androidKey/androidKeyVerifier.js';
+import { revocationListOf } from '../../src/core/androidKey/revocationList.js';
 import { findHints } from '../../src/core/explain.js';
-import type { AndroidKeyStore } from '../../src/core/types.js';
+import type { AndroidKeyStore } from '../../src/core/ports.js';
 import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';

@@ -2,7 +2,7 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { is } from 'drizzle-orm';
 import { getTableConfig, PgTable } from 'drizzle-orm/pg-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { GoogleServiceAccount } from '../../src/core/types.js';
+import type { GoogleServiceAccount } from '../../src/core/ports.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { createAuditRepository, type AuditEvent, type Auditor } from '../../src/db/audit.js';

@@ -4,8 +4,9 @@
  * an instance cannot keep the state from before a change it was told of.
  */
 import { describe, expect, it } from 'vitest';
-import type { AppleAppPolicy } from '../../src/core/types.js';
-import { createCachedAllowlist, type AllowlistRepository } from '../../src/db/allowlist.js';
+import type { AppleAppPolicy } from '../../src/core/ports.js';
+import { createCachedAllowlist } from '../../src/db/cachedAllowlist.js';
+import type { AllowlistRepository } from '../../src/db/allowlist.js';
 
 function controlledRepo() {
   let apps: AppleAppPolicy[] = [];

@@ -3,7 +3,8 @@
 // the verifier uses.
 import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
-import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import { createCachedAllowlist } from '../../src/db/cachedAllowlist.js';
 import { backends, useDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 

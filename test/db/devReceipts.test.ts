@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AdminError } from '../../src/admin/adminError.js';
-import { runOperation, type OperationContext } from '../../src/admin/operations.js';
+import { runOperation } from '../../src/admin/operations.js';
+import type { OperationContext } from '../../src/admin/operation.js';
 import { encodeBase64 } from '../../src/core/base64.js';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { createReceiptVerifier } from '../../src/core/apple/verifyReceipt.js';
@@ -21,9 +22,9 @@ import {
   mintAttestation,
   type SimulatedKey,
 } from '../../src/core/dev/devCa.js';
-import { encodeAppleToken } from '../../src/core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../src/core/apple/appleToken.js';
 import { createMemoryAllowlist } from '../../src/core/memoryStores.js';
-import type { AppleAppPolicy, AppleKeyRecord } from '../../src/core/types.js';
+import type { AppleAppPolicy, AppleKeyRecord } from '../../src/core/ports.js';
 import { verifyToken } from '../../src/core/verify.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';

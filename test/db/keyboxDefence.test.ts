@@ -7,9 +7,10 @@
  */
 import { randomBytes, X509Certificate } from 'node:crypto';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createAndroidKeyVerifier } from '../../src/core/android/androidKeyVerifier.js';
-import { revocationListOf } from '../../src/core/android/revocationList.js';
-import type { KeyMode, VerifyOutcome } from '../../src/core/types.js';
+import { createAndroidKeyVerifier } from '../../src/core/androidKey/androidKeyVerifier.js';
+import { revocationListOf } from '../../src/core/androidKey/revocationList.js';
+import type { KeyMode } from '../../src/core/ports.js';
+import type { VerifyOutcome } from '../../src/core/outcome.js';
 import { verifyToken } from '../../src/core/verify.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';

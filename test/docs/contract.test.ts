@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CHECK_TITLES } from '../../src/core/checkTitles.js';
-import { REJECT_REASONS } from '../../src/core/reasons.js';
+import { REJECT_REASONS } from '../../src/core/rejectReasons.js';
 import { CONSUME_REJECT_REASONS } from '../../src/core/consumeResult.js';
 
 const read = (path: string) => readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { encode } from 'cbor-x';
 import { describe, expect, it } from 'vitest';
 import { isMap } from '../../src/core/cbor.js';
-import { parseEnvelope } from '../../src/core/verify.js';
+import { parseEnvelope } from '../../src/core/envelope.js';
 import { ROOT } from '../support/binary.js';
 
 const DOC = readFileSync(join(ROOT, 'docs', 'device-integration.md'), 'utf8');

@@ -16,10 +16,13 @@
 import { randomBytes, X509Certificate, type KeyObject } from 'node:crypto';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
-import { readAttestationCertificate } from '../../src/core/android/attestationCertificate.js';
-import { KEY_DESCRIPTION_OID, parseKeyDescription } from '../../src/core/android/keyDescription.js';
-import { revocationListOf } from '../../src/core/android/revocationList.js';
-import { aospSoftwareRoots, defaultAndroidRoots } from '../../src/core/android/trustRoots.js';
+import { readAttestationCertificate } from '../../src/core/androidKey/attestationCertificate.js';
+import {
+  KEY_DESCRIPTION_OID,
+  parseKeyDescription,
+} from '../../src/core/androidKey/keyDescription.js';
+import { revocationListOf } from '../../src/core/androidKey/revocationList.js';
+import { aospSoftwareRoots, defaultAndroidRoots } from '../../src/core/androidKey/trustRoots.js';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { decodeStrictCbor } from '../../src/core/cbor.js';
 import {
@@ -29,8 +32,9 @@ import {
 } from '../../src/core/memoryStores.js';
 import { Rejection } from '../../src/core/reasons.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
-import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH, verifyToken } from '../../src/core/verify.js';
-import { encodeAndroidKeyToken } from '../../src/core/dev/encodeToken.js';
+import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH } from '../../src/core/envelope.js';
+import { verifyToken } from '../../src/core/verify.js';
+import { encodeAndroidKeyToken } from '../../src/core/androidKey/androidKeyToken.js';
 import { ANDROID_NOW, ANDROID_PACKAGE, androidKeyPolicy } from '../support/androidFactory.js';
 import {
   loadAndroidVectors,

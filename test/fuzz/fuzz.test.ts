@@ -21,19 +21,17 @@ import { parseAuthenticatorData } from '../../src/core/apple/authenticatorData.j
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { parseAssertionObject } from '../../src/core/apple/verifyAssertion.js';
 import { parseAttestationObject } from '../../src/core/apple/verifyAttestation.js';
-import {
-  createReceiptVerifier,
-  type ReceiptFacts,
-  type ReceiptVerdict,
-} from '../../src/core/apple/verifyReceipt.js';
+import { createReceiptVerifier, type ReceiptVerdict } from '../../src/core/apple/verifyReceipt.js';
+import type { ReceiptFacts } from '../../src/core/apple/receiptStructure.js';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../../src/core/cbor.js';
-import { createGoogleVerifier } from '../../src/core/google/googleVerifier.js';
-import { KeyCache } from '../../src/core/google/keyCache.js';
-import { openIntegrityToken } from '../../src/core/google/openIntegrityToken.js';
+import { createGoogleVerifier } from '../../src/core/gms/googleVerifier.js';
+import { KeyCache } from '../../src/core/gms/keyCache.js';
+import { openIntegrityToken } from '../../src/core/gms/openIntegrityToken.js';
 import { createMemoryAllowlist, createMemoryAppleKeyStore } from '../../src/core/memoryStores.js';
 import { Rejection } from '../../src/core/reasons.js';
-import type { PlatformVerifier } from '../../src/core/types.js';
-import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH, verifyToken } from '../../src/core/verify.js';
+import type { PlatformVerifier } from '../../src/core/ports.js';
+import { TOKEN_MAX_BYTES, TOKEN_MAX_DEPTH } from '../../src/core/envelope.js';
+import { verifyToken } from '../../src/core/verify.js';
 import { encodeCbor } from '../support/appleFactory.js';
 import {
   createGoogleTestKeys,

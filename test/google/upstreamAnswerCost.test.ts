@@ -13,8 +13,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parsePlayIntegrityJson } from '../../src/core/google/playIntegrityPayload.js';
-import { parsePcIntegrityPayload } from '../../src/core/googlePc/pcPayload.js';
+import { parsePlayIntegrityJson } from '../../src/core/gms/playIntegrityPayload.js';
+import { parsePcIntegrityPayload } from '../../src/core/gmsPc/pcPayload.js';
 import {
   createPlayIntegrityClient,
   GOOGLE_MAX_ANSWER_BYTES,

@@ -9,7 +9,7 @@ import { expect, it } from 'vitest';
 import { sources, SRC } from './sourceFiles.js';
 
 const MAX_LINES = 500;
-const DATA = ['core/android/revocationSnapshot.ts'];
+const DATA = ['core/androidKey/revocationSnapshot.ts'];
 const GENERIC_COMMANDS = ['verifyFile.ts', 'allowlist.ts', 'dev.ts', 'token.ts'];
 const MAX_KIND_LINES = 40;
 const KIND_WORD = /apple|gms|android/i;

@@ -1,11 +1,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import * as apiKeys from '../../src/core/apiKeys.js';
 import { generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
-import {
-  addressPrefix,
-  createApiKeyAuthenticator,
-  type ApiKeyLookup,
-} from '../../src/server/apiKeyAuthenticator.js';
+import { addressPrefix } from '../../src/server/addressPrefix.js';
+import { createApiKeyAuthenticator } from '../../src/server/apiKeyAuthenticator.js';
+import type { ApiKeyLookup } from '../../src/server/apiKeyAuthTypes.js';
 
 vi.mock('../../src/core/apiKeys.js', async (importOriginal) => {
   const actual = await importOriginal<typeof import('../../src/core/apiKeys.js')>();

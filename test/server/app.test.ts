@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
-import { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST } from '../../src/server/app.js';
+import { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST } from '../../src/server/errorBody.js';
 import { backends, type TestDatabase } from '../support/databases.js';
 import { BASE, createTestService, init, issueKey, verify } from '../support/service.js';
 import { appleEvidence, b64, token } from '../support/tokens.js';

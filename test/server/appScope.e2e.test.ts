@@ -22,10 +22,10 @@ import {
   createDeviceKey,
   createTestCa,
   encodeAppleToken,
-  encodeCbor,
   TEST_APP_ID,
   type TestCa,
 } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, useDatabase } from '../support/databases.js';
 import {
   createGoogleTestKeys,
@@ -59,20 +59,14 @@ beforeAll(async () => {
 
 /** a format-1 `gms` token */
 function gmsToken(nonce: Uint8Array, integrityToken: string, packageName: string): Uint8Array {
-  return encodeCbor(
-    new Map<string, unknown>([
-      ['v', 1],
-      ['nonce', Buffer.from(nonce)],
-      ['device', new Map<string, unknown>([['service', 'gms']])],
-      [
-        'gms',
-        new Map<string, unknown>([
-          ['packageName', packageName],
-          ['integrityToken', integrityToken],
-        ]),
-      ],
+  return encodeEnvelope({
+    nonce,
+    service: 'gms',
+    evidence: new Map<string, unknown>([
+      ['packageName', packageName],
+      ['integrityToken', integrityToken],
     ]),
-  );
+  });
 }
 
 describe.each(backends())('app-scoped API keys on $name', (backend) => {

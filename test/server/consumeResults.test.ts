@@ -12,7 +12,7 @@ import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.j
 import { createConsumedResultRepository } from '../../src/db/consumedResults.js';
 import { createResultKeyRepository } from '../../src/db/resultKeys.js';
 import { DatabaseUnavailableError } from '../../src/db/errors.js';
-import { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST } from '../../src/server/app.js';
+import { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST } from '../../src/server/errorBody.js';
 import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { startSessionPruner, type PruneRun } from '../../src/server/sessionPruner.js';
 import { CONSUMED_RESULT_RETENTION_SECONDS } from '../../src/server/consumedResultPruner.js';

@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
 import { createPoolWatchdog } from '../../src/db/poolWatchdog.js';
-import {
-  DATABASE_WAIT_MS,
-  STATUS_INTERNAL_ERROR,
-  STATUS_INVALID_REQUEST,
-} from '../../src/server/app.js';
+import { DATABASE_WAIT_MS } from '../../src/server/app.js';
+import { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST } from '../../src/server/errorBody.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import { BASE, createTestService, init, issueKey, verify } from '../support/service.js';
 import { closedPort, startTcpProxy, type TcpProxy } from '../support/tcpProxy.js';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
 import { createDatabaseBreaker, type DatabaseBreaker } from '../../src/db/databaseBreaker.js';
-import { STATUS_INTERNAL_ERROR } from '../../src/server/app.js';
+import { STATUS_INTERNAL_ERROR } from '../../src/server/errorBody.js';
 import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';
 import { BASE, createTestService, init, issueKey } from '../support/service.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy.js';

@@ -14,10 +14,11 @@ import {
   sealIntegrityToken,
   verdictPayload,
 } from '../../src/core/dev/playIntegrityMint.js';
-import { KeyCache } from '../../src/core/google/keyCache.js';
+import { KeyCache } from '../../src/core/gms/keyCache.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken } from '../../src/core/verify.js';
-import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import { createCachedAllowlist } from '../../src/db/cachedAllowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import {
   createPlayIntegrityClient,
@@ -25,7 +26,7 @@ import {
 } from '../../src/google/playIntegrityClient.js';
 import { createDeviceRecallWrite } from '../../src/server/deviceRecall.js';
 import { startServer } from '../../src/server/start.js';
-import { encodeCbor } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, postgresBackend, useDatabase } from '../support/databases.js';
 import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
 import {
@@ -58,21 +59,15 @@ function gmsToken(
   packageName = TEST_PACKAGE,
 ): string {
   return b64(
-    encodeCbor(
-      new Map<string, unknown>([
-        ['v', 1],
-        ['nonce', Buffer.from(nonce)],
-        ['device', new Map<string, unknown>([['service', 'gms']])],
-        [
-          'gms',
-          new Map<string, unknown>([
-            ['packageName', packageName],
-            ['integrityToken', integrityToken],
-            ['request', request],
-          ]),
-        ],
+    encodeEnvelope({
+      nonce,
+      service: 'gms',
+      evidence: new Map<string, unknown>([
+        ['packageName', packageName],
+        ['integrityToken', integrityToken],
+        ['request', request],
       ]),
-    ),
+    }),
   );
 }
 

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
-import type { DeviceLimit } from '../../src/core/types.js';
+import type { DeviceLimit } from '../../src/core/ports.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import type { AuditEvent, Auditor } from '../../src/db/audit.js';
 import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
@@ -23,12 +23,12 @@ import {
   createDeviceKey,
   createTestCa,
   encodeAppleToken,
-  encodeCbor,
   TEST_APP_ID,
   TEST_NOW,
   type DeviceKey,
   type TestCa,
 } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, useDatabase } from '../support/databases.js';
 import {
   createGoogleTestKeys,
@@ -402,27 +402,21 @@ describe.each(backends())('per-device velocity on $name', (backend) => {
     );
     for (let i = 0; i < 3; i++) {
       const result = await run(service, key, async (nonce) =>
-        encodeCbor(
-          new Map<string, unknown>([
-            ['v', 1],
-            ['nonce', nonce],
-            ['device', new Map([['service', 'gms']])],
+        encodeEnvelope({
+          nonce,
+          service: 'gms',
+          evidence: new Map<string, unknown>([
+            ['packageName', TEST_PACKAGE],
             [
-              'gms',
-              new Map<string, unknown>([
-                ['packageName', TEST_PACKAGE],
-                [
-                  'integrityToken',
-                  await mintIntegrityToken({
-                    keys: googleKeys,
-                    nonce,
-                    now: new Date(clock.getTime() - 20_000),
-                  }),
-                ],
-              ]),
+              'integrityToken',
+              await mintIntegrityToken({
+                keys: googleKeys,
+                nonce,
+                now: new Date(clock.getTime() - 20_000),
+              }),
             ],
           ]),
-        ),
+        }),
       );
       expect(result.valid).toBe(true);
     }

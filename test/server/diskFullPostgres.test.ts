@@ -13,7 +13,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
 import { createWriteHealth } from '../../src/db/writeHealth.js';
-import { STATUS_INTERNAL_ERROR } from '../../src/server/app.js';
+import { STATUS_INTERNAL_ERROR } from '../../src/server/errorBody.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import { BASE, createTestService, init, issueKey } from '../support/service.js';
 

@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
-import { encodeCbor } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, useDatabase } from '../support/databases.js';
 import {
   createGoogleTestKeys,
@@ -31,27 +31,15 @@ const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 /** a format-1 `gms` token */
 function gmsToken(nonce: Uint8Array, integrityToken: string, packageName = TEST_PACKAGE): string {
   return b64(
-    encodeCbor(
-      new Map<string, unknown>([
-        ['v', 1],
-        ['nonce', Buffer.from(nonce)],
-        [
-          'device',
-          new Map<string, unknown>([
-            ['service', 'gms'],
-            ['model', 'Pixel 9'],
-            ['os', 'Android 16'],
-          ]),
-        ],
-        [
-          'gms',
-          new Map<string, unknown>([
-            ['packageName', packageName],
-            ['integrityToken', integrityToken],
-          ]),
-        ],
+    encodeEnvelope({
+      nonce,
+      service: 'gms',
+      evidence: new Map<string, unknown>([
+        ['packageName', packageName],
+        ['integrityToken', integrityToken],
       ]),
-    ),
+      device: { model: 'Pixel 9', os: 'Android 16' },
+    }),
   );
 }
 

@@ -16,7 +16,7 @@ import {
   type PlayIntegrityClientOptions,
 } from '../../src/google/playIntegrityClient.js';
 import { startServer } from '../../src/server/start.js';
-import { encodeCbor } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';
 import {
   createTestServiceAccount,
@@ -59,20 +59,7 @@ function gmsToken(
   ]);
   if (request) gms.set('request', request);
   return b64(
-    encodeCbor(
-      new Map<string, unknown>([
-        ['v', 1],
-        ['nonce', Buffer.from(nonce)],
-        [
-          'device',
-          new Map<string, unknown>([
-            ['service', 'gms'],
-            ['model', 'Pixel 9'],
-          ]),
-        ],
-        ['gms', gms],
-      ]),
-    ),
+    encodeEnvelope({ nonce, service: 'gms', evidence: gms, device: { model: 'Pixel 9' } }),
   );
 }
 

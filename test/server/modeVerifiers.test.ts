@@ -6,7 +6,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { createMemoryAllowlist } from '../../src/core/memoryStores.js';
-import type { AllowlistReader } from '../../src/core/types.js';
+import type { AllowlistReader } from '../../src/core/ports.js';
 import { verifyToken } from '../../src/core/verify.js';
 import { createModeVerifiers } from '../../src/server/modeVerifiers.js';
 import {

@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { decodeJwt } from 'jose';
 import { beforeEach, describe, expect, it } from 'vitest';
-import type { VerifyOutcome } from '../../src/core/types.js';
+import type { VerifyOutcome } from '../../src/core/outcome.js';
 import { createResultKeyRepository } from '../../src/db/resultKeys.js';
 import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { backends, useDatabase } from '../support/databases.js';

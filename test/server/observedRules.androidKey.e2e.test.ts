@@ -5,7 +5,8 @@ import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import type { KeyDescriptionFields } from '../../src/core/dev/androidKeyMint.js';
 import { OBSERVABLE_REASONS } from '../../src/core/observedRules.js';
-import { createAllowlistRepository, type AndroidPolicyInput } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import type { AndroidPolicyInput } from '../../src/db/androidPackageRows.js';
 import {
   ANDROID_NOW,
   ANDROID_PACKAGE,

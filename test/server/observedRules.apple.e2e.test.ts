@@ -10,7 +10,8 @@ import {
   APPLE_OS_INFO_OID,
 } from '../../src/core/apple/nonceExtension.js';
 import { DEV_KEY_ACCESS_CONTROL, devOsInformation } from '../../src/core/dev/devCa.js';
-import { createAllowlistRepository, type ApplePolicyInput } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import type { ApplePolicyInput } from '../../src/db/appleAppRows.js';
 import {
   createAssertion,
   createAttestation,

@@ -3,8 +3,9 @@
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { OBSERVABLE_REASONS } from '../../src/core/observedRules.js';
-import { createAllowlistRepository, type AndroidPolicyInput } from '../../src/db/allowlist.js';
-import { encodeCbor } from '../support/appleFactory.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import type { AndroidPolicyInput } from '../../src/db/androidPackageRows.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, useDatabase } from '../support/databases.js';
 import {
   createGoogleTestKeys,
@@ -135,20 +136,14 @@ describe.each(backends())('observed Play Integrity rules on $name', (backend) =>
         ...mint,
         nonce,
       });
-      return encodeCbor(
-        new Map<string, unknown>([
-          ['v', 1],
-          ['nonce', nonce],
-          ['device', new Map([['service', 'gms']])],
-          [
-            'gms',
-            new Map([
-              ['packageName', TEST_PACKAGE],
-              ['integrityToken', integrityToken],
-            ]),
-          ],
+      return encodeEnvelope({
+        nonce,
+        service: 'gms',
+        evidence: new Map([
+          ['packageName', TEST_PACKAGE],
+          ['integrityToken', integrityToken],
         ]),
-      );
+      });
     });
     expect(res.status).toBe(200);
     return { body: (await res.json()) as Payload, log: service.logs.last() };

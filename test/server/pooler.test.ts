@@ -16,7 +16,7 @@ import {
   mintAssertion,
   mintAttestation,
 } from '../../src/core/dev/devCa.js';
-import { encodeAppleToken } from '../../src/core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../src/core/apple/appleToken.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';

@@ -4,10 +4,11 @@
 // a valid answer never carries one; and the flag, turned on or off, applies at the key's next read.
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
-import { REMEDIATION_DIALOGS } from '../../src/core/google/remediation.js';
-import { createAllowlistRepository, type AndroidPolicyInput } from '../../src/db/allowlist.js';
+import { REMEDIATION_DIALOGS } from '../../src/core/gms/remediation.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import type { AndroidPolicyInput } from '../../src/db/androidPackageRows.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
-import { encodeCbor } from '../support/appleFactory.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, useDatabase } from '../support/databases.js';
 import {
   createGoogleTestKeys,
@@ -142,20 +143,14 @@ describe.each(backends())('rejection details on $name', (backend) => {
         ...mint,
         nonce,
       });
-      return encodeCbor(
-        new Map<string, unknown>([
-          ['v', 1],
-          ['nonce', nonce],
-          ['device', new Map([['service', 'gms']])],
-          [
-            'gms',
-            new Map([
-              ['packageName', TEST_PACKAGE],
-              ['integrityToken', integrityToken],
-            ]),
-          ],
+      return encodeEnvelope({
+        nonce,
+        service: 'gms',
+        evidence: new Map([
+          ['packageName', TEST_PACKAGE],
+          ['integrityToken', integrityToken],
         ]),
-      );
+      });
     });
     expect(res.status).toBe(200);
     return { body: (await res.json()) as Payload, log: service.logs.last() };

@@ -7,11 +7,11 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'drizzle-orm';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet } from 'jose';
 import { beforeEach, describe, expect, it } from 'vitest';
+import { newResultSigningKey } from '../../src/core/resultToken.js';
 import {
-  newResultSigningKey,
   RETIRED_KEY_GRACE_SECONDS,
   ROTATION_DELAY_SECONDS,
-} from '../../src/core/resultToken.js';
+} from '../../src/core/resultKeyTiming.js';
 import type { AuditEvent } from '../../src/db/audit.js';
 import { rowsOf } from '../../src/db/client.js';
 import { createResultKeyRepository } from '../../src/db/resultKeys.js';

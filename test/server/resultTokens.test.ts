@@ -9,7 +9,7 @@ import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, type JSONWebKeySet
 import { beforeEach, describe, expect, it } from 'vitest';
 import { RESULT_TOKEN_TYPE } from '../../src/core/resultToken.js';
 import { createResultKeyRepository } from '../../src/db/resultKeys.js';
-import { STATUS_INTERNAL_ERROR } from '../../src/server/app.js';
+import { STATUS_INTERNAL_ERROR } from '../../src/server/errorBody.js';
 import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { backends, useDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';

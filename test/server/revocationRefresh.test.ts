@@ -3,7 +3,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { shippedRevocations } from '../../src/core/android/revocationList.js';
+import { shippedRevocations } from '../../src/core/androidKey/revocationList.js';
 import {
   createRevocationRepository,
   createRevocationSource,

@@ -3,7 +3,8 @@
 // `attest stats` shows and `allowlist add --enforce` reports by default) is 1 of 4; the test
 // keys' share, asked for with --mode test, is 6 of 6; --mode all sums both.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runOperation, type OperationContext } from '../../src/admin/operations.js';
+import { runOperation } from '../../src/admin/operations.js';
+import type { OperationContext } from '../../src/admin/operation.js';
 import { rolloutNote } from '../../src/cli/kinds/observeOptions.js';
 import { statsJson } from '../../src/cli/commands/stats.js';
 import { rolloutText } from '../../src/cli/stats/statsSummary.js';

@@ -3,7 +3,8 @@
 // counts and share, each rule counted from its own time in the audit trail; and a rejection right
 // after the rule is enforced is counted under its app, not `other`.
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createAllowlistRepository, type ApplePolicyInput } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import type { ApplePolicyInput } from '../../src/db/appleAppRows.js';
 import type { Auditor } from '../../src/db/audit.js';
 import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
 import { createStatsRecorder } from '../../src/server/statsRecorder.js';

@@ -1,7 +1,7 @@
 // Test-mode API keys in the HTTP app: the mode reaches the verifier, the log line and the
 // metrics; with test keys off they answer 403 (cause in the log); sessions stay per key.
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { KeyMode } from '../../src/core/types.js';
+import type { KeyMode } from '../../src/core/ports.js';
 import { backends, useDatabase } from '../support/databases.js';
 import { BASE, createTestService, init, issueKey, verify } from '../support/service.js';
 import { b64, fakeVerify, token } from '../support/tokens.js';

@@ -4,7 +4,7 @@
  * allowlisted (or proved by a valid verify), else `other`.
  */
 import { describe, expect, it } from 'vitest';
-import type { VerifyOutcome } from '../../src/core/types.js';
+import type { VerifyOutcome } from '../../src/core/outcome.js';
 import type { CountedVerify } from '../../src/server/statsRecorder.js';
 import { backends, useDatabase } from '../support/databases.js';
 import { createTestService, issueKey, verify } from '../support/service.js';

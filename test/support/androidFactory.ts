@@ -6,9 +6,9 @@
  */
 import { webcrypto } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
-import { PROVISIONING_INFO_OID } from '../../src/core/android/attestationChain.js';
-import { KEY_DESCRIPTION_OID } from '../../src/core/android/keyDescription.js';
-import { parseAndroidRoots, type AndroidRootKey } from '../../src/core/android/trustRoots.js';
+import { PROVISIONING_INFO_OID } from '../../src/core/androidKey/attestationChain.js';
+import { KEY_DESCRIPTION_OID } from '../../src/core/androidKey/keyDescription.js';
+import { parseAndroidRoots, type AndroidRootKey } from '../../src/core/androidKey/trustRoots.js';
 import {
   androidChallenge,
   createAndroidDeviceKey,
@@ -18,9 +18,9 @@ import {
   type AndroidDeviceKey,
   type KeyDescriptionFields,
 } from '../../src/core/dev/androidKeyMint.js';
-import { encodeAndroidKeyToken } from '../../src/core/dev/encodeToken.js';
-import { DEFAULT_ANDROID_POLICY } from '../../src/core/google/defaultAndroidPolicy.js';
-import type { AndroidPackagePolicy } from '../../src/core/types.js';
+import { encodeAndroidKeyToken } from '../../src/core/androidKey/androidKeyToken.js';
+import { DEFAULT_ANDROID_POLICY } from '../../src/core/gms/defaultAndroidPolicy.js';
+import type { AndroidPackagePolicy } from '../../src/core/ports.js';
 
 const subtle = webcrypto.subtle;
 type CryptoKeyPair = webcrypto.CryptoKeyPair;

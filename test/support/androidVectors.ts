@@ -2,9 +2,9 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { encodeAndroidKeyToken } from '../../src/core/dev/encodeToken.js';
-import { DEFAULT_ANDROID_POLICY } from '../../src/core/google/defaultAndroidPolicy.js';
-import type { AndroidPackagePolicy } from '../../src/core/types.js';
+import { encodeAndroidKeyToken } from '../../src/core/androidKey/androidKeyToken.js';
+import { DEFAULT_ANDROID_POLICY } from '../../src/core/gms/defaultAndroidPolicy.js';
+import type { AndroidPackagePolicy } from '../../src/core/ports.js';
 
 const DIR = join(import.meta.dirname, '../fixtures/android-key');
 

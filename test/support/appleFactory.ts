@@ -17,7 +17,7 @@ import {
 } from 'node:crypto';
 import * as x509 from '@peculiar/x509';
 import { Encoder } from 'cbor-x';
-import { encodeAppleToken as encodeToken } from '../../src/core/dev/encodeToken.js';
+import { encodeAppleToken as encodeToken } from '../../src/core/apple/appleToken.js';
 
 // @peculiar/x509 picks up Node's global WebCrypto by itself.
 type CryptoKeyPair = webcrypto.CryptoKeyPair;

@@ -25,7 +25,7 @@ import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { jwtVerify } from 'jose';
-import type { GoogleServiceAccount } from '../../src/core/types.js';
+import type { GoogleServiceAccount } from '../../src/core/ports.js';
 import { JWT_BEARER_GRANT, PLAY_INTEGRITY_SCOPE } from '../../src/google/playIntegrityClient.js';
 
 export interface TestServiceAccount {

@@ -11,11 +11,10 @@ import { TraceRecorder } from '../../src/core/trace.js';
 import type {
   AndroidKeyPair,
   AndroidPackagePolicy,
-  CheckRecord,
-  PlatformDetails,
   PlatformVerifier,
-  VerifyFacts,
-} from '../../src/core/types.js';
+} from '../../src/core/ports.js';
+import type { CheckRecord, VerifyFacts } from '../../src/core/outcome.js';
+import type { PlatformDetails } from '../../src/core/kinds.js';
 
 type CryptoKey = webcrypto.CryptoKey;
 

@@ -14,8 +14,8 @@ import {
   createAndroidDeviceKey,
   encodeKeyDescription,
 } from '../../src/core/dev/androidKeyMint.js';
-import { KEY_DESCRIPTION_OID } from '../../src/core/android/keyDescription.js';
-import { encodeAndroidKeyToken } from '../../src/core/dev/encodeToken.js';
+import { KEY_DESCRIPTION_OID } from '../../src/core/androidKey/keyDescription.js';
+import { encodeAndroidKeyToken } from '../../src/core/androidKey/androidKeyToken.js';
 import { ANDROID_PACKAGE, APP_DIGEST, type TestCertificate } from './androidFactory.js';
 
 const subtle = webcrypto.subtle;

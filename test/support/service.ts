@@ -12,7 +12,8 @@ import pino from 'pino';
 import { apiKeyCheck, generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
 import { buildVerifiers } from '../../src/core/verifiers.js';
 import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
-import { createAllowlistRepository, createCachedAllowlist } from '../../src/db/allowlist.js';
+import { createAllowlistRepository } from '../../src/db/allowlist.js';
+import { createCachedAllowlist } from '../../src/db/cachedAllowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';
 import { createDeviceVelocityRepository } from '../../src/db/deviceVelocity.js';
@@ -20,8 +21,9 @@ import {
   createRevocationRepository,
   createRevocationSource,
 } from '../../src/db/androidRevocations.js';
-import type { AndroidRootKey } from '../../src/core/android/trustRoots.js';
-import type { IntegrityTokenDecoder, KeyMode, VerifyOutcome } from '../../src/core/types.js';
+import type { AndroidRootKey } from '../../src/core/androidKey/trustRoots.js';
+import type { IntegrityTokenDecoder, KeyMode } from '../../src/core/ports.js';
+import type { VerifyOutcome } from '../../src/core/outcome.js';
 import type { DatabaseHandle } from '../../src/db/client.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { migrationStatus } from '../../src/db/migrate.js';

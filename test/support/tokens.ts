@@ -4,7 +4,7 @@
  * `FAKE_GOOD_ASSERTION`, so a test that expects isValid true can fail.
  */
 import { Rejection } from '../../src/core/reasons.js';
-import type { PlatformVerifier } from '../../src/core/types.js';
+import type { PlatformVerifier } from '../../src/core/ports.js';
 import { verifyToken, type VerifyInput } from '../../src/core/verify.js';
 import { bstr, tmap, tstr, uint, type Bytes } from './cborBytes.js';
 

@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { loadConfig, type Config } from '../../src/config.js';
 import { createDevCa, createSimulatedKey, mintAttestation } from '../../src/core/dev/devCa.js';
-import { encodeAppleToken } from '../../src/core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../src/core/apple/appleToken.js';
 import { createDevCaRepository } from '../../src/db/devCa.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from './secrets.js';

@@ -5,9 +5,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { beforeAll } from 'vitest';
-import { createGoogleVerifier } from '../../src/core/google/googleVerifier.js';
+import { createGoogleVerifier } from '../../src/core/gms/googleVerifier.js';
 import { createMemoryAllowlist } from '../../src/core/memoryStores.js';
-import type { AndroidPackagePolicy } from '../../src/core/types.js';
+import type { AndroidPackagePolicy } from '../../src/core/ports.js';
 import { createTestServiceAccount, type TestServiceAccount } from './fakeGoogle.js';
 import {
   createGoogleTestKeys,

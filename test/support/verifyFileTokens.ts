@@ -7,8 +7,8 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'n
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { encodeGmsToken } from '../../src/core/dev/encodeToken.js';
-import { encodeCbor } from './appleFactory.js';
+import { encodeGmsToken } from '../../src/core/gms/gmsToken.js';
+import { encodeEnvelope } from '../../src/core/envelope.js';
 import { runCli, type CliRun } from './cli.js';
 
 // ---- the real captures (test/fixtures/apple, fields in VECTORS.md) ----
@@ -58,15 +58,14 @@ export function captureToken(
   )
     apple.set('attestation', b64(capture.attestation));
   if (options.assertion) apple.set('assertion', b64(options.assertion));
-  return encodeCbor(
-    new Map<string, unknown>([
-      ['v', 1],
+  return Buffer.from(
+    encodeEnvelope({
       // any 16..512 bytes: without a nonce flag verify-file does not compare it, and the captures'
       // own clientDataHash replaces SHA-256 of it
-      ['nonce', Buffer.from(options.nonce ?? Buffer.alloc(32, 0x5a))],
-      ['device', new Map([['service', 'apple']])],
-      ['apple', apple],
-    ]),
+      nonce: options.nonce ?? Buffer.alloc(32, 0x5a),
+      service: 'apple',
+      evidence: apple,
+    }),
   );
 }
 

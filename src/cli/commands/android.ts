@@ -1,5 +1,8 @@
 import { Command } from 'commander';
-import { parseRevocationDocument, revocationDocument } from '../../core/android/revocationList.js';
+import {
+  parseRevocationDocument,
+  revocationDocument,
+} from '../../core/androidKey/revocationList.js';
 import { auditorFor, withAdmin } from '../context.js';
 import { usageError } from '../errors.js';
 import { readCliFileSync } from '../inputFiles.js';

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { normalizeSerial } from '../../core/android/issuerBlocklist.js';
+import { normalizeSerial } from '../../core/androidKey/issuerBlocklist.js';
 import { auditorFor, withAdmin } from '../context.js';
 import { usageError } from '../errors.js';
 import { printJson, printTable } from '../output.js';

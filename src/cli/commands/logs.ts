@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { open, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { REJECT_REASONS } from '../../core/reasons.js';
+import { REJECT_REASONS } from '../../core/rejectReasons.js';
 import { acceptedServiceNames, serviceNamed } from '../../core/services.js';
 import { parseDuration } from '../../duration.js';
 import { CliError, usageError } from '../errors.js';

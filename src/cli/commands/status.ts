@@ -7,7 +7,7 @@ import { lockHolder } from '../../db/runningServer.js';
 import { processName } from '../../db/processName.js';
 import { androidRevocationUrl, type Config } from '../../config.js';
 import { toMasterKey } from '../../db/secretBox.js';
-import { parseRevocationDocument } from '../../core/android/revocationList.js';
+import { parseRevocationDocument } from '../../core/androidKey/revocationList.js';
 import type { ReceiptRefreshSummary } from '../../db/receiptRefreshQueue.js';
 import type { UpstreamCheck } from '../../admin/upstreamChecks.js';
 import type { Admin } from '../admin.js';

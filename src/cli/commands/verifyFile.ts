@@ -2,21 +2,16 @@ import { Command } from 'commander';
 import { findHints } from '../../core/explain.js';
 import { createMemoryAllowlist, createMemoryDeviceVelocity } from '../../core/memoryStores.js';
 import { looksLikeJws } from '../../core/resultToken.js';
-import type {
-  AllowlistReader,
-  DeviceVelocityStore,
-  KeyMode,
-  VerifyOutcome,
-} from '../../core/types.js';
+import type { AllowlistReader, DeviceVelocityStore, KeyMode } from '../../core/ports.js';
+import type { VerifyOutcome } from '../../core/outcome.js';
 import { buildVerifiers } from '../../core/verifiers.js';
 import {
   DEVICE_NONCE_BYTES,
   finalNonce,
-  TOKEN_NONCE_MAX,
-  TOKEN_NONCE_MIN,
   verifyToken,
   type VerifyInput,
 } from '../../core/verify.js';
+import { TOKEN_NONCE_MAX, TOKEN_NONCE_MIN } from '../../core/envelope.js';
 import { config, withAdmin } from '../context.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { parseAppList } from '../appList.js';
@@ -34,8 +29,6 @@ import { verifyResultTokenFile } from '../resultTokenReport.js';
 import { bytesFlag } from '../tokenOutput.js';
 import { parseTokenInput, readBounded } from '../tokenInput.js';
 import { verifyReport } from '../verifyReport.js';
-
-export { INPUT_MAX_BYTES, readTokenInput } from '../tokenInput.js';
 
 interface Options extends VerifyFileFlags {
   nonce?: string;

@@ -1,14 +1,15 @@
 import type { Command } from 'commander';
+import type { Service } from '../../core/services.js';
 import type { AllowlistKind } from './allowlistKind.js';
 import type { VerifyFileKind } from './verifyFileKind.js';
 
 /**
- * One evidence kind as the CLI sees it: everything kind-specific the generic commands
+ * One evidence kind as the CLI sees it (the CLI's adapter of core's kind, src/core/kind.ts): everything kind-specific the generic commands
  * (`verify-file`, `allowlist`, `dev`, `token`) need, so that they hold no branch on a kind.
  */
 export interface CliKind {
   /** the token's `device.service` (and the subcommand name of `dev mint` and `token wrap`) */
-  service: string;
+  service: Service;
   /** `attest token wrap <service>` */
   wrapCommand: () => Command;
   /** `attest dev mint <service>` */

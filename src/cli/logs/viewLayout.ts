@@ -2,7 +2,7 @@
  * Sizes and text shaping for the viewer, as pure functions: the components only draw what these
  * decide, and the numbers can be checked without a terminal.
  */
-import { REJECT_REASONS } from '../../core/reasons.js';
+import { REJECT_REASONS } from '../../core/rejectReasons.js';
 import { SERVICES } from '../../core/services.js';
 import { clean } from './formatLog.js';
 import { isRequest, levelLabel, type LogEntry } from './logRecord.js';

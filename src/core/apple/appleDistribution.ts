@@ -8,7 +8,7 @@
  * categories of Apple's code signing (LightweightCodeRequirements `ValidationCategory`). The bytes
  * are covered by the nonce (attestation) or the signature (assertion), so they are the device's word.
  */
-import type { AppleAppPolicy } from '../types.js';
+import type { AppleAppPolicy } from '../ports.js';
 
 export const VALIDATION_CATEGORY_KEY = 'apple_validation_category_01';
 export const BUNDLE_VERSION_KEY = 'apple_bundle_version_01';

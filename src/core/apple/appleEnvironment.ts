@@ -1,4 +1,5 @@
-import type { AppleEnvPolicy, AppleEnvironment } from '../types.js';
+import type { AppleEnvPolicy } from '../ports.js';
+import type { AppleEnvironment } from './appleTokenDetails.js';
 
 /** AAGUID of keys made by the App Attest development environment: ASCII `appattestdevelop`. */
 export const AAGUID_DEVELOPMENT = Buffer.from('appattestdevelop', 'ascii');

@@ -4,7 +4,7 @@ import { isBytes, isMap } from '../cbor.js';
 import type { HintRun } from '../hintRun.js';
 import { iso, sha256, utf8 } from '../hintRun.js';
 import { createMemoryAllowlist } from '../memoryStores.js';
-import type { AllowlistReader, AppleAppPolicy } from '../types.js';
+import type { AllowlistReader, AppleAppPolicy } from '../ports.js';
 import { environmentFromAaguid } from './appleEnvironment.js';
 import { inspectAttestation } from './inspectAttestation.js';
 

@@ -6,7 +6,7 @@ import {
   textSchema,
   type PolicyField,
 } from '../policyFields.js';
-import type { AppleAppPolicy } from '../types.js';
+import type { AppleAppPolicy } from '../ports.js';
 import { isBundleVersion, VALIDATION_CATEGORY_NAMES } from './appleDistribution.js';
 import { PLATFORM_NAMES } from './keyPlatform.js';
 

@@ -16,17 +16,17 @@ import type {
   AllowlistReader,
   AppleKeyRecord,
   AppleKeyStore,
-  ApplePlatform,
-  AppleTokenDetails,
   DeviceVelocityStore,
   KeyMode,
   PlatformContext,
-  PlatformDetails,
   PlatformVerifier,
-  VerifyFacts,
-} from '../types.js';
+} from '../ports.js';
+import type { ApplePlatform, AppleTokenDetails } from './appleTokenDetails.js';
+import type { PlatformDetails } from '../kinds.js';
+import type { VerifyFacts } from '../outcome.js';
 import { createCertificateChainVerifier } from './certificateChain.js';
 import { LruCache } from '../lruCache.js';
+import { StoredKeyCache } from '../storedKeyCache.js';
 import { ASSERTION_CHECKS, verifyAssertion } from './verifyAssertion.js';
 import {
   ATTESTATION_CHECKS,
@@ -145,29 +145,10 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
   const receipts = deps.receipts === null ? undefined : (deps.receipts ?? createReceiptVerifier());
   const knownRowTtlMs = deps.knownRowTtlMs ?? 60_000;
   const mode = deps.mode ?? 'live';
-  // Creating a KeyObject from DER costs about three signature checks; an assertion should cost one.
-  const publicKeys = new LruCache<string, { spki: Buffer; key: KeyObject }>(
-    deps.keyCacheSize ?? APPLE_KEY_CACHE_SIZE,
-  );
+  const storedKeys = new StoredKeyCache(deps.keyCacheSize ?? APPLE_KEY_CACHE_SIZE, 'App Attest');
 
-  function publicKeyOf(record: AppleKeyRecord): KeyObject {
-    const cacheKey = Buffer.from(record.keyId).toString('hex');
-    const cached = publicKeys.get(cacheKey);
-    // the stored bytes are compared so a key replaced in the store is never served from memory
-    if (cached && cached.spki.equals(record.publicKey)) return cached.key;
-    const spki = ownBytes(record.publicKey);
-    let key: KeyObject;
-    try {
-      key = createPublicKey({ key: spki, format: 'der', type: 'spki' });
-    } catch (err) {
-      // stored by this service after verification: unreadable means damaged storage, a fault
-      throw new Error(
-        `stored App Attest public key of ${encodeBase64(record.keyId)} is unreadable: ${(err as Error).message}`,
-      );
-    }
-    publicKeys.set(cacheKey, { spki, key });
-    return key;
-  }
+  const publicKeyOf = (record: { keyId: Uint8Array; publicKey: Uint8Array }): KeyObject =>
+    storedKeys.publicKeyOf(record);
 
   // Rows seen per key id, for stores that can check in the counter UPDATE that the row is still
   // the same: an assertion for a known key is then one statement, not a read and then an update.
@@ -181,9 +162,8 @@ export function createAppleVerifier(deps: AppleVerifierDeps): PlatformVerifier {
     (a.mode ?? 'live') === (b.mode ?? 'live') &&
     Buffer.from(a.publicKey).equals(Buffer.from(b.publicKey));
 
-  function remember(keyId: Uint8Array, spki: Uint8Array, key: KeyObject): void {
-    publicKeys.set(Buffer.from(keyId).toString('hex'), { spki: ownBytes(spki), key });
-  }
+  const remember = (keyId: Uint8Array, spki: Uint8Array, key: KeyObject): void =>
+    storedKeys.remember(keyId, spki, key);
 
   async function assertWith(
     record: AppleKeyRecord,

@@ -5,7 +5,7 @@
  * Nothing here may decide whether a token is accepted.
  */
 import { X509Certificate } from 'node:crypto';
-import type { AppleEnvironment } from '../types.js';
+import type { AppleEnvironment } from './appleTokenDetails.js';
 import { appAttestKeyId } from './appAttestKeyId.js';
 import { environmentFromAaguid } from './appleEnvironment.js';
 import type { AttestationAuthenticatorData } from './authenticatorData.js';

@@ -7,7 +7,7 @@
  * The blob is still bounded (once, 1 to 2,048 bytes) and otherwise opaque. A leaf without the OS
  * information (before iOS 27 and macOS 27, when App Attest did not run on the Mac) is iOS.
  */
-import type { ApplePlatform } from '../types.js';
+import type { ApplePlatform } from './appleTokenDetails.js';
 import type { LeafNonceAndKey } from './nonceExtension.js';
 
 /** The largest access-control blob read: Apple's is 75 bytes; a leaf is at most 4 KiB in all. */

@@ -1,5 +1,5 @@
 import { Rejection } from '../reasons.js';
-import type { Trace } from '../types.js';
+import type { Trace } from '../outcome.js';
 
 /**
  * A trace that records nothing, for callers of the check functions that want no report. Without

@@ -4,7 +4,7 @@
  */
 import { isBytes, isMap } from '../cbor.js';
 import { Rejection } from '../reasons.js';
-import { parseEnvelope } from '../verify.js';
+import { parseEnvelope } from '../envelope.js';
 import { parseAttestationObject } from './verifyAttestation.js';
 import type { ReceiptVerdict, ReceiptVerifier } from './verifyReceipt.js';
 

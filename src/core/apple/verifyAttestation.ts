@@ -7,13 +7,9 @@ import type { KeyObject, X509Certificate } from 'node:crypto';
 import { CborError, decodeStrictCbor, isBytes, isMap } from '../cbor.js';
 import { checkAppScope, type AppScope } from '../appScope.js';
 import { Rejection } from '../reasons.js';
-import type {
-  AllowlistReader,
-  AppleAppPolicy,
-  AppleEnvironment,
-  ApplePlatform,
-  Trace,
-} from '../types.js';
+import type { AllowlistReader, AppleAppPolicy } from '../ports.js';
+import type { AppleEnvironment, ApplePlatform } from './appleTokenDetails.js';
+import type { Trace } from '../outcome.js';
 import { keyPlatform, platformProblem } from './keyPlatform.js';
 import { appAttestKeyIdOfPoint, p256Point, p256PointOfSpki, p256Spki } from './appAttestKeyId.js';
 import { environmentAllowed, environmentFromAaguid } from './appleEnvironment.js';
@@ -28,7 +24,7 @@ import {
 } from './nonceExtension.js';
 import { silentTrace } from './silentTrace.js';
 import { type Distribution, distributionProblem, readDistribution } from './appleDistribution.js';
-import type { AppleKeyReceipt } from '../types.js';
+import type { AppleKeyReceipt } from '../ports.js';
 import type { ReceiptVerifier } from './verifyReceipt.js';
 
 export const APPLE_ATTESTATION_FORMAT = 'apple-appattest';

@@ -29,8 +29,6 @@ import {
 } from './receiptStructure.js';
 import { parseTrustRoots } from './trustRoots.js';
 
-export type { ReceiptFacts, ReceiptType } from './receiptStructure.js';
-
 /** The outcome of a receipt check: `problem` names the first thing that failed. */
 export type ReceiptVerdict =
   | { valid: true; facts: ReceiptFacts }

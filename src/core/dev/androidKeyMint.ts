@@ -13,10 +13,13 @@ import {
   type KeyObject,
 } from 'node:crypto';
 import * as asn1js from 'asn1js';
-import { PROVISIONING_INFO_OID } from '../android/attestationChain.js';
-import { KEY_DESCRIPTION_OID } from '../android/keyDescription.js';
+import { PROVISIONING_INFO_OID } from '../androidKey/attestationChain.js';
+import { KEY_DESCRIPTION_OID } from '../androidKey/keyDescription.js';
 import { peculiarX509 } from '../apple/peculiarX509.js';
-import type { AndroidBootState, AndroidSecurityLevel } from '../types.js';
+import type {
+  AndroidBootState,
+  AndroidSecurityLevel,
+} from '../androidKey/androidKeyTokenDetails.js';
 
 const subtle = webcrypto.subtle;
 

@@ -14,7 +14,7 @@ import {
   webcrypto,
   type KeyObject,
 } from 'node:crypto';
-import type { AppleEnvironment, ApplePlatform } from '../types.js';
+import type { AppleEnvironment, ApplePlatform } from '../apple/appleTokenDetails.js';
 import {
   APPLE_KEY_ACCESS_CONTROL_OID,
   APPLE_OS_INFO_OID,
@@ -29,7 +29,7 @@ import {
 } from '../apple/appleDistribution.js';
 import { peculiarX509 } from '../apple/peculiarX509.js';
 import { mintReceipt } from './devReceipt.js';
-import { encodeCbor } from './encodeToken.js';
+import { encodeCbor } from '../envelope.js';
 
 const subtle = webcrypto.subtle;
 const HOUR = 3_600_000;

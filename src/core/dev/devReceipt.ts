@@ -9,7 +9,7 @@
  */
 import { createPrivateKey, sign, webcrypto } from 'node:crypto';
 import * as asn1js from 'asn1js';
-import type { AppleEnvironment } from '../types.js';
+import type { AppleEnvironment } from '../apple/appleTokenDetails.js';
 import { peculiarX509 } from '../apple/peculiarX509.js';
 import type { DevCa } from './devCa.js';
 

@@ -5,7 +5,8 @@
  */
 import { createHash, createPrivateKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { CompactEncrypt, CompactSign } from 'jose';
-import type { MinVerdict, RecallBit } from '../types.js';
+import type { MinVerdict } from '../ports.js';
+import type { RecallBit } from '../gms/gmsTokenDetails.js';
 
 /** A test-only pair with the signing key Google would hold. */
 export interface TestPlayKeys {

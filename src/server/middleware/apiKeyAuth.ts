@@ -1,6 +1,7 @@
 import { createMiddleware } from 'hono/factory';
-import type { KeyMode } from '../../core/types.js';
-import type { ApiKeyAuthenticator, AuthResult } from '../apiKeyAuthenticator.js';
+import type { KeyMode } from '../../core/ports.js';
+import type { ApiKeyAuthenticator } from '../apiKeyAuthenticator.js';
+import type { AuthResult } from '../apiKeyAuthTypes.js';
 import type { AppEnv } from '../appEnv.js';
 import { errorBody, STATUS_INTERNAL_ERROR } from '../errorBody.js';
 import { requestHeader } from '../requestHeader.js';

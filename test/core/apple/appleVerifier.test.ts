@@ -10,8 +10,8 @@ import type {
   AppleEnvPolicy,
   AppleKeyRecord,
   AppleKeyStore,
-  VerifyOutcome,
-} from '../../../src/core/types.js';
+} from '../../../src/core/ports.js';
+import type { VerifyOutcome } from '../../../src/core/outcome.js';
 import { verifyToken } from '../../../src/core/verify.js';
 import {
   createAssertion,
@@ -20,13 +20,13 @@ import {
   createTestCa,
   type DeviceKey,
   encodeAppleToken,
-  encodeCbor,
   sha256,
   TEST_APP_ID,
   TEST_NONCE,
   TEST_NOW,
   type TestCa,
 } from '../../support/appleFactory.js';
+import { encodeEnvelope } from '../../../src/core/envelope.js';
 
 let ca: TestCa;
 beforeAll(async () => {
@@ -494,14 +494,7 @@ describe('Apple verifier through verifyToken', () => {
 
   describe('malformed evidence (token_malformed)', () => {
     const apple = (entries: [string, unknown][]) =>
-      encodeCbor(
-        new Map<string, unknown>([
-          ['v', 1],
-          ['nonce', TEST_NONCE],
-          ['device', new Map([['service', 'apple']])],
-          ['apple', new Map(entries)],
-        ]),
-      );
+      encodeEnvelope({ nonce: TEST_NONCE, service: 'apple', evidence: new Map(entries) });
     it.each<[string, [string, unknown][]]>([
       ['no keyId', [['assertion', Buffer.alloc(10)]]],
       [

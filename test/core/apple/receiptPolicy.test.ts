@@ -15,7 +15,8 @@ import {
   createMemoryAllowlist,
   createMemoryAppleKeyStore,
 } from '../../../src/core/memoryStores.js';
-import type { AppleAppPolicy, AppleKeyRecord, VerifyOutcome } from '../../../src/core/types.js';
+import type { AppleAppPolicy, AppleKeyRecord } from '../../../src/core/ports.js';
+import type { VerifyOutcome } from '../../../src/core/outcome.js';
 import { verifyToken } from '../../../src/core/verify.js';
 import {
   createAssertion,

@@ -13,7 +13,8 @@ import {
 } from '../../../src/core/memoryStores.js';
 import { Rejection } from '../../../src/core/reasons.js';
 import { TraceRecorder } from '../../../src/core/trace.js';
-import type { AppleEnvPolicy, AppleKeyRecord, PlatformDetails } from '../../../src/core/types.js';
+import type { AppleEnvPolicy, AppleKeyRecord } from '../../../src/core/ports.js';
+import type { PlatformDetails } from '../../../src/core/kinds.js';
 import { b64, loadVectors, type Vector, type VectorAssertion } from './helpers.js';
 
 const TODAY = new Date('2026-11-22T00:00:00Z');

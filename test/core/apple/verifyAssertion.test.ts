@@ -2,7 +2,7 @@ import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { type AssertionKey, verifyAssertion } from '../../../src/core/apple/verifyAssertion.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import { TraceRecorder } from '../../../src/core/trace.js';
-import type { AllowlistReader } from '../../../src/core/types.js';
+import type { AllowlistReader } from '../../../src/core/ports.js';
 import {
   type AssertionOptions,
   createAssertion,

@@ -12,7 +12,7 @@ import {
 } from '../../../src/core/apple/verifyAttestation.js';
 import { createMemoryAllowlist } from '../../../src/core/memoryStores.js';
 import { TraceRecorder } from '../../../src/core/trace.js';
-import type { AllowlistReader, AppleEnvPolicy } from '../../../src/core/types.js';
+import type { AllowlistReader, AppleEnvPolicy } from '../../../src/core/ports.js';
 import {
   type AttestationOptions,
   type BuiltAttestation,

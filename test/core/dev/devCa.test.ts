@@ -10,13 +10,13 @@ import {
   mintAttestation,
   type DevCa,
 } from '../../../src/core/dev/devCa.js';
-import { encodeAppleToken } from '../../../src/core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../../src/core/apple/appleToken.js';
 import { defaultAppleRoots } from '../../../src/core/apple/trustRoots.js';
 import {
   createMemoryAllowlist,
   createMemoryAppleKeyStore,
 } from '../../../src/core/memoryStores.js';
-import type { KeyMode } from '../../../src/core/types.js';
+import type { KeyMode } from '../../../src/core/ports.js';
 import { buildVerifiers } from '../../../src/core/verifiers.js';
 import { verifyToken } from '../../../src/core/verify.js';
 import { sha256 } from '../../support/appleFactory.js';

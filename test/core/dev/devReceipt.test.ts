@@ -19,12 +19,12 @@ import {
   type SimulatedKey,
 } from '../../../src/core/dev/devCa.js';
 import { mintReceipt } from '../../../src/core/dev/devReceipt.js';
-import { encodeAppleToken } from '../../../src/core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../../src/core/apple/appleToken.js';
 import {
   createMemoryAllowlist,
   createMemoryAppleKeyStore,
 } from '../../../src/core/memoryStores.js';
-import type { AppleAppPolicy, KeyMode } from '../../../src/core/types.js';
+import type { AppleAppPolicy, KeyMode } from '../../../src/core/ports.js';
 import { verifyToken } from '../../../src/core/verify.js';
 import { createModeVerifiers } from '../../../src/server/modeVerifiers.js';
 import { sha256 } from '../../support/appleFactory.js';

@@ -1,6 +1,6 @@
 import { Hono } from 'hono';
 import { describe, expect, it } from 'vitest';
-import type { AuthContext, AuthResult } from '../../../src/server/apiKeyAuthenticator.js';
+import type { AuthContext, AuthResult } from '../../../src/server/apiKeyAuthTypes.js';
 import type { AppEnv, RequestLog } from '../../../src/server/appEnv.js';
 import { STATUS_INTERNAL_ERROR } from '../../../src/server/errorBody.js';
 import { apiKeyAuth } from '../../../src/server/middleware/apiKeyAuth.js';

@@ -1,9 +1,9 @@
 import { createHash, createPrivateKey, randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { encodeCbor } from '../../../core/dev/encodeToken.js';
+import { encodeCbor } from '../../../core/envelope.js';
 import { encodeBase64 } from '../../../core/base64.js';
-import { encodeAndroidKeyToken } from '../../../core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../../../core/androidKey/androidKeyToken.js';
 import {
   androidChallenge,
   androidDeviceKeyOf,
@@ -14,8 +14,8 @@ import {
   signAndroidAssertion,
   type AndroidDeviceKey,
 } from '../../../core/dev/androidKeyMint.js';
-import { REVOCATION_SNAPSHOT } from '../../../core/android/revocationSnapshot.js';
-import { parseCertificateDigest } from '../../../core/google/certificateDigest.js';
+import { REVOCATION_SNAPSHOT } from '../../../core/androidKey/revocationSnapshot.js';
+import { parseCertificateDigest } from '../../../core/gms/certificateDigest.js';
 import { withAdmin } from '../../context.js';
 import { runtimeError, usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';

@@ -3,10 +3,10 @@ import { configuredAndroidRoots } from '../../../configuredAndroidRoots.js';
 import {
   parseRevocationDocument,
   shippedRevocations,
-} from '../../../core/android/revocationList.js';
-import { androidRootsFromCertificates } from '../../../core/android/trustRoots.js';
+} from '../../../core/androidKey/revocationList.js';
+import { androidRootsFromCertificates } from '../../../core/androidKey/trustRoots.js';
 import { createMemoryAndroidKeyStore } from '../../../core/memoryStores.js';
-import type { AndroidKeyStore, KeyMode, RevocationList } from '../../../core/types.js';
+import type { AndroidKeyStore, KeyMode, RevocationList } from '../../../core/ports.js';
 import { usageError } from '../../errors.js';
 import { readCliFileSync } from '../../inputFiles.js';
 import { safeText } from '../../terminalText.js';

@@ -1,8 +1,8 @@
 import { createHash, X509Certificate } from 'node:crypto';
 import { Command } from 'commander';
-import { readAttestationCertificate } from '../../../core/android/attestationCertificate.js';
+import { readAttestationCertificate } from '../../../core/androidKey/attestationCertificate.js';
 import { decodeBase64 } from '../../../core/base64.js';
-import { encodeAndroidKeyToken } from '../../../core/dev/encodeToken.js';
+import { encodeAndroidKeyToken } from '../../../core/androidKey/androidKeyToken.js';
 import { usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';
 import { ANDROID_PACKAGE } from '../androidPackage.js';

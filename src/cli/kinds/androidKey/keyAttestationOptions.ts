@@ -2,9 +2,9 @@ import type { Command } from 'commander';
 import {
   ANDROID_KEY_POLICY_FIELDS,
   type AndroidKeyRules,
-} from '../../../core/android/androidKeyPolicyFields.js';
+} from '../../../core/androidKey/androidKeyPolicyFields.js';
 import { describePolicy } from '../../../core/policyFields.js';
-import type { AndroidPolicyInput } from '../../../db/allowlist.js';
+import type { AndroidPolicyInput } from '../../../db/androidPackageRows.js';
 import { addPolicyOptions, policyOptions } from '../policyOptions.js';
 
 /** The key attestation flags of `allowlist add android` and `verify-file`. */

@@ -10,8 +10,8 @@ import {
   mintAttestation,
   type SimulatedKey,
 } from '../../../core/dev/devCa.js';
-import { encodeAppleToken } from '../../../core/dev/encodeToken.js';
-import type { AppleEnvironment } from '../../../core/types.js';
+import { encodeAppleToken } from '../../../core/apple/appleToken.js';
+import type { AppleEnvironment } from '../../../core/apple/appleTokenDetails.js';
 import { withAdmin } from '../../context.js';
 import { runtimeError, usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';

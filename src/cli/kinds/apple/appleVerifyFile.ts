@@ -9,8 +9,8 @@ import {
 } from '../../../core/apple/verifyReceipt.js';
 import { isBytes, isMap } from '../../../core/cbor.js';
 import { createMemoryAppleKeyStore } from '../../../core/memoryStores.js';
-import type { AppleKeyRecord, AppleKeyStore, KeyMode } from '../../../core/types.js';
-import { parseEnvelope } from '../../../core/verify.js';
+import type { AppleKeyRecord, AppleKeyStore, KeyMode } from '../../../core/ports.js';
+import { parseEnvelope } from '../../../core/envelope.js';
 import { appleRootsOf } from '../../appleRootsOf.js';
 import { config } from '../../context.js';
 import { usageError } from '../../errors.js';

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { decodeBase64 } from '../../../core/base64.js';
-import { encodeAppleToken } from '../../../core/dev/encodeToken.js';
+import { encodeAppleToken } from '../../../core/apple/appleToken.js';
 import { usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';
 import { readWrapInput } from '../wrapInput.js';

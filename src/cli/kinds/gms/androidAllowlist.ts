@@ -1,24 +1,24 @@
 import { Command, Option } from 'commander';
 import { keyPairId } from '../../../admin/keyPairId.js';
 import type { ResultOf } from '../../../admin/operations.js';
-import { parseCertificateDigest } from '../../../core/google/certificateDigest.js';
-import { parsePlayKeys } from '../../../core/google/keyMaterial.js';
-import { ANDROID_DEVICE_LIMIT_FIELD } from '../../../core/android/androidKeyPolicyFields.js';
-import { GMS_VERDICT_FIELDS } from '../../../core/google/gmsPolicyFields.js';
+import { parseCertificateDigest } from '../../../core/gms/certificateDigest.js';
+import { parsePlayKeys } from '../../../core/gms/keyMaterial.js';
+import { ANDROID_DEVICE_LIMIT_FIELD } from '../../../core/androidKey/androidKeyPolicyFields.js';
+import { GMS_VERDICT_FIELDS } from '../../../core/gms/gmsPolicyFields.js';
 import {
   describePolicy,
   formatDeviceLimit,
   OBSERVED_RULES_FIELD,
 } from '../../../core/policyFields.js';
-import { DEFAULT_ANDROID_POLICY } from '../../../core/google/defaultAndroidPolicy.js';
+import { DEFAULT_ANDROID_POLICY } from '../../../core/gms/defaultAndroidPolicy.js';
 import {
   MIN_VERDICT_LEVEL_NAMES,
   MIN_VERDICT_LEVELS,
   minVerdictLevelOf,
   type MinVerdictLevel,
-} from '../../../core/google/deviceVerdict.js';
-import type { GoogleServiceAccount } from '../../../core/types.js';
-import type { AndroidPolicyInput } from '../../../db/allowlist.js';
+} from '../../../core/gms/deviceVerdict.js';
+import type { GoogleServiceAccount } from '../../../core/ports.js';
+import type { AndroidPolicyInput } from '../../../db/androidPackageRows.js';
 import { auditorFor, withAdmin } from '../../context.js';
 import { usageError } from '../../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../../inputFiles.js';

@@ -1,15 +1,15 @@
 import { Command, Option } from 'commander';
 import type { MintedVerdicts, Recognition } from '../../../core/dev/playIntegrityMint.js';
-import { parseVerdictValues, VERDICT_VALUE } from '../../../core/google/accountLocationPolicy.js';
-import { parseCertificateDigest } from '../../../core/google/certificateDigest.js';
+import { parseVerdictValues, VERDICT_VALUE } from '../../../core/gms/accountLocationPolicy.js';
+import { parseCertificateDigest } from '../../../core/gms/certificateDigest.js';
 import {
   MIN_VERDICT_LEVEL_NAMES,
   MIN_VERDICT_LEVELS,
   MIN_VERDICTS,
   type MinVerdictLevel,
-} from '../../../core/google/deviceVerdict.js';
-import { parseRecallBitList } from '../../../core/google/verdictPolicy.js';
-import type { RecallBit } from '../../../core/types.js';
+} from '../../../core/gms/deviceVerdict.js';
+import { parseRecallBitList } from '../../../core/gms/verdictPolicy.js';
+import type { RecallBit } from '../../../core/gms/gmsTokenDetails.js';
 import { auditorFor, withAdmin } from '../../context.js';
 import { parseDuration } from '../../../duration.js';
 import { usageError } from '../../errors.js';

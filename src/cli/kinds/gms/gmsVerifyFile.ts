@@ -1,10 +1,10 @@
-import { readIssuerLimit } from '../../../core/android/issuerVelocity.js';
+import { readIssuerLimit } from '../../../core/androidKey/issuerVelocity.js';
 import type { Command } from 'commander';
 import { isMap } from '../../../core/cbor.js';
-import { DEFAULT_ANDROID_POLICY } from '../../../core/google/defaultAndroidPolicy.js';
-import { parseDecryptionKey, parseVerificationKey } from '../../../core/google/keyMaterial.js';
-import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../core/types.js';
-import { parseEnvelope } from '../../../core/verify.js';
+import { DEFAULT_ANDROID_POLICY } from '../../../core/gms/defaultAndroidPolicy.js';
+import { parseDecryptionKey, parseVerificationKey } from '../../../core/gms/keyMaterial.js';
+import type { AndroidPackagePolicy, IntegrityTokenDecoder } from '../../../core/ports.js';
+import { parseEnvelope } from '../../../core/envelope.js';
 import {
   createPlayIntegrityClient,
   GoogleBusyError,

@@ -1,4 +1,4 @@
-import type { GoogleServiceAccount } from '../../../core/types.js';
+import type { GoogleServiceAccount } from '../../../core/ports.js';
 import { parseServiceAccount } from '../../../google/serviceAccount.js';
 import { usageError } from '../../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../../inputFiles.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Command } from 'commander';
-import { mintPcPayload } from '../../../core/googlePc/pcMint.js';
-import { encodeGmsPcToken } from '../../../core/googlePc/pcToken.js';
+import { mintPcPayload } from '../../../core/gmsPc/pcMint.js';
+import { encodeGmsPcToken } from '../../../core/gmsPc/pcToken.js';
 import { encodeBase64 } from '../../../core/base64.js';
 import { parseDuration } from '../../../duration.js';
 import { usageError } from '../../errors.js';

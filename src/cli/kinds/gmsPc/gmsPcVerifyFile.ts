@@ -1,4 +1,4 @@
-import { parseEnvelope } from '../../../core/verify.js';
+import { parseEnvelope } from '../../../core/envelope.js';
 import { usageError } from '../../errors.js';
 import type { VerifyFileFlags, VerifyFileKind } from '../verifyFileKind.js';
 

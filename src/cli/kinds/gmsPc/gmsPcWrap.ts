@@ -1,6 +1,6 @@
 import { Command } from 'commander';
-import { INTEGRITY_TOKEN_MAX_BYTES } from '../../../core/google/googleVerifier.js';
-import { encodeGmsPcToken } from '../../../core/googlePc/pcToken.js';
+import { INTEGRITY_TOKEN_MAX_BYTES } from '../../../core/gms/googleVerifier.js';
+import { encodeGmsPcToken } from '../../../core/gmsPc/pcToken.js';
 import { usageError } from '../../errors.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';
 import { ANDROID_PACKAGE } from '../androidPackage.js';
