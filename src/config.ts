@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { decodeBase64 } from './core/base64.js';
 import { PRINTABLE_NAME, PRINTABLE_NAME_RULE } from './core/printableName.js';
+import { postgresUrlProblem } from './db/postgresUrl.js';
 
 // the rule lives in core, below the CLI and the admin API that both apply it; re-exported here
 export { PRINTABLE_NAME, PRINTABLE_NAME_RULE };
@@ -388,6 +389,8 @@ export function loadConfig(
     throw new ConfigError(`environment variable ${name} ${WANTED[name] ?? 'is not valid'}${got}`);
   }
   const e = parsed.data;
+  const urlProblem = e.DATABASE_URL === undefined ? undefined : postgresUrlProblem(e.DATABASE_URL);
+  if (urlProblem) throw new ConfigError(`environment variable DATABASE_URL ${urlProblem}`);
   if (e.ATTEST_MASTER_KEY !== undefined && e.ATTEST_MASTER_KEY_FILE !== undefined) {
     throw new ConfigError('set ATTEST_MASTER_KEY_FILE or ATTEST_MASTER_KEY, not both');
   }

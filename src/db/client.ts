@@ -282,7 +282,7 @@ async function openPostgres(
   // busy database, not a silent one (databaseDeadline.ts)
   const progress: DatabaseProgress = { lastAnswerAt: performance.now() };
   const target = postgresTarget(url);
-  const socket = target.host ? { host: target.host } : {};
+  const socket = target.options;
   const plan = await connectionPlan(options.role, options.changeFeed, (extra) =>
     postgres(target.url, { ...socket, connect_timeout: connectTimeoutSeconds, ...extra }),
   );
