@@ -190,6 +190,10 @@ export async function wireApp(
           logger.warn(
             'requests miss their deadline while the event loop is blocked: the process is saturated, the database pool is kept',
           );
+        if (verdict === 'awaiting standby')
+          logger.error(
+            'commits wait for a synchronous standby that does not confirm them (synchronous_standby_names on the primary): writes answer 503 until one does; the database pool is kept',
+          );
       },
     }),
     ...(breaker ? { breaker } : {}),
