@@ -11,6 +11,7 @@ import type { DatabaseBreaker } from '../db/databaseBreaker.js';
 import { isDatabaseTimeout, withDatabaseDeadline } from '../db/databaseDeadline.js';
 import {
   DatabaseUnavailableError,
+  isDatabaseUnavailable,
   isTransientDatabaseFault,
   isWriteRefused,
 } from '../db/errors.js';
@@ -165,6 +166,11 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     }
     const retryAfter = retryAfterSeconds(err);
     if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
+    // no database takes the request now (down, silent, a standby not yet promoted): no verdict
+    // (a statement cut mid-way may have spent its session or counter), and a retry may meet the
+    // new primary
+    if (isDatabaseUnavailable(err) || isDatabaseTimeout(err))
+      return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Database unavailable, retry shortly');
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
@@ -440,7 +446,8 @@ function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
  * (Google) failing. Undefined for a fault of attest itself (a bug: retrying soon will not help).
  */
 export function retryAfterSeconds(err: unknown): number | undefined {
-  if (err instanceof DatabaseUnavailableError) return 1; // the breaker's probe runs every 200 ms
+  // the breaker's probe runs every 200 ms; a read-only standby is promoted within seconds
+  if (isDatabaseUnavailable(err)) return 1;
   if (isDatabaseTimeout(err) || err instanceof DeadlineExceeded) return 1;
   // a full disk or a read-only database is not fixed within a second
   if (isWriteRefused(err)) return 5;
