@@ -27,6 +27,7 @@ import {
   STATUS_OK,
 } from './errorBody.js';
 import { METRICS_CONTENT_TYPE, type Metrics } from './metrics.js';
+import type { ClientAddress } from './clientAddress.js';
 import { apiKeyAuth } from './middleware/apiKeyAuth.js';
 import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
@@ -112,6 +113,11 @@ export interface AppDeps {
    * counted under its own name only then, else as `other`, in statistics and metrics alike.
    */
   allowlisted?: (app: string) => boolean | Promise<boolean>;
+  /**
+   * ATTEST_TRUSTED_PROXIES: the client's address behind a trusted proxy (clientAddress.ts), for
+   * the per-address failure budget and the log; absent: the TCP peer, headers ignored
+   */
+  clientAddress?: ClientAddress;
 }
 
 /**
@@ -182,7 +188,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // the budget first: the key's database reads count against it; the key is checked before
   // anything else under /api/, unknown paths included
   app.use('/api/*', backendBudget({ deadlineMs, databaseWaitMs, breaker: deps.breaker }));
-  app.use('/api/*', apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys }));
+  app.use(
+    '/api/*',
+    apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys, clientAddress: deps.clientAddress }),
+  );
 
   app.post('/api/v1/attestation/init', async (c) => {
     const serverNonce = randomBytes(32);

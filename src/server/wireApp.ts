@@ -17,6 +17,7 @@ import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createDatabaseBreaker } from '../db/databaseBreaker.js';
+import { createClientAddress } from './clientAddress.js';
 import { createWriteHealth } from '../db/writeHealth.js';
 import { startTelemetry } from './startTelemetry.js';
 import type { SecretBox } from '../db/secretBox.js';
@@ -197,6 +198,7 @@ export async function wireApp(
       },
     }),
     ...(breaker ? { breaker } : {}),
+    ...(config.trustedProxies ? { clientAddress: createClientAddress(config.trustedProxies) } : {}),
     metricsRoute: !separateMetrics,
     ...(options.scrape ? { scrape: options.scrape } : {}),
     ...(resultTokens ? { resultTokens } : {}),
