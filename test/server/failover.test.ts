@@ -216,12 +216,19 @@ describe.skipIf(missing)(
       const beforeKill = answers.length;
       pair.killPrimary();
       const killedAt = performance.now();
-      await new Promise((r) => setTimeout(r, 700));
-      // no host takes writes: not ready
+      // no host takes writes: both say they are not ready (the killed primary's backends may
+      // answer reads a moment longer, until they notice their postmaster is gone)
       const ready = await Promise.all(
-        [a, b].map(async (i) => (await fetch(`${i.server.url}/readyz`)).status),
+        [a, b].map(async (i) => {
+          for (const end = performance.now() + 3000; performance.now() < end;) {
+            const status = (await fetch(`${i.server.url}/readyz`)).status;
+            if (status === 503) return status;
+            await new Promise((r) => setTimeout(r, 100));
+          }
+          return 200;
+        }),
       );
-      await new Promise((r) => setTimeout(r, 300));
+      await new Promise((r) => setTimeout(r, Math.max(0, killedAt + 1000 - performance.now())));
       pair.promote();
       promotedAt = performance.now();
       await new Promise((r) => setTimeout(r, 2000));
