@@ -4,7 +4,7 @@ import { parseDuration } from './duration.js';
 import { decodeBase64 } from './core/base64.js';
 import { PRINTABLE_NAME, PRINTABLE_NAME_RULE } from './core/printableName.js';
 import { postgresUrlProblem } from './db/postgresUrl.js';
-import { trustedProxiesProblem } from './server/clientAddress.js';
+import { trustedProxiesProblem, trustedProxyList } from './trustedProxiesProblem.js';
 
 // the rule lives in core, below the CLI and the admin API that both apply it; re-exported here
 export { PRINTABLE_NAME, PRINTABLE_NAME_RULE };
@@ -13,10 +13,7 @@ export { PRINTABLE_NAME, PRINTABLE_NAME_RULE };
 export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
-  /**
-   * ATTEST_TRUSTED_PROXIES: addresses and CIDRs of the reverse proxies and load balancers in front;
-   * from those only, the client address is read from X-Forwarded-For or Forwarded (clientAddress.ts)
-   */
+  /** ATTEST_TRUSTED_PROXIES: the proxies whose forwarded client address counts (clientAddress.ts) */
   trustedProxies?: string[];
   port: number;
   host: string;
@@ -148,13 +145,7 @@ const env = z.object({
   HOST: z.string().min(1).default('0.0.0.0'),
   ATTEST_TRUSTED_PROXIES: z
     .string()
-    .transform((v) =>
-      v
-        .split(',')
-        .map((s) => s.trim())
-        .filter(Boolean),
-    )
-    .refine((list) => trustedProxiesProblem(list) === undefined)
+    .refine((v) => !trustedProxiesProblem(v))
     .optional(),
   ATTEST_SESSION_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   ATTEST_SESSION_RETENTION: z
@@ -294,8 +285,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_DATA_DIR: 'must be the path of a folder',
   PORT: 'must be a port number from 0 to 65535',
   HOST: 'must be a host name or IP address to listen on',
-  ATTEST_TRUSTED_PROXIES:
-    'must be IPv4 or IPv6 addresses or CIDRs separated by commas (10.0.0.0/8,2001:db8::/32)',
+  ATTEST_TRUSTED_PROXIES: 'must be IP addresses or CIDRs, comma-separated (10.0.0.0/8,::1)',
   ATTEST_SESSION_TTL_SECONDS: 'must be a whole number of seconds from 1 to 86400',
   ATTEST_APPLE_ROOT_CA: 'must be the path of a PEM file',
   ATTEST_API_KEY_PREFIX: 'must be 1 to 16 lowercase letters or digits, starting with a letter',
@@ -417,7 +407,7 @@ export function loadConfig(
     dataDir: e.ATTEST_DATA_DIR,
     port: e.PORT,
     host: e.HOST,
-    ...(e.ATTEST_TRUSTED_PROXIES?.length ? { trustedProxies: e.ATTEST_TRUSTED_PROXIES } : {}),
+    trustedProxies: trustedProxyList(e.ATTEST_TRUSTED_PROXIES ?? ''),
     sessionTtlSeconds: e.ATTEST_SESSION_TTL_SECONDS,
     sessionRetentionSeconds: e.ATTEST_SESSION_RETENTION,
     metricsPort: e.ATTEST_METRICS_PORT,

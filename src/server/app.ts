@@ -113,10 +113,7 @@ export interface AppDeps {
    * counted under its own name only then, else as `other`, in statistics and metrics alike.
    */
   allowlisted?: (app: string) => boolean | Promise<boolean>;
-  /**
-   * ATTEST_TRUSTED_PROXIES: the client's address behind a trusted proxy (clientAddress.ts), for
-   * the per-address failure budget and the log; absent: the TCP peer, headers ignored
-   */
+  /** ATTEST_TRUSTED_PROXIES: the client behind a trusted proxy (absent: the TCP peer) */
   clientAddress?: ClientAddress;
 }
 
@@ -172,9 +169,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     }
     const retryAfter = retryAfterSeconds(err);
     if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
-    // no database takes the request now (down, silent, a standby not yet promoted): no verdict
-    // (a statement cut mid-way may have spent its session or counter), and a retry may meet the
-    // new primary
+    // no database takes the request now (down, silent, a standby not yet promoted): no verdict (a
+    // cut statement may have spent its session or counter); a retry may meet the new primary
     if (isDatabaseUnavailable(err) || isDatabaseTimeout(err))
       return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Database unavailable, retry shortly');
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');

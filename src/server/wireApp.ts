@@ -198,7 +198,9 @@ export async function wireApp(
       },
     }),
     ...(breaker ? { breaker } : {}),
-    ...(config.trustedProxies ? { clientAddress: createClientAddress(config.trustedProxies) } : {}),
+    ...(config.trustedProxies?.length
+      ? { clientAddress: createClientAddress(config.trustedProxies) }
+      : {}),
     metricsRoute: !separateMetrics,
     ...(options.scrape ? { scrape: options.scrape } : {}),
     ...(resultTokens ? { resultTokens } : {}),
