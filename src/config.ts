@@ -3,6 +3,8 @@ import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { decodeBase64 } from './core/base64.js';
 import { PRINTABLE_NAME, PRINTABLE_NAME_RULE } from './core/printableName.js';
+import { postgresUrlProblem } from './db/postgresUrl.js';
+import { trustedProxiesProblem, trustedProxyList } from './trustedProxiesProblem.js';
 
 // the rule lives in core, below the CLI and the admin API that both apply it; re-exported here
 export { PRINTABLE_NAME, PRINTABLE_NAME_RULE };
@@ -11,6 +13,8 @@ export { PRINTABLE_NAME, PRINTABLE_NAME_RULE };
 export interface Config {
   databaseUrl: string | undefined;
   dataDir: string;
+  /** ATTEST_TRUSTED_PROXIES: the proxies whose forwarded client address counts (clientAddress.ts) */
+  trustedProxies?: string[];
   port: number;
   host: string;
   sessionTtlSeconds: number;
@@ -160,6 +164,10 @@ const env = z.object({
   ATTEST_DATA_DIR: z.string().min(1).default('./.attest'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
+  ATTEST_TRUSTED_PROXIES: z
+    .string()
+    .refine((v) => !trustedProxiesProblem(v))
+    .optional(),
   ATTEST_SESSION_TTL_SECONDS: z.coerce.number().int().min(1).max(86_400).default(300),
   ATTEST_SESSION_RETENTION: z
     .string()
@@ -285,6 +293,7 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_DATA_DIR: 'must be the path of a folder',
   PORT: 'must be a port number from 0 to 65535',
   HOST: 'must be a host name or IP address to listen on',
+  ATTEST_TRUSTED_PROXIES: 'must be IP addresses or CIDRs, comma-separated (10.0.0.0/8,::1)',
   ATTEST_SESSION_TTL_SECONDS: 'must be a whole number of seconds from 1 to 86400',
   ATTEST_APPLE_ROOT_CA: 'must be the path of a PEM file',
   ATTEST_API_KEY_PREFIX: 'must be 1 to 16 lowercase letters or digits, starting with a letter',
@@ -397,6 +406,8 @@ export function loadConfig(
     throw new ConfigError(`environment variable ${name} ${WANTED[name] ?? 'is not valid'}${got}`);
   }
   const e = parsed.data;
+  const urlProblem = e.DATABASE_URL === undefined ? undefined : postgresUrlProblem(e.DATABASE_URL);
+  if (urlProblem) throw new ConfigError(`environment variable DATABASE_URL ${urlProblem}`);
   if (e.ATTEST_MASTER_KEY !== undefined && e.ATTEST_MASTER_KEY_FILE !== undefined) {
     throw new ConfigError('set ATTEST_MASTER_KEY_FILE or ATTEST_MASTER_KEY, not both');
   }
@@ -405,6 +416,7 @@ export function loadConfig(
     dataDir: e.ATTEST_DATA_DIR,
     port: e.PORT,
     host: e.HOST,
+    trustedProxies: trustedProxyList(e.ATTEST_TRUSTED_PROXIES ?? ''),
     sessionTtlSeconds: e.ATTEST_SESSION_TTL_SECONDS,
     sessionRetentionSeconds: e.ATTEST_SESSION_RETENTION,
     metricsPort: e.ATTEST_METRICS_PORT,

@@ -65,6 +65,13 @@ export interface DatabaseHandle {
    */
   probe?(timeoutMs: number): Promise<void>;
   /**
+   * How many of attest's statements the server holds until a synchronous standby confirms
+   * their commit (pg_stat_activity wait_event SyncRep), asked like `probe` on a fresh connection.
+   * Such statements are not on dead connections: replacing the pool would leave their server
+   * processes waiting, each holding a connection slot, until none is left (SQLSTATE 53300).
+   */
+  commitsAwaitingStandby?(timeoutMs: number): Promise<number>;
+  /**
    * Embedded database opened by the server only: records the admin socket and this run's secret
    * in the 0600 lock file, where the CLI finds them.
    */
@@ -294,7 +301,7 @@ async function openPostgres(
   // busy database, not a silent one (databaseDeadline.ts)
   const progress: DatabaseProgress = { lastAnswerAt: performance.now() };
   const target = postgresTarget(url);
-  const socket = target.host ? { host: target.host } : {};
+  const socket = target.options;
   const plan = await connectionPlan(options.role, options.changeFeed, (extra) =>
     postgres(target.url, { ...socket, connect_timeout: connectTimeoutSeconds, ...extra }),
   );
@@ -334,6 +341,23 @@ async function openPostgres(
     onDriverFault?.(fault);
     void recycle();
   });
+  /** `work` on a connection of its own, outside the pool, within `timeoutMs` (lag-aware) */
+  const fresh = async <T>(timeoutMs: number, work: (sql: Sql) => Promise<T>): Promise<T> => {
+    const single = postgres(target.url, {
+      ...socket,
+      max: 1,
+      connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
+      // no array-type query at connect: nothing of the driver's own is left to reject unhandled
+      fetch_types: false,
+      onnotice: () => {},
+      connection: { application_name: 'attest-probe' },
+    });
+    try {
+      return await lagAwareDeadline(work(single), timeoutMs);
+    } finally {
+      single.end({ timeout: 0 }).catch(() => {});
+    }
+  };
   // notifications have a connection of their own, outside the pool `recycle` replaces
   let listener: Sql | undefined;
   // repositories keep this object; `recycle` swaps what it forwards to
@@ -349,23 +373,17 @@ async function openPostgres(
     connections: plan,
     recycle,
     async probe(timeoutMs) {
-      const probe = postgres(target.url, {
-        ...socket,
-        max: 1,
-        connect_timeout: Math.max(1, Math.ceil(timeoutMs / 1000)),
-        // no array-type query at connect: nothing of the driver's own is left to reject unhandled
-        fetch_types: false,
-        onnotice: () => {},
-        connection: { application_name: 'attest-probe' },
+      await fresh(timeoutMs, async (sql) => {
+        await sql`select 1`;
       });
-      try {
-        await lagAwareDeadline(
-          probe`select 1`.then(() => {}),
-          timeoutMs,
-        );
-      } finally {
-        probe.end({ timeout: 0 }).catch(() => {});
-      }
+    },
+    async commitsAwaitingStandby(timeoutMs) {
+      return await fresh(timeoutMs, async (sql) => {
+        const [row] = await sql<{ n: number }[]>`
+          select count(*)::int as n from pg_stat_activity
+          where wait_event = 'SyncRep' and application_name = 'attest'`;
+        return row?.n ?? 0;
+      });
     },
     async listen(channel, onNotify, onListen) {
       listener ??= postgres(target.url, {

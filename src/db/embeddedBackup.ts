@@ -58,7 +58,7 @@ async function writeBackup(url: string, clusterDir: string, tar: Pack): Promise<
   const { default: postgres } = await import('postgres');
   const target = postgresTarget(url);
   const sql = postgres(target.url, {
-    ...(target.host ? { host: target.host } : {}),
+    ...target.options,
     max: 1,
     onnotice: () => {},
     fetch_types: false,

@@ -117,7 +117,7 @@ async function checkAndReseal(url: string, password: string): Promise<void> {
   const { default: postgres } = await import('postgres');
   const target = postgresTarget(url);
   const sql = postgres(target.url, {
-    ...(target.host ? { host: target.host } : {}),
+    ...target.options,
     max: 1,
     onnotice: () => {},
     fetch_types: false,

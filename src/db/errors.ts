@@ -243,3 +243,15 @@ export function isTransientDatabaseFault(err: unknown): boolean {
   // 08 connection, 40 transaction rollback, 53 insufficient resources, 57P0x shutdown/terminated
   return /^(08|40|53)...$/.test(code) || /^57P0\d$/.test(code);
 }
+
+/**
+ * True when `err` says no database server can take this request now, as during a failover: the
+ * database unreachable or refusing connections, a connection reset mid-query, a server shutting
+ * down, starting up or terminated (57P01-57P03), or a read-only standby (25006). The answer is
+ * 503 with Retry-After: nothing was decided, and a retry soon may meet the new primary.
+ */
+export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof DatabaseUnavailableError || isConnectionError(err)) return true;
+  const code = String(innermost(err).code ?? '');
+  return code === '25006' || /^57P0[1-3]$/.test(code);
+}

@@ -54,7 +54,7 @@ export async function runMigrations(
   // unnamed statements: through a pooler each statement may meet another server connection
   const single = () =>
     postgres(target.url, {
-      ...(target.host ? { host: target.host } : {}),
+      ...target.options,
       max: 1,
       prepare: false,
       onnotice: () => {},

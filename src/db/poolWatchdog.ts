@@ -7,9 +7,11 @@ import { lagAwareDeadline, LagAwareTimeoutError } from './lagAwareDeadline.js';
  * What the watchdog concluded after a suspicion: `pool answers` (in time, if only with an error),
  * `busy` (the pool was slow while the event loop was blocked: this process is saturated, the
  * connections are not to blame), `down` (a fresh connection fails too: the database is down, and
- * the breaker handles that), `recycled` (the pool hung while a fresh connection answered).
+ * the breaker handles that), `awaiting standby` (the server holds attest's commits until a
+ * synchronous standby confirms them: the pool is not to blame and is kept), `recycled` (the pool
+ * hung while a fresh connection answered).
  */
-export type WatchdogVerdict = 'pool answers' | 'busy' | 'down' | 'recycled';
+export type WatchdogVerdict = 'pool answers' | 'busy' | 'down' | 'awaiting standby' | 'recycled';
 
 export interface PoolWatchdogOptions {
   /** backend deadlines within `windowMs` that make the pool suspect */
@@ -68,6 +70,11 @@ export function createPoolWatchdog(
     } catch {
       return 'down';
     }
+    // a promoted standby whose synchronous_standby_names names a standby not (yet) connected: its
+    // commits wait, and a new pool would only leave more server processes waiting (until the
+    // server refuses every connection, its failover manager's included: SQLSTATE 53300)
+    const waiting = await handle.commitsAwaitingStandby?.(probeTimeoutMs).catch(() => 0);
+    if (waiting) return 'awaiting standby';
     options.onRecycle?.();
     await handle.recycle!();
     return 'recycled';

@@ -14,6 +14,7 @@ import type { DatabaseBreaker } from '../db/databaseBreaker.js';
 import { isDatabaseTimeout, withDatabaseDeadline } from '../db/databaseDeadline.js';
 import {
   DatabaseUnavailableError,
+  isDatabaseUnavailable,
   isTransientDatabaseFault,
   isWriteRefused,
 } from '../db/errors.js';
@@ -29,6 +30,7 @@ import {
   STATUS_OK,
 } from './errorBody.js';
 import { METRICS_CONTENT_TYPE, type Metrics } from './metrics.js';
+import type { ClientAddress } from './clientAddress.js';
 import { apiKeyAuth } from './middleware/apiKeyAuth.js';
 import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
@@ -113,6 +115,8 @@ export interface AppDeps {
    * counted under its own name only then, else as `other`, in statistics and metrics alike.
    */
   allowlisted?: (app: string) => boolean | Promise<boolean>;
+  /** ATTEST_TRUSTED_PROXIES: the client behind a trusted proxy (absent: the TCP peer) */
+  clientAddress?: ClientAddress;
 }
 
 /**
@@ -167,6 +171,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     }
     const retryAfter = retryAfterSeconds(err);
     if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
+    // no database takes the request now (down, silent, a standby not yet promoted): no verdict (a
+    // cut statement may have spent its session or counter); a retry may meet the new primary
+    if (isDatabaseUnavailable(err) || isDatabaseTimeout(err))
+      return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Database unavailable, retry shortly');
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
@@ -178,7 +186,10 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   // the budget first: the key's database reads count against it; the key is checked before
   // anything else under /api/, unknown paths included
   app.use('/api/*', backendBudget({ deadlineMs, databaseWaitMs, breaker: deps.breaker }));
-  app.use('/api/*', apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys }));
+  app.use(
+    '/api/*',
+    apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys, clientAddress: deps.clientAddress }),
+  );
 
   app.post('/api/v1/attestation/init', async (c) => {
     const serverNonce = randomBytes(32);
@@ -443,7 +454,8 @@ function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
  * (Google) failing. Undefined for a fault of attest itself (a bug: retrying soon will not help).
  */
 export function retryAfterSeconds(err: unknown): number | undefined {
-  if (err instanceof DatabaseUnavailableError) return 1; // the breaker's probe runs every 200 ms
+  // the breaker's probe runs every 200 ms; a read-only standby is promoted within seconds
+  if (isDatabaseUnavailable(err)) return 1;
   if (isDatabaseTimeout(err) || err instanceof DeadlineExceeded) return 1;
   // a full disk or a read-only database is not fixed within a second
   if (isWriteRefused(err)) return 5;

@@ -27,6 +27,11 @@ export interface RequestLog {
   /** a valid verify: the observed rules that failed (recorded, not enforced); absent when none */
   observed?: string[];
   auth?: string;
+  /**
+   * the client's address as the failure budget counts it (set only with ATTEST_TRUSTED_PROXIES:
+   * the forwarded address when a trusted proxy sent the request, else the peer)
+   */
+  client?: string;
   /** a consumed result token's id (never the token) and whether it had been consumed before */
   jti?: string;
   alreadyConsumed?: boolean;

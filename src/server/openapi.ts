@@ -140,7 +140,9 @@ export const OPENAPI_DOCUMENT = {
           '401': { description: 'X-Api-Key missing or empty' },
           '403': { description: 'Key invalid, unknown, revoked or expired' },
           '500': err('Unexpected failure (statusCode 268505088)'),
-          '503': err('Too many new API keys being checked at once; retry (statusCode 268505088)'),
+          '503': err(
+            'Too many new API keys being checked at once; or no database takes the request now (unreachable, silent past ATTEST_DB_WAIT_TIMEOUT_MS, a read-only standby, a failover under way): no verdict, retry after Retry-After (a session or counter whose statement was cut may be spent) (statusCode 268505088)',
+          ),
         },
       },
     },
@@ -206,7 +208,7 @@ export const OPENAPI_DOCUMENT = {
             'Unexpected failure, including Google giving no verdict for a standard Play Integrity request (unreachable, slow, 429, 5xx) (statusCode 268505088)',
           ),
           '503': err(
-            'Too many new API keys being checked at once, or too many standard Play Integrity requests waiting on Google; retry after Retry-After (statusCode 268505088)',
+            'Too many new API keys being checked at once, or too many standard Play Integrity requests waiting on Google; or no database takes the request now (unreachable, silent past ATTEST_DB_WAIT_TIMEOUT_MS, a read-only standby, a failover under way): no verdict, retry after Retry-After (a session or counter whose statement was cut may be spent) (statusCode 268505088)',
           ),
         },
       },
@@ -263,7 +265,7 @@ export const OPENAPI_DOCUMENT = {
           '413': err('Body over 64 KiB (statusCode 268505089)'),
           '500': err('Unexpected failure (statusCode 268505088)'),
           '503': err(
-            'Too many requests waiting on Google, or too many new API keys being checked at once; retry after Retry-After (statusCode 268505088)',
+            'Too many requests waiting on Google, or too many new API keys being checked at once; or no database takes the request now (unreachable, silent past ATTEST_DB_WAIT_TIMEOUT_MS, a read-only standby, a failover under way): no verdict, retry after Retry-After (a session or counter whose statement was cut may be spent) (statusCode 268505088)',
           ),
         },
       },
@@ -317,9 +319,11 @@ export const OPENAPI_DOCUMENT = {
           '403': { description: 'Key invalid, unknown, revoked or expired' },
           '404': err('The deployment signs no result tokens (statusCode 268505089)'),
           '500': err(
-            'The database unreachable or slow (with Retry-After while it is known to be down), or an unexpected failure: whether the jti was recorded is unknown, so a later consume may answer alreadyConsumed true; act on neither (statusCode 268505088)',
+            'An unexpected failure, or the database failing the statement (a deadlock, a full disk): whether the jti was recorded is unknown, so a later consume may answer alreadyConsumed true; act on neither (statusCode 268505088)',
           ),
-          '503': err('Too many new API keys being checked at once; retry (statusCode 268505088)'),
+          '503': err(
+            'Too many new API keys being checked at once; or no database takes the request now (unreachable, silent past ATTEST_DB_WAIT_TIMEOUT_MS, a read-only standby, a failover under way): whether the jti was recorded is unknown (a cut reply), so a later consume may answer alreadyConsumed true; retry after Retry-After (statusCode 268505088)',
+          ),
         },
       },
     },

@@ -20,6 +20,7 @@ import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
 import { createDatabaseBreaker } from '../db/databaseBreaker.js';
+import { createClientAddress } from './clientAddress.js';
 import { createWriteHealth } from '../db/writeHealth.js';
 import { startTelemetry } from './startTelemetry.js';
 import type { SecretBox } from '../db/secretBox.js';
@@ -198,9 +199,16 @@ export async function wireApp(
           logger.warn(
             'requests miss their deadline while the event loop is blocked: the process is saturated, the database pool is kept',
           );
+        if (verdict === 'awaiting standby')
+          logger.error(
+            'commits wait for a synchronous standby that does not confirm them (synchronous_standby_names on the primary): writes answer 503 until one does; the database pool is kept',
+          );
       },
     }),
     ...(breaker ? { breaker } : {}),
+    ...(config.trustedProxies?.length
+      ? { clientAddress: createClientAddress(config.trustedProxies) }
+      : {}),
     metricsRoute: !separateMetrics,
     ...(options.scrape ? { scrape: options.scrape } : {}),
     ...(resultTokens ? { resultTokens } : {}),

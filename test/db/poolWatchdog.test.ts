@@ -105,6 +105,19 @@ describe.skipIf(!pg)('the pool watchdog (PostgreSQL)', () => {
     await expect(watched.db.execute(sql`select 1`)).resolves.toBeDefined();
   });
 
+  it('a pool whose commits the server holds for a synchronous standby is kept: a new one would leave them waiting', async () => {
+    const watched = await open();
+    // nothing waits on this server: the question itself is asked on a fresh connection
+    expect(await watched.commitsAwaitingStandby!(PROBE_MS * 10)).toBe(0);
+    proxy.setMode('stall');
+    proxy.setMode('forward', { keepFrozen: true });
+    // as on a promoted standby whose synchronous_standby_names names a standby not connected
+    // (test/server/failover.test.ts meets the real one)
+    const waiting = { ...watched, commitsAwaitingStandby: async () => 3 };
+    expect(await judged(waiting)).toBe('awaiting standby');
+    expect(recycled).toBe(0);
+  });
+
   it('a database that is down is not recycled (the breaker handles it)', async () => {
     const watched = await open();
     proxy.setMode('stall');

@@ -339,7 +339,7 @@ describe.each(backends())('consuming result tokens on $name', (backend) => {
     });
   });
 
-  it('while the database is known to be down a consume answers 500 at once with Retry-After', async () => {
+  it('while the database is known to be down a consume answers 503 at once with Retry-After', async () => {
     const t = await mint(live);
     const down = createTestService(db, {
       resultTokens: live,
@@ -354,7 +354,7 @@ describe.each(backends())('consuming result tokens on $name', (backend) => {
       },
     });
     const res = await consume(down.app, liveKey.key, { resultToken: t });
-    expect(res.status).toBe(500);
+    expect(res.status).toBe(503);
     expect(res.headers.get('Retry-After')).toBe('1');
     expect(((await res.json()) as { statusCode: number }).statusCode).toBe(STATUS_INTERNAL_ERROR);
     expect(JSON.parse((await consumed(service.app, liveKey.key, t)).text)).toMatchObject({

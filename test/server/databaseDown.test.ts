@@ -35,7 +35,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
     await db?.close();
   });
 
-  it('a closed port: 500 268505088 fast, validation errors still 400, readyz 503', async () => {
+  it('a closed port: 503 268505088 fast, validation errors still 400, readyz 503', async () => {
     const url = new URL(db.url!);
     url.port = String(await closedPort());
     const handle = await openDatabase({
@@ -52,13 +52,13 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
           headers: { 'X-Api-Key': key.key },
         }),
       );
-      expect(i.status).toBe(500); // the key lookup itself fails
+      expect(i.status).toBe(503); // the key lookup itself fails
       expect(i.body).toEqual({
         statusCode: STATUS_INTERNAL_ERROR,
         errorMessage: expect.any(String),
       });
       expect(i.ms).toBeLessThan(DEADLINE + 1500);
-      expect(service.logs.last()).toMatchObject({ status: 500, level: 50 });
+      expect(service.logs.last()).toMatchObject({ status: 503, level: 50 });
       // no key at all needs no database: still 401
       const noKey = await verify(service.app, undefined, { attestationToken: '' });
       expect(noKey.status).toBe(401);
@@ -116,7 +116,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       expect(await (await goodVerify(s)).json()).toMatchObject({ isValid: true });
     });
 
-    it('stalled (mute: packets held, nothing refused): init and verify answer 500 268505088 with Retry-After within 250 ms of their database wait, never isValid true; then recover', async () => {
+    it('stalled (mute: packets held, nothing refused): init and verify answer 503 268505088 with Retry-After within 250 ms of their database wait, never isValid true; then recover', async () => {
       const prepared = await session(); // made while the database answered
       proxy.setMode('stall');
       // more stalled requests than the pool has connections
@@ -138,7 +138,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
         ),
       ]);
       for (const r of stalled) {
-        expect(r.status).toBe(500);
+        expect(r.status).toBe(503);
         expect(r.body).toMatchObject({ statusCode: STATUS_INTERNAL_ERROR });
         expect(r.body?.isValid).toBeUndefined();
         expect(r.retryAfter).toBe('1');
@@ -149,7 +149,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       expect(
         service.logs
           .requests()
-          .filter((l) => l.status === 500)
+          .filter((l) => l.status === 503)
           .every((l) => (l.err as { type?: string })?.type === 'DatabaseTimeoutError'),
       ).toBe(true);
       // validation never waits for the database and is never 268505088
@@ -167,7 +167,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       const metrics = await service.app.request(`${BASE}/metrics`);
       expect(metrics.status).toBe(200);
       expect(await metrics.text()).toMatch(
-        /attest_http_requests_total\{route="\/api\/v1\/attestation\/init",method="POST",status="500"\}/,
+        /attest_http_requests_total\{route="\/api\/v1\/attestation\/init",method="POST",status="503"\}/,
       );
       expect(performance.now() - metricsStarted).toBeLessThan(DEADLINE + 2000);
 
@@ -226,7 +226,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
         .toBe(200);
     }, 30_000);
 
-    it('connections cut mid-query: 500 quickly, then recovery', async () => {
+    it('connections cut mid-query: 503 quickly, then recovery', async () => {
       const prepared = await session();
       proxy.setMode('stall');
       const pending = timed(() => goodVerify(prepared));
@@ -234,7 +234,7 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
       proxy.cut();
       proxy.setMode('forward');
       const r = await pending;
-      expect(r.status).toBe(500);
+      expect(r.status).toBe(503);
       expect(r.body).toMatchObject({ statusCode: STATUS_INTERNAL_ERROR });
       expect(r.retryAfter).toBe('1');
       expect(r.ms).toBeLessThan(DEADLINE + 1500);

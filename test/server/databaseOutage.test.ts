@@ -42,7 +42,7 @@ const initRequest = (
 describe.each(backends())('an open breaker ($name)', (backend) => {
   const db = useDatabase(backend);
 
-  it('answers 500 268505088 with Retry-After at once, queues no statement, readyz 503; closed again, serves', async () => {
+  it('answers 503 268505088 with Retry-After at once, queues no statement, readyz 503; closed again, serves', async () => {
     const key = await issueKey(db);
     let up = false;
     const events = breakerEvents();
@@ -73,10 +73,10 @@ describe.each(backends())('an open breaker ($name)', (backend) => {
       expect(await opened).toBe(true);
       for (let i = 0; i < 5; i++) {
         const r = await initRequest(service, key.key);
-        expect(r.status).toBe(500);
+        expect(r.status).toBe(503);
         expect(r.body).toEqual({
           statusCode: STATUS_INTERNAL_ERROR,
-          errorMessage: 'Internal error',
+          errorMessage: 'Database unavailable, retry shortly',
         });
         expect(r.retryAfter).toBe('1');
       }
@@ -165,13 +165,13 @@ describe.skipIf(!pg)('a database outage through a TCP proxy (PostgreSQL)', () =>
     proxy.setMode('refuse');
     // the first request meets the refusal itself, and has the breaker probe
     const first = await initRequest(service, key.key);
-    expect(first.status).toBe(500);
+    expect(first.status).toBe(503);
     expect(await opened).toBe(true);
     const during = await Promise.all(
       Array.from({ length: 20 }, () => initRequest(service, key.key)),
     );
     for (const r of during) {
-      expect(r.status).toBe(500);
+      expect(r.status).toBe(503);
       expect(r.body).toMatchObject({ statusCode: STATUS_INTERNAL_ERROR });
       expect(r.retryAfter).toBe('1');
       expect(r.ms).toBeLessThan(1500);
@@ -190,14 +190,14 @@ describe.skipIf(!pg)('a database outage through a TCP proxy (PostgreSQL)', () =>
     const readyInFlight = timed(() => service.app.request(`${BASE}/readyz`));
     expect(await opened).toBe(true);
     const r = await inFlight;
-    expect(r.status).toBe(500);
+    expect(r.status).toBe(503);
     expect(r.ms).toBeLessThan(4000); // the deadline is 5 s
     expect((await readyInFlight).status).toBe(503);
     const during = await Promise.all(
       Array.from({ length: 20 }, () => initRequest(service, key.key)),
     );
     for (const d of during) {
-      expect(d.status).toBe(500);
+      expect(d.status).toBe(503);
       expect(d.ms).toBeLessThan(1500);
     }
     const ready = await timed(() => service.app.request(`${BASE}/readyz`));

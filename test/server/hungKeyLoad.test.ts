@@ -67,7 +67,7 @@ describe.skipIf(!pg)('a key whose first read lands on a hung connection (Postgre
     // concurrent first reads share the hung load: each is released by the wait deadline
     const first = await Promise.all(Array.from({ length: 3 }, request));
     for (const r of first) {
-      expect(r.status).toBe(500);
+      expect(r.status).toBe(503);
       expect(r.retryAfter).toBe('1');
       expect(r.ms).toBeLessThan(2000);
     }

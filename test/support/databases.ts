@@ -108,7 +108,7 @@ function withReset(handle: DatabaseHandle): TestDatabase {
 export function clientOf(url: string, options: postgres.Options<Record<string, never>> = {}): Sql {
   const target = postgresTarget(url);
   return postgres(target.url, {
-    ...(target.host ? { host: target.host } : {}),
+    ...target.options,
     onnotice: () => {},
     ...options,
   }) as unknown as Sql;

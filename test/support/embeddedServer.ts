@@ -40,7 +40,7 @@ export function databaseUrl(url: string, name: string): string {
 export function adminClient(url: string) {
   const target = postgresTarget(url);
   return postgres(target.url, {
-    ...(target.host ? { host: target.host } : {}),
+    ...target.options,
     max: 1,
     onnotice: () => {},
   });

@@ -139,6 +139,7 @@ export interface ServiceOptions {
   deviceRecall?: AppDeps['deviceRecall'];
   stats?: AppDeps['stats'];
   allowlisted?: AppDeps['allowlisted'];
+  clientAddress?: AppDeps['clientAddress'];
 }
 
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
@@ -163,6 +164,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     databaseWaitMs: options.databaseWaitMs ?? 2000,
     ...(options.writeHealth ? { writeHealth: options.writeHealth } : {}),
     ...(options.breaker ? { breaker: options.breaker } : {}),
+    ...(options.clientAddress ? { clientAddress: options.clientAddress } : {}),
     ...(options.testKeys !== undefined ? { testKeys: options.testKeys } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     ...(options.testResultTokens ? { testResultTokens: options.testResultTokens } : {}),

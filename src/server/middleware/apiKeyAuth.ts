@@ -4,6 +4,7 @@ import type { ApiKeyAuthenticator } from '../apiKeyAuthenticator.js';
 import type { AuthResult } from '../apiKeyAuthTypes.js';
 import type { AppEnv } from '../appEnv.js';
 import { errorBody, STATUS_INTERNAL_ERROR } from '../errorBody.js';
+import type { ClientAddress } from '../clientAddress.js';
 import { requestHeader } from '../requestHeader.js';
 
 /**
@@ -17,9 +18,21 @@ import { requestHeader } from '../requestHeader.js';
 export const apiKeyAuth = (opts: {
   auth: Pick<ApiKeyAuthenticator, 'authenticate'>;
   testKeys?: boolean | undefined;
+  /**
+   * ATTEST_TRUSTED_PROXIES (clientAddress.ts): the client behind a trusted proxy, from the peer
+   * and the forwarding headers; also written to the log line (`client`). Absent: the TCP peer.
+   */
+  clientAddress?: ClientAddress | undefined;
 }) =>
   createMiddleware<AppEnv>(async (c, next) => {
-    const address = c.env?.incoming?.socket?.remoteAddress;
+    const peer = c.env?.incoming?.socket?.remoteAddress;
+    const address = opts.clientAddress
+      ? opts.clientAddress(peer, {
+          xff: requestHeader(c, 'x-forwarded-for'),
+          forwarded: requestHeader(c, 'forwarded'),
+        })
+      : peer;
+    if (opts.clientAddress && address !== undefined) c.get('log').client = address;
     const log = c.get('log');
     let known: { keyId: string; mode: KeyMode } | undefined;
     let result: AuthResult;
