@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { ConfigError, parseWorkers, WORKERS_RULE } from '../../config.js';
+import { ConfigError } from '../../config.js';
+import { parseWorkers, WORKERS_RULE } from '../../workers.js';
 import { DataDirUnsafeError, DatabaseBusyError } from '../../db/client.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { RunningServer } from '../../server/start.js';
