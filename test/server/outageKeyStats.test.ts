@@ -1,6 +1,6 @@
-// The 500s answered while the database is away keep their API key when this process had
-// verified it (the key cache knows it), so `attest stats --key` counts all of that key's errors,
-// on PGlite and PostgreSQL. A key the process never verified stays unknown: its id is the
+// The answers given while the database is away (503 with Retry-After) keep their API key when
+// this process had verified it (the key cache knows it), so `attest stats --key` counts all of
+// that key's errors, on the embedded database and PostgreSQL. A key the process never verified stays unknown: its id is the
 // client's claim.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
@@ -10,7 +10,7 @@ import { backends, useDatabase } from '../support/databases.js';
 import { createTestService, issueKey, verify } from '../support/service.js';
 import { b64, fakeVerify, token } from '../support/tokens.js';
 
-describe.each(backends())('outage 500s keep their key, on $name', (backend) => {
+describe.each(backends())('outage answers keep their key, on $name', (backend) => {
   const db = useDatabase(backend);
   let down = false;
   const away = () => {
@@ -20,7 +20,7 @@ describe.each(backends())('outage 500s keep their key, on $name', (backend) => {
       });
   };
 
-  it('every 500 of a verified key is counted under it (attest stats --key), with its mode; an unverified key is not', async () => {
+  it('every outage answer (503) of a verified key is counted under it (attest stats --key), with its mode; an unverified key is not', async () => {
     const live = await issueKey(db, { name: 'live' });
     const test = await issueKey(db, { name: 'test', mode: 'test' });
     const other = await issueKey(db, { name: 'never used' });
@@ -54,9 +54,11 @@ describe.each(backends())('outage 500s keep their key, on $name', (backend) => {
     for (let i = 0; i < 5; i++)
       for (const key of [live, test, other]) {
         const res = await verify(service.app, key.key, body);
-        expect(res.status).toBe(500);
+        // no database to take the request: 503 with Retry-After (issue 47), never a verdict
+        expect(res.status).toBe(503);
+        expect(res.headers.get('retry-after')).toBe('1');
       }
-    const lines = service.logs.requests().filter((l) => l.status === 500);
+    const lines = service.logs.requests().filter((l) => l.status === 503);
     expect(lines).toHaveLength(15);
     expect(lines.filter((l) => l.apiKeyId === live.id && l.mode === 'live')).toHaveLength(5);
     expect(lines.filter((l) => l.apiKeyId === test.id && l.mode === 'test')).toHaveLength(5);
@@ -73,7 +75,7 @@ describe.each(backends())('outage 500s keep their key, on $name', (backend) => {
         .map((t) => t.count);
     expect(await errorsOf(live.id, 'live')).toEqual([5]);
     expect(await errorsOf(test.id, 'test')).toEqual([5]);
-    // the 500s of the unverified key: counted, under no key
+    // the outage answers of the unverified key: counted, under no key
     expect(
       (await stats.totals({ ...window, by: 'key', mode: 'all' })).filter(
         (t) => t.outcome === 'error' && t.value === null,
