@@ -4,6 +4,7 @@ import type { DeviceLimit, DeviceVelocityStore, DeviceVerify, KeyMode } from '..
 import type { DeviceKeyService } from '../core/services.js';
 import { dateOf } from './appleKeys.js';
 import { rowsOf, type Database } from './client.js';
+import { fixedWindowUpdate } from './fixedWindowUpdate.js';
 import { fixedStatement } from './fixedStatement.js';
 
 /**
@@ -17,15 +18,7 @@ import { fixedStatement } from './fixedStatement.js';
 const COUNT = fixedStatement<{ count: string | number }>(`
   insert into device_velocity as d (service, key_id, period_seconds, window_start, count, last_at, mode)
   values ($1, $2, $3, $4::timestamptz, 1, $5::timestamptz, $6)
-  on conflict (service, key_id, mode) do update set
-    count = case when d.period_seconds = excluded.period_seconds and d.window_start >= excluded.window_start
-                 then d.count + 1 else 1 end,
-    window_start = case when d.period_seconds = excluded.period_seconds and d.window_start >= excluded.window_start
-                        then d.window_start else excluded.window_start end,
-    period_seconds = excluded.period_seconds,
-    last_at = greatest(d.last_at, excluded.last_at)
-  where not (d.period_seconds = excluded.period_seconds and d.window_start >= excluded.window_start
-             and d.count >= coalesce($7::bigint, 9223372036854775807))
+  on conflict (service, key_id, mode) ${fixedWindowUpdate(7)}
   returning count`);
 
 /** What `attest devices show` tells of a registered key. */

@@ -3,6 +3,7 @@ import type { IssuerVelocityStore } from '../core/androidKey/issuerVelocity.js';
 import type { KeyMode } from '../core/ports.js';
 import { dateOf } from './appleKeys.js';
 import { rowsOf, type Database } from './client.js';
+import { fixedWindowUpdate } from './fixedWindowUpdate.js';
 import { fixedStatement } from './fixedStatement.js';
 
 /**
@@ -17,15 +18,7 @@ const COUNT = fixedStatement<{ count: string | number }>(`
   insert into android_issuer_velocity as d
     (package_name, issuer, mode, period_seconds, window_start, count, serial, subject, last_at)
   values ($1, $2, $3, $4, $5::timestamptz, 1, $6, $7, $8::timestamptz)
-  on conflict (package_name, issuer, mode) do update set
-    count = case when d.period_seconds = excluded.period_seconds and d.window_start >= excluded.window_start
-                 then d.count + 1 else 1 end,
-    window_start = case when d.period_seconds = excluded.period_seconds and d.window_start >= excluded.window_start
-                        then d.window_start else excluded.window_start end,
-    period_seconds = excluded.period_seconds,
-    last_at = greatest(d.last_at, excluded.last_at)
-  where not (d.period_seconds = excluded.period_seconds and d.window_start >= excluded.window_start
-             and d.count >= coalesce($9::bigint, 9223372036854775807))
+  on conflict (package_name, issuer, mode) ${fixedWindowUpdate(9)}
   returning count`);
 
 /** One issuing certificate's count in its package's current window, as `attest stats` shows it. */
