@@ -15,6 +15,7 @@ import type { DeviceRecallDetails, GoogleTokenDetails } from '../core/gms/gmsTok
 import type { GooglePcTokenDetails } from '../core/gmsPc/googlePcTokenDetails.js';
 import { rejected, type Rejection } from './rejection.js';
 import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
+import { DETAILS_FIELDS, type DetailsByService } from './detailsShapes.js';
 import { consumeResultOf, type ConsumeResult } from './consumeResult.js';
 import { readBoundedText } from './readBoundedBody.js';
 import {
@@ -64,17 +65,19 @@ export {
   VERIFY_RESPONSE,
   CONSUME_RESPONSE,
   RESULT_TOKEN_CLAIMS,
+  DEVICE_RECALL_RESPONSE,
+  ERROR_BODY,
+  type Shape,
+} from './shapes.js';
+export {
   APPLE_TOKEN_DETAILS,
   ANDROID_KEY_DETAILS,
   ANDROID_PROVISIONING_INFO,
   GOOGLE_PC_TOKEN_DETAILS,
   GOOGLE_TOKEN_DETAILS,
   DEVICE_RECALL,
-  DEVICE_RECALL_RESPONSE,
   DEVICE_RECALL_WRITE_DATES,
-  ERROR_BODY,
-  type Shape,
-} from './shapes.js';
+} from './detailsShapes.js';
 
 /** `statusCode` of an invalid request (HTTP 400, 413). */
 export const STATUS_INVALID_REQUEST = 268505089;
@@ -98,48 +101,25 @@ export type {
   GoogleTokenDetails,
 };
 
-/** Each service's details field in a valid verify answer. */
-const DETAILS_FIELDS = [
-  ['apple', 'appleTokenDetails'],
-  ['gms', 'googleTokenDetails'],
-  ['android-key', 'androidKeyDetails'],
-  ['gms-pc', 'googlePcTokenDetails'],
-] as const;
-
 /**
  * A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason.
  * `resultToken` comes with valid answers to API keys that have result tokens on: hand it to
  * other services, which check it with `verifyResultToken`.
  */
+/** `appleTokenDetails, googleTokenDetails, ... and googlePcTokenDetails` */
+const DETAILS_NAMES = DETAILS_FIELDS.map(([, field]) => field)
+  .join(', ')
+  .replace(/, (\w+)$/, ' and $1');
+
 export type VerifyResult =
   | {
-      isValid: true;
-      statusCode: 0;
-      service: 'apple';
-      appleTokenDetails: AppleTokenDetails;
-      resultToken?: string;
-    }
-  | {
-      isValid: true;
-      statusCode: 0;
-      service: 'gms';
-      googleTokenDetails: GoogleTokenDetails;
-      resultToken?: string;
-    }
-  | {
-      isValid: true;
-      statusCode: 0;
-      service: 'android-key';
-      androidKeyDetails: AndroidKeyDetails;
-      resultToken?: string;
-    }
-  | {
-      isValid: true;
-      statusCode: 0;
-      service: 'gms-pc';
-      googlePcTokenDetails: GooglePcTokenDetails;
-      resultToken?: string;
-    }
+      [S in keyof DetailsByService]: {
+        isValid: true;
+        statusCode: 0;
+        service: S;
+        resultToken?: string;
+      } & DetailsByService[S];
+    }[keyof DetailsByService]
   | { isValid: false; statusCode: 0; rejection?: Rejection };
 
 /** Base64 strings as the wire carries them, or bytes (sent as standard base64). */
@@ -329,13 +309,9 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
         throw at(new AttestResponseError('verify', problem, answer.requestId), answer.url);
       const result = json as {
         isValid: boolean;
-        appleTokenDetails?: AppleTokenDetails;
-        googleTokenDetails?: GoogleTokenDetails;
         resultToken?: string;
-        androidKeyDetails?: AndroidKeyDetails;
         rejection?: Rejection;
-        googlePcTokenDetails?: GooglePcTokenDetails;
-      };
+      } & Partial<Record<(typeof DETAILS_FIELDS)[number][1], object>>;
       if (result.isValid !== true) return rejected(result.rejection);
       const token = result.resultToken === undefined ? {} : { resultToken: result.resultToken };
       // a valid token names exactly one platform; without its details the RP could not check the app binding
@@ -353,7 +329,7 @@ export function createAttestClient(options: AttestClientOptions): AttestClient {
       throw at(
         new AttestResponseError(
           'verify',
-          'isValid true needs exactly one of appleTokenDetails, googleTokenDetails, androidKeyDetails and googlePcTokenDetails',
+          `isValid true needs exactly one of ${DETAILS_NAMES}`,
           answer.requestId,
         ),
         answer.url,

@@ -1,8 +1,11 @@
 /**
  * The response shapes the client accepts, as data: the validator walks them, and a test holds
  * them against the service's /openapi.json (required fields, types, enums, constants), so the
- * client and the contract cannot drift apart silently.
+ * client and the contract cannot drift apart silently. Each kind's details shapes are generated
+ * from its schema (src/client/detailsShapes.ts).
  */
+import { DETAILS_PROPERTIES } from './detailsShapes.js';
+
 export type FieldType =
   | { type: 'string' }
   | { type: 'integer'; minimum?: number; nullable?: true }
@@ -20,118 +23,6 @@ export interface Shape {
   readonly required: readonly string[];
   readonly properties: Readonly<Record<string, FieldType>>;
 }
-
-export const APPLE_TOKEN_DETAILS = {
-  name: 'AppleTokenDetails',
-  required: ['keyIdentifier', 'appId', 'environment', 'assertionCounter', 'platform'],
-  properties: {
-    keyIdentifier: { type: 'string' },
-    appId: { type: 'string' },
-    environment: { enum: ['Development', 'Production'] },
-    assertionCounter: { type: 'integer', minimum: 0 },
-    platform: { enum: ['iOS', 'macOS'] },
-    // extensions: present only when known for the key
-    riskMetric: { type: 'integer', minimum: 0 },
-    validationCategory: { type: 'string' },
-    bundleVersion: { type: 'string' },
-  },
-} as const satisfies Shape;
-
-export const DEVICE_RECALL_WRITE_DATES = {
-  name: 'DeviceRecallWriteDates',
-  required: [],
-  properties: {
-    // YYYYMM (UTC), as Google gives them (documented for set bits only)
-    yyyymmFirst: { type: 'integer' },
-    yyyymmSecond: { type: 'integer' },
-    yyyymmThird: { type: 'integer' },
-  },
-} as const satisfies Shape;
-
-export const DEVICE_RECALL = {
-  name: 'DeviceRecall',
-  required: ['bitFirst', 'bitSecond', 'bitThird'],
-  properties: {
-    bitFirst: { type: 'boolean' },
-    bitSecond: { type: 'boolean' },
-    bitThird: { type: 'boolean' },
-    writeDates: { object: DEVICE_RECALL_WRITE_DATES },
-  },
-} as const satisfies Shape;
-
-export const GOOGLE_TOKEN_DETAILS = {
-  name: 'GoogleTokenDetails',
-  required: ['packageName', 'deviceIntegrityVerdicts', 'timestampMillis'],
-  properties: {
-    packageName: { type: 'string' },
-    deviceIntegrityVerdicts: { type: 'string[]' },
-    timestampMillis: { type: 'integer' },
-    // extensions: present only when the Play verdict carries them
-    appLicensingVerdict: { type: 'string' },
-    playProtectVerdict: { type: 'string' },
-    appsDetected: { type: 'string[]' },
-    deviceActivityLevel: { type: 'string' },
-    accountActivityLevel: { type: 'string' },
-    locationSpoofingRiskVerdict: { type: 'string[]' },
-    legacyDeviceIntegrityVerdicts: { type: 'string[]' },
-    deviceRecall: { object: DEVICE_RECALL },
-    sdkVersion: { type: 'integer' },
-    versionCode: { type: 'string' },
-  },
-} as const satisfies Shape;
-
-export const ANDROID_PROVISIONING_INFO = {
-  name: 'AndroidProvisioningInfo',
-  required: ['entries'],
-  properties: {
-    certificatesIssued: { type: 'integer' },
-    // every entry by its integer key as text: integers, text or booleans
-    entries: { type: 'record' },
-  },
-} as const satisfies Shape;
-
-export const ANDROID_KEY_DETAILS = {
-  name: 'AndroidKeyDetails',
-  required: [
-    'keyIdentifier',
-    'packageName',
-    'securityLevel',
-    'verifiedBootState',
-    'deviceLocked',
-    'osPatchLevel',
-    'attestationVersion',
-  ],
-  properties: {
-    keyIdentifier: { type: 'string' },
-    packageName: { type: 'string' },
-    securityLevel: { enum: ['TrustedEnvironment', 'StrongBox'] },
-    verifiedBootState: { enum: ['Verified', 'SelfSigned', 'Unverified', 'Failed'] },
-    deviceLocked: { type: 'boolean' },
-    // YYYYMM, or null when the key description has none
-    osPatchLevel: { type: 'integer', nullable: true },
-    attestationVersion: { type: 'integer', minimum: 0 },
-    // extensions: present only when the attestation carries them
-    mlDsaVariant: { type: 'integer' },
-    usageCountLimit: { type: 'integer' },
-    trustedConfirmationRequired: { type: 'boolean' },
-    moduleHash: { type: 'string' },
-    unknownTags: { type: 'integer[]' },
-    provisioningInfo: { object: ANDROID_PROVISIONING_INFO },
-  },
-} as const satisfies Shape;
-
-export const GOOGLE_PC_TOKEN_DETAILS = {
-  name: 'GooglePcTokenDetails',
-  required: ['packageName', 'deviceRecognitionVerdict', 'requestTimeMillis'],
-  properties: {
-    packageName: { type: 'string' },
-    // unknown future labels pass through as data
-    deviceRecognitionVerdict: { type: 'string[]' },
-    requestTimeMillis: { type: 'integer' },
-    appLicensingVerdict: { type: 'string' },
-    isTestingResponse: { type: 'boolean' },
-  },
-} as const satisfies Shape;
 
 export const INIT_RESPONSE = {
   name: 'init 200',
@@ -162,14 +53,12 @@ export const VERIFY_RESPONSE = {
   properties: {
     isValid: { type: 'boolean' },
     statusCode: { const: 0 },
-    googleTokenDetails: { object: GOOGLE_TOKEN_DETAILS },
-    appleTokenDetails: { object: APPLE_TOKEN_DETAILS },
     // only for API keys with result tokens on
     resultToken: { type: 'string' },
     // only for API keys made with --rejection-details, on isValid false
     rejection: { object: REJECTION },
-    androidKeyDetails: { object: ANDROID_KEY_DETAILS },
-    googlePcTokenDetails: { object: GOOGLE_PC_TOKEN_DETAILS },
+    // each kind's details field (src/client/detailsShapes.ts)
+    ...DETAILS_PROPERTIES,
   },
 } as const satisfies Shape;
 
