@@ -41,7 +41,7 @@ export function createIssuerVelocityRepository(db: Database): IssuerVelocityStor
    * The issuers nearest their package's limit (count / N, highest first) in the window holding
    * `at`, of one mode; only packages that set a limit, only windows still current.
    */
-  nearest(options: { at: Date; mode: KeyMode; limit: number }): Promise<IssuerUsage[]>;
+  nearest(options: { at: Date; mode: KeyMode | 'all'; limit: number }): Promise<IssuerUsage[]>;
 } {
   return {
     async count(entry) {
@@ -76,7 +76,7 @@ export function createIssuerVelocityRepository(db: Database): IssuerVelocityStor
                  v.period_seconds, v.window_start, v.last_at
           from android_issuer_velocity v
           join android_packages p on p.package_name = v.package_name and p.max_keys_per_issuer is not null
-          where v.mode = ${mode}
+          where (${mode} = 'all' or v.mode = ${mode})
             -- the row's window is the current one of the package's period
             and v.period_seconds = split_part(p.max_keys_per_issuer, '/', 2)::integer
             and v.window_start + make_interval(secs => v.period_seconds) > ${at.toISOString()}::timestamptz

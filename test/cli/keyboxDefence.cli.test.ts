@@ -70,7 +70,7 @@ describe('allowlist add android --max-keys-per-issuer', () => {
   });
 
   it.skipIf(!postgresBackend())(
-    'attest stats lists the issuers nearest the limit, live keys only (PostgreSQL: counts seeded beside the CLI)',
+    'attest stats lists the issuers nearest the limit, live keys unless --mode says otherwise (PostgreSQL: counts seeded beside the CLI)',
     async () => {
       await runCli('allowlist', 'add', 'android', PKG, '--max-keys-per-issuer', '4/1d');
       const handle: DatabaseHandle = await openDatabase({
@@ -116,6 +116,17 @@ describe('allowlist add android --max-keys-per-issuer', () => {
         expect(text.stdout).toMatch(/issuing certificates nearest --max-keys-per-issuer/);
         expect(text.stdout).toMatch(/a1\s+3\/4\/1d/);
         expect(text.stdout).not.toContain('c3');
+        // --mode test: the rehearsal's own issuers, apart from live ones; all: both, with a MODE column
+        const test = JSON.parse((await runCli('stats', '--mode', 'test', '--json')).stdout) as {
+          issuers: { serial: string; count: number; mode: string }[];
+        };
+        expect(test.issuers.map((i) => [i.serial, i.count, i.mode])).toEqual([['c3', 4, 'test']]);
+        const all = await runCli('stats', '--mode', 'all');
+        expect(all.code, all.stderr).toBe(0);
+        expect(all.stdout).toMatch(/NEW KEYS\/LIMIT\s+MODE/);
+        expect(all.stdout).toMatch(/c3\s+4\/4\/1d\s+test/);
+        expect(all.stdout).toMatch(/a1\s+3\/4\/1d\s+live/);
+        expect(all.stdout).toMatch(/current windows, live and test keys/);
       } finally {
         await handle.close();
       }

@@ -80,4 +80,21 @@ describe('monitoring: alert rules and the Grafana dashboard', () => {
     expect(read(/receipt refreshes/).join()).toContain('attest_apple_receipt_refresh_total');
     expect(read(/^Database breaker$/).join()).toContain('attest_database_breaker_open');
   });
+
+  it('the verification panels show live keys unless the operator picks test: a rehearsal moves no live panel', () => {
+    const dashboard = JSON.parse(readFileSync(DASHBOARD, 'utf8')) as {
+      panels: { title: string; targets?: { expr: string }[] }[];
+      templating: { list: { name: string; query?: string; current?: { value: unknown } }[] };
+    };
+    const verifications = dashboard.panels
+      .flatMap((p) => p.targets ?? [])
+      .map((t) => t.expr)
+      .filter((e) => e.includes('attest_verifications_total'));
+    expect(verifications.length).toBeGreaterThan(3);
+    for (const expr of verifications)
+      expect(expr).toMatch(/attest_verifications_total\{[^}]*mode=~"\$mode"/);
+    const mode = dashboard.templating.list.find((v) => v.name === 'mode');
+    expect(mode?.query?.split(',')).toEqual(['live', 'test', 'unknown']);
+    expect(mode?.current?.value).toEqual(['live', 'unknown']);
+  });
 });

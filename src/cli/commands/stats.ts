@@ -216,13 +216,19 @@ Examples:
           ...(request.apiKeyId !== undefined ? { apiKeyId: request.apiKeyId } : {}),
           ...(request.service !== undefined ? { service: request.service } : {}),
         }),
-        issuers: await admin.run('stats.issuers', { at: request.until, limit: 5 }),
+        issuers: await admin.run('stats.issuers', {
+          at: request.until,
+          limit: 5,
+          mode: request.mode,
+        }),
       }));
       if (flags.json)
         printJson({ ...statsJson(request, totals, rules), issuers: issuerJson(issuers) });
       else
         process.stdout.write(
-          statsText(totals, request.by, request) + rolloutText(rules) + issuerText(issuers),
+          statsText(totals, request.by, request) +
+            rolloutText(rules) +
+            issuerText(issuers, request.mode),
         );
     });
 }
