@@ -1,3 +1,4 @@
+import { parseDuration } from '../duration.js';
 import { usageError } from './errors.js';
 
 /** ISO 8601 date and time with its offset: without one, JavaScript would read the machine's local time. */
@@ -14,4 +15,23 @@ export function isoInstant(text: string, flag: string, example: string): Date {
       `${flag} takes an ISO 8601 time with its offset, such as ${example}, got "${text}"`,
     );
   return d;
+}
+
+/**
+ * A minted token's time: `at` (an ISO instant, under the flag `atFlag`), else `age` (`--age`, a
+ * duration) before `now`, else `now`; the callers refuse both at once before they ask.
+ */
+export function mintedInstant(
+  at: string | undefined,
+  atFlag: string,
+  age: string | undefined,
+  now: Date,
+): Date {
+  if (age !== undefined) {
+    const seconds = parseDuration(age);
+    if (seconds === null)
+      throw usageError(`--age takes a duration such as 30s or 5m, got "${age}"`);
+    return new Date(now.getTime() - seconds * 1000);
+  }
+  return at === undefined ? now : isoInstant(at, atFlag, '2026-01-23T12:13:33Z');
 }

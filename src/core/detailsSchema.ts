@@ -14,3 +14,9 @@ export interface DetailsSchema {
 
 /** A base64 text value, as JSON Schema says it. */
 export const BASE64_STRING = { type: 'string', contentEncoding: 'base64' } as const;
+
+/** A list of labels, as JSON Schema says it. */
+export const STRING_LIST = { type: 'array', items: { type: 'string' } } as const;
+
+/** Milliseconds since the epoch, as JSON Schema says it. */
+export const EPOCH_MILLIS = { type: 'integer', format: 'int64' } as const;

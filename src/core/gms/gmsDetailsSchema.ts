@@ -1,4 +1,4 @@
-import type { DetailsSchema } from '../detailsSchema.js';
+import { EPOCH_MILLIS, STRING_LIST, type DetailsSchema } from '../detailsSchema.js';
 
 /** Play Integrity's details in the verify answer (`googleTokenDetails`), as OpenAPI schemas. */
 export const gmsDetailsSchema: DetailsSchema = {
@@ -12,8 +12,8 @@ export const gmsDetailsSchema: DetailsSchema = {
         'The three required fields are the contract. The others are extensions for RP telemetry, present only when the Play Integrity payload carries them (the verdict is opted in on the Play Console and was evaluated); a client must accept their absence.',
       properties: {
         packageName: { type: 'string' },
-        deviceIntegrityVerdicts: { type: 'array', items: { type: 'string' } },
-        timestampMillis: { type: 'integer', format: 'int64' },
+        deviceIntegrityVerdicts: STRING_LIST,
+        timestampMillis: EPOCH_MILLIS,
         appLicensingVerdict: {
           type: 'string',
           description:
@@ -25,8 +25,7 @@ export const gmsDetailsSchema: DetailsSchema = {
             'extension: environmentDetails.playProtectVerdict (NO_ISSUES, NO_DATA, POSSIBLE_RISK, MEDIUM_RISK, HIGH_RISK, UNEVALUATED)',
         },
         appsDetected: {
-          type: 'array',
-          items: { type: 'string' },
+          ...STRING_LIST,
           description:
             'extension: environmentDetails.appAccessRiskVerdict.appsDetected (KNOWN_/UNKNOWN_ INSTALLED, CAPTURING, CONTROLLING, OVERLAYS)',
         },
@@ -41,14 +40,12 @@ export const gmsDetailsSchema: DetailsSchema = {
             'extension: accountDetails.accountActivity.activityLevel (UNEVALUATED, UNUSUAL, UNKNOWN, TYPICAL_BASIC, TYPICAL_STRONG; a value Google adds later is passed on as is)',
         },
         locationSpoofingRiskVerdict: {
-          type: 'array',
-          items: { type: 'string' },
+          ...STRING_LIST,
           description:
             'extension: environmentDetails.locationSpoofingRiskVerdict, the values as Google sends them',
         },
         legacyDeviceIntegrityVerdicts: {
-          type: 'array',
-          items: { type: 'string' },
+          ...STRING_LIST,
           description:
             "extension: deviceIntegrity.legacyDeviceRecognitionVerdict, the device verdict under Google's previous rules, sent only during Google's transition to the new ones",
         },

@@ -1,4 +1,4 @@
-import type { DetailsSchema } from '../detailsSchema.js';
+import { EPOCH_MILLIS, STRING_LIST, type DetailsSchema } from '../detailsSchema.js';
 
 /** Play Integrity for PC's details in the verify answer (`googlePcTokenDetails`), as OpenAPI schemas. */
 export const gmsPcDetailsSchema: DetailsSchema = {
@@ -13,13 +13,11 @@ export const gmsPcDetailsSchema: DetailsSchema = {
       properties: {
         packageName: { type: 'string' },
         deviceRecognitionVerdict: {
-          type: 'array',
-          items: { type: 'string' },
+          ...STRING_LIST,
           description: 'deviceIntegrity.deviceRecognitionVerdict (MEETS_PC_INTEGRITY, ...)',
         },
         requestTimeMillis: {
-          type: 'integer',
-          format: 'int64',
+          ...EPOCH_MILLIS,
           description: 'requestDetails.requestTime in milliseconds since the epoch',
         },
         appLicensingVerdict: {

@@ -11,9 +11,8 @@ import {
 import { parseRecallBitList } from '../../../core/gms/verdictPolicy.js';
 import type { RecallBit } from '../../../core/gms/gmsTokenDetails.js';
 import { auditorFor, withAdmin } from '../../context.js';
-import { parseDuration } from '../../../duration.js';
 import { usageError } from '../../errors.js';
-import { isoInstant } from '../../isoInstant.js';
+import { mintedInstant } from '../../isoInstant.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';
 import { ANDROID_PACKAGE } from '../androidPackage.js';
 
@@ -123,15 +122,7 @@ Examples:
       }
       const verdicts = mintedVerdicts(opts);
       const now = new Date();
-      let issuedAt = now;
-      if (opts.issuedAt !== undefined)
-        issuedAt = isoInstant(opts.issuedAt, '--issued-at', '2026-01-23T12:13:33Z');
-      if (opts.age !== undefined) {
-        const seconds = parseDuration(opts.age);
-        if (seconds === null)
-          throw usageError(`--age takes a duration such as 30s or 5m, got "${opts.age}"`);
-        issuedAt = new Date(now.getTime() - seconds * 1000);
-      }
+      const issuedAt = mintedInstant(opts.issuedAt, '--issued-at', opts.age, now);
 
       const { token, created } = await withAdmin(
         (admin) =>

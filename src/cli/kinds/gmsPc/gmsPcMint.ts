@@ -3,9 +3,8 @@ import { Command } from 'commander';
 import { mintPcPayload } from '../../../core/gmsPc/pcMint.js';
 import { encodeGmsPcToken } from '../../../core/gmsPc/pcToken.js';
 import { encodeBase64 } from '../../../core/base64.js';
-import { parseDuration } from '../../../duration.js';
 import { usageError } from '../../errors.js';
-import { isoInstant } from '../../isoInstant.js';
+import { mintedInstant } from '../../isoInstant.js';
 import { finalNonceOf, type NonceFlags } from '../../tokenOutput.js';
 import { ANDROID_PACKAGE } from '../androidPackage.js';
 
@@ -61,15 +60,7 @@ Examples:
       const nonce = finalNonceOf(opts);
       if (opts.requestedAt !== undefined && opts.age !== undefined)
         throw usageError('give one of --requested-at and --age');
-      let requestTime = new Date();
-      if (opts.requestedAt !== undefined)
-        requestTime = isoInstant(opts.requestedAt, '--requested-at', '2026-01-23T12:13:33Z');
-      if (opts.age !== undefined) {
-        const seconds = parseDuration(opts.age);
-        if (seconds === null)
-          throw usageError(`--age takes a duration such as 30s or 5m, got "${opts.age}"`);
-        requestTime = new Date(Date.now() - seconds * 1000);
-      }
+      const requestTime = mintedInstant(opts.requestedAt, '--requested-at', opts.age, new Date());
       const integrityToken =
         opts.integrityToken ?? `dev-pc-${randomBytes(24).toString('base64url')}`;
       const verdicts = (opts.verdict ?? ['MEETS_PC_INTEGRITY']).filter((v) => v !== '');
