@@ -81,7 +81,8 @@ export function clientShapesSource(kinds: readonly AnyKind[], typeModules: TypeM
   const imports = kinds.map((k) => {
     const module = typeModules[k.detailsSchema.main];
     if (!module) throw new Error(`no module declares the type ${k.detailsSchema.main}`);
-    return `import type { ${k.detailsSchema.main} } from '../${module.replace(/\.ts$/, '.js')}';`;
+    const main = k.detailsSchema.main;
+    return `import type { ${main} as Core${main} } from '../${module.replace(/\.ts$/, '.js')}';`;
   });
   const shapes = kinds.flatMap((k) =>
     ordered(k.detailsSchema.components).map((name) =>
@@ -106,6 +107,9 @@ export function clientShapesSource(kinds: readonly AnyKind[], typeModules: TypeM
     `export const DETAILS_PROPERTIES = {`,
     ...kinds.map((k) => `  ${k.detailsField}: { object: ${main(k)} },`),
     `} as const;`,
+    '',
+    `/** Each kind's details type, as its verifier produces it (the client's public name for it). */`,
+    ...kinds.map((k) => `export type ${k.detailsSchema.main} = Core${k.detailsSchema.main};`),
     '',
     `/** Each service's details, under its field. */`,
     `export interface DetailsByService {`,

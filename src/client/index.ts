@@ -9,10 +9,7 @@
  * backoff; `verify()` never is, since a verify that reached the server consumed its session.
  */
 // the wire shapes the verifiers produce: a type-only import, so the client still loads no server code
-import type { AndroidKeyDetails } from '../core/androidKey/androidKeyTokenDetails.js';
-import type { AppleTokenDetails } from '../core/apple/appleTokenDetails.js';
-import type { DeviceRecallDetails, GoogleTokenDetails } from '../core/gms/gmsTokenDetails.js';
-import type { GooglePcTokenDetails } from '../core/gmsPc/googlePcTokenDetails.js';
+import type { DeviceRecallDetails } from '../core/gms/gmsTokenDetails.js';
 import { rejected, type Rejection } from './rejection.js';
 import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 import { DETAILS_FIELDS, type DetailsByService } from './detailsShapes.js';
@@ -69,15 +66,8 @@ export {
   ERROR_BODY,
   type Shape,
 } from './shapes.js';
-export {
-  APPLE_TOKEN_DETAILS,
-  ANDROID_KEY_DETAILS,
-  ANDROID_PROVISIONING_INFO,
-  GOOGLE_PC_TOKEN_DETAILS,
-  GOOGLE_TOKEN_DETAILS,
-  DEVICE_RECALL,
-  DEVICE_RECALL_WRITE_DATES,
-} from './detailsShapes.js';
+// every kind's details shapes and types (APPLE_TOKEN_DETAILS, AppleTokenDetails...), generated
+export * from './detailsShapes.js';
 
 /** `statusCode` of an invalid request (HTTP 400, 413). */
 export const STATUS_INVALID_REQUEST = 268505089;
@@ -93,20 +83,14 @@ export interface AttestSession {
   statusCode: 0;
 }
 
-export type {
-  AndroidKeyDetails,
-  AppleTokenDetails,
-  DeviceRecallDetails,
-  GooglePcTokenDetails,
-  GoogleTokenDetails,
-};
+export type { DeviceRecallDetails };
 
 /**
  * A verify answer (HTTP 200): valid with the platform's details, or rejected without a reason.
  * `resultToken` comes with valid answers to API keys that have result tokens on: hand it to
  * other services, which check it with `verifyResultToken`.
  */
-/** `appleTokenDetails, googleTokenDetails, ... and googlePcTokenDetails` */
+/** the details fields as a message names them: `appleTokenDetails, googleTokenDetails, ... and ...` */
 const DETAILS_NAMES = DETAILS_FIELDS.map(([, field]) => field)
   .join(', ')
   .replace(/, (\w+)$/, ' and $1');

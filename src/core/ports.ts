@@ -124,6 +124,9 @@ export interface GoogleServiceAccount {
   privateKey: string;
 }
 
+/** A Play Integrity decode method of Google's: decodeIntegrityToken, decodePcIntegrityToken... */
+export type PlayDecodeMethod = `decode${string}IntegrityToken`;
+
 /**
  * Google's decodeIntegrityToken, as the Play Integrity verifier sees it (implemented outside
  * core). A token Google refuses (4xx) is `{ ok: false }`; no usable answer (unreachable, slow,
@@ -134,8 +137,8 @@ export interface IntegrityTokenDecoder {
     packageName: string;
     integrityToken: string;
     serviceAccount: GoogleServiceAccount;
-    /** Google's method: decodeIntegrityToken (the default) or decodePcIntegrityToken (gms-pc) */
-    method?: 'decodeIntegrityToken' | 'decodePcIntegrityToken';
+    /** Google's method: decodeIntegrityToken (the default), or the one a Play kind names */
+    method?: PlayDecodeMethod;
   }): Promise<{ ok: true; payload: unknown } | { ok: false; problem: string }>;
 }
 

@@ -15,6 +15,12 @@ const errorBody = {
 
 const base64 = { type: 'string', contentEncoding: 'base64' } as const;
 /** Every evidence kind's details schemas (each kind declares its own, beside its verifier). */
+/** `AppleTokenDetails, GoogleTokenDetails, ... or ...`: every kind's details, in the kinds' order */
+const detailsNames = (): string =>
+  DETAILS_SCHEMAS.map((d) => d.main)
+    .join(', ')
+    .replace(/, (\w+)$/, ' or $1');
+
 const detailsComponents = (): Record<string, object> =>
   Object.assign({}, ...DETAILS_SCHEMAS.map((d) => d.components));
 /** The verify answer's details fields, one per kind, each referring to its kind's schema. */
@@ -69,8 +75,7 @@ export const OPENAPI_DOCUMENT = {
         required: [],
         properties: {},
         additionalProperties: true,
-        description:
-          'the details object of the verify response that made the token (AppleTokenDetails, GoogleTokenDetails, AndroidKeyDetails or GooglePcTokenDetails)',
+        description: `the details object of the verify response that made the token (${detailsNames()})`,
       },
       ResultTokenConfirmation: {
         type: 'object',

@@ -1,5 +1,5 @@
 /**
- * The steps both Play kinds run (`gms` and `gms-pc`): the package selects the allowlist entry,
+ * The steps every Play kind runs (`gms`, and those that decode with another Google method): the package selects the allowlist entry,
  * Google decodes the token under the package's service account, and the request hash binds the
  * final nonce; freshness is checkFreshness (freshness.ts). Each kind names its own checks and
  * reasons; the steps are written once.
@@ -14,6 +14,7 @@ import type {
   AndroidPackagePolicy,
   GoogleServiceAccount,
   IntegrityTokenDecoder,
+  PlayDecodeMethod,
 } from '../ports.js';
 import { Rejection, type RejectReason } from '../reasons.js';
 import { DEFAULT_ANDROID_POLICY } from './defaultAndroidPolicy.js';
@@ -59,7 +60,7 @@ export async function decodeByGoogle(
     packageName: string;
     integrityToken: string;
     serviceAccount: GoogleServiceAccount;
-    method?: 'decodePcIntegrityToken';
+    method?: PlayDecodeMethod;
   },
   what: { check: CheckId; reason: RejectReason; tokens: string },
   trace: Trace,

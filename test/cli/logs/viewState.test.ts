@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { NO_FILTER } from '../../../src/cli/logs/logFilter.js';
+import { SERVICES } from '../../../src/core/services.js';
 import type { LogEntry } from '../../../src/cli/logs/logRecord.js';
 import { LogStore } from '../../../src/cli/logs/logStore.js';
 import {
@@ -98,11 +99,16 @@ describe('filters', () => {
     expect(press(initialViewState(), c, 'e', 'e').filter.reason).toBe('rare');
     expect(press(initialViewState(), c, 'E').filter.reason).toBe('rare');
     expect(press(initialViewState(), c, 'a').filter.apiKeyId).toBe('k1');
-    expect(press(initialViewState(), c, 's').filter.service).toBe('apple');
-    expect(press(initialViewState(), c, 's', 's').filter.service).toBe('gms');
-    expect(press(initialViewState(), c, 's', 's', 's').filter.service).toBe('android-key');
-    expect(press(initialViewState(), c, 's', 's', 's', 's').filter.service).toBe('gms-pc');
-    expect(press(initialViewState(), c, 's', 's', 's', 's', 's').filter.service).toBeUndefined();
+    // 's' walks the services in the registry's order, then back to none
+    expect(SERVICES.slice(0, 2)).toEqual(['apple', 'gms']);
+    SERVICES.forEach((service, i) =>
+      expect(press(initialViewState(), c, ...Array<string>(i + 1).fill('s')).filter.service).toBe(
+        service,
+      ),
+    );
+    expect(
+      press(initialViewState(), c, ...Array<string>(SERVICES.length + 1).fill('s')).filter.service,
+    ).toBeUndefined();
     const all = press(initialViewState(), c, 'r', 'e', 's');
     expect(all.filter).toMatchObject({ rejectionsOnly: true, reason: 'common', service: 'apple' });
     expect(press(all, c, 'c').filter).toEqual(NO_FILTER);
