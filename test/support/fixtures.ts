@@ -9,7 +9,7 @@
  * - `postgresDatabase`: a fresh migrated database on TEST_DATABASE_URL, or undefined without one.
  * - `database`: where a CLI test finds its database: PostgreSQL when there is one (faster to
  *   open), else a data dir.
- * - `cliDataDir`, `cliDatabase`: the same, and this process's environment points the CLI at it
+ * - `cliDataDir`, `cliPostgres`, `cliDatabase`: the same, and this process's environment points the CLI at it
  *   until the file ends (the variables it changed are put back: files in the shared project share
  *   one process).
  * - `apiKey`, `allowlistedApp`: a live API key and an allowlisted App Attest app in `cliDatabase`.
@@ -155,6 +155,12 @@ export const it = test
   .extend('cliDatabase', { scope: 'file' }, async ({ database }, { onCleanup }) => {
     onCleanup(setEnv(pointAt(database.env)));
     return database;
+  })
+  .extend('cliPostgres', { scope: 'file' }, async ({ postgresDatabase }, { onCleanup }) => {
+    if (!postgresDatabase)
+      throw new Error('cliPostgres needs TEST_DATABASE_URL: skip the suite without it');
+    onCleanup(setEnv(pointAt(postgresDatabase.env)));
+    return postgresDatabase;
   })
   .extend('apiKey', async ({ cliDatabase }): Promise<ApiKey> => {
     void cliDatabase;
