@@ -1,6 +1,13 @@
 /** The simulated device file is rewritten without following a symlink planted beside it. */
 import { randomBytes } from 'node:crypto';
-import { lstatSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  lstatSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { writePrivateFile } from '../../src/writePrivateFile.js';
