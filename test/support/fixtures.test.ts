@@ -52,6 +52,16 @@ describe('an allowlisted app and an API key', { timeout: 120_000 }, () => {
     expect(keys.map((k) => k.id)).toContain(apiKey.id);
     expect(apiKey.key).toMatch(/^attest_/);
   });
+
+  it('the app is taken off the allowlist after the test that asked for it', async ({
+    cliDatabase,
+  }) => {
+    void cliDatabase;
+    const list = JSON.parse((await runCli('allowlist', 'list', '--json')).stdout) as {
+      apple: { appId: string }[];
+    };
+    expect(list.apple).toEqual([]);
+  });
 });
 
 describe('fakeGoogle', () => {

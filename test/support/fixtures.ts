@@ -173,7 +173,10 @@ export const it = test
     const appId = 'ABCDE12345.com.example.fixture';
     const run = await runCli('allowlist', 'add', 'apple', appId);
     if (run.code !== 0) throw new Error(`attest allowlist add exited ${run.code}: ${run.stderr}`);
-    onCleanup(async () => void (await runCli('allowlist', 'remove', 'apple', appId)));
+    onCleanup(async () => {
+      const removed = await runCli('allowlist', 'remove', 'apple', appId, '--yes');
+      if (removed.code !== 0) throw new Error(`attest allowlist remove: ${removed.stderr}`);
+    });
     return { appId };
   })
   .extend('fakeGoogle', async ({ tempDir }, { onCleanup }): Promise<GoogleFixture> => {
