@@ -19,7 +19,6 @@ import { postgresBackend } from '../support/databases.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { captureLogger } from '../support/service.js';
 import { startFakeAppleReceipts } from '../support/fakeAppleReceipts.js';
-import { createTestServiceAccount, startFakeGoogle } from '../support/fakeGoogle.js';
 import { it } from '../support/fixtures.js';
 
 const VARS = [
@@ -204,14 +203,14 @@ describe('attest status', { timeout: 120_000 }, () => {
 
   it('--check with stored credentials: Play per service account, Apple per DeviceCheck key, directly and through the running server; a refusal exits 1', async ({
     dataDir,
+    fakeGoogle,
   }) => {
     delete process.env.DATABASE_URL;
     process.env.ATTEST_DATA_DIR = dataDir.path;
     process.env.ATTEST_ANDROID_REVOCATION_URL = 'off';
-    const sa = createTestServiceAccount();
+    const { fake: google, serviceAccount: sa } = fakeGoogle;
     const deviceCheck = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const appleKeys = new Map([['ABCDE12345/KEY1234567', deviceCheck.publicKey]]);
-    const google = await startFakeGoogle({ accounts: [sa] });
     const apple = await startFakeAppleReceipts({ keys: appleKeys, now: () => new Date() });
     process.env.ATTEST_GOOGLE_OAUTH_URL = google.oauthUrl;
     process.env.ATTEST_GOOGLE_PLAY_INTEGRITY_URL = google.playIntegrityUrl;
@@ -313,7 +312,6 @@ describe('attest status', { timeout: 120_000 }, () => {
         await server.close();
       }
     } finally {
-      await google.close();
       await apple.close();
     }
   });
