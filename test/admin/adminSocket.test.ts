@@ -4,13 +4,12 @@
  * server runs in this process on a real embedded data dir; the CLI runs in-process (runCli).
  */
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { apiKeyCheck, generateApiKey, hashApiKey } from '../../src/core/apiKeys.js';
 import { loadConfig } from '../../src/config.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
@@ -19,6 +18,7 @@ import { createSessionRepository } from '../../src/db/sessions.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { captureLogger, issueKey } from '../support/service.js';
+import { it } from '../support/fixtures.js';
 
 interface Lock {
   pid: number;
@@ -29,8 +29,9 @@ interface Lock {
 const REFUSED = /^HTTP\/1\.1 400 /;
 
 let root: string;
+let data: string;
 let server: RunningServer;
-const dataDir = () => join(root, 'data');
+const dataDir = () => data;
 const lock = () => JSON.parse(readFileSync(join(dataDir(), 'attest.lock'), 'utf8')) as Lock;
 
 async function start(): Promise<RunningServer> {
@@ -164,16 +165,13 @@ async function apiAnswers(key: string): Promise<number> {
   return res.status;
 }
 
-beforeAll(async () => {
-  root = mkdtempSync(join(tmpdir(), 'attest-admin-'));
-  delete process.env.DATABASE_URL;
-  process.env.ATTEST_DATA_DIR = dataDir();
+it.beforeAll(async ({ cliDataDir, tempDir }) => {
+  root = tempDir;
+  data = cliDataDir.path;
   server = await start();
 }, 120_000);
 afterAll(async () => {
   await server?.close();
-  rmSync(root, { recursive: true, force: true });
-  delete process.env.ATTEST_DATA_DIR;
 });
 
 describe('finding 1: a client transaction cannot enclose the server’s writes', () => {

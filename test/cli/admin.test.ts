@@ -4,12 +4,12 @@
  * example. The same behaviours through the built binary and a real terminal: adminProcess.test.ts.
  */
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { hostname, tmpdir, userInfo } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { hostname, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import type { Command } from 'commander';
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { confirm, requireConfirmation, type PromptIo } from '../../src/cli/confirm.js';
 import { CliError } from '../../src/cli/errors.js';
@@ -17,6 +17,7 @@ import { buildProgram } from '../../src/cli/main.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { captureLogger } from '../support/service.js';
+import { it } from '../support/fixtures.js';
 
 interface EventJson {
   id: number;
@@ -55,19 +56,16 @@ describe('the audit trail through the CLI', { timeout: 120_000 }, () => {
     return (JSON.parse(run.stdout) as EventJson[]).filter((e) => e.id > fromId);
   };
 
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-admin-'));
-    delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
+  it.beforeAll(async ({ cliDataDir, tempDir }) => {
+    void cliDataDir;
+    dir = tempDir;
     const { logger } = captureLogger();
     server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, {
-      migrate: true,
+      migrate: false,
     });
   }, 120_000);
   afterAll(async () => {
     await server?.close();
-    rmSync(dir, { recursive: true, force: true });
-    delete process.env.ATTEST_DATA_DIR;
   });
   beforeEach(async () => {
     fromId = Math.max(

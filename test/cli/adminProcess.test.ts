@@ -5,10 +5,9 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import {
   baseEnv,
   BIN,
@@ -20,6 +19,7 @@ import {
   stopBin,
   type Served,
 } from '../support/binary.js';
+import { it } from '../support/fixtures.js';
 
 const HAS_SCRIPT = spawnSync('script', ['--version'], { stdio: 'ignore' }).status === 0;
 
@@ -69,14 +69,11 @@ const playKeys = () => ({
 });
 
 let dir: string;
-beforeAll(() => {
+it.beforeAll(async ({ dataDir, tempDir }) => {
   buildOnce();
-  dir = mkdtempSync(join(tmpdir(), 'attest-admin-bin-'));
-  env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data'), ATTEST_ACTOR: 'ops-test' });
+  dir = tempDir;
+  env = baseEnv({ ...dataDir.env, ATTEST_ACTOR: 'ops-test' });
 }, 120_000);
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
 
 // each process starts in seconds on a loaded machine, and some tests run several
 describe('sharp edges, before any database is opened', { timeout: 120_000 }, () => {
@@ -246,7 +243,6 @@ describe('attest completion', { timeout: 120_000 }, () => {
       },
     );
     const withBin = { ...env, PATH: `${bin}:${env.PATH}` };
-    expect((await attest(['db', 'migrate'])).code).toBe(0);
     const created = JSON.parse(
       (await attest(['keys', 'create', '--name', 'completion', '--json'])).stdout,
     ) as { id: string };

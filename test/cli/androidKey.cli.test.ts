@@ -6,10 +6,9 @@
  * `android revocations update` replaces the stored status list.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, vi } from 'vitest';
 import { shippedRevocations } from '../../src/core/androidKey/revocationList.js';
 import {
   lockedAndVerified,
@@ -24,40 +23,24 @@ import {
   type AndroidTestCa,
 } from '../support/androidFactory.js';
 import { runCli } from '../support/cli.js';
-import { postgresBackend, type TestDatabase } from '../support/databases.js';
-import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { hintCodes, verifyFile } from '../support/verifyFileTokens.js';
+import { it } from '../support/fixtures.js';
 
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 let dir: string;
-let pg: TestDatabase | undefined;
 let dbEnv: Record<string, string>;
 let ca: AndroidTestCa;
 let caFile: string;
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'attest-android-cli-'));
+it.beforeAll(async ({ cliDatabase, tempDir }) => {
+  dir = tempDir;
   ca = await createAndroidTestCa();
   caFile = join(dir, 'root.pem');
   writeFileSync(caFile, ca.rootPem);
-  pg = await postgresBackend()?.open();
-  dbEnv = pg
-    ? { DATABASE_URL: pg.url!, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV }
-    : { ATTEST_DATA_DIR: join(dir, 'data') };
-  delete process.env.DATABASE_URL;
-  Object.assign(process.env, dbEnv);
-  expect((await runCli('db', 'migrate')).code).toBe(0);
+  dbEnv = cliDatabase.env;
 });
-afterAll(async () => {
-  delete process.env.ATTEST_DATA_DIR;
-  delete process.env.DATABASE_URL;
-  delete process.env.ATTEST_MASTER_KEY;
-  await pg?.close();
-  rmSync(dir, { recursive: true, force: true });
-});
-
 function write(name: string, bytes: Uint8Array | string): string {
   const path = join(dir, name);
   writeFileSync(path, bytes);

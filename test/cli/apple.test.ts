@@ -3,17 +3,17 @@
  * `attest apple receipts show`, in process on an embedded database.
  */
 import { generateKeyPairSync } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { createReceiptVerifier } from '../../src/core/apple/verifyReceipt.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { openDatabase, rowsOf } from '../../src/db/client.js';
 import { runCli } from '../support/cli.js';
 import { after, loadReceiptVectors } from '../support/receiptVectors.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
+import { it } from '../support/fixtures.js';
 
 let dir: string;
 const pem = (k: ReturnType<typeof generateKeyPairSync>['privateKey']) =>
@@ -27,17 +27,10 @@ const withDb = async <T>(work: (db: Awaited<ReturnType<typeof openDatabase>>) =>
   }
 };
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'attest-apple-cli-'));
-  delete process.env.DATABASE_URL;
-  process.env.ATTEST_DATA_DIR = join(dir, 'data');
-  process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
-  expect((await runCli('db', 'migrate')).code).toBe(0);
-});
-afterAll(() => {
-  delete process.env.ATTEST_DATA_DIR;
-  delete process.env.ATTEST_MASTER_KEY;
-  rmSync(dir, { recursive: true, force: true });
+it.override('dataDirEnv', { ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV });
+it.beforeAll(async ({ cliDataDir, tempDir }) => {
+  void cliDataDir;
+  dir = tempDir;
 });
 
 describe('attest apple credentials', () => {

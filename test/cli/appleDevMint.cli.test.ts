@@ -5,29 +5,24 @@
  * without a receipt reads "receipt: none", not INVALID.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect } from 'vitest';
 import { runCli } from '../support/cli.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { verifyFile } from '../support/verifyFileTokens.js';
+import { it } from '../support/fixtures.js';
 
 const APP = 'ABCDE12345.com.example.mac';
 let dir: string;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'attest-platform-'));
-  process.env.ATTEST_DATA_DIR = join(dir, 'data');
-  process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
-  expect((await runCli('db', 'migrate')).code).toBe(0);
+let dataDir: string;
+it.override('dataDirEnv', { ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV });
+it.beforeAll(async ({ cliDataDir, tempDir }) => {
+  dir = tempDir;
+  dataDir = cliDataDir.path;
   expect((await runCli('dev', 'init')).code).toBe(0);
   expect((await runCli('allowlist', 'add', 'apple', APP)).code).toBe(0);
 }, 120_000);
-afterAll(() => {
-  delete process.env.ATTEST_DATA_DIR;
-  delete process.env.ATTEST_MASTER_KEY;
-  rmSync(dir, { recursive: true, force: true });
-});
 
 async function mintAndVerify(device: string, extra: string[], json = true) {
   const nonce = randomBytes(32).toString('base64');
@@ -47,7 +42,7 @@ async function mintAndVerify(device: string, extra: string[], json = true) {
   const file = join(dir, `${device}.b64`);
   writeFileSync(file, minted.stdout);
   return verifyFile([file, '--nonce', nonce, '--dev-roots', ...(json ? ['--json'] : [])], {
-    ATTEST_DATA_DIR: join(dir, 'data'),
+    ATTEST_DATA_DIR: dataDir,
   });
 }
 

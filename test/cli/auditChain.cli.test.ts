@@ -4,15 +4,13 @@
  * built binary in real processes. The chain itself, tampering included: test/db/auditChain.test.ts.
  */
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { baseEnv, BIN, buildOnce, stopBin, watchBin } from '../support/binary.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { captureLogger } from '../support/service.js';
+import { it } from '../support/fixtures.js';
 
 interface CloudEventJson {
   specversion: string;
@@ -32,26 +30,22 @@ const lines = (text: string) =>
     .map((l) => JSON.parse(l) as CloudEventJson);
 
 describe('attest audit verify, head and export', { timeout: 120_000 }, () => {
-  let dir: string;
+  let dataDir: string;
   let server: RunningServer;
-  const env = () => baseEnv({ ATTEST_DATA_DIR: join(dir, 'data') });
+  const env = () => baseEnv({ ATTEST_DATA_DIR: dataDir });
 
-  beforeAll(async () => {
+  it.beforeAll(async ({ cliDataDir }) => {
     buildOnce();
-    dir = mkdtempSync(join(tmpdir(), 'attest-audit-chain-'));
-    delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
+    dataDir = cliDataDir.path;
     const { logger } = captureLogger();
     server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, {
-      migrate: true,
+      migrate: false,
     });
     for (const name of ['one', 'two', 'three'])
       expect((await runCli('--actor', 'ops', 'keys', 'create', '--name', name)).code).toBe(0);
   }, 120_000);
   afterAll(async () => {
     await server?.close();
-    rmSync(dir, { recursive: true, force: true });
-    delete process.env.ATTEST_DATA_DIR;
   });
 
   it('head prints SEQ:HASH; verify walks the chain to it and checks an anchor', async () => {

@@ -1,3 +1,5 @@
+// Builds its data dirs and databases by hand (not from test/support/fixtures.ts): `db migrate` and
+// `db status` on an empty data dir or database, and the commands before any migration, are what it tests.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

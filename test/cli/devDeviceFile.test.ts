@@ -2,34 +2,26 @@
 import { randomBytes } from 'node:crypto';
 import {
   lstatSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
-  rmSync,
   statSync,
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect } from 'vitest';
 import { writePrivateFile } from '../../src/writePrivateFile.js';
 import { runCli } from '../support/cli.js';
+import { it } from '../support/fixtures.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 
+it.override('dataDirEnv', { ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV });
 let dir: string;
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'attest-devfile-'));
-  process.env.ATTEST_DATA_DIR = join(dir, 'data');
-  process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
-  expect((await runCli('db', 'migrate')).code).toBe(0);
+it.beforeAll(async ({ cliDataDir, tempDir }) => {
+  void cliDataDir;
+  dir = tempDir;
   expect((await runCli('dev', 'init')).code).toBe(0);
 }, 120_000);
-afterAll(() => {
-  delete process.env.ATTEST_DATA_DIR;
-  delete process.env.ATTEST_MASTER_KEY;
-  rmSync(dir, { recursive: true, force: true });
-});
 
 const nonce = () => randomBytes(32).toString('base64');
 

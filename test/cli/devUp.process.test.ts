@@ -8,8 +8,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createRemoteJWKSet, jwtVerify } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { baseEnv, BIN, buildOnce, oneLine, runBin } from '../support/binary.js';
+import { it } from '../support/fixtures.js';
 
 interface DevUp {
   url: string;
@@ -153,13 +154,12 @@ describe('attest dev up', { timeout: 90_000 }, () => {
     }
   });
 
-  it('refuses a data dir that holds live API keys (exit 2, one line)', async () => {
-    const live = { ...env, ATTEST_DATA_DIR: join(dir, 'prod') };
-    expect((await runBin(['db', 'migrate'], live)).code).toBe(0);
+  it('refuses a data dir that holds live API keys (exit 2, one line)', async ({ dataDir }) => {
+    const live = { ...env, ...dataDir.env };
     const created = await runBin(['keys', 'create', '--name', 'prod', '--json'], live);
     expect(created.code, created.stderr).toBe(0);
     const id = (JSON.parse(created.stdout) as { id: string }).id;
-    const run = devUp(['--data-dir', join(dir, 'prod'), '--port', '0'], env, dir);
+    const run = devUp(['--data-dir', dataDir.path, '--port', '0'], env, dir);
     run.printed.catch(() => {});
     expect(await run.exited).toBe(2);
     const line = oneLine({ stderr: run.stderr() });

@@ -2,11 +2,7 @@
 // process: on the embedded database through the running server's admin socket, and directly on
 // PostgreSQL; the flag's deny paths exit 2 before any database.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { windowStartOf } from '../../src/core/deviceVelocity.js';
 import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';
@@ -16,10 +12,10 @@ import { createDeviceVelocityRepository } from '../../src/db/deviceVelocity.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { postgresBackend } from '../support/databases.js';
-import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { captureLogger } from '../support/service.js';
 import { createAssertion, createDeviceKey, encodeAppleToken } from '../support/appleFactory.js';
 import { scratch, verifyFile } from '../support/verifyFileTokens.js';
+import { it } from '../support/fixtures.js';
 
 const files = scratch('attest-devices-vf-');
 afterAll(() => files.remove());
@@ -323,12 +319,9 @@ function devicesSuite(handle: () => DatabaseHandle) {
 }
 
 describe('on the embedded database, through the running server', () => {
-  let dir: string;
   let server: RunningServer | undefined;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-devices-'));
-    delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
+  it.beforeAll(async ({ cliDataDir }) => {
+    void cliDataDir;
     process.env.ATTEST_ACTOR = 'alice';
     const { logger } = captureLogger();
     server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, {
@@ -337,8 +330,6 @@ describe('on the embedded database, through the running server', () => {
   }, 120_000);
   afterAll(async () => {
     await server?.close();
-    rmSync(dir, { recursive: true, force: true });
-    delete process.env.ATTEST_DATA_DIR;
     delete process.env.ATTEST_ACTOR;
   });
   devicesSuite(() => server!.database);
@@ -346,29 +337,14 @@ describe('on the embedded database, through the running server', () => {
 
 const pg = postgresBackend();
 describe.skipIf(!pg)('on PostgreSQL, directly', () => {
-  const adminUrl = process.env.TEST_DATABASE_URL!;
-  const name = `attest_test_devices_${randomBytes(5).toString('hex')}`;
   let handle: DatabaseHandle;
-  beforeAll(async () => {
-    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`create database ${name}`);
-    await admin.end();
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
-    process.env.DATABASE_URL = url.toString();
-    process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
+  it.beforeAll(async ({ cliPostgres }) => {
     process.env.ATTEST_ACTOR = 'alice';
-    expect((await runCli('db', 'migrate')).code).toBe(0);
-    handle = await openDatabase({ url: url.toString(), dataDir: '', role: 'cli' });
+    handle = await openDatabase({ url: cliPostgres.url, dataDir: '', role: 'cli' });
   });
   afterAll(async () => {
     await handle?.close();
-    delete process.env.DATABASE_URL;
-    delete process.env.ATTEST_MASTER_KEY;
     delete process.env.ATTEST_ACTOR;
-    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
   });
   devicesSuite(() => handle);
 });

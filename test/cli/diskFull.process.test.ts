@@ -2,6 +2,8 @@
  * A full disk under the embedded database: `attest serve` says so in its one line (naming the
  * data dir and ENOSPC, not "cannot start: unreachable"), and leaves no lock behind, so that it
  * starts again once there is room. Needs a small file system of its own: a tmpfs, mounted as root.
+ *
+ * Builds its data dir by hand (not from test/support/fixtures.ts): it must live on the tmpfs.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';

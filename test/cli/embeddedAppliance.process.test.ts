@@ -4,6 +4,9 @@
  * neither enter its folder nor reach its socket; a planted postmaster.pid and socket get no
  * password; a postmaster killed under load comes back by itself; the first start after a crash
  * is ready; and a data dir path of any length works. Real processes, real signals.
+ *
+ * Builds its data dirs by hand (not from test/support/fixtures.ts): made by the binary as root, in
+ * a folder of given modes and path lengths, they are what it tests.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, readlinkSync, rmSync, statSync } from 'node:fs';

@@ -5,11 +5,9 @@
  * next verify at once, and `verify-file --key-apps` explains the refusal.
  */
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createDevCa, createSimulatedKey, mintAttestation } from '../../src/core/dev/devCa.js';
 import { encodeAppleToken } from '../../src/core/apple/appleToken.js';
@@ -19,6 +17,9 @@ import { oneLine, runCli } from '../support/cli.js';
 import { postgresBackend } from '../support/databases.js';
 import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
 import { captureLogger } from '../support/service.js';
+import { it } from '../support/fixtures.js';
+
+it.override('dataDirEnv', { ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV });
 
 const APP_A = 'ABCDE12345.com.example.a';
 const APP_B = 'ABCDE12345.com.example.b';
@@ -151,17 +152,13 @@ function scopeSuite() {
 describe('app-scoped keys in the CLI (embedded database)', { timeout: 180_000 }, () => {
   let dir: string;
   const saved = { ...process.env };
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-scope-'));
-    delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
+  it.beforeAll(async ({ cliDataDir, tempDir }) => {
+    void cliDataDir;
+    dir = tempDir;
     process.env.ATTEST_ACTOR = 'alice';
-    process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
-    expect((await runCli('db', 'migrate')).code).toBe(0);
   }, 180_000);
   afterAll(() => {
     process.env = saved;
-    rmSync(dir, { recursive: true, force: true });
   });
 
   scopeSuite();
@@ -271,25 +268,13 @@ describe.skipIf(!pg)(
   'app-scoped keys in the CLI on PostgreSQL (DATABASE_URL)',
   { timeout: 120_000 },
   () => {
-    const adminUrl = process.env.TEST_DATABASE_URL!;
-    const name = `attest_test_scope_${randomBytes(5).toString('hex')}`;
     const saved = { ...process.env };
-    beforeAll(async () => {
-      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-      await admin.unsafe(`create database ${name}`);
-      await admin.end();
-      const url = new URL(adminUrl);
-      url.pathname = `/${name}`;
-      process.env.DATABASE_URL = url.toString();
-      process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
+    it.beforeAll(async ({ cliPostgres }) => {
+      void cliPostgres;
       process.env.ATTEST_ACTOR = 'alice';
-      expect((await runCli('db', 'migrate')).code).toBe(0);
     });
-    afterAll(async () => {
+    afterAll(() => {
       process.env = saved;
-      const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end();
     });
 
     scopeSuite();

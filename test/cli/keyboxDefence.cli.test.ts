@@ -4,41 +4,21 @@
  * 2); `attest stats` shows the issuing certificates nearest their package's limit (live keys only);
  * `attest allowlist android-issuers block|unblock|list` keeps the blocklist, audited.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, vi } from 'vitest';
 import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
 import { createIssuerVelocityRepository } from '../../src/db/issuerVelocity.js';
 import { windowStartOf } from '../../src/core/deviceVelocity.js';
 import { runCli } from '../support/cli.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
-import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
+import { it } from '../support/fixtures.js';
 
 vi.setConfig({ testTimeout: 120_000, hookTimeout: 120_000 });
 
 const PKG = 'com.example.keybox';
-let dir: string;
 let pg: TestDatabase | undefined;
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'attest-keybox-cli-'));
-  pg = await postgresBackend()?.open();
-  delete process.env.DATABASE_URL;
-  Object.assign(
-    process.env,
-    pg
-      ? { DATABASE_URL: pg.url, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV }
-      : { ATTEST_DATA_DIR: join(dir, 'data') },
-  );
-  expect((await runCli('db', 'migrate')).code).toBe(0);
-});
-afterAll(async () => {
-  delete process.env.ATTEST_DATA_DIR;
-  delete process.env.DATABASE_URL;
-  delete process.env.ATTEST_MASTER_KEY;
-  await pg?.close();
-  rmSync(dir, { recursive: true, force: true });
+it.beforeAll(async ({ cliDatabase }) => {
+  pg = cliDatabase.name === 'postgres' ? cliDatabase : undefined;
 });
 
 describe('allowlist add android --max-keys-per-issuer', () => {

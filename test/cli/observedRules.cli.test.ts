@@ -3,12 +3,7 @@
  * (through the running server's admin socket) and on PostgreSQL; and the admin operation's own
  * refusal of codes that can never be observed.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { AdminError } from '../../src/admin/adminError.js';
 import { runOperation } from '../../src/admin/operations.js';
 import type { OperationContext } from '../../src/admin/operation.js';
@@ -17,8 +12,9 @@ import { observableCodes } from '../../src/core/observedRules.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { backends, postgresBackend, useDatabase } from '../support/databases.js';
-import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
+import { TEST_SECRETS } from '../support/secrets.js';
 import { captureLogger } from '../support/service.js';
+import { it } from '../support/fixtures.js';
 
 const APP = 'ABCDE12345.com.example.observe';
 const PKG = 'com.example.observe';
@@ -206,13 +202,9 @@ function observeSuite() {
 }
 
 describe('allowlist --observe / --enforce on the embedded database, through the admin socket', () => {
-  let dir: string;
   let server: RunningServer | undefined;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-observe-'));
-    delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
-    expect((await runCli('db', 'migrate')).code).toBe(0);
+  it.beforeAll(async ({ cliDataDir }) => {
+    void cliDataDir;
     const { logger } = captureLogger();
     server = await startServer(loadConfig({ port: 0, host: '127.0.0.1' }), logger, {
       migrate: false,
@@ -220,33 +212,13 @@ describe('allowlist --observe / --enforce on the embedded database, through the 
   }, 120_000);
   afterAll(async () => {
     await server?.close();
-    rmSync(dir, { recursive: true, force: true });
-    delete process.env.ATTEST_DATA_DIR;
   });
   observeSuite();
 });
 
 const pg = postgresBackend();
 describe.skipIf(!pg)('allowlist --observe / --enforce on PostgreSQL (DATABASE_URL)', () => {
-  const adminUrl = process.env.TEST_DATABASE_URL!;
-  const name = `attest_test_observe_${randomBytes(5).toString('hex')}`;
-  beforeAll(async () => {
-    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`create database ${name}`);
-    await admin.end();
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
-    process.env.DATABASE_URL = url.toString();
-    process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
-    expect((await runCli('db', 'migrate')).code).toBe(0);
-  });
-  afterAll(async () => {
-    delete process.env.DATABASE_URL;
-    delete process.env.ATTEST_MASTER_KEY;
-    const admin = postgres(adminUrl, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-  });
+  it.beforeAll(async ({ cliPostgres }) => void cliPostgres);
   observeSuite();
 });
 

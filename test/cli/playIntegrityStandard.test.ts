@@ -5,14 +5,11 @@
  * with hints for the newer verdicts.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import { afterEach, beforeAll, beforeEach, describe, expect, vi } from 'vitest';
 import { encodeEnvelope } from '../../src/core/envelope.js';
 import { oneLine, runCli } from '../support/cli.js';
-import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
-import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import {
   createTestServiceAccount,
   startFakeGoogle,
@@ -22,6 +19,7 @@ import {
 import { TEST_CERT_DIGEST, TEST_PACKAGE } from '../support/googleFactory.js';
 import { standardPayload, type StandardPayload } from '../support/standardPayload.js';
 import { hintCodes, verifyFile } from '../support/verifyFileTokens.js';
+import { it } from '../support/fixtures.js';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 
@@ -34,29 +32,15 @@ let sa: TestServiceAccount;
 let saFile: string;
 let fake: FakeGoogle;
 let googleEnv: Record<string, string>;
-let pg: TestDatabase | undefined;
 /** where the CLI finds its database: PostgreSQL when there is one (faster to open), else a data dir */
 let dbEnv: Record<string, string>;
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'attest-gms-cli-'));
+it.beforeAll(async ({ cliDatabase, tempDir }) => {
+  dir = tempDir;
   sa = createTestServiceAccount();
   saFile = join(dir, 'sa.json');
   writeFileSync(saFile, sa.json);
-  pg = await postgresBackend()?.open();
-  dbEnv = pg
-    ? { DATABASE_URL: pg.url!, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV }
-    : { ATTEST_DATA_DIR: join(dir, 'data') };
-  delete process.env.DATABASE_URL;
-  Object.assign(process.env, dbEnv);
-  expect((await runCli('db', 'migrate')).code).toBe(0);
-});
-afterAll(async () => {
-  delete process.env.ATTEST_DATA_DIR;
-  delete process.env.DATABASE_URL;
-  delete process.env.ATTEST_MASTER_KEY;
-  await pg?.close();
-  rmSync(dir, { recursive: true, force: true });
+  dbEnv = cliDatabase.env;
 });
 beforeEach(async () => {
   fake = await startFakeGoogle({ accounts: [sa] });

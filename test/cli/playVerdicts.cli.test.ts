@@ -6,14 +6,12 @@
  * self-signed boot and patch level; and `keys create / update / list --rejection-details`.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, vi } from 'vitest';
 import { oneLine, runCli } from '../support/cli.js';
-import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
-import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import { hintCodes, verifyFile } from '../support/verifyFileTokens.js';
+import { it } from '../support/fixtures.js';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 const PACKAGE = 'com.example.verdicts';
@@ -22,27 +20,13 @@ const PACKAGE = 'com.example.verdicts';
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
 
 let dir: string;
-let pg: TestDatabase | undefined;
 /** where the CLI finds its database: PostgreSQL when there is one (faster to open), else a data dir */
 let dbEnv: Record<string, string>;
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'attest-verdicts-cli-'));
-  pg = await postgresBackend()?.open();
-  dbEnv = pg
-    ? { DATABASE_URL: pg.url!, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV }
-    : { ATTEST_DATA_DIR: join(dir, 'data') };
-  delete process.env.DATABASE_URL;
-  Object.assign(process.env, dbEnv);
-  expect((await runCli('db', 'migrate')).code).toBe(0);
+it.beforeAll(async ({ cliDatabase, tempDir }) => {
+  dir = tempDir;
+  dbEnv = cliDatabase.env;
   expect((await runCli('allowlist', 'add', 'android', PACKAGE, '--without-keys')).code).toBe(0);
-});
-afterAll(async () => {
-  delete process.env.ATTEST_DATA_DIR;
-  delete process.env.DATABASE_URL;
-  delete process.env.ATTEST_MASTER_KEY;
-  await pg?.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 interface Listed {

@@ -1,28 +1,19 @@
 /** Names an operator gives are printable on input, and what is stored is escaped on every text path. */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { recordAudit } from '../../src/db/audit.js';
 import { openDatabase } from '../../src/db/client.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { HOSTILE, INERT } from '../support/hostileText.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
+import { it } from '../support/fixtures.js';
+
+it.override('dataDirEnv', { ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV });
 
 describe('printable names', () => {
-  let dir: string;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-names-'));
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
-    process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
-    expect((await runCli('db', 'migrate')).code).toBe(0);
-  }, 120_000);
+  it.beforeAll(async ({ cliDataDir }) => void cliDataDir, 120_000);
   afterAll(() => {
-    delete process.env.ATTEST_DATA_DIR;
-    delete process.env.ATTEST_MASTER_KEY;
     delete process.env.ATTEST_ACTOR;
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it.each(Object.entries(HOSTILE))(

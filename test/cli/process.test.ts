@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'drizzle-orm';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { openDatabase } from '../../src/db/client.js';
 import {
   baseEnv,
@@ -19,20 +19,18 @@ import {
   stopBin,
   type Served,
 } from '../support/binary.js';
+import { it } from '../support/fixtures.js';
 
 let env: NodeJS.ProcessEnv;
 
 describe('the attest binary on one embedded data dir', () => {
-  let dir: string;
   let server: Served | undefined;
 
-  beforeAll(async () => {
+  it.beforeAll(async ({ dataDir }) => {
     buildOnce();
-    dir = mkdtempSync(join(tmpdir(), 'attest-bin-'));
-    env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data') });
-    expect((await runBin(['db', 'migrate'], env)).code).toBe(0);
+    env = baseEnv(dataDir.env);
     // enough rows that `keys list` outlives head: written before the server owns the database
-    const handle = await openDatabase({ dataDir: join(dir, 'data'), role: 'cli' });
+    const handle = await openDatabase({ dataDir: dataDir.path, role: 'cli' });
     await handle.db.execute(
       sql`insert into api_keys (id, name, hash) select 'bulk' || lpad(i::text, 12, '0'), 'bulk key ' || i, 'x' from generate_series(1, 3000) as i`,
     );
@@ -41,7 +39,6 @@ describe('the attest binary on one embedded data dir', () => {
   }, 120_000);
   afterAll(async () => {
     if (server) await stopBin(server);
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('keys create goes through the running server’s admin socket, and the key works there at once', async () => {
@@ -97,7 +94,7 @@ describe('the attest binary on one embedded data dir', () => {
   it('SIGTERM stops serve cleanly and frees the data dir', async () => {
     server!.child.kill('SIGTERM');
     expect((await server!.exited).code).toBe(0);
-    expect(existsSync(join(dir, 'data', 'attest.lock'))).toBe(false);
+    expect(existsSync(join(env.ATTEST_DATA_DIR!, 'attest.lock'))).toBe(false);
     // with no server the CLI opens the directory itself
     const list = await runBin(['keys', 'list', '--json'], env);
     expect(list.code).toBe(0);

@@ -3,31 +3,29 @@
  * event is in the audit table and the log file, and on stderr only with `--log`, or off a
  * terminal when LOG_LEVEL lets info lines through (docs/cli.md, "Output").
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect } from 'vitest';
 import { auditOnStderr } from '../../src/cli/context.js';
 import { runCli } from '../support/cli.js';
+import { it } from '../support/fixtures.js';
 
 describe('audit events on stderr', { timeout: 120_000 }, () => {
   let dir: string;
   const saved: Record<string, string | undefined> = {};
-  const vars = ['ATTEST_DATA_DIR', 'DATABASE_URL', 'ATTEST_LOG_FILE', 'LOG_LEVEL'];
+  const vars = ['ATTEST_LOG_FILE', 'LOG_LEVEL'];
   const tty = Object.getOwnPropertyDescriptor(process.stderr, 'isTTY');
 
   function terminal(is: boolean) {
     Object.defineProperty(process.stderr, 'isTTY', { value: is, configurable: true });
   }
 
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-quiet-'));
+  it.beforeAll(async ({ cliDataDir, tempDir }) => {
+    void cliDataDir;
+    dir = tempDir;
     for (const v of vars) saved[v] = process.env[v];
-    delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
     process.env.ATTEST_LOG_FILE = join(dir, 'attest.log');
     process.env.LOG_LEVEL = 'info';
-    expect((await runCli('db', 'migrate')).code).toBe(0);
   });
   afterEach(() => {
     if (tty) Object.defineProperty(process.stderr, 'isTTY', tty);
@@ -39,7 +37,6 @@ describe('audit events on stderr', { timeout: 120_000 }, () => {
       if (saved[v] === undefined) delete process.env[v];
       else process.env[v] = saved[v];
     }
-    rmSync(dir, { recursive: true, force: true });
   });
 
   const logged = (target: string) =>

@@ -3,11 +3,10 @@
  * --result-tokens (audited), result-keys rotate/list (audited, never key bytes), the
  * configuration's failure paths, and `serve`'s rule about ATTEST_ISSUER.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { JSONWebKeySet } from 'jose';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
 import { resolveMasterKey } from '../../src/db/masterKey.js';
 import { createResultKeyRepository } from '../../src/db/resultKeys.js';
@@ -16,21 +15,19 @@ import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { startServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { captureLogger } from '../support/service.js';
+import { it } from '../support/fixtures.js';
 
 const ISSUER = 'https://attest.example.com';
 
 describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, () => {
   let dir: string;
   const saved = { ...process.env };
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-rt-'));
-    delete process.env.DATABASE_URL;
+  it.beforeAll(async ({ cliDataDir, tempDir }) => {
+    void cliDataDir;
+    dir = tempDir;
     delete process.env.ATTEST_ISSUER;
     delete process.env.ATTEST_RESULT_TOKEN_TTL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
     process.env.ATTEST_ACTOR = 'alice';
-    const run = await runCli('db', 'migrate');
-    expect(run.code, run.stderr).toBe(0);
   }, 180_000);
   afterEach(() => {
     delete process.env.ATTEST_ISSUER;
@@ -38,7 +35,6 @@ describe('result tokens in the CLI (embedded database)', { timeout: 120_000 }, (
   });
   afterAll(() => {
     process.env = saved;
-    rmSync(dir, { recursive: true, force: true });
   });
 
   const ok = async (...args: string[]) => {

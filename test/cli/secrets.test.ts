@@ -5,18 +5,15 @@
 import { randomBytes } from 'node:crypto';
 import {
   existsSync,
-  mkdtempSync,
   readdirSync,
   readFileSync,
   renameSync,
-  rmSync,
   statSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { decodeBase64 } from '../../src/core/base64.js';
 import { masterKeyId } from '../../src/db/secretBox.js';
 import { encodeEnvelope } from '../../src/core/envelope.js';
@@ -38,6 +35,7 @@ import {
   stopBin,
   type BinResult,
 } from '../support/binary.js';
+import { it } from '../support/fixtures.js';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 /** each embedded-database process starts PGlite (seconds each on a loaded 2-core machine) */
@@ -115,14 +113,13 @@ function filesUnder(dir: string): string[] {
 
 let google: GoogleTestKeys;
 let dir: string;
-beforeAll(async () => {
+// the folder is the fixtures'; the data dir and the databases are made here, by the commands under
+// test: what the first migration does with the master key is what this file checks
+it.beforeAll(async ({ tempDir }) => {
   buildOnce();
   google = await createGoogleTestKeys();
-  dir = mkdtempSync(join(tmpdir(), 'attest-secrets-'));
+  dir = tempDir;
 }, 120_000);
-afterAll(() => {
-  rmSync(dir, { recursive: true, force: true });
-});
 
 describe('the embedded database’s own master key', () => {
   let env: NodeJS.ProcessEnv;

@@ -2,6 +2,9 @@
  * Start-up and database failures of the built binary, as a user meets them: what `serve` says
  * while it starts, that a failed start exits 3 and releases the data dir, one line naming the
  * cause for every database failure (never a hang), and no stray database in the wrong folder.
+ *
+ * Builds its data dirs by hand (not from test/support/fixtures.ts): a fresh or unmigrated data dir
+ * at a path of its own is what `serve` is tried on.
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';

@@ -2,10 +2,7 @@
  * `attest stats` in-process: on the embedded database through the running server's admin socket,
  * and directly on PostgreSQL. The counts are seeded as the instances' flushes store them.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { DatabaseHandle } from '../../src/db/client.js';
 import type { StatsRow } from '../../src/db/statsDimensions.js';
@@ -13,8 +10,8 @@ import { createVerificationStatsRepository } from '../../src/db/verificationStat
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { oneLine, runCli } from '../support/cli.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
-import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { captureLogger } from '../support/service.js';
+import { it } from '../support/fixtures.js';
 
 const APP = 'ABCDE12345.com.example.bank';
 const PKG = 'com.example.game';
@@ -200,22 +197,17 @@ function statsSuite(handle: () => DatabaseHandle) {
 }
 
 describe('attest stats on the embedded database, through the running server', () => {
-  let dir: string;
   let server: RunningServer;
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-stats-'));
-    delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
+  it.beforeAll(async ({ cliDataDir }) => {
+    void cliDataDir;
     server = await startServer(
       loadConfig({ port: 0, host: '127.0.0.1' }),
       captureLogger('warn').logger,
-      { migrate: true },
+      { migrate: false },
     );
   }, 120_000);
   afterAll(async () => {
     await server?.close();
-    rmSync(dir, { recursive: true, force: true });
-    delete process.env.ATTEST_DATA_DIR;
   });
   statsSuite(() => server.database);
 
@@ -257,15 +249,8 @@ describe('attest stats on the embedded database, through the running server', ()
 const pg = postgresBackend();
 describe.skipIf(!pg)('attest stats directly on PostgreSQL (DATABASE_URL)', () => {
   let db: TestDatabase;
-  beforeAll(async () => {
-    db = await pg!.open();
-    process.env.DATABASE_URL = db.url!;
-    process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
+  it.beforeAll(async ({ cliPostgres }) => {
+    db = cliPostgres;
   }, 120_000);
-  afterAll(async () => {
-    delete process.env.DATABASE_URL;
-    delete process.env.ATTEST_MASTER_KEY;
-    await db?.close();
-  });
   statsSuite(() => db);
 });

@@ -7,10 +7,9 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect } from 'vitest';
 import type { StatusReport } from '../../src/cli/commands/status.js';
 import { loadConfig } from '../../src/config.js';
 import { createRevocationRepository } from '../../src/db/androidRevocations.js';
@@ -20,7 +19,7 @@ import { postgresBackend } from '../support/databases.js';
 import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
 import { captureLogger } from '../support/service.js';
 import { startFakeAppleReceipts } from '../support/fakeAppleReceipts.js';
-import { createTestServiceAccount, startFakeGoogle } from '../support/fakeGoogle.js';
+import { it } from '../support/fixtures.js';
 
 const VARS = [
   'ATTEST_DATA_DIR',
@@ -38,8 +37,8 @@ const VARS = [
 describe('attest status', { timeout: 120_000 }, () => {
   let dir: string;
   const saved: Record<string, string | undefined> = {};
-  beforeAll(() => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-status-'));
+  it.beforeAll(({ tempDir }) => {
+    dir = tempDir;
     for (const v of VARS) saved[v] = process.env[v];
   });
   afterEach(() => {
@@ -48,7 +47,6 @@ describe('attest status', { timeout: 120_000 }, () => {
       else process.env[v] = saved[v];
     }
   });
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   const status = async () => {
     const run = await runCli('status', '--json');
@@ -134,15 +132,16 @@ describe('attest status', { timeout: 120_000 }, () => {
     }
   });
 
-  it('embedded: a missing master key file is said, and exits 1; restored, exit 0', async () => {
+  it('embedded: a missing master key file is said, and exits 1; restored, exit 0', async ({
+    dataDir,
+  }) => {
     delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'lost-key');
-    expect((await runCli('db', 'migrate')).code).toBe(0);
+    process.env.ATTEST_DATA_DIR = dataDir.path;
     // something sealed: an Apple DeviceCheck key would do; the master key check row is enough
     const ok = await status();
     expect(ok.code).toBe(0);
     expect(ok.report.masterKeyProblem).toBeNull();
-    const file = join(dir, 'lost-key', 'master.key');
+    const file = join(dataDir.path, 'master.key');
     renameSync(file, `${file}.away`);
     const lost = await status();
     expect(lost.code).toBe(1);
@@ -202,14 +201,16 @@ describe('attest status', { timeout: 120_000 }, () => {
     expect(refused.report.checks![0]).toMatchObject({ state: 'failing', detail: 'ECONNREFUSED' });
   });
 
-  it('--check with stored credentials: Play per service account, Apple per DeviceCheck key, directly and through the running server; a refusal exits 1', async () => {
+  it('--check with stored credentials: Play per service account, Apple per DeviceCheck key, directly and through the running server; a refusal exits 1', async ({
+    dataDir,
+    fakeGoogle,
+  }) => {
     delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'credentials');
+    process.env.ATTEST_DATA_DIR = dataDir.path;
     process.env.ATTEST_ANDROID_REVOCATION_URL = 'off';
-    const sa = createTestServiceAccount();
+    const { fake: google, serviceAccount: sa } = fakeGoogle;
     const deviceCheck = generateKeyPairSync('ec', { namedCurve: 'P-256' });
     const appleKeys = new Map([['ABCDE12345/KEY1234567', deviceCheck.publicKey]]);
-    const google = await startFakeGoogle({ accounts: [sa] });
     const apple = await startFakeAppleReceipts({ keys: appleKeys, now: () => new Date() });
     process.env.ATTEST_GOOGLE_OAUTH_URL = google.oauthUrl;
     process.env.ATTEST_GOOGLE_PLAY_INTEGRITY_URL = google.playIntegrityUrl;
@@ -220,7 +221,6 @@ describe('attest status', { timeout: 120_000 }, () => {
       return { ...run, report: JSON.parse(run.stdout) as StatusReport };
     };
     try {
-      expect((await runCli('db', 'migrate')).code).toBe(0);
       // nothing sealed yet: nothing to reach
       const empty = await check();
       expect(empty.code).toBe(0);
@@ -277,7 +277,7 @@ describe('attest status', { timeout: 120_000 }, () => {
       const server = await startServer(
         {
           ...loadConfig({}, {}),
-          dataDir: join(dir, 'credentials'),
+          dataDir: dataDir.path,
           port: 0,
           host: '127.0.0.1',
           androidRevocationUrl: null,
@@ -287,7 +287,7 @@ describe('attest status', { timeout: 120_000 }, () => {
           appleReceiptUrlProduction: apple.productionUrl,
         },
         captureLogger().logger,
-        { migrate: true },
+        { migrate: false },
       );
       try {
         const served = await check();
@@ -312,7 +312,6 @@ describe('attest status', { timeout: 120_000 }, () => {
         await server.close();
       }
     } finally {
-      await google.close();
       await apple.close();
     }
   });
@@ -330,39 +329,34 @@ describe('attest status', { timeout: 120_000 }, () => {
 
   it.skipIf(!postgresBackend())(
     'PostgreSQL reachable: current schema and its master key',
-    async () => {
-      const db = await postgresBackend()!.open();
-      try {
-        process.env.DATABASE_URL = db.url!;
-        process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
-        expect((await runCli('db', 'migrate')).code).toBe(0);
-        const run = await status();
-        expect(run.code).toBe(0);
-        expect(run.report).toMatchObject({
-          database: { kind: 'postgres', reachable: true },
-          schema: { state: 'current', pending: 0 },
-          server: null,
-          receipts: { failing: 0 },
-        });
-        // --check opens the (no) credentials on PostgreSQL itself: nothing stored, nothing reached
-        process.env.ATTEST_ANDROID_REVOCATION_URL = 'off';
-        const checked = await runCli('status', '--check', '--json');
-        expect(checked.code, checked.stderr).toBe(0);
-        expect((JSON.parse(checked.stdout) as StatusReport).checks).toEqual([
-          expect.objectContaining({
-            upstream: 'play-integrity',
-            state: 'not checked',
-            detail: 'no allowlisted package has a service account',
-          }),
-          expect.objectContaining({
-            upstream: 'apple-receipts',
-            state: 'not checked',
-            detail: 'no DeviceCheck key is stored',
-          }),
-        ]);
-      } finally {
-        await db.close();
-      }
+    async ({ postgresDatabase }) => {
+      process.env.DATABASE_URL = postgresDatabase!.url;
+      process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
+      expect((await runCli('db', 'migrate')).code).toBe(0);
+      const run = await status();
+      expect(run.code).toBe(0);
+      expect(run.report).toMatchObject({
+        database: { kind: 'postgres', reachable: true },
+        schema: { state: 'current', pending: 0 },
+        server: null,
+        receipts: { failing: 0 },
+      });
+      // --check opens the (no) credentials on PostgreSQL itself: nothing stored, nothing reached
+      process.env.ATTEST_ANDROID_REVOCATION_URL = 'off';
+      const checked = await runCli('status', '--check', '--json');
+      expect(checked.code, checked.stderr).toBe(0);
+      expect((JSON.parse(checked.stdout) as StatusReport).checks).toEqual([
+        expect.objectContaining({
+          upstream: 'play-integrity',
+          state: 'not checked',
+          detail: 'no allowlisted package has a service account',
+        }),
+        expect.objectContaining({
+          upstream: 'apple-receipts',
+          state: 'not checked',
+          detail: 'no DeviceCheck key is stored',
+        }),
+      ]);
     },
   );
 });

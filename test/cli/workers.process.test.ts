@@ -6,12 +6,12 @@
  * draining both, and the statistics of both written once.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { availableParallelism, tmpdir } from 'node:os';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import postgres from 'postgres';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import {
   createAssertion,
   createAttestation,
@@ -31,6 +31,7 @@ import {
   watchBin,
   type Watched,
 } from '../support/binary.js';
+import { it } from '../support/fixtures.js';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 const HOUR = 3_600_000;
@@ -125,11 +126,10 @@ function serveArgs(...extra: string[]): string[] {
 
 describe('serve --workers: bad values', () => {
   let dir: string;
-  beforeAll(() => {
+  it.beforeAll(({ tempDir }) => {
     buildOnce();
-    dir = mkdtempSync(join(tmpdir(), 'attest-workers-'));
+    dir = tempDir;
   }, 300_000);
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it('0, a negative number, a fraction or a word: one line, exit 2', async () => {
     const env = baseEnv({ ATTEST_DATA_DIR: join(dir, 'data') });
@@ -185,7 +185,7 @@ const adminUrl = process.env.TEST_DATABASE_URL;
 
 describe.skipIf(!adminUrl)('serve --workers 2 on PostgreSQL', () => {
   let dir: string;
-  let name: string;
+  let dbUrl: string;
   let env: NodeJS.ProcessEnv;
   let ca: TestCa;
   let key: string;
@@ -211,19 +211,15 @@ describe.skipIf(!adminUrl)('serve --workers 2 on PostgreSQL', () => {
   const all = <T>(n: number, make: (i: number) => Promise<T>) =>
     Promise.all(Array.from({ length: n }, (_, i) => make(i)));
 
-  beforeAll(async () => {
+  it.beforeAll(async ({ postgresDatabase, tempDir }) => {
     buildOnce();
-    dir = mkdtempSync(join(tmpdir(), 'attest-workers-pg-'));
-    name = `attest_test_workers_${randomBytes(5).toString('hex')}`;
-    const admin = postgres(adminUrl!, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`create database ${name}`);
-    await admin.end();
-    const dbUrl = new URL(adminUrl!);
-    dbUrl.pathname = `/${name}`;
+    dbUrl = postgresDatabase!.url;
+    dir = join(tempDir, 'workers-pg');
+    mkdirSync(dir);
     ca = await createTestCa();
     writeFileSync(join(dir, 'root.pem'), ca.rootPem);
     env = baseEnv({
-      DATABASE_URL: dbUrl.toString(),
+      DATABASE_URL: dbUrl,
       ATTEST_MASTER_KEY: randomBytes(32).toString('base64'),
       ATTEST_APPLE_ROOT_CA: join(dir, 'root.pem'),
       ATTEST_ISSUER: 'https://attest.workers.example',
@@ -250,10 +246,6 @@ describe.skipIf(!adminUrl)('serve --workers 2 on PostgreSQL', () => {
 
   afterAll(async () => {
     if (server) await stopBin(server);
-    const admin = postgres(adminUrl!, { max: 1, onnotice: () => {} });
-    await admin.unsafe(`drop database if exists ${name} with (force)`);
-    await admin.end();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('two worker processes answer, neither of them the primary, and each request logs one whole line', async () => {
@@ -438,9 +430,7 @@ describe.skipIf(!adminUrl)('serve --workers 2 on PostgreSQL', () => {
     expect(server.stderr()).not.toMatch(/attest: /);
 
     // every verify answered by either worker counted once: valid and rejected rows
-    const dbUrl = new URL(adminUrl!);
-    dbUrl.pathname = `/${name}`;
-    const sql = postgres(dbUrl.toString(), { max: 1, onnotice: () => {} });
+    const sql = postgres(dbUrl, { max: 1, onnotice: () => {} });
     try {
       const [row] = await sql<{ total: string }[]>`
         select coalesce(sum(count), 0)::text as total from verification_stats
@@ -459,9 +449,10 @@ describe.skipIf(!adminUrl)('serve --workers above the core count, on PostgreSQL'
   let server: Watched;
   const count = availableParallelism() + 1;
 
-  beforeAll(async () => {
+  it.beforeAll(async ({ tempDir }) => {
     buildOnce();
-    dir = mkdtempSync(join(tmpdir(), 'attest-workers-loop-'));
+    dir = join(tempDir, 'workers-loop');
+    mkdirSync(dir);
     name = `attest_test_workers_${randomBytes(5).toString('hex')}`;
     const admin = postgres(adminUrl!, { max: 1, onnotice: () => {} });
     await admin.unsafe(`create database ${name}`);
@@ -481,7 +472,6 @@ describe.skipIf(!adminUrl)('serve --workers above the core count, on PostgreSQL'
     const admin = postgres(adminUrl!, { max: 1, onnotice: () => {} });
     await admin.unsafe(`drop database if exists ${name} with (force)`);
     await admin.end();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('warns once, sums every worker on ATTEST_METRICS_PORT, and stops with one line and exit 3 when its workers keep dying', async () => {

@@ -5,10 +5,9 @@
  * refused, by the operation (usage) and by the CLI (exit 2). And `dev mint apple --receipt` with
  * the iOS 27 extensions, checked by verify-file as a test key and as a live key would.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { AdminError } from '../../src/admin/adminError.js';
 import { runOperation } from '../../src/admin/operations.js';
 import type { OperationContext } from '../../src/admin/operation.js';
@@ -34,6 +33,9 @@ import { sha256 } from '../support/appleFactory.js';
 import { runCli } from '../support/cli.js';
 import { backends, useDatabase } from '../support/databases.js';
 import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
+import { it } from '../support/fixtures.js';
+
+it.override('dataDirEnv', { ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV });
 
 const APP_ID = 'ABCDE12345.com.example.risk';
 
@@ -184,12 +186,9 @@ describe('attest dev receipts refresh (CLI)', () => {
       await handle.close();
     }
   };
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-dev-receipts-'));
-    delete process.env.DATABASE_URL;
-    process.env.ATTEST_DATA_DIR = join(dir, 'data');
-    process.env.ATTEST_MASTER_KEY = TEST_MASTER_KEY_ENV;
-    expect((await runCli('db', 'migrate')).code).toBe(0);
+  it.beforeAll(async ({ cliDataDir, tempDir }) => {
+    void cliDataDir;
+    dir = tempDir;
     expect((await runCli('dev', 'init')).code).toBe(0);
     const live = liveRecord(new Uint8Array([0x30, 0x00]));
     liveKeyId = encodeBase64(live.keyId);
@@ -197,11 +196,6 @@ describe('attest dev receipts refresh (CLI)', () => {
       expect(await createAppleKeyRepository(h.db).register(live)).toBe(true);
     });
   }, 60_000);
-  afterAll(() => {
-    delete process.env.ATTEST_DATA_DIR;
-    delete process.env.ATTEST_MASTER_KEY;
-    rmSync(dir, { recursive: true, force: true });
-  });
 
   it('dev mint apple --receipt --validation-category --bundle-version: verify-file --dev-roots passes it, a live verification finds the receipt invalid', async () => {
     const add = await runCli(

@@ -5,13 +5,10 @@
  * only Google can decode it. `token wrap gms-pc` wraps a PC token a game received.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, expect, it, vi } from 'vitest';
+import { afterEach, beforeEach, expect, vi } from 'vitest';
 import { oneLine, runCli } from '../support/cli.js';
-import { TEST_MASTER_KEY_ENV } from '../support/secrets.js';
-import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import {
   createTestServiceAccount,
   startFakeGoogle,
@@ -19,6 +16,7 @@ import {
   type TestServiceAccount,
 } from '../support/fakeGoogle.js';
 import { verifyFile } from '../support/verifyFileTokens.js';
+import { it } from '../support/fixtures.js';
 
 const b64 = (b: Uint8Array) => Buffer.from(b).toString('base64');
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 180_000 });
@@ -29,31 +27,17 @@ let sa: TestServiceAccount;
 let saFile: string;
 let fake: FakeGoogle;
 let env: Record<string, string>;
-let pg: TestDatabase | undefined;
 let dbEnv: Record<string, string>;
 
-beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'attest-gms-pc-cli-'));
+it.beforeAll(async ({ cliDatabase, tempDir }) => {
+  dir = tempDir;
   sa = createTestServiceAccount();
   saFile = join(dir, 'sa.json');
   writeFileSync(saFile, sa.json);
-  pg = await postgresBackend()?.open();
-  dbEnv = pg
-    ? { DATABASE_URL: pg.url!, ATTEST_MASTER_KEY: TEST_MASTER_KEY_ENV }
-    : { ATTEST_DATA_DIR: join(dir, 'data') };
-  delete process.env.DATABASE_URL;
-  Object.assign(process.env, dbEnv);
-  expect((await runCli('db', 'migrate')).code).toBe(0);
+  dbEnv = cliDatabase.env;
   expect(
     (await runCli('allowlist', 'add', 'android', PACKAGE, '--service-account-file', saFile)).code,
   ).toBe(0);
-});
-afterAll(async () => {
-  delete process.env.ATTEST_DATA_DIR;
-  delete process.env.DATABASE_URL;
-  delete process.env.ATTEST_MASTER_KEY;
-  await pg?.close();
-  rmSync(dir, { recursive: true, force: true });
 });
 beforeEach(async () => {
   fake = await startFakeGoogle({ accounts: [sa] });

@@ -5,16 +5,14 @@
  * HTTP metric under the Prometheus names.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';
 import { HTTP_DURATION_BUCKETS } from '../../src/server/httpSemconv.js';
 import { captureLogger, issueKey } from '../support/service.js';
+import { it } from '../support/fixtures.js';
 
 interface Received {
   path: string;
@@ -87,25 +85,25 @@ function spansOf(received: Received[]): OtlpSpan[] {
 }
 
 describe('OpenTelemetry export', { timeout: 120_000 }, () => {
-  let dir: string;
+  let data: string;
   let receiver: Awaited<ReturnType<typeof startReceiver>>;
   let server: RunningServer | undefined;
 
-  beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'attest-otel-'));
+  // the data dir's migration is in this hook: as long as the tests' own time
+  it.beforeAll(async ({ dataDir }) => {
+    data = dataDir.path;
     receiver = await startReceiver();
-  });
+  }, 120_000);
   afterAll(async () => {
     await server?.close();
     receiver?.server.close();
-    rmSync(dir, { recursive: true, force: true });
   });
 
   it('exports http.server.request.duration, attest.verifications and a span per API request, with no token bytes', async () => {
     const config = loadConfig(
       { port: 0, host: '127.0.0.1' },
       {
-        ATTEST_DATA_DIR: join(dir, 'data'),
+        ATTEST_DATA_DIR: data,
         ATTEST_ANDROID_REVOCATION_URL: 'off',
         OTEL_EXPORTER_OTLP_ENDPOINT: `${receiver.url}/`,
         OTEL_SERVICE_NAME: 'attest-under-test',
@@ -113,7 +111,7 @@ describe('OpenTelemetry export', { timeout: 120_000 }, () => {
       },
     );
     const { logger } = captureLogger();
-    server = await startServer(config, logger, { migrate: true });
+    server = await startServer(config, logger, { migrate: false });
     const key = await issueKey(server.database);
     // a token no verifier accepts: the answer is a rejection with a reason
     const token = randomBytes(96).toString('base64');
@@ -193,11 +191,11 @@ describe('OpenTelemetry export', { timeout: 120_000 }, () => {
     const before = receiver.received.length;
     const config = loadConfig(
       { port: 0, host: '127.0.0.1' },
-      { ATTEST_DATA_DIR: join(dir, 'data'), ATTEST_ANDROID_REVOCATION_URL: 'off' },
+      { ATTEST_DATA_DIR: data, ATTEST_ANDROID_REVOCATION_URL: 'off' },
     );
     expect(config.otel).toBeUndefined();
     const { logger } = captureLogger();
-    server = await startServer(config, logger, { migrate: true });
+    server = await startServer(config, logger, { migrate: false });
     await fetch(`${server.url}/healthz`);
     const text = await (await fetch(`${server.url}/metrics`)).text();
     expect(text).toMatch(
