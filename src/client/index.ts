@@ -16,7 +16,7 @@ import type { GooglePcTokenDetails } from '../core/gmsPc/googlePcTokenDetails.js
 import { rejected, type Rejection } from './rejection.js';
 import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 import { consumeResultOf, type ConsumeResult } from './consumeResult.js';
-import { readBoundedText } from './readBoundedBody.js';
+import { readBoundedText } from '../readBoundedBody.js';
 import {
   AttestError,
   AttestHttpError,
