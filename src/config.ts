@@ -1,6 +1,6 @@
 import { parseWorkers, WORKERS_RULE } from './workers.js';
 import { z } from 'zod';
-import { parseDuration } from './duration.js';
+import { parseDuration } from './core/duration.js';
 import { decodeBase64 } from './core/base64.js';
 import { PRINTABLE_NAME, PRINTABLE_NAME_RULE } from './core/printableName.js';
 import { postgresUrlProblem } from './db/postgresUrl.js';

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, config, withAdmin } from '../context.js';
-import { durationProblem, parseDuration } from '../../duration.js';
+import { durationProblem, parseDuration } from '../../core/duration.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
 import { PRINTABLE_NAME_RULE } from '../../config.js';

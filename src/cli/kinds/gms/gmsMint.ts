@@ -11,7 +11,7 @@ import {
 import { parseRecallBitList } from '../../../core/gms/verdictPolicy.js';
 import type { RecallBit } from '../../../core/gms/gmsTokenDetails.js';
 import { auditorFor, withAdmin } from '../../context.js';
-import { parseDuration } from '../../../duration.js';
+import { parseDuration } from '../../../core/duration.js';
 import { usageError } from '../../errors.js';
 import { isoInstant } from '../../isoInstant.js';
 import { finalNonceOf, printToken, type NonceFlags } from '../../tokenOutput.js';

@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { mintPcPayload } from '../../../core/gmsPc/pcMint.js';
 import { encodeGmsPcToken } from '../../../core/gmsPc/pcToken.js';
 import { encodeBase64 } from '../../../core/base64.js';
-import { parseDuration } from '../../../duration.js';
+import { parseDuration } from '../../../core/duration.js';
 import { usageError } from '../../errors.js';
 import { isoInstant } from '../../isoInstant.js';
 import { finalNonceOf, type NonceFlags } from '../../tokenOutput.js';
