@@ -13,7 +13,7 @@ import {
 import { embeddedUnavailable } from './errors.js';
 import { assertPrivate } from './runningServer.js';
 import { redactUrl } from './redactUrl.js';
-import * as schema from './schema.js';
+import { tables as schema } from './tables.js';
 import { processName } from './processName.js';
 import { clusterExists, createCluster, PG_DIR, PGLITE_DIR } from './embeddedServer.js';
 import {
