@@ -1,13 +1,10 @@
 import { parseWorkers, WORKERS_RULE } from './workers.js';
 import { z } from 'zod';
-import { parseDuration } from './duration.js';
+import { parseDuration } from './core/duration.js';
 import { decodeBase64 } from './core/base64.js';
 import { PRINTABLE_NAME, PRINTABLE_NAME_RULE } from './core/printableName.js';
 import { postgresUrlProblem } from './db/postgresUrl.js';
 import { trustedProxiesProblem, trustedProxyList } from './trustedProxiesProblem.js';
-
-// the rule lives in core, below the CLI and the admin API that both apply it; re-exported here
-export { PRINTABLE_NAME, PRINTABLE_NAME_RULE };
 
 /** Everything attest reads from its environment, in one place. */
 export interface Config {

@@ -35,8 +35,6 @@ function observeChange(entry: ObserveEntry) {
     })
     .optional();
 }
-// apart (with no database behind it) for the CLI, which shows the id before it sends the pair
-export { keyPairId };
 
 /**
  * An Android package's policy: the Play keys' companions (digests, verdict, age, service account)

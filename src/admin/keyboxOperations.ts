@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { createIssuerBlockRepository } from '../db/issuerBlocks.js';
 import { createIssuerVelocityRepository } from '../db/issuerVelocity.js';
-import { STATS_MODES } from '../db/verificationStats.js';
+import { STATS_MODES } from '../db/statsDimensions.js';
 import { auditorOf, none, operation } from './operation.js';
 
 /** A normalized serial (normalizeSerial): the CLI checks the operator's text first. */

@@ -1,10 +1,7 @@
 import { z } from 'zod';
 import { SERVICES } from '../core/services.js';
-import {
-  createVerificationStatsRepository,
-  STATS_DIMENSIONS,
-  STATS_MODES,
-} from '../db/verificationStats.js';
+import { STATS_DIMENSIONS, STATS_MODES } from '../db/statsDimensions.js';
+import { createVerificationStatsRepository } from '../db/verificationStats.js';
 import { operation, stripUndefined } from './operation.js';
 
 /** `attest stats`: the verification counts every instance added to the database. */

@@ -16,14 +16,14 @@
  *   receipt that is not one). It does not prove any stored receipt refreshes.
  * 429 and 5xx are failing: the upstream did not judge the credential, so nothing was proved.
  */
-import { createReceiptClient } from '../apple/receiptClient.js';
+import { createReceiptClient } from '../upstream/appleReceiptClient.js';
 import type { Config } from '../config.js';
 import type { GoogleServiceAccount } from '../core/ports.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { createAppleCredentialRepository } from '../db/appleCredentials.js';
 import type { SecretBox } from '../db/secretBox.js';
 import type { Database } from '../db/client.js';
-import { createPlayIntegrityClient, GoogleFault } from '../google/playIntegrityClient.js';
+import { createPlayIntegrityClient, GoogleFault } from '../upstream/playIntegrityClient.js';
 
 /** One upstream reached by `attest status --check`. */
 export interface UpstreamCheck {

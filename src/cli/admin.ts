@@ -8,7 +8,8 @@ import type { OperationContext } from '../admin/operation.js';
 import { checkSocketPath, SocketPathError } from '../socketPath.js';
 import { fromWire, toWire } from '../admin/wire.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
-import type { DatabaseHandle, RunningServer } from '../db/client.js';
+import type { DatabaseHandle } from '../db/client.js';
+import type { RunningServer } from '../db/runningServer.js';
 import { CliError, EXIT, runtimeError } from './errors.js';
 import { backupCluster } from '../db/embeddedBackup.js';
 

@@ -1,4 +1,4 @@
-import { parseDuration } from '../duration.js';
+import { parseDuration } from '../core/duration.js';
 import { usageError } from './errors.js';
 
 /** ISO 8601 date and time with its offset: without one, JavaScript would read the machine's local time. */

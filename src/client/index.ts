@@ -14,7 +14,7 @@ import { rejected, type Rejection } from './rejection.js';
 import { DEVICE_RECALL_RESPONSE, INIT_RESPONSE, VERIFY_RESPONSE, validate } from './shapes.js';
 import { DETAILS_FIELDS, type DetailsByService } from './detailsShapes.js';
 import { consumeResultOf, type ConsumeResult } from './consumeResult.js';
-import { readBoundedText } from './readBoundedBody.js';
+import { readBoundedText } from '../readBoundedBody.js';
 import {
   AttestError,
   AttestHttpError,

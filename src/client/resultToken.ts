@@ -5,7 +5,7 @@
  */
 import type { JWTVerifyGetKey } from 'jose';
 import type { ResultTokenClaims } from '../core/resultTokenClaims.js';
-import { BodyTooLargeError, readBoundedBody } from './readBoundedBody.js';
+import { BodyTooLargeError, readBoundedBody } from '../readBoundedBody.js';
 
 /** The most of a JWKS answer read (a few keys are a few KB). */
 const MAX_JWKS_BYTES = 256 * 1024;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { parseDuration } from '../duration.js';
+import { parseDuration } from './duration.js';
 import { DEVICE_LIMIT_BOUNDS } from './deviceVelocity.js';
 import type { DeviceLimit } from './ports.js';
 

@@ -7,7 +7,10 @@ import type {
   MinVerdict,
 } from '../core/ports.js';
 import { DEFAULT_ANDROID_POLICY } from '../core/gms/defaultAndroidPolicy.js';
-import { deserializeServiceAccount, serializeServiceAccount } from '../google/serviceAccount.js';
+import {
+  deserializeServiceAccount,
+  serializeServiceAccount,
+} from '../upstream/googleServiceAccount.js';
 import {
   androidSummary,
   pairsBefore,

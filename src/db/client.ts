@@ -13,7 +13,7 @@ import {
 import { embeddedUnavailable } from './errors.js';
 import { assertPrivate } from './runningServer.js';
 import { redactUrl } from './redactUrl.js';
-import * as schema from './schema.js';
+import { tables as schema } from './tables.js';
 import { processName } from './processName.js';
 import { clusterExists, createCluster, PG_DIR, PGLITE_DIR } from './embeddedServer.js';
 import {
@@ -99,16 +99,6 @@ export interface DatabaseHandle {
   close(): Promise<void>;
 }
 
-export type { AdminDoor, StaleLock } from './dataDirLock.js';
-export {
-  DataDirUnsafeError,
-  findRunningServer,
-  lockHolder,
-  type LockHolder,
-  type RunningServer,
-} from './runningServer.js';
-export { redactUrl } from './redactUrl.js';
-
 export interface OpenOptions {
   /** a postgres:// URL; when absent the embedded database in `dataDir` is started and used */
   url?: string | undefined;
@@ -159,8 +149,6 @@ export class DatabaseBusyError extends Error {
 export class DatabaseMissingError extends Error {
   override readonly name = 'DatabaseMissingError';
 }
-
-export { PG_DIR } from './embeddedServer.js';
 
 /** The data dir holds a database of attest's earlier embedded engine (PGlite): not opened, not touched. */
 export class OldEngineError extends Error {

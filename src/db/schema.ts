@@ -15,13 +15,8 @@ import {
 
 import { bytea } from './bytea.js';
 
-// the audit trail's tables: in auditSchema.ts
-export * from './auditSchema.js';
-export * from './deviceStatsSchema.js';
-export * from './deviceVelocitySchema.js';
-export * from './changeFeedSchema.js';
-export * from './keyboxDefenceSchema.js';
-export * from './deviceVelocitySchema.js';
+// the audit trail's, statistics', change feed's and velocity tables are in the *Schema.ts modules
+// beside this one; tables.ts gathers them all for drizzle's client
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
 

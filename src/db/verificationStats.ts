@@ -14,22 +14,6 @@ import type {
   StatsTotal,
 } from './statsDimensions.js';
 
-export {
-  type RolloutQuery,
-  type RolloutRule,
-  STATS_DIMENSIONS,
-  STATS_OUTCOMES,
-  type StatsBatch,
-  type StatsDimension,
-  type StatsMode,
-  type StatsOutcome,
-  type StatsQuery,
-  STATS_MODES,
-  type DeviceRow,
-  type StatsRow,
-  type StatsTotal,
-} from './statsDimensions.js';
-
 // One statement per batch: the batch's id is recorded and its rows added only if that insert
 // happened, so all of them are added or none is, and a batch retried after a commit whose answer
 // was lost (a connection reset after the statement ran) adds nothing the second time; two

@@ -20,7 +20,7 @@ import {
 } from '../db/errors.js';
 import type { WriteHealth } from '../db/writeHealth.js';
 import type { ConsumeResult } from '../db/sessions.js';
-import { GoogleBusyError, GoogleFault } from '../google/playIntegrityClient.js';
+import { GoogleBusyError, GoogleFault } from '../upstream/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import type { AppEnv, RequestLog } from './appEnv.js';
 import {

@@ -18,7 +18,7 @@ import {
 } from '../core/gms/recallTarget.js';
 import type { AllowlistReader, KeyMode } from '../core/ports.js';
 import { liveAllowlist } from '../core/verifiers.js';
-import { GoogleFault, type DeviceRecallWriter } from '../google/playIntegrityClient.js';
+import { GoogleFault, type DeviceRecallWriter } from '../upstream/playIntegrityClient.js';
 import type { AppEnv } from './appEnv.js';
 import { errorBody, STATUS_INVALID_REQUEST } from './errorBody.js';
 import { readJson } from './readJson.js';

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Context } from 'hono';
-import { BodyTooLargeError, readBoundedStream } from '../client/readBoundedBody.js';
+import { BodyTooLargeError, readBoundedStream } from '../readBoundedBody.js';
 import type { AppEnv } from './appEnv.js';
 import { requestHeader } from './requestHeader.js';
 

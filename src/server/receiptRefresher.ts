@@ -7,7 +7,7 @@
  * a 404 marks it as no longer refreshable, a 401/403 says once which team's key Apple refused.
  * A refreshed receipt is kept only when it passes the same checks as at registration (type RECEIPT).
  */
-import type { ReceiptClient, ReceiptRefreshAnswer } from '../apple/receiptClient.js';
+import type { ReceiptClient, ReceiptRefreshAnswer } from '../upstream/appleReceiptClient.js';
 import { readReceiptFacts, type ReceiptVerifier } from '../core/apple/verifyReceipt.js';
 import type { AppleCredential } from '../db/appleCredentials.js';
 import type { DueReceipt, ReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';

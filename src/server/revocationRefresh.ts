@@ -13,7 +13,7 @@
  */
 import { parseRevocationDocument } from '../core/androidKey/revocationList.js';
 import type { RevocationRepository } from '../db/androidRevocations.js';
-import { BodyTooLargeError, readBoundedText } from '../client/readBoundedBody.js';
+import { BodyTooLargeError, readBoundedText } from '../readBoundedBody.js';
 
 export const REVOCATION_STALE_MS = 7 * 24 * 3_600_000;
 const MAX_BYTES = 16 * 1024 * 1024;

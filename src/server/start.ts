@@ -11,9 +11,9 @@ import { startChangeFeed, type ChangeFeed } from '../db/changeFeed.js';
 import {
   DEFAULT_CONNECT_TIMEOUT_SECONDS,
   openDatabase,
-  redactUrl,
   type DatabaseHandle,
 } from '../db/client.js';
+import { redactUrl } from '../db/redactUrl.js';
 import { embeddedUnavailable, isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { assertMigrated, runMigrations } from '../db/migrate.js';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { androidRevocationUrl, DEFAULT_TEST_RETENTION_SECONDS, type Config } from '../config.js';
 import type { ReceiptVerifier } from '../core/apple/verifyReceipt.js';
-import { createReceiptClient } from '../apple/receiptClient.js';
+import { createReceiptClient } from '../upstream/appleReceiptClient.js';
 import { createAppleCredentialRepository } from '../db/appleCredentials.js';
 import type { RevocationRepository } from '../db/androidRevocations.js';
 import type { DatabaseHandle } from '../db/client.js';

@@ -28,7 +28,7 @@ import { createSessionRepository } from '../db/sessions.js';
 import { createConsumedResultRepository } from '../db/consumedResults.js';
 import { createResultConsumer } from './resultConsumer.js';
 import { createApiKeyAuthenticator } from './apiKeyAuthenticator.js';
-import { createPlayIntegrityClient } from '../google/playIntegrityClient.js';
+import { createPlayIntegrityClient } from '../upstream/playIntegrityClient.js';
 import { KeyCache } from '../core/gms/keyCache.js';
 import { createApp, describeFault } from './app.js';
 import { createMetrics } from './metrics.js';

@@ -1,7 +1,9 @@
 /**
  * `<package>/client` as an RP imports it: by the package's own name through "exports", in a
  * process of its own. Every module it loads is recorded by a resolve hook: only the client's own
- * files and Node built-ins may appear (no hono, drizzle, pino, nor anything from node_modules).
+ * files, the bounded body reader it shares with the server (dist/readBoundedBody.js, which the
+ * client package ships) and Node built-ins may appear (no hono, drizzle, pino, nor anything from
+ * node_modules).
  */
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -25,7 +27,7 @@ const REGISTER = `import { register } from 'node:module'; register('data:text/ja
 
 beforeAll(() => buildOnce(), 120_000);
 
-it(`${NAME}/client loads only its own files and node: built-ins`, () => {
+it(`${NAME}/client loads only its own files, the shared body reader and node: built-ins`, () => {
   const run = spawnSync(
     process.execPath,
     [
@@ -44,8 +46,12 @@ it(`${NAME}/client loads only its own files and node: built-ins`, () => {
     .filter((l) => l.startsWith('loaded '))
     .map((l) => l.slice('loaded '.length));
   const clientDir = pathToFileURL(join(ROOT, 'dist', 'client')).href + '/';
+  const shared = [pathToFileURL(join(ROOT, 'dist', 'readBoundedBody.js')).href];
   expect(loaded).toContain(`${clientDir}index.js`);
-  expect(loaded.filter((url) => !url.startsWith('node:') && !url.startsWith(clientDir))).toEqual(
-    [],
-  );
+  expect(loaded).toEqual(expect.arrayContaining(shared));
+  expect(
+    loaded.filter(
+      (url) => !url.startsWith('node:') && !url.startsWith(clientDir) && !shared.includes(url),
+    ),
+  ).toEqual([]);
 });

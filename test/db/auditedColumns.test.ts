@@ -7,11 +7,11 @@ import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { createAuditRepository, type AuditEvent, type Auditor } from '../../src/db/audit.js';
 import { AUDITED_COLUMNS, NOT_AUDITED, NOT_AUDITED_TABLES } from '../../src/db/auditedColumns.js';
-import * as schema from '../../src/db/schema.js';
+import { tables } from '../../src/db/tables.js';
 import { backends, type TestDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 
-const TABLES = (Object.values(schema) as unknown[])
+const TABLES = (Object.values(tables) as unknown[])
   .filter((v): v is PgTable => is(v, PgTable))
   .map((t) => getTableConfig(t));
 const FILE = 'src/db/auditedColumns.ts';

@@ -73,7 +73,7 @@ describe("the minted PC verdict has the discovery document's shape", () => {
     expect(method.path).toBe('v1/{+packageName}:decodePcIntegrityToken');
     expect(Object.keys(doc.schemas[method.request.$ref]!.properties)).toEqual(['integrityToken']);
     const client = readFileSync(
-      new URL('../../src/google/playIntegrityClient.ts', import.meta.url),
+      new URL('../../src/upstream/playIntegrityClient.ts', import.meta.url),
       'utf8',
     );
     expect(client).toContain(

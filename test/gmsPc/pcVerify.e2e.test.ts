@@ -7,7 +7,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import { mintPcPayload, type PcMintOptions } from '../../src/core/gmsPc/pcMint.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
-import { createPlayIntegrityClient } from '../../src/google/playIntegrityClient.js';
+import { createPlayIntegrityClient } from '../../src/upstream/playIntegrityClient.js';
 import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, useDatabase } from '../support/databases.js';
 import {

@@ -13,7 +13,7 @@ import {
   TOKEN_REFRESH_MARGIN_MS,
   type GoogleEvent,
   type PlayIntegrityClientOptions,
-} from '../../src/google/playIntegrityClient.js';
+} from '../../src/upstream/playIntegrityClient.js';
 import {
   createTestServiceAccount,
   startFakeGoogle,

@@ -18,7 +18,7 @@ import { parsePcIntegrityPayload } from '../../src/core/gmsPc/pcPayload.js';
 import {
   createPlayIntegrityClient,
   GOOGLE_MAX_ANSWER_BYTES,
-} from '../../src/google/playIntegrityClient.js';
+} from '../../src/upstream/playIntegrityClient.js';
 import { createTestServiceAccount } from '../support/fakeGoogle.js';
 
 // the answers, made in the child: 800 KB of nesting, and nesting that fills the cap but for a

@@ -31,6 +31,26 @@ it('nothing in src/db imports src/admin, src/server or src/cli', () => {
   expect(importsInto(join(SRC, 'db'), ['admin/', 'server/', 'cli/'])).toEqual([]);
 });
 
+it('nothing in src/core imports the upstream HTTP clients (src/upstream): it gets them as ports', () => {
+  expect(importsInto(join(SRC, 'core'), ['upstream/'])).toEqual([]);
+});
+
+it('src/client reaches outside itself only for the shared body reader and core types', () => {
+  // the client package ships dist/readBoundedBody.js and core's .d.ts files it names
+  // (packages/client/package.json "files"); anything else would be missing from the tarball
+  const outside = importsInto(join(SRC, 'client'), [''], () => false).filter(
+    (edge) => !edge.split(' -> ')[1]!.startsWith('client/'),
+  );
+  expect(
+    outside.filter(
+      (edge) =>
+        !edge.endsWith(' -> readBoundedBody.js') &&
+        !/ -> core\/(resultTokenClaims|\w+\/\w+TokenDetails)\.js$/.test(edge),
+    ),
+  ).toEqual([]);
+  expect(outside).toContain('client/index.ts -> readBoundedBody.js');
+});
+
 it('the scan sees imports (a CLI file importing the CLI, storage importing the socket rules)', () => {
   expect(importsOf(join(SRC, 'cli', 'main.ts'))).toContain('cli/errors.js');
   expect(importsOf(join(SRC, 'db', 'dataDirLock.ts'))).toContain('socketPath.js');

@@ -9,9 +9,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT } from 'jose';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createReceiptClient, MAX_ANSWER_BYTES } from '../../src/apple/receiptClient.js';
+import { createReceiptClient, MAX_ANSWER_BYTES } from '../../src/upstream/appleReceiptClient.js';
 import { verifyResultToken } from '../../src/client/resultToken.js';
-import { createPlayIntegrityClient, GoogleFault } from '../../src/google/playIntegrityClient.js';
+import { createPlayIntegrityClient, GoogleFault } from '../../src/upstream/playIntegrityClient.js';
 import { createTestServiceAccount } from '../support/fakeGoogle.js';
 
 const CAP = 48 * 1024 * 1024;

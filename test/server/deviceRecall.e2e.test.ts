@@ -23,7 +23,7 @@ import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import {
   createPlayIntegrityClient,
   type PlayIntegrityClientOptions,
-} from '../../src/google/playIntegrityClient.js';
+} from '../../src/upstream/playIntegrityClient.js';
 import { createDeviceRecallWrite } from '../../src/server/deviceRecall.js';
 import { startServer } from '../../src/server/start.js';
 import { encodeEnvelope } from '../../src/core/envelope.js';

@@ -14,7 +14,7 @@ import { TEST_MASTER_KEY_ENV, TEST_SECRETS } from '../support/secrets.js';
 import {
   createPlayIntegrityClient,
   type PlayIntegrityClientOptions,
-} from '../../src/google/playIntegrityClient.js';
+} from '../../src/upstream/playIntegrityClient.js';
 import { startServer } from '../../src/server/start.js';
 import { encodeEnvelope } from '../../src/core/envelope.js';
 import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';

@@ -8,7 +8,7 @@
  */
 import { generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createReceiptClient, deviceCheckJwt } from '../../src/apple/receiptClient.js';
+import { createReceiptClient, deviceCheckJwt } from '../../src/upstream/appleReceiptClient.js';
 import { createReceiptVerifier } from '../../src/core/apple/verifyReceipt.js';
 import { createAppleCredentialRepository } from '../../src/db/appleCredentials.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';

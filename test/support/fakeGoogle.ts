@@ -26,7 +26,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { jwtVerify } from 'jose';
 import type { GoogleServiceAccount } from '../../src/core/ports.js';
-import { JWT_BEARER_GRANT, PLAY_INTEGRITY_SCOPE } from '../../src/google/playIntegrityClient.js';
+import { JWT_BEARER_GRANT, PLAY_INTEGRITY_SCOPE } from '../../src/upstream/playIntegrityClient.js';
 
 export interface TestServiceAccount {
   account: GoogleServiceAccount;

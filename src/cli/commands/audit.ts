@@ -12,7 +12,7 @@ import {
 import { AUDIT_PAGE, type AuditEvent, type AuditSummary } from '../../db/audit.js';
 import type { Admin } from '../admin.js';
 import { withAdmin } from '../context.js';
-import { durationProblem, parseDuration } from '../../duration.js';
+import { durationProblem, parseDuration } from '../../core/duration.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
 

@@ -18,7 +18,7 @@ import {
   withAdmin,
   withDatabase,
 } from '../context.js';
-import { durationProblem, parseDuration } from '../../duration.js';
+import { durationProblem, parseDuration } from '../../core/duration.js';
 import { CliError, runtimeError, usageError } from '../errors.js';
 import { openCliFileStream } from '../inputFiles.js';
 

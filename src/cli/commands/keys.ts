@@ -1,10 +1,10 @@
 import { Command } from 'commander';
 import { confirm, requireConfirmation } from '../confirm.js';
 import { auditorFor, config, withAdmin } from '../context.js';
-import { durationProblem, parseDuration } from '../../duration.js';
+import { durationProblem, parseDuration } from '../../core/duration.js';
 import { negativeError, usageError } from '../errors.js';
 import { printJson, printTable, when } from '../output.js';
-import { PRINTABLE_NAME_RULE } from '../../config.js';
+import { PRINTABLE_NAME_RULE } from '../../core/printableName.js';
 import { safeText } from '../terminalText.js';
 import { parseAppList } from '../appList.js';
 import type { Admin } from '../admin.js';

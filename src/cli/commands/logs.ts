@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Command } from 'commander';
 import { REJECT_REASONS } from '../../core/rejectReasons.js';
 import { acceptedServiceNames, serviceNamed } from '../../core/services.js';
-import { parseDuration } from '../../duration.js';
+import { parseDuration } from '../../core/duration.js';
 import { CliError, usageError } from '../errors.js';
 import type { LogFilter } from '../logs/logFilter.js';
 import { expandFiles } from '../logs/mergeFiles.js';

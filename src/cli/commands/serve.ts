@@ -1,7 +1,8 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ConfigError } from '../../config.js';
 import { parseWorkers, WORKERS_RULE } from '../../workers.js';
-import { DataDirUnsafeError, DatabaseBusyError } from '../../db/client.js';
+import { DatabaseBusyError } from '../../db/client.js';
+import { DataDirUnsafeError } from '../../db/runningServer.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { RunningServer } from '../../server/start.js';
 import { MasterKeyError } from '../../db/secrets.js';

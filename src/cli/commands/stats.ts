@@ -8,7 +8,7 @@ import {
   type StatsMode,
   type StatsTotal,
 } from '../../db/statsDimensions.js';
-import { durationProblem, parseDuration } from '../../duration.js';
+import { durationProblem, parseDuration } from '../../core/duration.js';
 import { withAdmin } from '../context.js';
 import { usageError } from '../errors.js';
 import { isoInstant } from '../isoInstant.js';

@@ -15,8 +15,6 @@ import { config, withAdmin } from '../context.js';
 import { CliError, EXIT } from '../errors.js';
 import { printJson } from '../output.js';
 
-export type { UpstreamCheck };
-
 /** How long one upstream check may take, and how much of its answer is read. */
 const CHECK_TIMEOUT_MS = 10_000;
 const CHECK_MAX_BYTES = 16 * 1024 * 1024;

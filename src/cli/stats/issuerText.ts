@@ -1,6 +1,6 @@
 import { formatDeviceLimit } from '../../core/policyFields.js';
 import type { IssuerUsage } from '../../db/issuerVelocity.js';
-import type { StatsMode } from '../../db/verificationStats.js';
+import type { StatsMode } from '../../db/statsDimensions.js';
 import { safeText } from '../terminalText.js';
 import { modeText } from './statsSummary.js';
 

@@ -9,7 +9,7 @@ import {
   createPlayIntegrityClient,
   GoogleBusyError,
   GoogleFault,
-} from '../../../google/playIntegrityClient.js';
+} from '../../../upstream/playIntegrityClient.js';
 import { runtimeError, usageError } from '../../errors.js';
 import { readCliFileSync } from '../../inputFiles.js';
 import {

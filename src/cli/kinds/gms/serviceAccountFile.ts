@@ -1,5 +1,5 @@
 import type { GoogleServiceAccount } from '../../../core/ports.js';
-import { parseServiceAccount } from '../../../google/serviceAccount.js';
+import { parseServiceAccount } from '../../../upstream/googleServiceAccount.js';
 import { usageError } from '../../errors.js';
 import { CLI_INPUT_MAX_BYTES, readCliFileSync } from '../../inputFiles.js';
 

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { importPKCS8, SignJWT } from 'jose';
 import type { RecallValues } from '../core/gms/recallTarget.js';
 import type { GoogleServiceAccount, IntegrityTokenDecoder } from '../core/ports.js';
-import { BodyTooLargeError, readBoundedText } from '../client/readBoundedBody.js';
+import { BodyTooLargeError, readBoundedText } from '../readBoundedBody.js';
 
 /**
  * The most of one Google answer read, before any JSON parse: longer answers are cut off as they

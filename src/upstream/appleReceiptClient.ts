@@ -7,7 +7,7 @@
 import { SignJWT } from 'jose';
 import type { AppleEnvironment } from '../core/apple/appleTokenDetails.js';
 import { decodeBase64 } from '../core/base64.js';
-import { readBoundedText } from '../client/readBoundedBody.js';
+import { readBoundedText } from '../readBoundedBody.js';
 
 /**
  * The most of Apple's answer read: a few times the largest real one. Measured: the receipts of

@@ -3,7 +3,8 @@
  * before anything is read, and the stream is cancelled as soon as the bytes read pass it, so a
  * peer that sends (or claims) gigabytes costs at most `maxBytes` of memory. Web-standard only
  * (no runtime dependencies): the published client uses it, and so do the service's own outbound
- * calls (Apple, Google, the Android status list).
+ * calls (Apple, Google, the Android status list), so it sits in src/, below both; the client
+ * package ships it beside dist/client/.
  */
 
 /** The body was larger than the caller's ceiling (nothing past the ceiling was kept). */
