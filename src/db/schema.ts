@@ -21,6 +21,7 @@ export * from './deviceStatsSchema.js';
 export * from './deviceVelocitySchema.js';
 export * from './changeFeedSchema.js';
 export * from './keyboxDefenceSchema.js';
+export * from './captureSchema.js';
 export * from './deviceVelocitySchema.js';
 
 const createdAt = () => timestamp('created_at', { withTimezone: true }).notNull().defaultNow();
