@@ -1,4 +1,5 @@
 import { parseWorkers, WORKERS_RULE } from './workers.js';
+import * as capture from './captureBound.js';
 import { z } from 'zod';
 import { parseDuration } from './core/duration.js';
 import { decodeBase64 } from './core/base64.js';
@@ -84,6 +85,8 @@ export interface Config {
    * 1 (the default) serves from the one process, more start a cluster (src/server/startCluster.ts)
    */
   workers?: number;
+  /** ATTEST_CAPTURE, _MAX, _RETENTION: the tokens kept for replay (src/captureBound.ts) */
+  capture?: { mode: capture.CaptureMode; max: capture.CaptureMax; retentionSeconds: number };
 }
 
 /** Where and how OTLP metrics and traces go (docs/operations.md, "OpenTelemetry"). */
@@ -123,17 +126,15 @@ export class ConfigError extends Error {
 /** An actor name (see PRINTABLE_NAME). */
 export const ACTOR = PRINTABLE_NAME;
 
-/** A duration variable (`7d`, `1h`) in seconds, with its default. */
-function durationVariable(fallback: string) {
+/** A variable `parse` reads (null: refused, in WANTED's words), with its default. */
+function parsedVariable<T>(fallback: string, parse: (text: string) => T | null) {
   return z
     .string()
     .default(fallback)
-    .transform(
-      (text, ctx) =>
-        parseDuration(text) ??
-        (ctx.addIssue({ code: 'custom', message: `must be a duration, got "${text}"` }), z.NEVER),
-    );
+    .transform((text, ctx) => parse(text) ?? (ctx.addIssue({ code: 'custom' }), z.NEVER));
 }
+/** A duration variable (`7d`, `1h`) in seconds, with its default. */
+const durationVariable = (fallback: string) => parsedVariable(fallback, parseDuration);
 
 const env = z.object({
   DATABASE_URL: z
@@ -233,14 +234,10 @@ const env = z.object({
   ATTEST_STATS_RETENTION: durationVariable('35d'),
   ATTEST_TEST_RETENTION: durationVariable('30d'),
   ATTEST_STATS: z.enum(['on', 'off'], 'must be "on" or "off"').default('on'),
-  ATTEST_WORKERS: z
-    .string()
-    .default('1')
-    .transform(
-      (text, ctx) =>
-        parseWorkers(text) ??
-        (ctx.addIssue({ code: 'custom', message: `must be ${WORKERS_RULE}` }), z.NEVER),
-    ),
+  ATTEST_WORKERS: parsedVariable('1', (text) => parseWorkers(text)),
+  ATTEST_CAPTURE: z.enum(capture.CAPTURE_MODES).default('off'),
+  ATTEST_CAPTURE_MAX: parsedVariable(capture.DEFAULT_CAPTURE_MAX, capture.parseCaptureMax),
+  ATTEST_CAPTURE_RETENTION: durationVariable('7d'), // DEFAULT_CAPTURE_RETENTION_SECONDS
   // OpenTelemetry's own variables (opentelemetry.io/docs/specs/otel/configuration/sdk-environment-variables)
   OTEL_SDK_DISABLED: z.enum(['true', 'false']).default('false'),
   OTEL_EXPORTER_OTLP_ENDPOINT: z
@@ -308,6 +305,9 @@ const WANTED: Record<keyof z.infer<typeof env>, string> = {
   ATTEST_TEST_RETENTION: 'must be a duration such as 1h, 7d or 30d',
   ATTEST_STATS: 'must be "on" or "off"',
   ATTEST_WORKERS: `must be ${WORKERS_RULE}`,
+  ATTEST_CAPTURE: 'must be off, rejected or all',
+  ATTEST_CAPTURE_MAX: capture.CAPTURE_MAX_RULE,
+  ATTEST_CAPTURE_RETENTION: 'must be a duration such as 1h, 7d or 30d',
   OTEL_SDK_DISABLED: 'must be "true" or "false"',
   OTEL_EXPORTER_OTLP_ENDPOINT:
     "must be an http(s) URL (the collector's OTLP/HTTP port, e.g. http://127.0.0.1:4318)",
@@ -430,6 +430,11 @@ export function loadConfig(
     testRetentionSeconds: e.ATTEST_TEST_RETENTION,
     stats: e.ATTEST_STATS === 'on',
     workers: e.ATTEST_WORKERS,
+    capture: {
+      mode: e.ATTEST_CAPTURE,
+      max: e.ATTEST_CAPTURE_MAX,
+      retentionSeconds: e.ATTEST_CAPTURE_RETENTION,
+    },
     otel: otelConfig(e),
   };
   for (const [k, v] of Object.entries(flags))

@@ -28,6 +28,7 @@ import { DEV_OPERATIONS } from './devOperations.js';
 import { STATS_OPERATIONS } from './statsOperations.js';
 import { KEYBOX_OPERATIONS } from './keyboxOperations.js';
 import { DEVICE_OPERATIONS } from './deviceOperations.js';
+import { CAPTURE_OPERATIONS } from './captureOperations.js';
 import {
   auditorOf,
   bytes,
@@ -339,6 +340,7 @@ export const OPERATIONS = {
   ...STATS_OPERATIONS,
   ...KEYBOX_OPERATIONS,
   ...DEVICE_OPERATIONS,
+  ...CAPTURE_OPERATIONS,
 } as const;
 
 export type OperationName = keyof typeof OPERATIONS;

@@ -69,6 +69,13 @@ export const COMMANDS: readonly {
     load: async () => (await import('./commands/audit.js')).auditCommand(),
   },
   {
+    name: 'captures',
+    term: 'captures',
+    description:
+      'tokens serve kept for replay (ATTEST_CAPTURE): list them, get one, verify-file --capture ID',
+    load: async () => (await import('./commands/captures.js')).capturesCommand(),
+  },
+  {
     name: 'stats',
     term: 'stats [options]',
     description:

@@ -22,6 +22,8 @@ export function verifyReport(
     receipt: ReceiptSummary | null;
     /** android-key: --challenge replaced SHA-256(final nonce) as the attested challenge */
     challengeGiven?: boolean;
+    /** verify-file --capture: the server's verdict beside this one (JSON field, and text lines) */
+    capture?: { doc: Record<string, unknown>; lines: string[] };
   },
 ) {
   const checks = outcome.checks.map((c) => ({
@@ -59,6 +61,7 @@ export function verifyReport(
           }
         : {}),
       hints,
+      ...(ctx.capture ? { capture: ctx.capture.doc } : {}),
     });
     return;
   }
@@ -115,5 +118,6 @@ export function verifyReport(
     for (const h of hints) line(`  hint (${h.code}): ${h.message}`);
     if (hints.length === 0) out.push('  no common integration mistake explains it');
   }
+  if (ctx.capture) out.push('', ...ctx.capture.lines.map(safeText));
   process.stdout.write(`${out.join('\n')}\n`);
 }

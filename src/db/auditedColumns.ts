@@ -131,6 +131,8 @@ export const NOT_AUDITED_TABLES: Record<string, string> = {
     'the devices behind the counts (hashed), upserted by serve for attest stats, not configuration',
   attest_changes: 'the change feed (which table changed, in commit order), written by triggers',
   attest_change_version: "the change feed's last version, raised by its triggers",
+  token_captures:
+    'tokens kept for replay by verify (ATTEST_CAPTURE), not configuration; each read of a token is audited as capture.read',
   android_revocations:
     'the attestation status list: manual updates are audited as android.revocations.update (source, takenAt, entry count)',
 };

@@ -44,6 +44,8 @@ export const SEALED_TABLES: readonly SealedTable[] = [
     columns: ['private_key'],
     keyIdColumn: 'master_key_id',
   },
+  // tokens kept for replay (ATTEST_CAPTURE): an RP's user's device evidence
+  { table: 'token_captures', key: ['id'], columns: ['token'], keyIdColumn: 'master_key_id' },
 ];
 
 /** The associated data of a secret: its table, column and row, so a value moved elsewhere does not open. */

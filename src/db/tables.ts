@@ -4,6 +4,7 @@
  * (drizzle.config.ts), and test/db/schemaModules.test.ts checks that this list names them all.
  */
 import * as auditSchema from './auditSchema.js';
+import * as captureSchema from './captureSchema.js';
 import * as changeFeedSchema from './changeFeedSchema.js';
 import * as deviceStatsSchema from './deviceStatsSchema.js';
 import * as deviceVelocitySchema from './deviceVelocitySchema.js';
@@ -13,6 +14,7 @@ import * as schema from './schema.js';
 export const tables = {
   ...schema,
   ...auditSchema,
+  ...captureSchema,
   ...changeFeedSchema,
   ...deviceStatsSchema,
   ...deviceVelocitySchema,

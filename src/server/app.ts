@@ -64,7 +64,7 @@ export interface AppDeps {
     consume(reference: string, apiKeyId: string): Promise<ConsumeResult>;
   };
   /** the core verification, bound to the trust roots, allowlist and key store of the key's mode */
-  verify(input: VerifyInput, mode: KeyMode): Promise<VerifyOutcome>;
+  verify(input: VerifyInput, mode: KeyMode, apiKeyId: string): Promise<VerifyOutcome>;
   /** false: test-mode API keys answer 403 (ATTEST_TEST_KEYS=off); default true */
   testKeys?: boolean;
   metrics: Metrics;
@@ -240,6 +240,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       deps.verify(
         { token: request.token, expectedNonce: nonce, ...(appScope ? { appScope } : {}) },
         c.get('mode'),
+        c.get('keyId'),
       ),
     );
     Object.assign(log, pickFacts(outcome.facts));
@@ -305,7 +306,6 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
       claims: outcome.claims,
     });
   });
-
   app.post(DEVICE_RECALL_PATH, (c) => deviceRecallHandler(c, deps.deviceRecall));
 
   // what verifiers of result tokens fetch: no API key, cacheable

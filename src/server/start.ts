@@ -226,6 +226,8 @@ async function serveOn(
       await Promise.all([drained, admin?.stop(), feed?.stop()]);
       // after the drain: the last answers are counted; a crash would lose at most the last interval
       await stats.recorder?.stop();
+      // the captures of the last answers (at most a few writes, each one statement)
+      await wired.capturer?.idle();
       await wired.telemetry?.shutdown();
       breaker?.stop();
       await database.close();

@@ -16,8 +16,11 @@ import type { Metrics } from './metrics.js';
 import { createReceiptRefresher, startReceiptRefresher } from './receiptRefresher.js';
 import { checkRevocationAge, startAgeCheck, startRevocationRefresh } from './revocationRefresh.js';
 import { startSessionPruner } from './sessionPruner.js';
+import { DEFAULT_CAPTURE_RETENTION_SECONDS } from '../captureBound.js';
 import { createTestStateRepository } from '../db/testState.js';
 import { startTestStatePruner } from './testStatePruner.js';
+import { startCapturePruner } from './capturePruner.js';
+import { createCaptureRepository } from '../db/captures.js';
 
 export interface JobOptions {
   pruneIntervalMs?: number;
@@ -76,6 +79,14 @@ export function startJobs(
     // a retention shorter than a minute (a rehearsal's) is kept to within about twice itself
     intervalMs:
       options.pruneIntervalMs ?? Math.min(60_000, Math.max(1000, testRetentionSeconds * 1000)),
+  });
+
+  // captures kept for replay expire (ATTEST_CAPTURE_RETENTION), kept or not any more
+  const capturePruner = startCapturePruner(createCaptureRepository(database.db), {
+    retentionSeconds: config.capture?.retentionSeconds ?? DEFAULT_CAPTURE_RETENTION_SECONDS,
+    advisoryLock: true,
+    logger,
+    ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
   });
 
   // Apple's risk metric: receipts of recently used keys are refreshed about daily. Claims are
@@ -147,6 +158,7 @@ export function startJobs(
       await consumedPruner.stop();
       await assertionPruner.stop();
       await testStatePruner.stop();
+      await capturePruner.stop();
       await refresher.stop();
       await revocationRefresher.stop();
     },

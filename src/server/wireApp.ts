@@ -39,6 +39,8 @@ import { resultTokenSigners } from './resultTokenSigners.js';
 import { allowlistedApp } from './allowlistedApp.js';
 import type { StatsRecorder } from './statsRecorder.js';
 import type { StartOptions } from './start.js';
+import { createCaptureRepository } from '../db/captures.js';
+import { createTokenCapturer } from './tokenCapture.js';
 
 /** Where a process's verify counts go. */
 export interface StatsSink {
@@ -174,12 +176,31 @@ export async function wireApp(
           ),
   });
   const stats = await options.stats(allowlist, (err) => writeHealth.observe(err));
+  // ATTEST_CAPTURE: tokens kept for replay, written after the answer is known, never awaited
+  const capture = config.capture;
+  const capturer =
+    capture && capture.mode !== 'off'
+      ? createTokenCapturer({
+          ...capture,
+          repo: createCaptureRepository(database.db),
+          box,
+          logger,
+        })
+      : undefined;
   const app = createApp({
     logger,
     auth,
     sessions,
-    verify: async (input, mode) =>
-      verifyToken(input, { now: () => new Date(), verifiers: await verifiersFor(mode) }),
+    verify: async (input, mode, apiKeyId) => {
+      // one instant for the whole verify: a capture replays as of it
+      const at = new Date();
+      const outcome = await verifyToken(input, {
+        now: () => at,
+        verifiers: await verifiersFor(mode),
+      });
+      capturer?.capture({ input, mode, apiKeyId, at, outcome });
+      return outcome;
+    },
     testKeys: config.testKeys,
     metrics,
     telemetry,
@@ -259,6 +280,8 @@ export async function wireApp(
     telemetry,
     breaker,
     stats,
+    /** ATTEST_CAPTURE's writer (absent when off) */
+    capturer,
     reloadNow,
     reload,
     sessions,

@@ -21,7 +21,7 @@ export interface TestDatabase extends DatabaseHandle {
 }
 
 const TABLES =
-  'api_keys, attestation_sessions, apple_apps, android_packages, android_key_pairs, apple_keys, dev_ca, master_key_check, api_key_origins, result_signing_keys, apple_credentials, android_keys, android_revocations, consumed_results, verification_stats, verification_stats_batches, device_velocity, android_key_assertions, verification_devices, android_issuer_velocity, android_issuer_blocks';
+  'api_keys, attestation_sessions, apple_apps, android_packages, android_key_pairs, apple_keys, dev_ca, master_key_check, api_key_origins, result_signing_keys, apple_credentials, android_keys, android_revocations, consumed_results, verification_stats, verification_stats_batches, device_velocity, android_key_assertions, verification_devices, android_issuer_velocity, android_issuer_blocks, token_captures';
 
 /**
  * The embedded engine always (the run's one server, test/support/embeddedServer.ts); PostgreSQL

@@ -3,6 +3,7 @@
  * authenticator), minus the socket: tests drive it with `app.request(...)`. The log goes to an
  * array (one parsed object per line, plus the raw text) and the clock is injectable.
  */
+import type { TokenCapturer } from '../../src/server/tokenCapture.js';
 import { createIssuerVelocityRepository } from '../../src/db/issuerVelocity.js';
 import { createIssuerBlockRepository } from '../../src/db/issuerBlocks.js';
 import { allowlistedApp } from '../../src/server/allowlistedApp.js';
@@ -116,7 +117,7 @@ export async function issueKey(
 }
 
 export interface ServiceOptions {
-  verify?: (input: VerifyInput, mode: KeyMode) => Promise<VerifyOutcome>;
+  verify?: AppDeps['verify'];
   testKeys?: boolean;
   sessionTtlSeconds?: number;
   requestDeadlineMs?: number;
@@ -246,6 +247,8 @@ export function createPlatformService(
     stats?: AppDeps['stats'];
     /** signs the result tokens of API keys that have them on */
     resultTokens?: AppDeps['resultTokens'];
+    /** keeps tokens for replay, as wireApp does when ATTEST_CAPTURE is on */
+    capture?: Pick<TokenCapturer, 'capture'>;
   },
 ) {
   const allowlist = createCachedAllowlist(createAllowlistRepository(db.db, TEST_SECRETS), {
@@ -279,11 +282,12 @@ export function createPlatformService(
     ...(options.stats ? { stats: options.stats } : {}),
     ...(options.resultTokens ? { resultTokens: options.resultTokens } : {}),
     allowlisted: allowlistedApp(allowlist),
-    verify: (input, mode) =>
-      verifyToken(input, {
-        now: typeof options.now === 'function' ? options.now : () => options.now as Date,
-        verifiers: verifiers[mode],
-      }),
+    verify: async (input, mode, apiKeyId) => {
+      const at = typeof options.now === 'function' ? options.now() : options.now;
+      const outcome = await verifyToken(input, { now: () => at, verifiers: verifiers[mode] });
+      options.capture?.capture({ input, mode, apiKeyId, at, outcome });
+      return outcome;
+    },
   });
 }
 

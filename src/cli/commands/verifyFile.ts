@@ -29,6 +29,7 @@ import { verifyResultTokenFile } from '../resultTokenReport.js';
 import { bytesFlag } from '../tokenOutput.js';
 import { parseTokenInput, readBounded } from '../tokenInput.js';
 import { verifyReport } from '../verifyReport.js';
+import { captureComparison, readCaptureForReplay } from '../captureReplay.js';
 
 interface Options extends VerifyFileFlags {
   nonce?: string;
@@ -38,6 +39,7 @@ interface Options extends VerifyFileFlags {
   issuer?: string;
   audience?: string;
   keyApps?: string;
+  capture?: string;
 }
 
 /** verify-file's own flags; each kind adds its own between them (see VerifyFileOptions.at). */
@@ -49,7 +51,11 @@ const GENERIC_OPTIONS: VerifyFileOptions[] = [
         .option('--nonce <b64>', 'the final nonce (sessionless expectedNonce)')
         .option('--server-nonce <b64>', 'the serverNonce from init (session approach)')
         .option('--device-nonce <b64>', 'with --server-nonce: the deviceNonce sent to verify')
-        .option('--at <iso-time>', 'verify as of this instant (certificate validity, freshness)'),
+        .option('--at <iso-time>', 'verify as of this instant (certificate validity, freshness)')
+        .option(
+          '--capture <id>',
+          "replay a token serve kept (attest captures list) with the server's own nonce, instant and key mode, and compare verdicts",
+        ),
   },
   {
     at: 60,
@@ -112,15 +118,21 @@ Examples:
   $ attest verify-file --receipt receipt.der --at 2020-11-21T22:13:10Z --app-id 6MURL8TA57.de.example.app
   $ attest verify-file android.cbor --nonce ... --package com.example.app --min-security-level strongbox`,
     )
-    .action(async (tokenPath: string | undefined, opts: Options) => {
+    .action(async (tokenPath: string | undefined, opts: Options, command: Command) => {
+      const offlineFlags = KINDS.some((k) => k.verifyFile.offline(opts));
+      const capture =
+        opts.capture === undefined
+          ? undefined
+          : await readCaptureForReplay(opts.capture, tokenPath, { ...opts }, command, offlineFlags);
       for (const kind of KINDS) {
+        if (capture) break;
         const alone = kind.verifyFile.alone?.(tokenPath, opts);
         if (alone) {
           process.exitCode = (await alone) ? EXIT.ok : EXIT.negative;
           return;
         }
       }
-      if (tokenPath === undefined)
+      if (tokenPath === undefined && !capture)
         throw usageError('give the TOKEN file to check (or --receipt FILE for a receipt alone)');
       for (const kind of KINDS) kind.verifyFile.check?.(opts);
       let token: Uint8Array = new Uint8Array();
@@ -128,7 +140,8 @@ Examples:
       let raw: Buffer;
       let jws: string | undefined;
       try {
-        raw = await readBounded(tokenPath);
+        if (capture) raw = Buffer.from(capture.token);
+        else raw = await readBounded(tokenPath!);
         const text = raw.toString('latin1').trim();
         if (looksLikeJws(text)) jws = text;
         else {
@@ -139,7 +152,7 @@ Examples:
             throw usageError(
               `--${stray} is for result tokens (a JWT), and ${tokenPath} holds an attestation token`,
             );
-          ({ token, bodyNonce } = parseTokenInput(raw, tokenPath));
+          ({ token, bodyNonce } = parseTokenInput(raw, tokenPath ?? `capture ${opts.capture}`));
         }
       } catch (err) {
         // scripts reading --json get a document for an unreadable input too (exit 2 as well)
@@ -153,14 +166,17 @@ Examples:
       }
       if (bodyNonce !== undefined && opts.nonce === undefined && opts.serverNonce === undefined)
         opts.nonce = bodyNonce;
-      const { expectedNonce, serverNonce, deviceNonce } = nonces(opts);
-      const at = opts.at === undefined ? new Date() : instant(opts.at);
+      const { expectedNonce, serverNonce, deviceNonce } = capture
+        ? { expectedNonce: capture.nonce, serverNonce: undefined, deviceNonce: undefined }
+        : nonces(opts);
+      const at = capture?.verifiedAt ?? (opts.at === undefined ? new Date() : instant(opts.at));
       const input: VerifyInput = {
         token,
         expectedNonce,
         ...(opts.keyApps !== undefined
           ? { appScope: parseAppList(opts.keyApps, '--key-apps') }
           : {}),
+        ...(capture?.appScope ? { appScope: capture.appScope } : {}),
       };
       for (const kind of KINDS) Object.assign(input, kind.verifyFile.input?.(opts));
       const offline = KINDS.some((k) => k.verifyFile.offline(opts));
@@ -168,7 +184,7 @@ Examples:
         throw usageError(
           '--dev-roots reads the development CA from the database: leave out --app-id, --package and --apple-key',
         );
-      const mode: KeyMode = opts.devRoots ? 'test' : 'live';
+      const mode: KeyMode = capture?.mode ?? (opts.devRoots ? 'test' : 'live');
       for (const kind of KINDS) kind.verifyFile.checkToken?.(token, opts);
       const cfg = config();
       const setups: VerifyFileSetup[] = [];
@@ -280,6 +296,7 @@ Examples:
         offline,
         roots: mode === 'test' && result.devRoot ? `${roots}+development` : roots,
         mode,
+        ...(capture ? { capture: captureComparison(capture, result.outcome) } : {}),
       });
       process.exitCode = result.outcome.ok ? EXIT.ok : EXIT.negative;
     });
