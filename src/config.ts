@@ -1,4 +1,5 @@
 import { parseWorkers, WORKERS_RULE } from './workers.js';
+import { Fault } from './core/fault.js';
 import { z } from 'zod';
 import { parseDuration } from './duration.js';
 import { decodeBase64 } from './core/base64.js';
@@ -118,9 +119,17 @@ export function androidRevocationUrl(config: Pick<Config, 'androidRevocationUrl'
     : config.androidRevocationUrl;
 }
 
-/** A configuration value that cannot be used; the message says which and what to do. */
-export class ConfigError extends Error {
+/**
+ * A configuration value that cannot be used; the message says which and what to do. The CLI adds
+ * "fix it and run again" unless `fixIt: false` (a master key file's message says it already).
+ */
+export class ConfigError extends Fault {
   override readonly name = 'ConfigError';
+  constructor(message: string, { fixIt = true }: { fixIt?: boolean } = {}) {
+    super('config', message, {
+      exit: { code: 2, message: fixIt ? `${message}; fix it and run again` : message },
+    });
+  }
 }
 
 /** An actor name (see PRINTABLE_NAME). */

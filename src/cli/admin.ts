@@ -9,6 +9,7 @@ import { checkSocketPath, SocketPathError } from '../socketPath.js';
 import { fromWire, toWire } from '../admin/wire.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
 import type { DatabaseHandle, RunningServer } from '../db/client.js';
+import type { ExitCode } from '../core/fault.js';
 import { CliError, EXIT, runtimeError } from './errors.js';
 import { backupCluster } from '../db/embeddedBackup.js';
 
@@ -26,7 +27,7 @@ export interface Admin {
   backup?(file: string): Promise<number>;
 }
 
-const EXIT_OF: Record<AdminErrorKind, number> = {
+const EXIT_OF: Record<AdminErrorKind, ExitCode> = {
   usage: EXIT.usage,
   negative: EXIT.negative,
   runtime: EXIT.runtime,

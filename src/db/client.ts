@@ -1,3 +1,4 @@
+import { Fault } from '../core/fault.js';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { PgDatabase } from 'drizzle-orm/pg-core';
@@ -151,20 +152,29 @@ export interface OpenOptions {
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
 
 /** The embedded database is held by another live process. */
-export class DatabaseBusyError extends Error {
+export class DatabaseBusyError extends Fault {
   override readonly name = 'DatabaseBusyError';
+  constructor(message: string) {
+    super('database_busy', message, { exit: 3 });
+  }
 }
 
 /** There is no embedded database where one was expected, and the caller may not create one. */
-export class DatabaseMissingError extends Error {
+export class DatabaseMissingError extends Fault {
   override readonly name = 'DatabaseMissingError';
+  constructor(message: string) {
+    super('database_missing', message, { exit: 3 });
+  }
 }
 
 export { PG_DIR } from './embeddedServer.js';
 
 /** The data dir holds a database of attest's earlier embedded engine (PGlite): not opened, not touched. */
-export class OldEngineError extends Error {
+export class OldEngineError extends Fault {
   override readonly name = 'OldEngineError';
+  constructor(message: string) {
+    super('old_engine', message);
+  }
 }
 
 /**
