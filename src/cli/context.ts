@@ -4,7 +4,7 @@ import type pino from 'pino';
 // Static imports here are what every command pays, even `attest keys list` through a running
 // server: the database drivers, pino, argon2 and the verifiers are imported where they are used.
 import { findRunningServer, type RunningServer } from '../db/runningServer.js';
-import type { DatabaseHandle } from '../db/client.js';
+import type { DatabaseHandle } from '../db/database.js';
 import { isConnectionError, unavailable } from '../db/errors.js';
 import { ACTOR, loadConfig, PRINTABLE_NAME_RULE, type Config } from '../config.js';
 import { faultOf } from '../core/fault.js';

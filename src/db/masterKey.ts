@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { ConfigError, type Config } from '../config.js';
 import { InputFileError, readInputFileSync } from '../inputFile.js';
 import { decodeBase64, encodeBase64 } from '../core/base64.js';
-import type { Database, DatabaseHandle } from './client.js';
+import type { Database, DatabaseHandle } from './database.js';
 import { MASTER_KEY_BYTES, toMasterKey, type MasterKey } from './secretBox.js';
 import { MasterKeyError, sealedUnderKeyId } from './secrets.js';
 

@@ -3,7 +3,7 @@ import { Fault } from '../core/fault.js';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
-import { rowsOf, type Database, type DatabaseHandle } from './client.js';
+import { rowsOf, type Database, type DatabaseHandle } from './database.js';
 import type { SecretBox } from './secretBox.js';
 import { sealClearSecrets } from './secrets.js';
 import { postgresTarget } from './postgresUrl.js';

@@ -3,7 +3,7 @@ import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LOCK_FILE, readLiveLock, type AdminDoor } from './dataDirLock.js';
 
-// The running server a data dir's lock names. Apart from client.ts (which re-exports it) so that
+// The running server a data dir's lock names. Apart from client.ts (the opener) so that
 // a CLI command that talks to a running server (`attest keys list`) loads no database driver.
 
 /** The data dir is not private to this user, or the socket cannot be made private: nothing was opened. */

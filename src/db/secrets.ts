@@ -1,7 +1,7 @@
 import { Fault } from '../core/fault.js';
 import { sql, type SQL } from 'drizzle-orm';
 import { recordAudit, type Auditor } from './audit.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { SecretOpenError, type Sealed, type SecretBox } from './secretBox.js';
 
 /**

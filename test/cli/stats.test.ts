@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import type { DatabaseHandle } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import type { StatsRow } from '../../src/db/statsDimensions.js';
 import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';

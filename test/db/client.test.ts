@@ -12,13 +12,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lockInfoFor } from '../../src/db/dataDirLock.js';
-import {
-  DataDirUnsafeError,
-  DatabaseBusyError,
-  findRunningServer,
-  openDatabase,
-  redactUrl,
-} from '../../src/db/client.js';
+import { DataDirUnsafeError, findRunningServer } from '../../src/db/runningServer.js';
+import { DatabaseBusyError, openDatabase } from '../../src/db/client.js';
+import { redactUrl } from '../../src/db/redactUrl.js';
 
 describe('openDatabase: the embedded data dir lock', () => {
   let root: string;

@@ -16,12 +16,13 @@ import {
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DatabaseBusyError, openDatabase, type StaleLock } from '../../src/db/client.js';
+import { DatabaseBusyError, openDatabase } from '../../src/db/client.js';
 import {
   acquireLock,
   lockInfoFor,
   processStartTime,
   readLiveLock,
+  type StaleLock,
 } from '../../src/db/dataDirLock.js';
 
 const linux = existsSync('/proc/self/stat') && processStartTime(process.pid) !== undefined;

@@ -31,6 +31,16 @@ it('nothing in src/db imports src/admin, src/server or src/cli', () => {
   expect(importsInto(join(SRC, 'db'), ['admin/', 'server/', 'cli/'])).toEqual([]);
 });
 
+it('only the openers import db/client.ts (which may start a PostgreSQL server); repositories import db/database.ts', () => {
+  const importers = sources(SRC)
+    .filter((f) => importsOf(f).includes('db/client.js'))
+    .map((f) => relative(SRC, f))
+    .sort();
+  expect(importers.filter((f) => f.startsWith('db/'))).toEqual([]);
+  expect(importers).toEqual(['cli/context.ts', 'server/clusterWorker.ts', 'server/start.ts']);
+  expect(importsOf(join(SRC, 'db', 'sessions.ts'))).toContain('db/database.js');
+});
+
 it('the scan sees imports (a CLI file importing the CLI, storage importing the socket rules)', () => {
   expect(importsOf(join(SRC, 'cli', 'main.ts'))).toContain('cli/errors.js');
   expect(importsOf(join(SRC, 'db', 'dataDirLock.ts'))).toContain('socketPath.js');

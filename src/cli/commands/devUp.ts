@@ -12,7 +12,7 @@ import { readInputFileSync } from '../../inputFile.js';
 import { writePrivateFile } from '../../writePrivateFile.js';
 import { createApiKeyRepository } from '../../db/apiKeys.js';
 import type { Auditor } from '../../db/audit.js';
-import type { DatabaseHandle } from '../../db/client.js';
+import type { DatabaseHandle } from '../../db/database.js';
 import { resolveMasterKey } from '../../db/masterKey.js';
 import { createSecretBox } from '../../db/secretBox.js';
 import type { RunningServer } from '../../server/start.js';
