@@ -1,5 +1,7 @@
 import { parseWorkers, WORKERS_RULE } from './workers.js';
 import * as capture from './captureBound.js';
+import { Fault } from './core/fault.js';
+import { otelConfig, type OtelConfig } from './otelConfig.js';
 import { z } from 'zod';
 import { parseDuration } from './core/duration.js';
 import { decodeBase64 } from './core/base64.js';
@@ -89,19 +91,6 @@ export interface Config {
   capture?: { mode: capture.CaptureMode; max: capture.CaptureMax; retentionSeconds: number };
 }
 
-/** Where and how OTLP metrics and traces go (docs/operations.md, "OpenTelemetry"). */
-export interface OtelConfig {
-  /** OTLP/HTTP JSON endpoint of metrics; absent: no metric export */
-  metricsUrl?: string;
-  /** OTLP/HTTP JSON endpoint of traces; absent: no span export */
-  tracesUrl?: string;
-  /** OTEL_EXPORTER_OTLP_HEADERS (secret: may hold a token; never log it) */
-  headers: Record<string, string>;
-  serviceName: string;
-  /** OTEL_METRIC_EXPORT_INTERVAL */
-  exportIntervalMs: number;
-}
-
 /** ATTEST_STATS_RETENTION when unset: 35 days. */
 export const DEFAULT_STATS_RETENTION_SECONDS = 35 * 86_400;
 
@@ -118,9 +107,17 @@ export function androidRevocationUrl(config: Pick<Config, 'androidRevocationUrl'
     : config.androidRevocationUrl;
 }
 
-/** A configuration value that cannot be used; the message says which and what to do. */
-export class ConfigError extends Error {
+/**
+ * A configuration value that cannot be used; the message says which and what to do. The CLI adds
+ * "fix it and run again" unless `fixIt: false` (a master key file's message says it already).
+ */
+export class ConfigError extends Fault {
   override readonly name = 'ConfigError';
+  constructor(message: string, { fixIt = true }: { fixIt?: boolean } = {}) {
+    super('config', message, {
+      exit: { code: 2, message: fixIt ? `${message}; fix it and run again` : message },
+    });
+  }
 }
 
 /** An actor name (see PRINTABLE_NAME). */
@@ -440,44 +437,6 @@ export function loadConfig(
   for (const [k, v] of Object.entries(flags))
     if (v !== undefined) (config as unknown as Record<string, unknown>)[k] = v;
   return config;
-}
-
-/**
- * OTLP export as the OTEL_* variables say: a signal is exported when an endpoint names where
- * (OTEL_EXPORTER_OTLP_ENDPOINT, to which /v1/metrics or /v1/traces is added, or the signal's own
- * endpoint, taken as it is) and its OTEL_*_EXPORTER is not `none`; nothing when OTEL_SDK_DISABLED.
- */
-function otelConfig(e: z.infer<typeof env>): OtelConfig | undefined {
-  if (e.OTEL_SDK_DISABLED === 'true') return undefined;
-  const base = e.OTEL_EXPORTER_OTLP_ENDPOINT?.replace(/\/+$/, '');
-  const signal = (exporter: 'otlp' | 'none' | undefined, own: string | undefined, path: string) =>
-    exporter === 'none' ? undefined : (own ?? (base ? `${base}/${path}` : undefined));
-  const metricsUrl = signal(
-    e.OTEL_METRICS_EXPORTER,
-    e.OTEL_EXPORTER_OTLP_METRICS_ENDPOINT,
-    'v1/metrics',
-  );
-  const tracesUrl = signal(
-    e.OTEL_TRACES_EXPORTER,
-    e.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT,
-    'v1/traces',
-  );
-  if (!metricsUrl && !tracesUrl) return undefined;
-  const headers: Record<string, string> = {};
-  for (const pair of (e.OTEL_EXPORTER_OTLP_HEADERS ?? '').split(',')) {
-    const at = pair.indexOf('=');
-    if (at > 0)
-      headers[decodeURIComponent(pair.slice(0, at).trim())] = decodeURIComponent(
-        pair.slice(at + 1).trim(),
-      );
-  }
-  return {
-    ...(metricsUrl ? { metricsUrl } : {}),
-    ...(tracesUrl ? { tracesUrl } : {}),
-    headers,
-    serviceName: e.OTEL_SERVICE_NAME,
-    exportIntervalMs: e.OTEL_METRIC_EXPORT_INTERVAL,
-  };
 }
 
 /**

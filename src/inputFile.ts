@@ -1,3 +1,4 @@
+import { Fault } from './core/fault.js';
 import {
   closeSync,
   constants,
@@ -10,8 +11,11 @@ import {
 } from 'node:fs';
 
 /** A file the CLI was asked to read cannot be read as given; the message is one line. */
-export class InputFileError extends Error {
+export class InputFileError extends Fault {
   override readonly name = 'InputFileError';
+  constructor(message: string) {
+    super('input_file', message, { exit: { code: 2, helpHint: true } });
+  }
 }
 
 export interface InputFileOptions {

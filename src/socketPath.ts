@@ -1,3 +1,4 @@
+import { Fault } from './core/fault.js';
 import {
   existsSync,
   lstatSync,
@@ -17,8 +18,11 @@ const MAX_SOCKET_PATH = 100;
 const STICKY = 0o1000;
 
 /** The admin socket cannot be made or used safely; the message is one line for the operator. */
-export class SocketPathError extends Error {
+export class SocketPathError extends Fault {
   override readonly name = 'SocketPathError';
+  constructor(message: string) {
+    super('socket_path', message);
+  }
 }
 
 /**

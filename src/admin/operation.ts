@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { isMinVerdict } from '../core/gms/deviceVerdict.js';
 import type { MinVerdict } from '../core/ports.js';
 import type { Auditor } from '../db/audit.js';
-import type { DatabaseHandle } from '../db/client.js';
+import type { DatabaseHandle } from '../db/database.js';
 import type { SecretBox } from '../db/secretBox.js';
 import { AdminError } from './adminError.js';
 import type { UpstreamEndpoints } from './upstreamChecks.js';

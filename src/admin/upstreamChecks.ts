@@ -22,7 +22,7 @@ import type { GoogleServiceAccount } from '../core/ports.js';
 import { createAllowlistRepository } from '../db/allowlist.js';
 import { createAppleCredentialRepository } from '../db/appleCredentials.js';
 import type { SecretBox } from '../db/secretBox.js';
-import type { Database } from '../db/client.js';
+import type { Database } from '../db/database.js';
 import { createPlayIntegrityClient, GoogleFault } from '../upstream/playIntegrityClient.js';
 
 /** One upstream reached by `attest status --check`. */

@@ -8,8 +8,9 @@ import type { OperationContext } from '../admin/operation.js';
 import { checkSocketPath, SocketPathError } from '../socketPath.js';
 import { fromWire, toWire } from '../admin/wire.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
-import type { DatabaseHandle } from '../db/client.js';
+import type { DatabaseHandle } from '../db/database.js';
 import type { RunningServer } from '../db/runningServer.js';
+import type { ExitCode } from '../core/fault.js';
 import { CliError, EXIT, runtimeError } from './errors.js';
 import { backupCluster } from '../db/embeddedBackup.js';
 
@@ -27,7 +28,7 @@ export interface Admin {
   backup?(file: string): Promise<number>;
 }
 
-const EXIT_OF: Record<AdminErrorKind, number> = {
+const EXIT_OF: Record<AdminErrorKind, ExitCode> = {
   usage: EXIT.usage,
   negative: EXIT.negative,
   runtime: EXIT.runtime,

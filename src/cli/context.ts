@@ -3,16 +3,17 @@ import type { Command } from 'commander';
 import type pino from 'pino';
 // Static imports here are what every command pays, even `attest keys list` through a running
 // server: the database drivers, pino, argon2 and the verifiers are imported where they are used.
-import { DataDirUnsafeError, findRunningServer, type RunningServer } from '../db/runningServer.js';
-import type { DatabaseHandle } from '../db/client.js';
-import { DatabaseUnavailableError, isConnectionError, unavailable } from '../db/errors.js';
-import { ACTOR, ConfigError, loadConfig, type Config } from '../config.js';
+import { findRunningServer, type RunningServer } from '../db/runningServer.js';
+import type { DatabaseHandle } from '../db/database.js';
+import { isConnectionError, unavailable } from '../db/errors.js';
+import { ACTOR, loadConfig, type Config } from '../config.js';
 import { PRINTABLE_NAME_RULE } from '../core/printableName.js';
+import { faultOf } from '../core/fault.js';
 import type { AuditEvent, Auditor } from '../db/audit.js';
 import type { ResolvedMasterKey } from '../db/masterKey.js';
 import type { SecretBox } from '../db/secretBox.js';
 import { localAdmin, remoteAdmin, type Admin } from './admin.js';
-import { runtimeError, settingError, usageError } from './errors.js';
+import { cliErrorOf, runtimeError, usageError } from './errors.js';
 
 /** The configuration, with a bad value reported as a usage error. */
 export function config(flags: Partial<Config> = {}): Config {
@@ -23,9 +24,9 @@ export function config(flags: Partial<Config> = {}): Config {
   }
 }
 
-/** A ConfigError as the one line every command prints for it (exit 2); anything else passes through. */
+/** A fault as the one line the CLI prints for it (a ConfigError: exit 2); anything else passes through. */
 export function configProblem(err: unknown): unknown {
-  return err instanceof ConfigError ? settingError(`${err.message}; fix it and run again`) : err;
+  return cliErrorOf(err) ?? err;
 }
 
 /**
@@ -37,8 +38,7 @@ export function runningServer(cfg: Config = config()): RunningServer | null {
   try {
     return findRunningServer(cfg.dataDir);
   } catch (err) {
-    if (err instanceof DataDirUnsafeError) throw runtimeError(err.message);
-    throw err;
+    throw cliErrorOf(err) ?? err;
   }
 }
 
@@ -94,8 +94,8 @@ export async function withDatabase<T>(
   } = {},
 ): Promise<T> {
   const cfg = config();
-  const { DatabaseBusyError, DatabaseMissingError, openDatabase } = await import('../db/client.js');
-  const { assertMigrated, MigrationsPendingError } = await import('../db/migrate.js');
+  const { openDatabase } = await import('../db/client.js');
+  const { assertMigrated } = await import('../db/migrate.js');
   let handle: DatabaseHandle;
   try {
     handle = await openDatabase({
@@ -109,13 +109,8 @@ export async function withDatabase<T>(
       ...(options.onProgress ? { onProgress: options.onProgress } : {}),
     });
   } catch (err) {
-    if (
-      err instanceof DatabaseBusyError ||
-      err instanceof DataDirUnsafeError ||
-      err instanceof DatabaseMissingError
-    )
-      throw runtimeError(err.message);
-    throw runtimeError(`cannot open the database: ${(err as Error).message}`);
+    // a fault that says how the CLI ends on it (busy, missing, unsafe, unusable) is its own line
+    throw cliErrorOf(err) ?? runtimeError(`cannot open the database: ${(err as Error).message}`);
   }
   const fail = (err: unknown) =>
     runtimeError(
@@ -129,13 +124,15 @@ export async function withDatabase<T>(
     try {
       await assertMigrated(handle);
     } catch (err) {
-      if (!(err instanceof MigrationsPendingError)) throw fail(err);
-      if (options.requireMigrated !== false) throw runtimeError(err.message);
+      const fault = faultOf(err);
+      if (fault?.code !== 'migrations_pending') throw fail(err);
+      if (options.requireMigrated !== false) throw runtimeError(fault.message);
     }
     try {
       return await work(handle);
     } catch (err) {
-      if (err instanceof DatabaseUnavailableError) throw runtimeError(err.message);
+      const exit = cliErrorOf(err);
+      if (exit) throw exit;
       if (isConnectionError(err)) throw fail(err);
       throw err;
     }
@@ -290,12 +287,9 @@ export async function loadSecrets(
   return { box, masterKey };
 }
 
-/** A master key problem is a usage error (fix the configuration); anything else passes through. */
+/** A master key problem is a setting error (exit 2, as its fault says); anything else passes through. */
 export function secretsError(err: unknown): unknown {
-  // by name: db/secrets.js (MasterKeyError) loads the database drivers
-  if ((err instanceof Error && err.name === 'MasterKeyError') || err instanceof ConfigError)
-    return settingError(`${err.message}`);
-  return err;
+  return cliErrorOf(err) ?? err;
 }
 
 /** withDatabase, with the master key loaded and checked for `work`. */

@@ -13,9 +13,16 @@ export type AttestHttpErrorKind =
   | 'unexpected_status';
 
 export type AttestErrorCode =
-  'ERR_ATTEST_HTTP' | 'ERR_ATTEST_NETWORK' | 'ERR_ATTEST_TIMEOUT' | 'ERR_ATTEST_RESPONSE';
+  | 'ERR_ATTEST_HTTP'
+  | 'ERR_ATTEST_NETWORK'
+  | 'ERR_ATTEST_TIMEOUT'
+  | 'ERR_ATTEST_RESPONSE'
+  | 'ERR_ATTEST_RESULT_TOKEN';
 
-/** Every error the client throws (except an abort through the caller's own signal, which rethrows its reason). */
+/**
+ * Every error the client throws (except an abort through the caller's own signal, which rethrows
+ * its reason), a refused result token (AttestResultTokenError) included.
+ */
 export abstract class AttestError extends Error {
   abstract readonly code: AttestErrorCode;
   /** the service's `X-Request-Id`, when an answer came */

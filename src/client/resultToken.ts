@@ -5,6 +5,7 @@
  */
 import type { JWTVerifyGetKey } from 'jose';
 import type { ResultTokenClaims } from '../core/resultTokenClaims.js';
+import { AttestError } from './errors.js';
 import { BodyTooLargeError, readBoundedBody } from '../readBoundedBody.js';
 
 /** The most of a JWKS answer read (a few keys are a few KB). */
@@ -42,10 +43,10 @@ export type ResultTokenProblem =
   'malformed' | 'signature' | 'expired' | 'claims' | 'nonce' | 'keys_unavailable' | 'test_token';
 
 /** A result token that does not verify; `problem` says which check refused it. */
-export class AttestResultTokenError extends Error {
+export class AttestResultTokenError extends AttestError {
   override readonly name = 'AttestResultTokenError';
   readonly code = 'ERR_ATTEST_RESULT_TOKEN' as const;
-  /** the JWKS URL the keys were fetched from (also in the message); absent with a fixed `jwks` */
+  /** the JWKS URL the keys were fetched from (also in the message, and `url`); absent with a fixed `jwks` */
   readonly jwksUrl: string | undefined;
   constructor(
     readonly problem: ResultTokenProblem,
@@ -54,9 +55,11 @@ export class AttestResultTokenError extends Error {
   ) {
     super(
       `result token: ${message}${options?.jwksUrl ? ` (keys: ${options.jwksUrl})` : ''}`,
-      options,
+      undefined,
+      options?.cause === undefined ? undefined : { cause: options.cause },
     );
     this.jwksUrl = options?.jwksUrl;
+    this.url = options?.jwksUrl;
   }
 }
 

@@ -42,7 +42,7 @@ import {
   ruleValues,
   ruleValuesOf,
 } from './policyColumns.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
 import { parseTextArray, textArray } from './textArray.js';

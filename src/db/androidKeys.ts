@@ -5,7 +5,7 @@ import type {
   AndroidSecurityLevel,
 } from '../core/androidKey/androidKeyTokenDetails.js';
 import type { AndroidKeyRecord, AndroidKeyStore } from '../core/ports.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { fixedStatement } from './fixedStatement.js';
 import { pruneBatch } from './pruneLock.js';
 

@@ -6,7 +6,7 @@ import {
 } from '../core/androidKey/revocationList.js';
 import type { RevocationEntry, RevocationList } from '../core/ports.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 
 /** The stored status list's provenance. */
 export interface RevocationInfo {

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { KeyMode } from '../core/ports.js';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { parseTextArray, textArray } from './textArray.js';
 
 export interface ApiKeyRow {

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { AppleEnvironment } from '../core/apple/appleTokenDetails.js';
 import type { AppleKeyRecord, AppleKeyStore } from '../core/ports.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { fixedStatement } from './fixedStatement.js';
 
 interface Row {

@@ -1,6 +1,6 @@
 import { sql, type SQL } from 'drizzle-orm';
 import type { ChainedEvent, ChainPoint } from '../core/auditChain.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 
 /** A before/after summary: plain JSON of public facts (fingerprints, names, policy), never a secret. */
 export type AuditSummary = Record<string, unknown>;

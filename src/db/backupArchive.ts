@@ -9,6 +9,7 @@
  * entries and of folders (each an inode: an archive of 100,000 folder entries is small). Each refusal is a
  * BackupRefusedError whose message says what is wrong in one line.
  */
+import { Fault } from '../core/fault.js';
 import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Transform, type Readable } from 'node:stream';
@@ -17,8 +18,11 @@ import { createGunzip } from 'node:zlib';
 import { extract, type Header } from 'tar-stream';
 
 /** The archive is not a usable attest backup; the message says why in one line. */
-export class BackupRefusedError extends Error {
-  override name = 'BackupRefusedError';
+export class BackupRefusedError extends Fault {
+  override readonly name = 'BackupRefusedError';
+  constructor(message: string) {
+    super('backup_refused', message);
+  }
 }
 
 /** The default ceiling on what a backup may unpack to: far above an embedded attest database. */

@@ -3,7 +3,7 @@ import { sql, type SQL } from 'drizzle-orm';
 import { recordAudit, type Auditor, type AuditSummary } from './audit.js';
 import { auditSummary } from './auditedColumns.js';
 import { androidSummary } from './androidPackageRows.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { pruneBatch } from './pruneLock.js';
 import type { SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';

@@ -1,4 +1,4 @@
-import type { DatabaseHandle } from './client.js';
+import type { DatabaseHandle } from './database.js';
 import { withDatabaseDeadline } from './databaseDeadline.js';
 import { fixedStatement } from './fixedStatement.js';
 

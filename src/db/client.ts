@@ -1,6 +1,6 @@
+import { Fault } from '../core/fault.js';
 import { existsSync, mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { PgDatabase } from 'drizzle-orm/pg-core';
 import type { Sql } from 'postgres';
 import {
   acquireLock,
@@ -14,6 +14,7 @@ import { embeddedUnavailable } from './errors.js';
 import { assertPrivate } from './runningServer.js';
 import { redactUrl } from './redactUrl.js';
 import { tables as schema } from './tables.js';
+import type { Database, DatabaseHandle } from './database.js';
 import { processName } from './processName.js';
 import { clusterExists, createCluster, PG_DIR, PGLITE_DIR } from './embeddedServer.js';
 import {
@@ -31,73 +32,6 @@ import {
   currentDatabaseDeadline,
   type DatabaseProgress,
 } from './databaseDeadline.js';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any -- both drivers' result kinds
-export type Database = PgDatabase<any, typeof schema>;
-
-export interface DatabaseHandle {
-  db: Database;
-  /**
-   * `postgres`: a server given by DATABASE_URL; `embedded`: the PostgreSQL server this process
-   * started in the data dir and owns (embeddedServer.ts), reached over its Unix socket
-   */
-  kind: 'postgres' | 'embedded';
-  /** where it is, for messages (never a password) */
-  where: string;
-  /** seconds a new connection may take before it fails (ATTEST_DB_CONNECT_TIMEOUT) */
-  connectTimeoutSeconds: number;
-  /**
-   * The connection URL (secret: never print it), for single-connection work and for other
-   * processes (the embedded server's is postgres://…?host=<its socket folder>)
-   */
-  url?: string;
-  /** embedded only: the data dir (backup reads the cluster there) */
-  dataDir?: string;
-  /**
-   * Replaces the pool with a new one. postgres-js never times a query out, so a
-   * pool whose connections lost their peer without a reset (a silent partition) waits forever.
-   */
-  recycle?(): Promise<void>;
-  /**
-   * `select 1` on a fresh connection of its own, outside the pool, within
-   * `timeoutMs` of time the event loop could use (see lagAwareDeadline). Rejects when the database
-   * cannot be reached or does not answer.
-   */
-  probe?(timeoutMs: number): Promise<void>;
-  /**
-   * How many of attest's statements the server holds until a synchronous standby confirms
-   * their commit (pg_stat_activity wait_event SyncRep), asked like `probe` on a fresh connection.
-   * Such statements are not on dead connections: replacing the pool would leave their server
-   * processes waiting, each holding a connection slot, until none is left (SQLSTATE 53300).
-   */
-  commitsAwaitingStandby?(timeoutMs: number): Promise<number>;
-  /**
-   * Embedded database opened by the server only: records the admin socket and this run's secret
-   * in the 0600 lock file, where the CLI finds them.
-   */
-  announce?(admin: AdminDoor): void;
-  /**
-   * LISTENs on `channel` on a connection of its own (postgres.js reconnects it),
-   * calling `onNotify` with each payload and `onListen` each time the LISTEN is in place (first
-   * and after every reconnect, when notifications may have been missed). Ended by `close`.
-   */
-  listen?(
-    channel: string,
-    onNotify: (payload: string) => void,
-    onListen: () => void,
-  ): Promise<void>;
-  /**
-   * How this process uses its connections (the change feed, statement_timeout, prepared
-   * statements), decided when it opened; absent on handles that are not a PostgreSQL pool
-   */
-  connections?: ConnectionPlan;
-  /**
-   * Embedded only: resolves when its server died and could not be started again within the
-   * bound (embeddedSupervisor.ts); the caller closes the handle and exits non-zero
-   */
-  failed?: Promise<Error>;
-  close(): Promise<void>;
-}
 
 export interface OpenOptions {
   /** a postgres:// URL; when absent the embedded database in `dataDir` is started and used */
@@ -141,18 +75,27 @@ export interface OpenOptions {
 export const DEFAULT_CONNECT_TIMEOUT_SECONDS = 10;
 
 /** The embedded database is held by another live process. */
-export class DatabaseBusyError extends Error {
+export class DatabaseBusyError extends Fault {
   override readonly name = 'DatabaseBusyError';
+  constructor(message: string) {
+    super('database_busy', message, { exit: 3 });
+  }
 }
 
 /** There is no embedded database where one was expected, and the caller may not create one. */
-export class DatabaseMissingError extends Error {
+export class DatabaseMissingError extends Fault {
   override readonly name = 'DatabaseMissingError';
+  constructor(message: string) {
+    super('database_missing', message, { exit: 3 });
+  }
 }
 
 /** The data dir holds a database of attest's earlier embedded engine (PGlite): not opened, not touched. */
-export class OldEngineError extends Error {
+export class OldEngineError extends Fault {
   override readonly name = 'OldEngineError';
+  constructor(message: string) {
+    super('old_engine', message);
+  }
 }
 
 /**
@@ -463,10 +406,4 @@ function deadlined<T>(
     finally: (done?: () => void) => run().finally(done),
   };
   return wrapper as unknown as T;
-}
-
-/** Rows of a raw `db.execute` result on either driver. */
-export function rowsOf<T>(result: unknown): T[] {
-  if (Array.isArray(result)) return result as T[];
-  return ((result as { rows?: T[] }).rows ?? []) as T[];
 }

@@ -1,9 +1,14 @@
+import { Fault } from '../core/fault.js';
+import { DATABASE_UNAVAILABLE } from './errors.js';
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { lagAwareDeadline, LagAwareTimeoutError } from './lagAwareDeadline.js';
 
 /** A statement got no answer within the database wait deadline: its waiter was released. */
-export class DatabaseTimeoutError extends Error {
+export class DatabaseTimeoutError extends Fault {
   override readonly name = 'DatabaseTimeoutError';
+  constructor(message: string) {
+    super('database_timeout', message, { retryAfterSeconds: 1, unavailable: DATABASE_UNAVAILABLE });
+  }
 }
 
 const scope = new AsyncLocalStorage<number>();

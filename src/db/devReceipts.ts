@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import type { ReceiptFacts } from '../core/apple/receiptStructure.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 
 /** What became of a development receipt's store: kept, or why not (the key's mode decides). */
 export type DevReceiptStoreOutcome = 'stored' | 'live' | 'unknown';

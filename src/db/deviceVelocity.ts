@@ -3,7 +3,7 @@ import { windowStartOf } from '../core/deviceVelocity.js';
 import type { DeviceLimit, DeviceVelocityStore, DeviceVerify, KeyMode } from '../core/ports.js';
 import type { DeviceKeyService } from '../core/services.js';
 import { dateOf } from './appleKeys.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { fixedWindowUpdate } from './fixedWindowUpdate.js';
 import { fixedStatement } from './fixedStatement.js';
 

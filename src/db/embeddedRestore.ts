@@ -1,3 +1,4 @@
+import { Fault } from '../core/fault.js';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -22,8 +23,11 @@ import { assertPrivate } from './runningServer.js';
 import { writePrivateFile } from '../writePrivateFile.js';
 
 /** The data dir is held by a live process, or holds a database already. */
-export class RestoreBusyError extends Error {
+export class RestoreBusyError extends Fault {
   override readonly name = 'RestoreBusyError';
+  constructor(message: string) {
+    super('restore_busy', message, { exit: 3 });
+  }
 }
 
 // PostgreSQL's major version this attest runs: a cluster of another is not readable by it

@@ -1,3 +1,4 @@
+import { Fault } from '../core/fault.js';
 import { statfsSync } from 'node:fs';
 
 /**
@@ -5,9 +6,19 @@ import { statfsSync } from 'node:fs';
  * every command (serve, db, keys, allowlist, verify-file) reports database failures through it.
  */
 
+/** What the HTTP API answers (503) while no database takes a request. */
+export const DATABASE_UNAVAILABLE = 'Database unavailable, retry shortly';
+
 /** The database cannot be reached or refused us; the message is the whole line to print. */
-export class DatabaseUnavailableError extends Error {
+export class DatabaseUnavailableError extends Fault {
   override readonly name = 'DatabaseUnavailableError';
+  constructor(message: string) {
+    super('database_unavailable', message, {
+      retryAfterSeconds: 1,
+      unavailable: DATABASE_UNAVAILABLE,
+      exit: 3,
+    });
+  }
 }
 
 // errors of the connection itself (not of a statement): what the driver and node report
@@ -39,7 +50,7 @@ const CONNECT_STATES = new Set([
   '08006',
 ]);
 
-interface Fault {
+interface DriverError {
   code?: unknown;
   message?: unknown;
   hostname?: unknown;
@@ -49,12 +60,13 @@ interface Fault {
 }
 
 /** The driver's own error inside drizzle's wrapper (whose message carries the query and its parameters). */
-function innermost(err: unknown): Fault {
-  let e = (err ?? {}) as Fault;
+function innermost(err: unknown): DriverError {
+  let e = (err ?? {}) as DriverError;
   for (let depth = 0; depth < 5; depth++) {
-    if (e.cause && typeof e.cause === 'object') e = e.cause as Fault;
+    if (e.cause && typeof e.cause === 'object') e = e.cause as DriverError;
     // node's happy-eyeballs connect reports every address it tried
-    else if (Array.isArray(e.errors) && e.errors.length > 0 && !e.code) e = e.errors[0] as Fault;
+    else if (Array.isArray(e.errors) && e.errors.length > 0 && !e.code)
+      e = e.errors[0] as DriverError;
     else break;
   }
   return e;

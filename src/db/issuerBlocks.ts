@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
 import { dateOf } from './appleKeys.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 
 /** One blocked issuing certificate. */
 export interface IssuerBlock {

@@ -2,7 +2,7 @@ import { sql } from 'drizzle-orm';
 import type { IssuerVelocityStore } from '../core/androidKey/issuerVelocity.js';
 import type { KeyMode } from '../core/ports.js';
 import { dateOf } from './appleKeys.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { fixedWindowUpdate } from './fixedWindowUpdate.js';
 import { fixedStatement } from './fixedStatement.js';
 

@@ -1,6 +1,10 @@
+import { Fault } from '../core/fault.js';
 /** `work` did not settle within its lag-aware deadline. */
-export class LagAwareTimeoutError extends Error {
+export class LagAwareTimeoutError extends Fault {
   override readonly name = 'LagAwareTimeoutError';
+  constructor(message: string) {
+    super('lag_aware_timeout', message);
+  }
 }
 
 export interface LagAwareDeadlineOptions {

@@ -14,12 +14,15 @@ import { randomBytes } from 'node:crypto';
 import { ConfigError, type Config } from '../config.js';
 import { InputFileError, readInputFileSync } from '../inputFile.js';
 import { decodeBase64, encodeBase64 } from '../core/base64.js';
-import type { Database, DatabaseHandle } from './client.js';
+import type { Database, DatabaseHandle } from './database.js';
 import { MASTER_KEY_BYTES, toMasterKey, type MasterKey } from './secretBox.js';
 import { MasterKeyError, sealedUnderKeyId } from './secrets.js';
 
 /** The embedded database's own master key, beside its data when none is configured. */
 export const DEFAULT_MASTER_KEY_FILE = 'master.key';
+
+// a master key file's problem names the file and what to do with it: the CLI prints it as it is
+const MASTER_KEY_PROBLEM = { fixIt: false };
 
 export interface ResolvedMasterKey {
   key: MasterKey;
@@ -90,6 +93,7 @@ export async function resolveMasterKey(
       };
     throw new ConfigError(
       `cannot create the master key ${path} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      MASTER_KEY_PROBLEM,
     );
   }
   return { key: toMasterKey(key), source: path, defaultFile: path, created: true };
@@ -102,7 +106,7 @@ export function readMasterKeyFile(path: string, what: string): MasterKey {
     // a key file is 45 bytes; the path may name a device or a pipe
     text = readInputFileSync(path, { maxBytes: 1024, what }).toString('utf8');
   } catch (err) {
-    if (err instanceof InputFileError) throw new ConfigError(err.message);
+    if (err instanceof InputFileError) throw new ConfigError(err.message, MASTER_KEY_PROBLEM);
     throw err;
   }
   return toMasterKey(parseKey(text, `${what} (${path})`));
@@ -225,6 +229,7 @@ function parseKey(text: string, what: string): Uint8Array {
   if (!bytes || bytes.length !== MASTER_KEY_BYTES)
     throw new ConfigError(
       `${what} is not a master key: expected ${MASTER_KEY_BYTES} bytes in base64 (make one with: openssl rand -base64 32)`,
+      MASTER_KEY_PROBLEM,
     );
   return bytes;
 }
@@ -236,6 +241,7 @@ function readIfPresent(path: string): string | null {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw new ConfigError(
       `cannot read the master key ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`,
+      MASTER_KEY_PROBLEM,
     );
   }
 }

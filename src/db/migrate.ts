@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { Fault } from '../core/fault.js';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'drizzle-orm';
 import { readMigrationFiles } from 'drizzle-orm/migrator';
-import { rowsOf, type Database, type DatabaseHandle } from './client.js';
+import { rowsOf, type Database, type DatabaseHandle } from './database.js';
 import type { SecretBox } from './secretBox.js';
 import { sealClearSecrets } from './secrets.js';
 import { postgresTarget } from './postgresUrl.js';
@@ -89,13 +90,14 @@ export async function runMigrations(
 }
 
 /** The database lacks shipped migrations: the server refuses to start and commands refuse to run. */
-export class MigrationsPendingError extends Error {
+export class MigrationsPendingError extends Fault {
   override readonly name = 'MigrationsPendingError';
   constructor(
     where: string,
     readonly pending: number,
   ) {
     super(
+      'migrations_pending',
       `the database at ${where} lacks ${pending} migration(s): run "attest db migrate" (or start "attest serve" without --no-migrate)`,
     );
   }

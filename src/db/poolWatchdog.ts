@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import type { DatabaseHandle } from './client.js';
+import type { DatabaseHandle } from './database.js';
 import { isDatabaseTimeout } from './databaseDeadline.js';
 import { lagAwareDeadline, LagAwareTimeoutError } from './lagAwareDeadline.js';
 

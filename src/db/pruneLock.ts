@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 
 /** What a prune runs in: the database itself, or the transaction that holds the lock. */
 export type PruneTarget = Pick<Database, 'execute'>;

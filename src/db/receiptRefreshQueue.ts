@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { AppleEnvironment } from '../core/apple/appleTokenDetails.js';
 import type { ReceiptFacts } from '../core/apple/receiptStructure.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 
 /** The refresh schedule at a glance: teams with DeviceCheck keys and stored receipts by state. */
 export interface ReceiptRefreshSummary {

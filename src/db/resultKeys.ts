@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { auditColumn, auditCte, logAudit, type Auditor } from './audit.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { SecretOpenError, type SecretBox } from './secretBox.js';
 import { aadFor, MasterKeyError } from './secrets.js';
 

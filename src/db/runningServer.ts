@@ -1,13 +1,17 @@
+import { Fault } from '../core/fault.js';
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { LOCK_FILE, readLiveLock, type AdminDoor } from './dataDirLock.js';
 
-// The running server a data dir's lock names. Apart from client.ts (which re-exports it) so that
+// The running server a data dir's lock names. Apart from client.ts (the opener) so that
 // a CLI command that talks to a running server (`attest keys list`) loads no database driver.
 
 /** The data dir is not private to this user, or the socket cannot be made private: nothing was opened. */
-export class DataDirUnsafeError extends Error {
+export class DataDirUnsafeError extends Fault {
   override readonly name = 'DataDirUnsafeError';
+  constructor(message: string) {
+    super('data_dir_unsafe', message, { exit: 3 });
+  }
 }
 
 /** A running `attest serve` that holds the embedded database in `dataDir`, if there is one. */

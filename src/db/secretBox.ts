@@ -1,3 +1,4 @@
+import { Fault } from '../core/fault.js';
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
 
 /**
@@ -35,13 +36,13 @@ export interface SecretBox {
 }
 
 /** A sealed value that cannot be opened: unknown master key, wrong row, or altered bytes. */
-export class SecretOpenError extends Error {
+export class SecretOpenError extends Fault {
   override readonly name = 'SecretOpenError';
   constructor(
     message: string,
     readonly keyId: string,
   ) {
-    super(message);
+    super('secret_open', message);
   }
 }
 

@@ -1,6 +1,7 @@
+import { Fault } from '../core/fault.js';
 import { sql, type SQL } from 'drizzle-orm';
 import { recordAudit, type Auditor } from './audit.js';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { SecretOpenError, type Sealed, type SecretBox } from './secretBox.js';
 
 /**
@@ -54,8 +55,11 @@ export function aadFor(table: string, column: string, key: readonly string[]): s
 }
 
 /** The master key does not fit the database's secrets (or is missing); one line says which key is expected. */
-export class MasterKeyError extends Error {
+export class MasterKeyError extends Fault {
   override readonly name = 'MasterKeyError';
+  constructor(message: string) {
+    super('master_key', message, { exit: 2 });
+  }
 }
 
 const CHECK_PLAINTEXT = new TextEncoder().encode('attest master key check');

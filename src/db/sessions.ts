@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { pruneBatch } from './pruneLock.js';
 import { fixedStatement } from './fixedStatement.js';
 

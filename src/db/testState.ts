@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { underPruneLock, type PruneTarget } from './pruneLock.js';
 
 // the test-state pruner's advisory lock (each pruner has its own id)

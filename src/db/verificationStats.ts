@@ -1,5 +1,5 @@
 import { sql, type SQL } from 'drizzle-orm';
-import { rowsOf, type Database } from './client.js';
+import { rowsOf, type Database } from './database.js';
 import { underPruneLock, type PruneTarget } from './pruneLock.js';
 import { fixedStatement } from './fixedStatement.js';
 import type {

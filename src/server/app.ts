@@ -12,15 +12,8 @@ import { parseEnvelope } from '../core/envelope.js';
 import { LIVE_JWKS_PATH, TEST_JWKS_PATH } from '../core/resultToken.js';
 import type { DatabaseBreaker } from '../db/databaseBreaker.js';
 import { isDatabaseTimeout, withDatabaseDeadline } from '../db/databaseDeadline.js';
-import {
-  DatabaseUnavailableError,
-  isDatabaseUnavailable,
-  isTransientDatabaseFault,
-  isWriteRefused,
-} from '../db/errors.js';
 import type { WriteHealth } from '../db/writeHealth.js';
 import type { ConsumeResult } from '../db/sessions.js';
-import { GoogleBusyError, GoogleFault } from '../upstream/playIntegrityClient.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
 import type { AppEnv, RequestLog } from './appEnv.js';
 import {
@@ -32,7 +25,7 @@ import {
 import { METRICS_CONTENT_TYPE, type Metrics } from './metrics.js';
 import type { ClientAddress } from './clientAddress.js';
 import { apiKeyAuth } from './middleware/apiKeyAuth.js';
-import { backendBudget, DeadlineExceeded, SUSPECT_AFTER_MS } from './middleware/backendBudget.js';
+import { backendBudget, SUSPECT_AFTER_MS } from './middleware/backendBudget.js';
 import { requestLog } from './middleware/requestLog.js';
 import { verifyCounter } from './middleware/verifyCounter.js';
 import { OPENAPI_DOCUMENT } from './openapi.js';
@@ -46,6 +39,7 @@ import { parseVerifyRequest } from './verifyRequest.js';
 import { parseConsumeRequest } from './consumeRequest.js';
 import type { ResultConsumer } from './resultConsumer.js';
 import { truncate } from './boundLogFields.js';
+import { faultAnswer } from './faultAnswer.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 /** A consume's body: a result token (at most RESULT_TOKEN_MAX_CHARS) and its JSON. */
@@ -162,19 +156,14 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   app.onError((err, c) => {
     const log = c.get('log');
     if (log) log.err = describeFault(err);
-    if (err instanceof DeadlineExceeded || isDatabaseTimeout(err)) deps.onBackendTimeout?.(err);
+    const answer = faultAnswer(err);
+    if (answer.timeout) deps.onBackendTimeout?.(err);
     deps.writeHealth?.observe(err);
-    if (err instanceof GoogleBusyError) {
-      // a slow Google holds at most the configured number of requests; the rest retry shortly
-      c.header('Retry-After', String(err.retryAfterSeconds));
-      return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Busy, retry shortly');
-    }
-    const retryAfter = retryAfterSeconds(err);
-    if (retryAfter !== undefined) c.header('Retry-After', String(retryAfter));
-    // no database takes the request now (down, silent, a standby not yet promoted): no verdict (a
-    // cut statement may have spent its session or counter); a retry may meet the new primary
-    if (isDatabaseUnavailable(err) || isDatabaseTimeout(err))
-      return errorBody(c, 503, STATUS_INTERNAL_ERROR, 'Database unavailable, retry shortly');
+    if (answer.retryAfterSeconds !== undefined)
+      c.header('Retry-After', String(answer.retryAfterSeconds));
+    // nothing was decided (a busy upstream, no database: a cut statement may have spent its
+    // session or counter); a retry may be served, by the new primary after a failover
+    if (answer.unavailable) return errorBody(c, 503, STATUS_INTERNAL_ERROR, answer.unavailable);
     return errorBody(c, 500, STATUS_INTERNAL_ERROR, 'Internal error');
   });
 
@@ -446,28 +435,6 @@ function pickFacts(facts: VerifyOutcome['facts']): Partial<RequestLog> {
   if (facts.receipt) out.receipt = facts.receipt;
   if (facts.receiptProblem) out.receiptProblem = facts.receiptProblem;
   return out;
-}
-
-/**
- * Seconds a client should wait before retrying after `err`, when the fault is one a retry may not
- * meet: the database unreachable, silent, reset or refusing writes, a deadline, an upstream
- * (Google) failing. Undefined for a fault of attest itself (a bug: retrying soon will not help).
- */
-export function retryAfterSeconds(err: unknown): number | undefined {
-  // the breaker's probe runs every 200 ms; a read-only standby is promoted within seconds
-  if (isDatabaseUnavailable(err)) return 1;
-  if (isDatabaseTimeout(err) || err instanceof DeadlineExceeded) return 1;
-  // a full disk or a read-only database is not fixed within a second
-  if (isWriteRefused(err)) return 5;
-  if (isTransientDatabaseFault(err)) return 1;
-  if (err instanceof GoogleFault) {
-    if (err.code === 'timeout' || err.code === 'unreachable' || err.code === 'server_error')
-      return 1;
-    if (err.code === 'rate_limited') return 30;
-    // refused credentials or a malformed answer: an operator has to act
-    return 60;
-  }
-  return undefined;
 }
 
 /**

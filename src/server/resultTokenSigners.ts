@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { ConfigError, DEFAULT_RESULT_TOKEN_TTL_SECONDS, type Config } from '../config.js';
 import type { createApiKeyRepository } from '../db/apiKeys.js';
-import type { DatabaseHandle } from '../db/client.js';
+import type { DatabaseHandle } from '../db/database.js';
 import { createResultKeyRepository } from '../db/resultKeys.js';
 import type { createSecretBox } from '../db/secretBox.js';
 import { PROPAGATION_MS } from './propagation.js';

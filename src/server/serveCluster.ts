@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config } from '../config.js';
-import type { DatabaseHandle } from '../db/client.js';
+import type { DatabaseHandle } from '../db/database.js';
 import { isAttestMessage, type FromWorker, type ToWorker } from './clusterMessages.js';
 import { PROPAGATION_MS } from './propagation.js';
 import {

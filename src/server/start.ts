@@ -8,12 +8,9 @@ import { configuredAppleRoots } from '../configuredAppleRoots.js';
 import { createRevocationRepository } from '../db/androidRevocations.js';
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
 import { startChangeFeed, type ChangeFeed } from '../db/changeFeed.js';
-import {
-  DEFAULT_CONNECT_TIMEOUT_SECONDS,
-  openDatabase,
-  type DatabaseHandle,
-} from '../db/client.js';
+import { DEFAULT_CONNECT_TIMEOUT_SECONDS, openDatabase } from '../db/client.js';
 import { redactUrl } from '../db/redactUrl.js';
+import type { DatabaseHandle } from '../db/database.js';
 import { embeddedUnavailable, isConnectionError, unavailable } from '../db/errors.js';
 import { resolveMasterKey, type ResolvedMasterKey } from '../db/masterKey.js';
 import { assertMigrated, runMigrations } from '../db/migrate.js';

@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { startAdminServer, type AdminServer } from '../admin/adminServer.js';
 import { OPERATIONS, runOperation } from '../admin/operations.js';
 import type { Config } from '../config.js';
-import type { DatabaseHandle } from '../db/client.js';
+import type { DatabaseHandle } from '../db/database.js';
 import type { SecretBox } from '../db/secretBox.js';
 import { backupCluster } from '../db/embeddedBackup.js';
 import { createPrivateSocketPath, removeSocket } from '../socketPath.js';

@@ -4,7 +4,7 @@ import type { ReceiptVerifier } from '../core/apple/verifyReceipt.js';
 import { createReceiptClient } from '../upstream/appleReceiptClient.js';
 import { createAppleCredentialRepository } from '../db/appleCredentials.js';
 import type { RevocationRepository } from '../db/androidRevocations.js';
-import type { DatabaseHandle } from '../db/client.js';
+import type { DatabaseHandle } from '../db/database.js';
 import type { ConsumedResultRepository } from '../db/consumedResults.js';
 import { createReceiptRefreshQueue } from '../db/receiptRefreshQueue.js';
 import type { SecretBox } from '../db/secretBox.js';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { DEFAULT_STATS_RETENTION_SECONDS, type Config } from '../config.js';
 import type { AllowlistReader } from '../core/ports.js';
-import type { DatabaseHandle } from '../db/client.js';
+import type { DatabaseHandle } from '../db/database.js';
 import { createVerificationStatsRepository } from '../db/verificationStats.js';
 import { boundDatabaseWait } from '../db/databaseDeadline.js';
 import { describeFault } from './app.js';

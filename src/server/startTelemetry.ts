@@ -1,4 +1,4 @@
-import type { OtelConfig } from '../config.js';
+import type { OtelConfig } from '../otelConfig.js';
 import { packageVersion } from '../packageVersion.js';
 import type { Telemetry } from './telemetry.js';
 

@@ -15,7 +15,7 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BatchSpanProcessor, TracerProvider } from '@opentelemetry/sdk-trace';
-import type { OtelConfig } from '../config.js';
+import type { OtelConfig } from '../otelConfig.js';
 import type { RequestLog } from './appEnv.js';
 import { errorType, HTTP_DURATION_BUCKETS } from './httpSemconv.js';
 

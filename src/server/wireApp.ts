@@ -15,7 +15,7 @@ import { createAndroidKeyRepository } from '../db/androidKeys.js';
 import { createDeviceVelocityRepository } from '../db/deviceVelocity.js';
 import { createRevocationRepository, createRevocationSource } from '../db/androidRevocations.js';
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
-import type { DatabaseHandle } from '../db/client.js';
+import type { DatabaseHandle } from '../db/database.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';

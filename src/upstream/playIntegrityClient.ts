@@ -6,6 +6,7 @@
  * in time, 429, 5xx, credentials refused) throws `GoogleFault`, so it can never become a pass.
  */
 import { createHash } from 'node:crypto';
+import { Fault } from '../core/fault.js';
 import { importPKCS8, SignJWT } from 'jose';
 import type { RecallValues } from '../core/gms/recallTarget.js';
 import type { GoogleServiceAccount, IntegrityTokenDecoder } from '../core/ports.js';
@@ -47,20 +48,27 @@ export type GoogleFaultCode =
   | 'credentials';
 
 /** No verdict from Google: a fault (HTTP 500), logged with `code`. Never carries a secret. */
-export class GoogleFault extends Error {
+export class GoogleFault extends Fault {
   override readonly name = 'GoogleFault';
-  constructor(
-    readonly code: GoogleFaultCode,
-    message: string,
-  ) {
-    super(message);
+  declare readonly code: GoogleFaultCode;
+  constructor(code: GoogleFaultCode, message: string) {
+    super(code, message, { retryAfterSeconds: retryAfterOf(code) });
   }
 }
 
+/** Google failing or slow: a retry may meet it soon; refused credentials or a malformed answer need an operator. */
+function retryAfterOf(code: GoogleFaultCode): number {
+  if (code === 'timeout' || code === 'unreachable' || code === 'server_error') return 1;
+  return code === 'rate_limited' ? 30 : 60;
+}
+
 /** More decodes in flight than the deployment allows: answer 503 with Retry-After. */
-export class GoogleBusyError extends Error {
+export class GoogleBusyError extends Fault {
   override readonly name = 'GoogleBusyError';
-  readonly retryAfterSeconds = 1;
+  constructor(message: string) {
+    // a slow Google holds at most the configured number of requests; the rest retry shortly
+    super('google_busy', message, { retryAfterSeconds: 1, unavailable: 'Busy, retry shortly' });
+  }
 }
 
 /** One exchange with Google, for metrics. */

@@ -5,7 +5,8 @@
  * `attest allowlist android-issuers block|unblock|list` keeps the blocklist, audited.
  */
 import { describe, expect, vi } from 'vitest';
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import { createIssuerVelocityRepository } from '../../src/db/issuerVelocity.js';
 import { windowStartOf } from '../../src/core/deviceVelocity.js';
 import { runCli } from '../support/cli.js';

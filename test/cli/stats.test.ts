@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import { loadConfig } from '../../src/config.js';
-import type { DatabaseHandle } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import type { StatsRow } from '../../src/db/statsDimensions.js';
 import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';

@@ -18,7 +18,8 @@ import { ENVELOPE_CHECKS, verifyToken } from '../../src/core/verify.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createCachedAllowlist } from '../../src/db/cachedAllowlist.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
-import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import { rowsOf, type DatabaseHandle } from '../../src/db/database.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
 import {

@@ -10,7 +10,7 @@ import {
   type AuditEvent,
   type Auditor,
 } from '../../src/db/audit.js';
-import type { Database } from '../../src/db/client.js';
+import type { Database } from '../../src/db/database.js';
 import { backends, type TestDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 

@@ -6,7 +6,7 @@ import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import type { AuditEvent, Auditor } from '../../src/db/audit.js';
-import { rowsOf } from '../../src/db/client.js';
+import { rowsOf } from '../../src/db/database.js';
 import { createCaptureRepository, type CaptureInput } from '../../src/db/captures.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { checkMasterKey } from '../../src/db/secrets.js';

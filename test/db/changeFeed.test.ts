@@ -8,7 +8,7 @@ import { sql } from 'drizzle-orm';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { startChangeFeed, type ChangeFeed } from '../../src/db/changeFeed.js';
-import { rowsOf, type DatabaseHandle } from '../../src/db/client.js';
+import { rowsOf, type DatabaseHandle } from '../../src/db/database.js';
 import { backends, clientOf, useDatabase } from '../support/databases.js';
 
 const POLLING = {

@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
-import { openDatabase, type Database, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import type { Database, DatabaseHandle } from '../../src/db/database.js';
 import {
   DEFAULT_MASTER_KEY_FILE,
   resolveMasterKey,

@@ -9,7 +9,8 @@
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.js';
-import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import { rowsOf, type DatabaseHandle } from '../../src/db/database.js';
 import { planConnections } from '../../src/db/poolerProbe.js';
 import { backends, clientOf, type TestDatabase } from '../support/databases.js';
 

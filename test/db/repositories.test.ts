@@ -9,7 +9,7 @@ import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
 import { migrationStatus, runMigrations } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
-import { rowsOf, type Database } from '../../src/db/client.js';
+import { rowsOf, type Database } from '../../src/db/database.js';
 import { backends, clientOf, useDatabase } from '../support/databases.js';
 import { TEST_SECRETS } from '../support/secrets.js';
 

@@ -7,7 +7,7 @@ import postgres from 'postgres';
 import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
-import { rowsOf, type DatabaseHandle } from '../../src/db/client.js';
+import { rowsOf, type DatabaseHandle } from '../../src/db/database.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
 import { startSessionPruner, type PruneRun } from '../../src/server/sessionPruner.js';
 import { startServer, type RunningServer } from '../../src/server/start.js';

@@ -1,6 +1,6 @@
 import { sql } from 'drizzle-orm';
 import { describe, expect, it } from 'vitest';
-import { rowsOf } from '../../src/db/client.js';
+import { rowsOf } from '../../src/db/database.js';
 import type { StatsRow } from '../../src/db/statsDimensions.js';
 import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
 import { createStatsRecorder, type CountedVerify } from '../../src/server/statsRecorder.js';

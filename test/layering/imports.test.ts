@@ -51,6 +51,16 @@ it('src/client reaches outside itself only for the shared body reader and core t
   expect(outside).toContain('client/index.ts -> readBoundedBody.js');
 });
 
+it('only the openers import db/client.ts (which may start a PostgreSQL server); repositories import db/database.ts', () => {
+  const importers = sources(SRC)
+    .filter((f) => importsOf(f).includes('db/client.js'))
+    .map((f) => relative(SRC, f))
+    .sort();
+  expect(importers.filter((f) => f.startsWith('db/'))).toEqual([]);
+  expect(importers).toEqual(['cli/context.ts', 'server/clusterWorker.ts', 'server/start.ts']);
+  expect(importsOf(join(SRC, 'db', 'sessions.ts'))).toContain('db/database.js');
+});
+
 it('the scan sees imports (a CLI file importing the CLI, storage importing the socket rules)', () => {
   expect(importsOf(join(SRC, 'cli', 'main.ts'))).toContain('cli/errors.js');
   expect(importsOf(join(SRC, 'db', 'dataDirLock.ts'))).toContain('socketPath.js');

@@ -2,7 +2,8 @@
 // on PGlite and PostgreSQL, with chains from a private CA (what ATTEST_ANDROID_ROOT_CA configures).
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { signAndroidAssertion } from '../../src/core/dev/androidKeyMint.js';
 import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import * as apiKeys from '../../src/core/apiKeys.js';
 import { generateApiKey } from '../../src/core/apiKeys.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
-import { rowsOf } from '../../src/db/client.js';
+import { rowsOf } from '../../src/db/database.js';
 import { backends, type TestDatabase } from '../support/databases.js';
 import { BASE, createTestService, issueKey } from '../support/service.js';
 

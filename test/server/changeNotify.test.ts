@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { createRevocationRepository } from '../../src/db/androidRevocations.js';
-import { rowsOf } from '../../src/db/client.js';
+import { rowsOf } from '../../src/db/database.js';
 import { sql } from 'drizzle-orm';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import {

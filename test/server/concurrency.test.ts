@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import postgres from 'postgres';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import { migrationStatus, runMigrations } from '../../src/db/migrate.js';
 import { backends, postgresBackend, type TestDatabase } from '../support/databases.js';
 import { createTestService, init, issueKey, verify } from '../support/service.js';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import { createDatabaseBreaker, type DatabaseBreaker } from '../../src/db/databaseBreaker.js';
 import { STATUS_INTERNAL_ERROR } from '../../src/server/errorBody.js';
 import { backends, postgresBackend, useDatabase, type TestDatabase } from '../support/databases.js';

@@ -7,7 +7,8 @@ import { defaultAppleRoots } from '../../src/core/apple/trustRoots.js';
 import type { DeviceLimit } from '../../src/core/ports.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import type { AuditEvent, Auditor } from '../../src/db/audit.js';
-import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import { rowsOf, type DatabaseHandle } from '../../src/db/database.js';
 import { createDeviceVelocityRepository } from '../../src/db/deviceVelocity.js';
 import {
   ANDROID_NOW,

@@ -22,7 +22,8 @@ import {
 } from '../../src/core/dev/devCa.js';
 import { encodeAppleToken } from '../../src/core/apple/appleToken.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import { createDevCaRepository } from '../../src/db/devCa.js';
 import { replicaPairMissing, startReplicaPair, type ReplicaPair } from '../support/replicaPair.js';
 import { TEST_SECRETS } from '../support/secrets.js';

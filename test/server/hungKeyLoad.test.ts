@@ -6,7 +6,8 @@
  */
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import { createPoolWatchdog, type WatchdogVerdict } from '../../src/db/poolWatchdog.js';
 import { DATABASE_WAIT_MS } from '../../src/server/app.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';

@@ -13,7 +13,7 @@ import { DEV_KEY_ACCESS_CONTROL, devOsInformation } from '../../src/core/dev/dev
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';
 import { createAppleKeyRepository } from '../../src/db/appleKeys.js';
-import type { DatabaseHandle } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import {
   ANDROID_NOW,
   ANDROID_PACKAGE,

@@ -19,7 +19,8 @@ import {
 import { encodeAppleToken } from '../../src/core/apple/appleToken.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
-import { openDatabase, rowsOf, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import { rowsOf, type DatabaseHandle } from '../../src/db/database.js';
 import { createDevCaRepository } from '../../src/db/devCa.js';
 import { sql } from 'drizzle-orm';
 import { adminClient, databaseUrl } from '../support/embeddedServer.js';

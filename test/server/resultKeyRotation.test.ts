@@ -13,7 +13,7 @@ import {
   ROTATION_DELAY_SECONDS,
 } from '../../src/core/resultKeyTiming.js';
 import type { AuditEvent } from '../../src/db/audit.js';
-import { rowsOf } from '../../src/db/client.js';
+import { rowsOf } from '../../src/db/database.js';
 import { createResultKeyRepository } from '../../src/db/resultKeys.js';
 import { createResultTokenSigner } from '../../src/server/resultTokenSigner.js';
 import { backends, useDatabase } from '../support/databases.js';

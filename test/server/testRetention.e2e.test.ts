@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config.js';
 import { createAllowlistRepository } from '../../src/db/allowlist.js';
 import { createAndroidKeyRepository } from '../../src/db/androidKeys.js';
 import type { Auditor } from '../../src/db/audit.js';
-import { rowsOf } from '../../src/db/client.js';
+import { rowsOf } from '../../src/db/database.js';
 import { createTestStateRepository } from '../../src/db/testState.js';
 import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
 import { startTestStatePruner } from '../../src/server/testStatePruner.js';

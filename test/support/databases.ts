@@ -3,7 +3,8 @@ import postgres, { type Sql } from 'postgres';
 import { postgresTarget } from '../../src/db/postgresUrl.js';
 import { sql } from 'drizzle-orm';
 import { afterAll, beforeAll, beforeEach, inject } from 'vitest';
-import { openDatabase, type DatabaseHandle } from '../../src/db/client.js';
+import { openDatabase } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import { runMigrations } from '../../src/db/migrate.js';
 import { adminClient, databaseUrl, TEMPLATE_DATABASE } from './embeddedServer.js';
 

@@ -25,7 +25,7 @@ import {
 import type { AndroidRootKey } from '../../src/core/androidKey/trustRoots.js';
 import type { IntegrityTokenDecoder, KeyMode } from '../../src/core/ports.js';
 import type { VerifyOutcome } from '../../src/core/outcome.js';
-import type { DatabaseHandle } from '../../src/db/client.js';
+import type { DatabaseHandle } from '../../src/db/database.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { migrationStatus } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';

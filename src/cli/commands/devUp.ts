@@ -7,21 +7,19 @@ import {
   parseApiKey,
   verifyApiKeyHash,
 } from '../../core/apiKeys.js';
-import { ConfigError, type Config } from '../../config.js';
+import type { Config } from '../../config.js';
 import { readInputFileSync } from '../../inputFile.js';
 import { writePrivateFile } from '../../writePrivateFile.js';
 import { createApiKeyRepository } from '../../db/apiKeys.js';
 import type { Auditor } from '../../db/audit.js';
-import { DatabaseBusyError, type DatabaseHandle } from '../../db/client.js';
-import { DataDirUnsafeError } from '../../db/runningServer.js';
-import { DatabaseUnavailableError } from '../../db/errors.js';
+import type { DatabaseHandle } from '../../db/database.js';
 import { resolveMasterKey } from '../../db/masterKey.js';
 import { createSecretBox } from '../../db/secretBox.js';
-import { MasterKeyError } from '../../db/secrets.js';
 import type { RunningServer } from '../../server/start.js';
 import { localAdmin } from '../admin.js';
-import { auditorFor, config, configProblem } from '../context.js';
-import { runtimeError, settingError, usageError } from '../errors.js';
+import { auditorFor, config } from '../context.js';
+import { runtimeError, usageError } from '../errors.js';
+import { startProblem } from '../startProblem.js';
 import { printJson } from '../output.js';
 import { stopOnSignal } from './serve.js';
 import { APPLE_APP_ID } from '../kinds/apple/appleAppId.js';
@@ -275,21 +273,6 @@ function invokedAs(): string {
 
 function shellWord(text: string): string {
   return /^[\w./:@%+=-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
-}
-
-function startProblem(err: unknown, cfg: Config): unknown {
-  if (
-    err instanceof DatabaseBusyError ||
-    err instanceof DataDirUnsafeError ||
-    err instanceof DatabaseUnavailableError
-  )
-    return runtimeError(err.message);
-  const e = err as NodeJS.ErrnoException;
-  if (e.code === 'EADDRINUSE')
-    return runtimeError(`port ${cfg.port} on ${cfg.host} is in use: pick another with --port`);
-  if (err instanceof ConfigError) return configProblem(err);
-  if (err instanceof MasterKeyError) return settingError(err.message);
-  return runtimeError(`cannot start: ${e.message}`);
 }
 
 function portFlag(value: string): number {

@@ -1,13 +1,9 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { ConfigError } from '../../config.js';
 import { parseWorkers, WORKERS_RULE } from '../../workers.js';
-import { DatabaseBusyError } from '../../db/client.js';
-import { DataDirUnsafeError } from '../../db/runningServer.js';
-import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { RunningServer } from '../../server/start.js';
-import { MasterKeyError } from '../../db/secrets.js';
-import { config, configProblem } from '../context.js';
-import { runtimeError, settingError, usageError } from '../errors.js';
+import { config } from '../context.js';
+import { runtimeError } from '../errors.js';
+import { startProblem } from '../startProblem.js';
 
 export function serveCommand(): Command {
   return new Command('serve')
@@ -74,20 +70,7 @@ Examples:
           });
         } catch (err) {
           logger.flush();
-          if (
-            err instanceof DatabaseBusyError ||
-            err instanceof DataDirUnsafeError ||
-            err instanceof DatabaseUnavailableError
-          )
-            throw runtimeError(err.message);
-          const e = err as NodeJS.ErrnoException;
-          if (e.code === 'EADDRINUSE')
-            throw runtimeError(
-              `port ${cfg.port} on ${cfg.host} is in use: pick another with --port or PORT`,
-            );
-          if (err instanceof ConfigError) throw configProblem(err);
-          if (err instanceof MasterKeyError) throw settingError(err.message);
-          throw runtimeError(`cannot start: ${e.message}`);
+          throw startProblem(err, cfg);
         }
         if (server.masterKey.created)
           process.stderr.write(

@@ -1,3 +1,4 @@
+import { Fault } from '../../core/fault.js';
 import { createMiddleware } from 'hono/factory';
 import type { DatabaseBreaker } from '../../db/databaseBreaker.js';
 import { isDatabaseTimeout, withDatabaseDeadline } from '../../db/databaseDeadline.js';
@@ -5,8 +6,11 @@ import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { AppEnv, Budget } from '../appEnv.js';
 
 /** A backend call that did not answer within the request's budget; the app answers 500. */
-export class DeadlineExceeded extends Error {
+export class DeadlineExceeded extends Fault {
   override readonly name = 'DeadlineExceeded';
+  constructor(message: string) {
+    super('deadline_exceeded', message, { retryAfterSeconds: 1 });
+  }
 }
 
 /** A backend call that waited this long has the breaker probe the database (if it has not lately). */
