@@ -11,7 +11,7 @@ import { bytea } from './bytea.js';
 export const deviceVelocity = pgTable(
   'device_velocity',
   {
-    /** 'apple' | 'android-key' */
+    /** a service whose tokens name a device key (deviceKey in core/kinds.ts) */
     service: text('service').notNull(),
     keyId: bytea('key_id').notNull(),
     /** the mode of the API keys counted: live and test keys count apart */

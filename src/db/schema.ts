@@ -446,7 +446,7 @@ export const verificationStats = pgTable(
     apiKeyId: text('api_key_id').notNull(),
     /** the API key's mode: 'live' | 'test' */
     mode: text('mode').notNull(),
-    /** 'apple' | 'gms' | 'android-key'; '' when the token named none */
+    /** the token's service (core/kinds.ts); '' when the token named none */
     service: text('service').notNull(),
     /** the App Attest app ID or Android package ('other' when not allowlisted; '' when unknown) */
     app: text('app').notNull(),

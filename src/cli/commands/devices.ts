@@ -5,6 +5,7 @@ import { formatDeviceLimit } from '../../core/policyFields.js';
 import { CliError, EXIT, usageError } from '../errors.js';
 import { printJson } from '../output.js';
 import { safeText } from '../terminalText.js';
+import { KINDS } from '../kinds/registry.js';
 
 /** `attest devices`: registered keys (App Attest, android-key) seen as devices, with their verify counts. */
 export function devicesCommand(): Command {
@@ -72,7 +73,7 @@ export function devicesCommand(): Command {
           return [
             `key ${doc.keyId}: ${v.service} ${v.app}${v.environment ? ` (${v.environment})` : ''}${v.mode === 'test' ? ', registered with a test API key' : ''}`,
             `registered: ${doc.registeredAt}`,
-            `last used: ${doc.lastUsedAt ?? (v.service === 'android-key' ? 'not recorded (android-key keys record use only while their package counts verifies)' : 'never')}`,
+            `last used: ${doc.lastUsedAt ?? KINDS.find((k) => k.service === v.service)?.unrecordedUse ?? 'never'}`,
             `verifies in the current window: ${counted}`,
           ]
             .map(safeText)

@@ -289,9 +289,12 @@ Examples:
         receipt,
         at,
         nonceChecked: expectedNonce !== null,
-        // only android-key reads --challenge
+        // said only where the token's kind reads --challenge
         challengeGiven:
-          input.challenge !== undefined && result.outcome.facts.service === 'android-key',
+          input.challenge !== undefined &&
+          KINDS.some(
+            (k) => k.service === result.outcome.facts.service && k.verifyFile.readsChallenge,
+          ),
         json: opts.json === true,
         offline,
         roots: mode === 'test' && result.devRoot ? `${roots}+development` : roots,

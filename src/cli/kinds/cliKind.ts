@@ -18,6 +18,8 @@ export interface CliKind {
   allowlist?: AllowlistKind;
   /** its `verify-file` flags, checks and offline stores */
   verifyFile: VerifyFileKind;
+  /** `attest devices`' last-used line for a key with none recorded (default: never) */
+  unrecordedUse?: string;
   /** lines of the parent commands' help examples, `$ attest ...` */
   examples: { dev: string; devMint?: string; token: string };
 }

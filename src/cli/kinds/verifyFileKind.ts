@@ -31,6 +31,8 @@ export interface VerifyFileOptions {
 /** A kind's part of `attest verify-file`. */
 export interface VerifyFileKind {
   options: VerifyFileOptions[];
+  /** true when it reads a given attestation challenge (`--challenge`) instead of deriving it */
+  readsChallenge?: true;
   /** its flags that only an attestation token takes (refused with a result token), in camelCase */
   attestationOnly: string[];
   /** the rejections a test key's wider trust can change: only these are re-run as a test key */

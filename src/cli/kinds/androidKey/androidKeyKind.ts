@@ -9,6 +9,8 @@ export const androidKeyKind: CliKind = {
   wrapCommand: androidKeyWrapCommand,
   mintCommand: androidKeyMintCommand,
   verifyFile: androidKeyVerifyFile,
+  unrecordedUse:
+    'not recorded (android-key keys record use only while their package counts verifies)',
   examples: {
     dev: '$ attest dev mint android-key --package com.example.bank --device droid.json --nonce <b64>',
     token:

@@ -26,6 +26,7 @@ interface AndroidKeyFlags extends VerifyFileFlags, KeyAttestationFlags {
 
 /** Android key attestation in `attest verify-file`: the policy flags, --challenge, --revocations. */
 export const androidKeyVerifyFile: VerifyFileKind = {
+  readsChallenge: true,
   options: [
     { at: 0, add: addKeyAttestationOptions },
     {
