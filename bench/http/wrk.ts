@@ -77,7 +77,11 @@ export async function runWrk(
   const child = spawn(wrk, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
-  child.stdout.on('data', (c) => (out += c));
+  child.stdout.on('data', (c) => {
+    out += c;
+    // a run bounded by a count: its last answer is in (wrk.lua), and wrk reports on SIGINT
+    if (opts.amount && out.includes('ATTEST_WRK_DONE')) child.kill('SIGINT');
+  });
   child.stderr.on('data', (c) => (err += c));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
   const line = /^ATTEST_WRK (\{.*\})$/m.exec(out)?.[1];
