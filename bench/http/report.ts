@@ -130,11 +130,11 @@ export function verdictTable(list: readonly Verdict[], connections = TARGET_CONN
 
 export function table(result: BenchResult): string {
   const head =
-    '| scenario | driver | conns | req/s | vs hello | p50 ms | p99 ms | CPU ms/req | +database | loop delay p99 ms | GC pauses | correct | wrong | errors |';
+    '| scenario | conns | req/s | vs hello | p50 ms | p99 ms | CPU ms/req | +database | loop delay p99 ms | GC pauses | correct | wrong | errors | driver |';
   const rule = '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = result.results.map(
     (r) =>
-      `| ${r.scenario}${r.helloRuns ? ' (better of 2)' : ''} | ${r.driver ?? '-'} | ${r.connections} | ${r.rps.toFixed(0)} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.cpuMsPerRequest.toFixed(3)} | ${r.treeCpuMsPerRequest === undefined ? '-' : r.treeCpuMsPerRequest.toFixed(3)} | ${r.server ? r.server.loopDelayP99Ms.toFixed(1) : '-'} | ${r.server ? `${r.server.gcCount} / ${r.server.gcMs.toFixed(0)} ms` : '-'} | ${r.correct} | ${r.wrong} | ${r.errors} |`,
+      `| ${r.scenario}${r.helloRuns ? ' (better of 2)' : ''} | ${r.connections} | ${r.rps.toFixed(0)} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.cpuMsPerRequest.toFixed(3)} | ${r.treeCpuMsPerRequest === undefined ? '-' : r.treeCpuMsPerRequest.toFixed(3)} | ${r.server ? r.server.loopDelayP99Ms.toFixed(1) : '-'} | ${r.server ? `${r.server.gcCount} / ${r.server.gcMs.toFixed(0)} ms` : '-'} | ${r.correct} | ${r.wrong} | ${r.errors} | ${r.driver ?? '-'} |`,
   );
   return [
     `database ${result.database}, node ${result.node}, load before ${result.loadBefore.join(' ')} / after ${result.loadAfter.join(' ')}`,
