@@ -1,5 +1,23 @@
 import { availableParallelism } from 'node:os';
 
+/**
+ * How the workers of `serve --workers` share the port: `reusePort`, each worker listens on it
+ * itself (SO_REUSEPORT) and the kernel spreads new connections over them; `cluster`, the primary
+ * accepts every connection and hands it to a worker (node:cluster's round robin), where Node has
+ * no `reusePort` listen option (before 22.12 and 23.1) or the platform is not Linux.
+ */
+export type Balancing = 'reusePort' | 'cluster';
+
+/** The balancing this Node.js gives (`version` like process.versions.node). */
+export function balancingOf(
+  version: string = process.versions.node,
+  platform: NodeJS.Platform = process.platform,
+): Balancing {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  const has = major > 23 || (major === 23 && minor >= 1) || (major === 22 && minor >= 12);
+  return has && platform === 'linux' ? 'reusePort' : 'cluster';
+}
+
 /** The most `--workers` takes: far beyond any core count, short of a fork bomb. */
 export const MAX_WORKERS = 1024;
 

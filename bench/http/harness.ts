@@ -14,6 +14,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DeviceKey } from '../../test/support/appleFactory.js';
+import { runWrk, type WrkLoad } from './wrk.js';
 import type { AndroidDeviceKey } from '../../src/core/dev/androidKeyMint.js';
 import {
   ANDROID_PACKAGE,
@@ -33,6 +34,8 @@ import {
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const BIN = join(ROOT, 'bin', 'attest.js');
 const HELLO = join(dirname(fileURLToPath(import.meta.url)), 'hello.mjs');
+/** answers per second no server reaches here: the size of a timed wrk run's use-once pool */
+const WRK_MAX_RATE = 6000;
 
 export interface BenchOptions {
   connections: number[];
@@ -67,6 +70,11 @@ export interface BenchOptions {
    * the one-process server in the same run (WORKERS_SCENARIO)
    */
   workers?: number;
+  /**
+   * wrk's path: drive every scenario but the session pair with wrk (bench/http/wrk.ts); without
+   * it, autocannon (the suite's smoke run)
+   */
+  wrk?: string;
   log?: (line: string) => void;
 }
 
@@ -82,8 +90,12 @@ export interface ScenarioResult {
   rps: number;
   p50: number;
   p99: number;
-  /** server CPU (user + system) per request, ms */
+  /** server CPU (user + system) per request, ms: the attest processes (primary and workers) */
   cpuMsPerRequest: number;
+  /** embedded: the same for attest and the database server it owns (its postgres processes) together */
+  treeCpuMsPerRequest?: number;
+  /** the load generator that drove the run */
+  driver?: 'wrk' | 'autocannon';
   /** ratio of rps to the hello-world's at the same concurrency, same run */
   ratio: number;
   target: 'hello' | 'attest';
@@ -109,6 +121,9 @@ export interface BenchResult {
   serverRssAfterMb: number;
   /** the same after `settleSeconds` without requests (V8's memory reducer and malloc's trims had their turn); null when not waited for */
   serverRssSettledMb: number | null;
+  /** embedded: the RSS of attest and its database's processes together (shared pages counted in each), after the run and settled */
+  treeRssAfterMb?: number;
+  treeRssSettledMb?: number | null;
   /** the server's own view after the run (its /metrics), to tell the JS heap from native memory */
   serverHeapMb: { heapTotal: number; heapUsed: number; external: number };
   /** the last used assertion, registration and consumed result token, sent again */
@@ -160,18 +175,46 @@ function ownCpuMs(pid: number): number {
   }
 }
 
-/** CPU ms so far of `pid` and its children (a `--workers` server's workers; none otherwise) */
-function cpuMs(pid: number): number {
-  let children: number[] = [];
-  try {
-    const text = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim();
-    if (text) children = text.split(' ').map(Number);
-  } catch {
-    // no children file: the process alone
+/** `pid` and its descendants: a `--workers` server's workers, the embedded database's processes */
+function tree(pid: number): number[] {
+  const out = [pid];
+  for (let i = 0; i < out.length; i++) {
+    try {
+      const text = readFileSync(`/proc/${out[i]}/task/${out[i]}/children`, 'utf8').trim();
+      if (text) out.push(...text.split(' ').map(Number));
+    } catch {
+      // no children file (exited): the process alone
+    }
   }
-  // a child that exited between the reads counts as nothing rather than NaN
-  return children.reduce((sum, child) => sum + (ownCpuMs(child) || 0), ownCpuMs(pid));
+  return out;
 }
+
+const isDatabase = (pid: number) => {
+  try {
+    return readFileSync(`/proc/${pid}/comm`, 'utf8').startsWith('postgres');
+  } catch {
+    return false;
+  }
+};
+
+/**
+ * CPU ms so far of `pid` and its node descendants (`attest`), and of the whole tree with the
+ * embedded database's postgres processes (`tree`); a process that exited between the reads counts
+ * as nothing rather than NaN
+ */
+function cpuMs(pid: number): { attest: number; tree: number } {
+  let attest = 0;
+  let all = 0;
+  for (const p of tree(pid)) {
+    const ms = ownCpuMs(p) || 0;
+    all += ms;
+    if (!isDatabase(p)) attest += ms;
+  }
+  return { attest, tree: all };
+}
+
+const treeRssMb = (pid: number) =>
+  tree(pid).reduce((sum, p) => sum + (statusKb(p, 'VmRSS') || 0), 0) / 1024;
 
 function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
@@ -200,6 +243,8 @@ interface Scenario {
   client: ClientRequests;
   /** the server it runs against, when not the default attest server */
   process?: () => Proc;
+  /** what wrk sends (made after `prepare`); none: autocannon drives it */
+  wrk?: (connections: number, seconds: number) => WrkLoad;
 }
 
 /**
@@ -357,18 +402,53 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         headers,
       },
     ) => {
-      while (on.pool.length < n) {
+      const one = async () => {
         const r = await registration(material);
-        const res = await fetch(new URL(VERIFY, on.proc.url), {
-          method: 'POST',
-          headers: on.headers,
-          body: r.body,
-        });
-        const text = await res.text();
+        let res: Response;
+        let text: string;
+        // a loaded machine's database can miss the request's deadline: 503, retried
+        for (let attempt = 1; ; attempt++) {
+          res = await fetch(new URL(VERIFY, on.proc.url), {
+            method: 'POST',
+            headers: on.headers,
+            body: r.body,
+          });
+          text = await res.text();
+          if (res.status !== 503 || attempt === 5) break;
+          await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+        }
         if (!valid(res.status, text))
           throw new Error(`registration for the assertion devices failed: ${res.status} ${text}`);
         on.pool.push({ device: r.device, counter: 0 });
-      }
+      };
+      // a few at a time: wrk's runs register hundreds of devices beforehand
+      while (on.pool.length < n)
+        await Promise.all(Array.from({ length: Math.min(4, n - on.pool.length) }, one));
+    };
+    /**
+     * wrk sends one list in order over all its connections, so an assertion's counter can only
+     * reach the server in order if a device's next assertion is far behind in that list: devices
+     * take turns, 16 per connection (autocannon: one device per client)
+     */
+    const devicesFor = (connections: number) =>
+      options.wrk ? Math.max(16, 16 * connections) : connections;
+    /** use-once bodies for a timed wrk run: more than the fastest server answers in it */
+    const poolFor = (seconds: number) => Math.ceil(seconds * WRK_MAX_RATE) + 1000;
+    const assertionLoad = (
+      pool: typeof assertionDevices,
+      connections: number,
+      seconds: number,
+      hdrs: typeof headers,
+      remember = false,
+    ): WrkLoad => {
+      const devices = pool.slice(0, devicesFor(connections));
+      const bodies = Array.from({ length: poolFor(seconds) }, (_, i) => {
+        const mine = devices[i % devices.length]!;
+        return assertionBody(mine.device, ++mine.counter);
+      });
+      // the first is answered first: the replay after the run must be refused
+      if (remember) lastAssertion = bodies[0]!;
+      return { path: VERIFY, headers: hdrs, bodies, once: true, expect: '"isValid":true' };
     };
     let nextDevice = 0;
     const takeDevice = () => assertionDevices[nextDevice++ % assertionDevices.length]!;
@@ -419,6 +499,12 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       {
         name: 'hello-world',
         target: 'hello',
+        wrk: () => ({
+          path: '/hello',
+          headers: { 'Content-Type': 'application/json' },
+          body: '{"hello":"world"}',
+          expect: '"hello":"world"',
+        }),
         client: (count) => [
           {
             method: 'POST',
@@ -432,6 +518,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       {
         name: 'init',
         target: 'attest',
+        wrk: () => ({ path: INIT, headers, body: '', expect: '"sessionReference"' }),
         client: (count) => [
           {
             method: 'POST',
@@ -444,6 +531,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       {
         name: 'play integrity, sessionless',
         target: 'attest',
+        wrk: () => ({ path: VERIFY, headers, bodies: playBodies, expect: '"isValid":true' }),
         client: (count) => {
           let i = Math.floor(Math.random() * playBodies.length);
           return [
@@ -461,6 +549,13 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         // the same verify for a key with result tokens on: the cost of signing the result
         name: 'play integrity, sessionless, result token',
         target: 'attest',
+        wrk: () => ({
+          path: VERIFY,
+          headers: { ...headers, 'X-Api-Key': tokensKey },
+          bodies: playBodies,
+          expect: '"isValid":true',
+          expect2: '"resultToken":"ey',
+        }),
         client: (count) => {
           let i = Math.floor(Math.random() * playBodies.length);
           return [
@@ -480,6 +575,16 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         target: 'attest',
         amount: consumeAmount,
         prepare: (connections) => makeResultTokens(consumeAmount(connections)),
+        wrk: () => {
+          lastConsumed = resultTokens[0]!;
+          return {
+            path: CONSUME,
+            headers,
+            bodies: resultTokens.map((resultToken) => JSON.stringify({ resultToken })),
+            once: true,
+            expect: '{"valid":true,"alreadyConsumed":false,"claims":{',
+          };
+        },
         client: (count) => [
           {
             method: 'POST',
@@ -502,7 +607,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       {
         name: 'app attest assertion, sessionless',
         target: 'attest',
-        prepare: (connections) => registerDirectly(connections),
+        prepare: (connections) => registerDirectly(devicesFor(connections)),
+        wrk: (connections, seconds) =>
+          assertionLoad(assertionDevices, connections, seconds, headers, true),
         client: (count) => {
           // one device per client: its counters then reach the server in order
           const mine = takeDevice();
@@ -528,11 +635,13 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
             target: 'attest',
             process: () => twins[stats]!,
             prepare: (connections) =>
-              registerDirectly(connections, {
+              registerDirectly(devicesFor(connections), {
                 proc: twins[stats]!,
                 pool: twinDevices[stats],
                 headers: twinHeaders,
               }),
+            wrk: (connections, seconds) =>
+              assertionLoad(twinDevices[stats], connections, seconds, twinHeaders),
             client: (count) => {
               const mine = twinDevices[stats][twinNext[stats]++ % twinDevices[stats].length]!;
               return [
@@ -558,11 +667,13 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
               target: 'attest',
               process: () => cluster!,
               prepare: (connections) =>
-                registerDirectly(connections, {
+                registerDirectly(devicesFor(connections), {
                   proc: cluster!,
                   pool: clusterDevices,
                   headers: clusterHeaders,
                 }),
+              wrk: (connections, seconds) =>
+                assertionLoad(clusterDevices, connections, seconds, clusterHeaders),
               client: (count) => {
                 const mine = clusterDevices[clusterNext++ % clusterDevices.length]!;
                 return [
@@ -590,6 +701,16 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
           registrations = [];
           for (let i = 0; i < n; i++) registrations.push(await registration(material));
         },
+        wrk: () => {
+          lastRegistration = registrations[0]!.body;
+          return {
+            path: VERIFY,
+            headers,
+            bodies: registrations.map((r) => r.body),
+            once: true,
+            expect: '"isValid":true',
+          };
+        },
         client: (count) => [
           {
             method: 'POST',
@@ -610,6 +731,16 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         name: 'android-key assertion, sessionless',
         target: 'attest',
         prepare: (connections) => registerAndroid(connections),
+        // a fresh nonce per body, as autocannon's clients make them
+        wrk: (connections, seconds) => ({
+          path: VERIFY,
+          headers,
+          bodies: Array.from({ length: poolFor(seconds) }, (_, i) =>
+            androidAssertionBody(androidDevices[i % connections]!),
+          ),
+          once: true,
+          expect: '"isValid":true',
+        }),
         client: (count) => {
           const mine = androidDevices[nextAndroid++ % androidDevices.length]!;
           return [
@@ -633,6 +764,13 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
           for (let i = 0; i < n; i++)
             androidRegistrations.push(await androidRegistrationBody(material));
         },
+        wrk: () => ({
+          path: VERIFY,
+          headers,
+          bodies: androidRegistrations.map((r) => r.body),
+          once: true,
+          expect: '"isValid":true',
+        }),
         client: (count) => [
           {
             method: 'POST',
@@ -650,6 +788,12 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       {
         name: 'garbage token',
         target: 'attest',
+        wrk: () => ({
+          path: VERIFY,
+          headers,
+          bodies: Array.from({ length: 64 }, garbageBody),
+          expect: '"isValid":false',
+        }),
         client: (count) => {
           const bodies = Array.from({ length: 16 }, garbageBody);
           let i = 0;
@@ -726,6 +870,16 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       };
     };
 
+    const serverDelta = (
+      before: Awaited<ReturnType<typeof scrape>>,
+      after: Awaited<ReturnType<typeof scrape>>,
+    ) => ({
+      loopDelayP99Ms: after.loopDelayP99Ms,
+      loopDelayMaxMs: after.loopDelayMaxMs,
+      gcCount: after.gcCount - before.gcCount,
+      gcMs: after.gcMs - before.gcMs,
+    });
+
     const run = async (
       scenario: Scenario,
       connections: number,
@@ -750,12 +904,48 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         }
       };
       const pid = target.child.pid!;
+      const amount =
+        scenario.amount?.(connections) ?? (record ? options.requestsPerScenario : undefined);
+      if (options.wrk && scenario.wrk) {
+        const load = scenario.wrk(connections, seconds);
+        const before = record && scenario.target === 'attest' ? await scrape(target) : undefined;
+        const cpuBefore = cpuMs(pid);
+        const w = await runWrk(options.wrk, target.url, load, {
+          connections,
+          seconds,
+          dir,
+          ...(amount ? { amount } : {}),
+        });
+        const cpuAfter = cpuMs(pid);
+        if (!record) return undefined;
+        const after = before ? await scrape(target) : undefined;
+        const answers = Math.max(1, w.correct);
+        return {
+          scenario: scenario.name,
+          target: scenario.target,
+          driver: 'wrk',
+          connections,
+          requests: w.requests,
+          correct: w.correct,
+          wrong: w.wrong,
+          errors: w.errors,
+          seconds: w.seconds,
+          rps: w.correct / w.seconds,
+          p50: w.p50,
+          p99: w.p99,
+          cpuMsPerRequest: (cpuAfter.attest - cpuBefore.attest) / answers,
+          ...(options.databaseUrl || scenario.target === 'hello'
+            ? {}
+            : { treeCpuMsPerRequest: (cpuAfter.tree - cpuBefore.tree) / answers }),
+          ratio: NaN,
+          ...(before && after ? { server: serverDelta(before, after) } : {}),
+          ...(w.sampleWrong ? { sampleWrong: w.sampleWrong } : {}),
+        };
+      }
       // a scrape resets the server's event-loop delay histogram: what the next one reads is this run's
       const before = record && scenario.target === 'attest' ? await scrape(target) : undefined;
       const cpuBefore = cpuMs(pid);
       const started = performance.now();
-      const amount =
-        scenario.amount?.(connections) ?? (record ? options.requestsPerScenario : undefined);
       const result = await autocannon({
         url: target.url.origin,
         connections,
@@ -769,7 +959,8 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       // its last answer
       const elapsed =
         ((amount ? lastAnswerAt || performance.now() : performance.now()) - started) / 1000;
-      const cpu = cpuMs(pid) - cpuBefore;
+      const cpuAfter = cpuMs(pid);
+      const cpu = cpuAfter.attest - cpuBefore.attest;
       if (!record) return undefined;
       const after = before ? await scrape(target) : undefined;
       // a session round trip is two requests; the scenario counts completed verifications
@@ -777,6 +968,7 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       return {
         scenario: scenario.name,
         target: scenario.target,
+        driver: 'autocannon',
         connections,
         requests,
         correct,
@@ -787,17 +979,11 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
         p50: result.latency.p50,
         p99: result.latency.p99,
         cpuMsPerRequest: cpu / Math.max(1, correct),
+        ...(options.databaseUrl || scenario.target === 'hello'
+          ? {}
+          : { treeCpuMsPerRequest: (cpuAfter.tree - cpuBefore.tree) / Math.max(1, correct) }),
         ratio: NaN,
-        ...(before && after
-          ? {
-              server: {
-                loopDelayP99Ms: after.loopDelayP99Ms,
-                loopDelayMaxMs: after.loopDelayMaxMs,
-                gcCount: after.gcCount - before.gcCount,
-                gcMs: after.gcMs - before.gcMs,
-              },
-            }
-          : {}),
+        ...(before && after ? { server: serverDelta(before, after) } : {}),
         ...(sampleWrong ? { sampleWrong } : {}),
       };
     };
@@ -868,10 +1054,13 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
     };
     const metrics = await (await fetch(new URL('/metrics', server.url))).text();
     const rssAfterMb = statusKb(serverPid, 'VmRSS') / 1024;
+    const treeAfterMb = treeRssMb(serverPid);
     let rssSettledMb: number | null = null;
+    let treeSettledMb: number | null = null;
     if (options.settleSeconds) {
       await new Promise((resolve) => setTimeout(resolve, options.settleSeconds! * 1000));
       rssSettledMb = statusKb(serverPid, 'VmRSS') / 1024;
+      treeSettledMb = treeRssMb(serverPid);
     }
     const gauge = (name: string) =>
       Number(new RegExp(`^attest_${name} (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN) / 2 ** 20;
@@ -885,6 +1074,9 @@ export async function runHttpBench(options: BenchOptions): Promise<BenchResult> 
       serverPeakRssMb: statusKb(serverPid, 'VmHWM') / 1024,
       serverRssAfterMb: rssAfterMb,
       serverRssSettledMb: rssSettledMb,
+      ...(options.databaseUrl
+        ? {}
+        : { treeRssAfterMb: treeAfterMb, treeRssSettledMb: treeSettledMb }),
       serverHeapMb: {
         heapTotal: gauge('nodejs_heap_size_total_bytes'),
         heapUsed: gauge('nodejs_heap_size_used_bytes'),

@@ -2,6 +2,15 @@ import { readFileSync } from 'node:fs';
 const prof = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const self = new Map();
 const byId = new Map(prof.nodes.map((n) => [n.id, n]));
+// the profile is the whole process's: start-up (module loading and compiling) is left out, so the
+// shares are those of the work the run measured
+const parent = new Map();
+for (const n of prof.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+const loading = (id) => {
+  for (let at = id; at !== undefined; at = parent.get(at))
+    if (byId.get(at).callFrame.url.startsWith('node:internal/modules')) return true;
+  return false;
+};
 const dt = new Map();
 for (let i = 0; i < prof.samples.length; i++)
   dt.set(prof.samples[i], (dt.get(prof.samples[i]) ?? 0) + (prof.timeDeltas[i] ?? 0));
@@ -32,10 +41,24 @@ const group = (n) => {
 let total = 0;
 for (const [id, t] of dt) {
   const g = group(byId.get(id));
-  if (!g) continue;
+  if (!g || loading(id)) continue;
   total += t;
   self.set(g, (self.get(g) ?? 0) + t);
 }
 for (const [g, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25))
   console.log(((100 * t) / total).toFixed(1).padStart(5) + '%  ' + g);
+// and the top functions (self time), where a group is too coarse to act on
+if (process.argv[3] === '--functions') {
+  const fns = new Map();
+  for (const [id, t] of dt) {
+    const n = byId.get(id);
+    if (n.callFrame.functionName === '(idle)' || loading(id)) continue;
+    const u = n.callFrame.url.replace(/^.*node_modules\//, '').replace(/^.*\/dist\//, 'dist/');
+    const k = `${n.callFrame.functionName || '(anonymous)'} ${u}:${n.callFrame.lineNumber + 1}`;
+    fns.set(k, (fns.get(k) ?? 0) + t);
+  }
+  console.log('top functions:');
+  for (const [k, t] of [...fns].sort((a, b) => b[1] - a[1]).slice(0, 25))
+    console.log(((100 * t) / total).toFixed(1).padStart(5) + '%  ' + k);
+}
 console.log('busy ms', (total / 1000).toFixed(0));

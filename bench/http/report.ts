@@ -130,11 +130,11 @@ export function verdictTable(list: readonly Verdict[], connections = TARGET_CONN
 
 export function table(result: BenchResult): string {
   const head =
-    '| scenario | conns | req/s | vs hello | p50 ms | p99 ms | CPU ms/req | loop delay p99 ms | GC pauses | correct | wrong | errors |';
-  const rule = '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
+    '| scenario | conns | req/s | vs hello | p50 ms | p99 ms | CPU ms/req | +database | loop delay p99 ms | GC pauses | correct | wrong | errors | driver |';
+  const rule = '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|';
   const rows = result.results.map(
     (r) =>
-      `| ${r.scenario}${r.helloRuns ? ' (better of 2)' : ''} | ${r.connections} | ${r.rps.toFixed(0)} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.cpuMsPerRequest.toFixed(2)} | ${r.server ? r.server.loopDelayP99Ms.toFixed(1) : '-'} | ${r.server ? `${r.server.gcCount} / ${r.server.gcMs.toFixed(0)} ms` : '-'} | ${r.correct} | ${r.wrong} | ${r.errors} |`,
+      `| ${r.scenario}${r.helloRuns ? ' (better of 2)' : ''} | ${r.connections} | ${r.rps.toFixed(0)} | ${(r.ratio * 100).toFixed(1)}% | ${r.p50} | ${r.p99} | ${r.cpuMsPerRequest.toFixed(3)} | ${r.treeCpuMsPerRequest === undefined ? '-' : r.treeCpuMsPerRequest.toFixed(3)} | ${r.server ? r.server.loopDelayP99Ms.toFixed(1) : '-'} | ${r.server ? `${r.server.gcCount} / ${r.server.gcMs.toFixed(0)} ms` : '-'} | ${r.correct} | ${r.wrong} | ${r.errors} | ${r.driver ?? '-'} |`,
   );
   return [
     `database ${result.database}, node ${result.node}, load before ${result.loadBefore.join(' ')} / after ${result.loadAfter.join(' ')}`,
@@ -146,13 +146,17 @@ export function table(result: BenchResult): string {
       .filter((r) => r.helloRuns)
       .map((r) => `c=${r.connections} ${r.helloRuns!.map((x) => x.toFixed(0)).join(' / ')}`)
       .join(', ')} req/s; ratios are to the better run`,
-    `server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB${settled(result)} (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB`,
+    `server RSS after the run ${result.serverRssAfterMb.toFixed(0)} MB${settled(result)}${tree(result)} (peak ${result.serverPeakRssMb.toFixed(0)} MB); JS heap ${result.serverHeapMb.heapUsed.toFixed(0)} MB used of ${result.serverHeapMb.heapTotal.toFixed(0)} MB, external ${result.serverHeapMb.external.toFixed(0)} MB`,
     `replayed assertion: ${result.replay.assertion}`,
     `replayed registration: ${result.replay.registration}`,
     `consumed result token, consumed again: ${result.replay.consume}`,
   ].join('\n');
 }
 
+const tree = (r: BenchResult) =>
+  r.treeRssAfterMb === undefined
+    ? ''
+    : `; with its database's processes ${r.treeRssAfterMb.toFixed(0)} MB${r.treeRssSettledMb == null ? '' : `, ${r.treeRssSettledMb.toFixed(0)} MB once idle`}`;
 const settled = (r: BenchResult) =>
   r.serverRssSettledMb == null ? '' : `, ${r.serverRssSettledMb.toFixed(0)} MB once idle`;
 

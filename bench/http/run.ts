@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runHttpBench } from './harness.js';
+import { findWrk } from './wrk.js';
 import { readmeSection, svgChart, table, verdicts, verdictTable } from './report.js';
 
 const { values } = parseArgs({
@@ -22,6 +23,8 @@ const { values } = parseArgs({
     'server-node-args': { type: 'string' },
     // also `serve --workers N`, its assertion scenario beside the one process's
     workers: { type: 'string' },
+    // wrk when it is installed (a C load generator leaves the cores to the server); autocannon else
+    driver: { type: 'string' },
   },
 });
 const RESULTS = join(dirname(fileURLToPath(import.meta.url)), '..', 'results');
@@ -37,6 +40,18 @@ if (workers !== undefined && (!Number.isInteger(workers) || workers < 2)) {
   console.error('--workers must be a whole number from 2 (the one-process server always runs)');
   process.exit(2);
 }
+if (values.driver !== undefined && values.driver !== 'wrk' && values.driver !== 'autocannon') {
+  console.error('--driver must be wrk or autocannon');
+  process.exit(2);
+}
+const wrk = values.driver === 'autocannon' ? undefined : findWrk();
+if (values.driver === 'wrk' && !wrk) {
+  console.error('--driver wrk: wrk is not installed (apt-get install wrk)');
+  process.exit(2);
+}
+console.error(
+  `load generator: ${wrk ? `wrk (${wrk}); the session pair with autocannon` : 'autocannon'}`,
+);
 mkdirSync(out, { recursive: true });
 // PostgreSQL keeps its sealed secrets between runs: keep the master key that sealed them beside the results
 let masterKey = process.env.ATTEST_MASTER_KEY || undefined;
@@ -60,6 +75,7 @@ const result = await runHttpBench({
   ...(databaseUrl ? { databaseUrl } : {}),
   statsOffFirst: values['stats-off-first'],
   ...(workers !== undefined ? { workers } : {}),
+  ...(wrk ? { wrk } : {}),
   serverNodeArgs: [
     ...(values['cpu-prof'] ? ['--cpu-prof', '--cpu-prof-dir', join(out, 'profiles')] : []),
     ...(values['server-node-args']?.split(' ').filter(Boolean) ?? []),

@@ -1,5 +1,4 @@
 import type { Config } from '../config.js';
-import type { DeviceRow, StatsRow } from '../db/statsDimensions.js';
 
 /**
  * The messages between a cluster's primary and its workers (`serve --workers`), over node:cluster's
@@ -8,7 +7,16 @@ import type { DeviceRow, StatsRow } from '../db/statsDimensions.js';
  */
 export type ToWorker =
   /** what to serve: the configuration the primary read, and the database URL it opened */
-  | { attest: 'start'; config: Config; databaseUrl: string; propagationMs: number }
+  | {
+      attest: 'start';
+      config: Config;
+      databaseUrl: string;
+      propagationMs: number;
+      /** listen with SO_REUSEPORT on config.port (the primary reserved it when 0 was asked) */
+      reusePort: boolean;
+    }
+  /** the log file was rotated (SIGHUP to the primary): write to the new one */
+  | { attest: 'reopen' }
   /** a change was made: drop the caches; `id` asks for a `reloaded` answer once done */
   | { attest: 'reload'; table?: string; id?: number }
   /** this worker's metrics, as prom-client's JSON */
@@ -22,10 +30,6 @@ export type FromWorker =
   /** its listener is in place: it can be told what to serve */
   | { attest: 'ready' }
   | { attest: 'listening'; url: string; port: number }
-  /** whole NDJSON log lines, to be written to the primary's streams as they are */
-  | { attest: 'log'; lines: string }
-  /** verify counts for `attest stats` (minute as an ISO string: IPC speaks JSON) */
-  | { attest: 'stats'; rows: WireStatsRow[]; devices?: WireDeviceRow[] }
   | { attest: 'reloaded'; id: number }
   | { attest: 'metrics'; id: number; metrics: unknown[] }
   /** GET /metrics reached this worker: it asks the primary for every process's sum */
@@ -34,9 +38,6 @@ export type FromWorker =
   | { attest: 'fatal'; cause: string }
   /** drained and closed: everything it had to hand over came before this */
   | { attest: 'stopped' };
-
-export type WireStatsRow = Omit<StatsRow, 'minute'> & { minute: string };
-export type WireDeviceRow = Omit<DeviceRow, 'day' | 'lastAt'> & { day: string; lastAt: string };
 
 /** Whether an IPC message is one of attest's own. */
 export function isAttestMessage(message: unknown): message is { attest: string } {

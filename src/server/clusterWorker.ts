@@ -1,8 +1,10 @@
 /**
  * A worker of `attest serve --workers N` (node:cluster runs this file): it serves HTTP with its
- * own database pool and caches, and leaves everything that runs once to the primary
- * (startCluster.ts): migrations, jobs, the admin socket, writing the statistics, the log streams
- * and the /metrics sum. What passes between them is in clusterMessages.ts.
+ * own database pool and caches, writes its own log lines (to the stdout it shares with the
+ * primary, and to the log file: whole lines, logger.ts) and its own verification statistics (the
+ * flush is idempotent per batch), and leaves what runs once to the primary (serveCluster.ts):
+ * migrations, jobs, the admin socket, the statistics' pruning, the /metrics sum. What passes
+ * between them is in clusterMessages.ts.
  */
 import cluster from 'node:cluster';
 import type { Server } from 'node:http';
@@ -16,13 +18,10 @@ import { describeFault } from './app.js';
 import { isAttestMessage, type FromWorker, type ToWorker } from './clusterMessages.js';
 import { drainable, type Drainable } from './drainable.js';
 import { listen, portOf, urlOf } from './httpListen.js';
-import { createForwardingLogger } from './logger.js';
+import { createLogger, type ServiceLogger } from './logger.js';
 import { DRAIN_MS, prepareDatabase, SERVER_OPTIONS } from './start.js';
-import { createStatsRecorder } from './statsRecorder.js';
+import { startStats } from './startStats.js';
 import { wireApp, type WiredApp } from './wireApp.js';
-
-/** How often a worker hands its verify counts to the primary (which writes them every 10 s). */
-const STATS_HANDOVER_MS = 1000;
 
 /** Sends `message` to the primary; resolves once it is written to the channel. */
 function send(message: FromWorker): Promise<void> {
@@ -45,7 +44,7 @@ function describeCause(err: unknown): string {
 }
 
 export function clusterWorker(): void {
-  let logger: Logger | undefined;
+  let logger: ServiceLogger | undefined;
   let running: { api: Drainable; wired: WiredApp; database: DatabaseHandle } | undefined;
   let stopping: Promise<void> | undefined;
   let nextScrape = 0;
@@ -56,7 +55,7 @@ export function clusterWorker(): void {
       if (running) {
         logger?.debug('draining');
         await running.api.drain(DRAIN_MS);
-        // the last counts go to the primary, which writes them after every worker stopped
+        // the last counts are written before the pool closes
         await running.wired.stats.recorder?.stop();
         await running.wired.telemetry?.shutdown();
         running.wired.breaker?.stop();
@@ -86,8 +85,11 @@ export function clusterWorker(): void {
     if (!isAttestMessage(message)) return;
     const m = message as ToWorker;
     switch (m.attest) {
+      case 'reopen':
+        logger?.reopen();
+        return;
       case 'start':
-        serve(m.config, m.databaseUrl, m.propagationMs).catch((err: unknown) => {
+        serve(m.config, m.databaseUrl, m.propagationMs, m.reusePort).catch((err: unknown) => {
           logger?.flush();
           die(err);
         });
@@ -137,10 +139,13 @@ export function clusterWorker(): void {
       send({ attest: 'scrape', id }).catch(reject);
     });
 
-  async function serve(config: Config, databaseUrl: string, propagationMs: number): Promise<void> {
-    const log = (logger = createForwardingLogger(config.logLevel, (lines) => {
-      send({ attest: 'log', lines }).catch(() => {});
-    }));
+  async function serve(
+    config: Config,
+    databaseUrl: string,
+    propagationMs: number,
+    reusePort: boolean,
+  ): Promise<void> {
+    const log: Logger = (logger = createLogger({ level: config.logLevel, file: config.logFile }));
     const appleRoots = configuredAppleRoots(config.appleRootCaPath);
     // the primary opened the database and migrated it: this is another pool on it
     const database = await openDatabase({
@@ -164,32 +169,11 @@ export function clusterWorker(): void {
         propagationMs,
         runsJobs: false,
         scrape,
-        stats: async () => {
-          if (config.stats === false) return { recorder: null };
-          // counted here, written by the primary: the one flush path (startStats.ts)
-          const recorder = createStatsRecorder({
-            // handed to the primary, whose recorder gives them a batch identity of its own
-            write: (batch) =>
-              send({
-                attest: 'stats',
-                rows: batch.rows.map((r) => ({ ...r, minute: r.minute.toISOString() })),
-                ...(batch.devices
-                  ? {
-                      devices: batch.devices.map((d) => ({
-                        ...d,
-                        day: d.day.toISOString(),
-                        lastAt: d.lastAt.toISOString(),
-                      })),
-                    }
-                  : {}),
-              }),
-            retentionSeconds: Number.MAX_SAFE_INTEGER,
-            flushIntervalMs: STATS_HANDOVER_MS,
-          });
-          return { recorder };
-        },
+        // counted and written here, as one process does (startStats.ts): no counts cross the IPC
+        stats: (allowlist, onWriteError) =>
+          startStats(database, config, log, allowlist, { propagationMs, onWriteError }),
       });
-      server = await listen(wired.app.fetch, config.port, config.host, SERVER_OPTIONS);
+      server = await listen(wired.app.fetch, config.port, config.host, SERVER_OPTIONS, reusePort);
     } catch (err) {
       await database.close().catch(() => {});
       throw err;

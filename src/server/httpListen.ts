@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import { createServer } from 'node:net';
-import { serve } from '@hono/node-server';
+import { createAdaptorServer, type serve } from '@hono/node-server';
 
 /** Rejects with the listen error (EADDRINUSE, EACCES) that listening on port/host would meet. */
 export function assertPortFree(port: number, host: string): Promise<void> {
@@ -11,16 +11,43 @@ export function assertPortFree(port: number, host: string): Promise<void> {
   });
 }
 
-/** Serves `fetch` on port/hostname; resolves once listening, rejects with the listen error. */
+/**
+ * Serves `fetch` on port/hostname; resolves once listening, rejects with the listen error.
+ * `reusePort`: a socket of this process's own beside others on the port (SO_REUSEPORT, exclusive
+ * of node:cluster's hand-over), for a worker of `serve --workers` where Node has it.
+ */
 export function listen(
   fetch: Parameters<typeof serve>[0]['fetch'],
   port: number,
   hostname: string,
   serverOptions: object,
+  reusePort = false,
 ): Promise<Server> {
   return new Promise<Server>((resolve, reject) => {
-    const s = serve({ fetch, port, hostname, serverOptions }, () => resolve(s as Server));
-    (s as Server).once('error', reject);
+    const s = createAdaptorServer({ fetch, serverOptions }) as Server;
+    s.once('error', reject);
+    s.listen(
+      { port, host: hostname, ...(reusePort ? { reusePort: true, exclusive: true } : {}) },
+      () => resolve(s),
+    );
+  });
+}
+
+/**
+ * A port for the workers to share with `reusePort` when port 0 (any) was asked: one socket of
+ * the primary holds it (with SO_REUSEPORT) until they listen on it; `release` closes it.
+ */
+export function reservePort(host: string): Promise<{ port: number; release(): Promise<void> }> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen({ port: 0, host, reusePort: true, exclusive: true }, () => {
+      const address = probe.address();
+      resolve({
+        port: typeof address === 'object' && address ? address.port : 0,
+        release: () => new Promise<void>((done) => probe.close(() => done())),
+      });
+    });
   });
 }
 

@@ -33,9 +33,17 @@ export const LOG_FILE_MODE = 0o640;
 export type ServiceLogger = Logger & {
   /** after a rename-style rotation (SIGHUP): the file stream writes to the new file */
   reopen(): void;
-  /** writes whole NDJSON lines made by another process (a cluster worker's) to the same streams */
-  writeLines(lines: string): void;
 };
+
+/**
+ * The most one write to a stream carries: PIPE_BUF on Linux, the size up to which a write to a
+ * pipe is atomic. With `serve --workers` every process writes its own lines to the one stdout (and
+ * file, opened O_APPEND): each write is whole lines (pino's sonic-boom never splits a line across
+ * its buffers) of at most this many bytes, so no process's line is cut by another's; a single
+ * line longer than this (a request line is bounded by boundLogFields, and stays far below it in
+ * practice) is a write of its own.
+ */
+export const LOG_WRITE_BYTES = 4096;
 
 /** pino NDJSON to stdout, and also to `file` when set (what `attest logs` reads). */
 export function createLogger(options: {
@@ -44,7 +52,10 @@ export function createLogger(options: {
   stdout?: boolean;
 }): ServiceLogger {
   const streams: pino.StreamEntry[] = [];
-  const stdout = options.stdout !== false ? pino.destination({ dest: 1, sync: false }) : undefined;
+  const stdout =
+    options.stdout !== false
+      ? pino.destination({ dest: 1, sync: false, maxWrite: LOG_WRITE_BYTES })
+      : undefined;
   if (stdout) streams.push({ stream: stdout, level: options.level as pino.Level });
   // 0640: the log names API key ids, app ids and why requests were refused; not for every local user.
   // A folder made for it is 0700 before the file is written: under `dev up` it is the data dir,
@@ -56,6 +67,7 @@ export function createLogger(options: {
         append: true,
         mkdir: true,
         sync: false,
+        maxWrite: LOG_WRITE_BYTES,
         mode: LOG_FILE_MODE,
       })
     : undefined;
@@ -63,41 +75,5 @@ export function createLogger(options: {
   const logger = pino(loggerOptions(options.level), pino.multistream(streams));
   return Object.assign(logger, {
     reopen: () => file?.reopen(),
-    // one writer per stream (this process) keeps every line whole: several processes writing to one
-    // pipe could interleave theirs mid-line beyond PIPE_BUF bytes, or after a partial write
-    writeLines: (lines: string) => {
-      stdout?.write(lines);
-      file?.write(lines);
-    },
   });
-}
-
-/**
- * A cluster worker's log: the service's options and level, its lines handed to `send` as whole
- * lines, batched once per turn of the event loop (one IPC message for many requests), for the
- * primary to write with its own (ServiceLogger.writeLines). `flush` sends what is batched now.
- */
-export function createForwardingLogger(level: string, send: (lines: string) => void): Logger {
-  let batch = '';
-  let scheduled = false;
-  const flush = (done?: () => void) => {
-    scheduled = false;
-    if (batch !== '') {
-      const lines = batch;
-      batch = '';
-      send(lines);
-    }
-    done?.();
-  };
-  const stream = {
-    write(line: string) {
-      batch += line;
-      if (!scheduled) {
-        scheduled = true;
-        setImmediate(() => flush());
-      }
-    },
-    flush,
-  };
-  return pino(loggerOptions(level), stream);
 }

@@ -1,8 +1,10 @@
 /**
- * `attest serve --workers N` (N > 1): this process, the primary, owns the database and runs what
- * must run once (migrations, the admin socket, the pruners and refreshers, writing the
- * statistics, the log streams, the /metrics sum and ATTEST_METRICS_PORT); N node:cluster workers
- * (clusterWorker.ts) share the API port and serve HTTP, each with its own pool on the database.
+ * `attest serve --workers N` (N > 1): this process, the primary, owns the database, runs what
+ * must run once (migrations, the admin socket, the pruners and refreshers, the /metrics sum and
+ * ATTEST_METRICS_PORT) and supervises; N node:cluster workers (clusterWorker.ts) share the API
+ * port and serve HTTP, each with its own pool on the database, its own log lines and its own
+ * statistics' writes. Where Node has `reusePort` (balancingOf), each worker listens on the port
+ * itself and the kernel spreads the connections; elsewhere the primary hands each one over.
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { X509Certificate } from 'node:crypto';
@@ -12,6 +14,8 @@ import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { DatabaseHandle } from '../db/database.js';
+import { balancingOf } from '../workers.js';
+import { reservePort } from './httpListen.js';
 import { isAttestMessage, type FromWorker, type ToWorker } from './clusterMessages.js';
 import { PROPAGATION_MS } from './propagation.js';
 import {
@@ -82,15 +86,21 @@ export async function serveCluster(
     ]);
     return await AggregatorRegistry.aggregate([own, ...each]).metrics();
   };
+  const balancing = balancingOf();
+  // port 0 (any): the workers must all listen on one port, which the primary holds until they do
+  const reserved =
+    balancing === 'reusePort' && config.port === 0 ? await reservePort(config.host) : undefined;
   const pool = superviseWorkers({
     count,
     start: {
       attest: 'start',
+      reusePort: balancing === 'reusePort',
       // a key the primary read from (or made in) the data dir is read there by each worker too:
       // a worker's handle is a plain PostgreSQL one, which never looks in the data dir itself
       // and the primary's connection plan, so that workers need not probe a pooler again
       config: {
         ...config,
+        ...(reserved ? { port: reserved.port } : {}),
         ...(masterKey.defaultFile ? { masterKeyFile: masterKey.defaultFile } : {}),
         changeFeed: database.connections?.feed ?? config.changeFeed,
       },
@@ -98,12 +108,6 @@ export async function serveCluster(
       propagationMs,
     },
     logger,
-    writeLines: options.writeLines ?? ((lines) => process.stdout.write(lines)),
-    onStats: (rows, devices = []) =>
-      recorder?.merge(
-        rows.map((r) => ({ ...r, minute: new Date(r.minute) })),
-        devices.map((d) => ({ ...d, day: new Date(d.day), lastAt: new Date(d.lastAt) })),
-      ),
     scrape: sum,
   });
 
@@ -134,6 +138,8 @@ export async function serveCluster(
     } catch (err) {
       await metrics?.server.drain(0);
       throw err;
+    } finally {
+      await reserved?.release();
     }
   } catch (err) {
     await pool.stop();
@@ -148,6 +154,7 @@ export async function serveCluster(
       database: database.kind,
       where: database.where,
       workers: count,
+      balancing,
       changeFeed: feed?.mode ?? 'none',
     },
     'listening',
@@ -158,6 +165,7 @@ export async function serveCluster(
   return {
     url: listening.url,
     port: listening.port,
+    balancing,
     ...(metrics ? { metricsUrl: metrics.url } : {}),
     database,
     masterKey: {
@@ -176,7 +184,7 @@ export async function serveCluster(
       const drained = Promise.all([pool.stop(), metrics?.server.drain(DRAIN_MS)]);
       await jobs.stop();
       await Promise.all([drained, admin?.stop(), feed?.stop()]);
-      // after the workers: their last counts were handed over before they exited
+      // the primary's own counts (it serves no request: none, unless a job counts)
       await recorder?.stop();
       await wired.telemetry?.shutdown();
       wired.breaker?.stop();
@@ -189,19 +197,14 @@ type Metrics = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 type StartMessage = Extract<ToWorker, { attest: 'start' }>;
 
 /**
- * Forks `count` workers, hands each what to serve, relays their log lines, counts and scrapes,
- * and replaces one that dies (after a backoff) until CRASH_LIMIT die within CRASH_WINDOW_MS:
- * then `failed` resolves and no more are started.
+ * Forks `count` workers, hands each what to serve, answers their scrapes, relays a log reopen
+ * (SIGHUP), and replaces one that dies (after a backoff) until CRASH_LIMIT die within
+ * CRASH_WINDOW_MS: then `failed` resolves and no more are started.
  */
 function superviseWorkers(options: {
   count: number;
   start: StartMessage;
   logger: Logger;
-  writeLines(lines: string): void;
-  onStats(
-    rows: Extract<FromWorker, { attest: 'stats' }>['rows'],
-    devices?: Extract<FromWorker, { attest: 'stats' }>['devices'],
-  ): void;
   scrape(): Promise<string>;
 }) {
   const { logger } = options;
@@ -231,6 +234,11 @@ function superviseWorkers(options: {
   const sendTo = (worker: Worker, message: ToWorker) => {
     if (worker.isConnected()) worker.send(message, undefined, () => {});
   };
+  // a rename-style rotation signals the primary: every worker writes its own lines to the file
+  const reopen = () => {
+    for (const w of workers.keys()) sendTo(w, { attest: 'reopen' });
+  };
+  process.on('SIGHUP', reopen);
 
   /** @param replaces - the pid of the dead worker this one replaces */
   function fork(replaces?: number): void {
@@ -267,12 +275,6 @@ function superviseWorkers(options: {
             started.resolve(first);
             started = null;
           }
-          return;
-        case 'log':
-          options.writeLines(m.lines);
-          return;
-        case 'stats':
-          options.onStats(m.rows, m.devices);
           return;
         case 'scrape': {
           const id = m.id;
@@ -388,6 +390,7 @@ function superviseWorkers(options: {
     /** drains every worker (each answers what is in flight) and waits for them to exit */
     async stop(): Promise<void> {
       stopping = true;
+      process.off('SIGHUP', reopen);
       for (const t of timers) clearTimeout(t);
       timers.clear();
       const all = [...workers];

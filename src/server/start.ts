@@ -25,10 +25,13 @@ import { startAdmin } from './startAdmin.js';
 import { startJobs } from './startJobs.js';
 import { startStats, type StatsOptions } from './startStats.js';
 import { wireApp } from './wireApp.js';
+import type { Balancing } from '../workers.js';
 
 export interface RunningServer {
   url: string;
   port: number;
+  /** `serve --workers`: how the workers share the port (src/workers.ts) */
+  balancing?: Balancing;
   /** where /metrics is served when ATTEST_METRICS_PORT is set */
   metricsUrl?: string;
   database: DatabaseHandle;
@@ -68,8 +71,6 @@ export interface StartOptions extends StatsOptions {
    * giving its own URL, known only once it listens (http on loopback: see isIssuer).
    */
   ownIssuer?: () => string;
-  /** `--workers` above 1: where the workers' log lines go (the service logger's streams; default stdout) */
-  writeLines?: (lines: string) => void;
 }
 
 /**

@@ -66,7 +66,6 @@ Examples:
           server = await startServer(cfg, logger, {
             migrate: opts.migrate,
             onProgress: (message) => process.stderr.write(`${message}\n`),
-            writeLines: (lines) => logger.writeLines(lines),
           });
         } catch (err) {
           logger.flush();
@@ -84,7 +83,7 @@ Examples:
         process.on('SIGHUP', () => logger.reopen());
         const workerCount = cfg.workers ?? 1;
         process.stderr.write(
-          `attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where}${workerCount > 1 ? `, ${workerCount} workers` : ''})\n`,
+          `attest listening on ${server.url} (database: ${server.database.kind}, ${server.database.where}${workerCount > 1 ? `, ${server.balancing === 'reusePort' ? 'connections spread by the kernel (reusePort)' : 'connections handed over by the primary (node:cluster)'}, ${workerCount} workers` : ''})\n`,
         );
         if (server.metricsUrl) process.stderr.write(`metrics on ${server.metricsUrl}\n`);
         const failure = await Promise.race([stopped.then(() => null), server.failed ?? stopped]);
