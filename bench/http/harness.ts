@@ -32,7 +32,8 @@ import {
 } from './tokens.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
-const BIN = join(ROOT, 'bin', 'attest.js');
+// ATTEST_BENCH_BIN: another build's bin/attest.js, so that two builds run under one harness (A/B)
+const BIN = process.env.ATTEST_BENCH_BIN ?? join(ROOT, 'bin', 'attest.js');
 const HELLO = join(dirname(fileURLToPath(import.meta.url)), 'hello.mjs');
 /** answers per second no server reaches here: the size of a timed wrk run's use-once pool */
 const WRK_MAX_RATE = 6000;
