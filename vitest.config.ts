@@ -4,7 +4,10 @@ import { defineConfig } from 'vitest/config';
 // which spares each file seconds of importing the same modules again (the server, postgres.js, jose...).
 // A server started in one of them swaps the global Request and Response: pristineGlobals puts
 // the originals back before each file.
+// ...and so do files that override a fixture (it.override): without isolation the override
+// outlives the file, and the next file's data dir would be made with its variables
 const MOCKING = [
+  'test/db/devReceipts.test.ts',
   'test/core/verify.test.ts',
   'test/server/apiKeyAuthenticator.test.ts',
   'test/server/authAbuse.test.ts',
