@@ -18,8 +18,7 @@ import { checkRevocationAge, startAgeCheck, startRevocationRefresh } from './rev
 import { startSessionPruner } from './sessionPruner.js';
 import { DEFAULT_CAPTURE_RETENTION_SECONDS } from '../captureBound.js';
 import { createTestStateRepository } from '../db/testState.js';
-import { startTestStatePruner } from './testStatePruner.js';
-import { startCapturePruner } from './capturePruner.js';
+import { startRetentionPruner } from './retentionPruner.js';
 import { createCaptureRepository } from '../db/captures.js';
 
 export interface JobOptions {
@@ -72,22 +71,29 @@ export function startJobs(
   });
 
   const testRetentionSeconds = config.testRetentionSeconds ?? DEFAULT_TEST_RETENTION_SECONDS;
-  const testStatePruner = startTestStatePruner(createTestStateRepository(database.db), {
-    retentionSeconds: testRetentionSeconds,
-    advisoryLock: true,
-    logger,
-    // a retention shorter than a minute (a rehearsal's) is kept to within about twice itself
-    intervalMs:
-      options.pruneIntervalMs ?? Math.min(60_000, Math.max(1000, testRetentionSeconds * 1000)),
-  });
+  // live rows are never touched (db/testState.ts)
+  const testStatePruner = startRetentionPruner(
+    'test-mode state',
+    createTestStateRepository(database.db),
+    {
+      retentionSeconds: testRetentionSeconds,
+      advisoryLock: true,
+      logger,
+      ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
+    },
+  );
 
   // captures kept for replay expire (ATTEST_CAPTURE_RETENTION), kept or not any more
-  const capturePruner = startCapturePruner(createCaptureRepository(database.db), {
-    retentionSeconds: config.capture?.retentionSeconds ?? DEFAULT_CAPTURE_RETENTION_SECONDS,
-    advisoryLock: true,
-    logger,
-    ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
-  });
+  const capturePruner = startRetentionPruner(
+    'token captures',
+    createCaptureRepository(database.db),
+    {
+      retentionSeconds: config.capture?.retentionSeconds ?? DEFAULT_CAPTURE_RETENTION_SECONDS,
+      advisoryLock: true,
+      logger,
+      ...(options.pruneIntervalMs !== undefined ? { intervalMs: options.pruneIntervalMs } : {}),
+    },
+  );
 
   // Apple's risk metric: receipts of recently used keys are refreshed about daily. Claims are
   // atomic, so every instance runs it; a team without a DeviceCheck key is left alone.

@@ -12,7 +12,7 @@ import type { Auditor } from '../../src/db/audit.js';
 import { rowsOf } from '../../src/db/database.js';
 import { createTestStateRepository } from '../../src/db/testState.js';
 import { createVerificationStatsRepository } from '../../src/db/verificationStats.js';
-import { startTestStatePruner } from '../../src/server/testStatePruner.js';
+import { startRetentionPruner } from '../../src/server/retentionPruner.js';
 import {
   createAssertion,
   createAttestation,
@@ -143,7 +143,7 @@ describe.each(backends())('ATTEST_TEST_RETENTION on $name', (backend) => {
       expect(before[table], table).toEqual({ live: 1, test: 1 });
 
     const { logger, capture } = captureLogger();
-    const pruner = startTestStatePruner(createTestStateRepository(db.db), {
+    const pruner = startRetentionPruner('test-mode state', createTestStateRepository(db.db), {
       retentionSeconds: retentionSeconds!,
       advisoryLock: true,
       logger,
