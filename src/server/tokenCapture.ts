@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { CaptureMax, CaptureMode } from '../captureBound.js';
-import { KINDS } from '../core/kinds.js';
+import { kindOf } from '../core/kinds.js';
 import type { VerifyOutcome } from '../core/outcome.js';
 import type { KeyMode } from '../core/ports.js';
 import type { VerifyInput } from '../core/verify.js';
@@ -70,7 +70,7 @@ export function createTokenCapturer(deps: {
             nonce: input.expectedNonce,
             service,
             app: outcome.facts.appId ?? outcome.facts.packageName ?? null,
-            entry: KINDS.find((k) => k.service === service)?.entry ?? null,
+            entry: (service === null ? undefined : kindOf(service)?.entry) ?? null,
             valid: outcome.ok,
             reason: outcome.ok ? null : outcome.reason,
             detail: outcome.ok ? null : outcome.detail,
