@@ -92,6 +92,12 @@ export interface Config {
 }
 
 /** ATTEST_STATS_RETENTION when unset: 35 days. */
+/**
+ * A statement on the request path that has no answer after this long (of time the event loop
+ * could have read it in) is given up: the request answers 500 with Retry-After, the breaker probes.
+ */
+export const DATABASE_WAIT_MS = 250;
+
 export const DEFAULT_STATS_RETENTION_SECONDS = 35 * 86_400;
 
 /** ATTEST_TEST_RETENTION when unset: 30 days. */
@@ -197,7 +203,7 @@ const env = z.object({
     .regex(/^https?:\/\/\S+$/, 'must be an http(s) URL')
     .default('https://playintegrity.googleapis.com'),
   ATTEST_GOOGLE_TIMEOUT_MS: z.coerce.number().int().min(100).max(60_000).default(3000),
-  ATTEST_DB_WAIT_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(250),
+  ATTEST_DB_WAIT_TIMEOUT_MS: z.coerce.number().int().min(50).max(60_000).default(DATABASE_WAIT_MS),
   ATTEST_GOOGLE_MAX_IN_FLIGHT: z.coerce.number().int().min(1).max(100_000).default(64),
   ATTEST_ISSUER: z.string().refine(isIssuer).optional(),
   ATTEST_RESULT_TOKEN_TTL: z

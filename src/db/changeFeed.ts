@@ -1,5 +1,4 @@
-import type { DatabaseHandle } from './database.js';
-import { withDatabaseDeadline } from './databaseDeadline.js';
+import { boundedDb, type DatabaseHandle } from './database.js';
 import { fixedStatement } from './fixedStatement.js';
 
 /** The channel the change_notify triggers announce on (payload: the table's name). */
@@ -50,8 +49,8 @@ export async function startChangeFeed(
   const intervalMs = options.intervalMs ?? POLL_INTERVAL_MS;
   // a poll that hangs must not stop the next: each is bounded by the interval's length at least
   const deadlineMs = Math.max(intervalMs, 2000);
-  const query = <T>(run: () => Promise<T>) => withDatabaseDeadline(deadlineMs, run);
-  let seen = Number((await query(() => latestVersion(handle.db, [])))[0]?.version ?? 0);
+  const db = boundedDb(handle, deadlineMs);
+  let seen = Number((await latestVersion(db, []))[0]?.version ?? 0);
   listener.onResync();
   let failing = false;
   let stopped = false;
@@ -59,7 +58,7 @@ export async function startChangeFeed(
   let running: Promise<void> = Promise.resolve();
   const poll = async () => {
     try {
-      const rows = await query(() => changesSince(handle.db, [seen]));
+      const rows = await changesSince(db, [seen]);
       if (failing) {
         failing = false;
         listener.onResync();

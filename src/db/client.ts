@@ -27,11 +27,7 @@ import { guardDriverRejections } from './driverRejections.js';
 import { planConnections, type ChangeFeedSetting, type ConnectionPlan } from './poolerProbe.js';
 import { reservedBegin, TRANSACTION_POOLED_OPTIONS } from './transactionPooling.js';
 import { lagAwareDeadline } from './lagAwareDeadline.js';
-import {
-  boundDatabaseWait,
-  currentDatabaseDeadline,
-  type DatabaseProgress,
-} from './databaseDeadline.js';
+import { boundDatabaseWait, type DatabaseProgress } from './databaseDeadline.js';
 
 export interface OpenOptions {
   /** a postgres:// URL; when absent the embedded database in `dataDir` is started and used */
@@ -257,14 +253,19 @@ async function openPostgres(
         ...(plan.startupTimeout ? { statement_timeout: 5000 } : {}),
       },
     });
-  const orm = (sql: Sql) =>
-    drizzlePostgres(preparedStatements(sql, progress, !plan.transactionPooled), { schema });
+  const orm = (sql: Sql, deadlineMs?: number) =>
+    drizzlePostgres(preparedStatements(sql, progress, !plan.transactionPooled, deadlineMs), {
+      schema,
+    });
   let client = connect();
   let current = orm(client);
+  // DatabaseHandle.bounded: one view per deadline, each over the current pool
+  const boundedViews = new Map<number, { current: typeof current; db: Database }>();
   const recycle = async () => {
     const stale = client;
     client = connect();
     current = orm(client);
+    for (const [ms, view] of boundedViews) view.current = orm(client, ms);
     // timeout 0: sockets whose peer vanished would never answer a graceful end
     await stale.end({ timeout: 0 }).catch(() => {});
   };
@@ -297,6 +298,20 @@ async function openPostgres(
   });
   return {
     db: db as unknown as Database,
+    bounded(ms) {
+      let view = boundedViews.get(ms);
+      if (!view) {
+        const made: { current: typeof current; db: Database } = {
+          current: orm(client, ms),
+          db: new Proxy({} as typeof current, {
+            get: (_, key) => Reflect.get(made.current, key, made.current),
+          }) as unknown as Database,
+        };
+        boundedViews.set(ms, made);
+        view = made;
+      }
+      return view.db;
+    },
     kind: 'postgres',
     where: redactUrl(url),
     url,
@@ -365,11 +380,16 @@ function reconnectDelaySeconds(retries: number): number {
  * later calls only bind and execute. Not behind a pooler in transaction mode (`prepare` false):
  * a statement prepared on one server connection is unknown to the next.
  */
-function preparedStatements(client: Sql, progress: DatabaseProgress, prepare: boolean): Sql {
+function preparedStatements(
+  client: Sql,
+  progress: DatabaseProgress,
+  prepare: boolean,
+  /** each statement's wait for its answer (DatabaseHandle.bounded); absent: unbounded */
+  deadlineMs: number | undefined,
+): Sql {
   const unsafe = ((query: string, parameters?: never[], options?: object) => {
     const pending = client.unsafe(query, parameters, { ...options, prepare });
-    const ms = currentDatabaseDeadline();
-    return ms === undefined ? pending : deadlined(pending, ms, progress);
+    return deadlineMs === undefined ? pending : deadlined(pending, deadlineMs, progress);
   }) as Sql['unsafe'];
   const begin = prepare ? undefined : reservedBegin(client);
   return new Proxy(client, {
@@ -379,7 +399,7 @@ function preparedStatements(client: Sql, progress: DatabaseProgress, prepare: bo
 }
 
 /**
- * A postgres.js query whose awaiting is bounded by `ms` (withDatabaseDeadline): postgres.js has no
+ * A postgres.js query whose awaiting is bounded by `ms` (DatabaseHandle.bounded): postgres.js has no
  * client-side timeout, and a connection whose peer went silent holds its queries forever. The
  * query is lazy (it runs when awaited), so `values()` still reaches it before it runs; the query
  * itself stays on its connection (the pool watchdog replaces a pool whose queries time out).

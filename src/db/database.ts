@@ -14,6 +14,16 @@ export type Database = PgDatabase<any, typeof tables>;
 export interface DatabaseHandle {
   db: Database;
   /**
+   * The same pool, each statement of it waiting at most `ms` for its answer (lag-aware; a window
+   * in which the pool answered others is granted again), then failing with DatabaseTimeoutError:
+   * what a request's repositories use, so a database gone silent (packets dropped, not refused)
+   * releases the request within `ms` whatever its own deadline. A view of its own rather than a
+   * scope (AsyncLocalStorage): on Node 20 a scope makes every promise of the process pay
+   * async_hooks' init and after hooks (2.5-3.6% of an assertion's CPU, 6% of its allocations,
+   * docs/benchmark-http.md). Absent on handles that are not a PostgreSQL pool: `db` then.
+   */
+  bounded?(ms: number): Database;
+  /**
    * `postgres`: a server given by DATABASE_URL; `embedded`: the PostgreSQL server this process
    * started in the data dir and owns (embeddedServer.ts), reached over its Unix socket
    */
@@ -73,6 +83,11 @@ export interface DatabaseHandle {
    */
   failed?: Promise<Error>;
   close(): Promise<void>;
+}
+
+/** `handle`'s statements bounded by `ms` where the handle can (DatabaseHandle.bounded), else its `db`. */
+export function boundedDb(handle: DatabaseHandle, ms: number): Database {
+  return handle.bounded?.(ms) ?? handle.db;
 }
 
 /** Rows of a raw `db.execute` result on either driver. */

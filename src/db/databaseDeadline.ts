@@ -1,6 +1,5 @@
 import { Fault } from '../core/fault.js';
 import { DATABASE_UNAVAILABLE } from './errors.js';
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { lagAwareDeadline, LagAwareTimeoutError } from './lagAwareDeadline.js';
 
 /** A statement got no answer within the database wait deadline: its waiter was released. */
@@ -9,24 +8,6 @@ export class DatabaseTimeoutError extends Fault {
   constructor(message: string) {
     super('database_timeout', message, { retryAfterSeconds: 1, unavailable: DATABASE_UNAVAILABLE });
   }
-}
-
-const scope = new AsyncLocalStorage<number>();
-
-/**
- * Runs `fn` with every statement it starts (on a driver that honours it: postgres.js, see
- * client.ts) bounded by `ms` of time the event loop could have read the answer in. A request runs
- * under it, so a database gone silent (packets dropped, not refused) releases the request within
- * `ms` of its wait starting, whatever the request's own deadline; what the request starts and
- * others share (a key's row, the allowlist) is bounded too and fails for all who share it.
- */
-export function withDatabaseDeadline<T>(ms: number, fn: () => T): T {
-  return scope.run(ms, fn);
-}
-
-/** The deadline of the current scope, undefined outside one (background work, migrations). */
-export function currentDatabaseDeadline(): number | undefined {
-  return scope.getStore();
 }
 
 /** When a pool last got an answer to any statement (performance.now()). */

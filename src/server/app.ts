@@ -11,7 +11,7 @@ import { finalNonce, type VerifyInput } from '../core/verify.js';
 import { parseEnvelope } from '../core/envelope.js';
 import { LIVE_JWKS_PATH, TEST_JWKS_PATH } from '../core/resultToken.js';
 import type { DatabaseBreaker } from '../db/databaseBreaker.js';
-import { isDatabaseTimeout, withDatabaseDeadline } from '../db/databaseDeadline.js';
+import { isDatabaseTimeout } from '../db/databaseDeadline.js';
 import type { WriteHealth } from '../db/writeHealth.js';
 import type { ConsumeResult } from '../db/sessions.js';
 import type { ApiKeyAuthenticator } from './apiKeyAuthenticator.js';
@@ -69,11 +69,6 @@ export interface AppDeps {
   sessionTtlSeconds: number;
   /** a request that has not finished by then answers 500 (the driver itself never times out) */
   requestDeadlineMs?: number;
-  /**
-   * how long one statement of a request may wait for its answer (lag-aware) before the request
-   * answers 500 with Retry-After (default DATABASE_WAIT_MS)
-   */
-  databaseWaitMs?: number;
   /** told each time a request ran out of time waiting on the backend (the pool watchdog) */
   onBackendTimeout?: (cause: unknown) => void;
   /** whether the database takes writes: /readyz answers 503 while it does not */
@@ -113,12 +108,6 @@ export interface AppDeps {
   clientAddress?: ClientAddress;
 }
 
-/**
- * A statement on the request path that has no answer after this long (of time the event loop
- * could have read it in) is given up: the request answers 500 with Retry-After, the breaker probes.
- */
-export const DATABASE_WAIT_MS = 250;
-
 /** How long verifiers may cache the JWKS and the discovery document. */
 export const WELL_KNOWN_MAX_AGE_SECONDS = 300;
 
@@ -141,7 +130,6 @@ const ROUTES: Record<string, string[]> = {
 export function createApp(deps: AppDeps): Hono<AppEnv> {
   const app = new Hono<AppEnv>();
   const deadlineMs = deps.requestDeadlineMs ?? 5000;
-  const databaseWaitMs = deps.databaseWaitMs ?? DATABASE_WAIT_MS;
 
   app.use(
     '*',
@@ -174,7 +162,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
   );
   // the budget first: the key's database reads count against it; the key is checked before
   // anything else under /api/, unknown paths included
-  app.use('/api/*', backendBudget({ deadlineMs, databaseWaitMs, breaker: deps.breaker }));
+  app.use('/api/*', backendBudget({ deadlineMs, breaker: deps.breaker }));
   app.use(
     '/api/*',
     apiKeyAuth({ auth: deps.auth, testKeys: deps.testKeys, clientAddress: deps.clientAddress }),
@@ -336,9 +324,8 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     const breaker = deps.breaker;
     if (breaker?.isOpen()) return false;
     if (deps.writeHealth) {
-      const writable = await withDatabaseDeadline(databaseWaitMs, () =>
-        deps.writeHealth!.writable(),
-      ).catch((err: unknown) => {
+      // its statements and the ready check's are bounded like a request's (wireApp.ts)
+      const writable = await deps.writeHealth.writable().catch((err: unknown) => {
         breaker?.failed(err);
         return false;
       });
@@ -349,7 +336,7 @@ export function createApp(deps: AppDeps): Hono<AppEnv> {
     let unsubscribe: (() => void) | undefined;
     try {
       return await Promise.race([
-        withDatabaseDeadline(databaseWaitMs, deps.ready).catch((err: unknown) => {
+        deps.ready().catch((err: unknown) => {
           if (isDatabaseTimeout(err)) breaker?.suspect();
           breaker?.failed(err);
           return false;

@@ -15,7 +15,7 @@ import { createAndroidKeyRepository } from '../db/androidKeys.js';
 import { createDeviceVelocityRepository } from '../db/deviceVelocity.js';
 import { createRevocationRepository, createRevocationSource } from '../db/androidRevocations.js';
 import { configuredAndroidRoots } from '../configuredAndroidRoots.js';
-import type { DatabaseHandle } from '../db/database.js';
+import { boundedDb, type DatabaseHandle } from '../db/database.js';
 import { createDevCaRepository } from '../db/devCa.js';
 import { migrationStatus } from '../db/migrate.js';
 import { createPoolWatchdog } from '../db/poolWatchdog.js';
@@ -81,13 +81,16 @@ export async function wireApp(
   options: WireOptions,
 ) {
   const { propagationMs } = options;
-  const sessions = createSessionRepository(database.db);
-  const apiKeys = createApiKeyRepository(database.db);
+  // what requests (and readiness) read and write: each statement waits at most the wait deadline
+  const db = boundedDb(database, config.dbWaitTimeoutMs);
+  const sessions = createSessionRepository(db);
+  const apiKeys = createApiKeyRepository(db);
   const signers = await resultTokenSigners(database, box, config, logger, apiKeys, options);
   const resultTokens = signers?.live;
-  const consumedResults = createConsumedResultRepository(database.db);
-  const revocationRepo = createRevocationRepository(database.db);
-  const revocations = createRevocationSource(revocationRepo, { ttlMs: propagationMs });
+  const consumedResults = createConsumedResultRepository(db);
+  const revocations = createRevocationSource(createRevocationRepository(db), {
+    ttlMs: propagationMs,
+  });
   const telemetry = await startTelemetry(config.otel);
   const metrics = createMetrics({
     telemetry,
@@ -108,10 +111,10 @@ export async function wireApp(
     onEvent: (e) => metrics.observeGoogle(e.endpoint, e.outcome),
   });
   const allowlist = createCachedAllowlist(
-    reportingKeyFailures(createAllowlistRepository(database.db, box), logger),
+    reportingKeyFailures(createAllowlistRepository(db, box), logger),
     { ttlMs: propagationMs },
   );
-  const devCa = createDevCaRepository(database.db);
+  const devCa = createDevCaRepository(db);
   const receiptRoots = configuredReceiptRoots(config.appleReceiptRootCaPath);
   if (config.appleReceiptRootCaPath && options.runsJobs)
     logger.warn(
@@ -121,24 +124,24 @@ export async function wireApp(
   const receipts = createReceiptVerifier(receiptRoots);
   const verifiersFor = createModeVerifiers({
     allowlist,
-    appleKeys: createAppleKeyRepository(database.db),
+    appleKeys: createAppleKeyRepository(db),
     appleRoots,
     devRoot: () => devCa.root(),
     ttlMs: propagationMs,
     googleDecoder,
     receipts,
     android: {
-      keys: createAndroidKeyRepository(database.db),
+      keys: createAndroidKeyRepository(db),
       roots: configuredAndroidRoots(config.androidRootCaPath),
       revocations: () => revocations.list(),
       // the leaked-keybox defence's counts: the database's, shared by every instance
-      issuers: createIssuerVelocityRepository(database.db),
-      blockedIssuers: cachedIssuerBlocks(createIssuerBlockRepository(database.db), {
+      issuers: createIssuerVelocityRepository(db),
+      blockedIssuers: cachedIssuerBlocks(createIssuerBlockRepository(db), {
         ttlMs: propagationMs,
       }),
     },
     // one count per key for every instance: the database's, never a per-process one
-    velocity: createDeviceVelocityRepository(database.db),
+    velocity: createDeviceVelocityRepository(db),
   });
   await revocations.list();
   if (!config.testKeys && options.runsJobs)
@@ -166,7 +169,7 @@ export async function wireApp(
       })
     : undefined;
   // a full disk or a read-only database fails writes while reads pass: readiness says so
-  const writeHealth = createWriteHealth(database.db, {
+  const writeHealth = createWriteHealth(db, {
     onChange: (writable, cause) =>
       writable
         ? logger.info('the database takes writes again')
@@ -182,7 +185,7 @@ export async function wireApp(
     capture && capture.mode !== 'off'
       ? createTokenCapturer({
           ...capture,
-          repo: createCaptureRepository(database.db),
+          repo: createCaptureRepository(db),
           box,
           logger,
         })
@@ -204,11 +207,10 @@ export async function wireApp(
     testKeys: config.testKeys,
     metrics,
     telemetry,
-    ready: async () => (await migrationStatus(database.db)).every((m) => m.applied),
+    ready: async () => (await migrationStatus(db)).every((m) => m.applied),
     sessionTtlSeconds: config.sessionTtlSeconds,
     // Google's own bound must run out first, or a slow Google would pass for a hanging database
     requestDeadlineMs: Math.max(5000, config.googleTimeoutMs + 2000),
-    databaseWaitMs: config.dbWaitTimeoutMs,
     writeHealth,
     onBackendTimeout: createPoolWatchdog(database, {
       onRecycle: () =>
@@ -284,9 +286,10 @@ export async function wireApp(
     capturer,
     reloadNow,
     reload,
-    sessions,
-    consumedResults,
-    revocationRepo,
+    // the jobs' (startJobs.ts): a prune or a list refresh may take longer than a request's wait
+    sessions: createSessionRepository(database.db),
+    consumedResults: createConsumedResultRepository(database.db),
+    revocationRepo: createRevocationRepository(database.db),
     revocations,
     receipts,
   };

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/client.js';
 import type { DatabaseHandle } from '../../src/db/database.js';
 import { createPoolWatchdog } from '../../src/db/poolWatchdog.js';
-import { DATABASE_WAIT_MS } from '../../src/server/app.js';
+import { DATABASE_WAIT_MS } from '../../src/config.js';
 import { STATUS_INTERNAL_ERROR, STATUS_INVALID_REQUEST } from '../../src/server/errorBody.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import { BASE, createTestService, init, issueKey, verify } from '../support/service.js';

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/db/client.js';
 import type { DatabaseHandle } from '../../src/db/database.js';
 import { createPoolWatchdog, type WatchdogVerdict } from '../../src/db/poolWatchdog.js';
-import { DATABASE_WAIT_MS } from '../../src/server/app.js';
+import { DATABASE_WAIT_MS } from '../../src/config.js';
 import { postgresBackend, type TestDatabase } from '../support/databases.js';
 import { BASE, createTestService, issueKey } from '../support/service.js';
 import { startTcpProxy, type TcpProxy } from '../support/tcpProxy.js';

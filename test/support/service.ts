@@ -25,7 +25,7 @@ import {
 import type { AndroidRootKey } from '../../src/core/androidKey/trustRoots.js';
 import type { IntegrityTokenDecoder, KeyMode } from '../../src/core/ports.js';
 import type { VerifyOutcome } from '../../src/core/outcome.js';
-import type { DatabaseHandle } from '../../src/db/database.js';
+import { boundedDb, type DatabaseHandle } from '../../src/db/database.js';
 import { createApiKeyRepository } from '../../src/db/apiKeys.js';
 import { migrationStatus } from '../../src/db/migrate.js';
 import { createSessionRepository } from '../../src/db/sessions.js';
@@ -146,9 +146,11 @@ export interface ServiceOptions {
 /** The app over `db` with the fake apple verifier (unless `verify` is given). */
 export function createTestService(db: DatabaseHandle, options: ServiceOptions = {}) {
   const { logger, capture } = captureLogger();
-  const sessions = createSessionRepository(db.db);
+  // as wireApp: each statement of a request waits at most the wait deadline
+  const bounded = boundedDb(db, options.databaseWaitMs ?? 2000);
+  const sessions = createSessionRepository(bounded);
   const auth = createApiKeyAuthenticator({
-    lookup: createApiKeyRepository(db.db),
+    lookup: createApiKeyRepository(bounded),
     ...options.auth,
   });
   const metrics = createMetrics({ sessionCounts: () => sessions.counts() });
@@ -158,11 +160,10 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
     sessions: options.sessions ?? sessions,
     verify: options.verify ?? fakeVerify(),
     metrics,
-    ready: options.ready ?? (async () => (await migrationStatus(db.db)).every((m) => m.applied)),
+    ready: options.ready ?? (async () => (await migrationStatus(bounded)).every((m) => m.applied)),
     sessionTtlSeconds: options.sessionTtlSeconds ?? 300,
     ...(options.requestDeadlineMs ? { requestDeadlineMs: options.requestDeadlineMs } : {}),
     ...(options.onBackendTimeout ? { onBackendTimeout: options.onBackendTimeout } : {}),
-    databaseWaitMs: options.databaseWaitMs ?? 2000,
     ...(options.writeHealth ? { writeHealth: options.writeHealth } : {}),
     ...(options.breaker ? { breaker: options.breaker } : {}),
     ...(options.clientAddress ? { clientAddress: options.clientAddress } : {}),
@@ -175,7 +176,7 @@ export function createTestService(db: DatabaseHandle, options: ServiceOptions = 
           resultConsumer: createResultConsumer({
             live: options.resultTokens,
             test: options.testResultTokens,
-            consumed: createConsumedResultRepository(db.db),
+            consumed: createConsumedResultRepository(bounded),
             ...(options.now ? { now: options.now } : {}),
           }),
         }

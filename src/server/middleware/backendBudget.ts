@@ -1,7 +1,7 @@
 import { Fault } from '../../core/fault.js';
 import { createMiddleware } from 'hono/factory';
 import type { DatabaseBreaker } from '../../db/databaseBreaker.js';
-import { isDatabaseTimeout, withDatabaseDeadline } from '../../db/databaseDeadline.js';
+import { isDatabaseTimeout } from '../../db/databaseDeadline.js';
 import { DatabaseUnavailableError } from '../../db/errors.js';
 import type { AppEnv, Budget } from '../appEnv.js';
 
@@ -75,18 +75,15 @@ export function createBudget(
  * Gives each request `c.get('backend')`, its budget of `deadlineMs` for time spent waiting on the
  * backend (not on a slow client's body, which Node's own request timeout bounds): a bounded answer
  * even when the database hangs. An exceeded budget throws DeadlineExceeded; an open `breaker`
- * DatabaseUnavailableError, at once. And every statement the request starts waits at most
- * `databaseWaitMs` for its answer (withDatabaseDeadline: DatabaseTimeoutError), so a silent
- * database releases the request long before its budget runs out.
+ * DatabaseUnavailableError, at once. Each statement's own, shorter wait is the repositories'
+ * (DatabaseHandle.bounded, wired in wireApp.ts): a silent database releases the request long
+ * before its budget runs out.
  */
 export const backendBudget = (opts: {
   deadlineMs: number;
-  /** absent: statements wait as long as the budget allows */
-  databaseWaitMs?: number | undefined;
   breaker?: Pick<DatabaseBreaker, 'check' | 'failed' | 'suspect' | 'onOpen'> | undefined;
 }) =>
   createMiddleware<AppEnv>(async (c, next) => {
     c.set('backend', createBudget(opts.deadlineMs, opts.breaker));
-    if (opts.databaseWaitMs === undefined) await next();
-    else await withDatabaseDeadline(opts.databaseWaitMs, next);
+    await next();
   });
