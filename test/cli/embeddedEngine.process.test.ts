@@ -157,7 +157,10 @@ describe('the embedded PostgreSQL server as a process', () => {
       `init latency: max ${before.toFixed(0)} ms without a backup (before and after it), max ${worst.toFixed(0)} ms during it (${during.length} requests in ${(ended - started).toFixed(0)} ms)`,
     );
     // the bound is 200 ms; on a machine so loaded that requests already stall longer without a
-    // backup, the backup must add nothing beyond what the machine shows in as long without one
-    expect(worst).toBeLessThan(Math.max(200, before));
+    // backup, the backup (pg_dump and gzip: two more busy processes on a saturated machine) may
+    // at most double what the machine shows in as long without one: a lock held or a blocked
+    // event loop would stall requests for the whole backup, seconds (seen once at 371 against
+    // 213 ms with two test suites on the two cores)
+    expect(worst).toBeLessThan(Math.max(200, 2 * before));
   }, 180_000);
 });

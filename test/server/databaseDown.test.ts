@@ -202,7 +202,18 @@ describe.skipIf(!pg)('database down or hanging (PostgreSQL)', () => {
     // dropped NAT/firewall flow), postgres-js waits for an answer forever (statement_timeout acts
     // only on the server): the pool watchdog sees the deadlines, probes, and replaces the pool
     it('connections frozen for good (no reset) do not keep the service down', async () => {
-      await Promise.all(Array.from({ length: 6 }, () => service.sessions.counts())); // fill the pool
+      // fill the pool; the stall before may have left the watchdog replacing it (a late
+      // recycle ends the old pool's connections under whatever runs on them): until it is done
+      await expect
+        .poll(
+          () =>
+            Promise.all(Array.from({ length: 6 }, () => service.sessions.counts())).then(
+              () => true,
+              () => false,
+            ),
+          { timeout: 10_000, interval: 200 },
+        )
+        .toBe(true);
       proxy.setMode('stall');
       await Promise.all(
         Array.from({ length: 5 }, () =>
