@@ -214,8 +214,24 @@ function cpuMs(pid: number): { attest: number; tree: number } {
   return { attest, tree: all };
 }
 
+/**
+ * The tree's memory: the sum of each process's proportional set size (Pss), where a shared page
+ * counts once across the processes that map it. A sum of RSS counts PostgreSQL's shared buffers
+ * once per backend that touched them: 648 MB for a tree whose Pss is far less (2026-12-02).
+ */
 const treeRssMb = (pid: number) =>
-  tree(pid).reduce((sum, p) => sum + (statusKb(p, 'VmRSS') || 0), 0) / 1024;
+  tree(pid).reduce((sum, p) => sum + (rollupKb(p, 'Pss') || 0), 0) / 1024;
+
+function rollupKb(pid: number, field: 'Pss'): number {
+  try {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(
+      readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'),
+    );
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
 
 function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {

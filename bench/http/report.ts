@@ -150,7 +150,7 @@ export function table(result: BenchResult): string {
 const tree = (r: BenchResult) =>
   r.treeRssAfterMb === undefined
     ? ''
-    : `; with its database's processes ${r.treeRssAfterMb.toFixed(0)} MB${r.treeRssSettledMb == null ? '' : `, ${r.treeRssSettledMb.toFixed(0)} MB once idle`}`;
+    : `; with its database's processes (Pss: shared pages once) ${r.treeRssAfterMb.toFixed(0)} MB${r.treeRssSettledMb == null ? '' : `, ${r.treeRssSettledMb.toFixed(0)} MB once idle`}`;
 const settled = (r: BenchResult) =>
   r.serverRssSettledMb == null ? '' : `, ${r.serverRssSettledMb.toFixed(0)} MB once idle`;
 
