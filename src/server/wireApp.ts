@@ -84,6 +84,9 @@ export async function wireApp(
   // what requests (and readiness) read and write: each statement waits at most the wait deadline
   const db = boundedDb(database, config.dbWaitTimeoutMs);
   const sessions = createSessionRepository(db);
+  // the jobs' and the scrape's (outside any request before too): a count or a prune of a large
+  // table may take longer than a request's statement wait
+  const jobSessions = createSessionRepository(database.db);
   const apiKeys = createApiKeyRepository(db);
   const signers = await resultTokenSigners(database, box, config, logger, apiKeys, options);
   const resultTokens = signers?.live;
@@ -98,7 +101,7 @@ export async function wireApp(
     databaseBreakerOpen: () => breaker?.isOpen() ?? false,
     ...(options.runsJobs
       ? {
-          sessionCounts: () => sessions.counts(),
+          sessionCounts: () => jobSessions.counts(),
           androidRevocationTakenAt: () => revocations.info()?.takenAt ?? null,
         }
       : {}),
@@ -287,7 +290,7 @@ export async function wireApp(
     reloadNow,
     reload,
     // the jobs' (startJobs.ts): a prune or a list refresh may take longer than a request's wait
-    sessions: createSessionRepository(database.db),
+    sessions: jobSessions,
     consumedResults: createConsumedResultRepository(database.db),
     revocationRepo: createRevocationRepository(database.db),
     revocations,
