@@ -91,13 +91,13 @@ export interface Config {
   capture?: { mode: capture.CaptureMode; max: capture.CaptureMax; retentionSeconds: number };
 }
 
-/** ATTEST_STATS_RETENTION when unset: 35 days. */
 /**
  * A statement on the request path that has no answer after this long (of time the event loop
  * could have read it in) is given up: the request answers 500 with Retry-After, the breaker probes.
  */
 export const DATABASE_WAIT_MS = 250;
 
+/** ATTEST_STATS_RETENTION when unset: 35 days. */
 export const DEFAULT_STATS_RETENTION_SECONDS = 35 * 86_400;
 
 /** ATTEST_TEST_RETENTION when unset: 30 days. */
