@@ -258,14 +258,30 @@ async function openPostgres(
       schema,
     });
   let client = connect();
-  let current = orm(client);
-  // DatabaseHandle.bounded: one view per deadline, each over the current pool
-  const boundedViews = new Map<number, { current: typeof current; db: Database }>();
+  type Orm = ReturnType<typeof orm>;
+  /**
+   * What repositories keep: one object per statement deadline (undefined: none; a number:
+   * DatabaseHandle.bounded), forwarding to a drizzle over the current pool, which `recycle` swaps
+   */
+  const views = new Map<number | undefined, { current: Orm; db: Database }>();
+  const view = (ms: number | undefined): Database => {
+    let entry = views.get(ms);
+    if (!entry) {
+      const made: { current: Orm; db: Database } = {
+        current: orm(client, ms),
+        db: new Proxy({} as Orm, {
+          get: (_, key) => Reflect.get(made.current, key, made.current),
+        }) as unknown as Database,
+      };
+      views.set(ms, made);
+      entry = made;
+    }
+    return entry.db;
+  };
   const recycle = async () => {
     const stale = client;
     client = connect();
-    current = orm(client);
-    for (const [ms, view] of boundedViews) view.current = orm(client, ms);
+    for (const [ms, made] of views) made.current = orm(client, ms);
     // timeout 0: sockets whose peer vanished would never answer a graceful end
     await stale.end({ timeout: 0 }).catch(() => {});
   };
@@ -292,26 +308,9 @@ async function openPostgres(
   };
   // notifications have a connection of their own, outside the pool `recycle` replaces
   let listener: Sql | undefined;
-  // repositories keep this object; `recycle` swaps what it forwards to
-  const db = new Proxy({} as typeof current, {
-    get: (_, key) => Reflect.get(current, key, current),
-  });
   return {
-    db: db as unknown as Database,
-    bounded(ms) {
-      let view = boundedViews.get(ms);
-      if (!view) {
-        const made: { current: typeof current; db: Database } = {
-          current: orm(client, ms),
-          db: new Proxy({} as typeof current, {
-            get: (_, key) => Reflect.get(made.current, key, made.current),
-          }) as unknown as Database,
-        };
-        boundedViews.set(ms, made);
-        view = made;
-      }
-      return view.db;
-    },
+    db: view(undefined),
+    bounded: view,
     kind: 'postgres',
     where: redactUrl(url),
     url,
