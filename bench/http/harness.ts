@@ -220,23 +220,15 @@ function cpuMs(pid: number): { attest: number; tree: number } {
  * once per backend that touched them: 648 MB for a tree whose Pss is far less (2026-12-02).
  */
 const treeRssMb = (pid: number) =>
-  tree(pid).reduce((sum, p) => sum + (rollupKb(p, 'Pss') || 0), 0) / 1024;
+  tree(pid).reduce((sum, p) => sum + (procKb(p, 'smaps_rollup', 'Pss') || 0), 0) / 1024;
 
-function rollupKb(pid: number, field: 'Pss'): number {
+const statusKb = (pid: number, field: 'VmRSS' | 'VmHWM') => procKb(pid, 'status', field);
+
+/** A `Field:   N kB` line of /proc/PID/`file`, in kB; NaN when the process or the line is gone. */
+function procKb(pid: number, file: 'status' | 'smaps_rollup', field: string): number {
   try {
     const m = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(
-      readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8'),
-    );
-    return m ? Number(m[1]) : NaN;
-  } catch {
-    return NaN;
-  }
-}
-
-function statusKb(pid: number, field: 'VmRSS' | 'VmHWM'): number {
-  try {
-    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(
-      readFileSync(`/proc/${pid}/status`, 'utf8'),
+      readFileSync(`/proc/${pid}/${file}`, 'utf8'),
     );
     return m ? Number(m[1]) : NaN;
   } catch {
